@@ -1,0 +1,59 @@
+//! The example jobs of `example-jobs/`, built from source for
+//! `wasm32-wasip2` by this crate's build script.
+//!
+//! Tests, benchmarks and `cronbox up` use these instead of committed
+//! binaries: [`path`] gives the component file of a job by its crate name.
+
+use std::path::{Path, PathBuf};
+
+/// The jobs a user may run, by crate name.
+pub const JOBS: &[&str] = &[
+    "hello",
+    "counter",
+    "sharded",
+    "runaway",
+    "memory-hog",
+    "panicker",
+    "fuel-burner",
+    "chatty",
+    "sleeper",
+];
+
+/// Components that cronbox must refuse (see `example-jobs/fixtures/`).
+pub const REFUSED_FIXTURES: &[&str] = &["wrong-world", "fs-snooper", "net-snooper"];
+
+/// The directory holding the built components.
+pub fn dir() -> &'static Path {
+    Path::new(env!("CRONBOX_EXAMPLE_JOBS_DIR"))
+}
+
+/// The component file of the example job or fixture `name` (its crate name,
+/// e.g. `memory-hog`).
+pub fn path(name: &str) -> PathBuf {
+    dir().join(format!("{}.wasm", name.replace('-', "_")))
+}
+
+/// The bytes of the component `name`.
+///
+/// # Panics
+/// When the component is missing: the build script builds every member of
+/// `example-jobs/`, so a missing file is a bug in the caller's name.
+pub fn bytes(name: &str) -> Vec<u8> {
+    let path = path(name);
+    std::fs::read(&path)
+        .unwrap_or_else(|error| panic!("example job {name} at {}: {error}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_job_and_fixture_was_built_as_a_component() {
+        for name in JOBS.iter().chain(REFUSED_FIXTURES) {
+            let bytes = bytes(name);
+            // A component's preamble: magic, version 0x0d, layer 1.
+            assert_eq!(&bytes[..8], b"\0asm\x0d\0\x01\0", "{name} is not a component");
+        }
+    }
+}

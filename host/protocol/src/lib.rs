@@ -1,0 +1,22 @@
+//! Wire types shared by the cronbox admin, its executors and the runtime.
+//!
+//! Everything here is plain data with `serde` derives: no I/O, no wasmtime,
+//! no database. The admin and the executor exchange these as JSON over HTTP;
+//! the runtime produces [`Outcome`]s and [`LogLine`]s in the same shapes so
+//! that a run's result travels unchanged from the sandbox to the store.
+//!
+//! Names follow the `wit/job.wit` contract where the guest sees the same
+//! concept (trigger kinds, log levels).
+
+mod log;
+mod outcome;
+mod trigger;
+
+pub use log::{LogLevel, LogLine, LogSource};
+pub use outcome::{Outcome, OutcomeKind};
+pub use trigger::{Trigger, TriggerKind};
+
+/// The state change set of a run: for each key the run wrote, its new value,
+/// or `None` when the run removed it. The admin applies it only when the run
+/// succeeded.
+pub type StateChanges = std::collections::BTreeMap<String, Option<String>>;
