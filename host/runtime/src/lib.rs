@@ -1,1 +1,38 @@
-//! placeholder
+//! The sandboxed WebAssembly runtime of cronbox: the only crate that links
+//! wasmtime.
+//!
+//! A [`Runtime`] owns one wasmtime engine (component model, async, Cranelift,
+//! pooling allocator, epoch interruption driven by a ticker on its own OS
+//! thread) and an on-disk [artifact cache](cache). [`Runtime::load`] turns
+//! the bytes of an uploaded component into a validated, compiled
+//! [`JobModule`]; a [`JobWorker`] runs a module's `execute` once per
+//! [`RunRequest`] on a warm instance (or a fresh one per run) and always
+//! answers with a [`RunReport`]: a typed [`Outcome`], duration, fuel, memory,
+//! the captured log and the state change set. A [`RunHandle`] kills a run or
+//! reads its log while it runs.
+//!
+//! Guarantees kept here (see ARCHITECTURE.md): a guest cannot take the host
+//! down (traps, panics, stack overflows, memory bombs and infinite loops end
+//! that run only); a run stops within one epoch tick of its deadline or kill,
+//! including a guest blocked in a host call; a store that saw any error is
+//! dropped, never entered again; only artifacts this host wrote, and whose
+//! checksum matches, are ever deserialized.
+
+mod cache;
+mod config;
+mod engine;
+mod host;
+mod log;
+mod module;
+mod run;
+mod validate;
+mod worker;
+
+pub use cache::CacheStatus;
+pub use config::{InstanceMode, RunLimits, RuntimeConfig, StateLimits};
+pub use cronbox_protocol::{LogLevel, LogLine, LogSource, Outcome, StateChanges, Trigger};
+pub use engine::{Runtime, RuntimeError};
+pub use log::{LogPage, RunLog};
+pub use module::{JobModule, LoadError};
+pub use run::{RunHandle, RunReport, RunRequest, StateSnapshot};
+pub use worker::{JobWorker, RetireReport};

@@ -1,0 +1,112 @@
+//! Settings of the runtime (per process) and limits of a run (per trigger).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Process-wide settings of a [`Runtime`](crate::Runtime).
+#[derive(Debug, Clone)]
+pub struct RuntimeConfig {
+    /// How many instances may be alive at once (warm or running). Sizes the
+    /// pooling allocator; past it, new instances wait for a free slot
+    /// (back-pressure), they never fail.
+    pub max_instances: u32,
+    /// The largest linear memory any run may be given; a run's own
+    /// [`RunLimits::memory_bytes`] is clamped to it.
+    pub memory_ceiling_bytes: u64,
+    /// Interval of the epoch ticker: the latency of timeouts and kills.
+    pub epoch_tick: Duration,
+    /// Where compiled artifacts are cached; `None` disables the disk cache.
+    pub cache_dir: Option<PathBuf>,
+    /// Count fuel in every run, so that [`RunLimits::fuel`] can be enforced
+    /// and fuel use reported. Costs some speed; off means fuel budgets are
+    /// refused.
+    pub fuel_metering: bool,
+    /// Largest component accepted by [`Runtime::load`](crate::Runtime::load).
+    pub max_module_bytes: usize,
+    /// Largest wasm stack of a guest; deeper recursion traps as a stack
+    /// overflow.
+    pub max_wasm_stack_bytes: usize,
+    /// How long a guest's `destroy` may take when an instance is retired.
+    pub destroy_timeout: Duration,
+    /// Size limits on a job's durable state.
+    pub state_limits: StateLimits,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        RuntimeConfig {
+            max_instances: 64,
+            memory_ceiling_bytes: 1 << 30,
+            epoch_tick: Duration::from_millis(2),
+            cache_dir: None,
+            fuel_metering: true,
+            max_module_bytes: 64 << 20,
+            max_wasm_stack_bytes: 512 << 10,
+            destroy_timeout: Duration::from_secs(2),
+            state_limits: StateLimits::default(),
+        }
+    }
+}
+
+/// Size limits on a job's durable key/value state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StateLimits {
+    /// Longest key, in bytes (keys must also be non-empty).
+    pub max_key_bytes: u32,
+    /// Longest value, in bytes.
+    pub max_value_bytes: u32,
+    /// Total of all keys and values of one job, in bytes.
+    pub max_total_bytes: u64,
+}
+
+impl Default for StateLimits {
+    fn default() -> Self {
+        StateLimits {
+            max_key_bytes: 256,
+            max_value_bytes: 64 << 10,
+            max_total_bytes: 1 << 20,
+        }
+    }
+}
+
+/// The limits of one run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunLimits {
+    /// Wall-clock deadline, counted from the start of the run (instantiation
+    /// and `init` included when the run creates the instance).
+    pub timeout: Duration,
+    /// Fuel budget (a deterministic measure of executed instructions);
+    /// `None` for no budget.
+    pub fuel: Option<u64>,
+    /// Largest linear memory of the instance, in bytes.
+    pub memory_bytes: u64,
+    /// Largest table of the instance, in elements.
+    pub table_elements: u32,
+    /// Cap on the run's log (stdout, stderr and `log` calls), in bytes.
+    pub log_bytes: usize,
+}
+
+impl Default for RunLimits {
+    fn default() -> Self {
+        RunLimits {
+            timeout: Duration::from_secs(60),
+            fuel: None,
+            memory_bytes: 64 << 20,
+            table_elements: 20_000,
+            log_bytes: 1 << 20,
+        }
+    }
+}
+
+/// Whether a worker keeps its instance between runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InstanceMode {
+    /// One instance serves run after run: `init` once, `execute` per run.
+    /// After any trap, timeout or kill the instance is dropped and the next
+    /// run creates a new one.
+    #[default]
+    Warm,
+    /// Every run gets a new instance (`init`, `execute`, `destroy`): no
+    /// memory is shared between runs.
+    FreshPerRun,
+}

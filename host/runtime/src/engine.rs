@@ -1,0 +1,170 @@
+//! The process-wide [`Runtime`]: one wasmtime engine, its linker, the epoch
+//! ticker thread, the instance budget and the artifact cache.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use wasmtime::component::{HasSelf, Linker};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+use crate::cache::ArtifactCache;
+use crate::config::RuntimeConfig;
+use crate::host::{HostState, Job};
+
+/// Why a [`Runtime`] could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// wasmtime refused the engine configuration.
+    #[error("cannot configure the WebAssembly engine: {0}")]
+    Engine(String),
+    /// The host imports could not be linked.
+    #[error("cannot link the host interfaces: {0}")]
+    Linker(String),
+    /// The artifact cache directory is unusable.
+    #[error("cannot use the artifact cache directory {path}: {source}")]
+    CacheDir {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    /// The epoch ticker thread could not be started.
+    #[error("cannot start the epoch ticker thread: {0}")]
+    Ticker(std::io::Error),
+}
+
+/// The sandboxed runtime: cheap to clone, shared by every worker.
+#[derive(Clone)]
+pub struct Runtime {
+    pub(crate) inner: Arc<RuntimeInner>,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
+pub(crate) struct RuntimeInner {
+    pub(crate) engine: Engine,
+    pub(crate) linker: Linker<HostState>,
+    pub(crate) config: RuntimeConfig,
+    pub(crate) cache: ArtifactCache,
+    instance_slots: Arc<Semaphore>,
+    ticker: EpochTicker,
+}
+
+impl Drop for RuntimeInner {
+    fn drop(&mut self) {
+        self.ticker.stop();
+    }
+}
+
+impl Runtime {
+    /// Builds the engine, links the host interfaces and starts the ticker.
+    pub fn new(config: RuntimeConfig) -> Result<Self, RuntimeError> {
+        let engine = build_engine(&config)?;
+        let mut linker = Linker::<HostState>::new(&engine);
+        // Every WASI p2 interface is linked, but the context grants nothing:
+        // no preopened directories, no environment, no network. Components
+        // importing filesystem or sockets are refused at load anyway
+        // (validate.rs), so those links are never reached.
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
+            .map_err(|error| RuntimeError::Linker(format!("{error:#}")))?;
+        Job::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
+            .map_err(|error| RuntimeError::Linker(format!("{error:#}")))?;
+        let cache = ArtifactCache::new(config.cache_dir.clone(), &engine)?;
+        let ticker = EpochTicker::start(&engine, config.epoch_tick)?;
+        Ok(Runtime {
+            inner: Arc::new(RuntimeInner {
+                instance_slots: Arc::new(Semaphore::new(config.max_instances as usize)),
+                engine,
+                linker,
+                config,
+                cache,
+                ticker,
+            }),
+        })
+    }
+
+    /// The settings this runtime was built with.
+    pub fn config(&self) -> &RuntimeConfig {
+        &self.inner.config
+    }
+
+    /// Instance slots free right now (out of `max_instances`).
+    pub fn free_instance_slots(&self) -> usize {
+        self.inner.instance_slots.available_permits()
+    }
+
+    /// Waits for a free instance slot: the back-pressure in front of the
+    /// pooling allocator, which would otherwise fail when full.
+    pub(crate) async fn instance_slot(&self) -> OwnedSemaphorePermit {
+        self.inner
+            .instance_slots
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the instance semaphore is never closed")
+    }
+}
+
+fn build_engine(config: &RuntimeConfig) -> Result<Engine, RuntimeError> {
+    let slots = config.max_instances.max(1);
+    let mut pool = PoolingAllocationConfig::default();
+    pool.total_component_instances(slots)
+        .total_core_instances(slots * 8)
+        .total_memories(slots * 2)
+        .total_tables(slots * 4)
+        .total_stacks(slots)
+        .max_memory_size(usize::try_from(config.memory_ceiling_bytes).unwrap_or(usize::MAX));
+
+    let mut wasm = Config::new();
+    wasm.wasm_component_model(true)
+        .epoch_interruption(true)
+        .consume_fuel(config.fuel_metering)
+        .max_wasm_stack(config.max_wasm_stack_bytes)
+        .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    Engine::new(&wasm).map_err(|error| RuntimeError::Engine(format!("{error:#}")))
+}
+
+/// Advances the engine's epoch every tick from a dedicated OS thread, so
+/// that deadlines fire even when every async worker is busy running wasm.
+struct EpochTicker {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl EpochTicker {
+    fn start(engine: &Engine, tick: Duration) -> Result<Self, RuntimeError> {
+        let weak = engine.weak();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop_flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("cronbox-epoch".into())
+            .spawn(move || {
+                while !stop_flag.load(Ordering::Relaxed) {
+                    std::thread::sleep(tick);
+                    match weak.upgrade() {
+                        Some(engine) => engine.increment_epoch(),
+                        None => break,
+                    }
+                }
+            })
+            .map_err(RuntimeError::Ticker)?;
+        Ok(EpochTicker {
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    fn stop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}

@@ -1,0 +1,335 @@
+//! What a guest's store holds and the host side of the `cronbox:job/context`
+//! interface: the current trigger, durable state, logging, resource limits.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use cronbox_protocol::{LogLevel, LogSource, StateChanges, Trigger};
+use wasmtime::ResourceLimiter;
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use crate::config::{RunLimits, StateLimits};
+use crate::log::{LogSink, RunLog};
+use crate::run::RunHandle;
+
+wasmtime::component::bindgen!({
+    path: "../../wit",
+    world: "cronbox:job/job",
+    imports: { default: trappable },
+    exports: { default: async },
+});
+
+use cronbox::job::context as wit;
+
+/// The data of one store: one instance of a job.
+pub(crate) struct HostState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    pub(crate) limiter: JobLimiter,
+    pub(crate) log_sink: LogSink,
+    pub(crate) run: RunScope,
+}
+
+/// What belongs to the run the instance is serving now.
+pub(crate) struct RunScope {
+    pub(crate) trigger: Trigger,
+    pub(crate) handle: RunHandle,
+    pub(crate) deadline: Instant,
+    pub(crate) state: StateView,
+}
+
+impl RunScope {
+    pub(crate) fn state_limits(&self) -> StateLimits {
+        self.state.limits()
+    }
+}
+
+impl HostState {
+    pub(crate) fn new(run: RunScope, limits: &RunLimits) -> Self {
+        let log_sink = LogSink::default();
+        log_sink.switch_to(run.handle.log_arc());
+        let wasi = WasiCtx::builder()
+            .stdout(RunLog::stream(log_sink.clone(), LogSource::Stdout))
+            .stderr(RunLog::stream(log_sink.clone(), LogSource::Stderr))
+            .build();
+        HostState {
+            wasi,
+            table: ResourceTable::new(),
+            limiter: JobLimiter::new(limits),
+            log_sink,
+            run,
+        }
+    }
+
+    /// Points the instance at a new run: its trigger, log, deadline, state.
+    pub(crate) fn begin_run(&mut self, run: RunScope, limits: &RunLimits) {
+        self.log_sink.switch_to(run.handle.log_arc());
+        self.limiter.apply(limits);
+        self.run = run;
+    }
+
+    /// Whether the epoch callback must stop the guest now.
+    pub(crate) fn must_stop(&self) -> bool {
+        self.run.handle.is_killed() || Instant::now() >= self.run.deadline
+    }
+}
+
+impl WasiView for HostState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl wit::Host for HostState {
+    fn current(&mut self) -> wasmtime::Result<wit::Trigger> {
+        let trigger = &self.run.trigger;
+        Ok(wit::Trigger {
+            job_id: trigger.job_id,
+            run_id: trigger.run_id,
+            param: trigger.param.clone(),
+            shard_index: trigger.shard_index,
+            shard_total: trigger.shard_total,
+            kind: match trigger.kind {
+                cronbox_protocol::TriggerKind::Schedule => wit::TriggerKind::Schedule,
+                cronbox_protocol::TriggerKind::Manual => wit::TriggerKind::Manual,
+                cronbox_protocol::TriggerKind::Api => wit::TriggerKind::Api,
+                cronbox_protocol::TriggerKind::Retry => wit::TriggerKind::Retry,
+                cronbox_protocol::TriggerKind::Parent => wit::TriggerKind::Parent,
+                cronbox_protocol::TriggerKind::Misfire => wit::TriggerKind::Misfire,
+            },
+            scheduled_at_ms: trigger.scheduled_at_ms,
+            attempt: trigger.attempt,
+        })
+    }
+
+    fn get(&mut self, key: String) -> wasmtime::Result<Option<String>> {
+        Ok(self.run.state.get(&key))
+    }
+
+    fn set(&mut self, key: String, value: String) -> wasmtime::Result<Result<(), wit::StateError>> {
+        Ok(self.run.state.set(key, value))
+    }
+
+    fn remove(&mut self, key: String) -> wasmtime::Result<()> {
+        self.run.state.remove(key);
+        Ok(())
+    }
+
+    fn log(&mut self, level: wit::Level, message: String) -> wasmtime::Result<()> {
+        let level = match level {
+            wit::Level::Trace => LogLevel::Trace,
+            wit::Level::Debug => LogLevel::Debug,
+            wit::Level::Info => LogLevel::Info,
+            wit::Level::Warn => LogLevel::Warn,
+            wit::Level::Error => LogLevel::Error,
+        };
+        self.run.handle.log().guest(level, message);
+        Ok(())
+    }
+}
+
+/// A job's durable state as one run sees it: the snapshot it was given plus
+/// its own writes, which become the run's change set.
+pub(crate) struct StateView {
+    snapshot: Arc<HashMap<String, String>>,
+    changes: StateChanges,
+    limits: StateLimits,
+    total_bytes: u64,
+}
+
+fn entry_bytes(key: &str, value: &str) -> u64 {
+    (key.len() + value.len()) as u64
+}
+
+impl StateView {
+    pub(crate) fn new(snapshot: Arc<HashMap<String, String>>, limits: StateLimits) -> Self {
+        let total_bytes = snapshot.iter().map(|(k, v)| entry_bytes(k, v)).sum();
+        StateView {
+            snapshot,
+            changes: StateChanges::new(),
+            limits,
+            total_bytes,
+        }
+    }
+
+    fn get(&self, key: &str) -> Option<String> {
+        match self.changes.get(key) {
+            Some(change) => change.clone(),
+            None => self.snapshot.get(key).cloned(),
+        }
+    }
+
+    fn set(&mut self, key: String, value: String) -> Result<(), wit::StateError> {
+        if key.is_empty() || key.len() > self.limits.max_key_bytes as usize {
+            return Err(wit::StateError::KeyTooLarge(self.limits.max_key_bytes));
+        }
+        if value.len() > self.limits.max_value_bytes as usize {
+            return Err(wit::StateError::ValueTooLarge(self.limits.max_value_bytes));
+        }
+        let old = self.get(&key).map_or(0, |old| entry_bytes(&key, &old));
+        let new_total = self.total_bytes - old + entry_bytes(&key, &value);
+        if new_total > self.limits.max_total_bytes {
+            return Err(wit::StateError::QuotaExceeded(self.limits.max_total_bytes));
+        }
+        self.total_bytes = new_total;
+        self.changes.insert(key, Some(value));
+        Ok(())
+    }
+
+    fn remove(&mut self, key: String) {
+        if let Some(old) = self.get(&key) {
+            self.total_bytes -= entry_bytes(&key, &old);
+        }
+        if self.snapshot.contains_key(&key) {
+            self.changes.insert(key, None);
+        } else {
+            self.changes.remove(&key);
+        }
+    }
+
+    pub(crate) fn limits(&self) -> StateLimits {
+        self.limits
+    }
+
+    pub(crate) fn into_changes(self) -> StateChanges {
+        self.changes
+    }
+}
+
+/// Per-store resource limits, which also remember whether a memory growth
+/// was refused (to tell a memory-limit death from any other trap) and the
+/// largest linear memory seen.
+pub(crate) struct JobLimiter {
+    memory_bytes: usize,
+    table_elements: usize,
+    pub(crate) memory_refused: bool,
+    pub(crate) peak_memory_bytes: usize,
+}
+
+/// Core instances, tables and memories one job component may create: a
+/// Rust `wasm32-wasip2` component uses about 3, 2 and 1.
+const MAX_CORE_INSTANCES: usize = 32;
+const MAX_TABLES: usize = 16;
+const MAX_MEMORIES: usize = 4;
+
+impl JobLimiter {
+    fn new(limits: &RunLimits) -> Self {
+        let mut limiter = JobLimiter {
+            memory_bytes: 0,
+            table_elements: 0,
+            memory_refused: false,
+            peak_memory_bytes: 0,
+        };
+        limiter.apply(limits);
+        limiter
+    }
+
+    fn apply(&mut self, limits: &RunLimits) {
+        self.memory_bytes = usize::try_from(limits.memory_bytes).unwrap_or(usize::MAX);
+        self.table_elements = limits.table_elements as usize;
+        self.memory_refused = false;
+    }
+}
+
+impl ResourceLimiter for JobLimiter {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > self.memory_bytes || maximum.is_some_and(|max| desired > max) {
+            self.memory_refused = true;
+            return Ok(false);
+        }
+        self.peak_memory_bytes = self.peak_memory_bytes.max(desired);
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= self.table_elements && maximum.is_none_or(|max| desired <= max))
+    }
+
+    fn instances(&self) -> usize {
+        MAX_CORE_INSTANCES
+    }
+
+    fn tables(&self) -> usize {
+        MAX_TABLES
+    }
+
+    fn memories(&self) -> usize {
+        MAX_MEMORIES
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(pairs: &[(&str, &str)], limits: StateLimits) -> StateView {
+        let snapshot = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        StateView::new(Arc::new(snapshot), limits)
+    }
+
+    #[test]
+    fn writes_shadow_the_snapshot_and_form_the_change_set() {
+        let mut state = view(&[("a", "1"), ("b", "2")], StateLimits::default());
+        state.set("a".into(), "10".into()).unwrap();
+        state.remove("b".into());
+        state.set("c".into(), "3".into()).unwrap();
+        state.set("tmp".into(), "x".into()).unwrap();
+        state.remove("tmp".into());
+        assert_eq!(state.get("a").as_deref(), Some("10"));
+        assert_eq!(state.get("b"), None);
+        let changes = state.into_changes();
+        let expected: StateChanges = [
+            ("a".to_string(), Some("10".to_string())),
+            ("b".to_string(), None),
+            ("c".to_string(), Some("3".to_string())),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(changes, expected);
+    }
+
+    #[test]
+    fn limits_refuse_oversized_writes() {
+        let limits = StateLimits {
+            max_key_bytes: 4,
+            max_value_bytes: 8,
+            max_total_bytes: 12,
+        };
+        let mut state = view(&[("k", "1234")], limits);
+        assert!(matches!(state.set("".into(), "v".into()), Err(wit::StateError::KeyTooLarge(4))));
+        assert!(matches!(
+            state.set("toolong".into(), "v".into()),
+            Err(wit::StateError::KeyTooLarge(4))
+        ));
+        assert!(matches!(
+            state.set("k".into(), "123456789".into()),
+            Err(wit::StateError::ValueTooLarge(8))
+        ));
+        // k=1234 uses 5 bytes; a second 8-byte entry would make 14 > 12.
+        assert!(matches!(
+            state.set("k2".into(), "12345678".into()),
+            Err(wit::StateError::QuotaExceeded(12))
+        ));
+        // Replacing the value of k frees its old bytes first.
+        state.set("k".into(), "12345678".into()).unwrap();
+        assert!(state.into_changes().contains_key("k"));
+    }
+}

@@ -1,0 +1,350 @@
+//! A run's log: stdout, stderr and `context.log` lines in one ordered,
+//! size-capped buffer that can be read by offset while the run goes on.
+//!
+//! Past the cap, lines are dropped and a single host line marks the spot
+//! (updated with the final count when the run ends). Writing never fails and
+//! never traps the guest.
+
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context as TaskContext, Poll};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use cronbox_protocol::{LogLevel, LogLine, LogSource};
+use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
+use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
+
+/// Longest line kept whole; longer output without a newline is split.
+const MAX_LINE_BYTES: usize = 16 << 10;
+
+/// The log of one run. Shared: the worker writes it, readers page through it.
+#[derive(Debug, Default)]
+pub struct RunLog {
+    inner: Mutex<LogInner>,
+}
+
+#[derive(Debug, Default)]
+struct LogInner {
+    lines: Vec<LogLine>,
+    cap_bytes: usize,
+    kept_bytes: usize,
+    dropped_lines: u64,
+    dropped_bytes: u64,
+    marker: Option<usize>,
+    partial_stdout: Vec<u8>,
+    partial_stderr: Vec<u8>,
+    finished: bool,
+}
+
+/// A page of log lines read from an offset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogPage {
+    /// The lines from the requested offset on.
+    pub lines: Vec<LogLine>,
+    /// The offset to ask for next (line count so far).
+    pub next_offset: usize,
+    /// True once the run has ended: no line will follow `next_offset`.
+    pub finished: bool,
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|elapsed| elapsed.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+impl RunLog {
+    /// A log keeping at most `cap_bytes` of line text.
+    pub fn with_cap(cap_bytes: usize) -> Self {
+        RunLog {
+            inner: Mutex::new(LogInner {
+                cap_bytes,
+                ..LogInner::default()
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, LogInner> {
+        // A panic while holding the lock cannot leave the buffer inconsistent
+        // in a way that matters to readers: keep serving it.
+        self.inner.lock().unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    pub(crate) fn set_cap(&self, cap_bytes: usize) {
+        self.lock().cap_bytes = cap_bytes;
+    }
+
+    /// Appends a `context.log` line.
+    pub(crate) fn guest(&self, level: LogLevel, text: String) {
+        self.lock().push(LogSource::Guest(level), text);
+    }
+
+    /// Appends a line written by the host.
+    pub(crate) fn host(&self, text: String) {
+        self.lock().push(LogSource::Host, text);
+    }
+
+    fn write_stream(&self, source: LogSource, bytes: &[u8]) {
+        self.lock().write_stream(source, bytes);
+    }
+
+    /// Flushes partial lines and marks the log finished.
+    pub(crate) fn finish(&self) {
+        let mut inner = self.lock();
+        inner.flush_partial(LogSource::Stdout);
+        inner.flush_partial(LogSource::Stderr);
+        inner.finished = true;
+        inner.update_marker();
+    }
+
+    /// Lines from `offset` on, at most `max_lines` of them.
+    pub fn read(&self, offset: usize, max_lines: usize) -> LogPage {
+        let inner = self.lock();
+        let start = offset.min(inner.lines.len());
+        let end = start.saturating_add(max_lines).min(inner.lines.len());
+        LogPage {
+            lines: inner.lines[start..end].to_vec(),
+            next_offset: end,
+            finished: inner.finished && end == inner.lines.len(),
+        }
+    }
+
+    /// Every line so far.
+    pub fn lines(&self) -> Vec<LogLine> {
+        self.lock().lines.clone()
+    }
+
+    /// Whether lines were dropped because of the cap.
+    pub fn is_truncated(&self) -> bool {
+        self.lock().marker.is_some()
+    }
+
+    /// Bytes of text kept (the cap bounds it).
+    pub fn kept_bytes(&self) -> usize {
+        self.lock().kept_bytes
+    }
+
+    /// A stdout/stderr stream for WASI that writes into the log of whatever
+    /// run is current in `sink`.
+    pub(crate) fn stream(sink: LogSink, source: LogSource) -> GuestOutput {
+        GuestOutput { sink, source }
+    }
+}
+
+impl LogInner {
+    fn push(&mut self, source: LogSource, text: String) {
+        if self.kept_bytes + text.len() > self.cap_bytes {
+            self.dropped_lines += 1;
+            self.dropped_bytes += text.len() as u64;
+            if self.marker.is_none() {
+                self.marker = Some(self.lines.len());
+                self.lines.push(LogLine {
+                    at_ms: now_ms(),
+                    source: LogSource::Host,
+                    text: String::new(),
+                });
+            }
+            self.update_marker();
+            return;
+        }
+        self.kept_bytes += text.len();
+        self.lines.push(LogLine {
+            at_ms: now_ms(),
+            source,
+            text,
+        });
+    }
+
+    fn update_marker(&mut self) {
+        if let Some(index) = self.marker {
+            self.lines[index].text = format!(
+                "log truncated: the cap of {} bytes was reached; {} more lines ({} bytes) were dropped",
+                self.cap_bytes, self.dropped_lines, self.dropped_bytes
+            );
+        }
+    }
+
+    fn partial(&mut self, source: LogSource) -> &mut Vec<u8> {
+        match source {
+            LogSource::Stderr => &mut self.partial_stderr,
+            _ => &mut self.partial_stdout,
+        }
+    }
+
+    fn write_stream(&mut self, source: LogSource, mut bytes: &[u8]) {
+        while let Some(newline) = bytes.iter().position(|&byte| byte == b'\n') {
+            let (line, rest) = bytes.split_at(newline);
+            let partial = self.partial(source);
+            partial.extend_from_slice(line);
+            let text = String::from_utf8_lossy(&std::mem::take(partial)).into_owned();
+            self.push(source, text);
+            bytes = &rest[1..];
+        }
+        let partial = self.partial(source);
+        partial.extend_from_slice(bytes);
+        if partial.len() >= MAX_LINE_BYTES {
+            self.flush_partial(source);
+        }
+    }
+
+    fn flush_partial(&mut self, source: LogSource) {
+        let partial = std::mem::take(self.partial(source));
+        if !partial.is_empty() {
+            self.push(source, String::from_utf8_lossy(&partial).into_owned());
+        }
+    }
+}
+
+/// Where an instance's stdout and stderr go: the log of the run it is
+/// serving now (a warm instance serves many runs).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LogSink {
+    current: Arc<Mutex<Arc<RunLog>>>,
+}
+
+impl LogSink {
+    pub(crate) fn switch_to(&self, log: Arc<RunLog>) {
+        *self.current.lock().unwrap_or_else(|poison| poison.into_inner()) = log;
+    }
+
+    fn current(&self) -> Arc<RunLog> {
+        self.current
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .clone()
+    }
+}
+
+/// The guest's stdout or stderr: always ready, never full, never an error.
+#[derive(Debug, Clone)]
+pub(crate) struct GuestOutput {
+    sink: LogSink,
+    source: LogSource,
+}
+
+impl GuestOutput {
+    fn write_bytes(&self, bytes: &[u8]) {
+        self.sink.current().write_stream(self.source, bytes);
+    }
+}
+
+impl IsTerminal for GuestOutput {
+    fn is_terminal(&self) -> bool {
+        false
+    }
+}
+
+impl StdoutStream for GuestOutput {
+    fn p2_stream(&self) -> Box<dyn OutputStream> {
+        Box::new(self.clone())
+    }
+
+    fn async_stream(&self) -> Box<dyn tokio::io::AsyncWrite + Send + Sync> {
+        Box::new(self.clone())
+    }
+}
+
+/// Room offered to the guest per write; the log drops what exceeds its cap.
+const WRITE_BUDGET: usize = 64 << 10;
+
+#[wasmtime_wasi::async_trait]
+impl OutputStream for GuestOutput {
+    fn write(&mut self, bytes: Bytes) -> StreamResult<()> {
+        self.write_bytes(&bytes);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> StreamResult<()> {
+        Ok(())
+    }
+
+    fn check_write(&mut self) -> StreamResult<usize> {
+        Ok(WRITE_BUDGET)
+    }
+}
+
+#[wasmtime_wasi::async_trait]
+impl Pollable for GuestOutput {
+    async fn ready(&mut self) {}
+}
+
+impl tokio::io::AsyncWrite for GuestOutput {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        _cx: &mut TaskContext<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        self.write_bytes(buf);
+        Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut TaskContext<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut TaskContext<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_lines_across_writes_and_sources() {
+        let log = RunLog::with_cap(1 << 10);
+        log.write_stream(LogSource::Stdout, b"hel");
+        log.write_stream(LogSource::Stderr, b"oops\n");
+        log.write_stream(LogSource::Stdout, b"lo\nworld");
+        log.guest(LogLevel::Info, "from log".into());
+        log.finish();
+        let texts: Vec<(LogSource, String)> =
+            log.lines().into_iter().map(|l| (l.source, l.text)).collect();
+        assert_eq!(
+            texts,
+            vec![
+                (LogSource::Stderr, "oops".into()),
+                (LogSource::Stdout, "hello".into()),
+                (LogSource::Guest(LogLevel::Info), "from log".into()),
+                (LogSource::Stdout, "world".into()),
+            ]
+        );
+        assert!(!log.is_truncated());
+    }
+
+    #[test]
+    fn cap_drops_lines_behind_one_marker() {
+        let log = RunLog::with_cap(10);
+        for i in 0..5 {
+            log.guest(LogLevel::Info, format!("line{i}"));
+        }
+        log.finish();
+        let lines = log.lines();
+        assert_eq!(lines.len(), 3, "{lines:?}");
+        assert_eq!(lines[0].text, "line0");
+        assert_eq!(lines[1].text, "line1");
+        assert_eq!(lines[2].source, LogSource::Host);
+        assert!(lines[2].text.contains("3 more lines (15 bytes) were dropped"), "{}", lines[2].text);
+        assert!(log.is_truncated());
+        assert!(log.kept_bytes() <= 10);
+    }
+
+    #[test]
+    fn reads_by_offset() {
+        let log = RunLog::with_cap(1 << 10);
+        for i in 0..10 {
+            log.guest(LogLevel::Debug, format!("{i}"));
+        }
+        let page = log.read(3, 4);
+        assert_eq!(page.next_offset, 7);
+        assert_eq!(page.lines[0].text, "3");
+        assert!(!page.finished);
+        log.finish();
+        let rest = log.read(7, 100);
+        assert_eq!(rest.lines.len(), 3);
+        assert!(rest.finished);
+    }
+}

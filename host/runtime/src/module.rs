@@ -1,0 +1,152 @@
+//! Loading a job module: validate, compile or fetch from the artifact cache,
+//! link, and keep the pre-instantiated result.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+
+use crate::cache::CacheStatus;
+use crate::engine::Runtime;
+use crate::host::{HostState, JobPre};
+use crate::validate::{self, GRANTED_INTERFACES};
+
+/// Why a module was refused. Every message names what is wrong.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum LoadError {
+    /// Zero bytes.
+    #[error("the module is empty (0 bytes)")]
+    Empty,
+    /// Over the size limit.
+    #[error("the module is {size} bytes, over the limit of {limit} bytes")]
+    TooLarge { size: usize, limit: usize },
+    /// Not WebAssembly at all.
+    #[error("not a WebAssembly binary: it does not start with the \\0asm magic")]
+    NotWasm,
+    /// A core module rather than a component.
+    #[error(
+        "this is a core WebAssembly module, not a component: build the job for the \
+         wasm32-wasip2 target (or wrap it with `wasm-tools component new`)"
+    )]
+    CoreModule,
+    /// Malformed, or refused by the compiler.
+    #[error("invalid component: {0}")]
+    Invalid(String),
+    /// A component, but not for world `cronbox:job/job`.
+    #[error(
+        "not a component for world cronbox:job/job: it does not export the function `{missing}` \
+         (its exports: {})",
+        if exports.is_empty() { "none".to_owned() } else { exports.join(", ") }
+    )]
+    WrongWorld {
+        missing: String,
+        exports: Vec<String>,
+    },
+    /// Imports something the host never grants.
+    #[error(
+        "the component imports `{import}`, which cronbox does not grant; jobs may import only \
+         {}", GRANTED_INTERFACES.join(", ")
+    )]
+    ForbiddenImport { import: String },
+    /// Imports and exports have the right names but the wrong types.
+    #[error("the component does not match world cronbox:job/job: {0}")]
+    Mismatch(String),
+}
+
+/// A validated, compiled job module, ready to instantiate. Cheap to clone.
+#[derive(Clone)]
+pub struct JobModule {
+    pub(crate) inner: Arc<ModuleInner>,
+}
+
+pub(crate) struct ModuleInner {
+    pub(crate) digest: String,
+    pub(crate) pre: JobPre<HostState>,
+    cache_status: CacheStatus,
+    load_time: Duration,
+    size: usize,
+}
+
+impl std::fmt::Debug for JobModule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobModule")
+            .field("digest", &self.inner.digest)
+            .field("cache_status", &self.inner.cache_status)
+            .finish_non_exhaustive()
+    }
+}
+
+impl JobModule {
+    /// The module's sha256, as lowercase hex: its identity everywhere.
+    pub fn digest(&self) -> &str {
+        &self.inner.digest
+    }
+
+    /// Whether loading hit the artifact cache.
+    pub fn cache_status(&self) -> CacheStatus {
+        self.inner.cache_status
+    }
+
+    /// How long validation, compilation or deserialization took.
+    pub fn load_time(&self) -> Duration {
+        self.inner.load_time
+    }
+
+    /// Size of the component in bytes.
+    pub fn size(&self) -> usize {
+        self.inner.size
+    }
+}
+
+/// The sha256 of a module as lowercase hex.
+pub fn digest_of(wasm: &[u8]) -> String {
+    hex::encode(Sha256::digest(wasm))
+}
+
+impl Runtime {
+    /// Validates and compiles a component (or loads its artifact from the
+    /// cache). Compilation runs on a blocking thread, off the async workers.
+    pub async fn load(&self, wasm: Vec<u8>) -> Result<JobModule, LoadError> {
+        let runtime = self.clone();
+        tokio::task::spawn_blocking(move || runtime.load_blocking(&wasm))
+            .await
+            .unwrap_or_else(|join| Err(LoadError::Invalid(format!("the compiler crashed: {join}"))))
+    }
+
+    /// [`load`](Self::load) for callers outside an async context.
+    pub fn load_blocking(&self, wasm: &[u8]) -> Result<JobModule, LoadError> {
+        let started = Instant::now();
+        validate::check_preamble(wasm, self.inner.config.max_module_bytes)?;
+        let digest = digest_of(wasm);
+        let engine = &self.inner.engine;
+        let (component, cache_status) = self
+            .inner
+            .cache
+            .load_or_compile(engine, &digest, wasm)
+            .map_err(|error| LoadError::Invalid(format!("{error:#}")))?;
+        validate::check_world(engine, &component)?;
+        let instance_pre = self
+            .inner
+            .linker
+            .instantiate_pre(&component)
+            .map_err(|error| LoadError::Mismatch(format!("{error:#}")))?;
+        let pre = JobPre::new(instance_pre).map_err(|error| LoadError::Mismatch(format!("{error:#}")))?;
+        if cache_status != CacheStatus::Hit {
+            self.inner.cache.store(&digest, &component);
+        }
+        Ok(JobModule {
+            inner: Arc::new(ModuleInner {
+                digest,
+                pre,
+                cache_status,
+                load_time: started.elapsed(),
+                size: wasm.len(),
+            }),
+        })
+    }
+
+    /// Where the artifact of `digest` is cached, if the disk cache is on.
+    pub fn artifact_path(&self, digest: &str) -> Option<std::path::PathBuf> {
+        self.inner.cache.entry_path(digest)
+    }
+}

@@ -1,0 +1,387 @@
+//! A job worker: the instance lifecycle of one module.
+//!
+//! A worker creates an instance on its first run (`init`), calls `execute`
+//! once per run and keeps the instance warm between runs (or makes a fresh
+//! one per run, see [`InstanceMode`]). Any trap, timeout or kill drops the
+//! instance: its store is never entered again and `destroy` is not called;
+//! the next run instantiates anew. [`JobWorker::retire`] calls `destroy` on
+//! a healthy instance.
+//!
+//! Every run ends in a [`RunReport`]; nothing here returns an error.
+
+use std::future::Future;
+use std::time::{Duration, Instant, SystemTime};
+
+use cronbox_protocol::{LogLine, LogSource, Outcome, StateChanges, Trigger};
+use tokio::sync::OwnedSemaphorePermit;
+use wasmtime::{Store, Trap, UpdateDeadline};
+
+use crate::config::{InstanceMode, RunLimits};
+use crate::engine::Runtime;
+use crate::host::{HostState, Job, RunScope, StateView};
+use crate::module::JobModule;
+use crate::run::{RunHandle, RunReport, RunRequest};
+
+/// Runs one module, run after run.
+pub struct JobWorker {
+    runtime: Runtime,
+    module: JobModule,
+    mode: InstanceMode,
+    instance: Option<LiveInstance>,
+}
+
+impl std::fmt::Debug for JobWorker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobWorker")
+            .field("module", &self.module.digest())
+            .field("mode", &self.mode)
+            .field("warm", &self.instance.is_some())
+            .finish()
+    }
+}
+
+/// An instance and the pool slot it occupies.
+struct LiveInstance {
+    store: Store<HostState>,
+    bindings: Job,
+    runs: u64,
+    _slot: OwnedSemaphorePermit,
+}
+
+/// What a retired instance's `destroy` did.
+#[derive(Debug, Clone)]
+pub struct RetireReport {
+    /// Lines the guest logged during `destroy`.
+    pub log: Vec<LogLine>,
+    /// Runs the instance served.
+    pub runs: u64,
+    /// Why `destroy` did not complete, if it did not.
+    pub error: Option<String>,
+}
+
+/// The result of a guest call raced against the run's kill and deadline.
+enum Raced<T> {
+    Done(wasmtime::Result<T>),
+    Stopped,
+    TimedOut,
+}
+
+async fn race<T>(
+    handle: &RunHandle,
+    deadline: Instant,
+    call: impl Future<Output = wasmtime::Result<T>>,
+) -> Raced<T> {
+    // A guest in a CPU loop yields to tokio on every epoch tick (see
+    // `new_store`), so these branches are polled; a guest blocked in an async
+    // host call is cancelled by dropping `call`.
+    tokio::select! {
+        biased;
+        _ = handle.cancelled() => Raced::Stopped,
+        _ = tokio::time::sleep_until(deadline.into()) => Raced::TimedOut,
+        result = call => Raced::Done(result),
+    }
+}
+
+impl JobWorker {
+    /// A worker for `module`; no instance exists until the first run.
+    pub fn new(runtime: &Runtime, module: JobModule, mode: InstanceMode) -> Self {
+        JobWorker {
+            runtime: runtime.clone(),
+            module,
+            mode,
+            instance: None,
+        }
+    }
+
+    /// The module this worker runs.
+    pub fn module(&self) -> &JobModule {
+        &self.module
+    }
+
+    /// Whether a warm instance is waiting for the next run.
+    pub fn is_warm(&self) -> bool {
+        self.instance.is_some()
+    }
+
+    /// Runs the job once. `handle` kills the run or reads its log meanwhile.
+    pub async fn run(&mut self, request: RunRequest, handle: &RunHandle) -> RunReport {
+        let started_at = SystemTime::now();
+        let started = Instant::now();
+        let config = self.runtime.config();
+        let mut limits = request.limits;
+        limits.memory_bytes = limits.memory_bytes.min(config.memory_ceiling_bytes);
+        let deadline = started + limits.timeout;
+        handle.log().set_cap(limits.log_bytes);
+
+        let mut report = RunReport {
+            outcome: Outcome::Killed,
+            started_at,
+            duration: Duration::ZERO,
+            fuel_consumed: None,
+            peak_memory_bytes: 0,
+            log: Vec::new(),
+            log_truncated: false,
+            state_changes: StateChanges::new(),
+            module_digest: self.module.digest().to_owned(),
+            new_instance: false,
+        };
+
+        let scope = RunScope {
+            trigger: request.trigger,
+            handle: handle.clone(),
+            deadline,
+            state: StateView::new(request.state, config.state_limits),
+        };
+        report.outcome = if limits.fuel.is_some() && !config.fuel_metering {
+            Outcome::Rejected {
+                reason: "a fuel budget was requested but this runtime runs without fuel metering"
+                    .to_owned(),
+            }
+        } else if let Some(stopped) = handle.stopped_outcome() {
+            stopped
+        } else {
+            self.execute(scope, &limits, handle, deadline, &mut report).await
+        };
+
+        if !report.outcome.is_success() {
+            report.state_changes.clear();
+        }
+        handle.log().finish();
+        report.log = handle.log().lines();
+        report.log_truncated = handle.log().is_truncated();
+        report.duration = started.elapsed();
+        report
+    }
+
+    async fn execute(
+        &mut self,
+        scope: RunScope,
+        limits: &RunLimits,
+        handle: &RunHandle,
+        deadline: Instant,
+        report: &mut RunReport,
+    ) -> Outcome {
+        let instance = match self.instance.take() {
+            Some(mut instance) => {
+                instance.store.data_mut().begin_run(scope, limits);
+                instance
+            }
+            None => match self.instantiate(scope, limits, handle, deadline).await {
+                Ok(instance) => {
+                    report.new_instance = true;
+                    instance
+                }
+                Err(outcome) => return outcome,
+            },
+        };
+        let mut instance = instance;
+        let fuel_budget = self.arm_fuel(&mut instance.store, limits);
+
+        let result = race(handle, deadline, instance.bindings.call_execute(&mut instance.store)).await;
+        instance.runs += 1;
+
+        if let Some(budget) = fuel_budget {
+            let left = instance.store.get_fuel().unwrap_or(0);
+            report.fuel_consumed = Some(budget - left);
+        }
+        report.peak_memory_bytes = instance.store.data().limiter.peak_memory_bytes as u64;
+
+        let outcome = match result {
+            Raced::Done(Ok(Ok(message))) => Outcome::Success { message },
+            Raced::Done(Ok(Err(message))) => Outcome::Failed { message },
+            other => {
+                // The store saw a trap, a timeout or a kill: drop it.
+                return self.stopped(other, &instance.store, handle, limits);
+            }
+        };
+        let data = instance.store.data_mut();
+        let state = std::mem::replace(
+            &mut data.run.state,
+            StateView::new(Default::default(), self.runtime.config().state_limits),
+        );
+        report.state_changes = state.into_changes();
+
+        match self.mode {
+            InstanceMode::Warm => self.instance = Some(instance),
+            InstanceMode::FreshPerRun => {
+                let timeout = self.runtime.config().destroy_timeout;
+                let retired = destroy(instance, handle.clone(), timeout).await;
+                if let Some(error) = retired.error {
+                    handle.log().host(format!("destroy did not complete: {error}"));
+                }
+            }
+        }
+        outcome
+    }
+
+    /// Creates a store and an instance, and runs the guest's `init`.
+    async fn instantiate(
+        &mut self,
+        scope: RunScope,
+        limits: &RunLimits,
+        handle: &RunHandle,
+        deadline: Instant,
+    ) -> Result<LiveInstance, Outcome> {
+        // Back-pressure: wait for a pool slot rather than fail when full.
+        let slot = tokio::select! {
+            biased;
+            _ = handle.cancelled() => return Err(handle.stopped_outcome().unwrap_or(Outcome::Killed)),
+            _ = tokio::time::sleep_until(deadline.into()) => {
+                return Err(Outcome::Timeout { timeout_ms: limits.timeout.as_millis() as u64 })
+            }
+            slot = self.runtime.instance_slot() => slot,
+        };
+        let mut store = self.new_store(scope, limits);
+        // `init` gets whatever fuel the run's budget allows.
+        self.arm_fuel(&mut store, limits);
+        let pre = &self.module.inner.pre;
+        let bindings = match race(handle, deadline, pre.instantiate_async(&mut store)).await {
+            Raced::Done(Ok(bindings)) => bindings,
+            other => return Err(self.stopped(other, &store, handle, limits)),
+        };
+        match race(handle, deadline, bindings.call_init(&mut store)).await {
+            Raced::Done(Ok(Ok(()))) => Ok(LiveInstance {
+                store,
+                bindings,
+                runs: 0,
+                _slot: slot,
+            }),
+            Raced::Done(Ok(Err(message))) => Err(Outcome::Failed {
+                message: format!("init failed: {message}"),
+            }),
+            other => Err(self.stopped(other, &store, handle, limits)),
+        }
+    }
+
+    fn new_store(&self, scope: RunScope, limits: &RunLimits) -> Store<HostState> {
+        let mut store = Store::new(&self.runtime.inner.engine, HostState::new(scope, limits));
+        store.limiter(|state| &mut state.limiter);
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(|context| {
+            if context.data().must_stop() {
+                Ok(UpdateDeadline::Interrupt)
+            } else {
+                // Yield to tokio on every tick: the kill and deadline
+                // branches of `race` get polled even for a CPU-bound guest.
+                Ok(UpdateDeadline::YieldCustom(1, Box::pin(tokio::task::yield_now())))
+            }
+        });
+        store
+    }
+
+    /// Gives the store the run's fuel; returns the budget set, if metered.
+    fn arm_fuel(&self, store: &mut Store<HostState>, limits: &RunLimits) -> Option<u64> {
+        if !self.runtime.config().fuel_metering {
+            return None;
+        }
+        let budget = limits.fuel.unwrap_or(u64::MAX);
+        store.set_fuel(budget).ok().map(|()| budget)
+    }
+
+    /// The outcome of a call that did not return normally.
+    fn stopped<T>(
+        &self,
+        raced: Raced<T>,
+        store: &Store<HostState>,
+        handle: &RunHandle,
+        limits: &RunLimits,
+    ) -> Outcome {
+        let timeout = Outcome::Timeout {
+            timeout_ms: limits.timeout.as_millis() as u64,
+        };
+        if let Some(stopped) = handle.stopped_outcome() {
+            return stopped;
+        }
+        let error = match raced {
+            Raced::Stopped => return Outcome::Killed,
+            Raced::TimedOut => return timeout,
+            Raced::Done(Ok(_)) => unreachable!("only failed calls are classified"),
+            Raced::Done(Err(error)) => error,
+        };
+        match error.downcast_ref::<Trap>() {
+            Some(Trap::Interrupt) => return timeout,
+            Some(Trap::OutOfFuel) => {
+                return Outcome::OutOfFuel {
+                    fuel: limits.fuel.unwrap_or(u64::MAX),
+                };
+            }
+            _ => {}
+        }
+        if store.data().limiter.memory_refused {
+            return Outcome::MemoryLimit {
+                limit_bytes: limits.memory_bytes,
+            };
+        }
+        let mut message = match error.downcast_ref::<Trap>() {
+            Some(trap) => trap.to_string(),
+            None => format!("{error:#}"),
+        };
+        if let Some(panic) = panic_message(&handle.log().lines()) {
+            message = format!("{message} (guest {panic})");
+        }
+        Outcome::Trap { message }
+    }
+
+    /// Retires the warm instance, calling the guest's `destroy`. Returns
+    /// `None` when there was no instance.
+    pub async fn retire(mut self) -> Option<RetireReport> {
+        let instance = self.instance.take()?;
+        let timeout = self.runtime.config().destroy_timeout;
+        Some(destroy(instance, RunHandle::new(), timeout).await)
+    }
+}
+
+/// Calls `destroy` on a healthy instance and drops it.
+async fn destroy(mut instance: LiveInstance, handle: RunHandle, timeout: Duration) -> RetireReport {
+    let deadline = Instant::now() + timeout;
+    instance.store.data_mut().begin_destroy(handle.clone(), deadline);
+    let error = match race(&handle, deadline, instance.bindings.call_destroy(&mut instance.store)).await {
+        Raced::Done(Ok(())) => None,
+        Raced::Done(Err(error)) => Some(format!("{error:#}")),
+        Raced::Stopped => Some("killed".to_owned()),
+        Raced::TimedOut => Some(format!("timed out after {} ms", timeout.as_millis())),
+    };
+    handle.log().finish();
+    RetireReport {
+        log: handle.log().lines(),
+        runs: instance.runs,
+        error,
+    }
+}
+
+/// The guest's panic message, from the stderr lines Rust's panic hook wrote
+/// (`panicked at file:line:col:` then the message).
+fn panic_message(lines: &[LogLine]) -> Option<String> {
+    let stderr: Vec<&LogLine> = lines
+        .iter()
+        .filter(|line| line.source == LogSource::Stderr)
+        .collect();
+    let start = stderr.iter().rposition(|line| line.text.contains("panicked at"))?;
+    let text: Vec<&str> = stderr[start..]
+        .iter()
+        .take(2)
+        .map(|line| line.text.trim())
+        .collect();
+    let text = text.join(" ");
+    Some(match text.find("panicked at") {
+        Some(at) => text[at..].to_owned(),
+        None => text,
+    })
+}
+
+impl HostState {
+    /// Points the instance at a `destroy` call: a new log and deadline, the
+    /// last trigger kept for `context.current`.
+    fn begin_destroy(&mut self, handle: RunHandle, deadline: Instant) {
+        let trigger: Trigger = self.run.trigger.clone();
+        let limits = self.run.state_limits();
+        let scope = RunScope {
+            trigger,
+            handle,
+            deadline,
+            state: StateView::new(Default::default(), limits),
+        };
+        self.log_sink.switch_to(scope.handle.log_arc());
+        self.run = scope;
+    }
+}
