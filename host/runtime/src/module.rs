@@ -42,12 +42,13 @@ pub enum LoadError {
         missing: String,
         exports: Vec<String>,
     },
-    /// Imports something the host never grants.
+    /// Imports something the host never grants (every such import listed).
     #[error(
-        "the component imports `{import}`, which cronbox does not grant; jobs may import only \
-         {}", GRANTED_INTERFACES.join(", ")
+        "the component imports {}, which cronbox does not grant; jobs may import only {}",
+        imports.iter().map(|name| format!("`{name}`")).collect::<Vec<_>>().join(", "),
+        GRANTED_INTERFACES.join(", ")
     )]
-    ForbiddenImport { import: String },
+    ForbiddenImport { imports: Vec<String> },
     /// Imports and exports have the right names but the wrong types.
     #[error("the component does not match world cronbox:job/job: {0}")]
     Mismatch(String),

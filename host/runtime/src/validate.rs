@@ -68,13 +68,17 @@ pub(crate) fn check_preamble(wasm: &[u8], max_bytes: usize) -> Result<(), LoadEr
 /// Checks a compiled component's imports and exports against world `job`.
 pub(crate) fn check_world(engine: &Engine, component: &Component) -> Result<(), LoadError> {
     let ty = component.component_type();
-    for (name, _) in ty.imports(engine) {
-        let interface = name.split('@').next().unwrap_or(name);
-        if !GRANTED_INTERFACES.contains(&interface) {
-            return Err(LoadError::ForbiddenImport {
-                import: name.to_owned(),
-            });
-        }
+    let forbidden: Vec<String> = ty
+        .imports(engine)
+        .map(|(name, _)| name)
+        .filter(|name| {
+            let interface = name.split('@').next().unwrap_or(name);
+            !GRANTED_INTERFACES.contains(&interface)
+        })
+        .map(str::to_owned)
+        .collect();
+    if !forbidden.is_empty() {
+        return Err(LoadError::ForbiddenImport { imports: forbidden });
     }
     let exports: Vec<(String, bool)> = ty
         .exports(engine)
