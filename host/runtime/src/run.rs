@@ -46,7 +46,8 @@ pub struct RunReport {
     /// How long it took, instantiation and `init` included when the run
     /// created its instance.
     pub duration: Duration,
-    /// Fuel consumed, when fuel metering is on.
+    /// Fuel consumed, when fuel metering is on and the guest call returned
+    /// (a run dropped on kill or timeout has no settled count).
     pub fuel_consumed: Option<u64>,
     /// The instance's largest linear memory so far, in bytes.
     pub peak_memory_bytes: u64,

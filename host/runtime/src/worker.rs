@@ -180,7 +180,9 @@ impl JobWorker {
         let result = race(handle, deadline, instance.bindings.call_execute(&mut instance.store)).await;
         instance.runs += 1;
 
-        if let Some(budget) = fuel_budget {
+        // Fuel is only settled in the store when the call returned (even by
+        // a trap); a call dropped on kill or timeout leaves it unknown.
+        if let (Some(budget), Raced::Done(_)) = (fuel_budget, &result) {
             let left = instance.store.get_fuel().unwrap_or(0);
             report.fuel_consumed = Some(budget - left);
         }

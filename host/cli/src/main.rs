@@ -1,0 +1,52 @@
+//! The `cronbox` command.
+//!
+//! Today it has one subcommand, `cronbox run`: the job author's inner loop,
+//! running a component once on this machine under the same runtime and
+//! limits as an executor. The admin, executor and management commands
+//! arrive with their roles.
+
+mod run;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// cronbox: a distributed job scheduler whose jobs are sandboxed
+/// WebAssembly components.
+#[derive(Debug, Parser)]
+#[command(name = "cronbox", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    Run(run::RunArgs),
+}
+
+fn main() -> ExitCode {
+    init_tracing();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(args) => run::main(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::from(run::EXIT_BAD_INPUT)
+        }
+    }
+}
+
+/// Logs to stderr, filtered by `CRONBOX_LOG` (e.g. `debug`,
+/// `cronbox_runtime=trace`); warnings only by default.
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("CRONBOX_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}

@@ -1,0 +1,110 @@
+//! `cronbox run` as a process: printed outcome and exit codes.
+
+use std::process::{Command, Output};
+
+use cronbox_example_jobs as jobs;
+
+fn cronbox(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cronbox"))
+        .args(args)
+        .output()
+        .expect("cronbox starts")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn path(job: &str) -> String {
+    jobs::path(job).display().to_string()
+}
+
+#[test]
+fn a_successful_run_prints_its_log_and_outcome_and_exits_zero() {
+    let output = cronbox(&["run", &path("hello"), "--param", "world"]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}{}", stderr(&output));
+    assert!(text.contains("[INFO ] hello, world"), "{text}");
+    assert!(text.contains("outcome: success (200): hello, world"), "{text}");
+    assert!(text.contains("fuel: "), "{text}");
+}
+
+#[test]
+fn examples_run_by_name_with_state() {
+    let output = cronbox(&["run", "--example", "counter", "--state", "count=41"]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    assert!(text.contains("count=42 instance_runs=1"), "{text}");
+    assert!(text.contains("  count = 42"), "{text}");
+}
+
+#[test]
+fn a_timeout_exits_one() {
+    let output = cronbox(&["run", &path("runaway"), "--timeout", "200ms"]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(text.contains("outcome: timeout (502): timed out after 200 ms"), "{text}");
+}
+
+#[test]
+fn fuel_and_memory_limits_apply() {
+    let output = cronbox(&["run", &path("fuel-burner"), "--param", "100000000", "--fuel", "50000"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stdout(&output).contains("outcome: out_of_fuel (500)"), "{}", stdout(&output));
+
+    let output = cronbox(&["run", &path("memory-hog"), "--memory", "8MiB"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stdout(&output).contains("outcome: memory_limit (500): hit the memory limit of 8388608 bytes"),
+        "{}",
+        stdout(&output)
+    );
+}
+
+#[test]
+fn a_panic_is_reported_as_a_trap_with_its_message() {
+    let output = cronbox(&["run", &path("panicker")]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(text.contains("outcome: trap (500): trapped:"), "{text}");
+    assert!(text.contains("panicking on purpose"), "{text}");
+}
+
+#[test]
+fn json_output_parses() {
+    let output = cronbox(&["run", &path("sharded"), "--shard", "1/3", "--json"]);
+    assert_eq!(output.status.code(), Some(0));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("valid JSON");
+    assert_eq!(report["outcome"], "success");
+    assert_eq!(report["message"], "shard 1/3");
+    assert_eq!(report["code"], 200);
+    assert_eq!(report["log"][0]["text"], "handling shard 1 of 3");
+    assert_eq!(report["module_digest"].as_str().map(str::len), Some(64));
+}
+
+#[test]
+fn refused_modules_and_bad_flags_exit_two_with_a_message() {
+    let output = cronbox(&["run", &path("fs-snooper")]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("wasi:filesystem"), "{}", stderr(&output));
+
+    let output = cronbox(&["run", "/definitely/not/here.wasm"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("cannot read /definitely/not/here.wasm"), "{}", stderr(&output));
+
+    let output = cronbox(&["run", "--example", "nope"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("no example job named \"nope\""), "{}", stderr(&output));
+
+    let output = cronbox(&["run", &path("hello"), "--timeout", "soon"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("--timeout"), "{}", stderr(&output));
+
+    let output = cronbox(&["run", &path("hello"), "--state", "novalue"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("expected KEY=VALUE"), "{}", stderr(&output));
+}
