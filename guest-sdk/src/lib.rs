@@ -109,7 +109,8 @@ macro_rules! export_job {
                 fn init() -> ::std::result::Result<(), ::std::string::String> {
                     $crate::__private::init::<$job>(&JOB)
                 }
-                fn execute() -> ::std::result::Result<::std::string::String, ::std::string::String> {
+                fn execute() -> ::std::result::Result<::std::string::String, ::std::string::String>
+                {
                     $crate::__private::execute::<$job>(&JOB)
                 }
                 fn destroy() {

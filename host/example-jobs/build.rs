@@ -35,7 +35,13 @@ fn main() {
     let mut command = Command::new(cargo);
     command
         .current_dir(&jobs_workspace)
-        .args(["build", "--release", "--target", GUEST_TARGET, "--target-dir"])
+        .args([
+            "build",
+            "--release",
+            "--target",
+            GUEST_TARGET,
+            "--target-dir",
+        ])
         .arg(&target_dir);
     // The outer build's settings are for the host, not the guests.
     for var in [
@@ -57,13 +63,13 @@ fn main() {
         .unwrap_or_else(|error| panic!("could not start cargo to build example-jobs/: {error}"));
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
-        let hint = if stderr.contains(GUEST_TARGET) && stderr.contains("target may not be installed")
-        {
-            "\nThe guest target is missing: run `rustup target add wasm32-wasip2` \
+        let hint =
+            if stderr.contains(GUEST_TARGET) && stderr.contains("target may not be installed") {
+                "\nThe guest target is missing: run `rustup target add wasm32-wasip2` \
              (rust-toolchain.toml asks rustup for it on a fresh machine)."
-        } else {
-            ""
-        };
+            } else {
+                ""
+            };
         panic!("building example-jobs/ for {GUEST_TARGET} failed:\n{stderr}{hint}");
     }
 

@@ -75,7 +75,9 @@ fn parse_shard(text: &str) -> Result<(u32, u32), String> {
         .and_then(|(index, total)| Some((index.parse().ok()?, total.parse().ok()?)));
     match parsed {
         Some((index, total)) if total >= 1 && index < total => Ok((index, total)),
-        _ => Err(format!("expected INDEX/TOTAL with INDEX < TOTAL, got {text:?}")),
+        _ => Err(format!(
+            "expected INDEX/TOTAL with INDEX < TOTAL, got {text:?}"
+        )),
     }
 }
 
@@ -196,7 +198,9 @@ fn print_text(report: &RunReport) {
     let mut figures = format!(
         "duration: {:.1} ms, peak memory: {}",
         report.duration.as_secs_f64() * 1000.0,
-        bytesize::ByteSize::b(report.peak_memory_bytes).display().iec()
+        bytesize::ByteSize::b(report.peak_memory_bytes)
+            .display()
+            .iec()
     );
     if let Some(fuel) = report.fuel_consumed {
         figures.push_str(&format!(", fuel: {fuel}"));

@@ -29,7 +29,10 @@ fn a_successful_run_prints_its_log_and_outcome_and_exits_zero() {
     let text = stdout(&output);
     assert_eq!(output.status.code(), Some(0), "{text}{}", stderr(&output));
     assert!(text.contains("[INFO ] hello, world"), "{text}");
-    assert!(text.contains("outcome: success (200): hello, world"), "{text}");
+    assert!(
+        text.contains("outcome: success (200): hello, world"),
+        "{text}"
+    );
     assert!(text.contains("fuel: "), "{text}");
 }
 
@@ -47,19 +50,34 @@ fn a_timeout_exits_one() {
     let output = cronbox(&["run", &path("runaway"), "--timeout", "200ms"]);
     let text = stdout(&output);
     assert_eq!(output.status.code(), Some(1), "{text}");
-    assert!(text.contains("outcome: timeout (502): timed out after 200 ms"), "{text}");
+    assert!(
+        text.contains("outcome: timeout (502): timed out after 200 ms"),
+        "{text}"
+    );
 }
 
 #[test]
 fn fuel_and_memory_limits_apply() {
-    let output = cronbox(&["run", &path("fuel-burner"), "--param", "100000000", "--fuel", "50000"]);
+    let output = cronbox(&[
+        "run",
+        &path("fuel-burner"),
+        "--param",
+        "100000000",
+        "--fuel",
+        "50000",
+    ]);
     assert_eq!(output.status.code(), Some(1));
-    assert!(stdout(&output).contains("outcome: out_of_fuel (500)"), "{}", stdout(&output));
+    assert!(
+        stdout(&output).contains("outcome: out_of_fuel (500)"),
+        "{}",
+        stdout(&output)
+    );
 
     let output = cronbox(&["run", &path("memory-hog"), "--memory", "8MiB"]);
     assert_eq!(output.status.code(), Some(1));
     assert!(
-        stdout(&output).contains("outcome: memory_limit (500): hit the memory limit of 8388608 bytes"),
+        stdout(&output)
+            .contains("outcome: memory_limit (500): hit the memory limit of 8388608 bytes"),
         "{}",
         stdout(&output)
     );
@@ -90,15 +108,27 @@ fn json_output_parses() {
 fn refused_modules_and_bad_flags_exit_two_with_a_message() {
     let output = cronbox(&["run", &path("fs-snooper")]);
     assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("wasi:filesystem"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("wasi:filesystem"),
+        "{}",
+        stderr(&output)
+    );
 
     let output = cronbox(&["run", "/definitely/not/here.wasm"]);
     assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("cannot read /definitely/not/here.wasm"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("cannot read /definitely/not/here.wasm"),
+        "{}",
+        stderr(&output)
+    );
 
     let output = cronbox(&["run", "--example", "nope"]);
     assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("no example job named \"nope\""), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("no example job named \"nope\""),
+        "{}",
+        stderr(&output)
+    );
 
     let output = cronbox(&["run", &path("hello"), "--timeout", "soon"]);
     assert_eq!(output.status.code(), Some(2));
@@ -106,5 +136,9 @@ fn refused_modules_and_bad_flags_exit_two_with_a_message() {
 
     let output = cronbox(&["run", &path("hello"), "--state", "novalue"]);
     assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("expected KEY=VALUE"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("expected KEY=VALUE"),
+        "{}",
+        stderr(&output)
+    );
 }

@@ -53,7 +53,11 @@ mod tests {
         for name in JOBS.iter().chain(REFUSED_FIXTURES) {
             let bytes = bytes(name);
             // A component's preamble: magic, version 0x0d, layer 1.
-            assert_eq!(&bytes[..8], b"\0asm\x0d\0\x01\0", "{name} is not a component");
+            assert_eq!(
+                &bytes[..8],
+                b"\0asm\x0d\0\x01\0",
+                "{name} is not a component"
+            );
         }
     }
 }

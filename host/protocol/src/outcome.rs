@@ -143,16 +143,31 @@ mod tests {
 
     #[test]
     fn codes_follow_xxl_job() {
-        assert_eq!(Outcome::Success { message: "ok".into() }.code(), 200);
+        assert_eq!(
+            Outcome::Success {
+                message: "ok".into()
+            }
+            .code(),
+            200
+        );
         assert_eq!(Outcome::Timeout { timeout_ms: 5 }.code(), 502);
         assert_eq!(Outcome::Killed.code(), 500);
-        assert_eq!(Outcome::Trap { message: "x".into() }.code(), 500);
+        assert_eq!(
+            Outcome::Trap {
+                message: "x".into()
+            }
+            .code(),
+            500
+        );
     }
 
     #[test]
     fn wire_shape_is_tagged() {
         let json = serde_json::to_value(Outcome::OutOfFuel { fuel: 7 }).unwrap();
-        assert_eq!(json, serde_json::json!({"outcome": "out_of_fuel", "fuel": 7}));
+        assert_eq!(
+            json,
+            serde_json::json!({"outcome": "out_of_fuel", "fuel": 7})
+        );
         let back: Outcome = serde_json::from_value(json).unwrap();
         assert_eq!(back, Outcome::OutOfFuel { fuel: 7 });
         let kinds: Vec<&str> = OutcomeKind::ALL.iter().map(|k| k.as_str()).collect();

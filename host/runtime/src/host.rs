@@ -314,7 +314,10 @@ mod tests {
             max_total_bytes: 12,
         };
         let mut state = view(&[("k", "1234")], limits);
-        assert!(matches!(state.set("".into(), "v".into()), Err(wit::StateError::KeyTooLarge(4))));
+        assert!(matches!(
+            state.set("".into(), "v".into()),
+            Err(wit::StateError::KeyTooLarge(4))
+        ));
         assert!(matches!(
             state.set("toolong".into(), "v".into()),
             Err(wit::StateError::KeyTooLarge(4))

@@ -36,3 +36,14 @@ pub use log::{LogPage, RunLog};
 pub use module::{JobModule, LoadError};
 pub use run::{RunHandle, RunReport, RunRequest, StateSnapshot};
 pub use worker::{JobWorker, RetireReport};
+
+#[doc(hidden)]
+pub mod bench_support {
+    //! Access for the runtime's own benchmarks, which compare it against
+    //! bare wasmtime on the very same engine. Not a public API.
+
+    /// The runtime's engine.
+    pub fn engine(runtime: &crate::Runtime) -> &wasmtime::Engine {
+        &runtime.inner.engine
+    }
+}

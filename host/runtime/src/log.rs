@@ -69,7 +69,9 @@ impl RunLog {
     fn lock(&self) -> MutexGuard<'_, LogInner> {
         // A panic while holding the lock cannot leave the buffer inconsistent
         // in a way that matters to readers: keep serving it.
-        self.inner.lock().unwrap_or_else(|poison| poison.into_inner())
+        self.inner
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
     }
 
     pub(crate) fn set_cap(&self, cap_bytes: usize) {
@@ -206,7 +208,10 @@ pub(crate) struct LogSink {
 
 impl LogSink {
     pub(crate) fn switch_to(&self, log: Arc<RunLog>) {
-        *self.current.lock().unwrap_or_else(|poison| poison.into_inner()) = log;
+        *self
+            .current
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner()) = log;
     }
 
     fn current(&self) -> Arc<RunLog> {
@@ -301,8 +306,11 @@ mod tests {
         log.write_stream(LogSource::Stdout, b"lo\nworld");
         log.guest(LogLevel::Info, "from log".into());
         log.finish();
-        let texts: Vec<(LogSource, String)> =
-            log.lines().into_iter().map(|l| (l.source, l.text)).collect();
+        let texts: Vec<(LogSource, String)> = log
+            .lines()
+            .into_iter()
+            .map(|l| (l.source, l.text))
+            .collect();
         assert_eq!(
             texts,
             vec![
@@ -327,7 +335,13 @@ mod tests {
         assert_eq!(lines[0].text, "line0");
         assert_eq!(lines[1].text, "line1");
         assert_eq!(lines[2].source, LogSource::Host);
-        assert!(lines[2].text.contains("3 more lines (15 bytes) were dropped"), "{}", lines[2].text);
+        assert!(
+            lines[2]
+                .text
+                .contains("3 more lines (15 bytes) were dropped"),
+            "{}",
+            lines[2].text
+        );
         assert!(log.is_truncated());
         assert!(log.kept_bytes() <= 10);
     }

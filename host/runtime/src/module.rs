@@ -131,7 +131,8 @@ impl Runtime {
             .linker
             .instantiate_pre(&component)
             .map_err(|error| LoadError::Mismatch(format!("{error:#}")))?;
-        let pre = JobPre::new(instance_pre).map_err(|error| LoadError::Mismatch(format!("{error:#}")))?;
+        let pre =
+            JobPre::new(instance_pre).map_err(|error| LoadError::Mismatch(format!("{error:#}")))?;
         if cache_status != CacheStatus::Hit {
             self.inner.cache.store(&digest, &component);
         }

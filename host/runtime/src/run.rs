@@ -115,10 +115,10 @@ impl RunHandle {
     }
 
     fn stop(&self, reason: u8) {
-        let _ = self
-            .inner
-            .reason
-            .compare_exchange(ACTIVE, reason, Ordering::SeqCst, Ordering::SeqCst);
+        let _ =
+            self.inner
+                .reason
+                .compare_exchange(ACTIVE, reason, Ordering::SeqCst, Ordering::SeqCst);
         self.inner.cancel.cancel();
     }
 

@@ -82,7 +82,12 @@ pub(crate) fn check_world(engine: &Engine, component: &Component) -> Result<(), 
     }
     let exports: Vec<(String, bool)> = ty
         .exports(engine)
-        .map(|(name, item)| (name.to_owned(), matches!(item.ty, ComponentItem::ComponentFunc(_))))
+        .map(|(name, item)| {
+            (
+                name.to_owned(),
+                matches!(item.ty, ComponentItem::ComponentFunc(_)),
+            )
+        })
         .collect();
     for required in REQUIRED_EXPORTS {
         let found = exports
@@ -105,14 +110,20 @@ mod tests {
     #[test]
     fn preamble_names_the_problem() {
         assert!(matches!(check_preamble(b"", 10), Err(LoadError::Empty)));
-        assert!(matches!(check_preamble(b"garbage!", 100), Err(LoadError::NotWasm)));
+        assert!(matches!(
+            check_preamble(b"garbage!", 100),
+            Err(LoadError::NotWasm)
+        ));
         assert!(matches!(
             check_preamble(b"\0asm\x01\0\0\0", 100),
             Err(LoadError::CoreModule)
         ));
         assert!(matches!(
             check_preamble(&[0; 20], 10),
-            Err(LoadError::TooLarge { size: 20, limit: 10 })
+            Err(LoadError::TooLarge {
+                size: 20,
+                limit: 10
+            })
         ));
         assert!(check_preamble(b"\0asm\x0d\0\x01\0", 100).is_ok());
     }

@@ -140,7 +140,8 @@ impl JobWorker {
         } else if let Some(stopped) = handle.stopped_outcome() {
             stopped
         } else {
-            self.execute(scope, &limits, handle, deadline, &mut report).await
+            self.execute(scope, &limits, handle, deadline, &mut report)
+                .await
         };
 
         if !report.outcome.is_success() {
@@ -177,7 +178,12 @@ impl JobWorker {
         let mut instance = instance;
         let fuel_budget = self.arm_fuel(&mut instance.store, limits);
 
-        let result = race(handle, deadline, instance.bindings.call_execute(&mut instance.store)).await;
+        let result = race(
+            handle,
+            deadline,
+            instance.bindings.call_execute(&mut instance.store),
+        )
+        .await;
         instance.runs += 1;
 
         // Fuel is only settled in the store when the call returned (even by
@@ -209,7 +215,9 @@ impl JobWorker {
                 let timeout = self.runtime.config().destroy_timeout;
                 let retired = destroy(instance, handle.clone(), timeout).await;
                 if let Some(error) = retired.error {
-                    handle.log().host(format!("destroy did not complete: {error}"));
+                    handle
+                        .log()
+                        .host(format!("destroy did not complete: {error}"));
                 }
             }
         }
@@ -265,7 +273,10 @@ impl JobWorker {
             } else {
                 // Yield to tokio on every tick: the kill and deadline
                 // branches of `race` get polled even for a CPU-bound guest.
-                Ok(UpdateDeadline::YieldCustom(1, Box::pin(tokio::task::yield_now())))
+                Ok(UpdateDeadline::YieldCustom(
+                    1,
+                    Box::pin(tokio::task::yield_now()),
+                ))
             }
         });
         store
@@ -336,8 +347,17 @@ impl JobWorker {
 /// Calls `destroy` on a healthy instance and drops it.
 async fn destroy(mut instance: LiveInstance, handle: RunHandle, timeout: Duration) -> RetireReport {
     let deadline = Instant::now() + timeout;
-    instance.store.data_mut().begin_destroy(handle.clone(), deadline);
-    let error = match race(&handle, deadline, instance.bindings.call_destroy(&mut instance.store)).await {
+    instance
+        .store
+        .data_mut()
+        .begin_destroy(handle.clone(), deadline);
+    let error = match race(
+        &handle,
+        deadline,
+        instance.bindings.call_destroy(&mut instance.store),
+    )
+    .await
+    {
         Raced::Done(Ok(())) => None,
         Raced::Done(Err(error)) => Some(format!("{error:#}")),
         Raced::Stopped => Some("killed".to_owned()),
@@ -358,7 +378,9 @@ fn panic_message(lines: &[LogLine]) -> Option<String> {
         .iter()
         .filter(|line| line.source == LogSource::Stderr)
         .collect();
-    let start = stderr.iter().rposition(|line| line.text.contains("panicked at"))?;
+    let start = stderr
+        .iter()
+        .rposition(|line| line.text.contains("panicked at"))?;
     let text: Vec<&str> = stderr[start..]
         .iter()
         .take(2)

@@ -11,15 +11,23 @@ fn runtime() -> Runtime {
 }
 
 async fn refusal(runtime: &Runtime, wasm: Vec<u8>) -> LoadError {
-    runtime.load(wasm).await.expect_err("the module must be refused")
+    runtime
+        .load(wasm)
+        .await
+        .expect_err("the module must be refused")
 }
 
 #[tokio::test]
 async fn random_bytes_are_not_wasm() {
-    let noise: Vec<u8> = (0..4096u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+    let noise: Vec<u8> = (0..4096u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
     let error = refusal(&runtime(), noise).await;
     assert!(matches!(error, LoadError::NotWasm), "{error:?}");
-    assert!(error.to_string().contains("not a WebAssembly binary"), "{error}");
+    assert!(
+        error.to_string().contains("not a WebAssembly binary"),
+        "{error}"
+    );
 }
 
 #[tokio::test]
@@ -30,10 +38,16 @@ async fn an_empty_file_is_refused() {
 
 #[tokio::test]
 async fn a_core_module_is_refused_with_advice() {
-    let core = wat::parse_str(r#"(module (func (export "execute") (result i32) i32.const 0))"#).unwrap();
+    let core =
+        wat::parse_str(r#"(module (func (export "execute") (result i32) i32.const 0))"#).unwrap();
     let error = refusal(&runtime(), core).await;
     assert!(matches!(error, LoadError::CoreModule), "{error:?}");
-    assert!(error.to_string().contains("core WebAssembly module, not a component"), "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains("core WebAssembly module, not a component"),
+        "{error}"
+    );
     assert!(error.to_string().contains("wasm32-wasip2"), "{error}");
 }
 
@@ -43,7 +57,10 @@ async fn a_truncated_component_is_invalid() {
     hello.truncate(hello.len() / 2);
     let error = refusal(&runtime(), hello).await;
     assert!(matches!(error, LoadError::Invalid(_)), "{error:?}");
-    assert!(error.to_string().starts_with("invalid component:"), "{error}");
+    assert!(
+        error.to_string().starts_with("invalid component:"),
+        "{error}"
+    );
 }
 
 #[tokio::test]
@@ -51,7 +68,10 @@ async fn a_component_for_another_world_is_refused() {
     let error = refusal(&runtime(), jobs::bytes("wrong-world")).await;
     let message = error.to_string();
     assert!(matches!(error, LoadError::WrongWorld { .. }), "{error:?}");
-    assert!(message.contains("not a component for world cronbox:job/job"), "{message}");
+    assert!(
+        message.contains("not a component for world cronbox:job/job"),
+        "{message}"
+    );
     assert!(message.contains("`init`"), "{message}");
     assert!(message.contains("its exports: greet"), "{message}");
 }
@@ -61,11 +81,17 @@ async fn a_filesystem_import_is_refused_by_name() {
     let error = refusal(&runtime(), jobs::bytes("fs-snooper")).await;
     match &error {
         LoadError::ForbiddenImport { imports } => {
-            assert!(imports.iter().any(|i| i.starts_with("wasi:filesystem/")), "{imports:?}")
+            assert!(
+                imports.iter().any(|i| i.starts_with("wasi:filesystem/")),
+                "{imports:?}"
+            )
         }
         other => panic!("expected a forbidden import, got {other:?}"),
     }
-    assert!(error.to_string().contains("which cronbox does not grant"), "{error}");
+    assert!(
+        error.to_string().contains("which cronbox does not grant"),
+        "{error}"
+    );
     assert!(error.to_string().contains("`wasi:filesystem/"), "{error}");
 }
 
@@ -74,7 +100,10 @@ async fn a_sockets_import_is_refused_by_name() {
     let error = refusal(&runtime(), jobs::bytes("net-snooper")).await;
     match &error {
         LoadError::ForbiddenImport { imports } => {
-            assert!(imports.iter().any(|i| i.starts_with("wasi:sockets/")), "{imports:?}")
+            assert!(
+                imports.iter().any(|i| i.starts_with("wasi:sockets/")),
+                "{imports:?}"
+            )
         }
         other => panic!("expected a forbidden import, got {other:?}"),
     }
@@ -88,7 +117,10 @@ async fn an_oversized_module_is_refused_before_compiling() {
     })
     .unwrap();
     let error = refusal(&runtime, jobs::bytes("hello")).await;
-    assert!(matches!(error, LoadError::TooLarge { limit: 1024, .. }), "{error:?}");
+    assert!(
+        matches!(error, LoadError::TooLarge { limit: 1024, .. }),
+        "{error:?}"
+    );
 }
 
 #[tokio::test]
@@ -111,7 +143,10 @@ fn cached_runtime(dir: &std::path::Path) -> Runtime {
 #[tokio::test]
 async fn the_artifact_cache_is_hit_on_the_second_load_and_survives_restarts() {
     let dir = tempfile::tempdir().unwrap();
-    let first = cached_runtime(dir.path()).load(jobs::bytes("hello")).await.unwrap();
+    let first = cached_runtime(dir.path())
+        .load(jobs::bytes("hello"))
+        .await
+        .unwrap();
     assert_eq!(first.cache_status(), CacheStatus::Miss);
     // A new runtime (as after a restart) finds the artifact on disk.
     let runtime = cached_runtime(dir.path());
@@ -119,7 +154,12 @@ async fn the_artifact_cache_is_hit_on_the_second_load_and_survives_restarts() {
     assert_eq!(second.cache_status(), CacheStatus::Hit);
     assert_eq!(first.digest(), second.digest());
     let mut worker = JobWorker::new(&runtime, second, InstanceMode::Warm);
-    let report = worker.run(RunRequest::new(Trigger::manual("cached", 0)), &RunHandle::new()).await;
+    let report = worker
+        .run(
+            RunRequest::new(Trigger::manual("cached", 0)),
+            &RunHandle::new(),
+        )
+        .await;
     assert!(report.outcome.is_success(), "{:?}", report.outcome);
 }
 
@@ -128,7 +168,9 @@ async fn a_corrupted_cache_entry_is_recompiled_not_trusted() {
     let dir = tempfile::tempdir().unwrap();
     let runtime = cached_runtime(dir.path());
     let module = runtime.load(jobs::bytes("counter")).await.unwrap();
-    let path = runtime.artifact_path(module.digest()).expect("disk cache on");
+    let path = runtime
+        .artifact_path(module.digest())
+        .expect("disk cache on");
     let mut artifact = std::fs::read(&path).unwrap();
     let middle = artifact.len() / 2;
     for byte in &mut artifact[middle..middle + 64] {
@@ -139,15 +181,28 @@ async fn a_corrupted_cache_entry_is_recompiled_not_trusted() {
     let repaired = runtime.load(jobs::bytes("counter")).await.unwrap();
     assert_eq!(repaired.cache_status(), CacheStatus::Repaired);
     let mut worker = JobWorker::new(&runtime, repaired, InstanceMode::Warm);
-    let report = worker.run(RunRequest::new(Trigger::manual("", 0)), &RunHandle::new()).await;
+    let report = worker
+        .run(RunRequest::new(Trigger::manual("", 0)), &RunHandle::new())
+        .await;
     assert!(report.outcome.is_success(), "{:?}", report.outcome);
     // The entry was rewritten and is trusted again.
-    assert_eq!(runtime.load(jobs::bytes("counter")).await.unwrap().cache_status(), CacheStatus::Hit);
+    assert_eq!(
+        runtime
+            .load(jobs::bytes("counter"))
+            .await
+            .unwrap()
+            .cache_status(),
+        CacheStatus::Hit
+    );
 
     // A truncated file is no better than a damaged one.
     std::fs::write(&path, &artifact[..10]).unwrap();
     assert_eq!(
-        runtime.load(jobs::bytes("counter")).await.unwrap().cache_status(),
+        runtime
+            .load(jobs::bytes("counter"))
+            .await
+            .unwrap()
+            .cache_status(),
         CacheStatus::Repaired
     );
 }

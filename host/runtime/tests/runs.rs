@@ -16,7 +16,10 @@ fn runtime() -> Runtime {
 }
 
 async fn worker(runtime: &Runtime, job: &str) -> JobWorker {
-    let module = runtime.load(jobs::bytes(job)).await.expect("example job loads");
+    let module = runtime
+        .load(jobs::bytes(job))
+        .await
+        .expect("example job loads");
     JobWorker::new(runtime, module, InstanceMode::Warm)
 }
 
@@ -44,17 +47,29 @@ async fn hello_succeeds_echoes_its_param_and_logs() {
     );
     assert_eq!(report.outcome.code(), 200);
     assert!(report.new_instance);
-    let lines: Vec<_> = report.log.iter().map(|l| (l.source, l.text.as_str())).collect();
+    let lines: Vec<_> = report
+        .log
+        .iter()
+        .map(|l| (l.source, l.text.as_str()))
+        .collect();
     assert_eq!(
         lines,
-        vec![(LogSource::Guest(cronbox_runtime::LogLevel::Info), "hello, world")]
+        vec![(
+            LogSource::Guest(cronbox_runtime::LogLevel::Info),
+            "hello, world"
+        )]
     );
     assert!(report.fuel_consumed.is_some_and(|fuel| fuel > 0));
     assert!(report.peak_memory_bytes > 0);
     // The second run reuses the warm instance.
     let again = hello.run(request("again"), &RunHandle::new()).await;
     assert!(!again.new_instance);
-    assert_eq!(again.outcome, Outcome::Success { message: "hello, again".into() });
+    assert_eq!(
+        again.outcome,
+        Outcome::Success {
+            message: "hello, again".into()
+        }
+    );
 }
 
 #[tokio::test]
@@ -64,7 +79,10 @@ async fn an_error_result_is_a_failed_run_and_keeps_the_instance() {
     let report = burner.run(request("abc"), &RunHandle::new()).await;
     match &report.outcome {
         Outcome::Failed { message } => {
-            assert!(message.contains("param must be a number of rounds"), "{message}")
+            assert!(
+                message.contains("param must be a number of rounds"),
+                "{message}"
+            )
         }
         other => panic!("expected failed, got {other:?}"),
     }
@@ -81,7 +99,9 @@ async fn runaway_times_out_on_time_and_the_runtime_carries_on() {
         ..RunLimits::default()
     };
     let started = Instant::now();
-    let report = runaway.run(with_limits("", limits), &RunHandle::new()).await;
+    let report = runaway
+        .run(with_limits("", limits), &RunHandle::new())
+        .await;
     let elapsed = started.elapsed();
     assert_eq!(report.outcome, Outcome::Timeout { timeout_ms: 200 });
     assert_eq!(report.outcome.code(), 502);
@@ -139,14 +159,25 @@ async fn sleeper_wakes_up_on_its_own_and_times_out_when_too_slow() {
     let runtime = runtime();
     let mut sleeper = worker(&runtime, "sleeper").await;
     let report = sleeper.run(request("50"), &RunHandle::new()).await;
-    assert_eq!(report.outcome, Outcome::Success { message: "slept 50 ms".into() });
+    assert_eq!(
+        report.outcome,
+        Outcome::Success {
+            message: "slept 50 ms".into()
+        }
+    );
     let limits = RunLimits {
         timeout: Duration::from_millis(100),
         ..RunLimits::default()
     };
-    let report = sleeper.run(with_limits("10000", limits), &RunHandle::new()).await;
+    let report = sleeper
+        .run(with_limits("10000", limits), &RunHandle::new())
+        .await;
     assert_eq!(report.outcome, Outcome::Timeout { timeout_ms: 100 });
-    assert!(report.duration < Duration::from_millis(150), "{:?}", report.duration);
+    assert!(
+        report.duration < Duration::from_millis(150),
+        "{:?}",
+        report.duration
+    );
 }
 
 #[tokio::test]
@@ -170,9 +201,18 @@ async fn memory_hog_hits_the_memory_limit() {
         ..RunLimits::default()
     };
     let report = hog.run(with_limits("", limits), &RunHandle::new()).await;
-    assert_eq!(report.outcome, Outcome::MemoryLimit { limit_bytes: 32 << 20 });
+    assert_eq!(
+        report.outcome,
+        Outcome::MemoryLimit {
+            limit_bytes: 32 << 20
+        }
+    );
     assert!(report.peak_memory_bytes <= 32 << 20);
-    assert!(report.peak_memory_bytes >= 16 << 20, "{}", report.peak_memory_bytes);
+    assert!(
+        report.peak_memory_bytes >= 16 << 20,
+        "{}",
+        report.peak_memory_bytes
+    );
     assert!(report.log.iter().any(|l| l.text == "holding 16 MiB"));
     assert!(!hog.is_warm());
 }
@@ -185,7 +225,9 @@ async fn fuel_burner_runs_out_with_a_small_budget_and_succeeds_with_a_large_one(
         fuel: Some(100_000),
         ..RunLimits::default()
     };
-    let report = burner.run(with_limits("10000000", small), &RunHandle::new()).await;
+    let report = burner
+        .run(with_limits("10000000", small), &RunHandle::new())
+        .await;
     assert_eq!(report.outcome, Outcome::OutOfFuel { fuel: 100_000 });
     assert_eq!(report.fuel_consumed, Some(100_000));
 
@@ -193,8 +235,12 @@ async fn fuel_burner_runs_out_with_a_small_budget_and_succeeds_with_a_large_one(
         fuel: Some(10_000_000_000),
         ..RunLimits::default()
     };
-    let first = burner.run(with_limits("10000000", large), &RunHandle::new()).await;
-    let second = burner.run(with_limits("10000000", large), &RunHandle::new()).await;
+    let first = burner
+        .run(with_limits("10000000", large), &RunHandle::new())
+        .await;
+    let second = burner
+        .run(with_limits("10000000", large), &RunHandle::new())
+        .await;
     assert!(first.outcome.is_success(), "{:?}", first.outcome);
     assert_eq!(first.outcome, second.outcome, "deterministic result");
     let used = first.fuel_consumed.unwrap();
@@ -203,7 +249,10 @@ async fn fuel_burner_runs_out_with_a_small_budget_and_succeeds_with_a_large_one(
     // Fuel is deterministic: the warm second run costs the same as the
     // first run minus its instantiation and init.
     let second_used = second.fuel_consumed.unwrap();
-    assert!(second_used <= used && used - second_used < used / 100, "{used} vs {second_used}");
+    assert!(
+        second_used <= used && used - second_used < used / 100,
+        "{used} vs {second_used}"
+    );
 }
 
 #[tokio::test]
@@ -232,11 +281,23 @@ async fn panics_traps_and_stack_overflows_end_the_run_only() {
     }
     assert!(overflow.new_instance, "a trapped instance is replaced");
 
-    let abort = panicker.run(request("unreachable"), &RunHandle::new()).await;
-    assert!(matches!(abort.outcome, Outcome::Trap { .. }), "{:?}", abort.outcome);
+    let abort = panicker
+        .run(request("unreachable"), &RunHandle::new())
+        .await;
+    assert!(
+        matches!(abort.outcome, Outcome::Trap { .. }),
+        "{:?}",
+        abort.outcome
+    );
 
     let mut hello = worker(&runtime, "hello").await;
-    assert!(hello.run(request("still here"), &RunHandle::new()).await.outcome.is_success());
+    assert!(
+        hello
+            .run(request("still here"), &RunHandle::new())
+            .await
+            .outcome
+            .is_success()
+    );
 }
 
 #[tokio::test]
@@ -245,19 +306,34 @@ async fn state_changes_are_returned_only_on_success() {
     let mut counter = worker(&runtime, "counter").await;
     let state = Arc::new(HashMap::from([("count".to_string(), "41".to_string())]));
     let ok = counter
-        .run(RunRequest { state: state.clone(), ..request("") }, &RunHandle::new())
+        .run(
+            RunRequest {
+                state: state.clone(),
+                ..request("")
+            },
+            &RunHandle::new(),
+        )
         .await;
     assert!(ok.outcome.is_success(), "{:?}", ok.outcome);
     assert_eq!(ok.state_changes.get("count"), Some(&Some("42".to_string())));
 
     let failed = counter
-        .run(RunRequest { state, ..request("fail") }, &RunHandle::new())
+        .run(
+            RunRequest {
+                state,
+                ..request("fail")
+            },
+            &RunHandle::new(),
+        )
         .await;
     match &failed.outcome {
         Outcome::Failed { message } => assert!(message.contains("after counting 42"), "{message}"),
         other => panic!("expected failed, got {other:?}"),
     }
-    assert!(failed.state_changes.is_empty(), "a failed run commits nothing");
+    assert!(
+        failed.state_changes.is_empty(),
+        "a failed run commits nothing"
+    );
 }
 
 #[tokio::test]
@@ -269,8 +345,15 @@ async fn trigger_fields_reach_the_guest() {
         shard_total: 3,
         ..Trigger::manual("", 0)
     };
-    let report = sharded.run(RunRequest::new(trigger), &RunHandle::new()).await;
-    assert_eq!(report.outcome, Outcome::Success { message: "shard 2/3".into() });
+    let report = sharded
+        .run(RunRequest::new(trigger), &RunHandle::new())
+        .await;
+    assert_eq!(
+        report.outcome,
+        Outcome::Success {
+            message: "shard 2/3".into()
+        }
+    );
 }
 
 #[tokio::test]
@@ -281,16 +364,31 @@ async fn chatty_output_is_capped_with_a_visible_marker() {
         log_bytes: 64 << 10,
         ..RunLimits::default()
     };
-    let report = chatty.run(with_limits("20000", limits), &RunHandle::new()).await;
-    assert_eq!(report.outcome, Outcome::Success { message: "wrote 20000 lines".into() });
+    let report = chatty
+        .run(with_limits("20000", limits), &RunHandle::new())
+        .await;
+    assert_eq!(
+        report.outcome,
+        Outcome::Success {
+            message: "wrote 20000 lines".into()
+        }
+    );
     assert!(report.log_truncated);
-    let kept: usize = report.log.iter().filter(|l| l.source != LogSource::Host).map(|l| l.text.len()).sum();
+    let kept: usize = report
+        .log
+        .iter()
+        .filter(|l| l.source != LogSource::Host)
+        .map(|l| l.text.len())
+        .sum();
     assert!(kept <= 64 << 10, "{kept}");
     let marker = report.log.last().expect("lines");
     assert_eq!(marker.source, LogSource::Host);
     assert!(marker.text.starts_with("log truncated"), "{}", marker.text);
     for source in [LogSource::Stdout, LogSource::Stderr] {
-        assert!(report.log.iter().any(|l| l.source == source), "{source:?} captured");
+        assert!(
+            report.log.iter().any(|l| l.source == source),
+            "{source:?} captured"
+        );
     }
 }
 
@@ -322,7 +420,10 @@ async fn a_log_is_readable_by_offset_while_the_run_goes_on() {
     let report = chatty.run(request("6000"), &handle).await;
     let (pages_while_running, texts) = reader.await.unwrap();
     assert!(report.outcome.is_success());
-    assert!(pages_while_running >= 2, "read {pages_while_running} pages live");
+    assert!(
+        pages_while_running >= 2,
+        "read {pages_while_running} pages live"
+    );
     let all: Vec<_> = report.log.iter().map(|l| l.text.clone()).collect();
     assert_eq!(texts, all, "paging saw every line once, in order");
 }
@@ -335,9 +436,17 @@ async fn fresh_instance_mode_instantiates_and_destroys_per_run() {
     for _ in 0..2 {
         let report = counter.run(request(""), &RunHandle::new()).await;
         assert!(report.new_instance);
-        assert_eq!(report.outcome, Outcome::Success { message: "count=1 instance_runs=1".into() });
+        assert_eq!(
+            report.outcome,
+            Outcome::Success {
+                message: "count=1 instance_runs=1".into()
+            }
+        );
         assert!(
-            report.log.iter().any(|l| l.text == "counter instance retired after 1 runs"),
+            report
+                .log
+                .iter()
+                .any(|l| l.text == "counter instance retired after 1 runs"),
             "destroy ran and logged into the run: {:?}",
             report.log
         );
@@ -350,7 +459,13 @@ async fn retire_calls_destroy_on_a_warm_instance() {
     let runtime = runtime();
     let mut counter = worker(&runtime, "counter").await;
     for _ in 0..3 {
-        assert!(counter.run(request(""), &RunHandle::new()).await.outcome.is_success());
+        assert!(
+            counter
+                .run(request(""), &RunHandle::new())
+                .await
+                .outcome
+                .is_success()
+        );
     }
     let retired = counter.retire().await.expect("an instance was warm");
     assert_eq!(retired.runs, 3);
@@ -367,7 +482,13 @@ async fn a_full_pool_makes_new_instances_wait_instead_of_failing() {
     })
     .unwrap();
     let mut first = worker(&runtime, "hello").await;
-    assert!(first.run(request("a"), &RunHandle::new()).await.outcome.is_success());
+    assert!(
+        first
+            .run(request("a"), &RunHandle::new())
+            .await
+            .outcome
+            .is_success()
+    );
     assert_eq!(runtime.free_instance_slots(), 0);
 
     let mut second = worker(&runtime, "hello").await;
@@ -376,7 +497,9 @@ async fn a_full_pool_makes_new_instances_wait_instead_of_failing() {
         ..RunLimits::default()
     };
     // No slot within the deadline: the run times out waiting, nothing crashes.
-    let waited = second.run(with_limits("b", limits), &RunHandle::new()).await;
+    let waited = second
+        .run(with_limits("b", limits), &RunHandle::new())
+        .await;
     assert_eq!(waited.outcome, Outcome::Timeout { timeout_ms: 100 });
 
     // Once the first instance retires, the second gets its slot.
@@ -404,7 +527,11 @@ async fn fuel_budget_without_metering_is_rejected() {
         ..RunLimits::default()
     };
     let report = hello.run(with_limits("x", limits), &RunHandle::new()).await;
-    assert!(matches!(report.outcome, Outcome::Rejected { .. }), "{:?}", report.outcome);
+    assert!(
+        matches!(report.outcome, Outcome::Rejected { .. }),
+        "{:?}",
+        report.outcome
+    );
     let unmetered = hello.run(request("x"), &RunHandle::new()).await;
     assert!(unmetered.outcome.is_success());
     assert_eq!(unmetered.fuel_consumed, None);

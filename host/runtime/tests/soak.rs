@@ -25,14 +25,22 @@ async fn ten_thousand_counter_runs_on_one_warm_instance() {
     let mut rss_after_warmup = 0;
     for run in 1..=RUNS {
         let request = RunRequest {
-            trigger: Trigger { run_id: run, ..Trigger::manual("", 0) },
+            trigger: Trigger {
+                run_id: run,
+                ..Trigger::manual("", 0)
+            },
             ..RunRequest::new(Trigger::manual("", 0))
         };
-        let request = RunRequest { state: Arc::new(state.clone()), ..request };
+        let request = RunRequest {
+            state: Arc::new(state.clone()),
+            ..request
+        };
         let report = worker.run(request, &RunHandle::new()).await;
         assert_eq!(
             report.outcome,
-            Outcome::Success { message: format!("count={run} instance_runs={run}") }
+            Outcome::Success {
+                message: format!("count={run} instance_runs={run}")
+            }
         );
         assert_eq!(report.new_instance, run == 1);
         // Commit as the admin would: only a successful run's changes.
