@@ -8,6 +8,8 @@
 //! 2. Time from deadline to stop for `runaway`, over 100 runs (p50/p99).
 //! 3. Compile time vs cached load for each example job.
 
+#![allow(clippy::unwrap_used)] // a benchmark: any failure should stop it loudly
+
 use std::time::{Duration, Instant};
 
 use cronbox_example_jobs as jobs;

@@ -137,7 +137,7 @@ fn cached_runtime(dir: &std::path::Path) -> Runtime {
         cache_dir: Some(dir.to_path_buf()),
         ..RuntimeConfig::default()
     })
-    .unwrap()
+    .expect("runtime with a disk cache")
 }
 
 #[tokio::test]

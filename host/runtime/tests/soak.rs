@@ -11,7 +11,11 @@ use cronbox_runtime::{
 /// Resident set size of this process, in bytes (Linux).
 fn rss_bytes() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").expect("Linux /proc");
-    let pages: u64 = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|resident| resident.parse().ok())
+        .expect("statm lists resident pages second");
     pages * 4096
 }
 
