@@ -76,37 +76,35 @@ async fn a_component_for_another_world_is_refused() {
     assert!(message.contains("its exports: greet"), "{message}");
 }
 
-#[tokio::test]
-async fn a_filesystem_import_is_refused_by_name() {
-    let error = refusal(&runtime(), jobs::bytes("fs-snooper")).await;
+/// Loads `fixture` and checks it is refused for importing `interface`,
+/// named in the message.
+async fn assert_refused_import(fixture: &str, interface: &str) {
+    let error = refusal(&runtime(), jobs::bytes(fixture)).await;
     match &error {
         LoadError::ForbiddenImport { imports } => {
             assert!(
-                imports.iter().any(|i| i.starts_with("wasi:filesystem/")),
+                imports.iter().any(|i| i.starts_with(interface)),
                 "{imports:?}"
             )
         }
         other => panic!("expected a forbidden import, got {other:?}"),
     }
+    let message = error.to_string();
     assert!(
-        error.to_string().contains("which cronbox does not grant"),
-        "{error}"
+        message.contains("which cronbox does not grant"),
+        "{message}"
     );
-    assert!(error.to_string().contains("`wasi:filesystem/"), "{error}");
+    assert!(message.contains(&format!("`{interface}")), "{message}");
+}
+
+#[tokio::test]
+async fn a_filesystem_import_is_refused_by_name() {
+    assert_refused_import("fs-snooper", "wasi:filesystem/").await;
 }
 
 #[tokio::test]
 async fn a_sockets_import_is_refused_by_name() {
-    let error = refusal(&runtime(), jobs::bytes("net-snooper")).await;
-    match &error {
-        LoadError::ForbiddenImport { imports } => {
-            assert!(
-                imports.iter().any(|i| i.starts_with("wasi:sockets/")),
-                "{imports:?}"
-            )
-        }
-        other => panic!("expected a forbidden import, got {other:?}"),
-    }
+    assert_refused_import("net-snooper", "wasi:sockets/").await;
 }
 
 #[tokio::test]
