@@ -98,6 +98,11 @@ impl JobWorker {
         &self.module
     }
 
+    /// Whether the worker keeps its instance between runs.
+    pub fn mode(&self) -> InstanceMode {
+        self.mode
+    }
+
     /// Whether a warm instance is waiting for the next run.
     pub fn is_warm(&self) -> bool {
         self.instance.is_some()

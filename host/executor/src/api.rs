@@ -1,0 +1,199 @@
+//! The executor's HTTP API (axum): `beat`, `idle-beat`, `run`, `kill`,
+//! `log`, and `/metrics`. Every route but `/metrics` needs the bearer token,
+//! compared in constant time; errors are JSON [`ApiError`] bodies.
+
+use std::sync::Arc;
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{DefaultBodyLimit, FromRequest, Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use cronbox_protocol::{
+    ApiError, BeatResponse, IdleBeatRequest, KillCommand, KillResponse, LogQuery, RunCommand,
+    executor_paths,
+};
+use serde::de::DeserializeOwned;
+use subtle::ConstantTimeEq;
+
+use crate::jobs::{Jobs, SubmitError};
+use crate::metrics::Metrics;
+
+pub(crate) struct ApiState {
+    pub(crate) jobs: Jobs,
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) token: String,
+    pub(crate) address: String,
+    pub(crate) max_log_page: usize,
+}
+
+pub(crate) fn router(state: Arc<ApiState>, max_request_bytes: usize) -> Router {
+    let authenticated = Router::new()
+        .route(executor_paths::BEAT, post(beat))
+        .route(executor_paths::IDLE_BEAT, post(idle_beat))
+        .route(executor_paths::RUN, post(run))
+        .route(executor_paths::KILL, post(kill))
+        .route(executor_paths::LOG, post(log))
+        .layer(middleware::from_fn_with_state(state.clone(), authenticate));
+    Router::new()
+        .merge(authenticated)
+        .route(executor_paths::METRICS, get(metrics))
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(max_request_bytes))
+        .with_state(state)
+}
+
+/// An error answered as JSON.
+pub(crate) struct Failure {
+    status: StatusCode,
+    body: ApiError,
+}
+
+impl Failure {
+    fn new(status: StatusCode, code: &str, message: impl Into<String>) -> Self {
+        Failure {
+            status,
+            body: ApiError {
+                code: code.to_owned(),
+                message: message.into(),
+                field: None,
+            },
+        }
+    }
+}
+
+impl IntoResponse for Failure {
+    fn into_response(self) -> Response {
+        (self.status, Json(self.body)).into_response()
+    }
+}
+
+/// `Json<T>` whose rejections are [`Failure`]s naming what is wrong.
+pub(crate) struct ApiJson<T>(T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
+    type Rejection = Failure;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Failure> {
+        match Json::<T>::from_request(request, state).await {
+            Ok(Json(value)) => Ok(ApiJson(value)),
+            Err(rejection) => Err(json_failure(rejection)),
+        }
+    }
+}
+
+fn json_failure(rejection: JsonRejection) -> Failure {
+    let status = rejection.status();
+    let code = match rejection {
+        JsonRejection::MissingJsonContentType(_) => "unsupported_media_type",
+        JsonRejection::JsonSyntaxError(_) => "malformed_json",
+        JsonRejection::JsonDataError(_) => "invalid_request",
+        _ if status == StatusCode::PAYLOAD_TOO_LARGE => "payload_too_large",
+        _ => "bad_request",
+    };
+    Failure::new(status, code, rejection.body_text())
+}
+
+async fn authenticate(
+    State(state): State<Arc<ApiState>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let presented = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "));
+    match presented {
+        None => Failure::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "missing token: send `Authorization: Bearer <token>`",
+        )
+        .into_response(),
+        Some(token) if bool::from(token.as_bytes().ct_eq(state.token.as_bytes())) => {
+            next.run(request).await
+        }
+        Some(_) => {
+            Failure::new(StatusCode::UNAUTHORIZED, "unauthorized", "wrong token").into_response()
+        }
+    }
+}
+
+async fn beat(State(state): State<Arc<ApiState>>) -> Json<BeatResponse> {
+    Json(BeatResponse {
+        ok: true,
+        address: state.address.clone(),
+    })
+}
+
+async fn idle_beat(
+    State(state): State<Arc<ApiState>>,
+    ApiJson(request): ApiJson<IdleBeatRequest>,
+) -> impl IntoResponse {
+    Json(state.jobs.idle_beat(request.job_id))
+}
+
+async fn run(
+    State(state): State<Arc<ApiState>>,
+    ApiJson(command): ApiJson<RunCommand>,
+) -> Result<impl IntoResponse, Failure> {
+    match state.jobs.submit(command) {
+        Ok(response) => Ok(Json(response)),
+        Err(error @ SubmitError::Duplicate(_)) => Err(Failure::new(
+            StatusCode::CONFLICT,
+            "duplicate_run",
+            error.to_string(),
+        )),
+        Err(error @ SubmitError::Closing) => Err(Failure::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "shutting_down",
+            error.to_string(),
+        )),
+        Err(SubmitError::Invalid { field, message }) => {
+            let mut failure = Failure::new(StatusCode::BAD_REQUEST, "invalid_request", message);
+            failure.body.field = Some(field.to_owned());
+            Err(failure)
+        }
+    }
+}
+
+async fn kill(
+    State(state): State<Arc<ApiState>>,
+    ApiJson(command): ApiJson<KillCommand>,
+) -> impl IntoResponse {
+    Json(KillResponse {
+        killed: state.jobs.kill(command),
+    })
+}
+
+async fn log(
+    State(state): State<Arc<ApiState>>,
+    ApiJson(query): ApiJson<LogQuery>,
+) -> Result<impl IntoResponse, Failure> {
+    state
+        .jobs
+        .log(query, state.max_log_page)
+        .map(Json)
+        .ok_or_else(|| {
+            Failure::new(
+                StatusCode::NOT_FOUND,
+                "unknown_run",
+                format!("run {} is not known to this executor", query.run_id),
+            )
+        })
+}
+
+async fn metrics(State(state): State<Arc<ApiState>>) -> impl IntoResponse {
+    state.metrics.pool_free.set(state.jobs.pool_free_slots() as i64);
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        state.metrics.encode(),
+    )
+}
+
+async fn not_found() -> Failure {
+    Failure::new(StatusCode::NOT_FOUND, "not_found", "no such route")
+}

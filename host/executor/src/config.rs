@@ -1,0 +1,65 @@
+//! Settings of an executor.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use cronbox_runtime::RuntimeConfig;
+
+/// Everything an executor needs to know at start.
+#[derive(Debug, Clone)]
+pub struct ExecutorConfig {
+    /// Where the HTTP API listens (port 0 picks a free port).
+    pub bind: SocketAddr,
+    /// The address admins reach this executor at, e.g. `http://10.0.0.5:9090`;
+    /// `None` means `http://` + the bound address.
+    pub advertised_address: Option<String>,
+    /// Base URLs of every admin, e.g. `http://127.0.0.1:8080`.
+    pub admins: Vec<String>,
+    /// The token admins present to this executor, and this executor to them.
+    /// Must not be empty: requests are refused without it (fail-closed).
+    pub token: String,
+    /// The executor group this executor registers in (xxl-job's appname).
+    pub group: String,
+    /// Holds the module cache, the artifact cache and the callback spool.
+    pub data_dir: PathBuf,
+    /// How often to heartbeat every admin.
+    pub beat_interval: Duration,
+    /// A job's worker retires (calling `destroy`) after this long idle.
+    pub idle_retire: Duration,
+    /// On shutdown, how long running runs may take before they are killed.
+    pub shutdown_grace: Duration,
+    /// Largest request body accepted.
+    pub max_request_bytes: usize,
+    /// Largest page of log lines returned by `log`.
+    pub max_log_page: usize,
+    /// Results per callback request.
+    pub callback_batch: usize,
+    /// Finished runs whose logs stay readable through `log`.
+    pub retained_finished_runs: usize,
+    /// The sandbox's settings (its artifact cache goes under `data_dir`).
+    pub runtime: RuntimeConfig,
+}
+
+impl ExecutorConfig {
+    /// Defaults for everything but where to listen, whom to talk to and the
+    /// token.
+    pub fn new(bind: SocketAddr, admins: Vec<String>, token: String, data_dir: PathBuf) -> Self {
+        ExecutorConfig {
+            bind,
+            advertised_address: None,
+            admins,
+            token,
+            group: "default".to_owned(),
+            data_dir,
+            beat_interval: Duration::from_secs(30),
+            idle_retire: Duration::from_secs(90),
+            shutdown_grace: Duration::from_secs(10),
+            max_request_bytes: 4 << 20,
+            max_log_page: 5_000,
+            callback_batch: 200,
+            retained_finished_runs: 1_000,
+            runtime: RuntimeConfig::default(),
+        }
+    }
+}

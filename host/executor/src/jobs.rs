@@ -1,0 +1,563 @@
+//! Jobs on this executor: one queue and one task per job, honouring the
+//! trigger's block strategy, with warm workers that hot-swap versions and
+//! retire when idle.
+//!
+//! All bookkeeping lives in one table behind a std mutex that is never held
+//! across an await. A job's task starts runs from its queue while fewer than
+//! the job's limit are running (1, or N under CONCURRENT), keeps the workers
+//! between runs, and removes the job from the table (retiring its workers,
+//! which calls the guests' `destroy`) after `idle_retire` without work.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, UNIX_EPOCH};
+
+use cronbox_protocol::{
+    BlockStrategy, IdleBeatResponse, KillCommand, LogQuery, LogResponse, Outcome, RunCommand,
+    RunResponse, RunResult,
+};
+use cronbox_runtime::{
+    InstanceMode, JobWorker, RunHandle, RunLimits, RunReport, RunRequest, Runtime,
+};
+use tokio::sync::Notify;
+use tokio::task::JoinSet;
+
+use crate::metrics::Metrics;
+use crate::modules::{ModuleStore, is_digest};
+use crate::spool::Spool;
+
+/// Why a `run` was not taken.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SubmitError {
+    #[error("run {0} was already received by this executor")]
+    Duplicate(u64),
+    #[error("the executor is shutting down")]
+    Closing,
+    #[error("{message}")]
+    Invalid { field: &'static str, message: String },
+}
+
+pub(crate) struct Jobs {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    table: Mutex<Table>,
+    modules: ModuleStore,
+    runtime: Runtime,
+    spool: Arc<Spool>,
+    metrics: Arc<Metrics>,
+    address: String,
+    idle_retire: Duration,
+    retained_finished_runs: usize,
+    closing: AtomicBool,
+}
+
+#[derive(Default)]
+struct Table {
+    jobs: HashMap<u64, JobEntry>,
+    /// Queued and running runs.
+    active: HashMap<u64, RunHandle>,
+    /// Recently finished runs, whose logs stay readable.
+    finished: VecDeque<(u64, RunHandle)>,
+    /// Every run id received lately (duplicate detection).
+    seen: HashSet<u64>,
+    seen_order: VecDeque<u64>,
+}
+
+/// Run ids remembered for duplicate detection.
+const SEEN_CAPACITY: usize = 100_000;
+
+struct JobEntry {
+    queue: VecDeque<Pending>,
+    running: HashMap<u64, RunHandle>,
+    limit: usize,
+    wake: Arc<Notify>,
+}
+
+struct Pending {
+    command: RunCommand,
+    handle: RunHandle,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    /// Reports a run that ended without executing (covered or killed in the
+    /// queue, refused at load, dropped at shutdown).
+    fn report_unstarted(&self, pending: Pending, outcome: Outcome) {
+        let run_id = pending.command.trigger.run_id;
+        {
+            let mut table = self.lock();
+            table.active.remove(&run_id);
+            table.remember_finished(run_id, pending.handle.clone(), self.retained_finished_runs);
+        }
+        self.metrics.run_ended(outcome.kind(), 0.0);
+        self.spool.submit(&RunResult {
+            run_id,
+            job_id: pending.command.trigger.job_id,
+            code: outcome.code(),
+            outcome,
+            started_at_ms: 0,
+            duration_ms: 0,
+            fuel_consumed: None,
+            peak_memory_bytes: 0,
+            module_digest: pending.command.module_digest,
+            log: Vec::new(),
+            log_truncated: false,
+            state_changes: Default::default(),
+            executor: self.address.clone(),
+        });
+    }
+
+    fn report_finished(&self, command: &RunCommand, report: RunReport) {
+        let result = RunResult {
+            run_id: command.trigger.run_id,
+            job_id: command.trigger.job_id,
+            code: report.outcome.code(),
+            started_at_ms: report
+                .started_at
+                .duration_since(UNIX_EPOCH)
+                .map(|at| at.as_millis() as i64)
+                .unwrap_or(0),
+            duration_ms: report.duration.as_millis() as u64,
+            fuel_consumed: report.fuel_consumed,
+            peak_memory_bytes: report.peak_memory_bytes,
+            module_digest: report.module_digest,
+            log: report.log,
+            log_truncated: report.log_truncated,
+            state_changes: report.state_changes,
+            executor: self.address.clone(),
+            outcome: report.outcome,
+        };
+        self.metrics
+            .run_ended(result.outcome.kind(), report.duration.as_secs_f64());
+        self.spool.submit(&result);
+    }
+}
+
+impl Table {
+    fn remember_finished(&mut self, run_id: u64, handle: RunHandle, capacity: usize) {
+        self.finished.push_back((run_id, handle));
+        while self.finished.len() > capacity {
+            self.finished.pop_front();
+        }
+    }
+
+    fn remember_seen(&mut self, run_id: u64) {
+        self.seen.insert(run_id);
+        self.seen_order.push_back(run_id);
+        while self.seen_order.len() > SEEN_CAPACITY {
+            if let Some(old) = self.seen_order.pop_front() {
+                self.seen.remove(&old);
+            }
+        }
+    }
+
+    fn handle(&self, run_id: u64) -> Option<RunHandle> {
+        self.active.get(&run_id).cloned().or_else(|| {
+            self.finished
+                .iter()
+                .rev()
+                .find(|(id, _)| *id == run_id)
+                .map(|(_, handle)| handle.clone())
+        })
+    }
+}
+
+fn validate(command: &RunCommand) -> Result<(), SubmitError> {
+    let invalid = |field, message: String| Err(SubmitError::Invalid { field, message });
+    if !is_digest(&command.module_digest) {
+        return invalid(
+            "module_digest",
+            format!(
+                "module_digest must be a sha256 in lowercase hex (64 characters), got {:?}",
+                command.module_digest
+            ),
+        );
+    }
+    let trigger = &command.trigger;
+    if trigger.shard_total == 0 || trigger.shard_index >= trigger.shard_total {
+        return invalid(
+            "trigger.shard_index",
+            format!(
+                "shard {} of {} is impossible: need shard_index < shard_total",
+                trigger.shard_index, trigger.shard_total
+            ),
+        );
+    }
+    if command.limits.timeout_ms == 0 {
+        return invalid("limits.timeout_ms", "timeout_ms must be positive".to_owned());
+    }
+    if command.block_strategy == BlockStrategy::Concurrent && command.max_concurrency == 0 {
+        return invalid(
+            "max_concurrency",
+            "max_concurrency must be at least 1 under CONCURRENT".to_owned(),
+        );
+    }
+    Ok(())
+}
+
+impl Jobs {
+    pub(crate) fn new(
+        runtime: Runtime,
+        modules: ModuleStore,
+        spool: Arc<Spool>,
+        metrics: Arc<Metrics>,
+        address: String,
+        idle_retire: Duration,
+        retained_finished_runs: usize,
+    ) -> Self {
+        Jobs {
+            shared: Arc::new(Shared {
+                table: Mutex::new(Table::default()),
+                modules,
+                runtime,
+                spool,
+                metrics,
+                address,
+                idle_retire,
+                retained_finished_runs,
+                closing: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// Takes a trigger: queues it, runs it, or refuses it per its strategy.
+    pub(crate) fn submit(&self, command: RunCommand) -> Result<RunResponse, SubmitError> {
+        validate(&command)?;
+        let shared = &self.shared;
+        let run_id = command.trigger.run_id;
+        let job_id = command.trigger.job_id;
+        let mut covered = Vec::new();
+        let response = {
+            let mut table = shared.lock();
+            if shared.closing.load(Ordering::SeqCst) {
+                return Err(SubmitError::Closing);
+            }
+            if table.seen.contains(&run_id) {
+                return Err(SubmitError::Duplicate(run_id));
+            }
+            table.remember_seen(run_id);
+            let entry = match table.jobs.entry(job_id) {
+                std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
+                std::collections::hash_map::Entry::Vacant(vacant) => {
+                    let wake = Arc::new(Notify::new());
+                    tokio::spawn(job_loop(shared.clone(), job_id, wake.clone()));
+                    vacant.insert(JobEntry {
+                        queue: VecDeque::new(),
+                        running: HashMap::new(),
+                        limit: 1,
+                        wake,
+                    })
+                }
+            };
+            let busy = !entry.running.is_empty() || !entry.queue.is_empty();
+            match command.block_strategy {
+                BlockStrategy::DiscardLater if busy => {
+                    return Ok(RunResponse {
+                        run_id,
+                        accepted: false,
+                        refused: Some(Outcome::Rejected {
+                            reason: format!(
+                                "job {job_id} is already running or queued here (DISCARD_LATER)"
+                            ),
+                        }),
+                    });
+                }
+                BlockStrategy::CoverEarly => {
+                    for handle in entry.running.values() {
+                        handle.cover();
+                    }
+                    covered.extend(entry.queue.drain(..));
+                }
+                _ => {}
+            }
+            entry.limit = match command.block_strategy {
+                BlockStrategy::Concurrent => command.max_concurrency.max(1) as usize,
+                _ => 1,
+            };
+            let handle = RunHandle::new();
+            entry.queue.push_back(Pending {
+                command,
+                handle: handle.clone(),
+            });
+            entry.wake.notify_one();
+            table.active.insert(run_id, handle);
+            RunResponse {
+                run_id,
+                accepted: true,
+                refused: None,
+            }
+        };
+        shared.metrics.queued.inc();
+        for pending in covered {
+            shared.metrics.queued.dec();
+            pending.handle.cover();
+            shared.report_unstarted(pending, Outcome::Covered);
+        }
+        Ok(response)
+    }
+
+    /// Stops a run, or every run of a job; queued runs end as killed
+    /// without starting.
+    pub(crate) fn kill(&self, command: KillCommand) -> Vec<u64> {
+        let mut dequeued = Vec::new();
+        let mut killed = Vec::new();
+        {
+            let mut table = self.shared.lock();
+            for (job_id, entry) in table.jobs.iter_mut() {
+                let matches_job = matches!(command, KillCommand::Job { job_id: id } if id == *job_id);
+                let wanted = |run_id: u64| {
+                    matches_job || matches!(command, KillCommand::Run { run_id: id } if id == run_id)
+                };
+                for (run_id, handle) in &entry.running {
+                    if wanted(*run_id) {
+                        handle.kill();
+                        killed.push(*run_id);
+                    }
+                }
+                let (out, keep): (Vec<Pending>, Vec<Pending>) = entry
+                    .queue
+                    .drain(..)
+                    .partition(|pending| wanted(pending.command.trigger.run_id));
+                entry.queue = keep.into();
+                dequeued.extend(out);
+            }
+        }
+        for pending in dequeued {
+            self.shared.metrics.queued.dec();
+            killed.push(pending.command.trigger.run_id);
+            pending.handle.kill();
+            self.shared.report_unstarted(pending, Outcome::Killed);
+        }
+        killed
+    }
+
+    pub(crate) fn idle_beat(&self, job_id: u64) -> IdleBeatResponse {
+        let table = self.shared.lock();
+        let (running, queued) = table
+            .jobs
+            .get(&job_id)
+            .map_or((0, 0), |entry| (entry.running.len() as u32, entry.queue.len() as u32));
+        IdleBeatResponse {
+            idle: running == 0 && queued == 0,
+            running,
+            queued,
+        }
+    }
+
+    pub(crate) fn log(&self, query: LogQuery, max_page: usize) -> Option<LogResponse> {
+        let handle = self.shared.lock().handle(query.run_id)?;
+        let page = handle.read_log(query.offset, query.limit.min(max_page));
+        Some(LogResponse {
+            run_id: query.run_id,
+            lines: page.lines,
+            next_offset: page.next_offset,
+            finished: page.finished,
+        })
+    }
+
+    pub(crate) fn pool_free_slots(&self) -> usize {
+        self.shared.runtime.free_instance_slots()
+    }
+
+    /// Stops taking runs, reports queued runs as not executed, lets running
+    /// runs finish within `grace`, kills the rest, and waits for every job
+    /// task to retire its workers.
+    pub(crate) async fn shutdown(&self, grace: Duration) {
+        let shared = &self.shared;
+        shared.closing.store(true, Ordering::SeqCst);
+        let dropped: Vec<Pending> = {
+            let mut table = shared.lock();
+            let mut dropped = Vec::new();
+            for entry in table.jobs.values_mut() {
+                dropped.extend(entry.queue.drain(..));
+                entry.wake.notify_one();
+            }
+            dropped
+        };
+        for pending in dropped {
+            shared.metrics.queued.dec();
+            shared.report_unstarted(
+                pending,
+                Outcome::Rejected {
+                    reason: "the executor shut down before the run started".to_owned(),
+                },
+            );
+        }
+        let deadline = tokio::time::Instant::now() + grace;
+        while !self.running_handles().is_empty() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        for handle in self.running_handles() {
+            handle.kill();
+        }
+        // Job tasks notice `closing`, retire their workers and leave.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while !shared.lock().jobs.is_empty() && tokio::time::Instant::now() < deadline {
+            for entry in shared.lock().jobs.values() {
+                entry.wake.notify_one();
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    fn running_handles(&self) -> Vec<RunHandle> {
+        self.shared
+            .lock()
+            .jobs
+            .values()
+            .flat_map(|entry| entry.running.values().cloned())
+            .collect()
+    }
+}
+
+/// The task of one job: starts its runs, keeps its workers, retires when idle.
+async fn job_loop(shared: Arc<Shared>, job_id: u64, wake: Arc<Notify>) {
+    let mut idle_workers: Vec<JobWorker> = Vec::new();
+    let mut in_flight: JoinSet<JobWorker> = JoinSet::new();
+    loop {
+        // Start every run the job's limit allows.
+        loop {
+            let next = {
+                let mut table = shared.lock();
+                let Some(entry) = table.jobs.get_mut(&job_id) else {
+                    break;
+                };
+                if entry.running.len() >= entry.limit {
+                    None
+                } else {
+                    entry.queue.pop_front().inspect(|pending| {
+                        entry
+                            .running
+                            .insert(pending.command.trigger.run_id, pending.handle.clone());
+                    })
+                }
+            };
+            let Some(pending) = next else { break };
+            shared.metrics.queued.dec();
+            match worker_for(&shared, &mut idle_workers, &pending.command).await {
+                Ok(worker) => {
+                    shared.metrics.running.inc();
+                    in_flight.spawn(run_one(shared.clone(), worker, pending));
+                }
+                Err(reason) => {
+                    let run_id = pending.command.trigger.run_id;
+                    if let Some(entry) = shared.lock().jobs.get_mut(&job_id) {
+                        entry.running.remove(&run_id);
+                    }
+                    shared.report_unstarted(pending, Outcome::Rejected { reason });
+                }
+            }
+        }
+
+        let closing = shared.closing.load(Ordering::SeqCst);
+        if closing && in_flight.is_empty() {
+            shared.lock().jobs.remove(&job_id);
+            retire_all(idle_workers).await;
+            return;
+        }
+
+        tokio::select! {
+            _ = wake.notified() => {}
+            joined = in_flight.join_next(), if !in_flight.is_empty() => {
+                if let Some(Ok(worker)) = joined {
+                    idle_workers.push(worker);
+                }
+            }
+            _ = tokio::time::sleep(shared.idle_retire), if in_flight.is_empty() => {
+                let gone = {
+                    let mut table = shared.lock();
+                    let idle = table
+                        .jobs
+                        .get(&job_id)
+                        .is_none_or(|entry| entry.queue.is_empty() && entry.running.is_empty());
+                    if idle {
+                        table.jobs.remove(&job_id);
+                    }
+                    idle
+                };
+                if gone {
+                    retire_all(idle_workers).await;
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// A worker for the command's module: a warm one if there is one; else a
+/// new one, after retiring workers of other versions (the hot swap).
+async fn worker_for(
+    shared: &Shared,
+    idle_workers: &mut Vec<JobWorker>,
+    command: &RunCommand,
+) -> Result<JobWorker, String> {
+    let mode = if command.fresh_instance {
+        InstanceMode::FreshPerRun
+    } else {
+        InstanceMode::Warm
+    };
+    let digest = command.module_digest.as_str();
+    if let Some(index) = idle_workers
+        .iter()
+        .position(|worker| worker.module().digest() == digest && worker.mode() == mode)
+    {
+        return Ok(idle_workers.swap_remove(index));
+    }
+    let (stale, keep): (Vec<JobWorker>, Vec<JobWorker>) = idle_workers
+        .drain(..)
+        .partition(|worker| worker.module().digest() != digest);
+    *idle_workers = keep;
+    retire_all(stale).await;
+    let module = shared.modules.get(digest).await?;
+    Ok(JobWorker::new(&shared.runtime, module, mode))
+}
+
+async fn retire_all(workers: Vec<JobWorker>) {
+    for worker in workers {
+        let digest = worker.module().digest().to_owned();
+        if let Some(report) = worker.retire().await {
+            for line in &report.log {
+                tracing::info!(module = %digest, "destroy: {}", line.text);
+            }
+            if let Some(error) = report.error {
+                tracing::warn!(module = %digest, %error, "destroy did not complete");
+            }
+        }
+    }
+}
+
+async fn run_one(shared: Arc<Shared>, mut worker: JobWorker, pending: Pending) -> JobWorker {
+    let Pending { command, handle } = pending;
+    let limits = RunLimits {
+        timeout: Duration::from_millis(command.limits.timeout_ms),
+        fuel: command.limits.fuel,
+        memory_bytes: command.limits.memory_bytes,
+        log_bytes: usize::try_from(command.limits.log_bytes).unwrap_or(usize::MAX),
+        ..RunLimits::default()
+    };
+    let request = RunRequest {
+        trigger: command.trigger.clone(),
+        limits,
+        state: Arc::new(command.state.clone()),
+    };
+    let report = worker.run(request, &handle).await;
+    let run_id = command.trigger.run_id;
+    {
+        let mut table = shared.lock();
+        if let Some(entry) = table.jobs.get_mut(&command.trigger.job_id) {
+            entry.running.remove(&run_id);
+        }
+        table.active.remove(&run_id);
+        table.remember_finished(run_id, handle, shared.retained_finished_runs);
+    }
+    shared.metrics.running.dec();
+    shared.report_finished(&command, report);
+    worker
+}
+

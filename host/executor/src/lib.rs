@@ -1,0 +1,234 @@
+//! The cronbox executor: registers with its admins, runs what they send in
+//! the sandboxed runtime, and calls the results back.
+//!
+//! - [`api`](crate) — the HTTP API (`beat`, `idle-beat`, `run`, `kill`, `log`,
+//!   `/metrics`), token-checked in constant time;
+//! - `jobs` — a queue and a task per job, block strategies, warm workers,
+//!   hot swap, idle retirement;
+//! - `modules` — modules by digest, fetched from an admin and verified;
+//! - `spool` — results on disk until an admin acknowledges them;
+//! - `admin` — the HTTP client for the admins; `metrics` — Prometheus.
+//!
+//! The executor never touches a database: everything it must not lose is
+//! in the spool, everything else the admin can send again.
+
+mod admin;
+mod api;
+mod config;
+mod jobs;
+mod metrics;
+mod modules;
+mod spool;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use cronbox_protocol::{Registration, admin_paths};
+use cronbox_runtime::{Runtime, RuntimeError};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+pub use admin::AdminError;
+pub use config::ExecutorConfig;
+
+use crate::admin::AdminClient;
+use crate::api::ApiState;
+use crate::jobs::Jobs;
+use crate::metrics::Metrics;
+use crate::modules::ModuleStore;
+use crate::spool::Spool;
+
+/// Why an executor could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ExecutorError {
+    /// No token: the executor refuses to serve unauthenticated (fail-closed).
+    #[error("an executor needs a token (it refuses to run without one)")]
+    MissingToken,
+    /// The sandbox could not be set up.
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+    /// The data directory is unusable.
+    #[error("cannot use the data directory {path}: {source}")]
+    DataDir {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    /// The API address could not be bound.
+    #[error("cannot listen on {address}: {source}")]
+    Bind {
+        address: SocketAddr,
+        source: std::io::Error,
+    },
+}
+
+/// A started executor. Dropping it leaves the tasks running until the
+/// process ends; call [`shutdown`](Self::shutdown) to stop it gracefully.
+#[derive(Debug)]
+pub struct RunningExecutor {
+    local_addr: SocketAddr,
+    address: String,
+    state: Arc<ApiState>,
+    admins: AdminClient,
+    registration: Registration,
+    spool: Arc<Spool>,
+    grace: std::time::Duration,
+    stop_server: CancellationToken,
+    stop_background: CancellationToken,
+    server: JoinHandle<()>,
+    sender: JoinHandle<()>,
+    beater: JoinHandle<()>,
+}
+
+impl std::fmt::Debug for ApiState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApiState").field("address", &self.address).finish_non_exhaustive()
+    }
+}
+
+/// Starts an executor: the API, the heartbeat to every admin and the
+/// callback sender (which first delivers whatever an earlier process left
+/// in the spool).
+pub async fn start(config: ExecutorConfig) -> Result<RunningExecutor, ExecutorError> {
+    if config.token.is_empty() {
+        return Err(ExecutorError::MissingToken);
+    }
+    let data_dir = |source| ExecutorError::DataDir {
+        path: config.data_dir.clone(),
+        source,
+    };
+    std::fs::create_dir_all(&config.data_dir).map_err(data_dir)?;
+    let mut runtime_config = config.runtime.clone();
+    if runtime_config.cache_dir.is_none() {
+        runtime_config.cache_dir = Some(config.data_dir.join("artifacts"));
+    }
+    let runtime = Runtime::new(runtime_config)?;
+
+    let listener = tokio::net::TcpListener::bind(config.bind)
+        .await
+        .map_err(|source| ExecutorError::Bind {
+            address: config.bind,
+            source,
+        })?;
+    let local_addr = listener.local_addr().map_err(|source| ExecutorError::Bind {
+        address: config.bind,
+        source,
+    })?;
+    let address = config
+        .advertised_address
+        .clone()
+        .unwrap_or_else(|| format!("http://{local_addr}"));
+
+    let admins = AdminClient::new(config.admins.clone(), config.token.clone());
+    let metrics = Arc::new(Metrics::new());
+    let spool = Spool::open(config.data_dir.join("spool")).map_err(data_dir)?;
+    let modules = ModuleStore::new(runtime.clone(), config.data_dir.join("modules"), admins.clone())
+        .map_err(data_dir)?;
+    let jobs = Jobs::new(
+        runtime,
+        modules,
+        spool.clone(),
+        metrics.clone(),
+        address.clone(),
+        config.idle_retire,
+        config.retained_finished_runs,
+    );
+    let state = Arc::new(ApiState {
+        jobs,
+        metrics: metrics.clone(),
+        token: config.token.clone(),
+        address: address.clone(),
+        max_log_page: config.max_log_page,
+    });
+
+    let stop_server = CancellationToken::new();
+    let stop_background = CancellationToken::new();
+    let app = api::router(state.clone(), config.max_request_bytes);
+    let server = {
+        let stop = stop_server.clone();
+        tokio::spawn(async move {
+            let serve = axum::serve(listener, app).with_graceful_shutdown(stop.cancelled_owned());
+            if let Err(error) = serve.await {
+                tracing::error!(%error, "executor API stopped");
+            }
+        })
+    };
+    let sender = tokio::spawn(spool.clone().run_sender(
+        admins.clone(),
+        config.callback_batch,
+        metrics,
+        stop_background.clone(),
+    ));
+    let registration = Registration {
+        group: config.group.clone(),
+        address: address.clone(),
+    };
+    let beater = {
+        let admins = admins.clone();
+        let registration = registration.clone();
+        let stop = stop_background.clone();
+        let interval = config.beat_interval;
+        tokio::spawn(async move {
+            loop {
+                if admins.post_all(admin_paths::REGISTRY, &registration).await == 0 {
+                    tracing::warn!("no admin accepted the heartbeat");
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep(interval) => {}
+                    _ = stop.cancelled() => return,
+                }
+            }
+        })
+    };
+    tracing::info!(%address, %local_addr, "executor started");
+    Ok(RunningExecutor {
+        local_addr,
+        address,
+        state,
+        admins,
+        registration,
+        spool,
+        grace: config.shutdown_grace,
+        stop_server,
+        stop_background,
+        server,
+        sender,
+        beater,
+    })
+}
+
+impl RunningExecutor {
+    /// Where the API listens.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The address advertised to admins.
+    pub fn address(&self) -> &str {
+        &self.address
+    }
+
+    /// Results spooled and not yet acknowledged by an admin.
+    pub fn pending_results(&self) -> usize {
+        self.spool.pending()
+    }
+
+    /// Graceful shutdown: stop accepting runs, report queued runs as not
+    /// executed, let running runs finish within the grace period then kill
+    /// them, retire every instance (`destroy`), deliver what the spool holds
+    /// (briefly: what is left is sent by the next start), deregister.
+    pub async fn shutdown(self) {
+        self.state.jobs.shutdown(self.grace).await;
+        self.stop_server.cancel();
+        let _ = self.server.await;
+        self.stop_background.cancel();
+        self.beater.abort();
+        let flush = tokio::time::timeout(std::time::Duration::from_secs(5), self.sender);
+        if flush.await.is_err() {
+            tracing::warn!(pending = self.spool.pending(), "results left in the spool for the next start");
+        }
+        self.admins
+            .post_all(admin_paths::REGISTRY_REMOVE, &self.registration)
+            .await;
+        tracing::info!(address = %self.address, "executor stopped");
+    }
+}

@@ -1,0 +1,91 @@
+//! Prometheus metrics of an executor, served at `/metrics`.
+
+use cronbox_protocol::OutcomeKind;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct OutcomeLabel {
+    outcome: &'static str,
+}
+
+#[derive(Debug)]
+pub(crate) struct Metrics {
+    registry: Registry,
+    runs: Family<OutcomeLabel, Counter>,
+    pub(crate) running: Gauge,
+    pub(crate) queued: Gauge,
+    pub(crate) pool_free: Gauge,
+    pub(crate) duration: Histogram,
+    pub(crate) callbacks_delivered: Counter,
+    pub(crate) callback_failures: Counter,
+}
+
+impl Metrics {
+    pub(crate) fn new() -> Self {
+        let mut registry = Registry::with_prefix("cronbox_executor");
+        let runs = Family::<OutcomeLabel, Counter>::default();
+        let running = Gauge::default();
+        let queued = Gauge::default();
+        let pool_free = Gauge::default();
+        let duration = Histogram::new(
+            [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0, 120.0, 600.0].into_iter(),
+        );
+        let callbacks_delivered = Counter::default();
+        let callback_failures = Counter::default();
+        registry.register("runs", "Runs ended, by outcome", runs.clone());
+        registry.register("running", "Runs executing now", running.clone());
+        registry.register("queued", "Runs waiting in job queues", queued.clone());
+        registry.register(
+            "pool_free_slots",
+            "Free instance slots of the sandbox pool",
+            pool_free.clone(),
+        );
+        registry.register(
+            "run_duration_seconds",
+            "Duration of runs, seconds",
+            duration.clone(),
+        );
+        registry.register(
+            "callbacks_delivered",
+            "Results acknowledged by an admin",
+            callbacks_delivered.clone(),
+        );
+        registry.register(
+            "callback_failures",
+            "Callback requests no admin accepted",
+            callback_failures.clone(),
+        );
+        Metrics {
+            registry,
+            runs,
+            running,
+            queued,
+            pool_free,
+            duration,
+            callbacks_delivered,
+            callback_failures,
+        }
+    }
+
+    pub(crate) fn run_ended(&self, outcome: OutcomeKind, seconds: f64) {
+        self.runs
+            .get_or_create(&OutcomeLabel {
+                outcome: outcome.as_str(),
+            })
+            .inc();
+        self.duration.observe(seconds);
+    }
+
+    pub(crate) fn encode(&self) -> String {
+        let mut text = String::new();
+        if let Err(error) = prometheus_client::encoding::text::encode(&mut text, &self.registry) {
+            tracing::error!(%error, "cannot encode metrics");
+        }
+        text
+    }
+}

@@ -1,0 +1,253 @@
+//! Requests and responses between the admin and its executors, and the
+//! paths they are served at.
+//!
+//! The operations are xxl-job's (`beat`, `idle-beat`, `run`, `kill`, `log` on
+//! the executor; `registry`, `registry-remove`, `callback` on the admin) in a
+//! JSON shape of our own, so that a compatibility adapter for legacy xxl-job
+//! executors stays thin. Every request carries `Authorization: Bearer TOKEN`.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{LogLine, Outcome, StateChanges, Trigger};
+
+/// Paths served by an executor.
+pub mod executor_paths {
+    /// `POST`: liveness (FAILOVER routing).
+    pub const BEAT: &str = "/api/v1/beat";
+    /// `POST` [`IdleBeatRequest`](super::IdleBeatRequest): is a job idle here
+    /// (BUSYOVER routing)?
+    pub const IDLE_BEAT: &str = "/api/v1/idle-beat";
+    /// `POST` [`RunCommand`](super::RunCommand).
+    pub const RUN: &str = "/api/v1/run";
+    /// `POST` [`KillCommand`](super::KillCommand).
+    pub const KILL: &str = "/api/v1/kill";
+    /// `POST` [`LogQuery`](super::LogQuery).
+    pub const LOG: &str = "/api/v1/log";
+    /// `GET`: Prometheus metrics (no token needed).
+    pub const METRICS: &str = "/metrics";
+}
+
+/// Paths served by the admin for executors.
+pub mod admin_paths {
+    /// `POST` [`Registration`](super::Registration): heartbeat and register.
+    pub const REGISTRY: &str = "/api/v1/registry";
+    /// `POST` [`Registration`](super::Registration): deregister.
+    pub const REGISTRY_REMOVE: &str = "/api/v1/registry-remove";
+    /// `POST` [`CallbackBatch`](super::CallbackBatch): run results.
+    pub const CALLBACK: &str = "/api/v1/callback";
+    /// `GET /api/v1/modules/{digest}/content`: a module's bytes by digest.
+    pub fn module_content(digest: &str) -> String {
+        format!("/api/v1/modules/{digest}/content")
+    }
+}
+
+/// What an executor does with a trigger for a job that is already running
+/// or has runs queued (xxl-job's block strategies, plus CONCURRENT).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum BlockStrategy {
+    /// Queue it; runs execute one at a time in arrival order.
+    #[default]
+    SerialExecution,
+    /// Refuse it (outcome `rejected`, answered at once).
+    DiscardLater,
+    /// Stop the running run and drop the queued ones (outcome `covered`),
+    /// then run it.
+    CoverEarly,
+    /// Run up to `max_concurrency` runs of the job at once; queue the rest.
+    Concurrent,
+}
+
+impl BlockStrategy {
+    /// Every strategy, with its wire name.
+    pub const ALL: [BlockStrategy; 4] = [
+        BlockStrategy::SerialExecution,
+        BlockStrategy::DiscardLater,
+        BlockStrategy::CoverEarly,
+        BlockStrategy::Concurrent,
+    ];
+}
+
+/// Limits of one run, as sent on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireLimits {
+    /// Wall-clock limit in milliseconds.
+    pub timeout_ms: u64,
+    /// Fuel budget; none when absent.
+    #[serde(default)]
+    pub fuel: Option<u64>,
+    /// Linear memory limit in bytes.
+    pub memory_bytes: u64,
+    /// Log cap in bytes.
+    pub log_bytes: u64,
+}
+
+impl Default for WireLimits {
+    fn default() -> Self {
+        WireLimits {
+            timeout_ms: 60_000,
+            fuel: None,
+            memory_bytes: 64 << 20,
+            log_bytes: 1 << 20,
+        }
+    }
+}
+
+/// `run`: execute a trigger.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunCommand {
+    /// The run as the guest sees it.
+    pub trigger: Trigger,
+    /// sha256 (hex) of the module to run; fetched from the admin if unknown.
+    pub module_digest: String,
+    /// What to do when the job is busy here.
+    #[serde(default)]
+    pub block_strategy: BlockStrategy,
+    /// Runs of the job at once under [`BlockStrategy::Concurrent`].
+    #[serde(default = "one")]
+    pub max_concurrency: u32,
+    /// The run's limits.
+    #[serde(default)]
+    pub limits: WireLimits,
+    /// The job's durable state before the run.
+    #[serde(default)]
+    pub state: HashMap<String, String>,
+    /// A new instance for this run instead of a warm one.
+    #[serde(default)]
+    pub fresh_instance: bool,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// The answer to `run`: accepted (the result follows by callback) or not.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunResponse {
+    pub run_id: u64,
+    /// True when the run was queued or started; its result will be called
+    /// back. False when it was refused; no callback follows.
+    pub accepted: bool,
+    /// Why it was refused, as an outcome (`rejected`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<Outcome>,
+}
+
+/// `kill`: one run, or every run (running and queued) of a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KillCommand {
+    Run { run_id: u64 },
+    Job { job_id: u64 },
+}
+
+/// The answer to `kill`: the runs that were stopped or dequeued.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct KillResponse {
+    pub killed: Vec<u64>,
+}
+
+/// `idle-beat`: is this job idle on this executor?
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IdleBeatRequest {
+    pub job_id: u64,
+}
+
+/// The answer to `idle-beat`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IdleBeatResponse {
+    /// Neither running nor queued.
+    pub idle: bool,
+    pub running: u32,
+    pub queued: u32,
+}
+
+/// The answer to `beat`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BeatResponse {
+    pub ok: bool,
+    /// The executor's advertised address.
+    pub address: String,
+}
+
+/// `log`: a run's lines from a line offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogQuery {
+    pub run_id: u64,
+    #[serde(default)]
+    pub offset: usize,
+    /// At most this many lines (the executor caps it too).
+    #[serde(default = "default_log_limit")]
+    pub limit: usize,
+}
+
+fn default_log_limit() -> usize {
+    1000
+}
+
+/// A page of a run's log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogResponse {
+    pub run_id: u64,
+    pub lines: Vec<LogLine>,
+    /// The offset to ask for next.
+    pub next_offset: usize,
+    /// True once the run has ended and every line was read.
+    pub finished: bool,
+}
+
+/// The result of a run, as called back to the admin.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunResult {
+    pub run_id: u64,
+    pub job_id: u64,
+    #[serde(flatten)]
+    pub outcome: Outcome,
+    /// xxl-job code: 200, 500 or 502.
+    pub code: u16,
+    /// Start of execution (ms since the epoch); 0 when it never started.
+    pub started_at_ms: i64,
+    pub duration_ms: u64,
+    #[serde(default)]
+    pub fuel_consumed: Option<u64>,
+    #[serde(default)]
+    pub peak_memory_bytes: u64,
+    /// The module that ran (or was to run).
+    pub module_digest: String,
+    /// The final log, size-capped.
+    #[serde(default)]
+    pub log: Vec<LogLine>,
+    #[serde(default)]
+    pub log_truncated: bool,
+    /// State writes; non-empty only when the run succeeded.
+    #[serde(default)]
+    pub state_changes: StateChanges,
+    /// The executor's advertised address.
+    pub executor: String,
+}
+
+/// `callback`: results, batched.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct CallbackBatch {
+    pub results: Vec<RunResult>,
+}
+
+/// `registry` / `registry-remove`: who the executor is.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Registration {
+    /// The executor group (xxl-job's appname).
+    pub group: String,
+    /// The address the admin reaches the executor at (`http://host:port`).
+    pub address: String,
+}
+
+/// Every error body: a stable code, a human message, the offending field.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApiError {
+    pub code: String,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+}
