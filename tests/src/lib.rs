@@ -1,3 +1,247 @@
-//! End-to-end tests of cronbox live in `tests/tests/`; this library is
-//! where helpers shared by them go (process and database harnesses arrive
-//! with the executor, admin and cluster roles).
+//! The harness end-to-end tests share.
+//!
+//! [`StandInAdmin`] is a real HTTP server on loopback that speaks the admin
+//! side of the executor protocol: it records registrations and callbacks,
+//! serves modules by digest, checks the token, and can be made unavailable
+//! (503) to test spooling and retries. The real admin replaces it in the
+//! tests of the admin itself.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use cronbox_protocol::{CallbackBatch, Registration, RunResult, admin_paths};
+use sha2::{Digest, Sha256};
+
+/// What the stand-in admin has received.
+#[derive(Debug, Default)]
+struct Received {
+    /// Every callback result, in arrival order, duplicates included.
+    results: Vec<RunResult>,
+    registrations: Vec<Registration>,
+    removals: Vec<Registration>,
+}
+
+#[derive(Debug)]
+struct AdminState {
+    token: String,
+    available: AtomicBool,
+    modules: Mutex<HashMap<String, Vec<u8>>>,
+    received: Mutex<Received>,
+}
+
+/// A stand-in admin on loopback. Stops when dropped.
+#[derive(Debug)]
+pub struct StandInAdmin {
+    addr: SocketAddr,
+    state: Arc<AdminState>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for StandInAdmin {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+fn authorized(state: &AdminState, headers: &HeaderMap) -> bool {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value == format!("Bearer {}", state.token))
+}
+
+fn refusal(state: &AdminState, headers: &HeaderMap) -> Option<StatusCode> {
+    if !state.available.load(Ordering::SeqCst) {
+        Some(StatusCode::SERVICE_UNAVAILABLE)
+    } else if !authorized(state, headers) {
+        Some(StatusCode::UNAUTHORIZED)
+    } else {
+        None
+    }
+}
+
+async fn callback(
+    State(state): State<Arc<AdminState>>,
+    headers: HeaderMap,
+    Json(batch): Json<CallbackBatch>,
+) -> StatusCode {
+    if let Some(status) = refusal(&state, &headers) {
+        return status;
+    }
+    state
+        .received
+        .lock()
+        .expect("lock")
+        .results
+        .extend(batch.results);
+    StatusCode::OK
+}
+
+async fn registry(
+    State(state): State<Arc<AdminState>>,
+    headers: HeaderMap,
+    Json(registration): Json<Registration>,
+) -> StatusCode {
+    if let Some(status) = refusal(&state, &headers) {
+        return status;
+    }
+    state
+        .received
+        .lock()
+        .expect("lock")
+        .registrations
+        .push(registration);
+    StatusCode::OK
+}
+
+async fn registry_remove(
+    State(state): State<Arc<AdminState>>,
+    headers: HeaderMap,
+    Json(registration): Json<Registration>,
+) -> StatusCode {
+    if let Some(status) = refusal(&state, &headers) {
+        return status;
+    }
+    state
+        .received
+        .lock()
+        .expect("lock")
+        .removals
+        .push(registration);
+    StatusCode::OK
+}
+
+async fn module(
+    State(state): State<Arc<AdminState>>,
+    headers: HeaderMap,
+    Path(digest): Path<String>,
+) -> axum::response::Response {
+    if let Some(status) = refusal(&state, &headers) {
+        return status.into_response();
+    }
+    match state.modules.lock().expect("lock").get(&digest) {
+        Some(bytes) => bytes.clone().into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+impl StandInAdmin {
+    /// Starts on a free loopback port.
+    pub async fn start(token: &str) -> Self {
+        Self::start_on("127.0.0.1:0".parse().expect("address"), token).await
+    }
+
+    /// Starts on `addr` (to come back on the same port after a stop).
+    pub async fn start_on(addr: SocketAddr, token: &str) -> Self {
+        let state = Arc::new(AdminState {
+            token: token.to_owned(),
+            available: AtomicBool::new(true),
+            modules: Mutex::new(HashMap::new()),
+            received: Mutex::new(Received::default()),
+        });
+        let app = Router::new()
+            .route(admin_paths::CALLBACK, post(callback))
+            .route(admin_paths::REGISTRY, post(registry))
+            .route(admin_paths::REGISTRY_REMOVE, post(registry_remove))
+            .route("/api/v1/modules/{digest}/content", get(module))
+            .with_state(state.clone());
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .expect("bind the stand-in admin");
+        let addr = listener.local_addr().expect("address");
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        StandInAdmin {
+            addr,
+            state,
+            server,
+        }
+    }
+
+    /// The base URL executors are configured with.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The socket address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Serves `wasm` by its digest; returns the digest.
+    pub fn add_module(&self, wasm: Vec<u8>) -> String {
+        let digest = hex::encode(Sha256::digest(&wasm));
+        self.state
+            .modules
+            .lock()
+            .expect("lock")
+            .insert(digest.clone(), wasm);
+        digest
+    }
+
+    /// While unavailable, every request is answered 503.
+    pub fn set_available(&self, available: bool) {
+        self.state.available.store(available, Ordering::SeqCst);
+    }
+
+    /// Every result received, in order, duplicates included.
+    pub fn results(&self) -> Vec<RunResult> {
+        self.state.received.lock().expect("lock").results.clone()
+    }
+
+    /// Registrations (heartbeats) received.
+    pub fn registrations(&self) -> Vec<Registration> {
+        self.state
+            .received
+            .lock()
+            .expect("lock")
+            .registrations
+            .clone()
+    }
+
+    /// Deregistrations received.
+    pub fn removals(&self) -> Vec<Registration> {
+        self.state.received.lock().expect("lock").removals.clone()
+    }
+
+    /// Waits until a result for `run_id` has arrived.
+    pub async fn result_of(&self, run_id: u64, timeout: Duration) -> RunResult {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(result) = self.results().into_iter().find(|r| r.run_id == run_id) {
+                return result;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no result for run {run_id} within {timeout:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Waits until at least `count` results have arrived.
+    pub async fn wait_for_results(&self, count: usize, timeout: Duration) -> Vec<RunResult> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let results = self.results();
+            if results.len() >= count {
+                return results;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} of {count} results within {timeout:?}",
+                results.len()
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}

@@ -55,7 +55,11 @@ impl AdminClient {
     }
 
     /// POSTs `body` to the first admin that accepts it.
-    pub(crate) async fn post_any<B: Serialize>(&self, path: &str, body: &B) -> Result<(), AdminError> {
+    pub(crate) async fn post_any<B: Serialize>(
+        &self,
+        path: &str,
+        body: &B,
+    ) -> Result<(), AdminError> {
         let mut last = None;
         for admin in &self.admins {
             match self.post(admin, path, body).await {

@@ -187,9 +187,15 @@ async fn log(
 }
 
 async fn metrics(State(state): State<Arc<ApiState>>) -> impl IntoResponse {
-    state.metrics.pool_free.set(state.jobs.pool_free_slots() as i64);
+    state
+        .metrics
+        .pool_free
+        .set(state.jobs.pool_free_slots() as i64);
     (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
         state.metrics.encode(),
     )
 }

@@ -35,7 +35,10 @@ pub(crate) enum SubmitError {
     #[error("the executor is shutting down")]
     Closing,
     #[error("{message}")]
-    Invalid { field: &'static str, message: String },
+    Invalid {
+        field: &'static str,
+        message: String,
+    },
 }
 
 pub(crate) struct Jobs {
@@ -83,7 +86,9 @@ struct Pending {
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, Table> {
-        self.table.lock().unwrap_or_else(|poison| poison.into_inner())
+        self.table
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
     }
 
     /// Reports a run that ended without executing (covered or killed in the
@@ -190,7 +195,10 @@ fn validate(command: &RunCommand) -> Result<(), SubmitError> {
         );
     }
     if command.limits.timeout_ms == 0 {
-        return invalid("limits.timeout_ms", "timeout_ms must be positive".to_owned());
+        return invalid(
+            "limits.timeout_ms",
+            "timeout_ms must be positive".to_owned(),
+        );
     }
     if command.block_strategy == BlockStrategy::Concurrent && command.max_concurrency == 0 {
         return invalid(
@@ -310,9 +318,11 @@ impl Jobs {
         {
             let mut table = self.shared.lock();
             for (job_id, entry) in table.jobs.iter_mut() {
-                let matches_job = matches!(command, KillCommand::Job { job_id: id } if id == *job_id);
+                let matches_job =
+                    matches!(command, KillCommand::Job { job_id: id } if id == *job_id);
                 let wanted = |run_id: u64| {
-                    matches_job || matches!(command, KillCommand::Run { run_id: id } if id == run_id)
+                    matches_job
+                        || matches!(command, KillCommand::Run { run_id: id } if id == run_id)
                 };
                 for (run_id, handle) in &entry.running {
                     if wanted(*run_id) {
@@ -339,10 +349,9 @@ impl Jobs {
 
     pub(crate) fn idle_beat(&self, job_id: u64) -> IdleBeatResponse {
         let table = self.shared.lock();
-        let (running, queued) = table
-            .jobs
-            .get(&job_id)
-            .map_or((0, 0), |entry| (entry.running.len() as u32, entry.queue.len() as u32));
+        let (running, queued) = table.jobs.get(&job_id).map_or((0, 0), |entry| {
+            (entry.running.len() as u32, entry.queue.len() as u32)
+        });
         IdleBeatResponse {
             idle: running == 0 && queued == 0,
             running,
@@ -458,7 +467,7 @@ async fn job_loop(shared: Arc<Shared>, job_id: u64, wake: Arc<Notify>) {
         let closing = shared.closing.load(Ordering::SeqCst);
         if closing && in_flight.is_empty() {
             shared.lock().jobs.remove(&job_id);
-            retire_all(idle_workers).await;
+            retire_all(&shared, idle_workers).await;
             return;
         }
 
@@ -482,7 +491,7 @@ async fn job_loop(shared: Arc<Shared>, job_id: u64, wake: Arc<Notify>) {
                     idle
                 };
                 if gone {
-                    retire_all(idle_workers).await;
+                    retire_all(&shared, idle_workers).await;
                     return;
                 }
             }
@@ -513,15 +522,18 @@ async fn worker_for(
         .drain(..)
         .partition(|worker| worker.module().digest() != digest);
     *idle_workers = keep;
-    retire_all(stale).await;
+    retire_all(shared, stale).await;
     let module = shared.modules.get(digest).await?;
     Ok(JobWorker::new(&shared.runtime, module, mode))
 }
 
-async fn retire_all(workers: Vec<JobWorker>) {
+async fn retire_all(shared: &Shared, workers: Vec<JobWorker>) {
     for worker in workers {
         let digest = worker.module().digest().to_owned();
         if let Some(report) = worker.retire().await {
+            if report.error.is_none() {
+                shared.metrics.instances_retired.inc();
+            }
             for line in &report.log {
                 tracing::info!(module = %digest, "destroy: {}", line.text);
             }
@@ -560,4 +572,3 @@ async fn run_one(shared: Arc<Shared>, mut worker: JobWorker, pending: Pending) -
     shared.report_finished(&command, report);
     worker
 }
-

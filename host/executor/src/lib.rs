@@ -81,7 +81,9 @@ pub struct RunningExecutor {
 
 impl std::fmt::Debug for ApiState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ApiState").field("address", &self.address).finish_non_exhaustive()
+        f.debug_struct("ApiState")
+            .field("address", &self.address)
+            .finish_non_exhaustive()
     }
 }
 
@@ -109,10 +111,12 @@ pub async fn start(config: ExecutorConfig) -> Result<RunningExecutor, ExecutorEr
             address: config.bind,
             source,
         })?;
-    let local_addr = listener.local_addr().map_err(|source| ExecutorError::Bind {
-        address: config.bind,
-        source,
-    })?;
+    let local_addr = listener
+        .local_addr()
+        .map_err(|source| ExecutorError::Bind {
+            address: config.bind,
+            source,
+        })?;
     let address = config
         .advertised_address
         .clone()
@@ -121,8 +125,12 @@ pub async fn start(config: ExecutorConfig) -> Result<RunningExecutor, ExecutorEr
     let admins = AdminClient::new(config.admins.clone(), config.token.clone());
     let metrics = Arc::new(Metrics::new());
     let spool = Spool::open(config.data_dir.join("spool")).map_err(data_dir)?;
-    let modules = ModuleStore::new(runtime.clone(), config.data_dir.join("modules"), admins.clone())
-        .map_err(data_dir)?;
+    let modules = ModuleStore::new(
+        runtime.clone(),
+        config.data_dir.join("modules"),
+        admins.clone(),
+    )
+    .map_err(data_dir)?;
     let jobs = Jobs::new(
         runtime,
         modules,
@@ -224,7 +232,10 @@ impl RunningExecutor {
         self.beater.abort();
         let flush = tokio::time::timeout(std::time::Duration::from_secs(5), self.sender);
         if flush.await.is_err() {
-            tracing::warn!(pending = self.spool.pending(), "results left in the spool for the next start");
+            tracing::warn!(
+                pending = self.spool.pending(),
+                "results left in the spool for the next start"
+            );
         }
         self.admins
             .post_all(admin_paths::REGISTRY_REMOVE, &self.registration)

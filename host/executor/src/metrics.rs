@@ -23,6 +23,7 @@ pub(crate) struct Metrics {
     pub(crate) duration: Histogram,
     pub(crate) callbacks_delivered: Counter,
     pub(crate) callback_failures: Counter,
+    pub(crate) instances_retired: Counter,
 }
 
 impl Metrics {
@@ -33,10 +34,14 @@ impl Metrics {
         let queued = Gauge::default();
         let pool_free = Gauge::default();
         let duration = Histogram::new(
-            [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0, 120.0, 600.0].into_iter(),
+            [
+                0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0, 120.0, 600.0,
+            ]
+            .into_iter(),
         );
         let callbacks_delivered = Counter::default();
         let callback_failures = Counter::default();
+        let instances_retired = Counter::default();
         registry.register("runs", "Runs ended, by outcome", runs.clone());
         registry.register("running", "Runs executing now", running.clone());
         registry.register("queued", "Runs waiting in job queues", queued.clone());
@@ -60,7 +65,13 @@ impl Metrics {
             "Callback requests no admin accepted",
             callback_failures.clone(),
         );
+        registry.register(
+            "instances_retired",
+            "Healthy instances retired with their guest's destroy completed",
+            instances_retired.clone(),
+        );
         Metrics {
+            instances_retired,
             registry,
             runs,
             running,

@@ -22,11 +22,18 @@ pub(crate) struct ModuleStore {
 
 /// Whether `digest` looks like a sha256 in lowercase hex.
 pub(crate) fn is_digest(digest: &str) -> bool {
-    digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    digest.len() == 64
+        && digest
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 impl ModuleStore {
-    pub(crate) fn new(runtime: Runtime, dir: PathBuf, admins: AdminClient) -> std::io::Result<Self> {
+    pub(crate) fn new(
+        runtime: Runtime,
+        dir: PathBuf,
+        admins: AdminClient,
+    ) -> std::io::Result<Self> {
         std::fs::create_dir_all(&dir)?;
         Ok(ModuleStore {
             runtime,

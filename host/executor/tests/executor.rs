@@ -1,0 +1,636 @@
+//! The executor through its HTTP API, with real example jobs and a
+//! stand-in admin on loopback.
+
+use std::time::{Duration, Instant};
+
+use cronbox_example_jobs as jobs;
+use cronbox_executor::{ExecutorConfig, RunningExecutor};
+use cronbox_protocol::{
+    BlockStrategy, IdleBeatResponse, KillCommand, KillResponse, LogResponse, Outcome, RunCommand,
+    RunResponse, Trigger, WireLimits, executor_paths,
+};
+use cronbox_tests::StandInAdmin;
+use serde_json::json;
+
+const TOKEN: &str = "executor-test-token";
+
+struct Fixture {
+    admin: StandInAdmin,
+    executor: RunningExecutor,
+    http: reqwest::Client,
+    _data: tempfile::TempDir,
+}
+
+async fn fixture_with(adjust: impl FnOnce(&mut ExecutorConfig)) -> Fixture {
+    let admin = StandInAdmin::start(TOKEN).await;
+    let data = tempfile::tempdir().unwrap();
+    let mut config = ExecutorConfig::new(
+        "127.0.0.1:0".parse().unwrap(),
+        vec![admin.url()],
+        TOKEN.to_owned(),
+        data.path().to_path_buf(),
+    );
+    config.beat_interval = Duration::from_millis(200);
+    adjust(&mut config);
+    let executor = cronbox_executor::start(config)
+        .await
+        .expect("executor starts");
+    Fixture {
+        admin,
+        executor,
+        http: reqwest::Client::new(),
+        _data: data,
+    }
+}
+
+async fn fixture() -> Fixture {
+    fixture_with(|_| {}).await
+}
+
+fn command(job_id: u64, run_id: u64, digest: &str, param: &str) -> RunCommand {
+    RunCommand {
+        trigger: Trigger {
+            job_id,
+            run_id,
+            ..Trigger::manual(param, 0)
+        },
+        module_digest: digest.to_owned(),
+        block_strategy: BlockStrategy::SerialExecution,
+        max_concurrency: 1,
+        limits: WireLimits::default(),
+        state: Default::default(),
+        fresh_instance: false,
+    }
+}
+
+impl Fixture {
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.executor.local_addr())
+    }
+
+    async fn post(&self, path: &str, body: &impl serde::Serialize) -> reqwest::Response {
+        self.http
+            .post(self.url(path))
+            .bearer_auth(TOKEN)
+            .json(body)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    async fn run(&self, command: &RunCommand) -> RunResponse {
+        let response = self.post(executor_paths::RUN, command).await;
+        assert!(
+            response.status().is_success(),
+            "{}",
+            response.text().await.unwrap()
+        );
+        response.json().await.unwrap()
+    }
+
+    async fn idle_beat(&self, job_id: u64) -> IdleBeatResponse {
+        self.post(executor_paths::IDLE_BEAT, &json!({ "job_id": job_id }))
+            .await
+            .json()
+            .await
+            .unwrap()
+    }
+
+    async fn metrics(&self) -> String {
+        self.http
+            .get(self.url(executor_paths::METRICS))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    }
+
+    async fn wait_until_running(&self, job_id: u64) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.idle_beat(job_id).await.running == 0 {
+            assert!(Instant::now() < deadline, "job {job_id} never started");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+}
+
+const WAIT: Duration = Duration::from_secs(15);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_a_job_fetched_by_digest_and_calls_the_result_back() {
+    let f = fixture().await;
+    let digest = f.admin.add_module(jobs::bytes("hello"));
+    let response = f.run(&command(1, 100, &digest, "executor")).await;
+    assert!(response.accepted);
+    let result = f.admin.result_of(100, WAIT).await;
+    assert_eq!(
+        result.outcome,
+        Outcome::Success {
+            message: "hello, executor".into()
+        }
+    );
+    assert_eq!(result.code, 200);
+    assert_eq!(result.module_digest, digest);
+    assert_eq!(result.executor, f.executor.address());
+    assert_eq!(result.log[0].text, "hello, executor");
+    // Registered with the admin under its group and advertised address.
+    let registrations = f.admin.registrations();
+    assert!(
+        registrations
+            .iter()
+            .any(|r| r.address == f.executor.address() && r.group == "default")
+    );
+    f.executor.shutdown().await;
+    assert!(!f.admin.removals().is_empty(), "deregistered on shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serial_execution_runs_one_at_a_time_in_order() {
+    let f = fixture().await;
+    let digest = f.admin.add_module(jobs::bytes("sleeper"));
+    for run_id in 1..=3 {
+        assert!(f.run(&command(2, run_id, &digest, "150")).await.accepted);
+    }
+    let idle = f.idle_beat(2).await;
+    assert!(!idle.idle);
+    assert_eq!(idle.running + idle.queued, 3);
+    let mut results = Vec::new();
+    for run_id in 1..=3 {
+        results.push(f.admin.result_of(run_id, WAIT).await);
+    }
+    for pair in results.windows(2) {
+        let first_end = pair[0].started_at_ms + pair[0].duration_ms as i64;
+        assert!(
+            pair[1].started_at_ms >= first_end,
+            "run {} started before run {} ended",
+            pair[1].run_id,
+            pair[0].run_id
+        );
+    }
+    assert!(results.iter().all(|r| r.outcome.is_success()));
+    assert!(f.idle_beat(2).await.idle);
+    f.executor.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn discard_later_refuses_while_the_job_runs() {
+    let f = fixture().await;
+    let digest = f.admin.add_module(jobs::bytes("runaway"));
+    let mut first = command(3, 1, &digest, "");
+    first.block_strategy = BlockStrategy::DiscardLater;
+    first.limits.timeout_ms = 600;
+    assert!(f.run(&first).await.accepted);
+    f.wait_until_running(3).await;
+    let mut second = command(3, 2, &digest, "");
+    second.block_strategy = BlockStrategy::DiscardLater;
+    let refused = f.run(&second).await;
+    assert!(!refused.accepted);
+    match refused.refused {
+        Some(Outcome::Rejected { reason }) => assert!(reason.contains("DISCARD_LATER"), "{reason}"),
+        other => panic!("expected a rejection, got {other:?}"),
+    }
+    let result = f.admin.result_of(1, WAIT).await;
+    assert_eq!(result.outcome, Outcome::Timeout { timeout_ms: 600 });
+    // Once idle, the job takes runs again.
+    let mut third = command(3, 3, &digest, "");
+    third.block_strategy = BlockStrategy::DiscardLater;
+    third.limits.timeout_ms = 100;
+    assert!(f.run(&third).await.accepted);
+    assert!(
+        f.admin.results().iter().all(|r| r.run_id != 2),
+        "a refused run has no callback"
+    );
+    f.executor.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cover_early_stops_a_runaway_and_runs_the_new_trigger() {
+    let f = fixture().await;
+    let runaway = f.admin.add_module(jobs::bytes("runaway"));
+    let hello = f.admin.add_module(jobs::bytes("hello"));
+    assert!(f.run(&command(4, 1, &runaway, "")).await.accepted);
+    f.wait_until_running(4).await;
+    // Queued behind the runaway (serial), to be covered too.
+    assert!(f.run(&command(4, 2, &runaway, "")).await.accepted);
+    let covering_at = Instant::now();
+    let mut cover = command(4, 3, &hello, "replacement");
+    cover.block_strategy = BlockStrategy::CoverEarly;
+    assert!(f.run(&cover).await.accepted);
+
+    let first = f.admin.result_of(1, WAIT).await;
+    assert_eq!(first.outcome, Outcome::Covered);
+    let queued = f.admin.result_of(2, WAIT).await;
+    assert_eq!(queued.outcome, Outcome::Covered);
+    assert_eq!(
+        queued.started_at_ms, 0,
+        "a covered queued run never started"
+    );
+    let replacement = f.admin.result_of(3, WAIT).await;
+    assert_eq!(
+        replacement.outcome,
+        Outcome::Success {
+            message: "hello, replacement".into()
+        }
+    );
+    assert!(covering_at.elapsed() < Duration::from_secs(5));
+    f.executor.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_runs_up_to_the_limit_at_once() {
+    let f = fixture().await;
+    let digest = f.admin.add_module(jobs::bytes("sleeper"));
+    for run_id in 1..=4 {
+        let mut run = command(5, run_id, &digest, "400");
+        run.block_strategy = BlockStrategy::Concurrent;
+        run.max_concurrency = 3;
+        assert!(f.run(&run).await.accepted);
+    }
+    let deadline = Instant::now() + WAIT;
+    let mut peak = 0;
+    while f.admin.results().len() < 4 {
+        peak = peak.max(f.idle_beat(5).await.running);
+        assert!(Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(peak, 3, "three at once, never more");
+    let results = f.admin.results();
+    let mut starts: Vec<i64> = results.iter().map(|r| r.started_at_ms).collect();
+    starts.sort();
+    assert!(
+        starts[2] - starts[0] < 300,
+        "the first three overlapped: {starts:?}"
+    );
+    assert!(
+        starts[3] - starts[0] >= 350,
+        "the fourth waited for a free slot: {starts:?}"
+    );
+    f.executor.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_by_run_and_by_job() {
+    let f = fixture().await;
+    let runaway = f.admin.add_module(jobs::bytes("runaway"));
+    let sleeper = f.admin.add_module(jobs::bytes("sleeper"));
+    assert!(f.run(&command(6, 1, &runaway, "")).await.accepted);
+    f.wait_until_running(6).await;
+    let killed: KillResponse = f
+        .post(executor_paths::KILL, &KillCommand::Run { run_id: 1 })
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(killed.killed, vec![1]);
+    assert_eq!(f.admin.result_of(1, WAIT).await.outcome, Outcome::Killed);
+
+    assert!(f.run(&command(7, 10, &sleeper, "60000")).await.accepted);
+    assert!(f.run(&command(7, 11, &sleeper, "60000")).await.accepted);
+    f.wait_until_running(7).await;
+    let killed: KillResponse = f
+        .post(executor_paths::KILL, &KillCommand::Job { job_id: 7 })
+        .await
+        .json()
+        .await
+        .unwrap();
+    let mut ids = killed.killed.clone();
+    ids.sort();
+    assert_eq!(ids, vec![10, 11]);
+    assert_eq!(f.admin.result_of(10, WAIT).await.outcome, Outcome::Killed);
+    assert_eq!(f.admin.result_of(11, WAIT).await.outcome, Outcome::Killed);
+    f.executor.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_duplicate_run_id_is_refused() {
+    let f = fixture().await;
+    let digest = f.admin.add_module(jobs::bytes("hello"));
+    assert!(f.run(&command(8, 42, &digest, "once")).await.accepted);
+    let again = f
+        .post(executor_paths::RUN, &command(8, 42, &digest, "twice"))
+        .await;
+    assert_eq!(again.status(), 409);
+    let body: serde_json::Value = again.json().await.unwrap();
+    assert_eq!(body["code"], "duplicate_run");
+    assert!(body["message"].as_str().unwrap().contains("run 42"));
+    f.admin.result_of(42, WAIT).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        f.admin.results().iter().filter(|r| r.run_id == 42).count(),
+        1
+    );
+    f.executor.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_worker_retires_and_calls_destroy() {
+    let f = fixture_with(|config| config.idle_retire = Duration::from_millis(300)).await;
+    let digest = f.admin.add_module(jobs::bytes("counter"));
+    for run_id in 1..=2 {
+        assert!(f.run(&command(9, run_id, &digest, "")).await.accepted);
+        f.admin.result_of(run_id, WAIT).await;
+    }
+    assert_eq!(
+        f.admin.result_of(2, WAIT).await.outcome,
+        Outcome::Success {
+            message: "count=1 instance_runs=2".into()
+        },
+        "the warm instance served both runs"
+    );
+    let deadline = Instant::now() + WAIT;
+    while !f
+        .metrics()
+        .await
+        .contains("cronbox_executor_instances_retired_total 1")
+    {
+        assert!(Instant::now() < deadline, "{}", f.metrics().await);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(f.run(&command(9, 3, &digest, "")).await.accepted);
+    assert_eq!(
+        f.admin.result_of(3, WAIT).await.outcome,
+        Outcome::Success {
+            message: "count=1 instance_runs=1".into()
+        },
+        "a new instance after retirement"
+    );
+    f.executor.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hot_swap_between_versions_loses_no_run() {
+    let f = fixture().await;
+    let v1 = f.admin.add_module(jobs::bytes("hello"));
+    let v2 = f.admin.add_module(jobs::bytes("sharded"));
+    let mut sent = Vec::new();
+    for run_id in 1..=30u64 {
+        let version = if (run_id / 5) % 2 == 0 { &v1 } else { &v2 };
+        assert!(f.run(&command(10, run_id, version, "swap")).await.accepted);
+        sent.push((run_id, version.clone()));
+        if run_id % 3 == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+    let results = f.admin.wait_for_results(30, WAIT).await;
+    for (run_id, version) in sent {
+        let result = results
+            .iter()
+            .find(|r| r.run_id == run_id)
+            .expect("every run reported");
+        assert_eq!(
+            result.module_digest, version,
+            "run {run_id} ran the version it was sent"
+        );
+        let expected = if version == v1 {
+            "hello, swap"
+        } else {
+            "shard 0/1"
+        };
+        assert_eq!(
+            result.outcome,
+            Outcome::Success {
+                message: expected.into()
+            }
+        );
+    }
+    assert_eq!(results.len(), 30);
+    f.executor.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_log_is_read_in_pages() {
+    let f = fixture().await;
+    let digest = f.admin.add_module(jobs::bytes("chatty"));
+    assert!(f.run(&command(11, 1, &digest, "6000")).await.accepted);
+    let mut offset = 0;
+    let mut pages_while_running = 0;
+    let mut lines = Vec::new();
+    loop {
+        let page: LogResponse = f
+            .post(
+                executor_paths::LOG,
+                &json!({ "run_id": 1, "offset": offset, "limit": 400 }),
+            )
+            .await
+            .json()
+            .await
+            .unwrap();
+        assert!(page.lines.len() <= 400);
+        if !page.finished && !page.lines.is_empty() {
+            pages_while_running += 1;
+        }
+        offset = page.next_offset;
+        lines.extend(page.lines);
+        if page.finished {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(
+        pages_while_running >= 2,
+        "{pages_while_running} pages while running"
+    );
+    let result = f.admin.result_of(1, WAIT).await;
+    assert_eq!(lines, result.log, "the pages add up to the final log");
+    let unknown = f.post(executor_paths::LOG, &json!({ "run_id": 999 })).await;
+    assert_eq!(unknown.status(), 404);
+    f.executor.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unauthenticated_and_malformed_requests_are_refused_clearly() {
+    let f = fixture_with(|config| config.max_request_bytes = 64 << 10).await;
+    let digest = f.admin.add_module(jobs::bytes("hello"));
+    let body = command(12, 1, &digest, "");
+
+    let missing = f
+        .http
+        .post(f.url(executor_paths::RUN))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), 401);
+    let missing: serde_json::Value = missing.json().await.unwrap();
+    assert_eq!(missing["code"], "unauthorized");
+    assert!(
+        missing["message"]
+            .as_str()
+            .unwrap()
+            .contains("missing token")
+    );
+
+    let wrong = f
+        .http
+        .post(f.url(executor_paths::RUN))
+        .bearer_auth("not-the-token")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), 401);
+    assert_eq!(
+        wrong.json::<serde_json::Value>().await.unwrap()["message"],
+        "wrong token"
+    );
+
+    let malformed = f
+        .http
+        .post(f.url(executor_paths::RUN))
+        .bearer_auth(TOKEN)
+        .header("content-type", "application/json")
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(malformed.status(), 400);
+    assert_eq!(
+        malformed.json::<serde_json::Value>().await.unwrap()["code"],
+        "malformed_json"
+    );
+
+    let unknown_strategy = f
+        .post(executor_paths::RUN, &{
+            let mut value = serde_json::to_value(&body).unwrap();
+            value["block_strategy"] = json!("WHENEVER");
+            value
+        })
+        .await;
+    assert_eq!(unknown_strategy.status(), 422);
+    let error: serde_json::Value = unknown_strategy.json().await.unwrap();
+    assert_eq!(error["code"], "invalid_request");
+    assert!(
+        error["message"].as_str().unwrap().contains("WHENEVER"),
+        "{error}"
+    );
+
+    let bad_digest = f
+        .post(executor_paths::RUN, &command(12, 2, "abc", ""))
+        .await;
+    assert_eq!(bad_digest.status(), 400);
+    let error: serde_json::Value = bad_digest.json().await.unwrap();
+    assert_eq!(error["field"], "module_digest");
+
+    let mut bad_shard = command(12, 3, &digest, "");
+    bad_shard.trigger.shard_index = 3;
+    bad_shard.trigger.shard_total = 3;
+    let error: serde_json::Value = f
+        .post(executor_paths::RUN, &bad_shard)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(error["field"], "trigger.shard_index");
+
+    let mut huge = command(12, 4, &digest, "");
+    huge.trigger.param = "x".repeat(100 << 10);
+    let too_large = f.post(executor_paths::RUN, &huge).await;
+    assert_eq!(too_large.status(), 413);
+    assert_eq!(
+        too_large.json::<serde_json::Value>().await.unwrap()["code"],
+        "payload_too_large"
+    );
+
+    // None of the refused requests ran anything.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(f.admin.results().is_empty());
+    f.executor.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_module_that_cannot_load_is_rejected_by_callback() {
+    let f = fixture().await;
+    let missing = "0".repeat(64);
+    assert!(f.run(&command(13, 1, &missing, "")).await.accepted);
+    let result = f.admin.result_of(1, WAIT).await;
+    match result.outcome {
+        Outcome::Rejected { reason } => assert!(reason.contains("cannot fetch module"), "{reason}"),
+        other => panic!("expected rejected, got {other:?}"),
+    }
+    let refused = f.admin.add_module(jobs::bytes("fs-snooper"));
+    assert!(f.run(&command(13, 2, &refused, "")).await.accepted);
+    match f.admin.result_of(2, WAIT).await.outcome {
+        Outcome::Rejected { reason } => assert!(reason.contains("wasi:filesystem"), "{reason}"),
+        other => panic!("expected rejected, got {other:?}"),
+    }
+    f.executor.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn results_wait_in_the_spool_while_the_admin_is_down() {
+    let f = fixture().await;
+    let digest = f.admin.add_module(jobs::bytes("hello"));
+    // Load the module first: a down admin cannot serve it either.
+    assert!(f.run(&command(14, 1, &digest, "warm")).await.accepted);
+    f.admin.result_of(1, WAIT).await;
+    f.admin.set_available(false);
+    for run_id in 2..=6 {
+        assert!(
+            f.run(&command(14, run_id, &digest, "spooled"))
+                .await
+                .accepted
+        );
+    }
+    let deadline = Instant::now() + WAIT;
+    while f.executor.pending_results() < 5 {
+        assert!(Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(f.admin.results().len(), 1);
+    f.admin.set_available(true);
+    let results = f.admin.wait_for_results(6, WAIT).await;
+    let mut ids: Vec<u64> = results.iter().map(|r| r.run_id).collect();
+    ids.sort();
+    assert_eq!(ids, vec![1, 2, 3, 4, 5, 6], "each result exactly once");
+    assert!(
+        f.metrics()
+            .await
+            .contains("cronbox_executor_callback_failures_total")
+    );
+    f.executor.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn graceful_shutdown_finishes_running_runs_and_reports_queued_ones() {
+    let f = fixture_with(|config| config.shutdown_grace = Duration::from_secs(5)).await;
+    let digest = f.admin.add_module(jobs::bytes("sleeper"));
+    assert!(f.run(&command(15, 1, &digest, "300")).await.accepted);
+    f.wait_until_running(15).await;
+    assert!(f.run(&command(15, 2, &digest, "300")).await.accepted);
+    let Fixture {
+        admin, executor, ..
+    } = f;
+    executor.shutdown().await;
+    let finished = admin.result_of(1, WAIT).await;
+    assert_eq!(
+        finished.outcome,
+        Outcome::Success {
+            message: "slept 300 ms".into()
+        }
+    );
+    match admin.result_of(2, WAIT).await.outcome {
+        Outcome::Rejected { reason } => assert!(reason.contains("shut down"), "{reason}"),
+        other => panic!("expected rejected, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_count_runs_by_outcome() {
+    let f = fixture().await;
+    let digest = f.admin.add_module(jobs::bytes("hello"));
+    assert!(f.run(&command(16, 1, &digest, "")).await.accepted);
+    f.admin.result_of(1, WAIT).await;
+    let text = f.metrics().await;
+    assert!(
+        text.contains("cronbox_executor_runs_total{outcome=\"success\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("cronbox_executor_run_duration_seconds_count 1"),
+        "{text}"
+    );
+    assert!(text.contains("cronbox_executor_pool_free_slots"), "{text}");
+    f.executor.shutdown().await;
+}
