@@ -1,10 +1,12 @@
 //! The `cronbox` command.
 //!
-//! Today it has one subcommand, `cronbox run`: the job author's inner loop,
-//! running a component once on this machine under the same runtime and
-//! limits as an executor. The admin, executor and management commands
-//! arrive with their roles.
+//! - `cronbox run`: the job author's inner loop, running a component once on
+//!   this machine under the same runtime and limits as an executor;
+//! - `cronbox executor`: the executor role (see `host/executor`).
+//!
+//! The admin, `up` and the management commands arrive with their roles.
 
+mod executor;
 mod run;
 
 use std::process::ExitCode;
@@ -23,6 +25,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     Run(run::RunArgs),
+    Executor(executor::ExecutorArgs),
 }
 
 fn main() -> ExitCode {
@@ -30,6 +33,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => run::main(args),
+        Command::Executor(args) => executor::main(args),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,122 @@
+//! `cronbox executor`: run the executor role until SIGINT or SIGTERM.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use clap::Args;
+use cronbox_executor::ExecutorConfig;
+use cronbox_runtime::RuntimeConfig;
+
+/// Run an executor: register with the admins and run the jobs they send.
+///
+/// Stops gracefully on SIGINT or SIGTERM: running runs get the grace period,
+/// queued runs are reported as not executed, results are delivered or left
+/// in the spool for the next start, and the executor deregisters.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  cronbox executor --admin http://127.0.0.1:8080 --token s3cret
+  CRONBOX_TOKEN=s3cret cronbox executor --admin http://admin-1:8080 --admin http://admin-2:8080 \\
+      --bind 0.0.0.0:9090 --advertise http://10.0.0.7:9090 --group billing")]
+pub struct ExecutorArgs {
+    /// Address the executor API listens on.
+    #[arg(long, env = "CRONBOX_EXECUTOR_BIND", default_value = "127.0.0.1:9090")]
+    bind: SocketAddr,
+    /// Address admins reach this executor at (default: http:// + --bind).
+    #[arg(long, env = "CRONBOX_EXECUTOR_ADVERTISE")]
+    advertise: Option<String>,
+    /// Base URL of an admin (repeatable; comma-separated in the variable).
+    #[arg(
+        long = "admin",
+        env = "CRONBOX_ADMINS",
+        value_delimiter = ',',
+        required = true
+    )]
+    admins: Vec<String>,
+    /// Token shared with the admins (required: requests without it are refused).
+    #[arg(long, env = "CRONBOX_TOKEN", hide_env_values = true)]
+    token: String,
+    /// Executor group to register in.
+    #[arg(long, env = "CRONBOX_EXECUTOR_GROUP", default_value = "default")]
+    group: String,
+    /// Directory for modules, compiled artifacts and the result spool.
+    #[arg(
+        long,
+        env = "CRONBOX_EXECUTOR_DATA_DIR",
+        default_value = "cronbox-data/executor"
+    )]
+    data_dir: PathBuf,
+    /// Heartbeat interval.
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    beat_interval: Duration,
+    /// Idle time after which a job's instance is retired (calling destroy).
+    #[arg(long, default_value = "90s", value_parser = humantime::parse_duration)]
+    idle_retire: Duration,
+    /// Time running runs get to finish on shutdown before they are killed.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    shutdown_grace: Duration,
+    /// Instances (warm or running) alive at once; more wait for a slot.
+    #[arg(long, default_value_t = 64)]
+    max_instances: u32,
+    /// Largest linear memory any run may be given.
+    #[arg(long, default_value = "1GiB")]
+    memory_ceiling: bytesize::ByteSize,
+}
+
+pub fn main(args: ExecutorArgs) -> anyhow::Result<ExitCode> {
+    if args.token.is_empty() {
+        bail!("--token (or CRONBOX_TOKEN) must not be empty");
+    }
+    let mut config = ExecutorConfig::new(args.bind, args.admins, args.token, args.data_dir);
+    config.advertised_address = args.advertise;
+    config.group = args.group;
+    config.beat_interval = args.beat_interval;
+    config.idle_retire = args.idle_retire;
+    config.shutdown_grace = args.shutdown_grace;
+    config.runtime = RuntimeConfig {
+        max_instances: args.max_instances,
+        memory_ceiling_bytes: args.memory_ceiling.as_u64(),
+        ..RuntimeConfig::default()
+    };
+    let threads = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    threads.block_on(async move {
+        let executor = cronbox_executor::start(config).await?;
+        eprintln!(
+            "cronbox executor listening on {} (advertised as {})",
+            executor.local_addr(),
+            executor.address()
+        );
+        shutdown_signal().await;
+        eprintln!("cronbox executor shutting down");
+        executor.shutdown().await;
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut terminate =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(signal) => signal,
+                Err(_) => {
+                    let _ = interrupt.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = interrupt => {}
+            _ = terminate.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = interrupt.await;
+    }
+}

@@ -1,0 +1,187 @@
+//! `cronbox executor` as a real process: results survive SIGKILL in the
+//! spool and arrive exactly once when the admin comes back.
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use cronbox_example_jobs as jobs;
+use cronbox_protocol::{Outcome, RunCommand, Trigger, executor_paths};
+use cronbox_tests::StandInAdmin;
+
+const TOKEN: &str = "process-test-token";
+const WAIT: Duration = Duration::from_secs(20);
+
+fn free_port() -> SocketAddr {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+}
+
+fn spawn_executor(bind: SocketAddr, admin: &str, data_dir: &Path) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_cronbox"))
+        .args([
+            "executor",
+            "--bind",
+            &bind.to_string(),
+            "--admin",
+            admin,
+            "--token",
+            TOKEN,
+        ])
+        .arg("--data-dir")
+        .arg(data_dir)
+        .args(["--beat-interval", "200ms"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("cronbox executor starts")
+}
+
+async fn wait_for_beat(http: &reqwest::Client, bind: SocketAddr) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let beat = http
+            .post(format!("http://{bind}{}", executor_paths::BEAT))
+            .bearer_auth(TOKEN)
+            .send()
+            .await;
+        if beat.is_ok_and(|response| response.status().is_success()) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the executor never answered beat"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn send_run(http: &reqwest::Client, bind: SocketAddr, run_id: u64, digest: &str) {
+    let command = RunCommand {
+        trigger: Trigger {
+            job_id: 1,
+            run_id,
+            ..Trigger::manual("spool", 0)
+        },
+        module_digest: digest.to_owned(),
+        block_strategy: Default::default(),
+        max_concurrency: 1,
+        limits: Default::default(),
+        state: Default::default(),
+        fresh_instance: false,
+    };
+    let response = http
+        .post(format!("http://{bind}{}", executor_paths::RUN))
+        .bearer_auth(TOKEN)
+        .json(&command)
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_success());
+}
+
+fn spooled(data_dir: &Path) -> usize {
+    std::fs::read_dir(data_dir.join("spool"))
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|entry| entry.path().extension().is_some_and(|ext| ext == "json"))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spooled_results_survive_sigkill_and_arrive_exactly_once() {
+    let admin = StandInAdmin::start(TOKEN).await;
+    let digest = admin.add_module(jobs::bytes("hello"));
+    let data = tempfile::tempdir().unwrap();
+    let bind = free_port();
+    let http = reqwest::Client::new();
+
+    let mut executor = spawn_executor(bind, &admin.url(), data.path());
+    wait_for_beat(&http, bind).await;
+    send_run(&http, bind, 1, &digest).await;
+    admin.result_of(1, WAIT).await;
+
+    admin.set_available(false);
+    for run_id in 2..=6 {
+        send_run(&http, bind, run_id, &digest).await;
+    }
+    let deadline = Instant::now() + WAIT;
+    while spooled(data.path()) < 5 {
+        assert!(Instant::now() < deadline, "results never reached the spool");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    executor.kill().expect("SIGKILL");
+    executor.wait().unwrap();
+    assert_eq!(spooled(data.path()), 5, "the spool outlives the process");
+
+    let mut restarted = spawn_executor(bind, &admin.url(), data.path());
+    wait_for_beat(&http, bind).await;
+    admin.set_available(true);
+    let results = admin.wait_for_results(6, WAIT).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let results_later = admin.results();
+    assert_eq!(results_later.len(), results.len(), "nothing arrives twice");
+    let mut ids: Vec<u64> = results_later.iter().map(|r| r.run_id).collect();
+    ids.sort();
+    assert_eq!(ids, vec![1, 2, 3, 4, 5, 6]);
+    for result in &results_later {
+        assert_eq!(
+            result.outcome,
+            Outcome::Success {
+                message: "hello, spool".into()
+            }
+        );
+    }
+    assert_eq!(spooled(data.path()), 0);
+    restarted.kill().unwrap();
+    restarted.wait().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_shuts_down_gracefully_and_deregisters() {
+    let admin = StandInAdmin::start(TOKEN).await;
+    let data = tempfile::tempdir().unwrap();
+    let bind = free_port();
+    let http = reqwest::Client::new();
+    let executor = spawn_executor(bind, &admin.url(), data.path());
+    wait_for_beat(&http, bind).await;
+    let deadline = Instant::now() + WAIT;
+    while admin.registrations().is_empty() {
+        assert!(Instant::now() < deadline, "never registered");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let status = Command::new("kill")
+        .args(["-TERM", &executor.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let output = executor.wait_with_output().unwrap();
+    assert!(output.status.success(), "{:?}", output.status);
+    assert_eq!(admin.removals().len(), 1, "deregistered once");
+    assert_eq!(admin.removals()[0].address, format!("http://{bind}"));
+}
+
+#[test]
+fn an_executor_without_admin_or_token_is_refused() {
+    let output = Command::new(env!("CARGO_BIN_EXE_cronbox"))
+        .args(["executor", "--token", "x"])
+        .env_remove("CRONBOX_ADMINS")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--admin"));
+
+    let output = Command::new(env!("CARGO_BIN_EXE_cronbox"))
+        .args(["executor", "--admin", "http://127.0.0.1:1", "--token", ""])
+        .env_remove("CRONBOX_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("must not be empty"));
+}
