@@ -120,7 +120,12 @@ const WAIT: Duration = Duration::from_secs(15);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runs_a_job_fetched_by_digest_and_calls_the_result_back() {
-    let f = fixture().await;
+    let f = fixture_with(|config| {
+        config.advertised_address = Some("http://executor-7.example:9999".to_owned());
+        config.group = "billing".to_owned();
+    })
+    .await;
+    assert_eq!(f.executor.address(), "http://executor-7.example:9999");
     let digest = f.admin.add_module(jobs::bytes("hello"));
     let response = f.run(&command(1, 100, &digest, "executor")).await;
     assert!(response.accepted);
