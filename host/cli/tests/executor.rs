@@ -1,5 +1,6 @@
 //! `cronbox executor` as a real process: results survive SIGKILL in the
 //! spool and arrive exactly once when the admin comes back.
+#![allow(clippy::unwrap_used)] // in tests a failed unwrap is a failed test
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;

@@ -33,12 +33,9 @@ impl Metrics {
         let running = Gauge::default();
         let queued = Gauge::default();
         let pool_free = Gauge::default();
-        let duration = Histogram::new(
-            [
-                0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0, 120.0, 600.0,
-            ]
-            .into_iter(),
-        );
+        let duration = Histogram::new([
+            0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0, 120.0, 600.0,
+        ]);
         let callbacks_delivered = Counter::default();
         let callback_failures = Counter::default();
         let instances_retired = Counter::default();
