@@ -1,0 +1,472 @@
+//! When a job fires: cron (Quartz/xxl-job 6–7 fields with seconds, or Unix
+//! 5 fields) in an IANA time zone, fixed rate, fixed delay, one-shot, or
+//! none (manual and API triggers only).
+//!
+//! # The daylight-saving rule
+//!
+//! Cron fields describe wall-clock times in the job's zone. When the clock
+//! jumps:
+//! - **a local time that does not exist** (spring forward: 02:30 on the day
+//!   the clock goes 02:00 → 03:00) fires at the same distance past the jump,
+//!   i.e. read with the offset in force before it (02:30 → 03:30 new time);
+//!   if that instant is already taken by an earlier fire, it is not fired
+//!   twice;
+//! - **a local time that happens twice** (fall back: 01:30 on the day the
+//!   clock goes 02:00 → 01:00) fires once, at its first occurrence.
+//!
+//! So a daily job fires exactly once every day, and fires are always
+//! strictly increasing instants. Jobs that should tick at a steady real-time
+//! pace (every few seconds or minutes) are best given the zone UTC or a
+//! FIX_RATE schedule: in a zone with DST, a wildcard-hour cron has no fires
+//! during the repeated hour's second pass.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use chrono::{DateTime, LocalResult, NaiveDateTime, Offset, TimeZone, Utc};
+use chrono_tz::Tz;
+use serde::{Deserialize, Serialize};
+
+/// The kinds of schedule, by wire name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ScheduleType {
+    /// Cron expression in the job's time zone.
+    Cron,
+    /// Every N, counted from the previous planned fire.
+    FixRate,
+    /// N after the previous run completed.
+    FixDelay,
+    /// Once, at an instant.
+    OneShot,
+    /// Never by itself: manual, API, parent and retry triggers only.
+    None,
+}
+
+impl FromStr for ScheduleType {
+    type Err = ScheduleError;
+
+    fn from_str(text: &str) -> Result<Self, ScheduleError> {
+        match text.to_ascii_uppercase().as_str() {
+            "CRON" => Ok(ScheduleType::Cron),
+            "FIX_RATE" => Ok(ScheduleType::FixRate),
+            "FIX_DELAY" => Ok(ScheduleType::FixDelay),
+            "ONE_SHOT" => Ok(ScheduleType::OneShot),
+            "NONE" => Ok(ScheduleType::None),
+            _ => Err(ScheduleError::UnknownType(text.to_owned())),
+        }
+    }
+}
+
+/// Which cron syntax an expression is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CronDialect {
+    /// Quartz / xxl-job: `sec min hour day-of-month month day-of-week [year]`,
+    /// day-of-week 1–7 = Sunday–Saturday.
+    Quartz,
+    /// Unix: `min hour day-of-month month day-of-week`, day-of-week 0–7
+    /// (0 and 7 = Sunday); fires at second 0.
+    Unix,
+}
+
+/// Why a schedule was refused. Every message names what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ScheduleError {
+    #[error("unknown schedule type {0:?}: use CRON, FIX_RATE, FIX_DELAY, ONE_SHOT or NONE")]
+    UnknownType(String),
+    #[error("unknown time zone {0:?}: use an IANA name such as UTC, Europe/Berlin or America/New_York")]
+    UnknownTimeZone(String),
+    #[error(
+        "cron expression {expression:?} has {fields} fields: use 5 (Unix: min hour dom month dow) \
+         or 6–7 (Quartz: sec min hour dom month dow [year])"
+    )]
+    CronFieldCount { expression: String, fields: usize },
+    #[error("invalid cron expression {expression:?}: {reason}")]
+    InvalidCron { expression: String, reason: String },
+    #[error("cron expression {0:?} never fires")]
+    NeverFires(String),
+    #[error("invalid interval {text:?}: {reason}")]
+    InvalidInterval { text: String, reason: String },
+    #[error("invalid instant {text:?}: expected RFC 3339, e.g. 2026-12-01T09:00:00Z ({reason})")]
+    InvalidInstant { text: String, reason: String },
+}
+
+/// Shortest FIX_RATE / FIX_DELAY interval.
+pub const MIN_INTERVAL: Duration = Duration::from_secs(1);
+/// Longest FIX_RATE / FIX_DELAY interval.
+pub const MAX_INTERVAL: Duration = Duration::from_secs(366 * 24 * 3600);
+
+/// A validated schedule.
+#[derive(Debug, Clone)]
+pub enum Schedule {
+    Cron {
+        cron: Box<cron::Schedule>,
+        zone: Tz,
+        dialect: CronDialect,
+    },
+    FixRate(Duration),
+    FixDelay(Duration),
+    OneShot(DateTime<Utc>),
+    None,
+}
+
+/// Upper bound on cron candidates examined for one next fire (a guard
+/// against expressions that only match non-existent local times).
+const MAX_CANDIDATES: usize = 100_000;
+
+impl Schedule {
+    /// Parses a schedule: its type, its configuration and the job's zone.
+    pub fn parse(kind: ScheduleType, conf: &str, zone: &str) -> Result<Self, ScheduleError> {
+        let zone: Tz = zone
+            .parse()
+            .map_err(|_| ScheduleError::UnknownTimeZone(zone.to_owned()))?;
+        let conf = conf.trim();
+        match kind {
+            ScheduleType::Cron => {
+                let (cron, dialect) = parse_cron(conf)?;
+                let schedule = Schedule::Cron {
+                    cron: Box::new(cron),
+                    zone,
+                    dialect,
+                };
+                if schedule.next_after(Utc::now()).is_none() {
+                    return Err(ScheduleError::NeverFires(conf.to_owned()));
+                }
+                Ok(schedule)
+            }
+            ScheduleType::FixRate => Ok(Schedule::FixRate(parse_interval(conf)?)),
+            ScheduleType::FixDelay => Ok(Schedule::FixDelay(parse_interval(conf)?)),
+            ScheduleType::OneShot => DateTime::parse_from_rfc3339(conf)
+                .map(|at| Schedule::OneShot(at.with_timezone(&Utc)))
+                .map_err(|error| ScheduleError::InvalidInstant {
+                    text: conf.to_owned(),
+                    reason: error.to_string(),
+                }),
+            ScheduleType::None => Ok(Schedule::None),
+        }
+    }
+
+    /// The first fire of a job started at `now`.
+    pub fn first_fire(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        match self {
+            Schedule::Cron { .. } => self.next_after(now),
+            Schedule::FixRate(every) | Schedule::FixDelay(every) => Some(now + *every),
+            Schedule::OneShot(at) => Some(*at),
+            Schedule::None => None,
+        }
+    }
+
+    /// The fire after one planned for `planned` (FIX_DELAY waits for the
+    /// run to complete: see [`after_completion`](Self::after_completion)).
+    pub fn next_after(&self, planned: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        match self {
+            Schedule::Cron { cron, zone, .. } => next_cron(cron, *zone, planned),
+            Schedule::FixRate(every) => Some(planned + *every),
+            Schedule::FixDelay(_) | Schedule::OneShot(_) | Schedule::None => None,
+        }
+    }
+
+    /// For FIX_DELAY: the next fire once a run completed at `completed`.
+    pub fn after_completion(&self, completed: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        match self {
+            Schedule::FixDelay(delay) => Some(completed + *delay),
+            _ => None,
+        }
+    }
+
+    /// The next `count` fires after `now` (FIX_DELAY assumes runs that take
+    /// no time).
+    pub fn preview(&self, now: DateTime<Utc>, count: usize) -> Vec<DateTime<Utc>> {
+        let mut fires = Vec::with_capacity(count);
+        let mut next = self.first_fire(now);
+        while let Some(at) = next {
+            if fires.len() == count {
+                break;
+            }
+            fires.push(at);
+            next = match self {
+                Schedule::FixDelay(delay) => Some(at + *delay),
+                _ => self.next_after(at),
+            };
+        }
+        fires
+    }
+}
+
+fn parse_interval(text: &str) -> Result<Duration, ScheduleError> {
+    let invalid = |reason: String| ScheduleError::InvalidInterval {
+        text: text.to_owned(),
+        reason,
+    };
+    // xxl-job stores whole seconds; also accept "90s", "5m", "1h30m".
+    let interval = match text.parse::<i64>() {
+        Ok(seconds) if seconds < 0 => return Err(invalid("it is negative".to_owned())),
+        Ok(seconds) => Duration::from_secs(seconds as u64),
+        Err(_) => parse_duration(text).map_err(invalid)?,
+    };
+    if interval < MIN_INTERVAL {
+        return Err(invalid(format!("shorter than the minimum of {} s", MIN_INTERVAL.as_secs())));
+    }
+    if interval > MAX_INTERVAL {
+        return Err(invalid("longer than the maximum of 366 days".to_owned()));
+    }
+    Ok(interval)
+}
+
+/// `1h30m`, `90s`, `500ms`, `2d`: a sum of number+unit parts.
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let mut total = Duration::ZERO;
+    let mut rest = text.trim();
+    if rest.is_empty() {
+        return Err("it is empty".to_owned());
+    }
+    while !rest.is_empty() {
+        let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        if digits == 0 {
+            return Err("expected a number of seconds or a duration like 30s, 5m, 1h".to_owned());
+        }
+        let number: u64 = rest[..digits].parse().map_err(|_| "number too large".to_owned())?;
+        rest = &rest[digits..];
+        let unit_len = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
+        let unit = match &rest[..unit_len] {
+            "ms" => Duration::from_millis(1),
+            "s" => Duration::from_secs(1),
+            "m" => Duration::from_secs(60),
+            "h" => Duration::from_secs(3600),
+            "d" => Duration::from_secs(86_400),
+            other => return Err(format!("unknown unit {other:?} (use ms, s, m, h, d)")),
+        };
+        rest = &rest[unit_len..];
+        total += unit
+            .checked_mul(u32::try_from(number).map_err(|_| "number too large".to_owned())?)
+            .ok_or_else(|| "too long".to_owned())?;
+    }
+    Ok(total)
+}
+
+fn parse_cron(expression: &str) -> Result<(cron::Schedule, CronDialect), ScheduleError> {
+    let invalid = |reason: String| ScheduleError::InvalidCron {
+        expression: expression.to_owned(),
+        reason,
+    };
+    let fields: Vec<&str> = expression.split_whitespace().collect();
+    let (quartz, dialect) = match fields.len() {
+        1 if expression.starts_with('@') => (expression.to_owned(), CronDialect::Quartz),
+        5 => {
+            let (dom, dow) = (fields[2], fields[4]);
+            if dom != "*" && dom != "?" && dow != "*" && dow != "?" {
+                return Err(invalid(
+                    "both day-of-month and day-of-week are restricted; Unix cron would fire on \
+                     either, which cronbox does not guess: restrict only one"
+                        .to_owned(),
+                ));
+            }
+            let dow = unix_day_of_week(dow).map_err(invalid)?;
+            (
+                format!("0 {} {} {} {} {}", fields[0], fields[1], fields[2], fields[3], dow),
+                CronDialect::Unix,
+            )
+        }
+        6 | 7 => (expression.to_owned(), CronDialect::Quartz),
+        count => {
+            return Err(ScheduleError::CronFieldCount {
+                expression: expression.to_owned(),
+                fields: count,
+            });
+        }
+    };
+    let schedule = cron::Schedule::from_str(&quartz).map_err(|error| invalid(error.to_string()))?;
+    Ok((schedule, dialect))
+}
+
+/// Unix day-of-week numbers (0–7, 0 and 7 Sunday) to Quartz (1–7, 1 Sunday).
+fn unix_day_of_week(field: &str) -> Result<String, String> {
+    let convert = |number: &str| -> Result<u32, String> {
+        match number.parse::<u32>() {
+            Ok(day @ 0..=7) => Ok(day % 7 + 1),
+            _ => Err(format!("day-of-week {number:?} is not 0–7 or a name")),
+        }
+    };
+    let mut parts = Vec::new();
+    for part in field.split(',') {
+        let (range, step) = match part.split_once('/') {
+            Some((range, step)) => (range, Some(step)),
+            None => (part, None),
+        };
+        let converted = if range == "*" || range == "?" || range.chars().any(|c| c.is_ascii_alphabetic()) {
+            range.to_owned()
+        } else if let Some((from, to)) = range.split_once('-') {
+            let (from, to) = (convert(from)?, convert(to)?);
+            if to < from {
+                // 5-7 (Fri..Sun) becomes 6-7,1 (Fri..Sat, Sun).
+                if step.is_some() {
+                    return Err(format!("day-of-week range {range:?} with a step wraps past Sunday"));
+                }
+                parts.push(format!("{from}-7"));
+                format!("1-{to}")
+            } else {
+                format!("{from}-{to}")
+            }
+        } else {
+            convert(range)?.to_string()
+        };
+        parts.push(match step {
+            Some(step) => format!("{converted}/{step}"),
+            None => converted,
+        });
+    }
+    Ok(parts.join(","))
+}
+
+/// The first cron fire strictly after `after`, by the DST rule above.
+fn next_cron(cron: &cron::Schedule, zone: Tz, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    // Walk the expression over naive local wall-clock times (using UTC as a
+    // zone without transitions), starting a little before `after`'s local
+    // time so that a fire shifted out of a DST gap is not missed.
+    let local_after = after.with_timezone(&zone).naive_local();
+    let start = Utc.from_utc_datetime(&(local_after - chrono::Duration::hours(3)));
+    cron.after(&start)
+        .take(MAX_CANDIDATES)
+        .map(|candidate| local_instant(zone, candidate.naive_utc()))
+        .find(|instant| *instant > after)
+}
+
+/// The instant of a local wall-clock time, by the DST rule.
+fn local_instant(zone: Tz, local: NaiveDateTime) -> DateTime<Utc> {
+    match zone.from_local_datetime(&local) {
+        LocalResult::Single(at) => at.with_timezone(&Utc),
+        LocalResult::Ambiguous(first, _) => first.with_timezone(&Utc),
+        LocalResult::None => {
+            // In a gap: read it with the offset in force before the jump.
+            let before = zone
+                .offset_from_utc_datetime(&(local - chrono::Duration::hours(12)))
+                .fix();
+            Utc.from_utc_datetime(&(local - before))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(text: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(text).unwrap().with_timezone(&Utc)
+    }
+
+    fn fires(kind: ScheduleType, conf: &str, zone: &str, from: &str, count: usize) -> Vec<String> {
+        Schedule::parse(kind, conf, zone)
+            .unwrap()
+            .preview(at(from), count)
+            .into_iter()
+            .map(|fire| fire.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+            .collect()
+    }
+
+    #[test]
+    fn quartz_with_seconds_fires_every_second() {
+        assert_eq!(
+            fires(ScheduleType::Cron, "* * * * * ?", "UTC", "2026-01-01T00:00:00Z", 3),
+            ["2026-01-01T00:00:01Z", "2026-01-01T00:00:02Z", "2026-01-01T00:00:03Z"]
+        );
+        assert_eq!(
+            fires(ScheduleType::Cron, "*/15 30 9 * * MON-FRI 2026", "UTC", "2026-01-02T09:30:20Z", 3),
+            ["2026-01-02T09:30:30Z", "2026-01-02T09:30:45Z", "2026-01-05T09:30:00Z"]
+        );
+    }
+
+    #[test]
+    fn quartz_and_unix_days_of_week_agree() {
+        // 2026-01-04 is a Sunday.
+        let quartz = fires(ScheduleType::Cron, "0 0 12 ? * 1", "UTC", "2026-01-01T00:00:00Z", 1);
+        let unix_zero = fires(ScheduleType::Cron, "0 12 * * 0", "UTC", "2026-01-01T00:00:00Z", 1);
+        let unix_seven = fires(ScheduleType::Cron, "0 12 * * 7", "UTC", "2026-01-01T00:00:00Z", 1);
+        let named = fires(ScheduleType::Cron, "0 12 * * SUN", "UTC", "2026-01-01T00:00:00Z", 1);
+        assert_eq!(quartz, ["2026-01-04T12:00:00Z"]);
+        assert_eq!(unix_zero, quartz);
+        assert_eq!(unix_seven, quartz);
+        assert_eq!(named, quartz);
+        // Friday to Sunday, across the week's end.
+        assert_eq!(
+            fires(ScheduleType::Cron, "0 0 * * 5-7", "UTC", "2026-01-01T00:00:00Z", 3),
+            ["2026-01-02T00:00:00Z", "2026-01-03T00:00:00Z", "2026-01-04T00:00:00Z"]
+        );
+    }
+
+    #[test]
+    fn fixed_rate_fixed_delay_and_one_shot() {
+        assert_eq!(
+            fires(ScheduleType::FixRate, "90", "UTC", "2026-01-01T00:00:00Z", 2),
+            ["2026-01-01T00:01:30Z", "2026-01-01T00:03:00Z"]
+        );
+        assert_eq!(
+            fires(ScheduleType::FixRate, "1h30m", "UTC", "2026-01-01T00:00:00Z", 1),
+            ["2026-01-01T01:30:00Z"]
+        );
+        let delay = Schedule::parse(ScheduleType::FixDelay, "10s", "UTC").unwrap();
+        assert_eq!(delay.next_after(at("2026-01-01T00:00:00Z")), None, "waits for completion");
+        assert_eq!(
+            delay.after_completion(at("2026-01-01T00:00:07Z")),
+            Some(at("2026-01-01T00:00:17Z"))
+        );
+        assert_eq!(
+            fires(ScheduleType::OneShot, "2026-06-01T08:00:00+02:00", "UTC", "2026-01-01T00:00:00Z", 5),
+            ["2026-06-01T06:00:00Z"]
+        );
+        assert!(fires(ScheduleType::None, "", "UTC", "2026-01-01T00:00:00Z", 5).is_empty());
+    }
+
+    /// (zone, expression, from, expected fires in UTC). The DST changes:
+    /// America/New_York 2026-03-08 02:00 EST → 03:00 EDT and 2026-11-01
+    /// 02:00 EDT → 01:00 EST; Europe/Berlin 2026-03-29 02:00 CET → 03:00
+    /// CEST and 2026-10-25 03:00 CEST → 02:00 CET.
+    const DST_TABLE: &[(&str, &str, &str, &[&str])] = &[
+        // Daily at 02:30: the skipped local time fires at 03:30 EDT (07:30Z).
+        ("America/New_York", "0 30 2 * * ?", "2026-03-07T00:00:00Z",
+            &["2026-03-07T07:30:00Z", "2026-03-08T07:30:00Z", "2026-03-09T06:30:00Z"]),
+        // Daily at 01:30 on fall-back day: once, at the first (EDT) 01:30.
+        ("America/New_York", "0 30 1 * * ?", "2026-10-31T00:00:00Z",
+            &["2026-10-31T05:30:00Z", "2026-11-01T05:30:00Z", "2026-11-02T06:30:00Z"]),
+        // Hourly at :00 across spring forward: 01:00 EST, then 03:00 EDT
+        // (02:00 shifted to 03:00 coincides and fires once).
+        ("America/New_York", "0 0 * * * ?", "2026-03-08T05:30:00Z",
+            &["2026-03-08T06:00:00Z", "2026-03-08T07:00:00Z", "2026-03-08T08:00:00Z"]),
+        // Hourly across fall back: 01:00 EDT once, then 02:00 EST.
+        ("America/New_York", "0 0 * * * ?", "2026-11-01T04:30:00Z",
+            &["2026-11-01T05:00:00Z", "2026-11-01T07:00:00Z", "2026-11-01T08:00:00Z"]),
+        // Berlin, daily 02:15 (Unix form): skipped → 03:15 CEST (01:15Z).
+        ("Europe/Berlin", "15 2 * * *", "2026-03-28T00:00:00Z",
+            &["2026-03-28T01:15:00Z", "2026-03-29T01:15:00Z", "2026-03-30T00:15:00Z"]),
+        // Berlin, daily 02:15 on fall-back day: once, at 02:15 CEST (00:15Z).
+        ("Europe/Berlin", "15 2 * * *", "2026-10-24T00:00:00Z",
+            &["2026-10-24T00:15:00Z", "2026-10-25T00:15:00Z", "2026-10-26T01:15:00Z"]),
+    ];
+
+    #[test]
+    fn dst_changes_follow_the_written_rule_in_two_zones() {
+        for (zone, expression, from, expected) in DST_TABLE {
+            assert_eq!(
+                fires(ScheduleType::Cron, expression, zone, from, expected.len()),
+                *expected,
+                "{zone} {expression} from {from}"
+            );
+        }
+    }
+
+    #[test]
+    fn bad_schedules_name_the_problem() {
+        let error = |kind, conf: &str, zone: &str| Schedule::parse(kind, conf, zone).unwrap_err().to_string();
+        assert!(error(ScheduleType::Cron, "* * *", "UTC").contains("has 3 fields"));
+        assert!(error(ScheduleType::Cron, "0 61 * * * ?", "UTC").starts_with("invalid cron expression"));
+        assert!(error(ScheduleType::Cron, "0 0 * * *", "Mars/Olympus").contains("unknown time zone \"Mars/Olympus\""));
+        assert!(error(ScheduleType::Cron, "0 0 1 * 1", "UTC").contains("both day-of-month and day-of-week"));
+        assert!(error(ScheduleType::Cron, "0 0 0 30 2 ? *", "UTC").contains("never fires"));
+        assert!(error(ScheduleType::FixRate, "-5", "UTC").contains("negative"));
+        assert!(error(ScheduleType::FixRate, "0", "UTC").contains("minimum"));
+        assert!(error(ScheduleType::FixDelay, "400d", "UTC").contains("maximum"));
+        assert!(error(ScheduleType::FixRate, "soon", "UTC").contains("invalid interval"));
+        assert!(error(ScheduleType::OneShot, "tomorrow", "UTC").contains("RFC 3339"));
+        assert!("WEEKLY".parse::<ScheduleType>().unwrap_err().to_string().contains("unknown schedule type"));
+    }
+}
