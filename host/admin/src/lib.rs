@@ -1,11 +1,138 @@
 //! The cronbox admin: it decides what runs where and when, and records what
 //! happened.
 //!
-//! - `schedule` — cron (Quartz and Unix dialects) in IANA time zones with a
+//! - [`schedule`] — cron (Quartz and Unix dialects) in IANA time zones with a
 //!   written DST rule, fixed rate, fixed delay, one-shot, none;
-//! - `routing` — xxl-job's ten route strategies.
+//! - [`routing`] — xxl-job's ten route strategies;
+//! - [`store`] — sqlx over SQLite or PostgreSQL, same schema on both;
+//! - [`scheduler`] — the pre-read loop, durable fires, dispatch, results,
+//!   retries, child jobs;
+//! - `api` — the HTTP API for executors and users;
+//! - [`jobs`] — job definitions and their validation.
 //!
 //! The admin never links wasmtime: it talks to executors over HTTP.
 
+mod api;
+pub mod jobs;
 pub mod routing;
 pub mod schedule;
+pub mod scheduler;
+pub mod store;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+pub use scheduler::SchedulerConfig;
+pub use store::{Store, StoreError};
+
+/// Where the admin keeps its data.
+#[derive(Debug, Clone)]
+pub enum Database {
+    /// Embedded SQLite under a data directory (one admin per directory).
+    Sqlite(std::path::PathBuf),
+    /// A database URL (`postgres://...` for clusters, or `sqlite://...`).
+    Url(String),
+}
+
+/// Everything an admin needs at start.
+#[derive(Debug, Clone)]
+pub struct AdminConfig {
+    pub bind: SocketAddr,
+    pub database: Database,
+    /// Token of the user API (jobs, modules, runs).
+    pub api_token: String,
+    /// Token executors present (and are sent).
+    pub executor_token: String,
+    pub scheduler: SchedulerConfig,
+    /// Largest request body (module uploads), bytes.
+    pub max_request_bytes: usize,
+}
+
+/// Why an admin could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    #[error("the admin needs a non-empty API token and executor token")]
+    MissingToken,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot listen on {address}: {source}")]
+    Bind {
+        address: SocketAddr,
+        source: std::io::Error,
+    },
+}
+
+/// A started admin.
+#[derive(Debug)]
+pub struct RunningAdmin {
+    local_addr: SocketAddr,
+    stop: CancellationToken,
+    server: JoinHandle<()>,
+    scheduler_task: JoinHandle<()>,
+}
+
+/// Opens the store (running migrations), starts the scheduler (recovering
+/// runs an earlier process wrote but did not dispatch) and the HTTP API.
+pub async fn start(config: AdminConfig) -> Result<RunningAdmin, AdminError> {
+    if config.api_token.is_empty() || config.executor_token.is_empty() {
+        return Err(AdminError::MissingToken);
+    }
+    let store = match &config.database {
+        Database::Sqlite(dir) => Store::open_sqlite(dir).await?,
+        Database::Url(url) => Store::connect(url).await?,
+    };
+    let mut scheduler_config = config.scheduler.clone();
+    scheduler_config.executor_token = config.executor_token.clone();
+    let scheduler = scheduler::Scheduler::new(store, scheduler_config);
+    let listener = tokio::net::TcpListener::bind(config.bind)
+        .await
+        .map_err(|source| AdminError::Bind {
+            address: config.bind,
+            source,
+        })?;
+    let local_addr = listener.local_addr().map_err(|source| AdminError::Bind {
+        address: config.bind,
+        source,
+    })?;
+    let state = Arc::new(api::AdminState {
+        scheduler: scheduler.clone(),
+        api_token: config.api_token.clone(),
+        executor_token: config.executor_token.clone(),
+    });
+    let stop = CancellationToken::new();
+    let app = api::router(state, config.max_request_bytes);
+    let server = {
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let serve = axum::serve(listener, app).with_graceful_shutdown(stop.cancelled_owned());
+            if let Err(error) = serve.await {
+                tracing::error!(%error, "admin API stopped");
+            }
+        })
+    };
+    let scheduler_task = tokio::spawn(scheduler.run(stop.clone()));
+    tracing::info!(%local_addr, "admin started");
+    Ok(RunningAdmin {
+        local_addr,
+        stop,
+        server,
+        scheduler_task,
+    })
+}
+
+impl RunningAdmin {
+    /// Where the API listens.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Stops the scheduler and the API.
+    pub async fn shutdown(self) {
+        self.stop.cancel();
+        let _ = self.scheduler_task.await;
+        let _ = self.server.await;
+    }
+}

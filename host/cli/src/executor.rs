@@ -91,32 +91,9 @@ pub fn main(args: ExecutorArgs) -> anyhow::Result<ExitCode> {
             executor.local_addr(),
             executor.address()
         );
-        shutdown_signal().await;
+        crate::shutdown_signal().await;
         eprintln!("cronbox executor shutting down");
         executor.shutdown().await;
         Ok(ExitCode::SUCCESS)
     })
-}
-
-async fn shutdown_signal() {
-    let interrupt = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut terminate =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(signal) => signal,
-                Err(_) => {
-                    let _ = interrupt.await;
-                    return;
-                }
-            };
-        tokio::select! {
-            _ = interrupt => {}
-            _ = terminate.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = interrupt.await;
-    }
 }

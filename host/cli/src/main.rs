@@ -2,10 +2,12 @@
 //!
 //! - `cronbox run`: the job author's inner loop, running a component once on
 //!   this machine under the same runtime and limits as an executor;
-//! - `cronbox executor`: the executor role (see `host/executor`).
+//! - `cronbox executor`: the executor role (see `host/executor`);
+//! - `cronbox admin`: the admin role (see `host/admin`).
 //!
 //! The admin, `up` and the management commands arrive with their roles.
 
+mod admin;
 mod executor;
 mod run;
 
@@ -26,6 +28,7 @@ struct Cli {
 enum Command {
     Run(run::RunArgs),
     Executor(executor::ExecutorArgs),
+    Admin(admin::AdminArgs),
 }
 
 fn main() -> ExitCode {
@@ -34,6 +37,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run::main(args),
         Command::Executor(args) => executor::main(args),
+        Command::Admin(args) => admin::main(args),
     };
     match result {
         Ok(code) => code,
@@ -53,4 +57,28 @@ fn init_tracing() {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .init();
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub(crate) async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut terminate =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(signal) => signal,
+                Err(_) => {
+                    let _ = interrupt.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = interrupt => {}
+            _ = terminate.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = interrupt.await;
+    }
 }

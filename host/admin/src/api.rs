@@ -1,0 +1,431 @@
+//! The admin's HTTP API (axum).
+//!
+//! Executor-facing (executor token): `registry`, `registry-remove`,
+//! `callback`, module content by digest. User-facing (API token): upload a
+//! module, create, start, stop and trigger jobs, preview fires, list runs.
+//! Errors are JSON [`ApiError`] bodies naming the field at fault.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{DefaultBodyLimit, FromRequest, Path, Query, Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use cronbox_protocol::{ApiError, CallbackBatch, Registration, admin_paths};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use crate::jobs::{JobSpec, schedule_of};
+use crate::scheduler::{Scheduler, now_ms};
+use crate::store::StoreError;
+
+pub(crate) struct AdminState {
+    pub(crate) scheduler: Arc<Scheduler>,
+    pub(crate) api_token: String,
+    pub(crate) executor_token: String,
+}
+
+pub(crate) fn router(state: Arc<AdminState>, max_module_bytes: usize) -> Router {
+    let executors = Router::new()
+        .route(admin_paths::REGISTRY, post(registry))
+        .route(admin_paths::REGISTRY_REMOVE, post(registry_remove))
+        .route(admin_paths::CALLBACK, post(callback))
+        .route("/api/v1/modules/{digest}/content", get(module_content))
+        .layer(middleware::from_fn_with_state(state.clone(), executor_auth));
+    let users = Router::new()
+        .route("/api/v1/modules", post(upload_module))
+        .route("/api/v1/jobs", post(create_job).get(list_jobs))
+        .route("/api/v1/jobs/{id}", get(get_job))
+        .route("/api/v1/jobs/{id}/start", post(start_job))
+        .route("/api/v1/jobs/{id}/stop", post(stop_job))
+        .route("/api/v1/jobs/{id}/trigger", post(trigger_job))
+        .route("/api/v1/jobs/{id}/next-fires", get(next_fires))
+        .route("/api/v1/jobs/{id}/runs", get(job_runs))
+        .route("/api/v1/runs/{id}", get(get_run))
+        .layer(middleware::from_fn_with_state(state.clone(), user_auth));
+    Router::new()
+        .merge(executors)
+        .merge(users)
+        .fallback(|| async { Failure::new(StatusCode::NOT_FOUND, "not_found", "no such route") })
+        .layer(DefaultBodyLimit::max(max_module_bytes))
+        .with_state(state)
+}
+
+pub(crate) struct Failure {
+    status: StatusCode,
+    body: ApiError,
+}
+
+impl Failure {
+    fn new(status: StatusCode, code: &str, message: impl Into<String>) -> Self {
+        Failure {
+            status,
+            body: ApiError {
+                code: code.to_owned(),
+                message: message.into(),
+                field: None,
+            },
+        }
+    }
+
+    fn field(mut self, field: &str) -> Self {
+        self.body.field = Some(field.to_owned());
+        self
+    }
+}
+
+impl IntoResponse for Failure {
+    fn into_response(self) -> Response {
+        (self.status, Json(self.body)).into_response()
+    }
+}
+
+impl From<StoreError> for Failure {
+    fn from(error: StoreError) -> Self {
+        tracing::error!(%error, "store error");
+        Failure::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            error.to_string(),
+        )
+    }
+}
+
+pub(crate) struct ApiJson<T>(T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
+    type Rejection = Failure;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Failure> {
+        match Json::<T>::from_request(request, state).await {
+            Ok(Json(value)) => Ok(ApiJson(value)),
+            Err(rejection) => {
+                let code = match rejection {
+                    JsonRejection::JsonSyntaxError(_) => "malformed_json",
+                    JsonRejection::JsonDataError(_) => "invalid_request",
+                    JsonRejection::MissingJsonContentType(_) => "unsupported_media_type",
+                    _ => "bad_request",
+                };
+                Err(Failure::new(
+                    rejection.status(),
+                    code,
+                    rejection.body_text(),
+                ))
+            }
+        }
+    }
+}
+
+fn check_token(request: &Request, expected: &str) -> Result<(), Failure> {
+    let presented = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "));
+    match presented {
+        None => Err(Failure::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "missing token: send `Authorization: Bearer <token>`",
+        )),
+        Some(token) if bool::from(token.as_bytes().ct_eq(expected.as_bytes())) => Ok(()),
+        Some(_) => Err(Failure::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "wrong token",
+        )),
+    }
+}
+
+async fn executor_auth(
+    State(state): State<Arc<AdminState>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    match check_token(&request, &state.executor_token) {
+        Ok(()) => next.run(request).await,
+        Err(failure) => failure.into_response(),
+    }
+}
+
+async fn user_auth(State(state): State<Arc<AdminState>>, request: Request, next: Next) -> Response {
+    match check_token(&request, &state.api_token) {
+        Ok(()) => next.run(request).await,
+        Err(failure) => failure.into_response(),
+    }
+}
+
+async fn registry(
+    State(state): State<Arc<AdminState>>,
+    ApiJson(registration): ApiJson<Registration>,
+) -> Result<StatusCode, Failure> {
+    state
+        .scheduler
+        .store()
+        .registry_beat(&registration.group, &registration.address, now_ms())
+        .await?;
+    Ok(StatusCode::OK)
+}
+
+async fn registry_remove(
+    State(state): State<Arc<AdminState>>,
+    ApiJson(registration): ApiJson<Registration>,
+) -> Result<StatusCode, Failure> {
+    state
+        .scheduler
+        .store()
+        .registry_remove(&registration.group, &registration.address)
+        .await?;
+    Ok(StatusCode::OK)
+}
+
+async fn callback(
+    State(state): State<Arc<AdminState>>,
+    ApiJson(batch): ApiJson<CallbackBatch>,
+) -> Result<StatusCode, Failure> {
+    state.scheduler.accept_results(batch.results).await?;
+    Ok(StatusCode::OK)
+}
+
+async fn module_content(
+    State(state): State<Arc<AdminState>>,
+    Path(digest): Path<String>,
+) -> Result<Vec<u8>, Failure> {
+    state
+        .scheduler
+        .store()
+        .module(&digest)
+        .await?
+        .ok_or_else(|| {
+            Failure::new(
+                StatusCode::NOT_FOUND,
+                "unknown_module",
+                format!("no module {digest}"),
+            )
+        })
+}
+
+async fn upload_module(
+    State(state): State<Arc<AdminState>>,
+    body: Bytes,
+) -> Result<impl IntoResponse, Failure> {
+    if body.is_empty() {
+        return Err(Failure::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_module",
+            "the module is empty (0 bytes)",
+        ));
+    }
+    if body.len() < 8 || &body[..4] != b"\0asm" {
+        return Err(Failure::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_module",
+            "not a WebAssembly binary: it does not start with the \\0asm magic",
+        ));
+    }
+    if body[4..8] == [1, 0, 0, 0] {
+        return Err(Failure::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_module",
+            "this is a core WebAssembly module, not a component: build the job for wasm32-wasip2",
+        ));
+    }
+    let digest = hex::encode(Sha256::digest(&body));
+    state
+        .scheduler
+        .store()
+        .put_module(&digest, &body, now_ms())
+        .await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(serde_json::json!({ "digest": digest, "size": body.len() })),
+    ))
+}
+
+async fn create_job(
+    State(state): State<Arc<AdminState>>,
+    ApiJson(spec): ApiJson<JobSpec>,
+) -> Result<impl IntoResponse, Failure> {
+    let (row, _) = spec.validate("default").map_err(|invalid| {
+        Failure::new(StatusCode::BAD_REQUEST, "invalid_job", invalid.message).field(invalid.field)
+    })?;
+    let store = state.scheduler.store();
+    if store.module(&row.module_digest).await?.is_none() {
+        return Err(Failure::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_job",
+            format!("no module {} was uploaded", row.module_digest),
+        )
+        .field("module_digest"));
+    }
+    for child in spec.children.iter() {
+        if store.job(*child).await?.is_none() {
+            return Err(Failure::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_job",
+                format!("child job {child} does not exist"),
+            )
+            .field("children"));
+        }
+    }
+    let id = store.insert_job(&row, now_ms()).await?;
+    let job = store.job(id).await?;
+    Ok((StatusCode::CREATED, Json(job)))
+}
+
+async fn list_jobs(State(state): State<Arc<AdminState>>) -> Result<impl IntoResponse, Failure> {
+    Ok(Json(state.scheduler.store().jobs().await?))
+}
+
+async fn get_job(
+    State(state): State<Arc<AdminState>>,
+    Path(id): Path<i64>,
+) -> Result<impl IntoResponse, Failure> {
+    let job = state.scheduler.store().job(id).await?;
+    job.map(Json).ok_or_else(|| unknown_job(id))
+}
+
+fn unknown_job(id: i64) -> Failure {
+    Failure::new(StatusCode::NOT_FOUND, "unknown_job", format!("no job {id}"))
+}
+
+async fn start_job(
+    State(state): State<Arc<AdminState>>,
+    Path(id): Path<i64>,
+) -> Result<impl IntoResponse, Failure> {
+    let store = state.scheduler.store();
+    let job = store.job(id).await?.ok_or_else(|| unknown_job(id))?;
+    let schedule = schedule_of(&job)
+        .map_err(|error| Failure::new(StatusCode::BAD_REQUEST, "invalid_job", error.to_string()))?;
+    let now = chrono::Utc::now();
+    let Some(first) = schedule.first_fire(now) else {
+        return Err(Failure::new(
+            StatusCode::BAD_REQUEST,
+            "cannot_start",
+            "a job with schedule NONE (or a one-shot in the past) cannot be started; trigger it instead",
+        ));
+    };
+    store
+        .set_enabled(id, true, Some(first.timestamp_millis()), now_ms())
+        .await?;
+    Ok(Json(store.job(id).await?))
+}
+
+async fn stop_job(
+    State(state): State<Arc<AdminState>>,
+    Path(id): Path<i64>,
+) -> Result<impl IntoResponse, Failure> {
+    let store = state.scheduler.store();
+    if !store.set_enabled(id, false, None, now_ms()).await? {
+        return Err(unknown_job(id));
+    }
+    Ok(Json(store.job(id).await?))
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TriggerRequest {
+    #[serde(default)]
+    param: Option<String>,
+    /// Executor addresses for this run only (route strategy applied).
+    #[serde(default)]
+    addresses: Option<Vec<String>>,
+}
+
+async fn trigger_job(
+    State(state): State<Arc<AdminState>>,
+    Path(id): Path<i64>,
+    body: Bytes,
+) -> Result<impl IntoResponse, Failure> {
+    let request: TriggerRequest = if body.is_empty() {
+        TriggerRequest::default()
+    } else {
+        serde_json::from_slice(&body).map_err(|error| {
+            Failure::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_request",
+                error.to_string(),
+            )
+        })?
+    };
+    if request
+        .param
+        .as_ref()
+        .is_some_and(|param| param.len() > crate::jobs::MAX_PARAM_BYTES)
+    {
+        return Err(Failure::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            "param is too long",
+        )
+        .field("param"));
+    }
+    if state.scheduler.store().job(id).await?.is_none() {
+        return Err(unknown_job(id));
+    }
+    let run_id = state
+        .scheduler
+        .trigger(id, "manual", request.param, request.addresses)
+        .await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(serde_json::json!({ "run_id": run_id })),
+    ))
+}
+
+#[derive(Debug, Deserialize)]
+struct CountQuery {
+    #[serde(default = "five")]
+    count: usize,
+}
+
+fn five() -> usize {
+    5
+}
+
+async fn next_fires(
+    State(state): State<Arc<AdminState>>,
+    Path(id): Path<i64>,
+    Query(query): Query<CountQuery>,
+) -> Result<impl IntoResponse, Failure> {
+    let job = state
+        .scheduler
+        .store()
+        .job(id)
+        .await?
+        .ok_or_else(|| unknown_job(id))?;
+    let schedule = schedule_of(&job)
+        .map_err(|error| Failure::new(StatusCode::BAD_REQUEST, "invalid_job", error.to_string()))?;
+    let fires: Vec<String> = schedule
+        .preview(chrono::Utc::now(), query.count.min(100))
+        .into_iter()
+        .map(|at| at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+        .collect();
+    Ok(Json(fires))
+}
+
+async fn job_runs(
+    State(state): State<Arc<AdminState>>,
+    Path(id): Path<i64>,
+) -> Result<impl IntoResponse, Failure> {
+    Ok(Json(state.scheduler.store().runs_of_job(id).await?))
+}
+
+async fn get_run(
+    State(state): State<Arc<AdminState>>,
+    Path(id): Path<i64>,
+) -> Result<impl IntoResponse, Failure> {
+    state
+        .scheduler
+        .store()
+        .run(id)
+        .await?
+        .map(Json)
+        .ok_or_else(|| Failure::new(StatusCode::NOT_FOUND, "unknown_run", format!("no run {id}")))
+}

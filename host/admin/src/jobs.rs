@@ -1,0 +1,242 @@
+//! Job definitions as users submit them, validated before anything is
+//! stored.
+
+use serde::Deserialize;
+
+use crate::routing::RouteStrategy;
+use crate::schedule::{Schedule, ScheduleError, ScheduleType};
+use crate::store::JobRow;
+
+/// A job as submitted through the API. Omitted fields take defaults.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobSpec {
+    pub name: String,
+    #[serde(default = "default_group")]
+    pub group: String,
+    /// sha256 of an uploaded module.
+    pub module_digest: String,
+    #[serde(default = "default_schedule_type")]
+    pub schedule_type: String,
+    #[serde(default)]
+    pub schedule_conf: String,
+    #[serde(default = "default_zone")]
+    pub time_zone: String,
+    /// DO_NOTHING or FIRE_ONCE_NOW.
+    #[serde(default = "default_misfire")]
+    pub misfire: String,
+    #[serde(default = "default_misfire_threshold")]
+    pub misfire_threshold_ms: i64,
+    #[serde(default = "default_route")]
+    pub route: String,
+    #[serde(default = "default_block")]
+    pub block_strategy: String,
+    #[serde(default = "default_one")]
+    pub max_concurrency: i64,
+    #[serde(default = "default_timeout")]
+    pub timeout_ms: i64,
+    #[serde(default)]
+    pub fuel: Option<i64>,
+    #[serde(default = "default_memory")]
+    pub memory_bytes: i64,
+    #[serde(default)]
+    pub retry_count: i64,
+    #[serde(default)]
+    pub retry_interval_ms: i64,
+    /// Ids of jobs triggered when a run of this one succeeds.
+    #[serde(default)]
+    pub children: Vec<i64>,
+    #[serde(default)]
+    pub param: String,
+}
+
+fn default_group() -> String {
+    "default".to_owned()
+}
+fn default_schedule_type() -> String {
+    "NONE".to_owned()
+}
+fn default_zone() -> String {
+    "UTC".to_owned()
+}
+fn default_misfire() -> String {
+    "DO_NOTHING".to_owned()
+}
+fn default_misfire_threshold() -> i64 {
+    5_000
+}
+fn default_route() -> String {
+    "FIRST".to_owned()
+}
+fn default_block() -> String {
+    "SERIAL_EXECUTION".to_owned()
+}
+fn default_one() -> i64 {
+    1
+}
+fn default_timeout() -> i64 {
+    60_000
+}
+fn default_memory() -> i64 {
+    64 << 20
+}
+
+/// A refused job definition: the field and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct InvalidJob {
+    pub field: &'static str,
+    pub message: String,
+}
+
+fn invalid(field: &'static str, message: impl Into<String>) -> InvalidJob {
+    InvalidJob {
+        field,
+        message: message.into(),
+    }
+}
+
+/// Largest parameter accepted, in bytes.
+pub const MAX_PARAM_BYTES: usize = 64 << 10;
+
+impl JobSpec {
+    /// Checks every field; returns the row to store (disabled) and the
+    /// parsed schedule.
+    pub fn validate(&self, tenant: &str) -> Result<(JobRow, Schedule), InvalidJob> {
+        if self.name.trim().is_empty() || self.name.len() > 200 {
+            return Err(invalid("name", "must be 1 to 200 characters"));
+        }
+        if self.group.trim().is_empty() {
+            return Err(invalid("group", "must not be empty"));
+        }
+        if self.module_digest.len() != 64
+            || !self.module_digest.bytes().all(|b| b.is_ascii_hexdigit())
+        {
+            return Err(invalid(
+                "module_digest",
+                "must be a sha256 in hex (64 characters)",
+            ));
+        }
+        let kind: ScheduleType = self
+            .schedule_type
+            .parse()
+            .map_err(|error: ScheduleError| invalid("schedule_type", error.to_string()))?;
+        let schedule =
+            Schedule::parse(kind, &self.schedule_conf, &self.time_zone).map_err(|error| {
+                let field = match error {
+                    ScheduleError::UnknownTimeZone(_) => "time_zone",
+                    _ => "schedule_conf",
+                };
+                invalid(field, error.to_string())
+            })?;
+        if !matches!(self.misfire.as_str(), "DO_NOTHING" | "FIRE_ONCE_NOW") {
+            return Err(invalid(
+                "misfire",
+                format!(
+                    "unknown misfire strategy {:?}: use DO_NOTHING or FIRE_ONCE_NOW",
+                    self.misfire
+                ),
+            ));
+        }
+        if !(0..=86_400_000).contains(&self.misfire_threshold_ms) {
+            return Err(invalid(
+                "misfire_threshold_ms",
+                "must be between 0 and 86400000 (one day)",
+            ));
+        }
+        let route: RouteStrategy = self
+            .route
+            .parse()
+            .map_err(|error: crate::routing::RouteError| invalid("route", error.to_string()))?;
+        let block: cronbox_protocol::BlockStrategy =
+            serde_json::from_value(serde_json::Value::String(self.block_strategy.clone())).map_err(|_| {
+                invalid(
+                    "block_strategy",
+                    format!(
+                        "unknown block strategy {:?}: use SERIAL_EXECUTION, DISCARD_LATER, COVER_EARLY or CONCURRENT",
+                        self.block_strategy
+                    ),
+                )
+            })?;
+        if !(1..=1000).contains(&self.max_concurrency) {
+            return Err(invalid("max_concurrency", "must be between 1 and 1000"));
+        }
+        if !(1..=7 * 86_400_000).contains(&self.timeout_ms) {
+            return Err(invalid("timeout_ms", "must be between 1 ms and 7 days"));
+        }
+        if self.fuel.is_some_and(|fuel| fuel <= 0) {
+            return Err(invalid("fuel", "must be positive when given"));
+        }
+        if !((1 << 20)..=(16_i64 << 30)).contains(&self.memory_bytes) {
+            return Err(invalid("memory_bytes", "must be between 1 MiB and 16 GiB"));
+        }
+        if !(0..=100).contains(&self.retry_count) {
+            return Err(invalid("retry_count", "must be between 0 and 100"));
+        }
+        if !(0..=86_400_000).contains(&self.retry_interval_ms) {
+            return Err(invalid(
+                "retry_interval_ms",
+                "must be between 0 and 86400000 (one day)",
+            ));
+        }
+        if self.param.len() > MAX_PARAM_BYTES {
+            return Err(invalid(
+                "param",
+                format!("longer than {MAX_PARAM_BYTES} bytes"),
+            ));
+        }
+        let row = JobRow {
+            id: 0,
+            tenant: tenant.to_owned(),
+            group_name: self.group.clone(),
+            name: self.name.clone(),
+            module_digest: self.module_digest.to_ascii_lowercase(),
+            schedule_type: serde_json::to_value(kind)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default(),
+            schedule_conf: self.schedule_conf.trim().to_owned(),
+            time_zone: self.time_zone.clone(),
+            misfire: self.misfire.clone(),
+            misfire_threshold_ms: self.misfire_threshold_ms,
+            route: route.name().to_owned(),
+            block_strategy: serde_json::to_value(block)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default(),
+            max_concurrency: self.max_concurrency,
+            timeout_ms: self.timeout_ms,
+            fuel: self.fuel,
+            memory_bytes: self.memory_bytes,
+            retry_count: self.retry_count,
+            retry_interval_ms: self.retry_interval_ms,
+            children: self
+                .children
+                .iter()
+                .map(|id| id.to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+            param: self.param.clone(),
+            enabled: false,
+            next_fire_at_ms: None,
+        };
+        Ok((row, schedule))
+    }
+}
+
+/// The schedule of a stored job.
+pub fn schedule_of(job: &JobRow) -> Result<Schedule, ScheduleError> {
+    Schedule::parse(
+        job.schedule_type.parse()?,
+        &job.schedule_conf,
+        &job.time_zone,
+    )
+}
+
+/// The child job ids of a stored job.
+pub fn children_of(job: &JobRow) -> Vec<i64> {
+    job.children
+        .split(',')
+        .filter_map(|id| id.trim().parse().ok())
+        .collect()
+}

@@ -1,0 +1,610 @@
+//! Firing and dispatch: the pre-read loop that turns due jobs into run rows
+//! before anything is sent, millisecond timers that dispatch each run at its
+//! instant, routing, and what happens when results come back (state commit,
+//! retries, child jobs, FIX_DELAY).
+//!
+//! Every fire is written as a `pending` run before it is dispatched; on
+//! start, pending runs left by a crash are dispatched (late ones at once).
+//! A job's fires are claimed by moving its `next_fire_at_ms` with a
+//! conditional update in the same transaction that writes the runs, and the
+//! unique key on (job, scheduled time, shard) makes a double fire
+//! impossible.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use chrono::{DateTime, TimeZone, Utc};
+use cronbox_protocol::{
+    BlockStrategy, IdleBeatRequest, IdleBeatResponse, RunCommand, RunResponse, RunResult, Trigger,
+    TriggerKind, WireLimits, executor_paths,
+};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use crate::jobs::{children_of, schedule_of};
+use crate::routing::{Probe, Route, RouteStrategy, Router};
+use crate::schedule::Schedule;
+use crate::store::{JobRow, NewRun, RunRow, Store, StoreError};
+
+/// Timing settings of the scheduler.
+#[derive(Debug, Clone)]
+pub struct SchedulerConfig {
+    /// How far ahead due jobs are read and their runs written.
+    pub pre_read: Duration,
+    /// An executor is dead after this long without a heartbeat.
+    pub dead_after: Duration,
+    /// Dispatches in flight at once (back-pressure beyond).
+    pub max_dispatches: usize,
+    /// Timeout of one dispatch request.
+    pub dispatch_timeout: Duration,
+    /// Token the admin presents to executors.
+    pub executor_token: String,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig {
+            pre_read: Duration::from_secs(5),
+            dead_after: Duration::from_secs(90),
+            max_dispatches: 256,
+            dispatch_timeout: Duration::from_secs(3),
+            executor_token: String::new(),
+        }
+    }
+}
+
+/// Milliseconds since the epoch, now.
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|now| now.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+fn instant(ms: i64) -> DateTime<Utc> {
+    Utc.timestamp_millis_opt(ms).single().unwrap_or_default()
+}
+
+/// The scheduler of one admin process.
+#[derive(Debug)]
+pub struct Scheduler {
+    store: Store,
+    router: Router,
+    http: reqwest::Client,
+    config: SchedulerConfig,
+    dispatch_slots: Arc<Semaphore>,
+}
+
+/// FAILOVER and BUSYOVER checks over HTTP.
+struct HttpProbe<'a> {
+    http: &'a reqwest::Client,
+    token: &'a str,
+}
+
+impl Probe for HttpProbe<'_> {
+    async fn beat(&self, address: &str) -> bool {
+        self.http
+            .post(format!("{address}{}", executor_paths::BEAT))
+            .bearer_auth(self.token)
+            .send()
+            .await
+            .is_ok_and(|response| response.status().is_success())
+    }
+
+    async fn idle(&self, address: &str, job_id: u64) -> bool {
+        let response = self
+            .http
+            .post(format!("{address}{}", executor_paths::IDLE_BEAT))
+            .bearer_auth(self.token)
+            .json(&IdleBeatRequest { job_id })
+            .send()
+            .await;
+        match response {
+            Ok(response) if response.status().is_success() => response
+                .json::<IdleBeatResponse>()
+                .await
+                .is_ok_and(|beat| beat.idle),
+            _ => false,
+        }
+    }
+}
+
+fn trigger_kind(kind: &str) -> TriggerKind {
+    match kind {
+        "manual" => TriggerKind::Manual,
+        "api" => TriggerKind::Api,
+        "retry" => TriggerKind::Retry,
+        "parent" => TriggerKind::Parent,
+        "misfire" => TriggerKind::Misfire,
+        _ => TriggerKind::Schedule,
+    }
+}
+
+impl Scheduler {
+    pub fn new(store: Store, config: SchedulerConfig) -> Arc<Self> {
+        let http = reqwest::Client::builder()
+            .timeout(config.dispatch_timeout)
+            .connect_timeout(Duration::from_secs(1))
+            .build()
+            .unwrap_or_default();
+        Arc::new(Scheduler {
+            dispatch_slots: Arc::new(Semaphore::new(config.max_dispatches)),
+            store,
+            router: Router::default(),
+            http,
+            config,
+        })
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Runs the pre-read loop until `stop`. First recovers runs written but
+    /// not dispatched by an earlier process.
+    pub async fn run(self: Arc<Self>, stop: CancellationToken) {
+        match self.store.pending_runs().await {
+            Ok(pending) => {
+                if !pending.is_empty() {
+                    tracing::info!(
+                        count = pending.len(),
+                        "recovering runs written but not dispatched"
+                    );
+                }
+                for run in pending {
+                    self.clone().dispatch_at(run);
+                }
+            }
+            Err(error) => tracing::error!(%error, "cannot read pending runs"),
+        }
+        loop {
+            if let Err(error) = self.pre_read().await {
+                tracing::warn!(%error, "pre-read failed; retrying");
+            }
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+            }
+        }
+    }
+
+    /// One pass: claim every fire due within the pre-read window.
+    async fn pre_read(self: &Arc<Self>) -> Result<(), StoreError> {
+        let now = now_ms();
+        let horizon = now + self.config.pre_read.as_millis() as i64;
+        for job in self.store.due_jobs(horizon, 5_000).await? {
+            let Some(expected) = job.next_fire_at_ms else {
+                continue;
+            };
+            let schedule = match schedule_of(&job) {
+                Ok(schedule) => schedule,
+                Err(error) => {
+                    tracing::error!(job = job.id, %error, "unparseable schedule; job stopped");
+                    self.store.set_enabled(job.id, false, None, now).await?;
+                    continue;
+                }
+            };
+            let (fires, next) = plan_fires(&job, &schedule, expected, now, horizon);
+            let runs: Vec<NewRun> = fires
+                .iter()
+                .map(|(at, kind)| NewRun {
+                    job_id: job.id,
+                    kind,
+                    scheduled_at_ms: *at,
+                    shard_index: 0,
+                    shard_total: 1,
+                    attempt: 0,
+                    param: job.param.clone(),
+                    module_digest: job.module_digest.clone(),
+                })
+                .collect();
+            if let Some(ids) = self
+                .store
+                .claim_fires(job.id, expected, next, &runs, now)
+                .await?
+            {
+                for id in ids {
+                    if let Some(run) = self.store.run(id).await? {
+                        self.clone().dispatch_at(run);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Dispatches `run` at its scheduled instant (at once if it is past).
+    pub fn dispatch_at(self: Arc<Self>, run: RunRow) {
+        tokio::spawn(async move {
+            let wait = run.scheduled_at_ms - now_ms();
+            if wait > 0 {
+                tokio::time::sleep(Duration::from_millis(wait as u64)).await;
+            }
+            let Ok(_slot) = self.dispatch_slots.clone().acquire_owned().await else {
+                return;
+            };
+            if let Err(error) = self.dispatch(&run, None).await {
+                tracing::error!(run = run.id, %error, "dispatch failed");
+            }
+        });
+    }
+
+    /// Routes and sends a run; records the trigger failure as the run's end.
+    pub async fn dispatch(
+        self: &Arc<Self>,
+        run: &RunRow,
+        addresses: Option<Vec<String>>,
+    ) -> Result<(), StoreError> {
+        let now = now_ms();
+        let Some(job) = self.store.job(run.job_id).await? else {
+            self.fail(run, "the job no longer exists").await?;
+            return Ok(());
+        };
+        let addresses = match addresses {
+            Some(addresses) => addresses,
+            None => {
+                let alive_since = now - self.config.dead_after.as_millis() as i64;
+                self.store
+                    .group_addresses(&job.group_name, alive_since)
+                    .await?
+            }
+        };
+        let strategy: RouteStrategy = job.route.parse().unwrap_or(RouteStrategy::First);
+        let probe = HttpProbe {
+            http: &self.http,
+            token: &self.config.executor_token,
+        };
+        let route = match self
+            .router
+            .route(strategy, run.job_id as u64, &addresses, &probe)
+            .await
+        {
+            Ok(route) => route,
+            Err(error) => {
+                self.fail(run, &format!("trigger failed: {error}")).await?;
+                return Ok(());
+            }
+        };
+        let targets: Vec<(RunRow, String)> = match route {
+            Route::One(address) => vec![(run.clone(), address)],
+            Route::Broadcast(addresses) => self.broadcast_runs(run, addresses, now).await?,
+        };
+        for (run, address) in targets {
+            self.send(&job, &run, &address).await?;
+        }
+        Ok(())
+    }
+
+    /// SHARDING_BROADCAST: the run becomes shard 0 of n, and n-1 sibling
+    /// runs are written for the other executors.
+    async fn broadcast_runs(
+        &self,
+        run: &RunRow,
+        addresses: Vec<String>,
+        now: i64,
+    ) -> Result<Vec<(RunRow, String)>, StoreError> {
+        let total = addresses.len() as i64;
+        let mut targets = Vec::with_capacity(addresses.len());
+        for (index, address) in addresses.into_iter().enumerate() {
+            let mut shard = run.clone();
+            shard.shard_index = index as i64;
+            shard.shard_total = total;
+            if index > 0 {
+                shard.id = self
+                    .store
+                    .insert_run(
+                        &NewRun {
+                            job_id: run.job_id,
+                            kind: static_kind(&run.kind),
+                            scheduled_at_ms: run.scheduled_at_ms,
+                            shard_index: index as i64,
+                            shard_total: total,
+                            attempt: run.attempt,
+                            param: run.param.clone(),
+                            module_digest: run.module_digest.clone(),
+                        },
+                        now,
+                    )
+                    .await?;
+            }
+            targets.push((shard, address));
+        }
+        Ok(targets)
+    }
+
+    async fn send(
+        self: &Arc<Self>,
+        job: &JobRow,
+        run: &RunRow,
+        address: &str,
+    ) -> Result<(), StoreError> {
+        let state = self.store.job_state(job.id).await?;
+        let command = RunCommand {
+            trigger: Trigger {
+                job_id: job.id as u64,
+                run_id: run.id as u64,
+                param: run.param.clone(),
+                shard_index: run.shard_index as u32,
+                shard_total: run.shard_total as u32,
+                kind: trigger_kind(&run.kind),
+                scheduled_at_ms: run.scheduled_at_ms,
+                attempt: run.attempt as u32,
+            },
+            module_digest: run.module_digest.clone(),
+            block_strategy: serde_json::from_value(serde_json::Value::String(
+                job.block_strategy.clone(),
+            ))
+            .unwrap_or(BlockStrategy::SerialExecution),
+            max_concurrency: job.max_concurrency as u32,
+            limits: WireLimits {
+                timeout_ms: job.timeout_ms as u64,
+                fuel: job.fuel.map(|fuel| fuel as u64),
+                memory_bytes: job.memory_bytes as u64,
+                ..WireLimits::default()
+            },
+            state,
+            fresh_instance: false,
+        };
+        let response = self
+            .http
+            .post(format!("{address}{}", executor_paths::RUN))
+            .bearer_auth(&self.config.executor_token)
+            .json(&command)
+            .send()
+            .await;
+        let now = now_ms();
+        match response {
+            Ok(response) if response.status().is_success() => {
+                match response.json::<RunResponse>().await {
+                    Ok(answer) if answer.accepted => {
+                        self.store.mark_dispatched(run.id, address, now).await?;
+                    }
+                    Ok(answer) => {
+                        let reason = answer
+                            .refused
+                            .map(|outcome| outcome.message())
+                            .unwrap_or_else(|| "refused".to_owned());
+                        self.fail(run, &format!("{address} refused the run: {reason}"))
+                            .await?;
+                    }
+                    Err(error) => {
+                        self.fail(run, &format!("{address} answered badly: {error}"))
+                            .await?
+                    }
+                }
+            }
+            Ok(response) => {
+                let status = response.status();
+                let body = response.text().await.unwrap_or_default();
+                self.fail(
+                    run,
+                    &format!("trigger failed: {address} answered {status}: {body}"),
+                )
+                .await?;
+            }
+            Err(error) => {
+                self.fail(run, &format!("trigger failed: {address}: {error}"))
+                    .await?
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends a run that could not be dispatched, then applies the retry
+    /// policy.
+    async fn fail(self: &Arc<Self>, run: &RunRow, message: &str) -> Result<(), StoreError> {
+        tracing::warn!(
+            run = run.id,
+            job = run.job_id,
+            message,
+            "run not dispatched"
+        );
+        let done = self
+            .store
+            .finish_run(
+                run.id,
+                false,
+                "rejected",
+                500,
+                message,
+                "",
+                None,
+                None,
+                &Default::default(),
+                now_ms(),
+            )
+            .await?;
+        if done {
+            self.after_failure(run).await?;
+        }
+        Ok(())
+    }
+
+    /// Records results from an executor (idempotent by run id) and acts on
+    /// them: state is committed with a successful result, then children,
+    /// retries and FIX_DELAY follow.
+    pub async fn accept_results(
+        self: &Arc<Self>,
+        results: Vec<RunResult>,
+    ) -> Result<(), StoreError> {
+        for result in results {
+            let Some(run) = self.store.run(result.run_id as i64).await? else {
+                tracing::warn!(run = result.run_id, "result for an unknown run ignored");
+                continue;
+            };
+            let success = result.outcome.is_success();
+            let log = serde_json::to_string(&result.log).unwrap_or_default();
+            let started = (result.started_at_ms > 0).then_some(result.started_at_ms);
+            let changed = self
+                .store
+                .finish_run(
+                    run.id,
+                    success,
+                    result.outcome.kind().as_str(),
+                    i64::from(result.code),
+                    &result.outcome.message(),
+                    &log,
+                    Some(&result.executor),
+                    started,
+                    &result.state_changes,
+                    now_ms(),
+                )
+                .await?;
+            if !changed {
+                continue; // a repeated callback: the run already ended
+            }
+            let Some(job) = self.store.job(run.job_id).await? else {
+                continue;
+            };
+            if success {
+                for child in children_of(&job) {
+                    if let Err(error) = self.trigger(child, "parent", None, None).await {
+                        tracing::warn!(child, %error, "child job not triggered");
+                    }
+                }
+            } else {
+                self.after_failure(&run).await?;
+            }
+            if let Ok(Schedule::FixDelay(_)) = schedule_of(&job)
+                && job.enabled
+                && let Ok(schedule) = schedule_of(&job)
+                && let Some(next) = schedule.after_completion(instant(now_ms()))
+            {
+                self.store
+                    .set_enabled(job.id, true, Some(next.timestamp_millis()), now_ms())
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Retries a failed run if the job's retries allow: a new run linked by
+    /// its attempt number, after the interval doubled per attempt.
+    async fn after_failure(self: &Arc<Self>, run: &RunRow) -> Result<(), StoreError> {
+        let Some(job) = self.store.job(run.job_id).await? else {
+            return Ok(());
+        };
+        if run.attempt >= job.retry_count {
+            return Ok(());
+        }
+        let backoff = job
+            .retry_interval_ms
+            .saturating_mul(1_i64 << run.attempt.min(20));
+        let retry = NewRun {
+            job_id: run.job_id,
+            kind: "retry",
+            scheduled_at_ms: now_ms() + backoff,
+            shard_index: run.shard_index,
+            shard_total: run.shard_total,
+            attempt: run.attempt + 1,
+            param: run.param.clone(),
+            module_digest: run.module_digest.clone(),
+        };
+        let id = self.store.insert_run(&retry, now_ms()).await?;
+        if let Some(run) = self.store.run(id).await? {
+            self.clone().dispatch_at(run);
+        }
+        Ok(())
+    }
+
+    /// Triggers a job now (manual, API, parent): writes the run, then
+    /// dispatches it. `param` overrides the job's parameter.
+    pub async fn trigger(
+        self: &Arc<Self>,
+        job_id: i64,
+        kind: &'static str,
+        param: Option<String>,
+        addresses: Option<Vec<String>>,
+    ) -> Result<i64, StoreError> {
+        let Some(job) = self.store.job(job_id).await? else {
+            return Err(StoreError::Database(sqlx::Error::RowNotFound));
+        };
+        let now = now_ms();
+        let id = self
+            .store
+            .insert_run(
+                &NewRun {
+                    job_id,
+                    kind,
+                    scheduled_at_ms: now,
+                    shard_index: 0,
+                    shard_total: 1,
+                    attempt: 0,
+                    param: param.unwrap_or(job.param),
+                    module_digest: job.module_digest,
+                },
+                now,
+            )
+            .await?;
+        if let Some(run) = self.store.run(id).await? {
+            let scheduler = self.clone();
+            tokio::spawn(async move {
+                let Ok(_slot) = scheduler.dispatch_slots.clone().acquire_owned().await else {
+                    return;
+                };
+                if let Err(error) = scheduler.dispatch(&run, addresses).await {
+                    tracing::error!(run = run.id, %error, "dispatch failed");
+                }
+            });
+        }
+        Ok(id)
+    }
+}
+
+/// The stored kind as a static string (run rows keep it as text).
+fn static_kind(kind: &str) -> &'static str {
+    match kind {
+        "manual" => "manual",
+        "api" => "api",
+        "retry" => "retry",
+        "parent" => "parent",
+        "misfire" => "misfire",
+        _ => "schedule",
+    }
+}
+
+/// The fires of `job` from `expected` (its stored next fire) up to
+/// `horizon`, with the misfire policy applied, and its next fire after them.
+pub fn plan_fires(
+    job: &JobRow,
+    schedule: &Schedule,
+    expected: i64,
+    now: i64,
+    horizon: i64,
+) -> (Vec<(i64, &'static str)>, Option<i64>) {
+    let mut fires = Vec::new();
+    let mut next = Some(expected);
+    if expected < now - job.misfire_threshold_ms {
+        // Missed by more than the threshold.
+        if job.misfire == "FIRE_ONCE_NOW" {
+            fires.push((now, "misfire"));
+        }
+        next = match schedule {
+            Schedule::FixDelay(_) => None,
+            Schedule::OneShot(_) => None,
+            _ => schedule
+                .next_after(instant(now))
+                .map(|at| at.timestamp_millis()),
+        };
+        if let Schedule::FixDelay(delay) = schedule
+            && job.misfire != "FIRE_ONCE_NOW"
+        {
+            next = Some(now + delay.as_millis() as i64);
+        }
+        return (fires, next);
+    }
+    while let Some(at) = next {
+        if at > horizon {
+            break;
+        }
+        fires.push((at, "schedule"));
+        next = match schedule {
+            // FIX_DELAY's next fire is set when the run completes.
+            Schedule::FixDelay(_) | Schedule::OneShot(_) | Schedule::None => None,
+            _ => schedule
+                .next_after(instant(at))
+                .map(|at| at.timestamp_millis()),
+        };
+    }
+    (fires, next)
+}

@@ -1,0 +1,704 @@
+//! The admin's store: sqlx over SQLite (embedded default, one file, WAL) or
+//! PostgreSQL (clusters), with the same schema and queries on both.
+//!
+//! Times are milliseconds since the Unix epoch. Queries are written once
+//! with `$n` placeholders, which both engines accept. With SQLite one admin
+//! owns a data directory: a second is refused through an exclusive lock
+//! file.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use cronbox_protocol::StateChanges;
+use sqlx::any::{AnyPoolOptions, AnyRow};
+use sqlx::{AnyPool, Row};
+
+/// Why the store failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// Another admin holds the SQLite data directory.
+    #[error(
+        "another cronbox admin is using the data directory {0} (SQLite allows one admin per data \
+         directory; use PostgreSQL to run several)"
+    )]
+    Locked(PathBuf),
+    #[error("cannot use the data directory {path}: {source}")]
+    DataDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("unsupported database URL {0:?}: use sqlite://PATH or postgres://...")]
+    UnsupportedUrl(String),
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error("database migration failed: {0}")]
+    Migration(#[from] sqlx::migrate::MigrateError),
+}
+
+/// Which engine the store runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// The database.
+#[derive(Debug, Clone)]
+pub struct Store {
+    pool: AnyPool,
+    backend: Backend,
+    _lock: Option<std::sync::Arc<std::fs::File>>,
+}
+
+static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
+static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
+
+/// A job as stored.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct JobRow {
+    pub id: i64,
+    pub tenant: String,
+    pub group_name: String,
+    pub name: String,
+    pub module_digest: String,
+    pub schedule_type: String,
+    pub schedule_conf: String,
+    pub time_zone: String,
+    pub misfire: String,
+    pub misfire_threshold_ms: i64,
+    pub route: String,
+    pub block_strategy: String,
+    pub max_concurrency: i64,
+    pub timeout_ms: i64,
+    pub fuel: Option<i64>,
+    pub memory_bytes: i64,
+    pub retry_count: i64,
+    pub retry_interval_ms: i64,
+    pub children: String,
+    pub param: String,
+    pub enabled: bool,
+    pub next_fire_at_ms: Option<i64>,
+}
+
+/// The columns of a job, as a literal for `concat!` (queries stay static).
+macro_rules! job_columns {
+    () => {
+        "id, tenant, group_name, name, module_digest, schedule_type, schedule_conf, time_zone, \
+         misfire, misfire_threshold_ms, route, block_strategy, max_concurrency, timeout_ms, fuel, \
+         memory_bytes, retry_count, retry_interval_ms, children, param, enabled, next_fire_at_ms"
+    };
+}
+
+fn job_from_row(row: &AnyRow) -> Result<JobRow, sqlx::Error> {
+    Ok(JobRow {
+        id: row.try_get("id")?,
+        tenant: row.try_get("tenant")?,
+        group_name: row.try_get("group_name")?,
+        name: row.try_get("name")?,
+        module_digest: row.try_get("module_digest")?,
+        schedule_type: row.try_get("schedule_type")?,
+        schedule_conf: row.try_get("schedule_conf")?,
+        time_zone: row.try_get("time_zone")?,
+        misfire: row.try_get("misfire")?,
+        misfire_threshold_ms: row.try_get("misfire_threshold_ms")?,
+        route: row.try_get("route")?,
+        block_strategy: row.try_get("block_strategy")?,
+        max_concurrency: row.try_get("max_concurrency")?,
+        timeout_ms: row.try_get("timeout_ms")?,
+        fuel: row.try_get("fuel")?,
+        memory_bytes: row.try_get("memory_bytes")?,
+        retry_count: row.try_get("retry_count")?,
+        retry_interval_ms: row.try_get("retry_interval_ms")?,
+        children: row.try_get("children")?,
+        param: row.try_get("param")?,
+        enabled: row.try_get::<i64, _>("enabled")? != 0,
+        next_fire_at_ms: row.try_get("next_fire_at_ms")?,
+    })
+}
+
+/// A run as stored.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct RunRow {
+    pub id: i64,
+    pub job_id: i64,
+    pub kind: String,
+    pub scheduled_at_ms: i64,
+    pub shard_index: i64,
+    pub shard_total: i64,
+    pub attempt: i64,
+    pub param: String,
+    pub status: String,
+    pub executor: Option<String>,
+    pub module_digest: String,
+    pub outcome: Option<String>,
+    pub code: Option<i64>,
+    pub message: Option<String>,
+    pub created_at_ms: i64,
+    pub dispatched_at_ms: Option<i64>,
+    pub started_at_ms: Option<i64>,
+    pub finished_at_ms: Option<i64>,
+}
+
+/// The columns of a run, as a literal for `concat!`.
+macro_rules! run_columns {
+    () => {
+        "id, job_id, kind, scheduled_at_ms, shard_index, shard_total, attempt, param, status, \
+         executor, module_digest, outcome, code, message, created_at_ms, dispatched_at_ms, \
+         started_at_ms, finished_at_ms"
+    };
+}
+
+fn run_from_row(row: &AnyRow) -> Result<RunRow, sqlx::Error> {
+    Ok(RunRow {
+        id: row.try_get("id")?,
+        job_id: row.try_get("job_id")?,
+        kind: row.try_get("kind")?,
+        scheduled_at_ms: row.try_get("scheduled_at_ms")?,
+        shard_index: row.try_get("shard_index")?,
+        shard_total: row.try_get("shard_total")?,
+        attempt: row.try_get("attempt")?,
+        param: row.try_get("param")?,
+        status: row.try_get("status")?,
+        executor: row.try_get("executor")?,
+        module_digest: row.try_get("module_digest")?,
+        outcome: row.try_get("outcome")?,
+        code: row.try_get("code")?,
+        message: row.try_get("message")?,
+        created_at_ms: row.try_get("created_at_ms")?,
+        dispatched_at_ms: row.try_get("dispatched_at_ms")?,
+        started_at_ms: row.try_get("started_at_ms")?,
+        finished_at_ms: row.try_get("finished_at_ms")?,
+    })
+}
+
+/// A run to write before it is dispatched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewRun {
+    pub job_id: i64,
+    pub kind: &'static str,
+    pub scheduled_at_ms: i64,
+    pub shard_index: i64,
+    pub shard_total: i64,
+    pub attempt: i64,
+    pub param: String,
+    pub module_digest: String,
+}
+
+/// Run statuses.
+pub mod status {
+    /// Written, not yet sent to an executor.
+    pub const PENDING: &str = "pending";
+    /// Accepted by an executor; its result is awaited.
+    pub const DISPATCHED: &str = "dispatched";
+    /// Ended successfully.
+    pub const SUCCESS: &str = "success";
+    /// Ended in any other way (the outcome says how).
+    pub const FAILED: &str = "failed";
+}
+
+impl Store {
+    /// Opens the embedded SQLite store under `data_dir` (creating it),
+    /// refusing a data directory another admin holds.
+    pub async fn open_sqlite(data_dir: &Path) -> Result<Store, StoreError> {
+        let io = |source| StoreError::DataDir {
+            path: data_dir.to_path_buf(),
+            source,
+        };
+        std::fs::create_dir_all(data_dir).map_err(io)?;
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(data_dir.join("admin.lock"))
+            .map_err(io)?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(StoreError::Locked(data_dir.to_path_buf()));
+            }
+            Err(std::fs::TryLockError::Error(error)) => return Err(io(error)),
+        }
+        let url = format!(
+            "sqlite://{}?mode=rwc",
+            data_dir.join("cronbox.db").display()
+        );
+        let mut store = Store::connect(&url).await?;
+        store._lock = Some(std::sync::Arc::new(lock));
+        Ok(store)
+    }
+
+    /// Connects by URL (`sqlite://...` or `postgres://...`) and migrates.
+    pub async fn connect(url: &str) -> Result<Store, StoreError> {
+        sqlx::any::install_default_drivers();
+        let backend = if url.starts_with("sqlite:") {
+            Backend::Sqlite
+        } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+            Backend::Postgres
+        } else {
+            return Err(StoreError::UnsupportedUrl(url.to_owned()));
+        };
+        let pool = AnyPoolOptions::new()
+            .max_connections(match backend {
+                Backend::Sqlite => 4,
+                Backend::Postgres => 16,
+            })
+            .connect(url)
+            .await?;
+        match backend {
+            Backend::Sqlite => {
+                sqlx::query("PRAGMA journal_mode = WAL")
+                    .execute(&pool)
+                    .await?;
+                SQLITE_MIGRATIONS.run(&pool).await?;
+            }
+            Backend::Postgres => POSTGRES_MIGRATIONS.run(&pool).await?,
+        }
+        Ok(Store {
+            pool,
+            backend,
+            _lock: None,
+        })
+    }
+
+    /// The engine.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    // ---- registry -------------------------------------------------------
+
+    /// Records a heartbeat of `address` in `group`.
+    pub async fn registry_beat(
+        &self,
+        group: &str,
+        address: &str,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO registry (group_name, address, updated_at_ms) VALUES ($1, $2, $3) \
+             ON CONFLICT (group_name, address) DO UPDATE SET updated_at_ms = excluded.updated_at_ms",
+        )
+        .bind(group)
+        .bind(address)
+        .bind(now_ms)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Forgets `address` in `group`.
+    pub async fn registry_remove(&self, group: &str, address: &str) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM registry WHERE group_name = $1 AND address = $2")
+            .bind(group)
+            .bind(address)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// The addresses of `group`, sorted: its manual list if it has one,
+    /// else the executors that beat since `alive_since_ms`.
+    pub async fn group_addresses(
+        &self,
+        group: &str,
+        alive_since_ms: i64,
+    ) -> Result<Vec<String>, StoreError> {
+        let manual: Option<(String, String)> =
+            sqlx::query("SELECT address_type, addresses FROM executor_group WHERE name = $1")
+                .bind(group)
+                .fetch_optional(&self.pool)
+                .await?
+                .map(|row| (row.get("address_type"), row.get("addresses")));
+        if let Some((kind, addresses)) = manual
+            && kind == "MANUAL"
+        {
+            return Ok(addresses
+                .split(',')
+                .map(str::trim)
+                .filter(|a| !a.is_empty())
+                .map(str::to_owned)
+                .collect());
+        }
+        let mut addresses: Vec<String> = sqlx::query(
+            "SELECT address FROM registry WHERE group_name = $1 AND updated_at_ms >= $2",
+        )
+        .bind(group)
+        .bind(alive_since_ms)
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(|row| row.get("address"))
+        .collect();
+        addresses.sort();
+        Ok(addresses)
+    }
+
+    /// Whether `address` beat since `alive_since_ms` in any group.
+    pub async fn is_alive(&self, address: &str, alive_since_ms: i64) -> Result<bool, StoreError> {
+        let row =
+            sqlx::query("SELECT 1 AS one FROM registry WHERE address = $1 AND updated_at_ms >= $2")
+                .bind(address)
+                .bind(alive_since_ms)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(row.is_some())
+    }
+
+    // ---- modules --------------------------------------------------------
+
+    /// Stores a module's bytes under its digest (idempotent).
+    pub async fn put_module(
+        &self,
+        digest: &str,
+        content: &[u8],
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO module (digest, size, content, created_at_ms) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (digest) DO NOTHING",
+        )
+        .bind(digest)
+        .bind(content.len() as i64)
+        .bind(content.to_vec())
+        .bind(now_ms)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// A module's bytes.
+    pub async fn module(&self, digest: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(sqlx::query("SELECT content FROM module WHERE digest = $1")
+            .bind(digest)
+            .fetch_optional(&self.pool)
+            .await?
+            .map(|row| row.get("content")))
+    }
+
+    // ---- jobs -----------------------------------------------------------
+
+    /// Inserts a validated job; returns its id.
+    pub async fn insert_job(&self, job: &JobRow, now_ms: i64) -> Result<i64, StoreError> {
+        let row = sqlx::query(
+            "INSERT INTO job (tenant, group_name, name, module_digest, schedule_type, schedule_conf, \
+             time_zone, misfire, misfire_threshold_ms, route, block_strategy, max_concurrency, \
+             timeout_ms, fuel, memory_bytes, retry_count, retry_interval_ms, children, param, \
+             enabled, next_fire_at_ms, created_at_ms, updated_at_ms) VALUES ($1, $2, $3, $4, $5, \
+             $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $22) \
+             RETURNING id",
+        )
+        .bind(&job.tenant)
+        .bind(&job.group_name)
+        .bind(&job.name)
+        .bind(&job.module_digest)
+        .bind(&job.schedule_type)
+        .bind(&job.schedule_conf)
+        .bind(&job.time_zone)
+        .bind(&job.misfire)
+        .bind(job.misfire_threshold_ms)
+        .bind(&job.route)
+        .bind(&job.block_strategy)
+        .bind(job.max_concurrency)
+        .bind(job.timeout_ms)
+        .bind(job.fuel)
+        .bind(job.memory_bytes)
+        .bind(job.retry_count)
+        .bind(job.retry_interval_ms)
+        .bind(&job.children)
+        .bind(&job.param)
+        .bind(i64::from(job.enabled))
+        .bind(job.next_fire_at_ms)
+        .bind(now_ms)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(row.try_get("id")?)
+    }
+
+    /// A job by id.
+    pub async fn job(&self, id: i64) -> Result<Option<JobRow>, StoreError> {
+        let row = sqlx::query(concat!(
+            "SELECT ",
+            job_columns!(),
+            " FROM job WHERE id = $1"
+        ))
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.as_ref().map(job_from_row).transpose()?)
+    }
+
+    /// Every job, by id.
+    pub async fn jobs(&self) -> Result<Vec<JobRow>, StoreError> {
+        let rows = sqlx::query(concat!("SELECT ", job_columns!(), " FROM job ORDER BY id"))
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.iter().map(job_from_row).collect::<Result<_, _>>()?)
+    }
+
+    /// Starts or stops a job, setting its next fire.
+    pub async fn set_enabled(
+        &self,
+        id: i64,
+        enabled: bool,
+        next_fire_at_ms: Option<i64>,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE job SET enabled = $1, next_fire_at_ms = $2, updated_at_ms = $3 WHERE id = $4",
+        )
+        .bind(i64::from(enabled))
+        .bind(next_fire_at_ms)
+        .bind(now_ms)
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Enabled jobs due by `until_ms`, soonest first.
+    pub async fn due_jobs(&self, until_ms: i64, limit: i64) -> Result<Vec<JobRow>, StoreError> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            job_columns!(),
+            " FROM job WHERE enabled = 1 AND next_fire_at_ms IS NOT NULL \
+             AND next_fire_at_ms <= $1 ORDER BY next_fire_at_ms LIMIT $2"
+        ))
+        .bind(until_ms)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(job_from_row).collect::<Result<_, _>>()?)
+    }
+
+    /// Claims a job's fires: moves its next fire from `expected_next` to
+    /// `new_next` and writes `fires` as pending runs, in one transaction.
+    /// Returns the ids of the runs written, or `None` when another admin
+    /// claimed them first (the job's next fire had already moved). The
+    /// unique key on (job, scheduled time, shard) drops any fire that
+    /// already exists.
+    pub async fn claim_fires(
+        &self,
+        job_id: i64,
+        expected_next: i64,
+        new_next: Option<i64>,
+        fires: &[NewRun],
+        now_ms: i64,
+    ) -> Result<Option<Vec<i64>>, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let moved = sqlx::query(
+            "UPDATE job SET next_fire_at_ms = $1 WHERE id = $2 AND enabled = 1 AND next_fire_at_ms = $3",
+        )
+        .bind(new_next)
+        .bind(job_id)
+        .bind(expected_next)
+        .execute(&mut *tx)
+        .await?;
+        if moved.rows_affected() != 1 {
+            tx.rollback().await?;
+            return Ok(None);
+        }
+        let mut ids = Vec::with_capacity(fires.len());
+        for fire in fires {
+            if let Some(id) = insert_run(&mut tx, fire, now_ms, true).await? {
+                ids.push(id);
+            }
+        }
+        tx.commit().await?;
+        Ok(Some(ids))
+    }
+
+    /// Writes a run outside the schedule (manual, API, retry, parent).
+    pub async fn insert_run(&self, run: &NewRun, now_ms: i64) -> Result<i64, StoreError> {
+        let mut conn = self.pool.acquire().await?;
+        let id = insert_run(&mut conn, run, now_ms, false).await?;
+        id.ok_or_else(|| StoreError::Database(sqlx::Error::RowNotFound))
+    }
+
+    /// A run by id.
+    pub async fn run(&self, id: i64) -> Result<Option<RunRow>, StoreError> {
+        let row = sqlx::query(concat!(
+            "SELECT ",
+            run_columns!(),
+            " FROM run WHERE id = $1"
+        ))
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.as_ref().map(run_from_row).transpose()?)
+    }
+
+    /// A job's runs, oldest first.
+    pub async fn runs_of_job(&self, job_id: i64) -> Result<Vec<RunRow>, StoreError> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            run_columns!(),
+            " FROM run WHERE job_id = $1 ORDER BY id"
+        ))
+        .bind(job_id)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(run_from_row).collect::<Result<_, _>>()?)
+    }
+
+    /// Runs written but not dispatched (to recover after a crash).
+    pub async fn pending_runs(&self) -> Result<Vec<RunRow>, StoreError> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            run_columns!(),
+            " FROM run WHERE status = $1 ORDER BY scheduled_at_ms"
+        ))
+        .bind(status::PENDING)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(run_from_row).collect::<Result<_, _>>()?)
+    }
+
+    /// Marks a pending run dispatched to `executor` (false if it was not
+    /// pending any more: another admin dispatched it).
+    pub async fn mark_dispatched(
+        &self,
+        run_id: i64,
+        executor: &str,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE run SET status = $1, executor = $2, dispatched_at_ms = $3 WHERE id = $4 AND status = $5",
+        )
+        .bind(status::DISPATCHED)
+        .bind(executor)
+        .bind(now_ms)
+        .bind(run_id)
+        .bind(status::PENDING)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Ends a run with its result, once: a second result for a finished run
+    /// changes nothing (returns false). A successful run's state changes are
+    /// committed in the same transaction.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn finish_run(
+        &self,
+        run_id: i64,
+        success: bool,
+        outcome: &str,
+        code: i64,
+        message: &str,
+        log: &str,
+        executor: Option<&str>,
+        started_at_ms: Option<i64>,
+        state_changes: &StateChanges,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let done = sqlx::query(
+            "UPDATE run SET status = $1, outcome = $2, code = $3, message = $4, log = $5, \
+             executor = COALESCE($6, executor), started_at_ms = $7, finished_at_ms = $8 \
+             WHERE id = $9 AND status IN ($10, $11)",
+        )
+        .bind(if success {
+            status::SUCCESS
+        } else {
+            status::FAILED
+        })
+        .bind(outcome)
+        .bind(code)
+        .bind(message)
+        .bind(log)
+        .bind(executor)
+        .bind(started_at_ms)
+        .bind(now_ms)
+        .bind(run_id)
+        .bind(status::PENDING)
+        .bind(status::DISPATCHED)
+        .execute(&mut *tx)
+        .await?;
+        if done.rows_affected() != 1 {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        if success && !state_changes.is_empty() {
+            let job_id: i64 = sqlx::query("SELECT job_id FROM run WHERE id = $1")
+                .bind(run_id)
+                .fetch_one(&mut *tx)
+                .await?
+                .try_get("job_id")?;
+            for (key, value) in state_changes {
+                match value {
+                    Some(value) => {
+                        sqlx::query(
+                            "INSERT INTO job_state (job_id, key, value) VALUES ($1, $2, $3) \
+                             ON CONFLICT (job_id, key) DO UPDATE SET value = excluded.value",
+                        )
+                        .bind(job_id)
+                        .bind(key)
+                        .bind(value)
+                        .execute(&mut *tx)
+                        .await?;
+                    }
+                    None => {
+                        sqlx::query("DELETE FROM job_state WHERE job_id = $1 AND key = $2")
+                            .bind(job_id)
+                            .bind(key)
+                            .execute(&mut *tx)
+                            .await?;
+                    }
+                }
+            }
+        }
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// A job's durable state.
+    pub async fn job_state(&self, job_id: i64) -> Result<HashMap<String, String>, StoreError> {
+        Ok(
+            sqlx::query("SELECT key, value FROM job_state WHERE job_id = $1")
+                .bind(job_id)
+                .fetch_all(&self.pool)
+                .await?
+                .iter()
+                .map(|row| (row.get("key"), row.get("value")))
+                .collect(),
+        )
+    }
+}
+
+async fn insert_run(
+    conn: &mut sqlx::AnyConnection,
+    run: &NewRun,
+    now_ms: i64,
+    skip_duplicates: bool,
+) -> Result<Option<i64>, StoreError> {
+    macro_rules! insert {
+        ($conflict:literal) => {
+            concat!(
+                "INSERT INTO run (job_id, kind, scheduled_at_ms, shard_index, shard_total, attempt, \
+                 param, status, module_digest, created_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, \
+                 $8, $9, $10)",
+                $conflict,
+                " RETURNING id"
+            )
+        };
+    }
+    let sql = if skip_duplicates {
+        insert!(" ON CONFLICT DO NOTHING")
+    } else {
+        insert!("")
+    };
+    let row = sqlx::query(sql)
+        .bind(run.job_id)
+        .bind(run.kind)
+        .bind(run.scheduled_at_ms)
+        .bind(run.shard_index)
+        .bind(run.shard_total)
+        .bind(run.attempt)
+        .bind(&run.param)
+        .bind(status::PENDING)
+        .bind(&run.module_digest)
+        .bind(now_ms)
+        .fetch_optional(&mut *conn)
+        .await?;
+    Ok(row.map(|row| row.try_get("id")).transpose()?)
+}

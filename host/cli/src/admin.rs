@@ -1,0 +1,78 @@
+//! `cronbox admin`: run the admin role until SIGINT or SIGTERM.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use clap::Args;
+use cronbox_admin::{AdminConfig, Database, SchedulerConfig};
+
+/// Run an admin: store jobs, fire them on time, route them to executors,
+/// record their results.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  cronbox admin --token api-secret --executor-token exec-secret
+  cronbox admin --database-url postgres://cronbox@db/cronbox --bind 0.0.0.0:8080 \\
+      --token api-secret --executor-token exec-secret")]
+pub struct AdminArgs {
+    /// Address the admin API listens on.
+    #[arg(long, env = "CRONBOX_ADMIN_BIND", default_value = "127.0.0.1:8080")]
+    bind: SocketAddr,
+    /// Embedded SQLite database directory (one admin per directory).
+    #[arg(
+        long,
+        env = "CRONBOX_ADMIN_DATA_DIR",
+        default_value = "cronbox-data/admin"
+    )]
+    data_dir: PathBuf,
+    /// Database URL instead of the embedded SQLite (postgres://... for clusters).
+    #[arg(long, env = "CRONBOX_DATABASE_URL")]
+    database_url: Option<String>,
+    /// Token of the user API.
+    #[arg(long, env = "CRONBOX_API_TOKEN", hide_env_values = true)]
+    token: String,
+    /// Token shared with executors.
+    #[arg(long, env = "CRONBOX_TOKEN", hide_env_values = true)]
+    executor_token: String,
+    /// How far ahead due jobs are read and their runs written.
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    pre_read: Duration,
+    /// An executor without a heartbeat for this long is dead.
+    #[arg(long, default_value = "90s", value_parser = humantime::parse_duration)]
+    dead_after: Duration,
+}
+
+pub fn main(args: AdminArgs) -> anyhow::Result<ExitCode> {
+    if args.token.is_empty() || args.executor_token.is_empty() {
+        bail!("--token and --executor-token must not be empty");
+    }
+    let config = AdminConfig {
+        bind: args.bind,
+        database: match args.database_url {
+            Some(url) => Database::Url(url),
+            None => Database::Sqlite(args.data_dir),
+        },
+        api_token: args.token,
+        executor_token: args.executor_token,
+        scheduler: SchedulerConfig {
+            pre_read: args.pre_read,
+            dead_after: args.dead_after,
+            ..SchedulerConfig::default()
+        },
+        max_request_bytes: 64 << 20,
+    };
+    let threads = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    threads.block_on(async move {
+        let admin = cronbox_admin::start(config).await?;
+        eprintln!("cronbox admin listening on http://{}", admin.local_addr());
+        crate::shutdown_signal().await;
+        eprintln!("cronbox admin shutting down");
+        admin.shutdown().await;
+        Ok(ExitCode::SUCCESS)
+    })
+}

@@ -1,0 +1,658 @@
+//! The admin end to end: `cronbox admin` and `cronbox executor` as real
+//! processes on loopback, with real example jobs and a real SQLite file;
+//! every assertion reads the run table through the admin's API.
+#![allow(clippy::unwrap_used)] // in tests a failed unwrap is a failed test
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use cronbox_example_jobs as jobs;
+use serde_json::{Value, json};
+
+const API_TOKEN: &str = "api-token";
+const EXEC_TOKEN: &str = "exec-token";
+const WAIT: Duration = Duration::from_secs(30);
+
+fn free_port() -> SocketAddr {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+}
+
+struct Process(Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn spawn_admin(bind: SocketAddr, data_dir: &Path) -> Process {
+    Process(
+        Command::new(env!("CARGO_BIN_EXE_cronbox"))
+            .args(["admin", "--bind", &bind.to_string(), "--token", API_TOKEN])
+            .args(["--executor-token", EXEC_TOKEN, "--pre-read", "5s"])
+            .arg("--data-dir")
+            .arg(data_dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+fn spawn_executor(bind: SocketAddr, admin: SocketAddr, data_dir: &Path) -> Process {
+    Process(
+        Command::new(env!("CARGO_BIN_EXE_cronbox"))
+            .args(["executor", "--bind", &bind.to_string()])
+            .args(["--admin", &format!("http://{admin}"), "--token", EXEC_TOKEN])
+            .args(["--beat-interval", "1s"])
+            .arg("--data-dir")
+            .arg(data_dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+struct Cluster {
+    admin_addr: SocketAddr,
+    admin: Option<Process>,
+    _executor: Process,
+    data: tempfile::TempDir,
+    http: reqwest::Client,
+}
+
+impl Cluster {
+    async fn start() -> Cluster {
+        let data = tempfile::tempdir().unwrap();
+        let admin_addr = free_port();
+        let admin = spawn_admin(admin_addr, &data.path().join("admin"));
+        let cluster = Cluster {
+            admin_addr,
+            admin: Some(admin),
+            _executor: spawn_executor(free_port(), admin_addr, &data.path().join("executor")),
+            data,
+            http: reqwest::Client::new(),
+        };
+        cluster.wait_for_executor().await;
+        cluster
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.admin_addr)
+    }
+
+    async fn wait_for_executor(&self) {
+        self.wait_until_up().await;
+        // Give the executor time to register (it beats every second).
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+    }
+
+    async fn wait_until_up(&self) {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let ok = self
+                .http
+                .get(self.url("/api/v1/jobs"))
+                .bearer_auth(API_TOKEN)
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success());
+            if ok {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the admin never answered");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+        let mut request = self
+            .http
+            .request(method, self.url(path))
+            .bearer_auth(API_TOKEN);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let text = response.text().await.unwrap();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+
+    async fn upload(&self, job: &str) -> String {
+        let response = self
+            .http
+            .post(self.url("/api/v1/modules"))
+            .bearer_auth(API_TOKEN)
+            .body(jobs::bytes(job))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 201);
+        response.json::<Value>().await.unwrap()["digest"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    async fn create(&self, spec: Value) -> i64 {
+        let (status, body) = self
+            .call(reqwest::Method::POST, "/api/v1/jobs", Some(spec))
+            .await;
+        assert_eq!(status, 201, "{body}");
+        body["id"].as_i64().unwrap()
+    }
+
+    async fn runs(&self, job: i64) -> Vec<Value> {
+        let (_, body) = self
+            .call(
+                reqwest::Method::GET,
+                &format!("/api/v1/jobs/{job}/runs"),
+                None,
+            )
+            .await;
+        body.as_array().unwrap().clone()
+    }
+
+    async fn wait_runs(&self, job: i64, count: usize) -> Vec<Value> {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let runs = self.runs(job).await;
+            let done = runs
+                .iter()
+                .filter(|r| r["status"] == "success" || r["status"] == "failed")
+                .count();
+            if done >= count {
+                return runs;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{done} of {count} runs ended: {runs:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn trigger(&self, job: i64, body: Value) -> i64 {
+        let (status, body) = self
+            .call(
+                reqwest::Method::POST,
+                &format!("/api/v1/jobs/{job}/trigger"),
+                Some(body),
+            )
+            .await;
+        assert_eq!(status, 202, "{body}");
+        body["run_id"].as_i64().unwrap()
+    }
+
+    async fn run(&self, id: i64) -> Value {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let (_, run) = self
+                .call(reqwest::Method::GET, &format!("/api/v1/runs/{id}"), None)
+                .await;
+            if run["status"] == "success" || run["status"] == "failed" {
+                return run;
+            }
+            assert!(Instant::now() < deadline, "run {id} never ended: {run}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_seconds_cron_job_fires_on_time_every_second_for_thirty_seconds() {
+    let cluster = Cluster::start().await;
+    let digest = cluster.upload("hello").await;
+    let job = cluster
+        .create(json!({ "name": "every-second", "module_digest": digest,
+                        "schedule_type": "CRON", "schedule_conf": "* * * * * ?", "param": "tick" }))
+        .await;
+    // Warm the executor first (module download and compilation happen on a
+    // job's first run; cold start is measured by the benchmarks), so that
+    // lateness measures the scheduler.
+    let warm = cluster.trigger(job, json!({})).await;
+    cluster.run(warm).await;
+    let (status, started) = cluster
+        .call(
+            reqwest::Method::POST,
+            &format!("/api/v1/jobs/{job}/start"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{started}");
+    let first = started["next_fire_at_ms"].as_i64().unwrap();
+    tokio::time::sleep(Duration::from_secs(31)).await;
+    cluster
+        .call(
+            reqwest::Method::POST,
+            &format!("/api/v1/jobs/{job}/stop"),
+            None,
+        )
+        .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    let runs = cluster.runs(job).await;
+    let window: Vec<&Value> = runs
+        .iter()
+        .filter(|r| {
+            let at = r["scheduled_at_ms"].as_i64().unwrap();
+            at >= first && at < first + 30_000
+        })
+        .collect();
+    let mut seconds: Vec<i64> = window
+        .iter()
+        .map(|r| r["scheduled_at_ms"].as_i64().unwrap())
+        .collect();
+    seconds.sort();
+    let expected: Vec<i64> = (0..30).map(|i| first + i * 1000).collect();
+    assert_eq!(
+        seconds, expected,
+        "one fire per second, none missing, none twice"
+    );
+    let mut lateness: Vec<i64> = window
+        .iter()
+        .map(|r| {
+            assert_eq!(r["status"], "success", "{r}");
+            assert_eq!(r["message"], "hello, tick");
+            r["started_at_ms"].as_i64().unwrap() - r["scheduled_at_ms"].as_i64().unwrap()
+        })
+        .collect();
+    lateness.sort();
+    let p99 = lateness[lateness.len() * 99 / 100];
+    assert!(
+        lateness[0] >= 0,
+        "a run started before its time: {lateness:?}"
+    );
+    assert!(p99 <= 100, "start lateness p99 {p99} ms: {lateness:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fixed_rate_fixed_delay_one_shot_and_manual_triggers() {
+    let cluster = Cluster::start().await;
+    let hello = cluster.upload("hello").await;
+    let sleeper = cluster.upload("sleeper").await;
+
+    let none = cluster
+        .create(json!({ "name": "manual", "module_digest": hello, "param": "stored" }))
+        .await;
+    let (status, body) = cluster
+        .call(
+            reqwest::Method::POST,
+            &format!("/api/v1/jobs/{none}/start"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 400, "a NONE job cannot be started: {body}");
+    let run = cluster.trigger(none, json!({ "param": "given" })).await;
+    let run = cluster.run(run).await;
+    assert_eq!(run["message"], "hello, given");
+    assert_eq!(run["kind"], "manual");
+    let run = cluster.trigger(none, json!({})).await;
+    assert_eq!(cluster.run(run).await["message"], "hello, stored");
+
+    let rate = cluster
+        .create(json!({ "name": "rate", "module_digest": hello, "schedule_type": "FIX_RATE", "schedule_conf": "1" }))
+        .await;
+    // FIX_DELAY: the next fire is 1 s after the previous run (300 ms) ended.
+    let delay = cluster
+        .create(
+            json!({ "name": "delay", "module_digest": sleeper, "schedule_type": "FIX_DELAY",
+                        "schedule_conf": "1s", "param": "300" }),
+        )
+        .await;
+    let at = chrono_like_rfc3339(4_000);
+    let shot = cluster
+        .create(json!({ "name": "shot", "module_digest": hello, "schedule_type": "ONE_SHOT", "schedule_conf": at }))
+        .await;
+    for job in [rate, delay, shot] {
+        let (status, body) = cluster
+            .call(
+                reqwest::Method::POST,
+                &format!("/api/v1/jobs/{job}/start"),
+                None,
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+    }
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    for job in [rate, delay] {
+        cluster
+            .call(
+                reqwest::Method::POST,
+                &format!("/api/v1/jobs/{job}/stop"),
+                None,
+            )
+            .await;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    let rate_runs = cluster.wait_runs(rate, 5).await;
+    let times: Vec<i64> = rate_runs
+        .iter()
+        .map(|r| r["scheduled_at_ms"].as_i64().unwrap())
+        .collect();
+    assert!(
+        times.windows(2).all(|w| w[1] - w[0] == 1000),
+        "fixed rate: {times:?}"
+    );
+
+    let delay_runs = cluster.wait_runs(delay, 3).await;
+    for pair in delay_runs.windows(2) {
+        let finished = pair[0]["finished_at_ms"].as_i64().unwrap();
+        let next = pair[1]["scheduled_at_ms"].as_i64().unwrap();
+        assert!(
+            next - finished >= 950,
+            "fixed delay counts from completion: {pair:?}"
+        );
+    }
+
+    let shot_runs = cluster.wait_runs(shot, 1).await;
+    assert_eq!(shot_runs.len(), 1);
+    let (_, job) = cluster
+        .call(reqwest::Method::GET, &format!("/api/v1/jobs/{shot}"), None)
+        .await;
+    assert_eq!(job["next_fire_at_ms"], Value::Null, "a one-shot fires once");
+}
+
+/// An RFC 3339 instant `ahead_ms` from now, in UTC.
+fn chrono_like_rfc3339(ahead_ms: u64) -> String {
+    let at = std::time::SystemTime::now() + Duration::from_millis(ahead_ms);
+    let ms = at
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let secs = ms.div_euclid(1000);
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil date from days since the epoch (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        ms.rem_euclid(1000)
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_written_before_a_crash_is_dispatched_after_restart() {
+    let mut cluster = Cluster::start().await;
+    let hello = cluster.upload("hello").await;
+    let at = chrono_like_rfc3339(3_500);
+    let shot = cluster
+        .create(
+            json!({ "name": "survivor", "module_digest": hello, "schedule_type": "ONE_SHOT",
+                        "schedule_conf": at, "param": "after the crash" }),
+        )
+        .await;
+    cluster
+        .call(
+            reqwest::Method::POST,
+            &format!("/api/v1/jobs/{shot}/start"),
+            None,
+        )
+        .await;
+    // Within the pre-read window the fire is written as a pending run...
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let runs = cluster.runs(shot).await;
+        if runs.iter().any(|r| r["status"] == "pending") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the fire was never written: {runs:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // ...then the admin dies before its instant.
+    drop(cluster.admin.take()); // SIGKILL
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    cluster.admin = Some(spawn_admin(
+        cluster.admin_addr,
+        &cluster.data.path().join("admin"),
+    ));
+    cluster.wait_until_up().await;
+    let runs = cluster.wait_runs(shot, 1).await;
+    assert_eq!(runs.len(), 1, "recovered once, not fired again: {runs:?}");
+    assert_eq!(runs[0]["status"], "success");
+    assert_eq!(runs[0]["message"], "hello, after the crash");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn state_commits_on_success_only_and_retries_and_children_follow_results() {
+    let cluster = Cluster::start().await;
+    let counter = cluster.upload("counter").await;
+    let burner = cluster.upload("fuel-burner").await;
+    let hello = cluster.upload("hello").await;
+
+    let count = cluster
+        .create(json!({ "name": "count", "module_digest": counter }))
+        .await;
+    let first = cluster.trigger(count, json!({})).await;
+    assert_eq!(
+        cluster.run(first).await["message"],
+        "count=1 instance_runs=1"
+    );
+    let failing = cluster.trigger(count, json!({ "param": "fail" })).await;
+    assert_eq!(cluster.run(failing).await["status"], "failed");
+    let third = cluster.trigger(count, json!({})).await;
+    assert!(
+        cluster.run(third).await["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("count=2 "),
+        "the failed run's write was not committed"
+    );
+
+    let retried = cluster
+        .create(
+            json!({ "name": "retried", "module_digest": burner, "param": "not-a-number",
+                        "retry_count": 2, "retry_interval_ms": 300 }),
+        )
+        .await;
+    cluster.trigger(retried, json!({})).await;
+    let runs = cluster.wait_runs(retried, 3).await;
+    assert_eq!(runs.len(), 3, "{runs:?}");
+    let kinds: Vec<&str> = runs.iter().map(|r| r["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["manual", "retry", "retry"]);
+    let attempts: Vec<i64> = runs
+        .iter()
+        .map(|r| r["attempt"].as_i64().unwrap())
+        .collect();
+    assert_eq!(attempts, [0, 1, 2]);
+    let gap = |a: &Value, b: &Value| {
+        b["scheduled_at_ms"].as_i64().unwrap() - a["finished_at_ms"].as_i64().unwrap()
+    };
+    assert!(
+        gap(&runs[0], &runs[1]) >= 290,
+        "first retry after the interval"
+    );
+    assert!(
+        gap(&runs[1], &runs[2]) >= 590,
+        "second retry after twice the interval (backoff)"
+    );
+
+    let child = cluster
+        .create(json!({ "name": "child", "module_digest": hello, "param": "from parent" }))
+        .await;
+    let parent = cluster
+        .create(json!({ "name": "parent", "module_digest": hello, "children": [child] }))
+        .await;
+    cluster.trigger(parent, json!({})).await;
+    let child_runs = cluster.wait_runs(child, 1).await;
+    assert_eq!(child_runs[0]["kind"], "parent");
+    assert_eq!(child_runs[0]["message"], "hello, from parent");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_is_refused_with_the_field_named_and_nothing_stored() {
+    let cluster = Cluster::start().await;
+    let hello = cluster.upload("hello").await;
+    let cases = [
+        (
+            json!({ "schedule_type": "CRON", "schedule_conf": "61 * * * * ?" }),
+            "schedule_conf",
+            "invalid cron expression",
+        ),
+        (
+            json!({ "schedule_type": "CRON", "schedule_conf": "* * *" }),
+            "schedule_conf",
+            "has 3 fields",
+        ),
+        (
+            json!({ "schedule_type": "CRON", "schedule_conf": "0 * * * *", "time_zone": "Moon/Base" }),
+            "time_zone",
+            "unknown time zone",
+        ),
+        (
+            json!({ "route": "SOMEWHERE" }),
+            "route",
+            "unknown route strategy",
+        ),
+        (
+            json!({ "block_strategy": "PANIC" }),
+            "block_strategy",
+            "unknown block strategy",
+        ),
+        (
+            json!({ "misfire": "FIRE_ALL" }),
+            "misfire",
+            "unknown misfire strategy",
+        ),
+        (
+            json!({ "schedule_type": "FIX_RATE", "schedule_conf": "-10" }),
+            "schedule_conf",
+            "negative",
+        ),
+        (
+            json!({ "schedule_type": "FIX_DELAY", "schedule_conf": "9999d" }),
+            "schedule_conf",
+            "maximum",
+        ),
+        (
+            json!({ "schedule_type": "WEEKLY" }),
+            "schedule_type",
+            "unknown schedule type",
+        ),
+        (json!({ "timeout_ms": 0 }), "timeout_ms", "between"),
+        (
+            json!({ "module_digest": "0".repeat(64) }),
+            "module_digest",
+            "no module",
+        ),
+        (json!({ "children": [999] }), "children", "does not exist"),
+    ];
+    for (overrides, field, message) in cases {
+        let mut spec = json!({ "name": "bad", "module_digest": hello });
+        for (key, value) in overrides.as_object().unwrap() {
+            spec[key] = value.clone();
+        }
+        let (status, body) = cluster
+            .call(reqwest::Method::POST, "/api/v1/jobs", Some(spec))
+            .await;
+        assert_eq!(status, 400, "{body}");
+        assert_eq!(body["field"], field, "{body}");
+        assert!(
+            body["message"].as_str().unwrap().contains(message),
+            "{body}"
+        );
+    }
+    let (_, unknown_field) = cluster
+        .call(
+            reqwest::Method::POST,
+            "/api/v1/jobs",
+            Some(json!({ "name": "x", "module_digest": hello, "colour": 1 })),
+        )
+        .await;
+    assert!(
+        unknown_field["message"]
+            .as_str()
+            .unwrap()
+            .contains("colour"),
+        "{unknown_field}"
+    );
+    let (_, jobs) = cluster
+        .call(reqwest::Method::GET, "/api/v1/jobs", None)
+        .await;
+    assert_eq!(jobs, json!([]), "nothing was stored");
+
+    let response = cluster
+        .http
+        .get(cluster.url("/api/v1/jobs"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 401);
+    let response = cluster
+        .http
+        .get(cluster.url("/api/v1/jobs"))
+        .bearer_auth("wrong")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 401);
+    let response = cluster
+        .http
+        .post(cluster.url("/api/v1/modules"))
+        .bearer_auth(API_TOKEN)
+        .body(b"\0asm\x01\0\0\0".to_vec())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    assert!(
+        response
+            .text()
+            .await
+            .unwrap()
+            .contains("core WebAssembly module")
+    );
+}
+
+#[test]
+fn a_second_admin_on_the_same_data_dir_is_refused() {
+    let data = tempfile::tempdir().unwrap();
+    let _first = spawn_admin(free_port(), data.path());
+    std::thread::sleep(Duration::from_millis(1500));
+    let second = Command::new(env!("CARGO_BIN_EXE_cronbox"))
+        .args([
+            "admin",
+            "--bind",
+            &free_port().to_string(),
+            "--token",
+            "a",
+            "--executor-token",
+            "b",
+        ])
+        .arg("--data-dir")
+        .arg(data.path())
+        .output()
+        .unwrap();
+    assert_eq!(second.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(
+        stderr.contains("another cronbox admin is using the data directory"),
+        "{stderr}"
+    );
+}
