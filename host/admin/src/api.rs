@@ -48,6 +48,8 @@ pub(crate) fn router(state: Arc<AdminState>, max_module_bytes: usize) -> Router 
         .route("/api/v1/jobs/{id}/next-fires", get(next_fires))
         .route("/api/v1/jobs/{id}/runs", get(job_runs))
         .route("/api/v1/runs/{id}", get(get_run))
+        .route("/api/v1/runs/{id}/kill", post(kill_run))
+        .route("/api/v1/runs/{id}/log", get(run_log))
         .layer(middleware::from_fn_with_state(state.clone(), user_auth));
     Router::new()
         .merge(executors)
@@ -428,4 +430,81 @@ async fn get_run(
         .await?
         .map(Json)
         .ok_or_else(|| Failure::new(StatusCode::NOT_FOUND, "unknown_run", format!("no run {id}")))
+}
+
+async fn known_run(state: &AdminState, id: i64) -> Result<crate::store::RunRow, Failure> {
+    state
+        .scheduler
+        .store()
+        .run(id)
+        .await?
+        .ok_or_else(|| Failure::new(StatusCode::NOT_FOUND, "unknown_run", format!("no run {id}")))
+}
+
+async fn kill_run(
+    State(state): State<Arc<AdminState>>,
+    Path(id): Path<i64>,
+) -> Result<impl IntoResponse, Failure> {
+    let run = known_run(&state, id).await?;
+    if run.status != crate::store::status::DISPATCHED {
+        return Err(Failure::new(
+            StatusCode::CONFLICT,
+            "not_running",
+            format!("run {id} is {}, not running", run.status),
+        ));
+    }
+    let killed =
+        state.scheduler.kill(&run).await.map_err(|error| {
+            Failure::new(StatusCode::BAD_GATEWAY, "executor_unreachable", error)
+        })?;
+    Ok(Json(serde_json::json!({ "run_id": id, "killed": killed })))
+}
+
+#[derive(Debug, Deserialize)]
+struct LogParams {
+    #[serde(default)]
+    offset: usize,
+    #[serde(default = "thousand")]
+    limit: usize,
+}
+
+fn thousand() -> usize {
+    1000
+}
+
+/// A run's log by line offset: forwarded to its executor while it runs,
+/// read from the store once it ended.
+async fn run_log(
+    State(state): State<Arc<AdminState>>,
+    Path(id): Path<i64>,
+    Query(params): Query<LogParams>,
+) -> Result<impl IntoResponse, Failure> {
+    let run = known_run(&state, id).await?;
+    let limit = params.limit.min(5000);
+    if run.status == crate::store::status::DISPATCHED {
+        let page = state
+            .scheduler
+            .live_log(&run, params.offset, limit)
+            .await
+            .map_err(|error| {
+                Failure::new(StatusCode::BAD_GATEWAY, "executor_unreachable", error)
+            })?;
+        return Ok(Json(page));
+    }
+    let stored = state
+        .scheduler
+        .store()
+        .run_log(id)
+        .await?
+        .unwrap_or_default();
+    let lines: Vec<cronbox_protocol::LogLine> = serde_json::from_str(&stored).unwrap_or_default();
+    let start = params.offset.min(lines.len());
+    let end = start.saturating_add(limit).min(lines.len());
+    let finished = run.status != crate::store::status::PENDING;
+    Ok(Json(cronbox_protocol::LogResponse {
+        run_id: id as u64,
+        lines: lines[start..end].to_vec(),
+        next_offset: end,
+        finished: finished && end == lines.len(),
+    }))
 }

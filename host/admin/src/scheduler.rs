@@ -37,6 +37,9 @@ pub struct SchedulerConfig {
     pub max_dispatches: usize,
     /// Timeout of one dispatch request.
     pub dispatch_timeout: Duration,
+    /// A dispatched run whose executor is dead and that has had no result
+    /// for this long is marked lost (failed), then retried if it may be.
+    pub lost_after: Duration,
     /// Token the admin presents to executors.
     pub executor_token: String,
 }
@@ -48,6 +51,7 @@ impl Default for SchedulerConfig {
             dead_after: Duration::from_secs(90),
             max_dispatches: 256,
             dispatch_timeout: Duration::from_secs(3),
+            lost_after: Duration::from_secs(600),
             executor_token: String::new(),
         }
     }
@@ -157,15 +161,110 @@ impl Scheduler {
             }
             Err(error) => tracing::error!(%error, "cannot read pending runs"),
         }
+        let mut last_lost_check = std::time::Instant::now();
         loop {
             if let Err(error) = self.pre_read().await {
                 tracing::warn!(%error, "pre-read failed; retrying");
+            }
+            if last_lost_check.elapsed() >= Duration::from_secs(1) {
+                last_lost_check = std::time::Instant::now();
+                if let Err(error) = self.reap_lost_runs().await {
+                    tracing::warn!(%error, "lost-run check failed");
+                }
             }
             tokio::select! {
                 _ = stop.cancelled() => return,
                 _ = tokio::time::sleep(Duration::from_millis(500)) => {}
             }
         }
+    }
+
+    /// The lost-run monitor: a run dispatched more than `lost_after` ago to
+    /// an executor without a heartbeat for `dead_after` ends as failed
+    /// ("lost"), and is retried if the job's retries allow.
+    async fn reap_lost_runs(self: &Arc<Self>) -> Result<(), StoreError> {
+        let now = now_ms();
+        let dispatched_before = now - self.config.lost_after.as_millis() as i64;
+        let alive_since = now - self.config.dead_after.as_millis() as i64;
+        for run in self.store.lost_runs(dispatched_before, alive_since).await? {
+            let message = format!(
+                "lost: executor {} stopped beating and no result came",
+                run.executor.as_deref().unwrap_or("?")
+            );
+            let ended = self
+                .store
+                .finish_run(
+                    run.id,
+                    false,
+                    "lost",
+                    500,
+                    &message,
+                    "",
+                    None,
+                    None,
+                    &Default::default(),
+                    now,
+                )
+                .await?;
+            if ended {
+                tracing::warn!(run = run.id, "{message}");
+                self.after_failure(&run).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Forwards a kill to the executor running `run`.
+    pub async fn kill(&self, run: &RunRow) -> Result<bool, String> {
+        let Some(executor) = &run.executor else {
+            return Err("the run was not dispatched to an executor".to_owned());
+        };
+        let response = self
+            .http
+            .post(format!("{executor}{}", executor_paths::KILL))
+            .bearer_auth(&self.config.executor_token)
+            .json(&cronbox_protocol::KillCommand::Run {
+                run_id: run.id as u64,
+            })
+            .send()
+            .await
+            .map_err(|error| format!("{executor}: {error}"))?;
+        let answer: cronbox_protocol::KillResponse = response
+            .json()
+            .await
+            .map_err(|error| format!("{executor} answered badly: {error}"))?;
+        Ok(answer.killed.contains(&(run.id as u64)))
+    }
+
+    /// A running run's log from its executor, by line offset.
+    pub async fn live_log(
+        &self,
+        run: &RunRow,
+        offset: usize,
+        limit: usize,
+    ) -> Result<cronbox_protocol::LogResponse, String> {
+        let Some(executor) = &run.executor else {
+            return Err("the run was not dispatched to an executor".to_owned());
+        };
+        let response = self
+            .http
+            .post(format!("{executor}{}", executor_paths::LOG))
+            .bearer_auth(&self.config.executor_token)
+            .json(&cronbox_protocol::LogQuery {
+                run_id: run.id as u64,
+                offset,
+                limit,
+            })
+            .send()
+            .await
+            .map_err(|error| format!("{executor}: {error}"))?;
+        if !response.status().is_success() {
+            return Err(format!("{executor} answered {}", response.status()));
+        }
+        response
+            .json()
+            .await
+            .map_err(|error| format!("{executor} answered badly: {error}"))
     }
 
     /// One pass: claim every fire due within the pre-read window.
@@ -240,6 +339,24 @@ impl Scheduler {
             self.fail(run, "the job no longer exists").await?;
             return Ok(());
         };
+        if run.kind == "schedule" && !job.enabled {
+            // Written ahead by the pre-read, but the job was stopped since.
+            self.store
+                .finish_run(
+                    run.id,
+                    false,
+                    "rejected",
+                    500,
+                    "not run: the job was stopped before this fire",
+                    "",
+                    None,
+                    None,
+                    &Default::default(),
+                    now,
+                )
+                .await?;
+            return Ok(());
+        }
         let addresses = match addresses {
             Some(addresses) => addresses,
             None => {

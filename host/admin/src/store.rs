@@ -651,6 +651,37 @@ impl Store {
         Ok(true)
     }
 
+    /// Runs dispatched before `dispatched_before_ms` to an executor that has
+    /// not beaten since `alive_since_ms` (the lost-run monitor's query).
+    pub async fn lost_runs(
+        &self,
+        dispatched_before_ms: i64,
+        alive_since_ms: i64,
+    ) -> Result<Vec<RunRow>, StoreError> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            run_columns!(),
+            " FROM run WHERE status = $1 AND dispatched_at_ms < $2 AND NOT EXISTS \
+             (SELECT 1 FROM registry WHERE registry.address = run.executor \
+              AND registry.updated_at_ms >= $3)"
+        ))
+        .bind(status::DISPATCHED)
+        .bind(dispatched_before_ms)
+        .bind(alive_since_ms)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(run_from_row).collect::<Result<_, _>>()?)
+    }
+
+    /// A finished run's stored log (JSON lines), if any.
+    pub async fn run_log(&self, run_id: i64) -> Result<Option<String>, StoreError> {
+        Ok(sqlx::query("SELECT log FROM run WHERE id = $1")
+            .bind(run_id)
+            .fetch_optional(&self.pool)
+            .await?
+            .and_then(|row| row.get::<Option<String>, _>("log")))
+    }
+
     /// A job's durable state.
     pub async fn job_state(&self, job_id: i64) -> Result<HashMap<String, String>, StoreError> {
         Ok(

@@ -42,6 +42,9 @@ pub struct AdminArgs {
     /// An executor without a heartbeat for this long is dead.
     #[arg(long, default_value = "90s", value_parser = humantime::parse_duration)]
     dead_after: Duration,
+    /// A run on a dead executor with no result for this long is marked lost.
+    #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
+    lost_after: Duration,
 }
 
 pub fn main(args: AdminArgs) -> anyhow::Result<ExitCode> {
@@ -59,6 +62,7 @@ pub fn main(args: AdminArgs) -> anyhow::Result<ExitCode> {
         scheduler: SchedulerConfig {
             pre_read: args.pre_read,
             dead_after: args.dead_after,
+            lost_after: args.lost_after,
             ..SchedulerConfig::default()
         },
         max_request_bytes: 64 << 20,

@@ -32,10 +32,15 @@ impl Drop for Process {
 }
 
 fn spawn_admin(bind: SocketAddr, data_dir: &Path) -> Process {
+    spawn_admin_with(bind, data_dir, &[])
+}
+
+fn spawn_admin_with(bind: SocketAddr, data_dir: &Path, extra: &[&str]) -> Process {
     Process(
         Command::new(env!("CARGO_BIN_EXE_cronbox"))
             .args(["admin", "--bind", &bind.to_string(), "--token", API_TOKEN])
             .args(["--executor-token", EXEC_TOKEN, "--pre-read", "5s"])
+            .args(extra)
             .arg("--data-dir")
             .arg(data_dir)
             .stdout(Stdio::null())
@@ -63,20 +68,28 @@ fn spawn_executor(bind: SocketAddr, admin: SocketAddr, data_dir: &Path) -> Proce
 struct Cluster {
     admin_addr: SocketAddr,
     admin: Option<Process>,
-    _executor: Process,
+    executor: Option<Process>,
     data: tempfile::TempDir,
     http: reqwest::Client,
 }
 
 impl Cluster {
     async fn start() -> Cluster {
+        Cluster::start_with(&[]).await
+    }
+
+    async fn start_with(admin_args: &[&str]) -> Cluster {
         let data = tempfile::tempdir().unwrap();
         let admin_addr = free_port();
-        let admin = spawn_admin(admin_addr, &data.path().join("admin"));
+        let admin = spawn_admin_with(admin_addr, &data.path().join("admin"), admin_args);
         let cluster = Cluster {
             admin_addr,
             admin: Some(admin),
-            _executor: spawn_executor(free_port(), admin_addr, &data.path().join("executor")),
+            executor: Some(spawn_executor(
+                free_port(),
+                admin_addr,
+                &data.path().join("executor"),
+            )),
             data,
             http: reqwest::Client::new(),
         };
@@ -654,5 +667,191 @@ fn a_second_admin_on_the_same_data_dir_is_refused() {
     assert!(
         stderr.contains("another cronbox admin is using the data directory"),
         "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn misfires_after_downtime_follow_each_strategy() {
+    let mut cluster = Cluster::start().await;
+    let hello = cluster.upload("hello").await;
+    let mut jobs = Vec::new();
+    for misfire in ["DO_NOTHING", "FIRE_ONCE_NOW"] {
+        let job = cluster
+            .create(
+                json!({ "name": misfire, "module_digest": hello, "schedule_type": "CRON",
+                            "schedule_conf": "* * * * * ?", "misfire": misfire,
+                            "misfire_threshold_ms": 2000 }),
+            )
+            .await;
+        let warm = cluster.trigger(job, json!({})).await;
+        cluster.run(warm).await;
+        cluster
+            .call(
+                reqwest::Method::POST,
+                &format!("/api/v1/jobs/{job}/start"),
+                None,
+            )
+            .await;
+        jobs.push(job);
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    drop(cluster.admin.take()); // SIGKILL: down for longer than pre-read + threshold
+    tokio::time::sleep(Duration::from_secs(9)).await;
+    cluster.admin = Some(spawn_admin(
+        cluster.admin_addr,
+        &cluster.data.path().join("admin"),
+    ));
+    cluster.wait_until_up().await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    for job in &jobs {
+        cluster
+            .call(
+                reqwest::Method::POST,
+                &format!("/api/v1/jobs/{job}/stop"),
+                None,
+            )
+            .await;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    let misfires = |runs: &[Value]| runs.iter().filter(|r| r["kind"] == "misfire").count();
+    let largest_gap = |runs: &[Value]| {
+        let mut times: Vec<i64> = runs
+            .iter()
+            .filter(|r| r["kind"] == "schedule")
+            .map(|r| r["scheduled_at_ms"].as_i64().unwrap())
+            .collect();
+        times.sort();
+        times.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0)
+    };
+    let nothing = cluster.runs(jobs[0]).await;
+    assert_eq!(
+        misfires(&nothing),
+        0,
+        "DO_NOTHING fires nothing for the missed seconds"
+    );
+    assert!(
+        largest_gap(&nothing) >= 3000,
+        "the missed seconds were skipped: {nothing:?}"
+    );
+    let once = cluster.runs(jobs[1]).await;
+    assert_eq!(misfires(&once), 1, "FIRE_ONCE_NOW fires once: {once:?}");
+    for runs in [&nothing, &once] {
+        let mut seen = std::collections::HashSet::new();
+        for run in runs.iter().filter(|r| r["kind"] == "schedule") {
+            assert!(
+                seen.insert(run["scheduled_at_ms"].as_i64().unwrap()),
+                "fired twice: {run}"
+            );
+        }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64;
+        assert!(
+            runs.iter()
+                .all(|r| r["status"] != "pending"
+                    || r["scheduled_at_ms"].as_i64().unwrap() > now - 1000),
+            "every run written before the crash was dispatched: {runs:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_is_killed_and_its_log_read_through_the_admin() {
+    let cluster = Cluster::start().await;
+    let runaway = cluster.upload("runaway").await;
+    let job = cluster
+        .create(json!({ "name": "spin", "module_digest": runaway }))
+        .await;
+    let run = cluster.trigger(job, json!({})).await;
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let (status, page) = cluster
+            .call(
+                reqwest::Method::GET,
+                &format!("/api/v1/runs/{run}/log?offset=0"),
+                None,
+            )
+            .await;
+        if status == 200
+            && page["lines"]
+                .as_array()
+                .is_some_and(|lines| !lines.is_empty())
+        {
+            assert_eq!(page["lines"][0]["text"], "spinning forever");
+            assert_eq!(page["finished"], false, "read live from the executor");
+            break;
+        }
+        assert!(Instant::now() < deadline, "no live log: {page}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (status, killed) = cluster
+        .call(
+            reqwest::Method::POST,
+            &format!("/api/v1/runs/{run}/kill"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{killed}");
+    assert_eq!(killed["killed"], true);
+    let ended = cluster.run(run).await;
+    assert_eq!(ended["outcome"], "killed");
+    let (_, stored) = cluster
+        .call(
+            reqwest::Method::GET,
+            &format!("/api/v1/runs/{run}/log"),
+            None,
+        )
+        .await;
+    assert_eq!(stored["lines"][0]["text"], "spinning forever");
+    assert_eq!(stored["finished"], true, "read from the store once ended");
+    let (status, again) = cluster
+        .call(
+            reqwest::Method::POST,
+            &format!("/api/v1/runs/{run}/kill"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 409, "{again}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_lost_with_its_executor_is_failed_and_retried_elsewhere() {
+    let mut cluster = Cluster::start_with(&["--dead-after", "2s", "--lost-after", "1s"]).await;
+    let sleeper = cluster.upload("sleeper").await;
+    let job = cluster
+        .create(
+            json!({ "name": "lost", "module_digest": sleeper, "param": "3000", "retry_count": 1 }),
+        )
+        .await;
+    let run = cluster.trigger(job, json!({})).await;
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let (_, row) = cluster
+            .call(reqwest::Method::GET, &format!("/api/v1/runs/{run}"), None)
+            .await;
+        if row["status"] == "dispatched" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never dispatched: {row}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    drop(cluster.executor.take()); // SIGKILL the executor mid-run
+    let _second = spawn_executor(
+        free_port(),
+        cluster.admin_addr,
+        &cluster.data.path().join("executor-2"),
+    );
+    let lost = cluster.run(run).await;
+    assert_eq!(lost["status"], "failed");
+    assert_eq!(lost["outcome"], "lost", "{lost}");
+    let runs = cluster.wait_runs(job, 2).await;
+    let retry = &runs[1];
+    assert_eq!(retry["kind"], "retry");
+    assert_eq!(retry["status"], "success", "{retry}");
+    assert_ne!(
+        retry["executor"], lost["executor"],
+        "retried on the live executor"
     );
 }
