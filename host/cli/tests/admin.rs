@@ -855,3 +855,133 @@ async fn a_run_lost_with_its_executor_is_failed_and_retried_elsewhere() {
         "retried on the live executor"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn routing_over_three_executors() {
+    let mut cluster = Cluster::start().await;
+    let mut others = Vec::new();
+    for i in 2..=3 {
+        others.push(spawn_executor(
+            free_port(),
+            cluster.admin_addr,
+            &cluster.data.path().join(format!("executor-{i}")),
+        ));
+    }
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    let hello = cluster.upload("hello").await;
+    let sharded = cluster.upload("sharded").await;
+    let sleeper = cluster.upload("sleeper").await;
+    // Learn the three addresses, sorted as the admin sorts them.
+    let probe = cluster
+        .create(json!({ "name": "probe", "module_digest": hello, "route": "SHARDING_BROADCAST" }))
+        .await;
+    cluster.trigger(probe, json!({})).await;
+    let mut addresses: Vec<String> = cluster
+        .wait_runs(probe, 3)
+        .await
+        .iter()
+        .map(|r| r["executor"].as_str().unwrap().to_owned())
+        .collect();
+    addresses.sort();
+    addresses.dedup();
+    assert_eq!(addresses.len(), 3, "{addresses:?}");
+
+    let executor_of = |run: &Value| run["executor"].as_str().unwrap().to_owned();
+    let once = |route: &'static str, digest: &str, param: &str| json!({ "name": route, "module_digest": digest, "route": route, "param": param });
+
+    let broadcast = cluster
+        .create(once("SHARDING_BROADCAST", &sharded, ""))
+        .await;
+    cluster.trigger(broadcast, json!({})).await;
+    let shards = cluster.wait_runs(broadcast, 3).await;
+    let mut seen: Vec<(i64, String, String)> = shards
+        .iter()
+        .map(|r| {
+            (
+                r["shard_index"].as_i64().unwrap(),
+                executor_of(r),
+                r["message"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    seen.sort();
+    for (i, (index, executor, message)) in seen.iter().enumerate() {
+        assert_eq!(*index, i as i64);
+        assert_eq!(*executor, addresses[i], "shard i goes to the i-th executor");
+        assert_eq!(*message, format!("shard {i}/3"));
+    }
+
+    for (route, expected) in [("FIRST", &addresses[0]), ("LAST", &addresses[2])] {
+        let job = cluster.create(once(route, &hello, "")).await;
+        let run = cluster.trigger(job, json!({})).await;
+        assert_eq!(executor_of(&cluster.run(run).await), *expected, "{route}");
+    }
+
+    let hashed = cluster.create(once("CONSISTENT_HASH", &hello, "")).await;
+    let run = cluster.trigger(hashed, json!({})).await;
+    let expected = cronbox_admin::routing::consistent_hash_pick(hashed as u64, &addresses).unwrap();
+    assert_eq!(executor_of(&cluster.run(run).await), *expected);
+
+    for route in ["ROUND", "LEAST_FREQUENTLY_USED", "LEAST_RECENTLY_USED"] {
+        let job = cluster.create(once(route, &hello, "")).await;
+        let mut used = Vec::new();
+        for _ in 0..3 {
+            let run = cluster.trigger(job, json!({})).await;
+            used.push(executor_of(&cluster.run(run).await));
+        }
+        used.sort();
+        assert_eq!(
+            used, addresses,
+            "{route} spreads three runs over three executors"
+        );
+    }
+    let random = cluster.create(once("RANDOM", &hello, "")).await;
+    let run = cluster.trigger(random, json!({})).await;
+    assert!(addresses.contains(&executor_of(&cluster.run(run).await)));
+
+    // BUSYOVER: the first executor is busy with this job, the next is idle.
+    let busy = cluster.create(once("BUSYOVER", &sleeper, "2000")).await;
+    let first = cluster.trigger(busy, json!({})).await;
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let (_, row) = cluster
+            .call(reqwest::Method::GET, &format!("/api/v1/runs/{first}"), None)
+            .await;
+        if row["status"] == "dispatched" {
+            break;
+        }
+        assert!(Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let second = cluster.trigger(busy, json!({})).await;
+    let (first, second) = (cluster.run(first).await, cluster.run(second).await);
+    assert_eq!(executor_of(&first), addresses[0]);
+    assert_eq!(
+        executor_of(&second),
+        addresses[1],
+        "BUSYOVER skipped the busy executor"
+    );
+
+    // FAILOVER: the three executors die (they stay registered until
+    // --dead-after), a fourth starts; FAILOVER walks the list calling beat
+    // and skips the dead ones.
+    let failover = cluster.create(once("FAILOVER", &hello, "")).await;
+    drop(cluster.executor.take());
+    others.clear();
+    let survivor_addr = free_port();
+    let _survivor = spawn_executor(
+        survivor_addr,
+        cluster.admin_addr,
+        &cluster.data.path().join("executor-4"),
+    );
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    let run = cluster.trigger(failover, json!({})).await;
+    let run = cluster.run(run).await;
+    assert_eq!(run["status"], "success", "{run}");
+    assert_eq!(
+        executor_of(&run),
+        format!("http://{survivor_addr}"),
+        "FAILOVER skipped the dead executors"
+    );
+}
