@@ -1,10 +1,17 @@
 //! The harness end-to-end tests share.
 //!
+//! [`PostgresServer`] is a real PostgreSQL started for a test (see
+//! `postgres.rs`).
+//!
 //! [`StandInAdmin`] is a real HTTP server on loopback that speaks the admin
 //! side of the executor protocol: it records registrations and callbacks,
 //! serves modules by digest, checks the token, and can be made unavailable
 //! (503) to test spooling and retries. The real admin replaces it in the
 //! tests of the admin itself.
+
+mod postgres;
+
+pub use postgres::PostgresServer;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;

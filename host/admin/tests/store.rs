@@ -1,0 +1,202 @@
+//! The store's guarantees on both engines: a real SQLite file and a real
+//! PostgreSQL server started by the test.
+#![allow(clippy::unwrap_used)] // in tests a failed unwrap is a failed test
+
+use cronbox_admin::store::{JobRow, NewRun, Store, StoreError, status};
+use cronbox_tests::PostgresServer;
+
+fn job() -> JobRow {
+    JobRow {
+        id: 0,
+        tenant: "default".into(),
+        group_name: "default".into(),
+        name: "job".into(),
+        module_digest: "a".repeat(64),
+        schedule_type: "CRON".into(),
+        schedule_conf: "* * * * * ?".into(),
+        time_zone: "UTC".into(),
+        misfire: "DO_NOTHING".into(),
+        misfire_threshold_ms: 5000,
+        route: "FIRST".into(),
+        block_strategy: "SERIAL_EXECUTION".into(),
+        max_concurrency: 1,
+        timeout_ms: 1000,
+        fuel: None,
+        memory_bytes: 1 << 20,
+        retry_count: 0,
+        retry_interval_ms: 0,
+        children: String::new(),
+        param: String::new(),
+        enabled: true,
+        next_fire_at_ms: Some(1_000),
+    }
+}
+
+fn fire(job_id: i64, at: i64) -> NewRun {
+    NewRun {
+        job_id,
+        kind: "schedule",
+        scheduled_at_ms: at,
+        shard_index: 0,
+        shard_total: 1,
+        attempt: 0,
+        param: String::new(),
+        module_digest: "a".repeat(64),
+    }
+}
+
+/// Every guarantee, on one store.
+async fn guarantees(store: &Store) {
+    let id = store.insert_job(&job(), 0).await.unwrap();
+
+    // A claim moves the next fire and writes the runs atomically.
+    let claimed = store
+        .claim_fires(
+            id,
+            1_000,
+            Some(3_000),
+            &[fire(id, 1_000), fire(id, 2_000)],
+            10,
+        )
+        .await
+        .unwrap();
+    assert_eq!(claimed.map(|ids| ids.len()), Some(2));
+    // A second admin with the same stale view loses the claim.
+    let stale = store
+        .claim_fires(id, 1_000, Some(3_000), &[fire(id, 1_000)], 10)
+        .await
+        .unwrap();
+    assert_eq!(stale, None, "the conditional update refuses a stale claim");
+    // Even a claim that wins cannot write a fire twice: the unique key.
+    let again = store
+        .claim_fires(
+            id,
+            3_000,
+            Some(4_000),
+            &[fire(id, 2_000), fire(id, 3_000)],
+            10,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        again.map(|ids| ids.len()),
+        Some(1),
+        "the duplicate fire was dropped"
+    );
+    let runs = store.runs_of_job(id).await.unwrap();
+    let times: Vec<i64> = runs.iter().map(|r| r.scheduled_at_ms).collect();
+    assert_eq!(times, [1_000, 2_000, 3_000]);
+    assert!(runs.iter().all(|r| r.status == status::PENDING));
+    assert_eq!(store.pending_runs().await.unwrap().len(), 3);
+
+    // Dispatch is claimed once.
+    let run = runs[0].id;
+    assert!(store.mark_dispatched(run, "http://e1", 20).await.unwrap());
+    assert!(!store.mark_dispatched(run, "http://e2", 21).await.unwrap());
+
+    // A result ends a run once; state is committed with success only.
+    let mut changes = cronbox_protocol::StateChanges::new();
+    changes.insert("count".into(), Some("1".into()));
+    assert!(
+        store
+            .finish_run(
+                run,
+                true,
+                "success",
+                200,
+                "ok",
+                "[]",
+                Some("http://e1"),
+                Some(25),
+                &changes,
+                30
+            )
+            .await
+            .unwrap()
+    );
+    let mut later = cronbox_protocol::StateChanges::new();
+    later.insert("count".into(), Some("99".into()));
+    assert!(
+        !store
+            .finish_run(
+                run, false, "failed", 500, "late", "[]", None, None, &later, 40
+            )
+            .await
+            .unwrap(),
+        "a second result for a finished run changes nothing"
+    );
+    let failed = runs[1].id;
+    assert!(
+        store
+            .finish_run(
+                failed, false, "failed", 500, "no", "[]", None, None, &later, 50
+            )
+            .await
+            .unwrap()
+    );
+    let state = store.job_state(id).await.unwrap();
+    assert_eq!(
+        state.get("count").map(String::as_str),
+        Some("1"),
+        "failed run's write not committed"
+    );
+    let ended = store.run(run).await.unwrap().unwrap();
+    assert_eq!(
+        (ended.status.as_str(), ended.message.as_deref()),
+        (status::SUCCESS, Some("ok"))
+    );
+
+    // Registry: sorted, alive ones only.
+    store
+        .registry_beat("default", "http://b", 100)
+        .await
+        .unwrap();
+    store
+        .registry_beat("default", "http://a", 100)
+        .await
+        .unwrap();
+    store
+        .registry_beat("default", "http://old", 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.group_addresses("default", 50).await.unwrap(),
+        ["http://a", "http://b"]
+    );
+    store.registry_remove("default", "http://a").await.unwrap();
+    assert_eq!(
+        store.group_addresses("default", 50).await.unwrap(),
+        ["http://b"]
+    );
+}
+
+#[tokio::test]
+async fn sqlite_keeps_every_guarantee() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_sqlite(dir.path()).await.unwrap();
+    guarantees(&store).await;
+    let second = Store::open_sqlite(dir.path()).await;
+    assert!(
+        matches!(second, Err(StoreError::Locked(_))),
+        "one admin per data dir"
+    );
+}
+
+#[tokio::test]
+async fn postgres_keeps_every_guarantee() {
+    let server = PostgresServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    guarantees(&store).await;
+    // Migrations are idempotent: a second admin connects to the same schema.
+    let other = Store::connect(&server.url()).await.unwrap();
+    assert_eq!(other.jobs().await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_bad_database_url_is_refused_clearly() {
+    let error = Store::connect("mysql://nope").await.unwrap_err();
+    assert!(
+        error.to_string().contains("unsupported database URL"),
+        "{error}"
+    );
+}

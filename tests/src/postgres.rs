@@ -1,0 +1,175 @@
+//! A real PostgreSQL server for tests: `initdb` into a temp dir, started on
+//! a free loopback port, stopped and removed on drop. When the tests run as
+//! root the server runs as the `postgres` system user (PostgreSQL refuses
+//! root).
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A PostgreSQL server owned by a test.
+#[derive(Debug)]
+pub struct PostgresServer {
+    port: u16,
+    child: Child,
+    dir: PathBuf,
+}
+
+fn bin_dir() -> PathBuf {
+    let mut versions: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|entry| entry.path().join("bin"))
+                .collect()
+        })
+        .unwrap_or_default();
+    versions.sort();
+    versions
+        .pop()
+        .filter(|dir| dir.join("initdb").exists())
+        .expect("PostgreSQL server binaries (Debian package postgresql-15) are needed: apt-get install postgresql-15")
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find(|line| line.starts_with("Uid:"))
+                .and_then(|line| line.split_whitespace().nth(2).map(|uid| uid == "0"))
+        })
+        .unwrap_or(false)
+}
+
+fn command(program: &Path) -> Command {
+    if is_root() {
+        let mut command = Command::new("runuser");
+        command.args(["-u", "postgres", "--"]).arg(program);
+        command
+    } else {
+        Command::new(program)
+    }
+}
+
+impl PostgresServer {
+    /// Initialises and starts a server; blocks until it accepts connections.
+    pub fn start() -> PostgresServer {
+        let bin = bin_dir();
+        let dir = std::env::temp_dir().join(format!(
+            "cronbox-pg-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0)
+        ));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        if is_root() {
+            let status = Command::new("chown")
+                .args(["-R", "postgres:postgres"])
+                .arg(&dir)
+                .status()
+                .expect("chown");
+            assert!(
+                status.success(),
+                "cannot give the temp dir to the postgres user"
+            );
+        }
+        let data = dir.join("data");
+        let output = command(&bin.join("initdb"))
+            .arg("-D")
+            .arg(&data)
+            .args(["-U", "cronbox", "--auth=trust", "-E", "UTF8", "--no-sync"])
+            .output()
+            .expect("initdb runs");
+        assert!(
+            output.status.success(),
+            "initdb failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .expect("a free port")
+            .port();
+        let child = command(&bin.join("postgres"))
+            .arg("-D")
+            .arg(&data)
+            .args(["-p", &port.to_string(), "-c", "listen_addresses=127.0.0.1"])
+            .arg("-k")
+            .arg(&dir)
+            .args([
+                "-c",
+                "fsync=off",
+                "-c",
+                "synchronous_commit=off",
+                "-c",
+                "max_connections=200",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("postgres starts");
+        let server = PostgresServer { port, child, dir };
+        server.wait_ready(&bin);
+        server
+    }
+
+    fn wait_ready(&self, bin: &Path) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let ready = Command::new(bin.join("pg_isready"))
+                .args([
+                    "-h",
+                    "127.0.0.1",
+                    "-p",
+                    &self.port.to_string(),
+                    "-U",
+                    "cronbox",
+                ])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|status| status.success());
+            if ready {
+                return;
+            }
+            assert!(Instant::now() < deadline, "PostgreSQL did not become ready");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// The connection URL of the `postgres` database as user `cronbox`.
+    pub fn url(&self) -> String {
+        format!("postgres://cronbox@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// Creates a fresh database and returns its URL.
+    pub fn create_database(&self, name: &str) -> String {
+        let bin = bin_dir();
+        let status = Command::new(bin.join("createdb"))
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-U",
+                "cronbox",
+                name,
+            ])
+            .status()
+            .expect("createdb runs");
+        assert!(status.success(), "createdb {name} failed");
+        format!("postgres://cronbox@127.0.0.1:{}/{name}", self.port)
+    }
+}
+
+impl Drop for PostgresServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
