@@ -21,7 +21,7 @@ use serde::de::DeserializeOwned;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::jobs::{JobSpec, schedule_of};
+use crate::jobs::{JobSpec, child_cycle, schedule_of};
 use crate::scheduler::{Scheduler, now_ms};
 use crate::store::StoreError;
 
@@ -41,7 +41,7 @@ pub(crate) fn router(state: Arc<AdminState>, max_module_bytes: usize) -> Router 
     let users = Router::new()
         .route("/api/v1/modules", post(upload_module))
         .route("/api/v1/jobs", post(create_job).get(list_jobs))
-        .route("/api/v1/jobs/{id}", get(get_job))
+        .route("/api/v1/jobs/{id}", get(get_job).put(update_job))
         .route("/api/v1/jobs/{id}/start", post(start_job))
         .route("/api/v1/jobs/{id}/stop", post(stop_job))
         .route("/api/v1/jobs/{id}/trigger", post(trigger_job))
@@ -279,6 +279,57 @@ async fn create_job(
     let id = store.insert_job(&row, now_ms()).await?;
     let job = store.job(id).await?;
     Ok((StatusCode::CREATED, Json(job)))
+}
+
+/// Replaces a job's definition. Children must exist and must not form a
+/// cycle; a running job's next fire is recomputed from now.
+async fn update_job(
+    State(state): State<Arc<AdminState>>,
+    Path(id): Path<i64>,
+    ApiJson(spec): ApiJson<JobSpec>,
+) -> Result<impl IntoResponse, Failure> {
+    let store = state.scheduler.store();
+    let current = store.job(id).await?.ok_or_else(|| unknown_job(id))?;
+    let (row, schedule) = spec.validate(&current.tenant).map_err(|invalid| {
+        Failure::new(StatusCode::BAD_REQUEST, "invalid_job", invalid.message).field(invalid.field)
+    })?;
+    if store.module(&row.module_digest).await?.is_none() {
+        return Err(Failure::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_job",
+            format!("no module {} was uploaded", row.module_digest),
+        )
+        .field("module_digest"));
+    }
+    let all = store.jobs().await?;
+    for child in &spec.children {
+        if !all.iter().any(|job| job.id == *child) {
+            return Err(Failure::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_job",
+                format!("child job {child} does not exist"),
+            )
+            .field("children"));
+        }
+    }
+    if let Some(cycle) = child_cycle(id, &spec.children, &all) {
+        let path: Vec<String> = cycle.iter().map(i64::to_string).collect();
+        return Err(Failure::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_job",
+            format!("child jobs would form a cycle: {}", path.join(" → ")),
+        )
+        .field("children"));
+    }
+    let next = if current.enabled {
+        schedule
+            .first_fire(chrono::Utc::now())
+            .map(|at| at.timestamp_millis())
+    } else {
+        None
+    };
+    store.update_job(id, &row, next, now_ms()).await?;
+    Ok(Json(store.job(id).await?))
 }
 
 async fn list_jobs(State(state): State<Arc<AdminState>>) -> Result<impl IntoResponse, Failure> {

@@ -240,3 +240,40 @@ pub fn children_of(job: &JobRow) -> Vec<i64> {
         .filter_map(|id| id.trim().parse().ok())
         .collect()
 }
+
+/// The first cycle the child links would form if job `id` had `children`,
+/// as the list of job ids around it; `None` if there is none.
+pub fn child_cycle(id: i64, children: &[i64], jobs: &[JobRow]) -> Option<Vec<i64>> {
+    let links: std::collections::HashMap<i64, Vec<i64>> = jobs
+        .iter()
+        .map(|job| {
+            (
+                job.id,
+                if job.id == id {
+                    children.to_vec()
+                } else {
+                    children_of(job)
+                },
+            )
+        })
+        .chain(std::iter::once((id, children.to_vec())))
+        .collect();
+    // Depth-first from `id`, remembering the path.
+    let mut stack = vec![(id, vec![id])];
+    let mut seen = std::collections::HashSet::new();
+    while let Some((job, path)) = stack.pop() {
+        for child in links.get(&job).into_iter().flatten() {
+            if *child == id {
+                let mut cycle = path.clone();
+                cycle.push(id);
+                return Some(cycle);
+            }
+            if seen.insert(*child) {
+                let mut next = path.clone();
+                next.push(*child);
+                stack.push((*child, next));
+            }
+        }
+    }
+    None
+}

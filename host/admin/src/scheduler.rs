@@ -76,7 +76,48 @@ pub struct Scheduler {
     router: Router,
     http: reqwest::Client,
     config: SchedulerConfig,
-    dispatch_slots: Arc<Semaphore>,
+    /// Dispatch slots of jobs whose dispatches are quick.
+    fast_slots: Arc<Semaphore>,
+    /// Dispatch slots of jobs whose dispatches were often slow this minute,
+    /// so that they cannot hold up the others (xxl-job's slow pool).
+    slow_slots: Arc<Semaphore>,
+    slow_jobs: std::sync::Mutex<SlowJobs>,
+}
+
+/// A dispatch slower than this counts against its job.
+const SLOW_DISPATCH: Duration = Duration::from_millis(500);
+/// More slow dispatches than this in a minute move a job to the slow pool.
+const SLOW_DISPATCHES_PER_MINUTE: u32 = 10;
+
+/// Per-job counts of slow dispatches in the current minute.
+#[derive(Debug, Default)]
+pub struct SlowJobs {
+    minute: i64,
+    counts: std::collections::HashMap<i64, u32>,
+}
+
+impl SlowJobs {
+    fn roll(&mut self, now_ms: i64) {
+        let minute = now_ms / 60_000;
+        if minute != self.minute {
+            self.minute = minute;
+            self.counts.clear();
+        }
+    }
+
+    /// Records how long a dispatch of `job` took.
+    pub fn record(&mut self, job: i64, took: Duration, now_ms: i64) {
+        self.roll(now_ms);
+        if took > SLOW_DISPATCH {
+            *self.counts.entry(job).or_default() += 1;
+        }
+    }
+
+    /// Whether `job` belongs in the slow pool now.
+    pub fn is_slow(&mut self, job: i64, now_ms: i64) -> bool {
+        self.roll(now_ms);
+        self.counts.get(&job).is_some_and(|count| *count > SLOW_DISPATCHES_PER_MINUTE)
+    }
 }
 
 /// FAILOVER and BUSYOVER checks over HTTP.
@@ -132,7 +173,9 @@ impl Scheduler {
             .build()
             .unwrap_or_default();
         Arc::new(Scheduler {
-            dispatch_slots: Arc::new(Semaphore::new(config.max_dispatches)),
+            fast_slots: Arc::new(Semaphore::new(config.max_dispatches)),
+            slow_slots: Arc::new(Semaphore::new((config.max_dispatches / 4).max(1))),
+            slow_jobs: std::sync::Mutex::new(SlowJobs::default()),
             store,
             router: Router::default(),
             http,
@@ -319,13 +362,29 @@ impl Scheduler {
             if wait > 0 {
                 tokio::time::sleep(Duration::from_millis(wait as u64)).await;
             }
-            let Ok(_slot) = self.dispatch_slots.clone().acquire_owned().await else {
-                return;
-            };
-            if let Err(error) = self.dispatch(&run, None).await {
-                tracing::error!(run = run.id, %error, "dispatch failed");
-            }
+            self.dispatch_in_pool(&run, None).await;
         });
+    }
+
+    /// Dispatches in the job's pool (fast or slow), timing it.
+    async fn dispatch_in_pool(self: &Arc<Self>, run: &RunRow, addresses: Option<Vec<String>>) {
+        let slow = self
+            .slow_jobs
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .is_slow(run.job_id, now_ms());
+        let slots = if slow { &self.slow_slots } else { &self.fast_slots };
+        let Ok(_slot) = slots.clone().acquire_owned().await else {
+            return;
+        };
+        let started = std::time::Instant::now();
+        if let Err(error) = self.dispatch(run, addresses).await {
+            tracing::error!(run = run.id, %error, "dispatch failed");
+        }
+        self.slow_jobs
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .record(run.job_id, started.elapsed(), now_ms());
     }
 
     /// Routes and sends a run; records the trigger failure as the run's end.
@@ -655,14 +714,7 @@ impl Scheduler {
             .await?;
         if let Some(run) = self.store.run(id).await? {
             let scheduler = self.clone();
-            tokio::spawn(async move {
-                let Ok(_slot) = scheduler.dispatch_slots.clone().acquire_owned().await else {
-                    return;
-                };
-                if let Err(error) = scheduler.dispatch(&run, addresses).await {
-                    tracing::error!(run = run.id, %error, "dispatch failed");
-                }
-            });
+            tokio::spawn(async move { scheduler.dispatch_in_pool(&run, addresses).await });
         }
         Ok(id)
     }
@@ -724,4 +776,24 @@ pub fn plan_fires(
         };
     }
     (fires, next)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn often_slow_jobs_move_to_the_slow_pool_for_the_minute() {
+        let mut slow = SlowJobs::default();
+        let minute = 60_000 * 1_000;
+        for _ in 0..SLOW_DISPATCHES_PER_MINUTE {
+            slow.record(7, Duration::from_millis(800), minute);
+            slow.record(8, Duration::from_millis(10), minute);
+        }
+        assert!(!slow.is_slow(7, minute), "ten slow dispatches are tolerated");
+        slow.record(7, Duration::from_millis(800), minute + 1);
+        assert!(slow.is_slow(7, minute + 1));
+        assert!(!slow.is_slow(8, minute + 1), "fast jobs stay fast");
+        assert!(!slow.is_slow(7, minute + 60_000), "counts reset every minute");
+    }
 }

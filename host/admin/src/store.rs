@@ -242,6 +242,18 @@ impl Store {
                 Backend::Sqlite => 4,
                 Backend::Postgres => 16,
             })
+            .after_connect(move |conn, _| {
+                Box::pin(async move {
+                    if backend == Backend::Sqlite {
+                        // WAL with NORMAL sync: a commit survives a process
+                        // crash; only an OS crash may lose the newest ones.
+                        sqlx::query("PRAGMA synchronous = NORMAL")
+                            .execute(&mut *conn)
+                            .await?;
+                    }
+                    Ok(())
+                })
+            })
             .connect(url)
             .await?;
         match backend {
@@ -412,6 +424,48 @@ impl Store {
         .fetch_one(&self.pool)
         .await?;
         Ok(row.try_get("id")?)
+    }
+
+    /// Replaces a job's definition (keeping whether it is enabled); its next
+    /// fire is `next_fire_at_ms`.
+    pub async fn update_job(
+        &self,
+        id: i64,
+        job: &JobRow,
+        next_fire_at_ms: Option<i64>,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE job SET group_name = $1, name = $2, module_digest = $3, schedule_type = $4, \
+             schedule_conf = $5, time_zone = $6, misfire = $7, misfire_threshold_ms = $8, route = $9, \
+             block_strategy = $10, max_concurrency = $11, timeout_ms = $12, fuel = $13, \
+             memory_bytes = $14, retry_count = $15, retry_interval_ms = $16, children = $17, \
+             param = $18, next_fire_at_ms = $19, updated_at_ms = $20 WHERE id = $21",
+        )
+        .bind(&job.group_name)
+        .bind(&job.name)
+        .bind(&job.module_digest)
+        .bind(&job.schedule_type)
+        .bind(&job.schedule_conf)
+        .bind(&job.time_zone)
+        .bind(&job.misfire)
+        .bind(job.misfire_threshold_ms)
+        .bind(&job.route)
+        .bind(&job.block_strategy)
+        .bind(job.max_concurrency)
+        .bind(job.timeout_ms)
+        .bind(job.fuel)
+        .bind(job.memory_bytes)
+        .bind(job.retry_count)
+        .bind(job.retry_interval_ms)
+        .bind(&job.children)
+        .bind(&job.param)
+        .bind(next_fire_at_ms)
+        .bind(now_ms)
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
     }
 
     /// A job by id.

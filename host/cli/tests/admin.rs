@@ -985,3 +985,63 @@ async fn routing_over_three_executors() {
         "FAILOVER skipped the dead executors"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_saved_child_cycle_is_refused() {
+    let cluster = Cluster::start().await;
+    let hello = cluster.upload("hello").await;
+    let a = cluster
+        .create(json!({ "name": "a", "module_digest": hello }))
+        .await;
+    let b = cluster
+        .create(json!({ "name": "b", "module_digest": hello, "children": [a] }))
+        .await;
+    let c = cluster
+        .create(json!({ "name": "c", "module_digest": hello, "children": [b] }))
+        .await;
+    // a → c would close a → c → b → a.
+    let (status, body) = cluster
+        .call(
+            reqwest::Method::PUT,
+            &format!("/api/v1/jobs/{a}"),
+            Some(json!({ "name": "a", "module_digest": hello, "children": [c] })),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["field"], "children");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("{a} → {c} → {b} → {a}")),
+        "{body}"
+    );
+    let (_, stored) = cluster
+        .call(reqwest::Method::GET, &format!("/api/v1/jobs/{a}"), None)
+        .await;
+    assert_eq!(stored["children"], "", "nothing was changed");
+    // A job that is its own child is a cycle too.
+    let (status, _) = cluster
+        .call(
+            reqwest::Method::PUT,
+            &format!("/api/v1/jobs/{c}"),
+            Some(json!({ "name": "c", "module_digest": hello, "children": [c] })),
+        )
+        .await;
+    assert_eq!(status, 400);
+    // A chain without a cycle is saved.
+    let (status, saved) = cluster
+        .call(
+            reqwest::Method::PUT,
+            &format!("/api/v1/jobs/{a}"),
+            Some(json!({ "name": "a2", "module_digest": hello, "param": "renamed" })),
+        )
+        .await;
+    assert_eq!(status, 200, "{saved}");
+    assert_eq!(saved["name"], "a2");
+    // The chain c → b → a runs on success.
+    cluster.trigger(c, json!({})).await;
+    let runs = cluster.wait_runs(a, 1).await;
+    assert_eq!(runs[0]["kind"], "parent");
+    assert_eq!(runs[0]["message"], "hello, renamed");
+}

@@ -1,0 +1,184 @@
+//! End-to-end firing throughput and lateness: one admin (SQLite) and one
+//! executor in this process, on loopback, N jobs with a seconds cron
+//! (`* * * * * ?`) running the trivial `hello` job.
+//!
+//!     cargo bench -p cronbox-tests --bench firing [-- JOBS SECONDS]...
+//!
+//! For each (jobs, seconds) round it prints runs/s, start lateness
+//! (scheduled → execution start, from the run table) p50/p99/max, and the
+//! lost (a second with no run) and duplicate (a second with two) counts.
+#![allow(clippy::unwrap_used)] // a benchmark: any failure should stop it loudly
+
+use std::collections::HashMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use cronbox_admin::{AdminConfig, Database, SchedulerConfig, Store};
+use cronbox_example_jobs as jobs;
+use cronbox_executor::ExecutorConfig;
+use serde_json::{Value, json};
+
+const API: &str = "bench-api";
+const EXEC: &str = "bench-exec";
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+async fn round(job_count: usize, seconds: i64) {
+    let data = tempfile::tempdir().unwrap();
+    let admin_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let admin = cronbox_admin::start(AdminConfig {
+        bind: admin_port,
+        database: Database::Sqlite(data.path().join("admin")),
+        api_token: API.into(),
+        executor_token: EXEC.into(),
+        scheduler: SchedulerConfig {
+            max_dispatches: 512,
+            ..SchedulerConfig::default()
+        },
+        max_request_bytes: 64 << 20,
+    })
+    .await
+    .unwrap();
+    let admin_url = format!("http://{}", admin.local_addr());
+    let mut executor_config = ExecutorConfig::new(
+        "127.0.0.1:0".parse().unwrap(),
+        vec![admin_url.clone()],
+        EXEC.into(),
+        data.path().join("executor"),
+    );
+    executor_config.beat_interval = Duration::from_secs(1);
+    executor_config.runtime.max_instances = (job_count as u32 + 64).max(64);
+    let executor = cronbox_executor::start(executor_config).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+
+    let http = reqwest::Client::new();
+    let digest: Value = http
+        .post(format!("{admin_url}/api/v1/modules"))
+        .bearer_auth(API)
+        .body(jobs::bytes("hello"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let digest = digest["digest"].as_str().unwrap().to_owned();
+    let mut ids = Vec::with_capacity(job_count);
+    for i in 0..job_count {
+        let job: Value = http
+            .post(format!("{admin_url}/api/v1/jobs"))
+            .bearer_auth(API)
+            .json(
+                &json!({ "name": format!("bench-{i}"), "module_digest": digest,
+                           "schedule_type": "CRON", "schedule_conf": "* * * * * ?" }),
+            )
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        ids.push(job["id"].as_i64().unwrap());
+    }
+    for id in &ids {
+        http.post(format!("{admin_url}/api/v1/jobs/{id}/start"))
+            .bearer_auth(API)
+            .send()
+            .await
+            .unwrap();
+    }
+    // Measure whole seconds, after a warm-up (first runs compile nothing
+    // but create each job's instance).
+    let begin = (now_ms() / 1000 + 5) * 1000;
+    let end = begin + seconds * 1000;
+    tokio::time::sleep(Duration::from_millis((end - now_ms() + 200).max(0) as u64)).await;
+    for id in &ids {
+        http.post(format!("{admin_url}/api/v1/jobs/{id}/stop"))
+            .bearer_auth(API)
+            .send()
+            .await
+            .unwrap();
+    }
+    tokio::time::sleep(Duration::from_secs(5)).await;
+
+    let url = format!(
+        "sqlite://{}",
+        data.path().join("admin").join("cronbox.db").display()
+    );
+    let store = Store::connect(&url).await.unwrap();
+    let mut per_second: HashMap<(i64, i64), usize> = HashMap::new();
+    let mut lateness = Vec::new();
+    let mut unfinished = 0;
+    for id in &ids {
+        for run in store.runs_of_job(*id).await.unwrap() {
+            if run.kind != "schedule" || run.scheduled_at_ms < begin || run.scheduled_at_ms >= end {
+                continue;
+            }
+            *per_second.entry((*id, run.scheduled_at_ms)).or_default() += 1;
+            match run.started_at_ms {
+                Some(started) if run.status == "success" => {
+                    lateness.push(started - run.scheduled_at_ms)
+                }
+                _ => unfinished += 1,
+            }
+        }
+    }
+    let expected = job_count as i64 * seconds;
+    let fired = per_second.len() as i64;
+    let duplicates: usize = per_second.values().map(|n| n - 1).sum();
+    lateness.sort();
+    let pct = |p: f64| {
+        lateness
+            .get(((lateness.len() as f64 - 1.0) * p).round() as usize)
+            .copied()
+            .unwrap_or(-1)
+    };
+    println!(
+        "| {job_count:>5} | {seconds:>3} s | {:>8.0} | {:>5} ms | {:>5} ms | {:>6} ms | {:>5} | {duplicates:>4} | {unfinished:>4} |",
+        lateness.len() as f64 / seconds as f64,
+        pct(0.50),
+        pct(0.99),
+        lateness.last().copied().unwrap_or(-1),
+        expected - fired,
+    );
+    executor.shutdown().await;
+    admin.shutdown().await;
+}
+
+fn main() {
+    let args: Vec<i64> = std::env::args()
+        .skip(1)
+        .filter_map(|arg| arg.parse().ok())
+        .collect();
+    let rounds: Vec<(usize, i64)> = if args.len() >= 2 {
+        args.chunks(2)
+            .map(|pair| (pair[0] as usize, pair[1]))
+            .collect()
+    } else {
+        vec![(1000, 60), (2000, 30)]
+    };
+    let threads = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    threads.block_on(async {
+        println!("Seconds-cron firing, one admin (SQLite) + one executor, trivial job\n");
+        println!(
+            "| jobs  | for   | runs/s   | late p50 | p99      | max       | lost  | dup  | not ok |"
+        );
+        println!(
+            "|-------|-------|----------|----------|----------|-----------|-------|------|--------|"
+        );
+        for (jobs, seconds) in rounds {
+            round(jobs, seconds).await;
+        }
+    });
+}
