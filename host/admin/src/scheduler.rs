@@ -82,7 +82,14 @@ pub struct Scheduler {
     /// so that they cannot hold up the others (xxl-job's slow pool).
     slow_slots: Arc<Semaphore>,
     slow_jobs: std::sync::Mutex<SlowJobs>,
+    /// Each group's live addresses, read at most once per second.
+    addresses:
+        std::sync::Mutex<std::collections::HashMap<String, (std::time::Instant, Vec<String>)>>,
 }
+
+/// How long a group's address list is reused before the registry is read
+/// again.
+const ADDRESS_CACHE: Duration = Duration::from_secs(1);
 
 /// A dispatch slower than this counts against its job.
 const SLOW_DISPATCH: Duration = Duration::from_millis(500);
@@ -116,7 +123,9 @@ impl SlowJobs {
     /// Whether `job` belongs in the slow pool now.
     pub fn is_slow(&mut self, job: i64, now_ms: i64) -> bool {
         self.roll(now_ms);
-        self.counts.get(&job).is_some_and(|count| *count > SLOW_DISPATCHES_PER_MINUTE)
+        self.counts
+            .get(&job)
+            .is_some_and(|count| *count > SLOW_DISPATCHES_PER_MINUTE)
     }
 }
 
@@ -176,6 +185,7 @@ impl Scheduler {
             fast_slots: Arc::new(Semaphore::new(config.max_dispatches)),
             slow_slots: Arc::new(Semaphore::new((config.max_dispatches / 4).max(1))),
             slow_jobs: std::sync::Mutex::new(SlowJobs::default()),
+            addresses: std::sync::Mutex::new(std::collections::HashMap::new()),
             store,
             router: Router::default(),
             http,
@@ -345,9 +355,9 @@ impl Scheduler {
                 .claim_fires(job.id, expected, next, &runs, now)
                 .await?
             {
-                for id in ids {
-                    if let Some(run) = self.store.run(id).await? {
-                        self.clone().dispatch_at(run);
+                for (id, fire) in ids.into_iter().zip(&runs) {
+                    if let Some(id) = id {
+                        self.clone().dispatch_at(written_run(id, fire, now));
                     }
                 }
             }
@@ -373,7 +383,11 @@ impl Scheduler {
             .lock()
             .unwrap_or_else(|poison| poison.into_inner())
             .is_slow(run.job_id, now_ms());
-        let slots = if slow { &self.slow_slots } else { &self.fast_slots };
+        let slots = if slow {
+            &self.slow_slots
+        } else {
+            &self.fast_slots
+        };
         let Ok(_slot) = slots.clone().acquire_owned().await else {
             return;
         };
@@ -418,12 +432,7 @@ impl Scheduler {
         }
         let addresses = match addresses {
             Some(addresses) => addresses,
-            None => {
-                let alive_since = now - self.config.dead_after.as_millis() as i64;
-                self.store
-                    .group_addresses(&job.group_name, alive_since)
-                    .await?
-            }
+            None => self.live_addresses(&job.group_name, now).await?,
         };
         let strategy: RouteStrategy = job.route.parse().unwrap_or(RouteStrategy::First);
         let probe = HttpProbe {
@@ -449,6 +458,30 @@ impl Scheduler {
             self.send(&job, &run, &address).await?;
         }
         Ok(())
+    }
+
+    /// The group's live addresses, from a cache refreshed every second.
+    async fn live_addresses(&self, group: &str, now: i64) -> Result<Vec<String>, StoreError> {
+        let cached = self
+            .addresses
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .get(group)
+            .filter(|(read_at, _)| read_at.elapsed() < ADDRESS_CACHE)
+            .map(|(_, addresses)| addresses.clone());
+        if let Some(addresses) = cached {
+            return Ok(addresses);
+        }
+        let alive_since = now - self.config.dead_after.as_millis() as i64;
+        let addresses = self.store.group_addresses(group, alive_since).await?;
+        self.addresses
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .insert(
+                group.to_owned(),
+                (std::time::Instant::now(), addresses.clone()),
+            );
+        Ok(addresses)
     }
 
     /// SHARDING_BROADCAST: the run becomes shard 0 of n, and n-1 sibling
@@ -720,6 +753,30 @@ impl Scheduler {
     }
 }
 
+/// The row of a run just written (saves reading it back).
+fn written_run(id: i64, run: &NewRun, now: i64) -> RunRow {
+    RunRow {
+        id,
+        job_id: run.job_id,
+        kind: run.kind.to_owned(),
+        scheduled_at_ms: run.scheduled_at_ms,
+        shard_index: run.shard_index,
+        shard_total: run.shard_total,
+        attempt: run.attempt,
+        param: run.param.clone(),
+        status: crate::store::status::PENDING.to_owned(),
+        executor: None,
+        module_digest: run.module_digest.clone(),
+        outcome: None,
+        code: None,
+        message: None,
+        created_at_ms: now,
+        dispatched_at_ms: None,
+        started_at_ms: None,
+        finished_at_ms: None,
+    }
+}
+
 /// The stored kind as a static string (run rows keep it as text).
 fn static_kind(kind: &str) -> &'static str {
     match kind {
@@ -790,10 +847,16 @@ mod tests {
             slow.record(7, Duration::from_millis(800), minute);
             slow.record(8, Duration::from_millis(10), minute);
         }
-        assert!(!slow.is_slow(7, minute), "ten slow dispatches are tolerated");
+        assert!(
+            !slow.is_slow(7, minute),
+            "ten slow dispatches are tolerated"
+        );
         slow.record(7, Duration::from_millis(800), minute + 1);
         assert!(slow.is_slow(7, minute + 1));
         assert!(!slow.is_slow(8, minute + 1), "fast jobs stay fast");
-        assert!(!slow.is_slow(7, minute + 60_000), "counts reset every minute");
+        assert!(
+            !slow.is_slow(7, minute + 60_000),
+            "counts reset every minute"
+        );
     }
 }

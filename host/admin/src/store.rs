@@ -238,8 +238,11 @@ impl Store {
             return Err(StoreError::UnsupportedUrl(url.to_owned()));
         };
         let pool = AnyPoolOptions::new()
+            // SQLite has one writer: a single connection queues statements
+            // in the pool instead of contending for the lock and sleeping in
+            // SQLite's busy handler.
             .max_connections(match backend {
-                Backend::Sqlite => 4,
+                Backend::Sqlite => 1,
                 Backend::Postgres => 16,
             })
             .after_connect(move |conn, _| {
@@ -526,10 +529,10 @@ impl Store {
 
     /// Claims a job's fires: moves its next fire from `expected_next` to
     /// `new_next` and writes `fires` as pending runs, in one transaction.
-    /// Returns the ids of the runs written, or `None` when another admin
-    /// claimed them first (the job's next fire had already moved). The
-    /// unique key on (job, scheduled time, shard) drops any fire that
-    /// already exists.
+    /// Returns, for each fire, the id of the run written (`None` for a fire
+    /// that already existed: the unique key on (job, scheduled time, shard)
+    /// drops it), or `None` overall when another admin claimed first (the
+    /// job's next fire had already moved).
     pub async fn claim_fires(
         &self,
         job_id: i64,
@@ -537,7 +540,7 @@ impl Store {
         new_next: Option<i64>,
         fires: &[NewRun],
         now_ms: i64,
-    ) -> Result<Option<Vec<i64>>, StoreError> {
+    ) -> Result<Option<Vec<Option<i64>>>, StoreError> {
         let mut tx = self.pool.begin().await?;
         let moved = sqlx::query(
             "UPDATE job SET next_fire_at_ms = $1 WHERE id = $2 AND enabled = 1 AND next_fire_at_ms = $3",
@@ -553,9 +556,7 @@ impl Store {
         }
         let mut ids = Vec::with_capacity(fires.len());
         for fire in fires {
-            if let Some(id) = insert_run(&mut tx, fire, now_ms, true).await? {
-                ids.push(id);
-            }
+            ids.push(insert_run(&mut tx, fire, now_ms, true).await?);
         }
         tx.commit().await?;
         Ok(Some(ids))
