@@ -40,6 +40,8 @@ pub(crate) fn router(state: Arc<AdminState>, max_module_bytes: usize) -> Router 
         .layer(middleware::from_fn_with_state(state.clone(), executor_auth));
     let users = Router::new()
         .route("/api/v1/modules", post(upload_module))
+        .route("/api/v1/groups", get(list_groups))
+        .route("/api/v1/groups/{name}", axum::routing::put(put_group))
         .route("/api/v1/jobs", post(create_job).get(list_jobs))
         .route("/api/v1/jobs/{id}", get(get_job).put(update_job))
         .route("/api/v1/jobs/{id}/start", post(start_job))
@@ -558,4 +560,71 @@ async fn run_log(
         next_offset: end,
         finished: finished && end == lines.len(),
     }))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GroupSpec {
+    /// `AUTO` (executors that register) or `MANUAL` (the listed addresses).
+    address_type: String,
+    #[serde(default)]
+    addresses: Vec<String>,
+}
+
+async fn put_group(
+    State(state): State<Arc<AdminState>>,
+    Path(name): Path<String>,
+    ApiJson(spec): ApiJson<GroupSpec>,
+) -> Result<impl IntoResponse, Failure> {
+    let kind = spec.address_type.to_ascii_uppercase();
+    if kind != "AUTO" && kind != "MANUAL" {
+        return Err(Failure::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_group",
+            format!(
+                "unknown address_type {:?}: use AUTO or MANUAL",
+                spec.address_type
+            ),
+        )
+        .field("address_type"));
+    }
+    if kind == "MANUAL" && spec.addresses.is_empty() {
+        return Err(Failure::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_group",
+            "a MANUAL group needs addresses",
+        )
+        .field("addresses"));
+    }
+    if let Some(bad) = spec.addresses.iter().find(|address| {
+        !(address.starts_with("http://") || address.starts_with("https://"))
+            || address.contains(',')
+    }) {
+        return Err(Failure::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_group",
+            format!("address {bad:?} is not an http(s) URL"),
+        )
+        .field("addresses"));
+    }
+    state
+        .scheduler
+        .store()
+        .put_group(&name, &kind, &spec.addresses)
+        .await?;
+    Ok(Json(
+        serde_json::json!({ "name": name, "address_type": kind, "addresses": spec.addresses }),
+    ))
+}
+
+async fn list_groups(State(state): State<Arc<AdminState>>) -> Result<impl IntoResponse, Failure> {
+    let groups: Vec<serde_json::Value> = state
+        .scheduler
+        .store()
+        .groups()
+        .await?
+        .into_iter()
+        .map(|(name, kind, addresses)| serde_json::json!({ "name": name, "address_type": kind, "addresses": addresses }))
+        .collect();
+    Ok(Json(groups))
 }

@@ -238,11 +238,10 @@ impl Store {
             return Err(StoreError::UnsupportedUrl(url.to_owned()));
         };
         let pool = AnyPoolOptions::new()
-            // SQLite has one writer: a single connection queues statements
-            // in the pool instead of contending for the lock and sleeping in
-            // SQLite's busy handler.
+            // SQLite in WAL reads concurrently; writers wait on each other
+            // through the busy timeout.
             .max_connections(match backend {
-                Backend::Sqlite => 1,
+                Backend::Sqlite => 4,
                 Backend::Postgres => 16,
             })
             .after_connect(move |conn, _| {
@@ -346,6 +345,50 @@ impl Store {
         .collect();
         addresses.sort();
         Ok(addresses)
+    }
+
+    /// Creates or replaces an executor group: `AUTO` (addresses from the
+    /// registry) or `MANUAL` (the given addresses).
+    pub async fn put_group(
+        &self,
+        name: &str,
+        address_type: &str,
+        addresses: &[String],
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO executor_group (name, address_type, addresses) VALUES ($1, $2, $3) \
+             ON CONFLICT (tenant, name) DO UPDATE SET address_type = excluded.address_type, \
+             addresses = excluded.addresses",
+        )
+        .bind(name)
+        .bind(address_type)
+        .bind(addresses.join(","))
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Every configured group: (name, address type, manual addresses).
+    pub async fn groups(&self) -> Result<Vec<(String, String, Vec<String>)>, StoreError> {
+        Ok(
+            sqlx::query("SELECT name, address_type, addresses FROM executor_group ORDER BY name")
+                .fetch_all(&self.pool)
+                .await?
+                .iter()
+                .map(|row| {
+                    let addresses: String = row.get("addresses");
+                    (
+                        row.get("name"),
+                        row.get("address_type"),
+                        addresses
+                            .split(',')
+                            .filter(|a| !a.is_empty())
+                            .map(str::to_owned)
+                            .collect(),
+                    )
+                })
+                .collect(),
+        )
     }
 
     /// Whether `address` beat since `alive_since_ms` in any group.

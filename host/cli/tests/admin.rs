@@ -1045,3 +1045,65 @@ async fn a_saved_child_cycle_is_refused() {
     assert_eq!(runs[0]["kind"], "parent");
     assert_eq!(runs[0]["message"], "hello, renamed");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_manual_group_routes_to_its_listed_addresses() {
+    let cluster = Cluster::start().await;
+    let hello = cluster.upload("hello").await;
+    // A second executor that registers in another group: only the manual
+    // list of group "pinned" may receive its jobs.
+    let pinned_addr = free_port();
+    let _pinned = Process(
+        Command::new(env!("CARGO_BIN_EXE_cronbox"))
+            .args([
+                "executor",
+                "--bind",
+                &pinned_addr.to_string(),
+                "--group",
+                "elsewhere",
+            ])
+            .args([
+                "--admin",
+                &format!("http://{}", cluster.admin_addr),
+                "--token",
+                EXEC_TOKEN,
+            ])
+            .arg("--data-dir")
+            .arg(cluster.data.path().join("pinned"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let (status, body) = cluster
+        .call(
+            reqwest::Method::PUT,
+            "/api/v1/groups/pinned",
+            Some(
+                json!({ "address_type": "MANUAL", "addresses": [format!("http://{pinned_addr}")] }),
+            ),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let job = cluster
+        .create(json!({ "name": "pinned", "group": "pinned", "module_digest": hello }))
+        .await;
+    let run = cluster.trigger(job, json!({})).await;
+    let run = cluster.run(run).await;
+    assert_eq!(run["status"], "success", "{run}");
+    assert_eq!(run["executor"], format!("http://{pinned_addr}"));
+    let (status, body) = cluster
+        .call(
+            reqwest::Method::PUT,
+            "/api/v1/groups/bad",
+            Some(json!({ "address_type": "SOMETIMES" })),
+        )
+        .await;
+    assert_eq!(status, 400);
+    assert_eq!(body["field"], "address_type");
+    let (_, groups) = cluster
+        .call(reqwest::Method::GET, "/api/v1/groups", None)
+        .await;
+    assert_eq!(groups[0]["name"], "pinned");
+}
