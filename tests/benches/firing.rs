@@ -153,6 +153,13 @@ async fn round(job_count: usize, seconds: i64) {
 }
 
 fn main() {
+    // CRONBOX_LOG=warn shows what the admin and executor complain about.
+    if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_env("CRONBOX_LOG") {
+        tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let args: Vec<i64> = std::env::args()
         .skip(1)
         .filter_map(|arg| arg.parse().ok())

@@ -922,7 +922,22 @@ async fn routing_over_three_executors() {
     let expected = cronbox_admin::routing::consistent_hash_pick(hashed as u64, &addresses).unwrap();
     assert_eq!(executor_of(&cluster.run(run).await), *expected);
 
-    for route in ["ROUND", "LEAST_FREQUENTLY_USED", "LEAST_RECENTLY_USED"] {
+    // LFU starts new executors at a random count below the list's size
+    // (as xxl-job does), so it reaches all three within nine runs.
+    let lfu = cluster
+        .create(once("LEAST_FREQUENTLY_USED", &hello, ""))
+        .await;
+    let mut used = std::collections::BTreeSet::new();
+    for _ in 0..9 {
+        let run = cluster.trigger(lfu, json!({})).await;
+        used.insert(executor_of(&cluster.run(run).await));
+    }
+    assert_eq!(
+        used.into_iter().collect::<Vec<_>>(),
+        addresses,
+        "LFU reaches every executor"
+    );
+    for route in ["ROUND", "LEAST_RECENTLY_USED"] {
         let job = cluster.create(once(route, &hello, "")).await;
         let mut used = Vec::new();
         for _ in 0..3 {
