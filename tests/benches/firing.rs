@@ -130,6 +130,21 @@ async fn round(job_count: usize, seconds: i64) {
             }
         }
     }
+    if std::env::var_os("CRONBOX_BENCH_DEBUG").is_some() {
+        let all: Vec<_> = store.runs_of_job(ids[0]).await.unwrap();
+        eprintln!(
+            "debug: job {} has {} runs; window {begin}..{end}; scheduled {:?}",
+            ids[0],
+            all.len(),
+            all.iter().map(|r| (r.scheduled_at_ms - begin, r.status.clone())).collect::<Vec<_>>()
+        );
+        let jobs_now = store.jobs().await.unwrap();
+        eprintln!(
+            "debug: {} jobs, {} enabled",
+            jobs_now.len(),
+            jobs_now.iter().filter(|j| j.enabled).count()
+        );
+    }
     let expected = job_count as i64 * seconds;
     let fired = per_second.len() as i64;
     let duplicates: usize = per_second.values().map(|n| n - 1).sum();

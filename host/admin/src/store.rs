@@ -45,7 +45,12 @@ pub enum Backend {
 /// The database.
 #[derive(Debug, Clone)]
 pub struct Store {
+    /// Reads (SQLite in WAL reads concurrently with the writer).
     pool: AnyPool,
+    /// Writes: a single connection on SQLite, so writers queue in the pool
+    /// instead of colliding on SQLite's lock and sleeping in its busy
+    /// handler; the same pool as reads on PostgreSQL.
+    writer: AnyPool,
     backend: Backend,
     _lock: Option<std::sync::Arc<std::fs::File>>,
 }
@@ -237,38 +242,42 @@ impl Store {
         } else {
             return Err(StoreError::UnsupportedUrl(url.to_owned()));
         };
-        let pool = AnyPoolOptions::new()
-            // SQLite in WAL reads concurrently; writers wait on each other
-            // through the busy timeout.
-            .max_connections(match backend {
-                Backend::Sqlite => 4,
-                Backend::Postgres => 16,
-            })
-            .after_connect(move |conn, _| {
-                Box::pin(async move {
-                    if backend == Backend::Sqlite {
-                        // WAL with NORMAL sync: a commit survives a process
-                        // crash; only an OS crash may lose the newest ones.
-                        sqlx::query("PRAGMA synchronous = NORMAL")
-                            .execute(&mut *conn)
-                            .await?;
-                    }
-                    Ok(())
+        let connect = |connections: u32| {
+            AnyPoolOptions::new()
+                .max_connections(connections)
+                .after_connect(move |conn, _| {
+                    Box::pin(async move {
+                        if backend == Backend::Sqlite {
+                            // WAL with NORMAL sync: a commit survives a
+                            // process crash; only an OS crash may lose the
+                            // newest ones.
+                            sqlx::query("PRAGMA synchronous = NORMAL")
+                                .execute(&mut *conn)
+                                .await?;
+                        }
+                        Ok(())
+                    })
                 })
-            })
-            .connect(url)
-            .await?;
-        match backend {
+                .connect(url)
+        };
+        let (pool, writer) = match backend {
             Backend::Sqlite => {
+                let writer = connect(1).await?;
                 sqlx::query("PRAGMA journal_mode = WAL")
-                    .execute(&pool)
+                    .execute(&writer)
                     .await?;
-                SQLITE_MIGRATIONS.run(&pool).await?;
+                SQLITE_MIGRATIONS.run(&writer).await?;
+                (connect(4).await?, writer)
             }
-            Backend::Postgres => POSTGRES_MIGRATIONS.run(&pool).await?,
-        }
+            Backend::Postgres => {
+                let pool = connect(16).await?;
+                POSTGRES_MIGRATIONS.run(&pool).await?;
+                (pool.clone(), pool)
+            }
+        };
         Ok(Store {
             pool,
+            writer,
             backend,
             _lock: None,
         })
@@ -295,7 +304,7 @@ impl Store {
         .bind(group)
         .bind(address)
         .bind(now_ms)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await?;
         Ok(())
     }
@@ -305,7 +314,7 @@ impl Store {
         sqlx::query("DELETE FROM registry WHERE group_name = $1 AND address = $2")
             .bind(group)
             .bind(address)
-            .execute(&self.pool)
+            .execute(&self.writer)
             .await?;
         Ok(())
     }
@@ -363,7 +372,7 @@ impl Store {
         .bind(name)
         .bind(address_type)
         .bind(addresses.join(","))
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await?;
         Ok(())
     }
@@ -419,7 +428,7 @@ impl Store {
         .bind(content.len() as i64)
         .bind(content.to_vec())
         .bind(now_ms)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await?;
         Ok(())
     }
@@ -467,7 +476,7 @@ impl Store {
         .bind(i64::from(job.enabled))
         .bind(job.next_fire_at_ms)
         .bind(now_ms)
-        .fetch_one(&self.pool)
+        .fetch_one(&self.writer)
         .await?;
         Ok(row.try_get("id")?)
     }
@@ -509,7 +518,7 @@ impl Store {
         .bind(next_fire_at_ms)
         .bind(now_ms)
         .bind(id)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await?;
         Ok(done.rows_affected() == 1)
     }
@@ -550,7 +559,7 @@ impl Store {
         .bind(next_fire_at_ms)
         .bind(now_ms)
         .bind(id)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await?;
         Ok(done.rows_affected() == 1)
     }
@@ -584,7 +593,7 @@ impl Store {
         fires: &[NewRun],
         now_ms: i64,
     ) -> Result<Option<Vec<Option<i64>>>, StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.writer.begin().await?;
         let moved = sqlx::query(
             "UPDATE job SET next_fire_at_ms = $1 WHERE id = $2 AND enabled = 1 AND next_fire_at_ms = $3",
         )
@@ -607,7 +616,7 @@ impl Store {
 
     /// Writes a run outside the schedule (manual, API, retry, parent).
     pub async fn insert_run(&self, run: &NewRun, now_ms: i64) -> Result<i64, StoreError> {
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.writer.acquire().await?;
         let id = insert_run(&mut conn, run, now_ms, false).await?;
         id.ok_or_else(|| StoreError::Database(sqlx::Error::RowNotFound))
     }
@@ -667,7 +676,7 @@ impl Store {
         .bind(now_ms)
         .bind(run_id)
         .bind(status::PENDING)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await?;
         Ok(done.rows_affected() == 1)
     }
@@ -689,7 +698,7 @@ impl Store {
         state_changes: &StateChanges,
         now_ms: i64,
     ) -> Result<bool, StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.writer.begin().await?;
         let done = sqlx::query(
             "UPDATE run SET status = $1, outcome = $2, code = $3, message = $4, log = $5, \
              executor = COALESCE($6, executor), started_at_ms = $7, finished_at_ms = $8 \
