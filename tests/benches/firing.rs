@@ -136,7 +136,9 @@ async fn round(job_count: usize, seconds: i64) {
             "debug: job {} has {} runs; window {begin}..{end}; scheduled {:?}",
             ids[0],
             all.len(),
-            all.iter().map(|r| (r.scheduled_at_ms - begin, r.status.clone())).collect::<Vec<_>>()
+            all.iter()
+                .map(|r| (r.scheduled_at_ms - begin, r.status.clone()))
+                .collect::<Vec<_>>()
         );
         let jobs_now = store.jobs().await.unwrap();
         eprintln!(
