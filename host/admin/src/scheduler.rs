@@ -582,6 +582,12 @@ impl Scheduler {
                     }
                 }
             }
+            Ok(response) if response.status() == reqwest::StatusCode::CONFLICT => {
+                // The executor already has this run: an earlier dispatch
+                // reached it but the admin died before recording it. Its
+                // result will come by callback.
+                self.store.mark_dispatched(run.id, address, now).await?;
+            }
             Ok(response) => {
                 let status = response.status();
                 let body = response.text().await.unwrap_or_default();
