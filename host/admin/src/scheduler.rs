@@ -269,23 +269,12 @@ impl Scheduler {
 
     /// Forwards a kill to the executor running `run`.
     pub async fn kill(&self, run: &RunRow) -> Result<bool, String> {
-        let Some(executor) = &run.executor else {
-            return Err("the run was not dispatched to an executor".to_owned());
+        let command = cronbox_protocol::KillCommand::Run {
+            run_id: run.id as u64,
         };
-        let response = self
-            .http
-            .post(format!("{executor}{}", executor_paths::KILL))
-            .bearer_auth(&self.config.executor_token)
-            .json(&cronbox_protocol::KillCommand::Run {
-                run_id: run.id as u64,
-            })
-            .send()
-            .await
-            .map_err(|error| format!("{executor}: {error}"))?;
-        let answer: cronbox_protocol::KillResponse = response
-            .json()
-            .await
-            .map_err(|error| format!("{executor} answered badly: {error}"))?;
+        let answer: cronbox_protocol::KillResponse = self
+            .ask_executor(run, executor_paths::KILL, &command)
+            .await?;
         Ok(answer.killed.contains(&(run.id as u64)))
     }
 
@@ -296,18 +285,29 @@ impl Scheduler {
         offset: usize,
         limit: usize,
     ) -> Result<cronbox_protocol::LogResponse, String> {
+        let query = cronbox_protocol::LogQuery {
+            run_id: run.id as u64,
+            offset,
+            limit,
+        };
+        self.ask_executor(run, executor_paths::LOG, &query).await
+    }
+
+    /// POSTs `body` to the executor that holds `run` and decodes its answer.
+    async fn ask_executor<B: serde::Serialize, R: serde::de::DeserializeOwned>(
+        &self,
+        run: &RunRow,
+        path: &str,
+        body: &B,
+    ) -> Result<R, String> {
         let Some(executor) = &run.executor else {
             return Err("the run was not dispatched to an executor".to_owned());
         };
         let response = self
             .http
-            .post(format!("{executor}{}", executor_paths::LOG))
+            .post(format!("{executor}{path}"))
             .bearer_auth(&self.config.executor_token)
-            .json(&cronbox_protocol::LogQuery {
-                run_id: run.id as u64,
-                offset,
-                limit,
-            })
+            .json(body)
             .send()
             .await
             .map_err(|error| format!("{executor}: {error}"))?;
