@@ -339,10 +339,17 @@ fn unix_day_of_week(field: &str) -> Result<String, String> {
 /// The first cron fire strictly after `after`, by the DST rule above.
 fn next_cron(cron: &cron::Schedule, zone: Tz, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
     // Walk the expression over naive local wall-clock times (using UTC as a
-    // zone without transitions), starting a little before `after`'s local
-    // time so that a fire shifted out of a DST gap is not missed.
-    let local_after = after.with_timezone(&zone).naive_local();
-    let start = Utc.from_utc_datetime(&(local_after - chrono::Duration::hours(3)));
+    // zone without transitions). A local time L fires at L minus some offset
+    // the zone uses near `after`, so every L that fires after `after` lies
+    // beyond `after` read with the smallest such offset; starting there
+    // keeps a fire shifted out of a DST gap, and costs one candidate when no
+    // change is near.
+    let smallest_offset = [-1, 0, 1]
+        .into_iter()
+        .filter_map(|days| after.checked_add_signed(chrono::Duration::days(days)))
+        .map(|near| zone.offset_from_utc_datetime(&near.naive_utc()).fix())
+        .min_by_key(|offset| offset.local_minus_utc())?;
+    let start = Utc.from_utc_datetime(&(after.naive_utc() + smallest_offset));
     cron.after(&start)
         .take(MAX_CANDIDATES)
         .map(|candidate| local_instant(zone, candidate.naive_utc()))

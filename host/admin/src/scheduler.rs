@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 use crate::jobs::{children_of, schedule_of};
 use crate::routing::{Probe, Route, RouteStrategy, Router};
 use crate::schedule::Schedule;
-use crate::store::{JobRow, NewRun, RunRow, Store, StoreError};
+use crate::store::{DispatchMark, JobRow, NewRun, RunEnd, RunRow, Store, StoreError};
 
 /// Timing settings of the scheduler.
 #[derive(Debug, Clone)]
@@ -85,6 +85,47 @@ pub struct Scheduler {
     /// Each group's live addresses, read at most once per second.
     addresses:
         std::sync::Mutex<std::collections::HashMap<String, (std::time::Instant, Vec<String>)>>,
+    /// Runs accepted by executors, recorded as dispatched in batches by
+    /// [`write_dispatch_marks`] so that a burst of dispatches does not
+    /// queue one write transaction each.
+    marks: tokio::sync::mpsc::UnboundedSender<DispatchMark>,
+    mark_queue: std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<DispatchMark>>>,
+}
+
+/// Most dispatch marks written in one transaction.
+const MARK_BATCH: usize = 1_000;
+
+/// Writes dispatch marks as they come, all those waiting in one
+/// transaction, until `stop`; then writes what is left.
+async fn write_dispatch_marks(
+    store: Store,
+    mut queue: tokio::sync::mpsc::UnboundedReceiver<DispatchMark>,
+    stop: CancellationToken,
+) {
+    let mut batch = Vec::with_capacity(MARK_BATCH);
+    loop {
+        let stopping = tokio::select! {
+            received = queue.recv_many(&mut batch, MARK_BATCH) => received == 0,
+            _ = stop.cancelled() => true,
+        };
+        if stopping {
+            while let Ok(mark) = queue.try_recv() {
+                batch.push(mark);
+            }
+        }
+        if !batch.is_empty()
+            && let Err(error) = store.mark_dispatched_many(&batch).await
+        {
+            // The runs stay pending: their results still end them, and a
+            // restarted admin re-dispatches them (the executor answers
+            // that it already has them).
+            tracing::warn!(%error, count = batch.len(), "cannot record dispatched runs");
+        }
+        batch.clear();
+        if stopping {
+            return;
+        }
+    }
 }
 
 /// How long a group's address list is reused before the registry is read
@@ -181,7 +222,10 @@ impl Scheduler {
             .connect_timeout(Duration::from_secs(1))
             .build()
             .unwrap_or_default();
+        let (marks, mark_queue) = tokio::sync::mpsc::unbounded_channel();
         Arc::new(Scheduler {
+            marks,
+            mark_queue: std::sync::Mutex::new(Some(mark_queue)),
             fast_slots: Arc::new(Semaphore::new(config.max_dispatches)),
             slow_slots: Arc::new(Semaphore::new((config.max_dispatches / 4).max(1))),
             slow_jobs: std::sync::Mutex::new(SlowJobs::default()),
@@ -200,6 +244,18 @@ impl Scheduler {
     /// Runs the pre-read loop until `stop`. First recovers runs written but
     /// not dispatched by an earlier process.
     pub async fn run(self: Arc<Self>, stop: CancellationToken) {
+        let mark_queue = self
+            .mark_queue
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .take();
+        let mark_writer = mark_queue.map(|queue| {
+            tokio::spawn(write_dispatch_marks(
+                self.store.clone(),
+                queue,
+                stop.clone(),
+            ))
+        });
         match self.store.pending_runs().await {
             Ok(pending) => {
                 if !pending.is_empty() {
@@ -226,9 +282,12 @@ impl Scheduler {
                 }
             }
             tokio::select! {
-                _ = stop.cancelled() => return,
+                _ = stop.cancelled() => break,
                 _ = tokio::time::sleep(Duration::from_millis(500)) => {}
             }
+        }
+        if let Some(writer) = mark_writer {
+            let _ = writer.await;
         }
     }
 
@@ -246,19 +305,9 @@ impl Scheduler {
             );
             let ended = self
                 .store
-                .finish_run(
-                    run.id,
-                    false,
-                    "lost",
-                    500,
-                    &message,
-                    "",
-                    None,
-                    None,
-                    &Default::default(),
-                    now,
-                )
-                .await?;
+                .finish_run(&RunEnd::failed(run.id, "lost", &message, now))
+                .await?
+                .is_some();
             if ended {
                 tracing::warn!(run = run.id, "{message}");
                 self.after_failure(&run).await?;
@@ -415,18 +464,12 @@ impl Scheduler {
         if run.kind == "schedule" && !job.enabled {
             // Written ahead by the pre-read, but the job was stopped since.
             self.store
-                .finish_run(
+                .finish_run(&RunEnd::failed(
                     run.id,
-                    false,
                     "rejected",
-                    500,
                     "not run: the job was stopped before this fire",
-                    "",
-                    None,
-                    None,
-                    &Default::default(),
                     now,
-                )
+                ))
                 .await?;
             return Ok(());
         }
@@ -566,7 +609,7 @@ impl Scheduler {
             Ok(response) if response.status().is_success() => {
                 match response.json::<RunResponse>().await {
                     Ok(answer) if answer.accepted => {
-                        self.store.mark_dispatched(run.id, address, now).await?;
+                        self.mark_dispatched(run.id, address, now);
                     }
                     Ok(answer) => {
                         let reason = answer
@@ -586,7 +629,7 @@ impl Scheduler {
                 // The executor already has this run: an earlier dispatch
                 // reached it but the admin died before recording it. Its
                 // result will come by callback.
-                self.store.mark_dispatched(run.id, address, now).await?;
+                self.mark_dispatched(run.id, address, now);
             }
             Ok(response) => {
                 let status = response.status();
@@ -605,6 +648,15 @@ impl Scheduler {
         Ok(())
     }
 
+    /// Queues the record that `address` accepted `run`.
+    fn mark_dispatched(&self, run_id: i64, address: &str, now: i64) {
+        let _ = self.marks.send(DispatchMark {
+            run_id,
+            executor: address.to_owned(),
+            at_ms: now,
+        });
+    }
+
     /// Ends a run that could not be dispatched, then applies the retry
     /// policy.
     async fn fail(self: &Arc<Self>, run: &RunRow, message: &str) -> Result<(), StoreError> {
@@ -616,19 +668,9 @@ impl Scheduler {
         );
         let done = self
             .store
-            .finish_run(
-                run.id,
-                false,
-                "rejected",
-                500,
-                message,
-                "",
-                None,
-                None,
-                &Default::default(),
-                now_ms(),
-            )
-            .await?;
+            .finish_run(&RunEnd::failed(run.id, "rejected", message, now_ms()))
+            .await?
+            .is_some();
         if done {
             self.after_failure(run).await?;
         }
@@ -642,36 +684,43 @@ impl Scheduler {
         self: &Arc<Self>,
         results: Vec<RunResult>,
     ) -> Result<(), StoreError> {
-        for result in results {
-            let Some(run) = self.store.run(result.run_id as i64).await? else {
-                tracing::warn!(run = result.run_id, "result for an unknown run ignored");
+        let now = now_ms();
+        let ends: Vec<RunEnd> = results
+            .into_iter()
+            .map(|result| RunEnd {
+                run_id: result.run_id as i64,
+                success: result.outcome.is_success(),
+                outcome: result.outcome.kind().as_str().to_owned(),
+                code: i64::from(result.code),
+                message: result.outcome.message(),
+                log: serde_json::to_string(&result.log).unwrap_or_default(),
+                executor: Some(result.executor),
+                started_at_ms: (result.started_at_ms > 0).then_some(result.started_at_ms),
+                state_changes: result.state_changes,
+                finished_at_ms: now,
+            })
+            .collect();
+        // One transaction for the batch; a repeated callback finds its run
+        // already ended and changes nothing.
+        let ended = self.store.finish_runs(&ends).await?;
+        let mut jobs: std::collections::HashMap<i64, Option<JobRow>> =
+            std::collections::HashMap::new();
+        for (run, end) in ended.into_iter().zip(&ends) {
+            let Some(run) = run else {
                 continue;
             };
-            let success = result.outcome.is_success();
-            let log = serde_json::to_string(&result.log).unwrap_or_default();
-            let started = (result.started_at_ms > 0).then_some(result.started_at_ms);
-            let changed = self
-                .store
-                .finish_run(
-                    run.id,
-                    success,
-                    result.outcome.kind().as_str(),
-                    i64::from(result.code),
-                    &result.outcome.message(),
-                    &log,
-                    Some(&result.executor),
-                    started,
-                    &result.state_changes,
-                    now_ms(),
-                )
-                .await?;
-            if !changed {
-                continue; // a repeated callback: the run already ended
-            }
-            let Some(job) = self.store.job(run.job_id).await? else {
+            let job = match jobs.get(&run.job_id) {
+                Some(job) => job.clone(),
+                None => {
+                    let job = self.store.job(run.job_id).await?;
+                    jobs.insert(run.job_id, job.clone());
+                    job
+                }
+            };
+            let Some(job) = job else {
                 continue;
             };
-            if success {
+            if end.success {
                 for child in children_of(&job) {
                     if let Err(error) = self.trigger(child, "parent", None, None).await {
                         tracing::warn!(child, %error, "child job not triggered");
@@ -680,9 +729,8 @@ impl Scheduler {
             } else {
                 self.after_failure(&run).await?;
             }
-            if let Ok(Schedule::FixDelay(_)) = schedule_of(&job)
+            if let Ok(schedule @ Schedule::FixDelay(_)) = schedule_of(&job)
                 && job.enabled
-                && let Ok(schedule) = schedule_of(&job)
                 && let Some(next) = schedule.after_completion(instant(now_ms()))
             {
                 self.store

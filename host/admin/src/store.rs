@@ -189,6 +189,49 @@ pub struct NewRun {
     pub module_digest: String,
 }
 
+/// A run accepted by an executor, to be recorded as dispatched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DispatchMark {
+    pub run_id: i64,
+    pub executor: String,
+    pub at_ms: i64,
+}
+
+/// How a run ended, to be recorded once.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunEnd {
+    pub run_id: i64,
+    pub success: bool,
+    /// The outcome kind (`success`, `failed`, `timeout`, `lost`, ...).
+    pub outcome: String,
+    pub code: i64,
+    pub message: String,
+    /// The run's log as JSON lines.
+    pub log: String,
+    /// The executor that ran it, when known.
+    pub executor: Option<String>,
+    pub started_at_ms: Option<i64>,
+    /// Committed only when `success`.
+    pub state_changes: StateChanges,
+    pub finished_at_ms: i64,
+}
+
+impl RunEnd {
+    /// A run that ended without a result from a guest (not dispatched,
+    /// refused, lost): `outcome` says which.
+    pub fn failed(run_id: i64, outcome: &str, message: &str, now_ms: i64) -> RunEnd {
+        RunEnd {
+            run_id,
+            success: false,
+            outcome: outcome.to_owned(),
+            code: 500,
+            message: message.to_owned(),
+            finished_at_ms: now_ms,
+            ..RunEnd::default()
+        }
+    }
+}
+
 /// Run statuses.
 pub mod status {
     /// Written, not yet sent to an executor.
@@ -661,101 +704,121 @@ impl Store {
     }
 
     /// Marks a pending run dispatched to `executor` (false if it was not
-    /// pending any more: another admin dispatched it).
+    /// pending any more: another admin dispatched it, or its result came
+    /// first).
     pub async fn mark_dispatched(
         &self,
         run_id: i64,
         executor: &str,
         now_ms: i64,
     ) -> Result<bool, StoreError> {
-        let done = sqlx::query(
-            "UPDATE run SET status = $1, executor = $2, dispatched_at_ms = $3 WHERE id = $4 AND status = $5",
-        )
-        .bind(status::DISPATCHED)
-        .bind(executor)
-        .bind(now_ms)
-        .bind(run_id)
-        .bind(status::PENDING)
-        .execute(&self.writer)
-        .await?;
-        Ok(done.rows_affected() == 1)
+        let mark = DispatchMark {
+            run_id,
+            executor: executor.to_owned(),
+            at_ms: now_ms,
+        };
+        Ok(self
+            .mark_dispatched_many(std::slice::from_ref(&mark))
+            .await?
+            == 1)
+    }
+
+    /// Marks several pending runs dispatched in one transaction; returns
+    /// how many were still pending.
+    pub async fn mark_dispatched_many(&self, marks: &[DispatchMark]) -> Result<u64, StoreError> {
+        let mut tx = self.writer.begin().await?;
+        let mut marked = 0;
+        for mark in marks {
+            marked += sqlx::query(
+                "UPDATE run SET status = $1, executor = $2, dispatched_at_ms = $3 \
+                 WHERE id = $4 AND status = $5",
+            )
+            .bind(status::DISPATCHED)
+            .bind(&mark.executor)
+            .bind(mark.at_ms)
+            .bind(mark.run_id)
+            .bind(status::PENDING)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        }
+        tx.commit().await?;
+        Ok(marked)
     }
 
     /// Ends a run with its result, once: a second result for a finished run
-    /// changes nothing (returns false). A successful run's state changes are
-    /// committed in the same transaction.
-    #[allow(clippy::too_many_arguments)]
-    pub async fn finish_run(
-        &self,
-        run_id: i64,
-        success: bool,
-        outcome: &str,
-        code: i64,
-        message: &str,
-        log: &str,
-        executor: Option<&str>,
-        started_at_ms: Option<i64>,
-        state_changes: &StateChanges,
-        now_ms: i64,
-    ) -> Result<bool, StoreError> {
+    /// changes nothing (returns `None`). A successful run's state changes
+    /// are committed in the same transaction. Returns the ended run.
+    pub async fn finish_run(&self, end: &RunEnd) -> Result<Option<RunRow>, StoreError> {
+        Ok(self
+            .finish_runs(std::slice::from_ref(end))
+            .await?
+            .pop()
+            .flatten())
+    }
+
+    /// [`Store::finish_run`] for several runs in one transaction (a
+    /// callback batch): for each, the ended run or `None` if it had already
+    /// ended.
+    pub async fn finish_runs(&self, ends: &[RunEnd]) -> Result<Vec<Option<RunRow>>, StoreError> {
         let mut tx = self.writer.begin().await?;
-        let done = sqlx::query(
-            "UPDATE run SET status = $1, outcome = $2, code = $3, message = $4, log = $5, \
-             executor = COALESCE($6, executor), started_at_ms = $7, finished_at_ms = $8 \
-             WHERE id = $9 AND status IN ($10, $11)",
-        )
-        .bind(if success {
-            status::SUCCESS
-        } else {
-            status::FAILED
-        })
-        .bind(outcome)
-        .bind(code)
-        .bind(message)
-        .bind(log)
-        .bind(executor)
-        .bind(started_at_ms)
-        .bind(now_ms)
-        .bind(run_id)
-        .bind(status::PENDING)
-        .bind(status::DISPATCHED)
-        .execute(&mut *tx)
-        .await?;
-        if done.rows_affected() != 1 {
-            tx.rollback().await?;
-            return Ok(false);
-        }
-        if success && !state_changes.is_empty() {
-            let job_id: i64 = sqlx::query("SELECT job_id FROM run WHERE id = $1")
-                .bind(run_id)
-                .fetch_one(&mut *tx)
-                .await?
-                .try_get("job_id")?;
-            for (key, value) in state_changes {
-                match value {
-                    Some(value) => {
-                        sqlx::query(
-                            "INSERT INTO job_state (job_id, key, value) VALUES ($1, $2, $3) \
-                             ON CONFLICT (job_id, key) DO UPDATE SET value = excluded.value",
-                        )
-                        .bind(job_id)
-                        .bind(key)
-                        .bind(value)
-                        .execute(&mut *tx)
-                        .await?;
-                    }
-                    None => {
-                        sqlx::query("DELETE FROM job_state WHERE job_id = $1 AND key = $2")
-                            .bind(job_id)
+        let mut ended = Vec::with_capacity(ends.len());
+        for end in ends {
+            let row = sqlx::query(concat!(
+                "UPDATE run SET status = $1, outcome = $2, code = $3, message = $4, log = $5, \
+                 executor = COALESCE($6, executor), started_at_ms = $7, finished_at_ms = $8 \
+                 WHERE id = $9 AND status IN ($10, $11) RETURNING ",
+                run_columns!()
+            ))
+            .bind(if end.success {
+                status::SUCCESS
+            } else {
+                status::FAILED
+            })
+            .bind(&end.outcome)
+            .bind(end.code)
+            .bind(&end.message)
+            .bind(&end.log)
+            .bind(end.executor.as_deref())
+            .bind(end.started_at_ms)
+            .bind(end.finished_at_ms)
+            .bind(end.run_id)
+            .bind(status::PENDING)
+            .bind(status::DISPATCHED)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let Some(run) = row.as_ref().map(run_from_row).transpose()? else {
+                ended.push(None);
+                continue;
+            };
+            if end.success {
+                for (key, value) in &end.state_changes {
+                    match value {
+                        Some(value) => {
+                            sqlx::query(
+                                "INSERT INTO job_state (job_id, key, value) VALUES ($1, $2, $3) \
+                                 ON CONFLICT (job_id, key) DO UPDATE SET value = excluded.value",
+                            )
+                            .bind(run.job_id)
                             .bind(key)
+                            .bind(value)
                             .execute(&mut *tx)
                             .await?;
+                        }
+                        None => {
+                            sqlx::query("DELETE FROM job_state WHERE job_id = $1 AND key = $2")
+                                .bind(run.job_id)
+                                .bind(key)
+                                .execute(&mut *tx)
+                                .await?;
+                        }
                     }
                 }
             }
+            ended.push(Some(run));
         }
         tx.commit().await?;
-        Ok(true)
+        Ok(ended)
     }
 
     /// Runs dispatched before `dispatched_before_ms` to an executor that has

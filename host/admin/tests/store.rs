@@ -2,7 +2,7 @@
 //! PostgreSQL server started by the test.
 #![allow(clippy::unwrap_used)] // in tests a failed unwrap is a failed test
 
-use cronbox_admin::store::{JobRow, NewRun, Store, StoreError, status};
+use cronbox_admin::store::{DispatchMark, JobRow, NewRun, RunEnd, Store, StoreError, status};
 use cronbox_tests::PostgresServer;
 
 fn job() -> JobRow {
@@ -97,43 +97,38 @@ async fn guarantees(store: &Store) {
     // A result ends a run once; state is committed with success only.
     let mut changes = cronbox_protocol::StateChanges::new();
     changes.insert("count".into(), Some("1".into()));
-    assert!(
-        store
-            .finish_run(
-                run,
-                true,
-                "success",
-                200,
-                "ok",
-                "[]",
-                Some("http://e1"),
-                Some(25),
-                &changes,
-                30
-            )
-            .await
-            .unwrap()
+    let success = RunEnd {
+        run_id: run,
+        success: true,
+        outcome: "success".into(),
+        code: 200,
+        message: "ok".into(),
+        log: "[]".into(),
+        executor: Some("http://e1".into()),
+        started_at_ms: Some(25),
+        state_changes: changes,
+        finished_at_ms: 30,
+    };
+    let ended = store.finish_run(&success).await.unwrap().unwrap();
+    assert_eq!(
+        (ended.id, ended.status.as_str(), ended.finished_at_ms),
+        (run, status::SUCCESS, Some(30))
     );
     let mut later = cronbox_protocol::StateChanges::new();
     later.insert("count".into(), Some("99".into()));
+    let late = RunEnd {
+        state_changes: later.clone(),
+        ..RunEnd::failed(run, "failed", "late", 40)
+    };
     assert!(
-        !store
-            .finish_run(
-                run, false, "failed", 500, "late", "[]", None, None, &later, 40
-            )
-            .await
-            .unwrap(),
+        store.finish_run(&late).await.unwrap().is_none(),
         "a second result for a finished run changes nothing"
     );
-    let failed = runs[1].id;
-    assert!(
-        store
-            .finish_run(
-                failed, false, "failed", 500, "no", "[]", None, None, &later, 50
-            )
-            .await
-            .unwrap()
-    );
+    let failed = RunEnd {
+        state_changes: later,
+        ..RunEnd::failed(runs[1].id, "failed", "no", 50)
+    };
+    assert!(store.finish_run(&failed).await.unwrap().is_some());
     let state = store.job_state(id).await.unwrap();
     assert_eq!(
         state.get("count").map(String::as_str),
@@ -144,6 +139,40 @@ async fn guarantees(store: &Store) {
     assert_eq!(
         (ended.status.as_str(), ended.message.as_deref()),
         (status::SUCCESS, Some("ok"))
+    );
+
+    // Batches: marks only move pending runs; a batch of ends ends each run
+    // once, the already-ended one included.
+    let third = runs[2].id;
+    let marks = [
+        DispatchMark {
+            run_id: third,
+            executor: "http://e1".into(),
+            at_ms: 60,
+        },
+        DispatchMark {
+            run_id: run,
+            executor: "http://e2".into(),
+            at_ms: 60,
+        },
+    ];
+    assert_eq!(store.mark_dispatched_many(&marks).await.unwrap(), 1);
+    let batch = [
+        RunEnd::failed(run, "failed", "again", 70),
+        RunEnd::failed(third, "timeout", "slow", 70),
+    ];
+    let ended: Vec<Option<i64>> = store
+        .finish_runs(&batch)
+        .await
+        .unwrap()
+        .iter()
+        .map(|run| run.as_ref().map(|run| run.id))
+        .collect();
+    assert_eq!(ended, [None, Some(third)]);
+    let third = store.run(third).await.unwrap().unwrap();
+    assert_eq!(
+        (third.outcome.as_deref(), third.executor.as_deref()),
+        (Some("timeout"), Some("http://e1"))
     );
 
     // Registry: sorted, alive ones only.

@@ -84,15 +84,30 @@ async fn send_run(http: &reqwest::Client, bind: SocketAddr, run_id: u64, digest:
     assert!(response.status().is_success());
 }
 
+/// Results in the executor's spool not yet acknowledged: its segment files
+/// replayed (a `result` record adds a run, an `acked` record removes runs).
 fn spooled(data_dir: &Path) -> usize {
-    std::fs::read_dir(data_dir.join("spool"))
-        .map(|entries| {
-            entries
-                .flatten()
-                .filter(|entry| entry.path().extension().is_some_and(|ext| ext == "json"))
-                .count()
-        })
-        .unwrap_or(0)
+    let mut files: Vec<_> = std::fs::read_dir(data_dir.join("spool"))
+        .map(|entries| entries.flatten().map(|entry| entry.path()).collect())
+        .unwrap_or_default();
+    files.retain(|path| path.extension().is_some_and(|ext| ext == "spool"));
+    files.sort();
+    let mut unacknowledged = std::collections::HashSet::new();
+    for path in files {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        for record in text
+            .lines()
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        {
+            if let Some(run_id) = record["result"]["run_id"].as_u64() {
+                unacknowledged.insert(run_id);
+            }
+            for run_id in record["acked"].as_array().into_iter().flatten() {
+                unacknowledged.remove(&run_id.as_u64().unwrap_or(0));
+            }
+        }
+    }
+    unacknowledged.len()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,16 +1,27 @@
-//! Results that must reach an admin: a spool on disk, one file per run,
-//! delivered in batches by a background sender and deleted only once an
-//! admin acknowledged them.
+//! Results that must reach an admin: an append-only spool on disk, delivered
+//! in batches by a background sender and forgotten only once an admin
+//! acknowledged them.
 //!
-//! A result is written before anyone is told the run ended, so a crash (even
-//! SIGKILL) loses nothing: a restarted executor finds the files and sends
-//! them. Files are named by run id, so a run has one result, and the admin
-//! treats a second callback for a run as a no-op (idempotent by run id).
-//! Files are not fsynced: they survive process crashes, not a machine
-//! crash; the admin's lost-run monitor covers the latter.
+//! A result is appended to the current segment file before anyone is told
+//! the run ended, so a crash (even SIGKILL) loses nothing: a restarted
+//! executor replays the segments and sends what was not acknowledged. An
+//! acknowledgement is appended as a record too, so a restart does not send
+//! again what an admin already has. Segments are deleted oldest first, once
+//! every result in them is acknowledged (so an acknowledgement never
+//! outlives the segment holding its result). The admin treats a second
+//! callback for a run as a no-op (idempotent by run id).
+//!
+//! One `write` per record and no file per run: at thousands of runs a
+//! second, creating, renaming and deleting a file each was most of the
+//! executor's system time. Segments are not fsynced: they survive process
+//! crashes, not a machine crash; the admin's lost-run monitor covers the
+//! latter.
 
+use std::collections::{HashMap, VecDeque};
+use std::fs::File;
+use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use cronbox_protocol::{CallbackBatch, RunResult, admin_paths};
@@ -20,45 +31,214 @@ use tokio_util::sync::CancellationToken;
 use crate::admin::AdminClient;
 use crate::metrics::Metrics;
 
+const FIRST_BACKOFF: Duration = Duration::from_millis(200);
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// A new segment is started after this many results.
+const SEGMENT_RESULTS: usize = 4_096;
+/// Segment file extension.
+const SEGMENT_EXTENSION: &str = "spool";
+
+/// One line of a segment.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Record {
+    /// A run's result, to deliver.
+    Result(Box<RunResult>),
+    /// Run ids an admin acknowledged.
+    Acked(Vec<u64>),
+}
+
 #[derive(Debug)]
 pub(crate) struct Spool {
     dir: PathBuf,
+    state: Mutex<State>,
     wake: Notify,
 }
 
-const FIRST_BACKOFF: Duration = Duration::from_millis(200);
-const MAX_BACKOFF: Duration = Duration::from_secs(5);
+#[derive(Debug, Default)]
+struct State {
+    /// Segments oldest first; the last one is appended to.
+    segments: VecDeque<Segment>,
+    /// Results not yet acknowledged, in the order they were spooled.
+    unsent: VecDeque<RunResult>,
+    /// The segment holding each unacknowledged result.
+    segment_of: HashMap<u64, u64>,
+    next_segment: u64,
+}
+
+#[derive(Debug)]
+struct Segment {
+    id: u64,
+    /// Open only for the newest segment.
+    file: Option<File>,
+    results: usize,
+    unacknowledged: usize,
+}
 
 impl Spool {
+    /// Opens the spool in `dir`, replaying the segments a previous process
+    /// left.
     pub(crate) fn open(dir: PathBuf) -> std::io::Result<Arc<Self>> {
         std::fs::create_dir_all(&dir)?;
-        Ok(Arc::new(Spool {
+        let mut state = State::default();
+        let mut replayed: Vec<(u64, RunResult)> = Vec::new();
+        let mut acknowledged = std::collections::HashSet::new();
+        for (id, path) in segment_files(&dir) {
+            state.next_segment = id + 1;
+            state.segments.push_back(Segment {
+                id,
+                file: None,
+                results: 0,
+                unacknowledged: 0,
+            });
+            for record in read_records(&path) {
+                match record {
+                    Record::Result(result) => replayed.push((id, *result)),
+                    Record::Acked(run_ids) => acknowledged.extend(run_ids),
+                }
+            }
+        }
+        replayed.retain(|(_, result)| !acknowledged.contains(&result.run_id));
+        for (segment, result) in replayed {
+            if let Some(held) = state.segments.iter_mut().find(|s| s.id == segment) {
+                held.results += 1;
+                held.unacknowledged += 1;
+            }
+            state.segment_of.insert(result.run_id, segment);
+            state.unsent.push_back(result);
+        }
+        let spool = Spool {
             dir,
+            state: Mutex::new(state),
             wake: Notify::new(),
-        }))
+        };
+        spool.drop_acknowledged_segments(&mut spool.lock());
+        Ok(Arc::new(spool))
     }
 
-    fn file(&self, run_id: u64) -> PathBuf {
-        self.dir.join(format!("{run_id:020}.json"))
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    fn path(&self, segment: u64) -> PathBuf {
+        self.dir.join(format!("{segment:020}.{SEGMENT_EXTENSION}"))
+    }
+
+    /// Appends `record` to the newest segment, starting one if needed.
+    fn append(&self, state: &mut State, record: &Record, new_result: bool) -> std::io::Result<u64> {
+        let starts_segment = match state.segments.back() {
+            // Segments left by an earlier process are only read.
+            Some(segment) => {
+                segment.file.is_none() || (new_result && segment.results >= SEGMENT_RESULTS)
+            }
+            None => true,
+        };
+        if starts_segment {
+            let id = state.next_segment;
+            let file = File::options()
+                .create_new(true)
+                .append(true)
+                .open(self.path(id))?;
+            state.next_segment += 1;
+            if let Some(previous) = state.segments.back_mut() {
+                previous.file = None;
+            }
+            state.segments.push_back(Segment {
+                id,
+                file: Some(file),
+                results: 0,
+                unacknowledged: 0,
+            });
+        }
+        let Some(segment) = state.segments.back_mut() else {
+            return Err(std::io::Error::other("no spool segment"));
+        };
+        let mut line = serde_json::to_vec(record).map_err(std::io::Error::other)?;
+        line.push(b'\n');
+        let Some(file) = &mut segment.file else {
+            return Err(std::io::Error::other(
+                "the newest spool segment is not open",
+            ));
+        };
+        file.write_all(&line)?;
+        if new_result {
+            segment.results += 1;
+            segment.unacknowledged += 1;
+        }
+        Ok(segment.id)
     }
 
     /// Records a result durably and wakes the sender.
     pub(crate) fn submit(&self, result: &RunResult) {
-        let path = self.file(result.run_id);
-        let temp = path.with_extension("tmp");
-        let written = serde_json::to_vec(result)
-            .map_err(std::io::Error::other)
-            .and_then(|json| std::fs::write(&temp, json))
-            .and_then(|()| std::fs::rename(&temp, &path));
-        if let Err(error) = written {
-            tracing::error!(run_id = result.run_id, %error, "cannot spool a run result");
+        let mut state = self.lock();
+        let record = Record::Result(Box::new(result.clone()));
+        match self.append(&mut state, &record, true) {
+            Ok(segment) => {
+                state.segment_of.insert(result.run_id, segment);
+            }
+            Err(error) => {
+                tracing::error!(run_id = result.run_id, %error, "cannot spool a run result");
+            }
         }
+        state.unsent.push_back(result.clone());
+        drop(state);
         self.wake.notify_one();
+    }
+
+    /// Forgets the first `count` unsent results, which an admin
+    /// acknowledged.
+    fn acknowledge(&self, count: usize) {
+        let mut state = self.lock();
+        let count = count.min(state.unsent.len());
+        let run_ids: Vec<u64> = state
+            .unsent
+            .drain(..count)
+            .map(|result| result.run_id)
+            .collect();
+        for run_id in &run_ids {
+            if let Some(segment) = state.segment_of.remove(run_id)
+                && let Some(held) = state.segments.iter_mut().find(|s| s.id == segment)
+            {
+                held.unacknowledged = held.unacknowledged.saturating_sub(1);
+            }
+        }
+        if let Err(error) = self.append(&mut state, &Record::Acked(run_ids), false) {
+            // At worst the results are sent again after a restart.
+            tracing::warn!(%error, "cannot record acknowledged results");
+        }
+        self.drop_acknowledged_segments(&mut state);
+    }
+
+    /// Deletes the oldest segments while every result in them is
+    /// acknowledged. When nothing at all is left unacknowledged, the newest
+    /// goes too, so an idle executor's spool is empty.
+    fn drop_acknowledged_segments(&self, state: &mut State) {
+        let everything_acknowledged = state.unsent.is_empty();
+        while let Some(oldest) = state.segments.front() {
+            let newest = state.segments.len() == 1;
+            if oldest.unacknowledged > 0 || (newest && !everything_acknowledged) {
+                break;
+            }
+            let id = oldest.id;
+            state.segments.pop_front();
+            if let Err(error) = std::fs::remove_file(self.path(id))
+                && error.kind() != std::io::ErrorKind::NotFound
+            {
+                tracing::warn!(segment = id, %error, "cannot delete a spool segment");
+            }
+        }
     }
 
     /// Results waiting to be acknowledged.
     pub(crate) fn pending(&self) -> usize {
-        pending_files(&self.dir).len()
+        self.lock().unsent.len()
+    }
+
+    /// The oldest `limit` unacknowledged results.
+    fn next_batch(&self, limit: usize) -> Vec<RunResult> {
+        self.lock().unsent.iter().take(limit).cloned().collect()
     }
 
     /// Delivers spooled results until `stop` is cancelled and the spool is
@@ -72,8 +252,8 @@ impl Spool {
     ) {
         let mut backoff = FIRST_BACKOFF;
         loop {
-            let files = pending_files(&self.dir);
-            if files.is_empty() {
+            let results = self.next_batch(batch_size);
+            if results.is_empty() {
                 if stop.is_cancelled() {
                     return;
                 }
@@ -86,25 +266,17 @@ impl Spool {
                 tokio::time::sleep(Duration::from_millis(2)).await;
                 continue;
             }
-            let batch: Vec<(PathBuf, RunResult)> = files
-                .into_iter()
-                .take(batch_size)
-                .filter_map(|path| read_result(&path).map(|result| (path, result)))
-                .collect();
-            let body = CallbackBatch {
-                results: batch.iter().map(|(_, result)| result.clone()).collect(),
-            };
+            let count = results.len();
+            let body = CallbackBatch { results };
             match admins.post_any(admin_paths::CALLBACK, &body).await {
                 Ok(()) => {
-                    metrics.callbacks_delivered.inc_by(batch.len() as u64);
-                    for (path, _) in &batch {
-                        let _ = std::fs::remove_file(path);
-                    }
+                    metrics.callbacks_delivered.inc_by(count as u64);
+                    self.acknowledge(count);
                     backoff = FIRST_BACKOFF;
                 }
                 Err(error) => {
                     metrics.callback_failures.inc();
-                    tracing::warn!(%error, pending = batch.len(), "callback failed; results stay spooled");
+                    tracing::warn!(%error, pending = count, "callback failed; results stay spooled");
                     if stop.is_cancelled() {
                         return;
                     }
@@ -119,13 +291,18 @@ impl Spool {
     }
 }
 
-fn pending_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+/// The segment files in `dir`, oldest first.
+fn segment_files(dir: &Path) -> Vec<(u64, PathBuf)> {
+    let mut files: Vec<(u64, PathBuf)> = std::fs::read_dir(dir)
         .map(|entries| {
             entries
                 .flatten()
                 .map(|entry| entry.path())
-                .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
+                .filter(|path| path.extension().is_some_and(|ext| ext == SEGMENT_EXTENSION))
+                .filter_map(|path| {
+                    let id = path.file_stem()?.to_str()?.parse().ok()?;
+                    Some((id, path))
+                })
                 .collect()
         })
         .unwrap_or_default();
@@ -133,14 +310,111 @@ fn pending_files(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
-fn read_result(path: &Path) -> Option<RunResult> {
-    let bytes = std::fs::read(path).ok()?;
-    match serde_json::from_slice(&bytes) {
-        Ok(result) => Some(result),
-        Err(error) => {
-            tracing::error!(path = %path.display(), %error, "unreadable spooled result; set aside");
-            let _ = std::fs::rename(path, path.with_extension("bad"));
-            None
+/// The records of one segment; a line that does not parse (the last one,
+/// cut short by a crash) is reported and skipped.
+fn read_records(path: &Path) -> Vec<Record> {
+    let Ok(file) = File::open(path) else {
+        return Vec::new();
+    };
+    std::io::BufReader::new(file)
+        .lines()
+        .map_while(Result::ok)
+        .filter(|line| !line.trim().is_empty())
+        .filter_map(|line| match serde_json::from_str(&line) {
+            Ok(record) => Some(record),
+            Err(error) => {
+                tracing::error!(path = %path.display(), %error, "unreadable spool record skipped");
+                None
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cronbox_protocol::Outcome;
+
+    fn result(run_id: u64) -> RunResult {
+        RunResult {
+            run_id,
+            job_id: 1,
+            outcome: Outcome::Success {
+                message: format!("run {run_id}"),
+            },
+            code: 200,
+            started_at_ms: 1,
+            duration_ms: 1,
+            fuel_consumed: None,
+            peak_memory_bytes: 0,
+            module_digest: "d".into(),
+            log: Vec::new(),
+            log_truncated: false,
+            state_changes: Default::default(),
+            executor: "http://e".into(),
         }
+    }
+
+    fn run_ids(spool: &Spool) -> Vec<u64> {
+        spool.next_batch(100).iter().map(|r| r.run_id).collect()
+    }
+
+    #[test]
+    fn a_reopened_spool_sends_only_what_was_not_acknowledged() -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let spool = Spool::open(dir.path().to_path_buf())?;
+        for run_id in 1..=4 {
+            spool.submit(&result(run_id));
+        }
+        spool.acknowledge(2);
+        assert_eq!(run_ids(&spool), [3, 4]);
+        drop(spool);
+
+        // A crash in the middle of a write leaves a torn last line.
+        let (_, segment) = segment_files(dir.path()).pop().expect("a segment");
+        File::options()
+            .append(true)
+            .open(segment)?
+            .write_all(b"{\"result\":{\"run_")?;
+
+        let reopened = Spool::open(dir.path().to_path_buf())?;
+        assert_eq!(
+            run_ids(&reopened),
+            [3, 4],
+            "acknowledged runs are not resent"
+        );
+        assert_eq!(reopened.pending(), 2);
+        reopened.submit(&result(5));
+        reopened.acknowledge(3);
+        assert_eq!(reopened.pending(), 0);
+        assert!(
+            segment_files(dir.path()).is_empty(),
+            "every segment is deleted once everything is acknowledged"
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn segments_are_deleted_oldest_first_once_acknowledged() -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let spool = Spool::open(dir.path().to_path_buf())?;
+        for run_id in 0..(SEGMENT_RESULTS as u64 * 2 + 1) {
+            spool.submit(&result(run_id));
+        }
+        assert_eq!(segment_files(dir.path()).len(), 3);
+        spool.acknowledge(SEGMENT_RESULTS + 1);
+        assert_eq!(
+            segment_files(dir.path()).len(),
+            2,
+            "the first segment is fully acknowledged"
+        );
+        drop(spool);
+        let reopened = Spool::open(dir.path().to_path_buf())?;
+        assert_eq!(reopened.pending(), SEGMENT_RESULTS);
+        assert_eq!(
+            run_ids(&reopened).first().copied(),
+            Some(SEGMENT_RESULTS as u64 + 1)
+        );
+        Ok(())
     }
 }
