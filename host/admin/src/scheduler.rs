@@ -264,9 +264,7 @@ impl Scheduler {
                         "recovering runs written but not dispatched"
                     );
                 }
-                for run in pending {
-                    self.clone().dispatch_at(run);
-                }
+                self.clone().dispatch_all_at(pending);
             }
             Err(error) => tracing::error!(%error, "cannot read pending runs"),
         }
@@ -373,6 +371,7 @@ impl Scheduler {
     async fn pre_read(self: &Arc<Self>) -> Result<(), StoreError> {
         let now = now_ms();
         let horizon = now + self.config.pre_read.as_millis() as i64;
+        let mut written = Vec::new();
         for job in self.store.due_jobs(horizon, 5_000).await? {
             let Some(expected) = job.next_fire_at_ms else {
                 continue;
@@ -406,27 +405,83 @@ impl Scheduler {
             {
                 for (id, fire) in ids.into_iter().zip(&runs) {
                     if let Some(id) = id {
-                        self.clone().dispatch_at(written_run(id, fire, now));
+                        written.push(written_run(id, fire, now));
                     }
                 }
             }
         }
+        self.clone().dispatch_all_at(written);
         Ok(())
     }
 
     /// Dispatches `run` at its scheduled instant (at once if it is past).
     pub fn dispatch_at(self: Arc<Self>, run: RunRow) {
-        tokio::spawn(async move {
-            let wait = run.scheduled_at_ms - now_ms();
-            if wait > 0 {
-                tokio::time::sleep(Duration::from_millis(wait as u64)).await;
+        self.dispatch_all_at(vec![run]);
+    }
+
+    /// Dispatches each run at its scheduled instant. Runs due at the same
+    /// instant share one timer and one read of their jobs and states, so a
+    /// thousand jobs firing on the same second cost two queries, not two
+    /// thousand.
+    pub fn dispatch_all_at(self: Arc<Self>, runs: Vec<RunRow>) {
+        let mut by_instant: std::collections::BTreeMap<i64, Vec<RunRow>> = Default::default();
+        for run in runs {
+            by_instant.entry(run.scheduled_at_ms).or_default().push(run);
+        }
+        for (at, runs) in by_instant {
+            let scheduler = self.clone();
+            tokio::spawn(async move {
+                let wait = at - now_ms();
+                if wait > 0 {
+                    tokio::time::sleep(Duration::from_millis(wait as u64)).await;
+                }
+                scheduler.dispatch_group(runs).await;
+            });
+        }
+    }
+
+    /// Reads what the runs' dispatches need in one go, then dispatches each
+    /// in its pool.
+    async fn dispatch_group(self: Arc<Self>, runs: Vec<RunRow>) {
+        let mut job_ids: Vec<i64> = runs.iter().map(|run| run.job_id).collect();
+        job_ids.sort_unstable();
+        job_ids.dedup();
+        let read = async {
+            let jobs = self.store.jobs_by_id(&job_ids).await?;
+            let states = self.store.job_states(&job_ids).await?;
+            Ok::<_, StoreError>((jobs, states))
+        };
+        let (jobs, states) = match read.await {
+            Ok(read) => read,
+            Err(error) => {
+                // Each dispatch reads for itself instead.
+                tracing::warn!(%error, "cannot read the jobs of a group of fires");
+                for run in runs {
+                    let scheduler = self.clone();
+                    tokio::spawn(async move { scheduler.dispatch_in_pool(&run, None, None).await });
+                }
+                return;
             }
-            self.dispatch_in_pool(&run, None).await;
-        });
+        };
+        for run in runs {
+            let prepared = Prepared {
+                job: jobs.get(&run.job_id).cloned(),
+                state: states.get(&run.job_id).cloned().unwrap_or_default(),
+            };
+            let scheduler = self.clone();
+            tokio::spawn(
+                async move { scheduler.dispatch_in_pool(&run, Some(prepared), None).await },
+            );
+        }
     }
 
     /// Dispatches in the job's pool (fast or slow), timing it.
-    async fn dispatch_in_pool(self: &Arc<Self>, run: &RunRow, addresses: Option<Vec<String>>) {
+    async fn dispatch_in_pool(
+        self: &Arc<Self>,
+        run: &RunRow,
+        prepared: Option<Prepared>,
+        addresses: Option<Vec<String>>,
+    ) {
         let slow = self
             .slow_jobs
             .lock()
@@ -441,7 +496,7 @@ impl Scheduler {
             return;
         };
         let started = std::time::Instant::now();
-        if let Err(error) = self.dispatch(run, addresses).await {
+        if let Err(error) = self.dispatch(run, prepared, addresses).await {
             tracing::error!(run = run.id, %error, "dispatch failed");
         }
         self.slow_jobs
@@ -451,13 +506,22 @@ impl Scheduler {
     }
 
     /// Routes and sends a run; records the trigger failure as the run's end.
-    pub async fn dispatch(
+    /// Reads the job and its state unless `prepared` brings them.
+    async fn dispatch(
         self: &Arc<Self>,
         run: &RunRow,
+        prepared: Option<Prepared>,
         addresses: Option<Vec<String>>,
     ) -> Result<(), StoreError> {
         let now = now_ms();
-        let Some(job) = self.store.job(run.job_id).await? else {
+        let Prepared { job, state } = match prepared {
+            Some(prepared) => prepared,
+            None => Prepared {
+                job: self.store.job(run.job_id).await?,
+                state: self.store.job_state(run.job_id).await?,
+            },
+        };
+        let Some(job) = job else {
             self.fail(run, "the job no longer exists").await?;
             return Ok(());
         };
@@ -498,7 +562,7 @@ impl Scheduler {
             Route::Broadcast(addresses) => self.broadcast_runs(run, addresses, now).await?,
         };
         for (run, address) in targets {
-            self.send(&job, &run, &address).await?;
+            self.send(&job, &run, &address, &state).await?;
         }
         Ok(())
     }
@@ -569,8 +633,8 @@ impl Scheduler {
         job: &JobRow,
         run: &RunRow,
         address: &str,
+        state: &std::collections::HashMap<String, String>,
     ) -> Result<(), StoreError> {
-        let state = self.store.job_state(job.id).await?;
         let command = RunCommand {
             trigger: Trigger {
                 job_id: job.id as u64,
@@ -594,7 +658,7 @@ impl Scheduler {
                 memory_bytes: job.memory_bytes as u64,
                 ..WireLimits::default()
             },
-            state,
+            state: state.clone(),
             fresh_instance: false,
         };
         let response = self
@@ -703,25 +767,19 @@ impl Scheduler {
         // One transaction for the batch; a repeated callback finds its run
         // already ended and changes nothing.
         let ended = self.store.finish_runs(&ends).await?;
-        let mut jobs: std::collections::HashMap<i64, Option<JobRow>> =
-            std::collections::HashMap::new();
+        let mut job_ids: Vec<i64> = ended.iter().flatten().map(|run| run.job_id).collect();
+        job_ids.sort_unstable();
+        job_ids.dedup();
+        let jobs = self.store.jobs_by_id(&job_ids).await?;
         for (run, end) in ended.into_iter().zip(&ends) {
             let Some(run) = run else {
                 continue;
             };
-            let job = match jobs.get(&run.job_id) {
-                Some(job) => job.clone(),
-                None => {
-                    let job = self.store.job(run.job_id).await?;
-                    jobs.insert(run.job_id, job.clone());
-                    job
-                }
-            };
-            let Some(job) = job else {
+            let Some(job) = jobs.get(&run.job_id) else {
                 continue;
             };
             if end.success {
-                for child in children_of(&job) {
+                for child in children_of(job) {
                     if let Err(error) = self.trigger(child, "parent", None, None).await {
                         tracing::warn!(child, %error, "child job not triggered");
                     }
@@ -729,7 +787,7 @@ impl Scheduler {
             } else {
                 self.after_failure(&run).await?;
             }
-            if let Ok(schedule @ Schedule::FixDelay(_)) = schedule_of(&job)
+            if let Ok(schedule @ Schedule::FixDelay(_)) = schedule_of(job)
                 && job.enabled
                 && let Some(next) = schedule.after_completion(instant(now_ms()))
             {
@@ -801,10 +859,18 @@ impl Scheduler {
             .await?;
         if let Some(run) = self.store.run(id).await? {
             let scheduler = self.clone();
-            tokio::spawn(async move { scheduler.dispatch_in_pool(&run, addresses).await });
+            tokio::spawn(async move { scheduler.dispatch_in_pool(&run, None, addresses).await });
         }
         Ok(id)
     }
+}
+
+/// What a dispatch reads before routing: the job (`None` if it was
+/// deleted) and its durable state.
+#[derive(Debug)]
+struct Prepared {
+    job: Option<JobRow>,
+    state: std::collections::HashMap<String, String>,
 }
 
 /// The row of a run just written (saves reading it back).

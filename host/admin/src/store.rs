@@ -579,6 +579,27 @@ impl Store {
         Ok(row.as_ref().map(job_from_row).transpose()?)
     }
 
+    /// The jobs among `ids` that exist, read in as few queries as the
+    /// engines' parameter limits allow.
+    pub async fn jobs_by_id(&self, ids: &[i64]) -> Result<HashMap<i64, JobRow>, StoreError> {
+        let mut jobs = HashMap::with_capacity(ids.len());
+        for chunk in ids.chunks(IN_LIST_CHUNK) {
+            let sql = format!(
+                concat!("SELECT ", job_columns!(), " FROM job WHERE id IN ({})"),
+                placeholders(chunk.len())
+            );
+            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+            for id in chunk {
+                query = query.bind(*id);
+            }
+            for row in query.fetch_all(&self.pool).await? {
+                let job = job_from_row(&row)?;
+                jobs.insert(job.id, job);
+            }
+        }
+        Ok(jobs)
+    }
+
     /// Every job, by id.
     pub async fn jobs(&self) -> Result<Vec<JobRow>, StoreError> {
         let rows = sqlx::query(concat!("SELECT ", job_columns!(), " FROM job ORDER BY id"))
@@ -852,6 +873,33 @@ impl Store {
             .and_then(|row| row.get::<Option<String>, _>("log")))
     }
 
+    /// The durable state of each job among `job_ids` (an empty map for a
+    /// job without state).
+    pub async fn job_states(
+        &self,
+        job_ids: &[i64],
+    ) -> Result<HashMap<i64, HashMap<String, String>>, StoreError> {
+        let mut states: HashMap<i64, HashMap<String, String>> =
+            job_ids.iter().map(|id| (*id, HashMap::new())).collect();
+        for chunk in job_ids.chunks(IN_LIST_CHUNK) {
+            let sql = format!(
+                "SELECT job_id, key, value FROM job_state WHERE job_id IN ({})",
+                placeholders(chunk.len())
+            );
+            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+            for id in chunk {
+                query = query.bind(*id);
+            }
+            for row in query.fetch_all(&self.pool).await? {
+                states
+                    .entry(row.try_get("job_id")?)
+                    .or_default()
+                    .insert(row.try_get("key")?, row.try_get("value")?);
+            }
+        }
+        Ok(states)
+    }
+
     /// A job's durable state.
     pub async fn job_state(&self, job_id: i64) -> Result<HashMap<String, String>, StoreError> {
         Ok(
@@ -864,6 +912,19 @@ impl Store {
                 .collect(),
         )
     }
+}
+
+/// Ids per `IN (...)` list: well under SQLite's and PostgreSQL's limits on
+/// bound parameters.
+const IN_LIST_CHUNK: usize = 500;
+
+/// `$1, $2, ..., $count`: the placeholders of an `IN` list. Only numbers go
+/// into the SQL text; the values are bound.
+fn placeholders(count: usize) -> String {
+    (1..=count)
+        .map(|n| format!("${n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 async fn insert_run(
