@@ -45,6 +45,10 @@ pub struct AdminArgs {
     /// A run on a dead executor with no result for this long is marked lost.
     #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
     lost_after: Duration,
+    /// How long before its instant a fire is sent to its executor, which
+    /// holds it until then (0s: send at the instant).
+    #[arg(long, default_value = "300ms", value_parser = humantime::parse_duration)]
+    dispatch_ahead: Duration,
 }
 
 pub fn main(args: AdminArgs) -> anyhow::Result<ExitCode> {
@@ -63,6 +67,7 @@ pub fn main(args: AdminArgs) -> anyhow::Result<ExitCode> {
             pre_read: args.pre_read,
             dead_after: args.dead_after,
             lost_after: args.lost_after,
+            dispatch_ahead: args.dispatch_ahead,
             ..SchedulerConfig::default()
         },
         max_request_bytes: 64 << 20,

@@ -73,6 +73,7 @@ async fn send_run(http: &reqwest::Client, bind: SocketAddr, run_id: u64, digest:
         limits: Default::default(),
         state: Default::default(),
         fresh_instance: false,
+        start_in_ms: 0,
     };
     let response = http
         .post(format!("http://{bind}{}", executor_paths::RUN))

@@ -129,6 +129,7 @@ fn command(job: u64, run: u64, digest: &str, sent_ms: i64) -> RunCommand {
         limits: Default::default(),
         state: Default::default(),
         fresh_instance: false,
+        start_in_ms: 0,
     }
 }
 

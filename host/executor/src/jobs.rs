@@ -11,11 +11,11 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use cronbox_protocol::{
     BlockStrategy, IdleBeatResponse, KillCommand, LogQuery, LogResponse, Outcome, RunCommand,
-    RunResponse, RunResult,
+    RunResponse, RunResult, StateChanges,
 };
 use cronbox_runtime::{
     InstanceMode, JobWorker, RunHandle, RunLimits, RunReport, RunRequest, Runtime,
@@ -64,6 +64,9 @@ struct Table {
     active: HashMap<u64, RunHandle>,
     /// Recently finished runs, whose logs stay readable.
     finished: VecDeque<(u64, RunHandle)>,
+    /// Runs received ahead of their instant (`start_in_ms`), not yet
+    /// applied to their job's queue.
+    held: HashMap<u64, Pending>,
     /// Every run id received lately (duplicate detection).
     seen: HashSet<u64>,
     seen_order: VecDeque<u64>,
@@ -77,11 +80,54 @@ struct JobEntry {
     running: HashMap<u64, RunHandle>,
     limit: usize,
     wake: Arc<Notify>,
+    /// State changes of this job's successful runs here, newest last, with
+    /// when they finished: a trigger's state snapshot was read by the admin
+    /// before it was sent, so changes from runs that finished after it
+    /// arrived are laid over it when it starts.
+    recent_changes: VecDeque<(Instant, StateChanges)>,
 }
+
+/// How long, and how many, change sets a job keeps for later snapshots.
+const RECENT_CHANGES_FOR: Duration = Duration::from_secs(60);
+const RECENT_CHANGES_MAX: usize = 64;
 
 struct Pending {
     command: RunCommand,
     handle: RunHandle,
+    received: Instant,
+}
+
+impl JobEntry {
+    /// `snapshot` with the changes of runs that finished after `received`.
+    fn current_state(
+        &self,
+        snapshot: &HashMap<String, String>,
+        received: Instant,
+    ) -> HashMap<String, String> {
+        let mut state = snapshot.clone();
+        for (_, changes) in self.recent_changes.iter().filter(|(at, _)| *at > received) {
+            for (key, value) in changes {
+                match value {
+                    Some(value) => state.insert(key.clone(), value.clone()),
+                    None => state.remove(key),
+                };
+            }
+        }
+        state
+    }
+
+    fn remember_changes(&mut self, changes: &StateChanges) {
+        let now = Instant::now();
+        self.recent_changes.push_back((now, changes.clone()));
+        while self.recent_changes.len() > RECENT_CHANGES_MAX
+            || self
+                .recent_changes
+                .front()
+                .is_some_and(|(at, _)| now.duration_since(*at) > RECENT_CHANGES_FOR)
+        {
+            self.recent_changes.pop_front();
+        }
+    }
 }
 
 impl Shared {
@@ -209,6 +255,82 @@ fn validate(command: &RunCommand) -> Result<(), SubmitError> {
     Ok(())
 }
 
+/// A trigger its job's block strategy refused.
+struct Refused {
+    pending: Pending,
+    outcome: Outcome,
+}
+
+/// Applies a trigger to its job: queues it (starting the job's task if
+/// needed), covering earlier runs under COVER_EARLY, or refuses it under
+/// DISCARD_LATER when the job is busy here.
+fn apply(shared: &Arc<Shared>, pending: Pending) -> Result<(), Box<Refused>> {
+    let run_id = pending.command.trigger.run_id;
+    let job_id = pending.command.trigger.job_id;
+    let mut covered = Vec::new();
+    {
+        let mut table = shared.lock();
+        if shared.closing.load(Ordering::SeqCst) {
+            return Err(Box::new(Refused {
+                pending,
+                outcome: Outcome::Rejected {
+                    reason: "the executor shut down before the run started".to_owned(),
+                },
+            }));
+        }
+        let entry = match table.jobs.entry(job_id) {
+            std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
+            std::collections::hash_map::Entry::Vacant(vacant) => {
+                let wake = Arc::new(Notify::new());
+                tokio::spawn(job_loop(shared.clone(), job_id, wake.clone()));
+                vacant.insert(JobEntry {
+                    queue: VecDeque::new(),
+                    running: HashMap::new(),
+                    limit: 1,
+                    wake,
+                    recent_changes: VecDeque::new(),
+                })
+            }
+        };
+        let busy = !entry.running.is_empty() || !entry.queue.is_empty();
+        let strategy = pending.command.block_strategy;
+        match strategy {
+            BlockStrategy::DiscardLater if busy => {
+                return Err(Box::new(Refused {
+                    pending,
+                    outcome: Outcome::Rejected {
+                        reason: format!(
+                            "job {job_id} is already running or queued here (DISCARD_LATER)"
+                        ),
+                    },
+                }));
+            }
+            BlockStrategy::CoverEarly => {
+                for handle in entry.running.values() {
+                    handle.cover();
+                }
+                covered.extend(entry.queue.drain(..));
+            }
+            _ => {}
+        }
+        entry.limit = match strategy {
+            BlockStrategy::Concurrent => pending.command.max_concurrency.max(1) as usize,
+            _ => 1,
+        };
+        let handle = pending.handle.clone();
+        entry.queue.push_back(pending);
+        entry.wake.notify_one();
+        table.active.insert(run_id, handle);
+    }
+    shared.metrics.queued.inc();
+    for pending in covered {
+        shared.metrics.queued.dec();
+        pending.handle.cover();
+        shared.report_unstarted(pending, Outcome::Covered);
+    }
+    Ok(())
+}
+
 impl Jobs {
     pub(crate) fn new(
         runtime: Runtime,
@@ -234,80 +356,68 @@ impl Jobs {
         }
     }
 
-    /// Takes a trigger: queues it, runs it, or refuses it per its strategy.
+    /// Takes a trigger: queues it, runs it, or refuses it per its strategy;
+    /// a trigger with `start_in_ms` is held until then and applied then.
     pub(crate) fn submit(&self, command: RunCommand) -> Result<RunResponse, SubmitError> {
         validate(&command)?;
         let shared = &self.shared;
         let run_id = command.trigger.run_id;
-        let job_id = command.trigger.job_id;
-        let mut covered = Vec::new();
-        let response = {
-            let mut table = shared.lock();
-            if shared.closing.load(Ordering::SeqCst) {
-                return Err(SubmitError::Closing);
-            }
-            if table.seen.contains(&run_id) {
-                return Err(SubmitError::Duplicate(run_id));
-            }
-            table.remember_seen(run_id);
-            let entry = match table.jobs.entry(job_id) {
-                std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
-                std::collections::hash_map::Entry::Vacant(vacant) => {
-                    let wake = Arc::new(Notify::new());
-                    tokio::spawn(job_loop(shared.clone(), job_id, wake.clone()));
-                    vacant.insert(JobEntry {
-                        queue: VecDeque::new(),
-                        running: HashMap::new(),
-                        limit: 1,
-                        wake,
-                    })
+        let mut table = shared.lock();
+        if shared.closing.load(Ordering::SeqCst) {
+            return Err(SubmitError::Closing);
+        }
+        if table.seen.contains(&run_id) {
+            return Err(SubmitError::Duplicate(run_id));
+        }
+        table.remember_seen(run_id);
+        let handle = RunHandle::new();
+        if command.start_in_ms > 0 {
+            let delay = Duration::from_millis(command.start_in_ms);
+            table.active.insert(run_id, handle.clone());
+            table.held.insert(
+                run_id,
+                Pending {
+                    command,
+                    handle,
+                    received: Instant::now(),
+                },
+            );
+            drop(table);
+            let shared = shared.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(delay).await;
+                let Some(pending) = shared.lock().held.remove(&run_id) else {
+                    return; // killed, or dropped at shutdown
+                };
+                if let Err(refused) = apply(&shared, pending) {
+                    let Refused { pending, outcome } = *refused;
+                    shared.report_unstarted(pending, outcome);
                 }
-            };
-            let busy = !entry.running.is_empty() || !entry.queue.is_empty();
-            match command.block_strategy {
-                BlockStrategy::DiscardLater if busy => {
-                    return Ok(RunResponse {
-                        run_id,
-                        accepted: false,
-                        refused: Some(Outcome::Rejected {
-                            reason: format!(
-                                "job {job_id} is already running or queued here (DISCARD_LATER)"
-                            ),
-                        }),
-                    });
-                }
-                BlockStrategy::CoverEarly => {
-                    for handle in entry.running.values() {
-                        handle.cover();
-                    }
-                    covered.extend(entry.queue.drain(..));
-                }
-                _ => {}
-            }
-            entry.limit = match command.block_strategy {
-                BlockStrategy::Concurrent => command.max_concurrency.max(1) as usize,
-                _ => 1,
-            };
-            let handle = RunHandle::new();
-            entry.queue.push_back(Pending {
-                command,
-                handle: handle.clone(),
             });
-            entry.wake.notify_one();
-            table.active.insert(run_id, handle);
-            RunResponse {
+            return Ok(RunResponse {
                 run_id,
                 accepted: true,
                 refused: None,
-            }
-        };
-        shared.metrics.queued.inc();
-        for pending in covered {
-            shared.metrics.queued.dec();
-            pending.handle.cover();
-            shared.report_unstarted(pending, Outcome::Covered);
+            });
         }
-        Ok(response)
+        drop(table);
+        let pending = Pending {
+            command,
+            handle,
+            received: Instant::now(),
+        };
+        match apply(shared, pending) {
+            Ok(()) => Ok(RunResponse {
+                run_id,
+                accepted: true,
+                refused: None,
+            }),
+            Err(refused) => Ok(RunResponse {
+                run_id,
+                accepted: false,
+                refused: Some(refused.outcome),
+            }),
+        }
     }
 
     /// Stops a run, or every run of a job; queued runs end as killed
@@ -315,8 +425,26 @@ impl Jobs {
     pub(crate) fn kill(&self, command: KillCommand) -> Vec<u64> {
         let mut dequeued = Vec::new();
         let mut killed = Vec::new();
+        // Held runs were never queued (no queue gauge to move).
+        let mut unstarted = Vec::new();
         {
             let mut table = self.shared.lock();
+            let held: Vec<u64> = table
+                .held
+                .iter()
+                .filter(|(run_id, pending)| match command {
+                    KillCommand::Run { run_id: id } => id == **run_id,
+                    KillCommand::Job { job_id } => job_id == pending.command.trigger.job_id,
+                })
+                .map(|(run_id, _)| *run_id)
+                .collect();
+            for run_id in held {
+                if let Some(pending) = table.held.remove(&run_id) {
+                    killed.push(run_id);
+                    pending.handle.kill();
+                    unstarted.push(pending);
+                }
+            }
             for (job_id, entry) in table.jobs.iter_mut() {
                 let matches_job =
                     matches!(command, KillCommand::Job { job_id: id } if id == *job_id);
@@ -342,6 +470,9 @@ impl Jobs {
             self.shared.metrics.queued.dec();
             killed.push(pending.command.trigger.run_id);
             pending.handle.kill();
+            self.shared.report_unstarted(pending, Outcome::Killed);
+        }
+        for pending in unstarted {
             self.shared.report_unstarted(pending, Outcome::Killed);
         }
         killed
@@ -380,6 +511,7 @@ impl Jobs {
     pub(crate) async fn shutdown(&self, grace: Duration) {
         let shared = &self.shared;
         shared.closing.store(true, Ordering::SeqCst);
+        let mut held: Vec<Pending>;
         let dropped: Vec<Pending> = {
             let mut table = shared.lock();
             let mut dropped = Vec::new();
@@ -387,8 +519,17 @@ impl Jobs {
                 dropped.extend(entry.queue.drain(..));
                 entry.wake.notify_one();
             }
+            held = table.held.drain().map(|(_, pending)| pending).collect();
             dropped
         };
+        for pending in held.drain(..) {
+            shared.report_unstarted(
+                pending,
+                Outcome::Rejected {
+                    reason: "the executor shut down before the run started".to_owned(),
+                },
+            );
+        }
         for pending in dropped {
             shared.metrics.queued.dec();
             shared.report_unstarted(
@@ -545,7 +686,11 @@ async fn retire_all(shared: &Shared, workers: Vec<JobWorker>) {
 }
 
 async fn run_one(shared: Arc<Shared>, mut worker: JobWorker, pending: Pending) -> JobWorker {
-    let Pending { command, handle } = pending;
+    let Pending {
+        command,
+        handle,
+        received,
+    } = pending;
     let limits = RunLimits {
         timeout: Duration::from_millis(command.limits.timeout_ms),
         fuel: command.limits.fuel,
@@ -553,17 +698,25 @@ async fn run_one(shared: Arc<Shared>, mut worker: JobWorker, pending: Pending) -
         log_bytes: usize::try_from(command.limits.log_bytes).unwrap_or(usize::MAX),
         ..RunLimits::default()
     };
+    let job_id = command.trigger.job_id;
+    let state = shared.lock().jobs.get(&job_id).map_or_else(
+        || command.state.clone(),
+        |entry| entry.current_state(&command.state, received),
+    );
     let request = RunRequest {
         trigger: command.trigger.clone(),
         limits,
-        state: Arc::new(command.state.clone()),
+        state: Arc::new(state),
     };
     let report = worker.run(request, &handle).await;
     let run_id = command.trigger.run_id;
     {
         let mut table = shared.lock();
-        if let Some(entry) = table.jobs.get_mut(&command.trigger.job_id) {
+        if let Some(entry) = table.jobs.get_mut(&job_id) {
             entry.running.remove(&run_id);
+            if report.outcome.is_success() && !report.state_changes.is_empty() {
+                entry.remember_changes(&report.state_changes);
+            }
         }
         table.active.remove(&run_id);
         table.remember_finished(run_id, handle, shared.retained_finished_runs);

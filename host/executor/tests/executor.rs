@@ -61,6 +61,7 @@ fn command(job_id: u64, run_id: u64, digest: &str, param: &str) -> RunCommand {
         limits: WireLimits::default(),
         state: Default::default(),
         fresh_instance: false,
+        start_in_ms: 0,
     }
 }
 
@@ -208,6 +209,89 @@ async fn discard_later_refuses_while_the_job_runs() {
     assert!(
         f.admin.results().iter().all(|r| r.run_id != 2),
         "a refused run has no callback"
+    );
+    f.executor.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trigger_sent_ahead_is_held_until_its_instant_then_applied() {
+    let f = fixture().await;
+    let hello = f.admin.add_module(jobs::bytes("hello"));
+    let runaway = f.admin.add_module(jobs::bytes("runaway"));
+
+    // Held for 300 ms: accepted now, started then.
+    let mut ahead = command(30, 1, &hello, "ahead");
+    ahead.start_in_ms = 300;
+    let sent = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    assert!(f.run(&ahead).await.accepted);
+    assert!(
+        f.idle_beat(30).await.idle,
+        "a held run does not make its job busy"
+    );
+    let result = f.admin.result_of(1, WAIT).await;
+    assert!(result.outcome.is_success(), "{:?}", result.outcome);
+    let held_for = result.started_at_ms - sent;
+    assert!(
+        (300..1_000).contains(&held_for),
+        "started {held_for} ms after it was sent"
+    );
+
+    // Killed while held: it never starts.
+    let mut killed = command(31, 2, &hello, "");
+    killed.start_in_ms = 5_000;
+    assert!(f.run(&killed).await.accepted);
+    let answer: KillResponse = f
+        .post(executor_paths::KILL, &KillCommand::Run { run_id: 2 })
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(answer.killed, [2]);
+    let result = f.admin.result_of(2, WAIT).await;
+    assert_eq!((result.outcome, result.started_at_ms), (Outcome::Killed, 0));
+
+    // The block strategy applies at the instant: DISCARD_LATER refuses a
+    // held trigger if the job is busy by then, and says so by callback.
+    let mut busy = command(32, 3, &runaway, "");
+    busy.limits.timeout_ms = 1_000;
+    assert!(f.run(&busy).await.accepted);
+    f.wait_until_running(32).await;
+    let mut later = command(32, 4, &runaway, "");
+    later.block_strategy = BlockStrategy::DiscardLater;
+    later.start_in_ms = 100;
+    assert!(f.run(&later).await.accepted, "held, not yet judged");
+    match f.admin.result_of(4, WAIT).await.outcome {
+        Outcome::Rejected { reason } => assert!(reason.contains("DISCARD_LATER"), "{reason}"),
+        other => panic!("expected a rejection, got {other:?}"),
+    }
+    f.executor.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queued_run_sees_the_state_its_predecessor_wrote_here() {
+    let f = fixture().await;
+    let counter = f.admin.add_module(jobs::bytes("counter"));
+    // Both triggers carry the admin's snapshot from before either ran, as
+    // when the second is sent while the first is still queued or held.
+    let mut first = command(33, 1, &counter, "");
+    first.state.insert("count".into(), "41".into());
+    let mut second = command(33, 2, &counter, "");
+    second.state = first.state.clone();
+    second.start_in_ms = 200;
+    assert!(f.run(&first).await.accepted);
+    assert!(f.run(&second).await.accepted);
+    let mut counts = Vec::new();
+    for run_id in [1, 2] {
+        let result = f.admin.result_of(run_id, WAIT).await;
+        counts.push(result.state_changes.get("count").cloned().flatten());
+    }
+    assert_eq!(
+        counts,
+        [Some("42".to_owned()), Some("43".to_owned())],
+        "the second run counted on from the first"
     );
     f.executor.shutdown().await;
 }

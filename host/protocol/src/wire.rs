@@ -117,6 +117,13 @@ pub struct RunCommand {
     /// A new instance for this run instead of a warm one.
     #[serde(default)]
     pub fresh_instance: bool,
+    /// Hold the trigger this long after receiving it, then apply it (block
+    /// strategy included) as if it arrived then. The admin sends fires a
+    /// little ahead of their instant so that a burst of them starts on
+    /// time; a relative delay, so the clocks of admin and executor need not
+    /// agree.
+    #[serde(default)]
+    pub start_in_ms: u64,
 }
 
 fn one() -> u32 {
