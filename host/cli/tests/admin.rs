@@ -750,10 +750,7 @@ async fn misfires_after_downtime_follow_each_strategy() {
                 "fired twice: {run}"
             );
         }
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis() as i64;
+        let now = now_ms();
         assert!(
             runs.iter()
                 .all(|r| r["status"] != "pending"
@@ -1127,4 +1124,75 @@ async fn a_manual_group_routes_to_its_listed_addresses() {
         .call(reqwest::Method::GET, "/api/v1/groups", None)
         .await;
     assert_eq!(groups[0]["name"], "pinned");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn firing_results_and_state_on_postgresql() {
+    let postgres = cronbox_tests::PostgresServer::start();
+    let url = postgres.create_database("firing");
+    let cluster = Cluster::start_with(&["--database-url", &url]).await;
+    let hello = cluster.upload("hello").await;
+    let counter = cluster.upload("counter").await;
+    let job = cluster
+        .create(json!({ "name": "pg-every-second", "module_digest": hello,
+                        "schedule_type": "CRON", "schedule_conf": "* * * * * ?", "param": "pg" }))
+        .await;
+    let (status, started) = cluster
+        .call(
+            reqwest::Method::POST,
+            &format!("/api/v1/jobs/{job}/start"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{started}");
+    let first = started["next_fire_at_ms"].as_i64().unwrap();
+
+    // State through results committed in PostgreSQL while the cron fires.
+    let count = cluster
+        .create(json!({ "name": "pg-count", "module_digest": counter }))
+        .await;
+    for expected in 1..=3 {
+        let run = cluster.trigger(count, json!({})).await;
+        let message = cluster.run(run).await["message"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            message.starts_with(&format!("count={expected} ")),
+            "{message}"
+        );
+    }
+
+    tokio::time::sleep(Duration::from_millis(
+        (first + 8_000 - now_ms()).max(0) as u64 + 1_500,
+    ))
+    .await;
+    cluster
+        .call(
+            reqwest::Method::POST,
+            &format!("/api/v1/jobs/{job}/stop"),
+            None,
+        )
+        .await;
+    let runs = cluster.runs(job).await;
+    let mut seconds: Vec<i64> = runs
+        .iter()
+        .filter(|r| r["status"] == "success")
+        .map(|r| r["scheduled_at_ms"].as_i64().unwrap())
+        .filter(|at| (first..first + 8_000).contains(at))
+        .collect();
+    seconds.sort();
+    let expected: Vec<i64> = (0..8).map(|i| first + i * 1000).collect();
+    assert_eq!(
+        seconds, expected,
+        "each second once, on PostgreSQL: {runs:?}"
+    );
+}
+
+/// Milliseconds since the epoch, now.
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
 }
