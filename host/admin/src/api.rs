@@ -331,6 +331,7 @@ async fn update_job(
         None
     };
     store.update_job(id, &row, next, now_ms()).await?;
+    state.scheduler.wake();
     Ok(Json(store.job(id).await?))
 }
 
@@ -369,6 +370,8 @@ async fn start_job(
     store
         .set_enabled(id, true, Some(first.timestamp_millis()), now_ms())
         .await?;
+    // Its first fire may come before the next pre-read pass.
+    state.scheduler.wake();
     Ok(Json(store.job(id).await?))
 }
 

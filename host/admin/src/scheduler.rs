@@ -95,6 +95,8 @@ pub struct Scheduler {
     /// queue one write transaction each.
     marks: tokio::sync::mpsc::UnboundedSender<DispatchMark>,
     mark_queue: std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<DispatchMark>>>,
+    /// Starts a pre-read pass now (a job was started or changed).
+    wake: tokio::sync::Notify,
 }
 
 /// Most dispatch marks written in one transaction.
@@ -231,6 +233,7 @@ impl Scheduler {
         Arc::new(Scheduler {
             marks,
             mark_queue: std::sync::Mutex::new(Some(mark_queue)),
+            wake: tokio::sync::Notify::new(),
             fast_slots: Arc::new(Semaphore::new(config.max_dispatches)),
             slow_slots: Arc::new(Semaphore::new((config.max_dispatches / 4).max(1))),
             slow_jobs: std::sync::Mutex::new(SlowJobs::default()),
@@ -286,12 +289,19 @@ impl Scheduler {
             }
             tokio::select! {
                 _ = stop.cancelled() => break,
+                _ = self.wake.notified() => {}
                 _ = tokio::time::sleep(Duration::from_millis(500)) => {}
             }
         }
         if let Some(writer) = mark_writer {
             let _ = writer.await;
         }
+    }
+
+    /// Runs a pre-read pass now instead of at the next tick: a job just
+    /// started or changed may be due sooner.
+    pub fn wake(&self) {
+        self.wake.notify_one();
     }
 
     /// The lost-run monitor: a run dispatched more than `lost_after` ago to

@@ -3,13 +3,16 @@
 //! - `cronbox run`: the job author's inner loop, running a component once on
 //!   this machine under the same runtime and limits as an executor;
 //! - `cronbox executor`: the executor role (see `host/executor`);
-//! - `cronbox admin`: the admin role (see `host/admin`).
+//! - `cronbox admin`: the admin role (see `host/admin`);
+//! - `cronbox up`: both roles in one process with demo jobs (`up.rs`).
 //!
-//! The admin, `up` and the management commands arrive with their roles.
+//! `client.rs` is the admin API client the commands share.
 
 mod admin;
+mod client;
 mod executor;
 mod run;
+mod up;
 
 use std::process::ExitCode;
 
@@ -26,6 +29,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    Up(up::UpArgs),
     Run(run::RunArgs),
     Executor(executor::ExecutorArgs),
     Admin(admin::AdminArgs),
@@ -35,6 +39,7 @@ fn main() -> ExitCode {
     init_tracing();
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Up(args) => up::main(args),
         Command::Run(args) => run::main(args),
         Command::Executor(args) => executor::main(args),
         Command::Admin(args) => admin::main(args),
@@ -42,10 +47,26 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("error: {error:#}");
+            eprintln!("error: {}", error_chain(&error));
             ExitCode::from(run::EXIT_BAD_INPUT)
         }
     }
+}
+
+/// An error and its causes, each cause shown once: library errors often
+/// repeat their cause in their own message already.
+fn error_chain(error: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in error.chain() {
+        let cause = cause.to_string();
+        if !text.contains(&cause) {
+            if !text.is_empty() {
+                text.push_str(": ");
+            }
+            text.push_str(&cause);
+        }
+    }
+    text
 }
 
 /// Logs to stderr, filtered by `CRONBOX_LOG` (e.g. `debug`,

@@ -44,9 +44,38 @@ pub fn bytes(name: &str) -> Vec<u8> {
         .unwrap_or_else(|error| panic!("example job {name} at {}: {error}", path.display()))
 }
 
+/// The demo jobs compiled into the binary, so that `cronbox up` can deploy
+/// them wherever the binary goes: `hello`, `counter` and `sharded`.
+pub fn embedded(name: &str) -> Option<&'static [u8]> {
+    macro_rules! component {
+        ($file:literal) => {
+            include_bytes!(concat!(
+                env!("CRONBOX_EXAMPLE_JOBS_DIR"),
+                "/",
+                $file,
+                ".wasm"
+            ))
+        };
+    }
+    match name {
+        "hello" => Some(component!("hello")),
+        "counter" => Some(component!("counter")),
+        "sharded" => Some(component!("sharded")),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_embedded_demo_jobs_are_the_built_ones() {
+        for name in ["hello", "counter", "sharded"] {
+            assert_eq!(embedded(name), Some(bytes(name).as_slice()), "{name}");
+        }
+        assert_eq!(embedded("runaway"), None);
+    }
 
     #[test]
     fn every_job_and_fixture_was_built_as_a_component() {

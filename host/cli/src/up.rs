@@ -1,0 +1,251 @@
+//! `cronbox up`: an admin and an executor in one process on embedded SQLite,
+//! with the demo jobs deployed — from clone to watching sandboxed jobs run
+//! in one command.
+//!
+//! Everything lives under the data directory (default `./cronbox-data`):
+//! the admin's database, the executor's modules, artifacts and spool, and
+//! the two tokens (`api-token`, `executor-token`), created on the first
+//! start. A restart carries on: the demo jobs are matched by name, so none
+//! is added twice; a demo job whose built-in component changed is moved to
+//! the new version; one the user stopped stays stopped.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use clap::Args;
+use cronbox_admin::{AdminConfig, Database, SchedulerConfig};
+use cronbox_executor::ExecutorConfig;
+use serde_json::{Value, json};
+
+use crate::client::ApiClient;
+
+/// Run an admin and an executor in this process, with demo jobs deployed.
+///
+/// Stops gracefully on SIGINT or SIGTERM; run it again to carry on where it
+/// left off.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  cronbox up
+  cronbox up --data-dir /tmp/cronbox --bind 127.0.0.1:18080 --executor-bind 127.0.0.1:19090
+  CRONBOX_API_TOKEN=s3cret cronbox up --no-demo")]
+pub struct UpArgs {
+    /// Directory for the database, modules, spool and tokens.
+    #[arg(long, env = "CRONBOX_DATA_DIR", default_value = "cronbox-data")]
+    data_dir: PathBuf,
+    /// Address of the admin API.
+    #[arg(long, env = "CRONBOX_ADMIN_BIND", default_value = "127.0.0.1:8080")]
+    bind: SocketAddr,
+    /// Address of the executor.
+    #[arg(long, env = "CRONBOX_EXECUTOR_BIND", default_value = "127.0.0.1:9090")]
+    executor_bind: SocketAddr,
+    /// Token of the user API (default: the one in DATA_DIR/api-token,
+    /// created at random on the first start).
+    #[arg(long, env = "CRONBOX_API_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// Deploy no demo jobs.
+    #[arg(long)]
+    no_demo: bool,
+}
+
+/// A demo job: (name, built-in component, schedule, route, parameter, what
+/// it shows).
+struct Demo {
+    name: &'static str,
+    component: &'static str,
+    cron: &'static str,
+    route: &'static str,
+    param: &'static str,
+    about: &'static str,
+}
+
+const DEMOS: &[Demo] = &[
+    Demo {
+        name: "hello",
+        component: "hello",
+        cron: "*/5 * * * * ?",
+        route: "FIRST",
+        param: "cronbox",
+        about: "every 5 s",
+    },
+    Demo {
+        name: "counter",
+        component: "counter",
+        cron: "*/10 * * * * ?",
+        route: "FIRST",
+        param: "",
+        about: "every 10 s, keeping a count in its durable state",
+    },
+    Demo {
+        name: "sharded",
+        component: "sharded",
+        cron: "0 * * * * ?",
+        route: "SHARDING_BROADCAST",
+        param: "",
+        about: "every minute, one shard per executor",
+    },
+];
+
+pub fn main(args: UpArgs) -> anyhow::Result<ExitCode> {
+    std::fs::create_dir_all(&args.data_dir)
+        .with_context(|| format!("cannot create {}", args.data_dir.display()))?;
+    let token_file = args.data_dir.join("api-token");
+    let (api_token, token_source) = match args.token {
+        Some(token) if token.is_empty() => bail!("--token must not be empty"),
+        Some(token) => (token, "given by --token or CRONBOX_API_TOKEN".to_owned()),
+        None => (
+            stored_token(&token_file)?,
+            format!("in {}", token_file.display()),
+        ),
+    };
+    let executor_token = stored_token(&args.data_dir.join("executor-token"))?;
+    let threads = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    threads.block_on(async move {
+        let admin = cronbox_admin::start(AdminConfig {
+            bind: args.bind,
+            database: Database::Sqlite(args.data_dir.join("admin")),
+            api_token: api_token.clone(),
+            executor_token: executor_token.clone(),
+            scheduler: SchedulerConfig::default(),
+            max_request_bytes: 64 << 20,
+        })
+        .await?;
+        let admin_url = format!("http://{}", admin.local_addr());
+        let mut executor_config = ExecutorConfig::new(
+            args.executor_bind,
+            vec![admin_url.clone()],
+            executor_token,
+            args.data_dir.join("executor"),
+        );
+        executor_config.beat_interval = Duration::from_secs(10);
+        let executor = cronbox_executor::start(executor_config).await?;
+
+        let client = ApiClient::new(&admin_url, &api_token);
+        let deployed = if args.no_demo {
+            Vec::new()
+        } else {
+            deploy_demos(&client).await?
+        };
+        print_welcome(
+            &admin_url,
+            executor.address(),
+            &args.data_dir,
+            &token_source,
+            &deployed,
+        );
+
+        crate::shutdown_signal().await;
+        eprintln!("cronbox shutting down");
+        executor.shutdown().await;
+        admin.shutdown().await;
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// The token in `path`, or a new random one written there (readable by the
+/// owner only).
+fn stored_token(path: &Path) -> anyhow::Result<String> {
+    if let Ok(token) = std::fs::read_to_string(path) {
+        let token = token.trim().to_owned();
+        if !token.is_empty() {
+            return Ok(token);
+        }
+    }
+    let token = hex::encode(rand::random::<[u8; 24]>());
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options
+        .open(path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    std::io::Write::write_all(&mut file, token.as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(token)
+}
+
+/// Pushes the demo components and creates (and starts) the demo jobs that
+/// do not exist yet; moves existing ones to a changed component. Returns
+/// (job id, demo) for each.
+async fn deploy_demos(client: &ApiClient) -> anyhow::Result<Vec<(i64, &'static Demo)>> {
+    let existing = client.get("/api/v1/jobs").await?;
+    let existing = existing.as_array().cloned().unwrap_or_default();
+    let mut deployed = Vec::new();
+    for demo in DEMOS {
+        let bytes = cronbox_example_jobs::embedded(demo.component)
+            .with_context(|| format!("no built-in component {}", demo.component))?;
+        let digest = client
+            .upload(bytes.to_vec())
+            .await
+            .with_context(|| format!("cannot push the demo component {}", demo.component))?;
+        let spec = json!({
+            "name": demo.name,
+            "module_digest": digest,
+            "schedule_type": "CRON",
+            "schedule_conf": demo.cron,
+            "route": demo.route,
+            "param": demo.param,
+        });
+        let found = existing.iter().find(|job| job["name"] == demo.name);
+        let id = match found {
+            Some(job) => {
+                let id = job_id(job)?;
+                if job["module_digest"] != digest.as_str() {
+                    client.put(&format!("/api/v1/jobs/{id}"), &spec).await?;
+                }
+                id
+            }
+            None => {
+                let id = job_id(&client.post("/api/v1/jobs", &spec).await?)?;
+                client
+                    .post(&format!("/api/v1/jobs/{id}/start"), &Value::Null)
+                    .await?;
+                id
+            }
+        };
+        deployed.push((id, demo));
+    }
+    Ok(deployed)
+}
+
+fn job_id(job: &Value) -> anyhow::Result<i64> {
+    job["id"]
+        .as_i64()
+        .with_context(|| format!("a job without an id: {job}"))
+}
+
+fn print_welcome(
+    admin_url: &str,
+    executor: &str,
+    data_dir: &Path,
+    token_source: &str,
+    demos: &[(i64, &Demo)],
+) {
+    println!("cronbox is up");
+    println!("  admin API   {admin_url}");
+    println!("  executor    {executor}");
+    println!("  data        {}", data_dir.display());
+    println!("  API token   {token_source}");
+    if !demos.is_empty() {
+        println!("  demo jobs");
+        for (id, demo) in demos {
+            println!("    {id:>4}  {:<8} {}", demo.name, demo.about);
+        }
+    }
+    println!();
+    println!("Try:");
+    println!("  TOKEN=$(cat {})", data_dir.join("api-token").display());
+    println!("  curl -s -H \"Authorization: Bearer $TOKEN\" {admin_url}/api/v1/jobs");
+    if let Some((id, _)) = demos.first() {
+        println!("  curl -s -H \"Authorization: Bearer $TOKEN\" {admin_url}/api/v1/jobs/{id}/runs");
+        println!(
+            "  curl -s -X POST -H \"Authorization: Bearer $TOKEN\" -d '{{\"param\":\"you\"}}' \\\n       -H 'content-type: application/json' {admin_url}/api/v1/jobs/{id}/trigger"
+        );
+    }
+    println!("Ctrl-C stops cronbox; run it again to carry on where it left off.");
+}
