@@ -2,7 +2,9 @@
 //!
 //! Executor-facing (executor token): `registry`, `registry-remove`,
 //! `callback`, module content by digest. User-facing (API token): upload a
-//! module, create, start, stop and trigger jobs, preview fires, list runs.
+//! module; create, update, delete, start, stop and trigger jobs; preview
+//! fires; read and edit a job's state; list runs by filter and page, read,
+//! kill and follow them; daily reports; executor groups.
 //! Errors are JSON [`ApiError`] bodies naming the field at fault.
 
 use std::sync::Arc;
@@ -23,7 +25,7 @@ use subtle::ConstantTimeEq;
 
 use crate::jobs::{JobSpec, child_cycle, schedule_of};
 use crate::scheduler::{Scheduler, now_ms};
-use crate::store::StoreError;
+use crate::store::{RunFilter, StoreError, status};
 
 pub(crate) struct AdminState {
     pub(crate) scheduler: Arc<Scheduler>,
@@ -43,7 +45,13 @@ pub(crate) fn router(state: Arc<AdminState>, max_module_bytes: usize) -> Router 
         .route("/api/v1/groups", get(list_groups))
         .route("/api/v1/groups/{name}", axum::routing::put(put_group))
         .route("/api/v1/jobs", post(create_job).get(list_jobs))
-        .route("/api/v1/jobs/{id}", get(get_job).put(update_job))
+        .route(
+            "/api/v1/jobs/{id}",
+            get(get_job).put(update_job).delete(delete_job),
+        )
+        .route("/api/v1/jobs/{id}/state", get(get_state).put(put_state))
+        .route("/api/v1/runs", get(list_runs))
+        .route("/api/v1/reports", get(reports))
         .route("/api/v1/jobs/{id}/start", post(start_job))
         .route("/api/v1/jobs/{id}/stop", post(stop_job))
         .route("/api/v1/jobs/{id}/trigger", post(trigger_job))
@@ -630,4 +638,223 @@ async fn list_groups(State(state): State<Arc<AdminState>>) -> Result<impl IntoRe
         .map(|(name, kind, addresses)| serde_json::json!({ "name": name, "address_type": kind, "addresses": addresses }))
         .collect();
     Ok(Json(groups))
+}
+
+/// Deletes a job (its runs stay as history). Refused while another job
+/// names it as a child.
+async fn delete_job(
+    State(state): State<Arc<AdminState>>,
+    Path(id): Path<i64>,
+) -> Result<impl IntoResponse, Failure> {
+    let store = state.scheduler.store();
+    store.job(id).await?.ok_or_else(|| unknown_job(id))?;
+    let parents: Vec<String> = store
+        .jobs()
+        .await?
+        .iter()
+        .filter(|job| crate::jobs::children_of(job).contains(&id))
+        .map(|job| format!("{} ({})", job.id, job.name))
+        .collect();
+    if !parents.is_empty() {
+        return Err(Failure::new(
+            StatusCode::CONFLICT,
+            "job_in_use",
+            format!(
+                "job {id} is a child of {}; remove it from their children first",
+                parents.join(", ")
+            ),
+        ));
+    }
+    store.delete_job(id).await?;
+    Ok(Json(serde_json::json!({ "deleted": id })))
+}
+
+/// Most runs in one page of `GET /api/v1/runs`.
+const MAX_RUNS_PAGE: i64 = 1000;
+
+/// Runs, newest first, filtered by `job`, `status`, `from_ms`, `to_ms`
+/// (scheduled time), paged with `limit` and the `before` cursor that each
+/// page returns as `next_before`.
+async fn list_runs(
+    State(state): State<Arc<AdminState>>,
+    Query(params): Query<std::collections::HashMap<String, String>>,
+) -> Result<impl IntoResponse, Failure> {
+    let invalid = |field: &str, message: String| {
+        Failure::new(StatusCode::BAD_REQUEST, "invalid_query", message).field(field)
+    };
+    let number = |field: &str| -> Result<Option<i64>, Failure> {
+        params
+            .get(field)
+            .map(|text| {
+                text.parse::<i64>().map_err(|_| {
+                    invalid(field, format!("{field} must be an integer, got {text:?}"))
+                })
+            })
+            .transpose()
+    };
+    if let Some(unknown) = params.keys().find(|key| {
+        !["job", "status", "from_ms", "to_ms", "before", "limit"].contains(&key.as_str())
+    }) {
+        return Err(invalid(
+            unknown,
+            format!(
+                "unknown parameter {unknown:?}: use job, status, from_ms, to_ms, before, limit"
+            ),
+        ));
+    }
+    let statuses = [
+        status::PENDING,
+        status::DISPATCHED,
+        status::SUCCESS,
+        status::FAILED,
+    ];
+    let run_status = params.get("status").cloned();
+    if let Some(wanted) = &run_status
+        && !statuses.contains(&wanted.as_str())
+    {
+        return Err(invalid(
+            "status",
+            format!(
+                "unknown status {wanted:?}: use one of {}",
+                statuses.join(", ")
+            ),
+        ));
+    }
+    let limit = number("limit")?.unwrap_or(100);
+    if !(1..=MAX_RUNS_PAGE).contains(&limit) {
+        return Err(invalid(
+            "limit",
+            format!("limit must be between 1 and {MAX_RUNS_PAGE}, got {limit}"),
+        ));
+    }
+    let filter = RunFilter {
+        job_id: number("job")?,
+        status: run_status,
+        from_ms: number("from_ms")?,
+        to_ms: number("to_ms")?,
+        before_id: number("before")?,
+        limit,
+    };
+    let runs = state.scheduler.store().list_runs(&filter).await?;
+    let next_before = (runs.len() as i64 == limit)
+        .then(|| runs.last().map(|run| run.id))
+        .flatten();
+    Ok(Json(
+        serde_json::json!({ "runs": runs, "next_before": next_before }),
+    ))
+}
+
+/// Keys, values and entries an operator may write into a job's state.
+const STATE_MAX_KEY_BYTES: usize = 256;
+const STATE_MAX_VALUE_BYTES: usize = 64 * 1024;
+const STATE_MAX_ENTRIES: usize = 1024;
+
+async fn get_state(
+    State(state): State<Arc<AdminState>>,
+    Path(id): Path<i64>,
+) -> Result<impl IntoResponse, Failure> {
+    let store = state.scheduler.store();
+    store.job(id).await?.ok_or_else(|| unknown_job(id))?;
+    let values = store.job_state(id).await?;
+    Ok(Json(serde_json::json!({ "job_id": id, "state": values })))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StateEdit {
+    state: std::collections::HashMap<String, String>,
+}
+
+/// Replaces a job's durable state: what its next run will see.
+async fn put_state(
+    State(state): State<Arc<AdminState>>,
+    Path(id): Path<i64>,
+    ApiJson(edit): ApiJson<StateEdit>,
+) -> Result<impl IntoResponse, Failure> {
+    let store = state.scheduler.store();
+    store.job(id).await?.ok_or_else(|| unknown_job(id))?;
+    let invalid = |message: String| {
+        Failure::new(StatusCode::BAD_REQUEST, "invalid_state", message).field("state")
+    };
+    if edit.state.len() > STATE_MAX_ENTRIES {
+        return Err(invalid(format!(
+            "{} entries; at most {STATE_MAX_ENTRIES}",
+            edit.state.len()
+        )));
+    }
+    for (key, value) in &edit.state {
+        if key.is_empty() || key.len() > STATE_MAX_KEY_BYTES {
+            return Err(invalid(format!(
+                "key {key:?} must be 1 to {STATE_MAX_KEY_BYTES} bytes"
+            )));
+        }
+        if value.len() > STATE_MAX_VALUE_BYTES {
+            return Err(invalid(format!(
+                "the value of {key:?} is {} bytes; at most {STATE_MAX_VALUE_BYTES}",
+                value.len()
+            )));
+        }
+    }
+    store.replace_job_state(id, &edit.state).await?;
+    Ok(Json(
+        serde_json::json!({ "job_id": id, "state": edit.state }),
+    ))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReportQuery {
+    /// First day, `YYYY-MM-DD` (default: six days before `to`).
+    from: Option<String>,
+    /// Last day, `YYYY-MM-DD` (default: today, UTC).
+    to: Option<String>,
+}
+
+/// Run counts per day (refreshed by housekeeping every minute) and their
+/// totals.
+async fn reports(
+    State(state): State<Arc<AdminState>>,
+    query: Result<Query<ReportQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<impl IntoResponse, Failure> {
+    let Query(query) = query.map_err(|rejection| {
+        Failure::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+            rejection.body_text(),
+        )
+    })?;
+    let day = |field: &str, text: &str| {
+        chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d").map_err(|_| {
+            Failure::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_query",
+                format!("{field} must be a day as YYYY-MM-DD, got {text:?}"),
+            )
+            .field(field)
+        })
+    };
+    let to = match &query.to {
+        Some(text) => day("to", text)?,
+        None => chrono::Utc::now().date_naive(),
+    };
+    let from = match &query.from {
+        Some(text) => day("from", text)?,
+        None => to - chrono::Duration::days(6),
+    };
+    let days = state
+        .scheduler
+        .store()
+        .daily_reports(
+            "default",
+            &from.format("%Y-%m-%d").to_string(),
+            &to.format("%Y-%m-%d").to_string(),
+        )
+        .await?;
+    let total = |count: fn(&crate::store::DailyReport) -> i64| days.iter().map(count).sum::<i64>();
+    let totals = serde_json::json!({
+        "success": total(|day| day.success),
+        "failed": total(|day| day.failed),
+        "running": total(|day| day.running),
+    });
+    Ok(Json(serde_json::json!({ "days": days, "totals": totals })))
 }

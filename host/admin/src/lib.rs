@@ -8,11 +8,13 @@
 //! - [`scheduler`] — the pre-read loop, durable fires, dispatch, results,
 //!   retries, child jobs;
 //! - `api` — the HTTP API for executors and users;
-//! - [`jobs`] — job definitions and their validation.
+//! - [`jobs`] — job definitions and their validation;
+//! - `housekeeping` — daily reports, run retention, registry clean-up.
 //!
 //! The admin never links wasmtime: it talks to executors over HTTP.
 
 mod api;
+mod housekeeping;
 pub mod jobs;
 pub mod routing;
 pub mod schedule;
@@ -72,6 +74,7 @@ pub struct RunningAdmin {
     stop: CancellationToken,
     server: JoinHandle<()>,
     scheduler_task: JoinHandle<()>,
+    housekeeping: JoinHandle<()>,
 }
 
 /// Opens the store (running migrations), starts the scheduler (recovering
@@ -113,6 +116,11 @@ pub async fn start(config: AdminConfig) -> Result<RunningAdmin, AdminError> {
             }
         })
     };
+    let housekeeping = tokio::spawn(housekeeping::run(
+        scheduler.store().clone(),
+        scheduler.config().clone(),
+        stop.clone(),
+    ));
     let scheduler_task = tokio::spawn(scheduler.run(stop.clone()));
     tracing::info!(%local_addr, "admin started");
     Ok(RunningAdmin {
@@ -120,6 +128,7 @@ pub async fn start(config: AdminConfig) -> Result<RunningAdmin, AdminError> {
         stop,
         server,
         scheduler_task,
+        housekeeping,
     })
 }
 
@@ -133,6 +142,7 @@ impl RunningAdmin {
     pub async fn shutdown(self) {
         self.stop.cancel();
         let _ = self.scheduler_task.await;
+        let _ = self.housekeeping.await;
         let _ = self.server.await;
     }
 }

@@ -46,6 +46,10 @@ pub struct SchedulerConfig {
     /// until then, so a burst of fires due together still starts on time.
     /// Zero sends each fire at its instant.
     pub dispatch_ahead: Duration,
+    /// Ended runs older than this are deleted (xxl-job's log retention).
+    pub run_retention: Duration,
+    /// How often daily reports are recounted and old rows cleaned.
+    pub housekeeping_interval: Duration,
 }
 
 impl Default for SchedulerConfig {
@@ -58,6 +62,8 @@ impl Default for SchedulerConfig {
             lost_after: Duration::from_secs(600),
             executor_token: String::new(),
             dispatch_ahead: Duration::from_millis(300),
+            run_retention: Duration::from_secs(30 * 24 * 3600),
+            housekeeping_interval: Duration::from_secs(60),
         }
     }
 }
@@ -243,6 +249,10 @@ impl Scheduler {
             http,
             config,
         })
+    }
+
+    pub fn config(&self) -> &SchedulerConfig {
+        &self.config
     }
 
     pub fn store(&self) -> &Store {

@@ -232,6 +232,31 @@ impl RunEnd {
     }
 }
 
+/// Which runs to list: every field narrows; newest first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunFilter {
+    pub job_id: Option<i64>,
+    pub status: Option<String>,
+    /// Scheduled at or after.
+    pub from_ms: Option<i64>,
+    /// Scheduled before.
+    pub to_ms: Option<i64>,
+    /// Ids below this one (the cursor of the next page).
+    pub before_id: Option<i64>,
+    pub limit: i64,
+}
+
+/// One day's run counts of a tenant.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct DailyReport {
+    /// `YYYY-MM-DD`, UTC.
+    pub day: String,
+    pub success: i64,
+    pub failed: i64,
+    /// Written and not ended when the report was refreshed.
+    pub running: i64,
+}
+
 /// Run statuses.
 pub mod status {
     /// Written, not yet sent to an executor.
@@ -628,6 +653,23 @@ impl Store {
         Ok(done.rows_affected() == 1)
     }
 
+    /// Deletes a job and its durable state (its runs stay as history).
+    /// Returns false if there was no such job.
+    pub async fn delete_job(&self, id: i64) -> Result<bool, StoreError> {
+        let mut tx = self.writer.begin().await?;
+        sqlx::query("DELETE FROM job_state WHERE job_id = $1")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        let deleted = sqlx::query("DELETE FROM job WHERE id = $1")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        tx.commit().await?;
+        Ok(deleted == 1)
+    }
+
     /// Enabled jobs due by `until_ms`, soonest first.
     pub async fn due_jobs(&self, until_ms: i64, limit: i64) -> Result<Vec<JobRow>, StoreError> {
         let rows = sqlx::query(concat!(
@@ -708,6 +750,64 @@ impl Store {
         .bind(job_id)
         .fetch_all(&self.pool)
         .await?;
+        Ok(rows.iter().map(run_from_row).collect::<Result<_, _>>()?)
+    }
+
+    /// Runs matching `filter`, newest first, at most `filter.limit`.
+    pub async fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunRow>, StoreError> {
+        let mut conditions = Vec::new();
+        let mut next = 0;
+        let mut placeholder = || {
+            next += 1;
+            format!("${next}")
+        };
+        if filter.job_id.is_some() {
+            conditions.push(format!("job_id = {}", placeholder()));
+        }
+        if filter.status.is_some() {
+            conditions.push(format!("status = {}", placeholder()));
+        }
+        if filter.from_ms.is_some() {
+            conditions.push(format!("scheduled_at_ms >= {}", placeholder()));
+        }
+        if filter.to_ms.is_some() {
+            conditions.push(format!("scheduled_at_ms < {}", placeholder()));
+        }
+        if filter.before_id.is_some() {
+            conditions.push(format!("id < {}", placeholder()));
+        }
+        let limit = placeholder();
+        let condition = if conditions.is_empty() {
+            String::new()
+        } else {
+            format!(" WHERE {}", conditions.join(" AND "))
+        };
+        // Only placeholders and fixed column names go into the text.
+        let sql = format!(
+            concat!(
+                "SELECT ",
+                run_columns!(),
+                " FROM run{} ORDER BY id DESC LIMIT {}"
+            ),
+            condition, limit
+        );
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        if let Some(job_id) = filter.job_id {
+            query = query.bind(job_id);
+        }
+        if let Some(status) = &filter.status {
+            query = query.bind(status.clone());
+        }
+        if let Some(from) = filter.from_ms {
+            query = query.bind(from);
+        }
+        if let Some(to) = filter.to_ms {
+            query = query.bind(to);
+        }
+        if let Some(before) = filter.before_id {
+            query = query.bind(before);
+        }
+        let rows = query.bind(filter.limit).fetch_all(&self.pool).await?;
         Ok(rows.iter().map(run_from_row).collect::<Result<_, _>>()?)
     }
 
@@ -898,6 +998,128 @@ impl Store {
             }
         }
         Ok(states)
+    }
+
+    /// Replaces a job's durable state (an operator's edit).
+    pub async fn replace_job_state(
+        &self,
+        job_id: i64,
+        state: &HashMap<String, String>,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.writer.begin().await?;
+        sqlx::query("DELETE FROM job_state WHERE job_id = $1")
+            .bind(job_id)
+            .execute(&mut *tx)
+            .await?;
+        for (key, value) in state {
+            sqlx::query("INSERT INTO job_state (job_id, key, value) VALUES ($1, $2, $3)")
+                .bind(job_id)
+                .bind(key)
+                .bind(value)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    // ---- housekeeping ---------------------------------------------------
+
+    /// Recounts the daily report of `day` (`YYYY-MM-DD`, UTC) from the runs
+    /// written in [`from_ms`, `to_ms`), per tenant: succeeded, failed, and
+    /// not yet ended.
+    pub async fn refresh_daily_report(
+        &self,
+        day: &str,
+        from_ms: i64,
+        to_ms: i64,
+    ) -> Result<(), StoreError> {
+        let rows = sqlx::query(
+            "SELECT tenant, \
+             SUM(CASE WHEN status = $1 THEN 1 ELSE 0 END) AS success, \
+             SUM(CASE WHEN status = $2 THEN 1 ELSE 0 END) AS failed, \
+             SUM(CASE WHEN status IN ($3, $4) THEN 1 ELSE 0 END) AS running \
+             FROM run WHERE created_at_ms >= $5 AND created_at_ms < $6 GROUP BY tenant",
+        )
+        .bind(status::SUCCESS)
+        .bind(status::FAILED)
+        .bind(status::PENDING)
+        .bind(status::DISPATCHED)
+        .bind(from_ms)
+        .bind(to_ms)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut tx = self.writer.begin().await?;
+        for row in rows {
+            let tenant: String = row.try_get("tenant")?;
+            sqlx::query(
+                "INSERT INTO daily_report (tenant, day, success, failed, running) \
+                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (tenant, day) DO UPDATE SET \
+                 success = excluded.success, failed = excluded.failed, running = excluded.running",
+            )
+            .bind(tenant)
+            .bind(day)
+            .bind(row.try_get::<i64, _>("success")?)
+            .bind(row.try_get::<i64, _>("failed")?)
+            .bind(row.try_get::<i64, _>("running")?)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Daily reports of `tenant` from `from_day` to `to_day` (inclusive,
+    /// `YYYY-MM-DD`), oldest first.
+    pub async fn daily_reports(
+        &self,
+        tenant: &str,
+        from_day: &str,
+        to_day: &str,
+    ) -> Result<Vec<DailyReport>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT day, success, failed, running FROM daily_report \
+             WHERE tenant = $1 AND day >= $2 AND day <= $3 ORDER BY day",
+        )
+        .bind(tenant)
+        .bind(from_day)
+        .bind(to_day)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(DailyReport {
+                    day: row.try_get("day")?,
+                    success: row.try_get("success")?,
+                    failed: row.try_get("failed")?,
+                    running: row.try_get("running")?,
+                })
+            })
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(StoreError::from)
+    }
+
+    /// Deletes ended runs written before `before_ms` (run retention);
+    /// returns how many.
+    pub async fn delete_runs_before(&self, before_ms: i64) -> Result<u64, StoreError> {
+        Ok(
+            sqlx::query("DELETE FROM run WHERE created_at_ms < $1 AND status IN ($2, $3)")
+                .bind(before_ms)
+                .bind(status::SUCCESS)
+                .bind(status::FAILED)
+                .execute(&self.writer)
+                .await?
+                .rows_affected(),
+        )
+    }
+
+    /// Forgets executors that have not beaten since `before_ms`.
+    pub async fn forget_silent_executors(&self, before_ms: i64) -> Result<u64, StoreError> {
+        Ok(sqlx::query("DELETE FROM registry WHERE updated_at_ms < $1")
+            .bind(before_ms)
+            .execute(&self.writer)
+            .await?
+            .rows_affected())
     }
 
     /// A job's durable state.

@@ -2,7 +2,11 @@
 //! PostgreSQL server started by the test.
 #![allow(clippy::unwrap_used)] // in tests a failed unwrap is a failed test
 
-use cronbox_admin::store::{DispatchMark, JobRow, NewRun, RunEnd, Store, StoreError, status};
+use std::collections::HashMap;
+
+use cronbox_admin::store::{
+    DispatchMark, JobRow, NewRun, RunEnd, RunFilter, Store, StoreError, status,
+};
 use cronbox_tests::PostgresServer;
 
 fn job() -> JobRow {
@@ -175,6 +179,59 @@ async fn guarantees(store: &Store) {
         (Some("timeout"), Some("http://e1"))
     );
 
+    // Listing runs by filter, newest first, on both engines.
+    let all = store
+        .list_runs(&RunFilter {
+            job_id: Some(id),
+            limit: 10,
+            ..RunFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(all.len(), 3);
+    assert!(all[0].id > all[2].id);
+    let failed_runs = store
+        .list_runs(&RunFilter {
+            status: Some(status::FAILED.into()),
+            from_ms: Some(2_000),
+            to_ms: Some(3_001),
+            before_id: Some(all[0].id + 1),
+            limit: 10,
+            ..RunFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        failed_runs
+            .iter()
+            .map(|r| r.scheduled_at_ms)
+            .collect::<Vec<_>>(),
+        [3_000, 2_000]
+    );
+
+    // Daily report: one success, two failed, written at 0 ms (1970-01-01).
+    store
+        .refresh_daily_report("1970-01-01", 0, 86_400_000)
+        .await
+        .unwrap();
+    let report = store
+        .daily_reports("default", "1970-01-01", "1970-01-02")
+        .await
+        .unwrap();
+    assert_eq!(
+        report
+            .iter()
+            .map(|day| (day.success, day.failed, day.running))
+            .collect::<Vec<_>>(),
+        [(1, 2, 0)]
+    );
+
+    // An operator's edit replaces the state.
+    let mut edited = HashMap::new();
+    edited.insert("other".to_owned(), "x".to_owned());
+    store.replace_job_state(id, &edited).await.unwrap();
+    assert_eq!(store.job_state(id).await.unwrap(), edited);
+
     // Registry: sorted, alive ones only.
     store
         .registry_beat("default", "http://b", 100)
@@ -197,6 +254,14 @@ async fn guarantees(store: &Store) {
         store.group_addresses("default", 50).await.unwrap(),
         ["http://b"]
     );
+    assert_eq!(store.forget_silent_executors(50).await.unwrap(), 1);
+
+    // Retention deletes ended runs only; deleting the job keeps its runs.
+    assert_eq!(store.delete_runs_before(i64::MAX).await.unwrap(), 3);
+    assert!(store.delete_job(id).await.unwrap());
+    assert!(store.job(id).await.unwrap().is_none());
+    assert!(store.job_state(id).await.unwrap().is_empty());
+    assert!(!store.delete_job(id).await.unwrap());
 }
 
 #[tokio::test]
@@ -216,9 +281,20 @@ async fn postgres_keeps_every_guarantee() {
     let server = PostgresServer::start();
     let store = Store::connect(&server.url()).await.unwrap();
     guarantees(&store).await;
-    // Migrations are idempotent: a second admin connects to the same schema.
+    // Migrations are idempotent: a second admin connects to the same schema
+    // and sees what the first one writes.
     let other = Store::connect(&server.url()).await.unwrap();
-    assert_eq!(other.jobs().await.unwrap().len(), 1);
+    let id = store.insert_job(&job(), 0).await.unwrap();
+    assert_eq!(
+        other
+            .jobs()
+            .await
+            .unwrap()
+            .iter()
+            .map(|j| j.id)
+            .collect::<Vec<_>>(),
+        [id]
+    );
 }
 
 #[tokio::test]
