@@ -11,12 +11,13 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{DefaultBodyLimit, FromRequest, Path, Query, Request, State};
+use axum::extract::{DefaultBodyLimit, Extension, FromRequest, Path, Query, Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use cronbox_component_check::ComponentError;
 use cronbox_protocol::{ApiError, CallbackBatch, Registration, admin_paths};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -25,12 +26,17 @@ use subtle::ConstantTimeEq;
 
 use crate::jobs::{JobSpec, child_cycle, schedule_of};
 use crate::scheduler::{Scheduler, now_ms};
-use crate::store::{RunFilter, StoreError, status};
+use crate::store::{JobRow, RunFilter, RunRow, StoreError, VersionPush, status};
 
 pub(crate) struct AdminState {
     pub(crate) scheduler: Arc<Scheduler>,
+    /// The operator token.
     pub(crate) api_token: String,
     pub(crate) executor_token: String,
+    /// Largest module accepted, bytes.
+    pub(crate) max_module_bytes: usize,
+    /// Versions kept per module name.
+    pub(crate) keep_versions: usize,
 }
 
 pub(crate) fn router(state: Arc<AdminState>, max_module_bytes: usize) -> Router {
@@ -41,7 +47,19 @@ pub(crate) fn router(state: Arc<AdminState>, max_module_bytes: usize) -> Router 
         .route("/api/v1/modules/{digest}/content", get(module_content))
         .layer(middleware::from_fn_with_state(state.clone(), executor_auth));
     let users = Router::new()
-        .route("/api/v1/modules", post(upload_module))
+        .route("/api/v1/modules", post(upload_module).get(list_modules))
+        .route("/api/v1/modules/{name}/versions", get(list_module_versions))
+        .route("/api/v1/modules/{name}/rollback", post(rollback_module))
+        .route(
+            "/api/v1/modules/{name}/labels/{label}",
+            axum::routing::put(label_module),
+        )
+        .route("/api/v1/tenants", post(create_tenant).get(list_tenants))
+        .route("/api/v1/tenants/{name}/tokens", post(create_token))
+        .route(
+            "/api/v1/tenants/{name}/tokens/{id}",
+            axum::routing::delete(revoke_token),
+        )
         .route("/api/v1/groups", get(list_groups))
         .route("/api/v1/groups/{name}", axum::routing::put(put_group))
         .route("/api/v1/jobs", post(create_job).get(list_jobs))
@@ -65,7 +83,8 @@ pub(crate) fn router(state: Arc<AdminState>, max_module_bytes: usize) -> Router 
         .merge(executors)
         .merge(users)
         .fallback(|| async { Failure::new(StatusCode::NOT_FOUND, "not_found", "no such route") })
-        .layer(DefaultBodyLimit::max(max_module_bytes))
+        // Room for a multipart envelope around the largest module.
+        .layer(DefaultBodyLimit::max(max_module_bytes + (64 << 10)))
         .with_state(state)
 }
 
@@ -134,25 +153,28 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
     }
 }
 
-fn check_token(request: &Request, expected: &str) -> Result<(), Failure> {
-    let presented = request
+/// The bearer token of a request.
+fn bearer(request: &Request) -> Result<&str, Failure> {
+    request
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "));
-    match presented {
-        None => Err(Failure::new(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "missing token: send `Authorization: Bearer <token>`",
-        )),
-        Some(token) if bool::from(token.as_bytes().ct_eq(expected.as_bytes())) => Ok(()),
-        Some(_) => Err(Failure::new(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "wrong token",
-        )),
-    }
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .ok_or_else(|| {
+            Failure::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "missing token: send `Authorization: Bearer <token>`",
+            )
+        })
+}
+
+fn wrong_token() -> Failure {
+    Failure::new(StatusCode::UNAUTHORIZED, "unauthorized", "wrong token")
+}
+
+fn same_token(presented: &str, expected: &str) -> bool {
+    bool::from(presented.as_bytes().ct_eq(expected.as_bytes()))
 }
 
 async fn executor_auth(
@@ -160,17 +182,86 @@ async fn executor_auth(
     request: Request,
     next: Next,
 ) -> Response {
-    match check_token(&request, &state.executor_token) {
-        Ok(()) => next.run(request).await,
+    match bearer(&request) {
+        Ok(token) if same_token(token, &state.executor_token) => next.run(request).await,
+        Ok(_) => wrong_token().into_response(),
         Err(failure) => failure.into_response(),
     }
 }
 
-async fn user_auth(State(state): State<Arc<AdminState>>, request: Request, next: Next) -> Response {
-    match check_token(&request, &state.api_token) {
-        Ok(()) => next.run(request).await,
-        Err(failure) => failure.into_response(),
+/// Who is calling the user API: a tenant, through one of its tokens, or the
+/// operator.
+#[derive(Debug, Clone)]
+pub(crate) struct Caller {
+    /// The tenant whose objects it sees and creates (`default` for the
+    /// operator).
+    tenant: String,
+    /// The operator token: every tenant's objects, tenant management,
+    /// state edits, executor groups.
+    operator: bool,
+}
+
+impl Caller {
+    /// Whether the caller may see an object of `tenant`. Objects it may not
+    /// see are answered 404, as if they did not exist.
+    fn sees(&self, tenant: &str) -> bool {
+        self.operator || self.tenant == tenant
     }
+
+    /// The tenant to restrict listings to (`None` for the operator).
+    fn only_tenant(&self) -> Option<String> {
+        (!self.operator).then(|| self.tenant.clone())
+    }
+
+    fn require_operator(&self, what: &str) -> Result<(), Failure> {
+        if self.operator {
+            Ok(())
+        } else {
+            Err(Failure::new(
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                format!("{what} needs the operator token"),
+            ))
+        }
+    }
+}
+
+/// The sha256 (hex) under which a tenant token is stored.
+pub(crate) fn token_hash(token: &str) -> String {
+    hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+async fn user_auth(
+    State(state): State<Arc<AdminState>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let token = match bearer(&request) {
+        Ok(token) => token,
+        Err(failure) => return failure.into_response(),
+    };
+    let caller = if same_token(token, &state.api_token) {
+        Caller {
+            tenant: "default".to_owned(),
+            operator: true,
+        }
+    } else {
+        match state
+            .scheduler
+            .store()
+            .tenant_of_token(&token_hash(token))
+            .await
+        {
+            Ok(Some(tenant)) => Caller {
+                tenant,
+                operator: false,
+            },
+            Ok(None) => return wrong_token().into_response(),
+            Err(error) => return Failure::from(error).into_response(),
+        }
+    };
+    request.extensions_mut().insert(caller);
+    next.run(request).await
 }
 
 async fn registry(
@@ -223,61 +314,459 @@ async fn module_content(
         })
 }
 
+/// Where an upload goes: the module name to add a version to (none: the
+/// content is stored by digest only), and labels for the new version.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UploadQuery {
+    name: Option<String>,
+    /// Comma-separated.
+    labels: Option<String>,
+}
+
+/// Labels: the characters of module names.
+fn parse_labels(text: Option<&str>) -> Result<Vec<String>, Failure> {
+    let labels: Vec<String> = text
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|label| !label.is_empty())
+        .map(str::to_owned)
+        .collect();
+    for label in &labels {
+        crate::jobs::check_module_name(label).map_err(|invalid| {
+            Failure::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_module",
+                invalid.message.replace("module name", "label"),
+            )
+            .field("labels")
+        })?;
+    }
+    Ok(labels)
+}
+
+fn too_large(limit: usize) -> Failure {
+    Failure::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "module_too_large",
+        format!("the upload is over the limit of {limit} bytes"),
+    )
+}
+
+/// Uploads a component, as the raw body or as `multipart/form-data` with a
+/// `module` file field (and optional `name` and `labels` fields). It is
+/// checked like the runtime checks it (a component for world `job`, no
+/// import beyond those granted, the size limit) before anything is stored;
+/// content is kept by sha256. With a name, it becomes that module's next
+/// version, and the jobs that follow the module move to it.
 async fn upload_module(
     State(state): State<Arc<AdminState>>,
-    body: Bytes,
+    Extension(caller): Extension<Caller>,
+    query: Result<Query<UploadQuery>, axum::extract::rejection::QueryRejection>,
+    request: Request,
 ) -> Result<impl IntoResponse, Failure> {
-    if body.is_empty() {
+    let Query(mut query) = query.map_err(|rejection| {
+        Failure::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+            rejection.body_text(),
+        )
+    })?;
+    let limit = state.max_module_bytes;
+    let multipart = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("multipart/form-data"));
+    let bytes: Vec<u8> = if multipart {
+        let bad =
+            |message: String| Failure::new(StatusCode::BAD_REQUEST, "invalid_upload", message);
+        let mut form = axum::extract::Multipart::from_request(request, &())
+            .await
+            .map_err(|rejection| bad(rejection.body_text()))?;
+        let mut module = None;
+        while let Some(field) = form.next_field().await.map_err(|error| {
+            if error.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                too_large(limit)
+            } else {
+                bad(error.body_text())
+            }
+        })? {
+            let name = field.name().unwrap_or_default().to_owned();
+            let read_text = |text: Result<String, axum::extract::multipart::MultipartError>| {
+                text.map_err(|error| bad(error.body_text()))
+            };
+            match name.as_str() {
+                "module" => {
+                    module = Some(field.bytes().await.map_err(|error| {
+                        if error.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                            too_large(limit)
+                        } else {
+                            bad(error.body_text())
+                        }
+                    })?)
+                }
+                "name" => query.name = Some(read_text(field.text().await)?),
+                "labels" => query.labels = Some(read_text(field.text().await)?),
+                other => {
+                    return Err(bad(format!(
+                        "unknown form field {other:?}: use module, name, labels"
+                    )));
+                }
+            }
+        }
+        module
+            .ok_or_else(|| bad("the form has no `module` file field".to_owned()))?
+            .to_vec()
+    } else {
+        Bytes::from_request(request, &())
+            .await
+            .map_err(|rejection| {
+                if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    too_large(limit)
+                } else {
+                    Failure::new(
+                        StatusCode::BAD_REQUEST,
+                        "invalid_upload",
+                        rejection.body_text(),
+                    )
+                }
+            })?
+            .to_vec()
+    };
+    let labels = parse_labels(query.labels.as_deref())?;
+    if let Some(name) = &query.name {
+        crate::jobs::check_module_name(name).map_err(|invalid| {
+            Failure::new(StatusCode::BAD_REQUEST, "invalid_module", invalid.message).field("name")
+        })?;
+    } else if !labels.is_empty() {
         return Err(Failure::new(
             StatusCode::BAD_REQUEST,
             "invalid_module",
-            "the module is empty (0 bytes)",
-        ));
+            "labels belong to a named version: give a name too",
+        )
+        .field("labels"));
     }
-    if body.len() < 8 || &body[..4] != b"\0asm" {
-        return Err(Failure::new(
-            StatusCode::BAD_REQUEST,
-            "invalid_module",
-            "not a WebAssembly binary: it does not start with the \\0asm magic",
-        ));
+    cronbox_component_check::check_component(&bytes, limit).map_err(|error| match error {
+        ComponentError::TooLarge { .. } => Failure::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "module_too_large",
+            error.to_string(),
+        ),
+        _ => Failure::new(StatusCode::BAD_REQUEST, "invalid_module", error.to_string()),
+    })?;
+    let digest = hex::encode(Sha256::digest(&bytes));
+    let store = state.scheduler.store();
+    let now = now_ms();
+    store.put_module(&digest, &bytes, now).await?;
+    store.own_module(&caller.tenant, &digest).await?;
+    let mut answer = serde_json::json!({ "digest": digest, "size": bytes.len() });
+    if let Some(name) = &query.name {
+        let (version, moved) = store
+            .add_module_version(
+                &VersionPush {
+                    tenant: &caller.tenant,
+                    name,
+                    digest: &digest,
+                    labels: &labels,
+                    note: "",
+                },
+                state.keep_versions,
+                now,
+            )
+            .await?;
+        answer["name"] = name.clone().into();
+        answer["version"] = version.version.into();
+        answer["labels"] = version.labels.into();
+        answer["jobs_moved"] = moved.into();
+        state.scheduler.wake();
     }
-    if body[4..8] == [1, 0, 0, 0] {
-        return Err(Failure::new(
-            StatusCode::BAD_REQUEST,
-            "invalid_module",
-            "this is a core WebAssembly module, not a component: build the job for wasm32-wasip2",
-        ));
-    }
-    let digest = hex::encode(Sha256::digest(&body));
-    state
+    Ok((StatusCode::CREATED, Json(answer)))
+}
+
+async fn list_modules(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+) -> Result<impl IntoResponse, Failure> {
+    let modules: Vec<serde_json::Value> = state
         .scheduler
         .store()
-        .put_module(&digest, &body, now_ms())
+        .latest_modules(caller.only_tenant().as_deref())
+        .await?
+        .into_iter()
+        .map(|(tenant, latest)| {
+            let mut module = serde_json::to_value(latest).unwrap_or_default();
+            module["tenant"] = tenant.into();
+            module
+        })
+        .collect();
+    Ok(Json(modules))
+}
+
+/// The versions of one of the caller's modules, newest first.
+async fn module_versions(
+    state: &AdminState,
+    caller: &Caller,
+    name: &str,
+) -> Result<Vec<crate::store::ModuleVersion>, Failure> {
+    let versions = state
+        .scheduler
+        .store()
+        .module_versions(&caller.tenant, name)
+        .await?;
+    if versions.is_empty() {
+        return Err(Failure::new(
+            StatusCode::NOT_FOUND,
+            "unknown_module",
+            format!("no module {name:?}"),
+        ));
+    }
+    Ok(versions)
+}
+
+async fn list_module_versions(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path(name): Path<String>,
+) -> Result<impl IntoResponse, Failure> {
+    Ok(Json(module_versions(&state, &caller, &name).await?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct VersionChoice {
+    version: i64,
+}
+
+/// Makes an earlier version current again: a new version with its
+/// content, so history keeps both; the jobs that follow the module move to
+/// it.
+async fn rollback_module(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path(name): Path<String>,
+    ApiJson(choice): ApiJson<VersionChoice>,
+) -> Result<impl IntoResponse, Failure> {
+    let versions = module_versions(&state, &caller, &name).await?;
+    let Some(target) = versions.iter().find(|v| v.version == choice.version) else {
+        return Err(Failure::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            format!(
+                "module {name:?} has no version {} (it has {})",
+                choice.version,
+                versions
+                    .iter()
+                    .map(|v| v.version.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )
+        .field("version"));
+    };
+    let (version, moved) = state
+        .scheduler
+        .store()
+        .add_module_version(
+            &VersionPush {
+                tenant: &caller.tenant,
+                name: &name,
+                digest: &target.digest,
+                labels: &[],
+                note: &format!("rollback to version {}", target.version),
+            },
+            state.keep_versions,
+            now_ms(),
+        )
+        .await?;
+    state.scheduler.wake();
+    Ok((
+        StatusCode::CREATED,
+        Json(serde_json::json!({ "version": version, "jobs_moved": moved })),
+    ))
+}
+
+/// Puts a label on one version (taking it off any other).
+async fn label_module(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path((name, label)): Path<(String, String)>,
+    ApiJson(choice): ApiJson<VersionChoice>,
+) -> Result<impl IntoResponse, Failure> {
+    parse_labels(Some(&label))?;
+    module_versions(&state, &caller, &name).await?;
+    let labelled = state
+        .scheduler
+        .store()
+        .set_module_label(&caller.tenant, &name, choice.version, &label)
+        .await?;
+    if !labelled {
+        return Err(Failure::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            format!("module {name:?} has no version {}", choice.version),
+        )
+        .field("version"));
+    }
+    Ok(Json(module_versions(&state, &caller, &name).await?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TenantSpec {
+    name: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TokenSpec {
+    #[serde(default)]
+    label: String,
+}
+
+/// A new random API token: shown once, stored as its sha256.
+fn new_token() -> String {
+    format!("cbx_{}", hex::encode(rand::random::<[u8; 24]>()))
+}
+
+/// Creates a tenant and its first token (operator only).
+async fn create_tenant(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    ApiJson(spec): ApiJson<TenantSpec>,
+) -> Result<impl IntoResponse, Failure> {
+    caller.require_operator("creating a tenant")?;
+    let valid = !spec.name.is_empty()
+        && spec.name.len() <= 63
+        && spec
+            .name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    if !valid {
+        return Err(Failure::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_tenant",
+            format!(
+                "tenant name {:?} must be 1 to 63 lowercase letters, digits or '-'",
+                spec.name
+            ),
+        )
+        .field("name"));
+    }
+    let store = state.scheduler.store();
+    if !store.create_tenant(&spec.name, now_ms()).await? {
+        return Err(Failure::new(
+            StatusCode::CONFLICT,
+            "tenant_exists",
+            format!("tenant {:?} already exists", spec.name),
+        ));
+    }
+    let token = new_token();
+    let id = store
+        .add_token(&spec.name, "first", &token_hash(&token), now_ms())
         .await?;
     Ok((
         StatusCode::CREATED,
-        Json(serde_json::json!({ "digest": digest, "size": body.len() })),
+        Json(serde_json::json!({ "name": spec.name, "token_id": id, "token": token })),
     ))
+}
+
+async fn list_tenants(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+) -> Result<impl IntoResponse, Failure> {
+    caller.require_operator("listing tenants")?;
+    let tenants: Vec<serde_json::Value> = state
+        .scheduler
+        .store()
+        .tenants()
+        .await?
+        .into_iter()
+        .map(|(name, tokens)| serde_json::json!({ "name": name, "tokens": tokens }))
+        .collect();
+    Ok(Json(tenants))
+}
+
+async fn known_tenant(state: &AdminState, name: &str) -> Result<(), Failure> {
+    let known = state
+        .scheduler
+        .store()
+        .tenants()
+        .await?
+        .iter()
+        .any(|(tenant, _)| tenant == name);
+    if known {
+        Ok(())
+    } else {
+        Err(Failure::new(
+            StatusCode::NOT_FOUND,
+            "unknown_tenant",
+            format!("no tenant {name:?}"),
+        ))
+    }
+}
+
+/// Adds a token to a tenant (operator only); the token is shown once.
+async fn create_token(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path(tenant): Path<String>,
+    body: Bytes,
+) -> Result<impl IntoResponse, Failure> {
+    caller.require_operator("creating a token")?;
+    known_tenant(&state, &tenant).await?;
+    let spec: TokenSpec = if body.is_empty() {
+        TokenSpec::default()
+    } else {
+        serde_json::from_slice(&body).map_err(|error| {
+            Failure::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_request",
+                error.to_string(),
+            )
+        })?
+    };
+    let token = new_token();
+    let id = state
+        .scheduler
+        .store()
+        .add_token(&tenant, &spec.label, &token_hash(&token), now_ms())
+        .await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(serde_json::json!({ "tenant": tenant, "token_id": id, "token": token })),
+    ))
+}
+
+async fn revoke_token(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path((tenant, id)): Path<(String, i64)>,
+) -> Result<impl IntoResponse, Failure> {
+    caller.require_operator("revoking a token")?;
+    if !state.scheduler.store().revoke_token(&tenant, id).await? {
+        return Err(Failure::new(
+            StatusCode::NOT_FOUND,
+            "unknown_token",
+            format!("tenant {tenant:?} has no token {id}"),
+        ));
+    }
+    Ok(Json(serde_json::json!({ "tenant": tenant, "revoked": id })))
 }
 
 async fn create_job(
     State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
     ApiJson(spec): ApiJson<JobSpec>,
 ) -> Result<impl IntoResponse, Failure> {
-    let (row, _) = spec.validate("default").map_err(|invalid| {
+    let (mut row, _) = spec.validate(&caller.tenant).map_err(|invalid| {
         Failure::new(StatusCode::BAD_REQUEST, "invalid_job", invalid.message).field(invalid.field)
     })?;
     let store = state.scheduler.store();
-    if store.module(&row.module_digest).await?.is_none() {
-        return Err(Failure::new(
-            StatusCode::BAD_REQUEST,
-            "invalid_job",
-            format!("no module {} was uploaded", row.module_digest),
-        )
-        .field("module_digest"));
-    }
+    resolve_module(&state, &mut row).await?;
     for child in spec.children.iter() {
-        if store.job(*child).await?.is_none() {
+        if visible_job(&state, &caller, *child).await.is_err() {
             return Err(Failure::new(
                 StatusCode::BAD_REQUEST,
                 "invalid_job",
@@ -295,25 +784,22 @@ async fn create_job(
 /// cycle; a running job's next fire is recomputed from now.
 async fn update_job(
     State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<i64>,
     ApiJson(spec): ApiJson<JobSpec>,
 ) -> Result<impl IntoResponse, Failure> {
     let store = state.scheduler.store();
-    let current = store.job(id).await?.ok_or_else(|| unknown_job(id))?;
-    let (row, schedule) = spec.validate(&current.tenant).map_err(|invalid| {
+    let current = visible_job(&state, &caller, id).await?;
+    let (mut row, schedule) = spec.validate(&current.tenant).map_err(|invalid| {
         Failure::new(StatusCode::BAD_REQUEST, "invalid_job", invalid.message).field(invalid.field)
     })?;
-    if store.module(&row.module_digest).await?.is_none() {
-        return Err(Failure::new(
-            StatusCode::BAD_REQUEST,
-            "invalid_job",
-            format!("no module {} was uploaded", row.module_digest),
-        )
-        .field("module_digest"));
-    }
+    resolve_module(&state, &mut row).await?;
     let all = store.jobs().await?;
     for child in &spec.children {
-        if !all.iter().any(|job| job.id == *child) {
+        if !all
+            .iter()
+            .any(|job| job.id == *child && job.tenant == current.tenant)
+        {
             return Err(Failure::new(
                 StatusCode::BAD_REQUEST,
                 "invalid_job",
@@ -343,16 +829,78 @@ async fn update_job(
     Ok(Json(store.job(id).await?))
 }
 
-async fn list_jobs(State(state): State<Arc<AdminState>>) -> Result<impl IntoResponse, Failure> {
-    Ok(Json(state.scheduler.store().jobs().await?))
+async fn list_jobs(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+) -> Result<impl IntoResponse, Failure> {
+    let mut jobs = state.scheduler.store().jobs().await?;
+    jobs.retain(|job| caller.sees(&job.tenant));
+    Ok(Json(jobs))
 }
 
 async fn get_job(
     State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<i64>,
 ) -> Result<impl IntoResponse, Failure> {
-    let job = state.scheduler.store().job(id).await?;
-    job.map(Json).ok_or_else(|| unknown_job(id))
+    Ok(Json(visible_job(&state, &caller, id).await?))
+}
+
+/// Job `id` if the caller may see it; 404 otherwise, whether it exists or
+/// belongs to another tenant.
+async fn visible_job(state: &AdminState, caller: &Caller, id: i64) -> Result<JobRow, Failure> {
+    match state.scheduler.store().job(id).await? {
+        Some(job) if caller.sees(&job.tenant) => Ok(job),
+        _ => Err(unknown_job(id)),
+    }
+}
+
+/// Run `id` if the caller may see it; 404 otherwise.
+async fn visible_run(state: &AdminState, caller: &Caller, id: i64) -> Result<RunRow, Failure> {
+    match state.scheduler.store().run(id).await? {
+        Some(run) if caller.sees(&run.tenant) => Ok(run),
+        _ => Err(Failure::new(
+            StatusCode::NOT_FOUND,
+            "unknown_run",
+            format!("no run {id}"),
+        )),
+    }
+}
+
+/// Sets the digest of a job that names a module: its pinned version, or
+/// the latest; checks that the job's tenant has the module it names.
+async fn resolve_module(state: &AdminState, row: &mut JobRow) -> Result<(), Failure> {
+    let store = state.scheduler.store();
+    let Some(name) = &row.module_name else {
+        if !store.owns_module(&row.tenant, &row.module_digest).await? {
+            return Err(Failure::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_job",
+                format!("no module {} was uploaded", row.module_digest),
+            )
+            .field("module_digest"));
+        }
+        return Ok(());
+    };
+    let versions = store.module_versions(&row.tenant, name).await?;
+    let chosen = match row.module_version {
+        Some(version) => versions.iter().find(|v| v.version == version),
+        None => versions.first(),
+    };
+    let Some(chosen) = chosen else {
+        let what = match row.module_version {
+            Some(version) => format!("version {version} of module {name:?}"),
+            None => format!("module {name:?}"),
+        };
+        return Err(Failure::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_job",
+            format!("no {what} was pushed (or it was pruned)"),
+        )
+        .field("module"));
+    };
+    row.module_digest = chosen.digest.clone();
+    Ok(())
 }
 
 fn unknown_job(id: i64) -> Failure {
@@ -361,10 +909,11 @@ fn unknown_job(id: i64) -> Failure {
 
 async fn start_job(
     State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<i64>,
 ) -> Result<impl IntoResponse, Failure> {
     let store = state.scheduler.store();
-    let job = store.job(id).await?.ok_or_else(|| unknown_job(id))?;
+    let job = visible_job(&state, &caller, id).await?;
     let schedule = schedule_of(&job)
         .map_err(|error| Failure::new(StatusCode::BAD_REQUEST, "invalid_job", error.to_string()))?;
     let now = chrono::Utc::now();
@@ -385,9 +934,11 @@ async fn start_job(
 
 async fn stop_job(
     State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<i64>,
 ) -> Result<impl IntoResponse, Failure> {
     let store = state.scheduler.store();
+    visible_job(&state, &caller, id).await?;
     if !store.set_enabled(id, false, None, now_ms()).await? {
         return Err(unknown_job(id));
     }
@@ -406,6 +957,7 @@ struct TriggerRequest {
 
 async fn trigger_job(
     State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<i64>,
     body: Bytes,
 ) -> Result<impl IntoResponse, Failure> {
@@ -432,9 +984,7 @@ async fn trigger_job(
         )
         .field("param"));
     }
-    if state.scheduler.store().job(id).await?.is_none() {
-        return Err(unknown_job(id));
-    }
+    visible_job(&state, &caller, id).await?;
     let run_id = state
         .scheduler
         .trigger(id, "manual", request.param, request.addresses)
@@ -457,15 +1007,11 @@ fn five() -> usize {
 
 async fn next_fires(
     State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<i64>,
     Query(query): Query<CountQuery>,
 ) -> Result<impl IntoResponse, Failure> {
-    let job = state
-        .scheduler
-        .store()
-        .job(id)
-        .await?
-        .ok_or_else(|| unknown_job(id))?;
+    let job = visible_job(&state, &caller, id).await?;
     let schedule = schedule_of(&job)
         .map_err(|error| Failure::new(StatusCode::BAD_REQUEST, "invalid_job", error.to_string()))?;
     let fires: Vec<String> = schedule
@@ -478,38 +1024,27 @@ async fn next_fires(
 
 async fn job_runs(
     State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<i64>,
 ) -> Result<impl IntoResponse, Failure> {
+    visible_job(&state, &caller, id).await?;
     Ok(Json(state.scheduler.store().runs_of_job(id).await?))
 }
 
 async fn get_run(
     State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<i64>,
 ) -> Result<impl IntoResponse, Failure> {
-    state
-        .scheduler
-        .store()
-        .run(id)
-        .await?
-        .map(Json)
-        .ok_or_else(|| Failure::new(StatusCode::NOT_FOUND, "unknown_run", format!("no run {id}")))
-}
-
-async fn known_run(state: &AdminState, id: i64) -> Result<crate::store::RunRow, Failure> {
-    state
-        .scheduler
-        .store()
-        .run(id)
-        .await?
-        .ok_or_else(|| Failure::new(StatusCode::NOT_FOUND, "unknown_run", format!("no run {id}")))
+    Ok(Json(visible_run(&state, &caller, id).await?))
 }
 
 async fn kill_run(
     State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<i64>,
 ) -> Result<impl IntoResponse, Failure> {
-    let run = known_run(&state, id).await?;
+    let run = visible_run(&state, &caller, id).await?;
     if run.status != crate::store::status::DISPATCHED {
         return Err(Failure::new(
             StatusCode::CONFLICT,
@@ -540,10 +1075,11 @@ fn thousand() -> usize {
 /// read from the store once it ended.
 async fn run_log(
     State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<i64>,
     Query(params): Query<LogParams>,
 ) -> Result<impl IntoResponse, Failure> {
-    let run = known_run(&state, id).await?;
+    let run = visible_run(&state, &caller, id).await?;
     let limit = params.limit.min(5000);
     if run.status == crate::store::status::DISPATCHED {
         let page = state
@@ -584,9 +1120,11 @@ struct GroupSpec {
 
 async fn put_group(
     State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
     ApiJson(spec): ApiJson<GroupSpec>,
 ) -> Result<impl IntoResponse, Failure> {
+    caller.require_operator("configuring an executor group")?;
     let kind = spec.address_type.to_ascii_uppercase();
     if kind != "AUTO" && kind != "MANUAL" {
         return Err(Failure::new(
@@ -644,10 +1182,11 @@ async fn list_groups(State(state): State<Arc<AdminState>>) -> Result<impl IntoRe
 /// names it as a child.
 async fn delete_job(
     State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<i64>,
 ) -> Result<impl IntoResponse, Failure> {
     let store = state.scheduler.store();
-    store.job(id).await?.ok_or_else(|| unknown_job(id))?;
+    visible_job(&state, &caller, id).await?;
     let parents: Vec<String> = store
         .jobs()
         .await?
@@ -677,6 +1216,7 @@ const MAX_RUNS_PAGE: i64 = 1000;
 /// page returns as `next_before`.
 async fn list_runs(
     State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
     Query(params): Query<std::collections::HashMap<String, String>>,
 ) -> Result<impl IntoResponse, Failure> {
     let invalid = |field: &str, message: String| {
@@ -728,6 +1268,7 @@ async fn list_runs(
         ));
     }
     let filter = RunFilter {
+        tenant: caller.only_tenant(),
         job_id: number("job")?,
         status: run_status,
         from_ms: number("from_ms")?,
@@ -751,10 +1292,11 @@ const STATE_MAX_ENTRIES: usize = 1024;
 
 async fn get_state(
     State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<i64>,
 ) -> Result<impl IntoResponse, Failure> {
     let store = state.scheduler.store();
-    store.job(id).await?.ok_or_else(|| unknown_job(id))?;
+    visible_job(&state, &caller, id).await?;
     let values = store.job_state(id).await?;
     Ok(Json(serde_json::json!({ "job_id": id, "state": values })))
 }
@@ -768,11 +1310,13 @@ struct StateEdit {
 /// Replaces a job's durable state: what its next run will see.
 async fn put_state(
     State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<i64>,
     ApiJson(edit): ApiJson<StateEdit>,
 ) -> Result<impl IntoResponse, Failure> {
     let store = state.scheduler.store();
-    store.job(id).await?.ok_or_else(|| unknown_job(id))?;
+    visible_job(&state, &caller, id).await?;
+    caller.require_operator("editing a job's state")?;
     let invalid = |message: String| {
         Failure::new(StatusCode::BAD_REQUEST, "invalid_state", message).field("state")
     };
@@ -814,6 +1358,7 @@ struct ReportQuery {
 /// totals.
 async fn reports(
     State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
     query: Result<Query<ReportQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<impl IntoResponse, Failure> {
     let Query(query) = query.map_err(|rejection| {
@@ -845,7 +1390,7 @@ async fn reports(
         .scheduler
         .store()
         .daily_reports(
-            "default",
+            &caller.tenant,
             &from.format("%Y-%m-%d").to_string(),
             &to.format("%Y-%m-%d").to_string(),
         )

@@ -14,8 +14,18 @@ pub struct JobSpec {
     pub name: String,
     #[serde(default = "default_group")]
     pub group: String,
-    /// sha256 of an uploaded module.
+    /// sha256 of an uploaded module (the job runs exactly that content), or
+    /// empty when `module` names one.
+    #[serde(default)]
     pub module_digest: String,
+    /// A named module instead of a digest: `NAME` follows its latest
+    /// version (a push or a rollback moves the job), `NAME@N` pins version
+    /// N.
+    #[serde(default)]
+    pub module: Option<String>,
+    /// Webhook called (POST, JSON) when a run of this job fails.
+    #[serde(default)]
+    pub alarm_url: String,
     #[serde(default = "default_schedule_type")]
     pub schedule_type: String,
     #[serde(default)]
@@ -109,12 +119,42 @@ impl JobSpec {
         if self.group.trim().is_empty() {
             return Err(invalid("group", "must not be empty"));
         }
-        if self.module_digest.len() != 64
-            || !self.module_digest.bytes().all(|b| b.is_ascii_hexdigit())
-        {
+        let (module_name, module_version) = match (&self.module, self.module_digest.is_empty()) {
+            (Some(_), false) => {
+                return Err(invalid(
+                    "module",
+                    "give either module (a name) or module_digest, not both",
+                ));
+            }
+            (None, true) => {
+                return Err(invalid(
+                    "module",
+                    "name the module to run: module (NAME or NAME@VERSION) or module_digest",
+                ));
+            }
+            (Some(reference), true) => {
+                let (name, version) = parse_module_reference(reference)?;
+                (Some(name), version)
+            }
+            (None, false) => {
+                if self.module_digest.len() != 64
+                    || !self.module_digest.bytes().all(|b| b.is_ascii_hexdigit())
+                {
+                    return Err(invalid(
+                        "module_digest",
+                        "must be a sha256 in hex (64 characters)",
+                    ));
+                }
+                (None, None)
+            }
+        };
+        let alarm_url_ok = self.alarm_url.is_empty()
+            || self.alarm_url.starts_with("http://")
+            || self.alarm_url.starts_with("https://");
+        if !alarm_url_ok {
             return Err(invalid(
-                "module_digest",
-                "must be a sha256 in hex (64 characters)",
+                "alarm_url",
+                format!("{:?} is not an http(s) URL", self.alarm_url),
             ));
         }
         let kind: ScheduleType = self
@@ -219,9 +259,47 @@ impl JobSpec {
             param: self.param.clone(),
             enabled: false,
             next_fire_at_ms: None,
+            module_name,
+            module_version,
+            alarm_url: self.alarm_url.clone(),
         };
         Ok((row, schedule))
     }
+}
+
+/// Module names: what `cronbox module push NAME` accepts.
+pub fn check_module_name(name: &str) -> Result<(), InvalidJob> {
+    let valid = !name.is_empty()
+        && name.len() <= 100
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    if valid {
+        Ok(())
+    } else {
+        Err(invalid(
+            "module",
+            format!("module name {name:?} must be 1 to 100 letters, digits, '-', '_' or '.'"),
+        ))
+    }
+}
+
+/// `NAME` (latest) or `NAME@N` (version N).
+fn parse_module_reference(reference: &str) -> Result<(String, Option<i64>), InvalidJob> {
+    let (name, version) = match reference.split_once('@') {
+        Some((name, version)) => {
+            let version: i64 = version.parse().ok().filter(|v| *v >= 1).ok_or_else(|| {
+                invalid(
+                    "module",
+                    format!("version {version:?} in {reference:?} must be a number from 1"),
+                )
+            })?;
+            (name, Some(version))
+        }
+        None => (reference, None),
+    };
+    check_module_name(name)?;
+    Ok((name.to_owned(), version))
 }
 
 /// The schedule of a stored job.

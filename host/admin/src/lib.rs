@@ -30,6 +30,9 @@ use tokio_util::sync::CancellationToken;
 pub use scheduler::SchedulerConfig;
 pub use store::{Store, StoreError};
 
+/// Versions kept per module name (older ones go unless a job pins them).
+pub const KEPT_MODULE_VERSIONS: usize = 30;
+
 /// Where the admin keeps its data.
 #[derive(Debug, Clone)]
 pub enum Database {
@@ -44,12 +47,14 @@ pub enum Database {
 pub struct AdminConfig {
     pub bind: SocketAddr,
     pub database: Database,
-    /// Token of the user API (jobs, modules, runs).
+    /// The operator token: the user API for tenant `default`, every
+    /// tenant's objects, and tenant management. Tenants' own tokens are
+    /// made through the API and stored hashed.
     pub api_token: String,
     /// Token executors present (and are sent).
     pub executor_token: String,
     pub scheduler: SchedulerConfig,
-    /// Largest request body (module uploads), bytes.
+    /// Largest module upload, bytes.
     pub max_request_bytes: usize,
 }
 
@@ -104,6 +109,8 @@ pub async fn start(config: AdminConfig) -> Result<RunningAdmin, AdminError> {
         scheduler: scheduler.clone(),
         api_token: config.api_token.clone(),
         executor_token: config.executor_token.clone(),
+        max_module_bytes: config.max_request_bytes,
+        keep_versions: KEPT_MODULE_VERSIONS,
     });
     let stop = CancellationToken::new();
     let app = api::router(state, config.max_request_bytes);

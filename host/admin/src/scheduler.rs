@@ -430,7 +430,7 @@ impl Scheduler {
             {
                 for (id, fire) in ids.into_iter().zip(&runs) {
                     if let Some(id) = id {
-                        written.push(written_run(id, fire, now));
+                        written.push(written_run(id, &job.tenant, fire, now));
                     }
                 }
             }
@@ -673,7 +673,10 @@ impl Scheduler {
                 scheduled_at_ms: run.scheduled_at_ms,
                 attempt: run.attempt as u32,
             },
-            module_digest: run.module_digest.clone(),
+            // The job's module now: a version pushed or rolled back since the
+            // fire was written runs from this trigger on (the result records
+            // what ran).
+            module_digest: job.module_digest.clone(),
             block_strategy: serde_json::from_value(serde_json::Value::String(
                 job.block_strategy.clone(),
             ))
@@ -780,6 +783,8 @@ impl Scheduler {
         let ends: Vec<RunEnd> = results
             .into_iter()
             .map(|result| RunEnd {
+                module_digest: (!result.module_digest.is_empty())
+                    .then(|| result.module_digest.clone()),
                 run_id: result.run_id as i64,
                 success: result.outcome.is_success(),
                 outcome: result.outcome.kind().as_str().to_owned(),
@@ -902,9 +907,10 @@ struct Prepared {
 }
 
 /// The row of a run just written (saves reading it back).
-fn written_run(id: i64, run: &NewRun, now: i64) -> RunRow {
+fn written_run(id: i64, tenant: &str, run: &NewRun, now: i64) -> RunRow {
     RunRow {
         id,
+        tenant: tenant.to_owned(),
         job_id: run.job_id,
         kind: run.kind.to_owned(),
         scheduled_at_ms: run.scheduled_at_ms,
@@ -922,6 +928,8 @@ fn written_run(id: i64, run: &NewRun, now: i64) -> RunRow {
         dispatched_at_ms: None,
         started_at_ms: None,
         finished_at_ms: None,
+        alarm_status: crate::store::alarm::NONE.to_owned(),
+        alarm_message: None,
     }
 }
 

@@ -83,6 +83,12 @@ pub struct JobRow {
     pub param: String,
     pub enabled: bool,
     pub next_fire_at_ms: Option<i64>,
+    /// The module name the job follows (its latest version) or pins
+    /// (`module_version`); `None` for a job that names a digest.
+    pub module_name: Option<String>,
+    pub module_version: Option<i64>,
+    /// Webhook called when a run fails (empty: no alarm).
+    pub alarm_url: String,
 }
 
 /// The columns of a job, as a literal for `concat!` (queries stay static).
@@ -90,7 +96,8 @@ macro_rules! job_columns {
     () => {
         "id, tenant, group_name, name, module_digest, schedule_type, schedule_conf, time_zone, \
          misfire, misfire_threshold_ms, route, block_strategy, max_concurrency, timeout_ms, fuel, \
-         memory_bytes, retry_count, retry_interval_ms, children, param, enabled, next_fire_at_ms"
+         memory_bytes, retry_count, retry_interval_ms, children, param, enabled, next_fire_at_ms, \
+         module_name, module_version, alarm_url"
     };
 }
 
@@ -118,6 +125,9 @@ fn job_from_row(row: &AnyRow) -> Result<JobRow, sqlx::Error> {
         param: row.try_get("param")?,
         enabled: row.try_get::<i64, _>("enabled")? != 0,
         next_fire_at_ms: row.try_get("next_fire_at_ms")?,
+        module_name: row.try_get("module_name")?,
+        module_version: row.try_get("module_version")?,
+        alarm_url: row.try_get("alarm_url")?,
     })
 }
 
@@ -125,6 +135,7 @@ fn job_from_row(row: &AnyRow) -> Result<JobRow, sqlx::Error> {
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct RunRow {
     pub id: i64,
+    pub tenant: String,
     pub job_id: i64,
     pub kind: String,
     pub scheduled_at_ms: i64,
@@ -142,20 +153,38 @@ pub struct RunRow {
     pub dispatched_at_ms: Option<i64>,
     pub started_at_ms: Option<i64>,
     pub finished_at_ms: Option<i64>,
+    /// `none`, `due`, `sending`, `sent` or `failed` (see [`alarm`]).
+    pub alarm_status: String,
+    pub alarm_message: Option<String>,
+}
+
+/// Alarm states of a run.
+pub mod alarm {
+    /// No alarm is due (success, or not ended yet).
+    pub const NONE: &str = "none";
+    /// Failed; its job's webhook is to be called.
+    pub const DUE: &str = "due";
+    /// Claimed by one admin, which is calling the webhook.
+    pub const SENDING: &str = "sending";
+    pub const SENT: &str = "sent";
+    pub const FAILED: &str = "failed";
+    /// Failed, but its job has no webhook.
+    pub const NOT_CONFIGURED: &str = "not_configured";
 }
 
 /// The columns of a run, as a literal for `concat!`.
 macro_rules! run_columns {
     () => {
-        "id, job_id, kind, scheduled_at_ms, shard_index, shard_total, attempt, param, status, \
-         executor, module_digest, outcome, code, message, created_at_ms, dispatched_at_ms, \
-         started_at_ms, finished_at_ms"
+        "id, tenant, job_id, kind, scheduled_at_ms, shard_index, shard_total, attempt, param, \
+         status, executor, module_digest, outcome, code, message, created_at_ms, dispatched_at_ms, \
+         started_at_ms, finished_at_ms, alarm_status, alarm_message"
     };
 }
 
 fn run_from_row(row: &AnyRow) -> Result<RunRow, sqlx::Error> {
     Ok(RunRow {
         id: row.try_get("id")?,
+        tenant: row.try_get("tenant")?,
         job_id: row.try_get("job_id")?,
         kind: row.try_get("kind")?,
         scheduled_at_ms: row.try_get("scheduled_at_ms")?,
@@ -173,6 +202,8 @@ fn run_from_row(row: &AnyRow) -> Result<RunRow, sqlx::Error> {
         dispatched_at_ms: row.try_get("dispatched_at_ms")?,
         started_at_ms: row.try_get("started_at_ms")?,
         finished_at_ms: row.try_get("finished_at_ms")?,
+        alarm_status: row.try_get("alarm_status")?,
+        alarm_message: row.try_get("alarm_message")?,
     })
 }
 
@@ -214,6 +245,9 @@ pub struct RunEnd {
     /// Committed only when `success`.
     pub state_changes: StateChanges,
     pub finished_at_ms: i64,
+    /// The module that ran, when it differs from the one written (a job
+    /// moved to another version between the fire and its dispatch).
+    pub module_digest: Option<String>,
 }
 
 impl RunEnd {
@@ -235,6 +269,8 @@ impl RunEnd {
 /// Which runs to list: every field narrows; newest first.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RunFilter {
+    /// Runs of this tenant only (`None`: every tenant's).
+    pub tenant: Option<String>,
     pub job_id: Option<i64>,
     pub status: Option<String>,
     /// Scheduled at or after.
@@ -255,6 +291,87 @@ pub struct DailyReport {
     pub failed: i64,
     /// Written and not ended when the report was refreshed.
     pub running: i64,
+}
+
+/// A new version of a named module, as pushed.
+#[derive(Debug, Clone, Copy)]
+pub struct VersionPush<'a> {
+    pub tenant: &'a str,
+    pub name: &'a str,
+    pub digest: &'a str,
+    pub labels: &'a [String],
+    /// Why, when not a plain push (`rollback to version 2`).
+    pub note: &'a str,
+}
+
+/// A version of a named module.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ModuleVersion {
+    pub name: String,
+    /// 1, 2, 3, ... per (tenant, name).
+    pub version: i64,
+    pub digest: String,
+    /// Labels currently on this version (a label is on one version).
+    pub labels: Vec<String>,
+    /// Why it was made, when not a plain push (`rollback to version 2`).
+    pub note: String,
+    pub created_at_ms: i64,
+}
+
+macro_rules! module_version_columns {
+    () => {
+        "name, version, digest, labels, note, created_at_ms"
+    };
+}
+
+fn module_version_from_row(row: &AnyRow) -> Result<ModuleVersion, sqlx::Error> {
+    let labels: String = row.try_get("labels")?;
+    Ok(ModuleVersion {
+        name: row.try_get("name")?,
+        version: row.try_get("version")?,
+        digest: row.try_get("digest")?,
+        labels: labels
+            .split(',')
+            .filter(|label| !label.is_empty())
+            .map(str::to_owned)
+            .collect(),
+        note: row.try_get("note")?,
+        created_at_ms: row.try_get("created_at_ms")?,
+    })
+}
+
+/// Takes `label` off every version of module `name`.
+async fn remove_label(
+    conn: &mut sqlx::AnyConnection,
+    tenant: &str,
+    name: &str,
+    label: &str,
+) -> Result<(), StoreError> {
+    let rows = sqlx::query(
+        "SELECT version, labels FROM module_version WHERE tenant = $1 AND name = $2 \
+         AND labels <> ''",
+    )
+    .bind(tenant)
+    .bind(name)
+    .fetch_all(&mut *conn)
+    .await?;
+    for row in rows {
+        let labels: String = row.try_get("labels")?;
+        if labels.split(',').any(|l| l == label) {
+            let kept: Vec<&str> = labels.split(',').filter(|l| *l != label).collect();
+            sqlx::query(
+                "UPDATE module_version SET labels = $1 WHERE tenant = $2 AND name = $3 \
+                 AND version = $4",
+            )
+            .bind(kept.join(","))
+            .bind(tenant)
+            .bind(name)
+            .bind(row.try_get::<i64, _>("version")?)
+            .execute(&mut *conn)
+            .await?;
+        }
+    }
+    Ok(())
 }
 
 /// Run statuses.
@@ -510,6 +627,280 @@ impl Store {
             .map(|row| row.get("content")))
     }
 
+    /// Records that `tenant` uploaded the module `digest` (idempotent).
+    pub async fn own_module(&self, tenant: &str, digest: &str) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO module_owner (tenant, digest) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+        )
+        .bind(tenant)
+        .bind(digest)
+        .execute(&self.writer)
+        .await?;
+        Ok(())
+    }
+
+    /// Whether `tenant` uploaded the module `digest`.
+    pub async fn owns_module(&self, tenant: &str, digest: &str) -> Result<bool, StoreError> {
+        Ok(
+            sqlx::query("SELECT 1 AS one FROM module_owner WHERE tenant = $1 AND digest = $2")
+                .bind(tenant)
+                .bind(digest)
+                .fetch_optional(&self.pool)
+                .await?
+                .is_some(),
+        )
+    }
+
+    /// Adds `digest` as the next version of module `name` of `tenant`, then
+    /// keeps only its newest `keep` versions (and any a job pins), and
+    /// moves the jobs that follow the module to it, in one transaction. A
+    /// push of the content the latest version already has changes nothing
+    /// unless `note` says why (a rollback). Returns the version and how
+    /// many jobs moved.
+    pub async fn add_module_version(
+        &self,
+        push: &VersionPush<'_>,
+        keep: usize,
+        now_ms: i64,
+    ) -> Result<(ModuleVersion, u64), StoreError> {
+        let VersionPush {
+            tenant,
+            name,
+            digest,
+            labels,
+            note,
+        } = *push;
+        let mut tx = self.writer.begin().await?;
+        let latest = sqlx::query(concat!(
+            "SELECT ",
+            module_version_columns!(),
+            " FROM module_version WHERE tenant = $1 AND name = $2 ORDER BY version DESC LIMIT 1"
+        ))
+        .bind(tenant)
+        .bind(name)
+        .fetch_optional(&mut *tx)
+        .await?
+        .as_ref()
+        .map(module_version_from_row)
+        .transpose()?;
+        if let Some(latest) = &latest
+            && latest.digest == digest
+            && note.is_empty()
+            && labels.is_empty()
+        {
+            tx.rollback().await?;
+            return Ok((latest.clone(), 0));
+        }
+        let version = latest.map_or(1, |latest| latest.version + 1);
+        for label in labels {
+            // A label names one version: move it here.
+            remove_label(&mut tx, tenant, name, label).await?;
+        }
+        sqlx::query(
+            "INSERT INTO module_version (tenant, name, version, digest, labels, note, created_at_ms) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(tenant)
+        .bind(name)
+        .bind(version)
+        .bind(digest)
+        .bind(labels.join(","))
+        .bind(note)
+        .bind(now_ms)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "DELETE FROM module_version WHERE tenant = $1 AND name = $2 AND version <= $3 \
+             AND NOT EXISTS (SELECT 1 FROM job WHERE job.tenant = module_version.tenant \
+             AND job.module_name = module_version.name \
+             AND job.module_version = module_version.version)",
+        )
+        .bind(tenant)
+        .bind(name)
+        .bind(version - keep as i64)
+        .execute(&mut *tx)
+        .await?;
+        let moved = sqlx::query(
+            "UPDATE job SET module_digest = $1, updated_at_ms = $2 WHERE tenant = $3 \
+             AND module_name = $4 AND module_version IS NULL",
+        )
+        .bind(digest)
+        .bind(now_ms)
+        .bind(tenant)
+        .bind(name)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        tx.commit().await?;
+        Ok((
+            ModuleVersion {
+                name: name.to_owned(),
+                version,
+                digest: digest.to_owned(),
+                labels: labels.to_vec(),
+                note: note.to_owned(),
+                created_at_ms: now_ms,
+            },
+            moved,
+        ))
+    }
+
+    /// The versions of module `name` of `tenant`, newest first.
+    pub async fn module_versions(
+        &self,
+        tenant: &str,
+        name: &str,
+    ) -> Result<Vec<ModuleVersion>, StoreError> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            module_version_columns!(),
+            " FROM module_version WHERE tenant = $1 AND name = $2 ORDER BY version DESC"
+        ))
+        .bind(tenant)
+        .bind(name)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .iter()
+            .map(module_version_from_row)
+            .collect::<Result<_, _>>()?)
+    }
+
+    /// The latest version of each module of `tenant` (every tenant's when
+    /// `None`), by name.
+    pub async fn latest_modules(
+        &self,
+        tenant: Option<&str>,
+    ) -> Result<Vec<(String, ModuleVersion)>, StoreError> {
+        let rows = sqlx::query(concat!(
+            "SELECT tenant, ",
+            module_version_columns!(),
+            " FROM module_version m WHERE ($1 = '' OR tenant = $1) AND version = \
+             (SELECT MAX(version) FROM module_version l WHERE l.tenant = m.tenant AND l.name = m.name) \
+             ORDER BY tenant, name"
+        ))
+        .bind(tenant.unwrap_or(""))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| Ok((row.try_get("tenant")?, module_version_from_row(row)?)))
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(StoreError::from)
+    }
+
+    /// Puts `label` on version `version` of module `name` (taking it off
+    /// any other); false if there is no such version.
+    pub async fn set_module_label(
+        &self,
+        tenant: &str,
+        name: &str,
+        version: i64,
+        label: &str,
+    ) -> Result<bool, StoreError> {
+        let mut tx = self.writer.begin().await?;
+        remove_label(&mut tx, tenant, name, label).await?;
+        let Some(row) = sqlx::query(
+            "SELECT labels FROM module_version WHERE tenant = $1 AND name = $2 AND version = $3",
+        )
+        .bind(tenant)
+        .bind(name)
+        .bind(version)
+        .fetch_optional(&mut *tx)
+        .await?
+        else {
+            tx.rollback().await?;
+            return Ok(false);
+        };
+        let labels: String = row.try_get("labels")?;
+        let mut labels: Vec<&str> = labels.split(',').filter(|l| !l.is_empty()).collect();
+        labels.push(label);
+        sqlx::query(
+            "UPDATE module_version SET labels = $1 WHERE tenant = $2 AND name = $3 AND version = $4",
+        )
+        .bind(labels.join(","))
+        .bind(tenant)
+        .bind(name)
+        .bind(version)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    // ---- tenants and tokens ---------------------------------------------
+
+    /// Creates a tenant; false if it exists.
+    pub async fn create_tenant(&self, name: &str, now_ms: i64) -> Result<bool, StoreError> {
+        Ok(sqlx::query(
+            "INSERT INTO tenant (name, created_at_ms) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+        )
+        .bind(name)
+        .bind(now_ms)
+        .execute(&self.writer)
+        .await?
+        .rows_affected()
+            == 1)
+    }
+
+    /// Every tenant with its number of tokens.
+    pub async fn tenants(&self) -> Result<Vec<(String, i64)>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT name, (SELECT COUNT(*) FROM api_token WHERE api_token.tenant = tenant.name) \
+             AS tokens FROM tenant ORDER BY name",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| Ok((row.try_get("name")?, row.try_get("tokens")?)))
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(StoreError::from)
+    }
+
+    /// Stores a token of `tenant` by its sha256; returns its id.
+    pub async fn add_token(
+        &self,
+        tenant: &str,
+        label: &str,
+        token_hash: &str,
+        now_ms: i64,
+    ) -> Result<i64, StoreError> {
+        let row = sqlx::query(
+            "INSERT INTO api_token (tenant, label, token_hash, created_at_ms) \
+             VALUES ($1, $2, $3, $4) RETURNING id",
+        )
+        .bind(tenant)
+        .bind(label)
+        .bind(token_hash)
+        .bind(now_ms)
+        .fetch_one(&self.writer)
+        .await?;
+        Ok(row.try_get("id")?)
+    }
+
+    /// Revokes token `id` of `tenant`; false if there was none.
+    pub async fn revoke_token(&self, tenant: &str, id: i64) -> Result<bool, StoreError> {
+        Ok(
+            sqlx::query("DELETE FROM api_token WHERE tenant = $1 AND id = $2")
+                .bind(tenant)
+                .bind(id)
+                .execute(&self.writer)
+                .await?
+                .rows_affected()
+                == 1,
+        )
+    }
+
+    /// The tenant whose token has this sha256.
+    pub async fn tenant_of_token(&self, token_hash: &str) -> Result<Option<String>, StoreError> {
+        Ok(
+            sqlx::query("SELECT tenant FROM api_token WHERE token_hash = $1")
+                .bind(token_hash)
+                .fetch_optional(&self.pool)
+                .await?
+                .map(|row| row.get("tenant")),
+        )
+    }
+
     // ---- jobs -----------------------------------------------------------
 
     /// Inserts a validated job; returns its id.
@@ -518,9 +909,9 @@ impl Store {
             "INSERT INTO job (tenant, group_name, name, module_digest, schedule_type, schedule_conf, \
              time_zone, misfire, misfire_threshold_ms, route, block_strategy, max_concurrency, \
              timeout_ms, fuel, memory_bytes, retry_count, retry_interval_ms, children, param, \
-             enabled, next_fire_at_ms, created_at_ms, updated_at_ms) VALUES ($1, $2, $3, $4, $5, \
-             $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $22) \
-             RETURNING id",
+             enabled, next_fire_at_ms, module_name, module_version, alarm_url, created_at_ms, \
+             updated_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, \
+             $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $25) RETURNING id",
         )
         .bind(&job.tenant)
         .bind(&job.group_name)
@@ -543,6 +934,9 @@ impl Store {
         .bind(&job.param)
         .bind(i64::from(job.enabled))
         .bind(job.next_fire_at_ms)
+        .bind(&job.module_name)
+        .bind(job.module_version)
+        .bind(&job.alarm_url)
         .bind(now_ms)
         .fetch_one(&self.writer)
         .await?;
@@ -563,7 +957,8 @@ impl Store {
              schedule_conf = $5, time_zone = $6, misfire = $7, misfire_threshold_ms = $8, route = $9, \
              block_strategy = $10, max_concurrency = $11, timeout_ms = $12, fuel = $13, \
              memory_bytes = $14, retry_count = $15, retry_interval_ms = $16, children = $17, \
-             param = $18, next_fire_at_ms = $19, updated_at_ms = $20 WHERE id = $21",
+             param = $18, next_fire_at_ms = $19, updated_at_ms = $20, module_name = $22, \
+             module_version = $23, alarm_url = $24 WHERE id = $21",
         )
         .bind(&job.group_name)
         .bind(&job.name)
@@ -586,6 +981,9 @@ impl Store {
         .bind(next_fire_at_ms)
         .bind(now_ms)
         .bind(id)
+        .bind(&job.module_name)
+        .bind(job.module_version)
+        .bind(&job.alarm_url)
         .execute(&self.writer)
         .await?;
         Ok(done.rows_affected() == 1)
@@ -761,6 +1159,9 @@ impl Store {
             next += 1;
             format!("${next}")
         };
+        if filter.tenant.is_some() {
+            conditions.push(format!("tenant = {}", placeholder()));
+        }
         if filter.job_id.is_some() {
             conditions.push(format!("job_id = {}", placeholder()));
         }
@@ -792,6 +1193,9 @@ impl Store {
             condition, limit
         );
         let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        if let Some(tenant) = &filter.tenant {
+            query = query.bind(tenant.clone());
+        }
         if let Some(job_id) = filter.job_id {
             query = query.bind(job_id);
         }
@@ -887,7 +1291,8 @@ impl Store {
         for end in ends {
             let row = sqlx::query(concat!(
                 "UPDATE run SET status = $1, outcome = $2, code = $3, message = $4, log = $5, \
-                 executor = COALESCE($6, executor), started_at_ms = $7, finished_at_ms = $8 \
+                 executor = COALESCE($6, executor), started_at_ms = $7, finished_at_ms = $8, \
+                 alarm_status = $12, module_digest = COALESCE($13, module_digest) \
                  WHERE id = $9 AND status IN ($10, $11) RETURNING ",
                 run_columns!()
             ))
@@ -906,6 +1311,8 @@ impl Store {
             .bind(end.run_id)
             .bind(status::PENDING)
             .bind(status::DISPATCHED)
+            .bind(if end.success { alarm::NONE } else { alarm::DUE })
+            .bind(end.module_digest.as_deref())
             .fetch_optional(&mut *tx)
             .await?;
             let Some(run) = row.as_ref().map(run_from_row).transpose()? else {
@@ -1158,9 +1565,9 @@ async fn insert_run(
     macro_rules! insert {
         ($conflict:literal) => {
             concat!(
-                "INSERT INTO run (job_id, kind, scheduled_at_ms, shard_index, shard_total, attempt, \
-                 param, status, module_digest, created_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, \
-                 $8, $9, $10)",
+                "INSERT INTO run (tenant, job_id, kind, scheduled_at_ms, shard_index, shard_total, \
+                 attempt, param, status, module_digest, created_at_ms) VALUES (COALESCE((SELECT \
+                 tenant FROM job WHERE id = $1), 'default'), $1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
                 $conflict,
                 " RETURNING id"
             )

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use cronbox_admin::store::{
-    DispatchMark, JobRow, NewRun, RunEnd, RunFilter, Store, StoreError, status,
+    DispatchMark, JobRow, NewRun, RunEnd, RunFilter, Store, StoreError, VersionPush, status,
 };
 use cronbox_tests::PostgresServer;
 
@@ -33,6 +33,9 @@ fn job() -> JobRow {
         param: String::new(),
         enabled: true,
         next_fire_at_ms: Some(1_000),
+        module_name: None,
+        module_version: None,
+        alarm_url: String::new(),
     }
 }
 
@@ -112,6 +115,7 @@ async fn guarantees(store: &Store) {
         started_at_ms: Some(25),
         state_changes: changes,
         finished_at_ms: 30,
+        module_digest: None,
     };
     let ended = store.finish_run(&success).await.unwrap().unwrap();
     assert_eq!(
@@ -231,6 +235,109 @@ async fn guarantees(store: &Store) {
     edited.insert("other".to_owned(), "x".to_owned());
     store.replace_job_state(id, &edited).await.unwrap();
     assert_eq!(store.job_state(id).await.unwrap(), edited);
+
+    // Module versions: numbered per name, the same content twice is one
+    // version, followers move, the newest `keep` stay (and pinned ones).
+    let digest = |c: char| c.to_string().repeat(64);
+    let follower = store
+        .insert_job(
+            &JobRow {
+                module_name: Some("mod".into()),
+                ..job()
+            },
+            0,
+        )
+        .await
+        .unwrap();
+    let pinned = store
+        .insert_job(
+            &JobRow {
+                module_name: Some("mod".into()),
+                module_version: Some(1),
+                ..job()
+            },
+            0,
+        )
+        .await
+        .unwrap();
+    let push = |d: String, labels: Vec<String>| {
+        let store = store.clone();
+        async move {
+            let push = VersionPush {
+                tenant: "default",
+                name: "mod",
+                digest: &d,
+                labels: &labels,
+                note: "",
+            };
+            store.add_module_version(&push, 2, 100).await.unwrap()
+        }
+    };
+    assert_eq!(push(digest('1'), vec![]).await.0.version, 1);
+    assert_eq!(push(digest('1'), vec![]).await.0.version, 1, "same content");
+    assert_eq!(push(digest('2'), vec!["beta".into()]).await.0.version, 2);
+    let (third, moved) = push(digest('3'), vec!["beta".into()]).await;
+    assert_eq!((third.version, moved), (3, 1));
+    let versions = store.module_versions("default", "mod").await.unwrap();
+    assert_eq!(
+        versions
+            .iter()
+            .map(|v| (v.version, v.labels.clone()))
+            .collect::<Vec<_>>(),
+        [(3, vec!["beta".to_owned()]), (2, vec![]), (1, vec![])],
+        "kept: the newest two and the pinned one; the label moved"
+    );
+    assert_eq!(
+        store.job(follower).await.unwrap().unwrap().module_digest,
+        digest('3')
+    );
+    assert_eq!(
+        store.job(pinned).await.unwrap().unwrap().module_digest,
+        "a".repeat(64)
+    );
+    assert!(
+        store
+            .set_module_label("default", "mod", 1, "stable")
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .set_module_label("default", "mod", 9, "stable")
+            .await
+            .unwrap()
+    );
+    let latest = store.latest_modules(None).await.unwrap();
+    assert_eq!(latest.len(), 1);
+    assert_eq!((latest[0].0.as_str(), latest[0].1.version), ("default", 3));
+    assert!(
+        store
+            .latest_modules(Some("other"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    store.delete_job(follower).await.unwrap();
+    store.delete_job(pinned).await.unwrap();
+
+    // Tenants and tokens: stored by hash, revocable.
+    assert!(store.create_tenant("acme", 1).await.unwrap());
+    assert!(!store.create_tenant("acme", 2).await.unwrap());
+    let token = store.add_token("acme", "ci", "hash-1", 3).await.unwrap();
+    assert_eq!(
+        store.tenant_of_token("hash-1").await.unwrap().as_deref(),
+        Some("acme")
+    );
+    assert_eq!(
+        store.tenants().await.unwrap(),
+        [("acme".to_owned(), 1), ("default".to_owned(), 0)]
+    );
+    assert!(!store.revoke_token("default", token).await.unwrap());
+    assert!(store.revoke_token("acme", token).await.unwrap());
+    assert_eq!(store.tenant_of_token("hash-1").await.unwrap(), None);
+    store.own_module("acme", &digest('1')).await.unwrap();
+    assert!(store.owns_module("acme", &digest('1')).await.unwrap());
+    assert!(!store.owns_module("default", &digest('1')).await.unwrap());
 
     // Registry: sorted, alive ones only.
     store

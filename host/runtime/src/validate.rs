@@ -8,61 +8,19 @@ use wasmtime::component::types::ComponentItem;
 
 use crate::module::LoadError;
 
-/// Interfaces a job may import (by name, without version). Everything else
-/// (filesystem, sockets, http, ...) is refused.
-pub(crate) const GRANTED_INTERFACES: &[&str] = &[
-    "cronbox:job/context",
-    "wasi:io/error",
-    "wasi:io/poll",
-    "wasi:io/streams",
-    "wasi:clocks/wall-clock",
-    "wasi:clocks/monotonic-clock",
-    "wasi:random/random",
-    "wasi:random/insecure",
-    "wasi:random/insecure-seed",
-    "wasi:cli/environment",
-    "wasi:cli/exit",
-    "wasi:cli/stdin",
-    "wasi:cli/stdout",
-    "wasi:cli/stderr",
-    "wasi:cli/terminal-input",
-    "wasi:cli/terminal-output",
-    "wasi:cli/terminal-stdin",
-    "wasi:cli/terminal-stdout",
-    "wasi:cli/terminal-stderr",
-];
+use cronbox_component_check::{ComponentError, is_granted};
+pub(crate) use cronbox_component_check::{GRANTED_INTERFACES, REQUIRED_EXPORTS};
 
-/// The functions world `job` exports.
-const REQUIRED_EXPORTS: &[&str] = &["init", "execute", "destroy"];
-
-const MAGIC: &[u8; 4] = b"\0asm";
-const CORE_VERSION: [u8; 4] = [1, 0, 0, 0];
-const COMPONENT_LAYER: [u8; 2] = [1, 0];
-
-/// Cheap checks on the bytes, before any compilation.
+/// Cheap checks on the bytes, before any compilation (shared with the
+/// admin's upload checks).
 pub(crate) fn check_preamble(wasm: &[u8], max_bytes: usize) -> Result<(), LoadError> {
-    if wasm.is_empty() {
-        return Err(LoadError::Empty);
-    }
-    if wasm.len() > max_bytes {
-        return Err(LoadError::TooLarge {
-            size: wasm.len(),
-            limit: max_bytes,
-        });
-    }
-    if wasm.len() < 8 || &wasm[..4] != MAGIC {
-        return Err(LoadError::NotWasm);
-    }
-    if wasm[4..8] == CORE_VERSION {
-        return Err(LoadError::CoreModule);
-    }
-    if wasm[6..8] != COMPONENT_LAYER {
-        return Err(LoadError::Invalid(format!(
-            "unknown WebAssembly binary layer {:?} (expected a component)",
-            &wasm[4..8]
-        )));
-    }
-    Ok(())
+    cronbox_component_check::check_preamble(wasm, max_bytes).map_err(|error| match error {
+        ComponentError::Empty => LoadError::Empty,
+        ComponentError::TooLarge { size, limit } => LoadError::TooLarge { size, limit },
+        ComponentError::NotWasm => LoadError::NotWasm,
+        ComponentError::CoreModule => LoadError::CoreModule,
+        other => LoadError::Invalid(other.to_string()),
+    })
 }
 
 /// Checks a compiled component's imports and exports against world `job`.
@@ -71,10 +29,7 @@ pub(crate) fn check_world(engine: &Engine, component: &Component) -> Result<(), 
     let forbidden: Vec<String> = ty
         .imports(engine)
         .map(|(name, _)| name)
-        .filter(|name| {
-            let interface = name.split('@').next().unwrap_or(name);
-            !GRANTED_INTERFACES.contains(&interface)
-        })
+        .filter(|name| !is_granted(name))
         .map(str::to_owned)
         .collect();
     if !forbidden.is_empty() {

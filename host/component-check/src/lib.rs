@@ -1,0 +1,226 @@
+//! What makes a WebAssembly binary a cronbox job, checked without running
+//! it: the admin refuses a bad upload before storing anything, and the
+//! runtime shares the same lists (it checks the types again with wasmtime
+//! when it compiles).
+//!
+//! A job is a component (not a core module) that validates, exports the
+//! functions of world `cronbox:job/job` (`init`, `execute`, `destroy`) and
+//! imports nothing beyond [`GRANTED_INTERFACES`].
+
+use wasmparser::{ComponentExternalKind, Parser, Payload, Validator, WasmFeatures};
+
+/// Interfaces a job may import (by name, without version). Everything else
+/// (filesystem, sockets, http, ...) is refused.
+pub const GRANTED_INTERFACES: &[&str] = &[
+    "cronbox:job/context",
+    "wasi:io/error",
+    "wasi:io/poll",
+    "wasi:io/streams",
+    "wasi:clocks/wall-clock",
+    "wasi:clocks/monotonic-clock",
+    "wasi:random/random",
+    "wasi:random/insecure",
+    "wasi:random/insecure-seed",
+    "wasi:cli/environment",
+    "wasi:cli/exit",
+    "wasi:cli/stdin",
+    "wasi:cli/stdout",
+    "wasi:cli/stderr",
+    "wasi:cli/terminal-input",
+    "wasi:cli/terminal-output",
+    "wasi:cli/terminal-stdin",
+    "wasi:cli/terminal-stdout",
+    "wasi:cli/terminal-stderr",
+];
+
+/// The functions world `job` exports.
+pub const REQUIRED_EXPORTS: &[&str] = &["init", "execute", "destroy"];
+
+const MAGIC: &[u8; 4] = b"\0asm";
+const CORE_VERSION: [u8; 4] = [1, 0, 0, 0];
+const COMPONENT_LAYER: [u8; 2] = [1, 0];
+
+/// Why a binary is not a cronbox job.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ComponentError {
+    #[error("the module is empty (0 bytes)")]
+    Empty,
+    #[error("the module is {size} bytes, over the limit of {limit} bytes")]
+    TooLarge { size: usize, limit: usize },
+    #[error("not a WebAssembly binary: it does not start with the \\0asm magic")]
+    NotWasm,
+    #[error("this is a core WebAssembly module, not a component: build the job for wasm32-wasip2")]
+    CoreModule,
+    #[error("not a valid component: {0}")]
+    Invalid(String),
+    #[error(
+        "the component imports what jobs are not granted: {} (jobs may use clocks, random, \
+         stdio and cronbox:job/context only)",
+        imports.join(", ")
+    )]
+    ForbiddenImport { imports: Vec<String> },
+    #[error(
+        "not a component for world cronbox:job/job: it does not export the function `{missing}` \
+         (its exports: {})",
+        if exports.is_empty() { "none".to_owned() } else { exports.join(", ") }
+    )]
+    WrongWorld {
+        missing: String,
+        exports: Vec<String>,
+    },
+}
+
+/// Cheap checks on the bytes: not empty, not over `max_bytes`, WebAssembly,
+/// a component.
+pub fn check_preamble(wasm: &[u8], max_bytes: usize) -> Result<(), ComponentError> {
+    if wasm.is_empty() {
+        return Err(ComponentError::Empty);
+    }
+    if wasm.len() > max_bytes {
+        return Err(ComponentError::TooLarge {
+            size: wasm.len(),
+            limit: max_bytes,
+        });
+    }
+    if wasm.len() < 8 || &wasm[..4] != MAGIC {
+        return Err(ComponentError::NotWasm);
+    }
+    if wasm[4..8] == CORE_VERSION {
+        return Err(ComponentError::CoreModule);
+    }
+    if wasm[6..8] != COMPONENT_LAYER {
+        return Err(ComponentError::Invalid(format!(
+            "unknown WebAssembly binary layer {:?} (expected a component)",
+            &wasm[4..8]
+        )));
+    }
+    Ok(())
+}
+
+/// Whether an import name (`wasi:io/streams@0.2.6`) is granted.
+pub fn is_granted(import: &str) -> bool {
+    let interface = import.split('@').next().unwrap_or(import);
+    GRANTED_INTERFACES.contains(&interface)
+}
+
+/// Every check: the preamble, full validation, the top-level imports
+/// against [`GRANTED_INTERFACES`] and the exports of world `job`.
+pub fn check_component(wasm: &[u8], max_bytes: usize) -> Result<(), ComponentError> {
+    check_preamble(wasm, max_bytes)?;
+    Validator::new_with_features(WasmFeatures::all())
+        .validate_all(wasm)
+        .map_err(|error| ComponentError::Invalid(error.to_string()))?;
+    let mut imports = Vec::new();
+    let mut exports: Vec<(String, bool)> = Vec::new();
+    // Nested modules and components have their own sections; only the
+    // outermost component's imports and exports are the job's.
+    let mut depth = 0_usize;
+    for payload in Parser::new(0).parse_all(wasm) {
+        let payload = payload.map_err(|error| ComponentError::Invalid(error.to_string()))?;
+        match payload {
+            Payload::ModuleSection { .. } | Payload::ComponentSection { .. } => depth += 1,
+            Payload::End(_) => depth = depth.saturating_sub(1),
+            Payload::ComponentImportSection(reader) if depth == 0 => {
+                for import in reader {
+                    let import =
+                        import.map_err(|error| ComponentError::Invalid(error.to_string()))?;
+                    imports.push(import.name.name.to_owned());
+                }
+            }
+            Payload::ComponentExportSection(reader) if depth == 0 => {
+                for export in reader {
+                    let export =
+                        export.map_err(|error| ComponentError::Invalid(error.to_string()))?;
+                    exports.push((
+                        export.name.name.to_owned(),
+                        export.kind == ComponentExternalKind::Func,
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    let forbidden: Vec<String> = imports
+        .into_iter()
+        .filter(|import| !is_granted(import))
+        .collect();
+    if !forbidden.is_empty() {
+        return Err(ComponentError::ForbiddenImport { imports: forbidden });
+    }
+    for required in REQUIRED_EXPORTS {
+        if !exports
+            .iter()
+            .any(|(name, is_func)| name == required && *is_func)
+        {
+            return Err(ComponentError::WrongWorld {
+                missing: (*required).to_owned(),
+                exports: exports.into_iter().map(|(name, _)| name).collect(),
+            });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cronbox_example_jobs as jobs;
+
+    const LIMIT: usize = 64 << 20;
+
+    #[test]
+    fn every_example_job_passes() {
+        for name in jobs::JOBS {
+            assert_eq!(check_component(&jobs::bytes(name), LIMIT), Ok(()), "{name}");
+        }
+    }
+
+    #[test]
+    fn refused_fixtures_name_what_is_wrong() {
+        match check_component(&jobs::bytes("wrong-world"), LIMIT) {
+            Err(ComponentError::WrongWorld { missing, .. }) => assert_eq!(missing, "init"),
+            other => panic!("wrong-world: {other:?}"),
+        }
+        for fixture in ["fs-snooper", "net-snooper"] {
+            match check_component(&jobs::bytes(fixture), LIMIT) {
+                Err(ComponentError::ForbiddenImport { imports }) => {
+                    assert!(
+                        imports
+                            .iter()
+                            .any(|i| i.starts_with("wasi:filesystem")
+                                || i.starts_with("wasi:sockets")),
+                        "{fixture}: {imports:?}"
+                    )
+                }
+                other => panic!("{fixture}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn bytes_that_are_not_a_component_are_refused() {
+        assert_eq!(check_component(b"", LIMIT), Err(ComponentError::Empty));
+        assert_eq!(
+            check_component(b"garbage!", LIMIT),
+            Err(ComponentError::NotWasm)
+        );
+        assert_eq!(
+            check_component(b"\0asm\x01\0\0\0", LIMIT),
+            Err(ComponentError::CoreModule)
+        );
+        let hello = jobs::bytes("hello");
+        assert_eq!(
+            check_component(&hello, 100),
+            Err(ComponentError::TooLarge {
+                size: hello.len(),
+                limit: 100
+            })
+        );
+        let mut cut = hello.clone();
+        cut.truncate(hello.len() / 2);
+        assert!(matches!(
+            check_component(&cut, LIMIT),
+            Err(ComponentError::Invalid(_))
+        ));
+    }
+}
