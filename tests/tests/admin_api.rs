@@ -24,6 +24,10 @@ struct Stack {
 }
 
 async fn stack(scheduler: SchedulerConfig) -> Stack {
+    stack_with(scheduler, 16 << 20).await
+}
+
+async fn stack_with(scheduler: SchedulerConfig, max_module_bytes: usize) -> Stack {
     let data = tempfile::tempdir().unwrap();
     let admin = cronbox_admin::start(AdminConfig {
         bind: "127.0.0.1:0".parse().unwrap(),
@@ -31,7 +35,7 @@ async fn stack(scheduler: SchedulerConfig) -> Stack {
         api_token: API.into(),
         executor_token: EXEC.into(),
         scheduler,
-        max_request_bytes: 16 << 20,
+        max_request_bytes: max_module_bytes,
     })
     .await
     .unwrap();
@@ -56,10 +60,20 @@ async fn stack(scheduler: SchedulerConfig) -> Stack {
 
 impl Stack {
     async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+        self.call_as(API, method, path, body).await
+    }
+
+    async fn call_as(
+        &self,
+        token: &str,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
         let mut request = self
             .http
             .request(method, format!("{}{path}", self.base))
-            .bearer_auth(API);
+            .bearer_auth(token);
         if let Some(body) = body {
             request = request.json(&body);
         }
@@ -76,35 +90,50 @@ impl Stack {
         self.call(reqwest::Method::GET, path, None).await
     }
 
-    async fn job(&self, name: &str, module: &str, extra: Value) -> i64 {
-        let digest = self
+    /// Uploads raw bytes as `token`, to `query` (e.g. `?name=x`).
+    async fn upload_as(&self, token: &str, query: &str, bytes: Vec<u8>) -> (u16, Value) {
+        let response = self
             .http
-            .post(format!("{}/api/v1/modules", self.base))
-            .bearer_auth(API)
-            .body(jobs::bytes(module))
+            .post(format!("{}/api/v1/modules{query}", self.base))
+            .bearer_auth(token)
+            .body(bytes)
             .send()
             .await
-            .unwrap()
-            .json::<Value>()
-            .await
-            .unwrap()["digest"]
-            .as_str()
-            .unwrap()
-            .to_owned();
-        let mut spec = json!({ "name": name, "module_digest": digest });
+            .unwrap();
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn job(&self, name: &str, module: &str, extra: Value) -> i64 {
+        self.job_as(API, name, module, extra).await
+    }
+
+    async fn job_as(&self, token: &str, name: &str, module: &str, extra: Value) -> i64 {
+        let (status, uploaded) = self.upload_as(token, "", jobs::bytes(module)).await;
+        assert_eq!(status, 201, "{uploaded}");
+        let mut spec = json!({ "name": name, "module_digest": uploaded["digest"] });
         for (key, value) in extra.as_object().unwrap() {
             spec[key] = value.clone();
         }
+        self.create_as(token, spec).await
+    }
+
+    async fn create_as(&self, token: &str, spec: Value) -> i64 {
         let (status, job) = self
-            .call(reqwest::Method::POST, "/api/v1/jobs", Some(spec))
+            .call_as(token, reqwest::Method::POST, "/api/v1/jobs", Some(spec))
             .await;
         assert_eq!(status, 201, "{job}");
         job["id"].as_i64().unwrap()
     }
 
     async fn run_to_end(&self, job: i64, param: &str) -> Value {
+        self.run_to_end_as(API, job, param).await
+    }
+
+    async fn run_to_end_as(&self, token: &str, job: i64, param: &str) -> Value {
         let (status, answer) = self
-            .call(
+            .call_as(
+                token,
                 reqwest::Method::POST,
                 &format!("/api/v1/jobs/{job}/trigger"),
                 Some(json!({ "param": param })),
@@ -114,7 +143,14 @@ impl Stack {
         let id = answer["run_id"].as_i64().unwrap();
         let deadline = Instant::now() + WAIT;
         loop {
-            let (_, run) = self.get(&format!("/api/v1/runs/{id}")).await;
+            let (_, run) = self
+                .call_as(
+                    token,
+                    reqwest::Method::GET,
+                    &format!("/api/v1/runs/{id}"),
+                    None,
+                )
+                .await;
             if run["status"] == "success" || run["status"] == "failed" {
                 return run;
             }
@@ -342,5 +378,396 @@ async fn ended_runs_past_retention_are_deleted_and_stay_counted() {
     }
     let (_, report) = stack.get("/api/v1/reports").await;
     assert_eq!(report["totals"]["success"], 1, "{report}");
+    stack.shutdown().await;
+}
+
+/// Creates tenant `name` as the operator; returns its first token.
+async fn tenant(stack: &Stack, name: &str) -> String {
+    let (status, created) = stack
+        .call(
+            reqwest::Method::POST,
+            "/api/v1/tenants",
+            Some(json!({ "name": name })),
+        )
+        .await;
+    assert_eq!(status, 201, "{created}");
+    created["token"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_sees_nothing_of_another_tenant() {
+    let stack = stack(SchedulerConfig::default()).await;
+    let a = tenant(&stack, "team-a").await;
+    let b = tenant(&stack, "team-b").await;
+    let (status, error) = stack
+        .call(
+            reqwest::Method::POST,
+            "/api/v1/tenants",
+            Some(json!({ "name": "team-a" })),
+        )
+        .await;
+    assert_eq!(status, 409, "{error}");
+
+    // A's world: a named module, a job, a finished run, some state.
+    let (status, pushed) = stack
+        .upload_as(&a, "?name=counter", jobs::bytes("counter"))
+        .await;
+    assert_eq!(status, 201, "{pushed}");
+    let job = stack
+        .create_as(&a, json!({ "name": "a-counter", "module": "counter" }))
+        .await;
+    let run = stack.run_to_end_as(&a, job, "").await;
+    assert_eq!(run["status"], "success", "{run}");
+    assert_eq!(run["tenant"], "team-a");
+    let run = run["id"].as_i64().unwrap();
+    let digest = pushed["digest"].as_str().unwrap();
+
+    // B cannot tell any of it exists.
+    use reqwest::Method as M;
+    for (method, path, body) in [
+        (M::GET, format!("/api/v1/jobs/{job}"), None),
+        (
+            M::PUT,
+            format!("/api/v1/jobs/{job}"),
+            Some(json!({ "name": "x", "module": "counter" })),
+        ),
+        (M::DELETE, format!("/api/v1/jobs/{job}"), None),
+        (M::POST, format!("/api/v1/jobs/{job}/start"), None),
+        (M::POST, format!("/api/v1/jobs/{job}/stop"), None),
+        (
+            M::POST,
+            format!("/api/v1/jobs/{job}/trigger"),
+            Some(json!({})),
+        ),
+        (M::GET, format!("/api/v1/jobs/{job}/next-fires"), None),
+        (M::GET, format!("/api/v1/jobs/{job}/runs"), None),
+        (M::GET, format!("/api/v1/jobs/{job}/state"), None),
+        (M::GET, format!("/api/v1/runs/{run}"), None),
+        (M::POST, format!("/api/v1/runs/{run}/kill"), None),
+        (M::GET, format!("/api/v1/runs/{run}/log"), None),
+        (M::GET, "/api/v1/modules/counter/versions".to_owned(), None),
+        (
+            M::POST,
+            "/api/v1/modules/counter/rollback".to_owned(),
+            Some(json!({ "version": 1 })),
+        ),
+        (
+            M::PUT,
+            "/api/v1/modules/counter/labels/x".to_owned(),
+            Some(json!({ "version": 1 })),
+        ),
+    ] {
+        let (status, answer) = stack.call_as(&b, method.clone(), &path, body).await;
+        assert_eq!(status, 404, "{method} {path} as B: {answer}");
+    }
+    let (_, jobs) = stack.call_as(&b, M::GET, "/api/v1/jobs", None).await;
+    assert_eq!(jobs, json!([]));
+    let (_, runs) = stack.call_as(&b, M::GET, "/api/v1/runs", None).await;
+    assert_eq!(runs["runs"], json!([]));
+    let (_, modules) = stack.call_as(&b, M::GET, "/api/v1/modules", None).await;
+    assert_eq!(modules, json!([]));
+    // Knowing A's digest does not let B use A's module.
+    let (status, error) = stack
+        .call_as(
+            &b,
+            M::POST,
+            "/api/v1/jobs",
+            Some(json!({ "name": "stolen", "module_digest": digest })),
+        )
+        .await;
+    assert_eq!(
+        (status, error["field"].as_str()),
+        (400, Some("module_digest")),
+        "{error}"
+    );
+    // B's own objects stay B's.
+    let b_job = stack.job_as(&b, "b-hello", "hello", json!({})).await;
+    let (status, _) = stack
+        .call_as(&a, M::GET, &format!("/api/v1/jobs/{b_job}"), None)
+        .await;
+    assert_eq!(status, 404);
+
+    // Operator-only routes refuse tenant tokens; the operator sees all.
+    for (method, path, body) in [
+        (M::GET, "/api/v1/tenants".to_owned(), None),
+        (
+            M::POST,
+            "/api/v1/tenants".to_owned(),
+            Some(json!({ "name": "c" })),
+        ),
+        (M::POST, "/api/v1/tenants/team-b/tokens".to_owned(), None),
+        (
+            M::PUT,
+            format!("/api/v1/jobs/{job}/state"),
+            Some(json!({ "state": {} })),
+        ),
+        (
+            M::PUT,
+            "/api/v1/groups/default".to_owned(),
+            Some(json!({ "address_type": "AUTO" })),
+        ),
+    ] {
+        let (status, answer) = stack.call_as(&a, method.clone(), &path, body).await;
+        assert_eq!(status, 403, "{method} {path} as A: {answer}");
+    }
+    let (_, everything) = stack.call(M::GET, "/api/v1/jobs", None).await;
+    assert_eq!(everything.as_array().unwrap().len(), 2);
+
+    // Missing, wrong and revoked tokens.
+    let (status, _) = stack.call_as("", M::GET, "/api/v1/jobs", None).await;
+    assert_eq!(status, 401);
+    let (status, _) = stack
+        .call_as("cbx_guess", M::GET, "/api/v1/jobs", None)
+        .await;
+    assert_eq!(status, 401);
+    let (status, second) = stack
+        .call(
+            M::POST,
+            "/api/v1/tenants/team-a/tokens",
+            Some(json!({ "label": "ci" })),
+        )
+        .await;
+    assert_eq!(status, 201, "{second}");
+    let second_token = second["token"].as_str().unwrap();
+    let (status, _) = stack
+        .call_as(second_token, M::GET, "/api/v1/jobs", None)
+        .await;
+    assert_eq!(status, 200);
+    let (status, _) = stack
+        .call(
+            M::DELETE,
+            &format!("/api/v1/tenants/team-a/tokens/{}", second["token_id"]),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (status, _) = stack
+        .call_as(second_token, M::GET, "/api/v1/jobs", None)
+        .await;
+    assert_eq!(status, 401, "a revoked token is refused");
+    let (_, tenants) = stack.call(M::GET, "/api/v1/tenants", None).await;
+    let names: Vec<&str> = tenants
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["default", "team-a", "team-b"]);
+    stack.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_uploads_are_refused_by_name_and_nothing_is_stored() {
+    let stack = stack_with(SchedulerConfig::default(), 1 << 20).await;
+    let mut oversized = jobs::bytes("hello");
+    oversized.resize(1 << 20 | 1, 0);
+    let cases: Vec<(&str, Vec<u8>, u16, &str)> = vec![
+        (
+            "random bytes",
+            b"definitely not wasm".to_vec(),
+            400,
+            "\\0asm magic",
+        ),
+        ("an empty body", Vec::new(), 400, "empty"),
+        (
+            "a core module",
+            b"\0asm\x01\0\0\0".to_vec(),
+            400,
+            "core WebAssembly module",
+        ),
+        (
+            "another world",
+            jobs::bytes("wrong-world"),
+            400,
+            "world cronbox:job/job",
+        ),
+        (
+            "a forbidden import",
+            jobs::bytes("fs-snooper"),
+            400,
+            "wasi:filesystem",
+        ),
+        (
+            "a cut component",
+            jobs::bytes("hello")[..2000].to_vec(),
+            400,
+            "not a valid component",
+        ),
+        ("over the size limit", oversized, 413, "limit"),
+    ];
+    for (what, bytes, status, message) in cases {
+        let (got, error) = stack.upload_as(API, "?name=bad", bytes).await;
+        assert_eq!(got, status, "{what}: {error}");
+        assert!(
+            error["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains(message),
+            "{what}: {error}"
+        );
+    }
+    let (status, error) = stack
+        .upload_as(API, "?name=no%20spaces", jobs::bytes("hello"))
+        .await;
+    assert_eq!(
+        (status, error["field"].as_str()),
+        (400, Some("name")),
+        "{error}"
+    );
+    let (_, modules) = stack.get("/api/v1/modules").await;
+    assert_eq!(modules, json!([]), "nothing stored");
+    let (status, _) = stack.get("/api/v1/modules/bad/versions").await;
+    assert_eq!(status, 404);
+    stack.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_pin_new_version_and_rollback_with_runs_naming_what_ran() {
+    let stack = stack(SchedulerConfig::default()).await;
+    // v1 through multipart, with a label.
+    let form = reqwest::multipart::Form::new()
+        .part(
+            "module",
+            reqwest::multipart::Part::bytes(jobs::bytes("hello")).file_name("hello.wasm"),
+        )
+        .text("name", "greeter")
+        .text("labels", "stable");
+    let v1: Value = stack
+        .http
+        .post(format!("{}/api/v1/modules", stack.base))
+        .bearer_auth(API)
+        .multipart(form)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (v1["name"].as_str(), v1["version"].as_i64()),
+        (Some("greeter"), Some(1)),
+        "{v1}"
+    );
+    let follower = stack
+        .create_as(API, json!({ "name": "follows", "module": "greeter" }))
+        .await;
+    let pinned = stack
+        .create_as(API, json!({ "name": "pinned", "module": "greeter@1" }))
+        .await;
+    let ran = |run: &Value| {
+        (
+            run["message"].as_str().unwrap_or_default().to_owned(),
+            run["module_digest"].clone(),
+        )
+    };
+    let first = stack.run_to_end(follower, "v1").await;
+    assert_eq!(ran(&first), ("hello, v1".to_owned(), v1["digest"].clone()));
+
+    // v2: another program under the same name; the follower moves, the
+    // pinned job stays.
+    let (status, v2) = stack
+        .upload_as(API, "?name=greeter&labels=beta", jobs::bytes("counter"))
+        .await;
+    assert_eq!(status, 201, "{v2}");
+    assert_eq!(
+        (v2["version"].as_i64(), v2["jobs_moved"].as_i64()),
+        (Some(2), Some(1))
+    );
+    let second = stack.run_to_end(follower, "").await;
+    assert!(
+        second["message"].as_str().unwrap().starts_with("count=1"),
+        "{second}"
+    );
+    assert_eq!(second["module_digest"], v2["digest"]);
+    let still = stack.run_to_end(pinned, "pinned").await;
+    assert_eq!(
+        ran(&still),
+        ("hello, pinned".to_owned(), v1["digest"].clone())
+    );
+
+    // The same content again is not a new version.
+    let (_, again) = stack
+        .upload_as(API, "?name=greeter", jobs::bytes("counter"))
+        .await;
+    assert_eq!(again["version"].as_i64(), Some(2));
+
+    // Rollback to v1: a new version 3 with v1's content.
+    let (status, rolled) = stack
+        .call(
+            reqwest::Method::POST,
+            "/api/v1/modules/greeter/rollback",
+            Some(json!({ "version": 1 })),
+        )
+        .await;
+    assert_eq!(status, 201, "{rolled}");
+    assert_eq!(rolled["version"]["version"], 3);
+    assert_eq!(rolled["version"]["digest"], v1["digest"]);
+    let third = stack.run_to_end(follower, "back").await;
+    assert_eq!(
+        ran(&third),
+        ("hello, back".to_owned(), v1["digest"].clone())
+    );
+    let (status, error) = stack
+        .call(
+            reqwest::Method::POST,
+            "/api/v1/modules/greeter/rollback",
+            Some(json!({ "version": 9 })),
+        )
+        .await;
+    assert_eq!(
+        (status, error["field"].as_str()),
+        (400, Some("version")),
+        "{error}"
+    );
+
+    // Labels move between versions; the list shows history newest first.
+    let (status, versions) = stack
+        .call(
+            reqwest::Method::PUT,
+            "/api/v1/modules/greeter/labels/beta",
+            Some(json!({ "version": 3 })),
+        )
+        .await;
+    assert_eq!(status, 200, "{versions}");
+    let summary: Vec<(i64, Vec<String>, String)> = versions
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| {
+            (
+                v["version"].as_i64().unwrap(),
+                serde_json::from_value(v["labels"].clone()).unwrap(),
+                v["note"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            (
+                3,
+                vec!["beta".to_owned()],
+                "rollback to version 1".to_owned()
+            ),
+            (2, vec![], String::new()),
+            (1, vec!["stable".to_owned()], String::new()),
+        ]
+    );
+    let (_, modules) = stack.get("/api/v1/modules").await;
+    assert_eq!(modules[0]["version"], 3);
+
+    // A job naming a version that does not exist is refused.
+    let (status, error) = stack
+        .call(
+            reqwest::Method::POST,
+            "/api/v1/jobs",
+            Some(json!({ "name": "x", "module": "greeter@7" })),
+        )
+        .await;
+    assert_eq!(
+        (status, error["field"].as_str()),
+        (400, Some("module")),
+        "{error}"
+    );
     stack.shutdown().await;
 }

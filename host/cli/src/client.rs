@@ -31,24 +31,17 @@ impl ApiClient {
         self.send(self.http.post(self.url(path)).json(body)).await
     }
 
-    pub async fn put(&self, path: &str, body: &Value) -> anyhow::Result<Value> {
-        self.send(self.http.put(self.url(path)).json(body)).await
-    }
-
-    /// Uploads a component; returns its digest.
-    pub async fn upload(&self, bytes: Vec<u8>) -> anyhow::Result<String> {
-        let answer = self
-            .send(
-                self.http
-                    .post(self.url("/api/v1/modules"))
-                    .header("content-type", "application/wasm")
-                    .body(bytes),
-            )
-            .await?;
-        answer["digest"]
-            .as_str()
-            .map(str::to_owned)
-            .context("the admin's answer to an upload has no digest")
+    /// Pushes a component as the next version of module `name`; returns
+    /// the admin's answer (digest, version, jobs moved).
+    pub async fn upload_named(&self, name: &str, bytes: Vec<u8>) -> anyhow::Result<Value> {
+        self.send(
+            self.http
+                .post(self.url("/api/v1/modules"))
+                .query(&[("name", name)])
+                .header("content-type", "application/wasm")
+                .body(bytes),
+        )
+        .await
     }
 
     fn url(&self, path: &str) -> String {

@@ -6,8 +6,9 @@
 //! the admin's database, the executor's modules, artifacts and spool, and
 //! the two tokens (`api-token`, `executor-token`), created on the first
 //! start. A restart carries on: the demo jobs are matched by name, so none
-//! is added twice; a demo job whose built-in component changed is moved to
-//! the new version; one the user stopped stays stopped.
+//! is added twice; they follow named modules, so a changed built-in
+//! component becomes a new version they move to; one the user stopped
+//! stays stopped.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -169,9 +170,10 @@ fn stored_token(path: &Path) -> anyhow::Result<String> {
     Ok(token)
 }
 
-/// Pushes the demo components and creates (and starts) the demo jobs that
-/// do not exist yet; moves existing ones to a changed component. Returns
-/// (job id, demo) for each.
+/// Pushes the demo components as named modules (a changed component
+/// becomes a new version, which the demo jobs follow) and creates and
+/// starts the demo jobs that do not exist yet. Returns (job id, demo) for
+/// each.
 async fn deploy_demos(client: &ApiClient) -> anyhow::Result<Vec<(i64, &'static Demo)>> {
     let existing = client.get("/api/v1/jobs").await?;
     let existing = existing.as_array().cloned().unwrap_or_default();
@@ -179,28 +181,21 @@ async fn deploy_demos(client: &ApiClient) -> anyhow::Result<Vec<(i64, &'static D
     for demo in DEMOS {
         let bytes = cronbox_example_jobs::embedded(demo.component)
             .with_context(|| format!("no built-in component {}", demo.component))?;
-        let digest = client
-            .upload(bytes.to_vec())
+        client
+            .upload_named(demo.component, bytes.to_vec())
             .await
             .with_context(|| format!("cannot push the demo component {}", demo.component))?;
-        let spec = json!({
-            "name": demo.name,
-            "module_digest": digest,
-            "schedule_type": "CRON",
-            "schedule_conf": demo.cron,
-            "route": demo.route,
-            "param": demo.param,
-        });
-        let found = existing.iter().find(|job| job["name"] == demo.name);
-        let id = match found {
-            Some(job) => {
-                let id = job_id(job)?;
-                if job["module_digest"] != digest.as_str() {
-                    client.put(&format!("/api/v1/jobs/{id}"), &spec).await?;
-                }
-                id
-            }
+        let id = match existing.iter().find(|job| job["name"] == demo.name) {
+            Some(job) => job_id(job)?,
             None => {
+                let spec = json!({
+                    "name": demo.name,
+                    "module": demo.component,
+                    "schedule_type": "CRON",
+                    "schedule_conf": demo.cron,
+                    "route": demo.route,
+                    "param": demo.param,
+                });
                 let id = job_id(&client.post("/api/v1/jobs", &spec).await?)?;
                 client
                     .post(&format!("/api/v1/jobs/{id}/start"), &Value::Null)
