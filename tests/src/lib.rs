@@ -8,10 +8,14 @@
 //! serves modules by digest, checks the token, and can be made unavailable
 //! (503) to test spooling and retries. The real admin replaces it in the
 //! tests of the admin itself.
+//!
+//! [`WebhookReceiver`] records alarm webhooks.
 
 mod postgres;
+mod webhook;
 
 pub use postgres::PostgresServer;
+pub use webhook::WebhookReceiver;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;

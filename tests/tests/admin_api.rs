@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use cronbox_admin::{AdminConfig, Database, SchedulerConfig};
 use cronbox_example_jobs as jobs;
 use cronbox_executor::ExecutorConfig;
+use cronbox_tests::{PostgresServer, WebhookReceiver};
 use serde_json::{Value, json};
 
 const API: &str = "api-token";
@@ -769,5 +770,177 @@ async fn push_pin_new_version_and_rollback_with_runs_naming_what_ran() {
         (400, Some("module")),
         "{error}"
     );
+    stack.shutdown().await;
+}
+
+/// Waits until `count` alarms arrived (then a little longer, to catch
+/// repeats) and returns them.
+async fn alarms(receiver: &WebhookReceiver, count: usize) -> Vec<Value> {
+    let deadline = Instant::now() + WAIT;
+    while receiver.bodies().len() < count {
+        assert!(
+            Instant::now() < deadline,
+            "{} of {count} alarms arrived: {:?}",
+            receiver.bodies().len(),
+            receiver.bodies()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    receiver.bodies()
+}
+
+async fn alarm_status(stack: &Stack, run: i64) -> Value {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let (_, run) = stack.get(&format!("/api/v1/runs/{run}")).await;
+        if run["alarm_status"] != "due" && run["alarm_status"] != "sending" {
+            return run;
+        }
+        assert!(Instant::now() < deadline, "alarm never settled: {run}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_run_alarms_its_webhook_once_and_records_how_it_went() {
+    let stack = stack(SchedulerConfig::default()).await;
+    let receiver = WebhookReceiver::start(200).await;
+    let refusing = WebhookReceiver::start(500).await;
+    let watched = stack
+        .job(
+            "watched",
+            "fuel-burner",
+            json!({ "alarm_url": receiver.url() }),
+        )
+        .await;
+    let unwatched = stack.job("unwatched", "fuel-burner", json!({})).await;
+    let broken = stack
+        .job(
+            "broken-hook",
+            "fuel-burner",
+            json!({ "alarm_url": refusing.url() }),
+        )
+        .await;
+
+    let ok = stack.run_to_end(watched, "10").await;
+    assert_eq!(ok["status"], "success", "{ok}");
+    let failed = stack.run_to_end(watched, "not-a-number").await;
+    let failed_id = failed["id"].as_i64().unwrap();
+    let received = alarms(&receiver, 1).await;
+    assert_eq!(
+        received.len(),
+        1,
+        "one alarm, for the failed run only: {received:?}"
+    );
+    let alarm = &received[0];
+    assert_eq!(alarm["event"], "run_failed");
+    assert_eq!(alarm["job"], json!({ "id": watched, "name": "watched" }));
+    assert_eq!(alarm["run"]["id"], failed_id);
+    assert_eq!(alarm["run"]["outcome"], "failed");
+    assert_eq!(alarm["tenant"], "default");
+    assert_eq!(
+        alarm_status(&stack, failed_id).await["alarm_status"],
+        "sent"
+    );
+    assert_eq!(
+        alarm_status(&stack, ok["id"].as_i64().unwrap()).await["alarm_status"],
+        "none"
+    );
+
+    let quiet = stack.run_to_end(unwatched, "x").await;
+    let quiet = alarm_status(&stack, quiet["id"].as_i64().unwrap()).await;
+    assert_eq!(quiet["alarm_status"], "not_configured");
+
+    let refused = stack.run_to_end(broken, "x").await;
+    let refused = alarm_status(&stack, refused["id"].as_i64().unwrap()).await;
+    assert_eq!(refused["alarm_status"], "failed", "{refused}");
+    assert!(
+        refused["alarm_message"].as_str().unwrap().contains("500"),
+        "{refused}"
+    );
+    assert_eq!(refusing.bodies().len(), 3, "three attempts");
+
+    let metrics = stack
+        .http
+        .get(format!("{}/metrics", stack.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for line in [
+        "cronbox_admin_alarms_sent_total 1",
+        "cronbox_admin_alarm_failures_total 1",
+        "cronbox_admin_runs_total{outcome=\"success\"} 1",
+        "cronbox_admin_runs_total{outcome=\"failed\"} 3",
+    ] {
+        assert!(metrics.contains(line), "{line} missing from:\n{metrics}");
+    }
+    stack.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_admins_on_one_database_send_each_alarm_once() {
+    let postgres = PostgresServer::start();
+    let url = postgres.create_database("alarms");
+    let receiver = WebhookReceiver::start(200).await;
+    let data = tempfile::tempdir().unwrap();
+    let mut admins = Vec::new();
+    for _ in 0..2 {
+        admins.push(
+            cronbox_admin::start(AdminConfig {
+                bind: "127.0.0.1:0".parse().unwrap(),
+                database: Database::Url(url.clone()),
+                api_token: API.into(),
+                executor_token: EXEC.into(),
+                scheduler: SchedulerConfig::default(),
+                max_request_bytes: 16 << 20,
+            })
+            .await
+            .unwrap(),
+        );
+    }
+    let bases: Vec<String> = admins
+        .iter()
+        .map(|admin| format!("http://{}", admin.local_addr()))
+        .collect();
+    let mut config = ExecutorConfig::new(
+        "127.0.0.1:0".parse().unwrap(),
+        bases.clone(),
+        EXEC.into(),
+        data.path().join("executor"),
+    );
+    config.beat_interval = Duration::from_millis(300);
+    let executor = cronbox_executor::start(config).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let stack = Stack {
+        admin: admins.remove(0),
+        executor,
+        http: reqwest::Client::new(),
+        base: bases[0].clone(),
+        _data: data,
+    };
+    let job = stack
+        .job(
+            "watched",
+            "fuel-burner",
+            json!({ "alarm_url": receiver.url() }),
+        )
+        .await;
+    let mut failed = Vec::new();
+    for _ in 0..6 {
+        failed.push(stack.run_to_end(job, "nope").await["id"].as_i64().unwrap());
+    }
+    let received = alarms(&receiver, failed.len()).await;
+    let mut alarmed: Vec<i64> = received
+        .iter()
+        .map(|alarm| alarm["run"]["id"].as_i64().unwrap())
+        .collect();
+    alarmed.sort();
+    assert_eq!(alarmed, failed, "each failed run alarmed exactly once");
+    let other = admins.remove(0);
+    other.shutdown().await;
     stack.shutdown().await;
 }

@@ -80,6 +80,7 @@ pub(crate) fn router(state: Arc<AdminState>, max_module_bytes: usize) -> Router 
         .route("/api/v1/runs/{id}/log", get(run_log))
         .layer(middleware::from_fn_with_state(state.clone(), user_auth));
     Router::new()
+        .route("/metrics", get(metrics))
         .merge(executors)
         .merge(users)
         .fallback(|| async { Failure::new(StatusCode::NOT_FOUND, "not_found", "no such route") })
@@ -1402,4 +1403,15 @@ async fn reports(
         "running": total(|day| day.running),
     });
     Ok(Json(serde_json::json!({ "days": days, "totals": totals })))
+}
+
+/// Prometheus text format; no token (like the executor's).
+async fn metrics(State(state): State<Arc<AdminState>>) -> impl IntoResponse {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        state.scheduler.metrics().encode(),
+    )
 }

@@ -9,13 +9,17 @@
 //!   retries, child jobs;
 //! - `api` — the HTTP API for executors and users;
 //! - [`jobs`] — job definitions and their validation;
-//! - `housekeeping` — daily reports, run retention, registry clean-up.
+//! - `housekeeping` — daily reports, run retention, registry clean-up;
+//! - `alarms` — failure webhooks, claimed once across admins;
+//! - `metrics` — Prometheus counters and histograms at `/metrics`.
 //!
 //! The admin never links wasmtime: it talks to executors over HTTP.
 
+mod alarms;
 mod api;
 mod housekeeping;
 pub mod jobs;
+mod metrics;
 pub mod routing;
 pub mod schedule;
 pub mod scheduler;
@@ -80,6 +84,7 @@ pub struct RunningAdmin {
     server: JoinHandle<()>,
     scheduler_task: JoinHandle<()>,
     housekeeping: JoinHandle<()>,
+    alarms: JoinHandle<()>,
 }
 
 /// Opens the store (running migrations), starts the scheduler (recovering
@@ -128,6 +133,11 @@ pub async fn start(config: AdminConfig) -> Result<RunningAdmin, AdminError> {
         scheduler.config().clone(),
         stop.clone(),
     ));
+    let alarms = tokio::spawn(alarms::run(
+        scheduler.store().clone(),
+        scheduler.metrics().clone(),
+        stop.clone(),
+    ));
     let scheduler_task = tokio::spawn(scheduler.run(stop.clone()));
     tracing::info!(%local_addr, "admin started");
     Ok(RunningAdmin {
@@ -136,6 +146,7 @@ pub async fn start(config: AdminConfig) -> Result<RunningAdmin, AdminError> {
         server,
         scheduler_task,
         housekeeping,
+        alarms,
     })
 }
 
@@ -150,6 +161,7 @@ impl RunningAdmin {
         self.stop.cancel();
         let _ = self.scheduler_task.await;
         let _ = self.housekeeping.await;
+        let _ = self.alarms.await;
         let _ = self.server.await;
     }
 }

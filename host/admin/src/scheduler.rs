@@ -22,6 +22,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::jobs::{children_of, schedule_of};
+use crate::metrics::Metrics;
 use crate::routing::{Probe, Route, RouteStrategy, Router};
 use crate::schedule::Schedule;
 use crate::store::{DispatchMark, JobRow, NewRun, RunEnd, RunRow, Store, StoreError};
@@ -103,6 +104,7 @@ pub struct Scheduler {
     mark_queue: std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<DispatchMark>>>,
     /// Starts a pre-read pass now (a job was started or changed).
     wake: tokio::sync::Notify,
+    metrics: Arc<Metrics>,
 }
 
 /// Most dispatch marks written in one transaction.
@@ -240,6 +242,7 @@ impl Scheduler {
             marks,
             mark_queue: std::sync::Mutex::new(Some(mark_queue)),
             wake: tokio::sync::Notify::new(),
+            metrics: Arc::new(Metrics::new()),
             fast_slots: Arc::new(Semaphore::new(config.max_dispatches)),
             slow_slots: Arc::new(Semaphore::new((config.max_dispatches / 4).max(1))),
             slow_jobs: std::sync::Mutex::new(SlowJobs::default()),
@@ -249,6 +252,10 @@ impl Scheduler {
             http,
             config,
         })
+    }
+
+    pub(crate) fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
     }
 
     pub fn config(&self) -> &SchedulerConfig {
@@ -332,6 +339,7 @@ impl Scheduler {
                 .await?
                 .is_some();
             if ended {
+                self.metrics.run_ended("lost");
                 tracing::warn!(run = run.id, "{message}");
                 self.after_failure(&run).await?;
             }
@@ -430,6 +438,7 @@ impl Scheduler {
             {
                 for (id, fire) in ids.into_iter().zip(&runs) {
                     if let Some(id) = id {
+                        self.metrics.fires.inc();
                         written.push(written_run(id, &job.tenant, fire, now));
                     }
                 }
@@ -761,12 +770,14 @@ impl Scheduler {
             message,
             "run not dispatched"
         );
+        self.metrics.dispatch_failures.inc();
         let done = self
             .store
             .finish_run(&RunEnd::failed(run.id, "rejected", message, now_ms()))
             .await?
             .is_some();
         if done {
+            self.metrics.run_ended("rejected");
             self.after_failure(run).await?;
         }
         Ok(())
@@ -808,6 +819,13 @@ impl Scheduler {
             let Some(run) = run else {
                 continue;
             };
+            self.metrics.run_ended(&end.outcome);
+            if run.kind == "schedule"
+                && let Some(started) = end.started_at_ms
+            {
+                let late = (started - run.scheduled_at_ms).max(0) as f64 / 1000.0;
+                self.metrics.lateness.observe(late);
+            }
             let Some(job) = jobs.get(&run.job_id) else {
                 continue;
             };

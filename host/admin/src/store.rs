@@ -1430,6 +1430,83 @@ impl Store {
         Ok(())
     }
 
+    // ---- alarms -----------------------------------------------------------
+
+    /// Failed runs whose alarm is due, with their job's webhook (empty if
+    /// the job has none or is gone); also puts back claims older than
+    /// `stale_before_ms` (an admin died while sending).
+    pub async fn due_alarms(
+        &self,
+        stale_before_ms: i64,
+        limit: i64,
+    ) -> Result<Vec<(RunRow, String, String)>, StoreError> {
+        sqlx::query(
+            "UPDATE run SET alarm_status = $1 WHERE alarm_status = $2 AND alarm_claimed_at_ms < $3",
+        )
+        .bind(alarm::DUE)
+        .bind(alarm::SENDING)
+        .bind(stale_before_ms)
+        .execute(&self.writer)
+        .await?;
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            run_columns!(),
+            ", COALESCE((SELECT alarm_url FROM job WHERE job.id = run.job_id), '') AS alarm_url, \
+             COALESCE((SELECT name FROM job WHERE job.id = run.job_id), '') AS job_name \
+             FROM run WHERE alarm_status = $1 ORDER BY id LIMIT $2"
+        ))
+        .bind(alarm::DUE)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok((
+                    run_from_row(row)?,
+                    row.try_get("alarm_url")?,
+                    row.try_get("job_name")?,
+                ))
+            })
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(StoreError::from)
+    }
+
+    /// Claims a due alarm for this admin: true for exactly one claimant.
+    pub async fn claim_alarm(&self, run_id: i64, now_ms: i64) -> Result<bool, StoreError> {
+        Ok(sqlx::query(
+            "UPDATE run SET alarm_status = $1, alarm_claimed_at_ms = $2 \
+             WHERE id = $3 AND alarm_status = $4",
+        )
+        .bind(alarm::SENDING)
+        .bind(now_ms)
+        .bind(run_id)
+        .bind(alarm::DUE)
+        .execute(&self.writer)
+        .await?
+        .rows_affected()
+            == 1)
+    }
+
+    /// Records how an alarm ended (`from` is the state it must be in).
+    pub async fn finish_alarm(
+        &self,
+        run_id: i64,
+        from: &str,
+        to: &str,
+        message: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE run SET alarm_status = $1, alarm_message = $2 WHERE id = $3 AND alarm_status = $4",
+        )
+        .bind(to)
+        .bind(message)
+        .bind(run_id)
+        .bind(from)
+        .execute(&self.writer)
+        .await?;
+        Ok(())
+    }
+
     // ---- housekeeping ---------------------------------------------------
 
     /// Recounts the daily report of `day` (`YYYY-MM-DD`, UTC) from the runs

@@ -42,4 +42,5 @@ ALTER TABLE job ADD COLUMN alarm_url TEXT NOT NULL DEFAULT '';
 -- sent / failed: the webhook's outcome.
 ALTER TABLE run ADD COLUMN alarm_status TEXT NOT NULL DEFAULT 'none';
 ALTER TABLE run ADD COLUMN alarm_message TEXT;
+ALTER TABLE run ADD COLUMN alarm_claimed_at_ms BIGINT;
 CREATE INDEX run_alarms ON run (alarm_status);

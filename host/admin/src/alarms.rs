@@ -1,0 +1,138 @@
+//! Alarms: when a run fails, its job's webhook is called once with a JSON
+//! description of the failure, and the outcome is recorded on the run.
+//!
+//! A failed run is written with alarm status `due`. Every admin's monitor
+//! looks for due alarms each second and claims each with a conditional
+//! update (`due` → `sending`), so of several admins on one database exactly
+//! one sends it. The webhook gets up to three attempts (5 s timeout each,
+//! backoff 0.5 s then 1 s); a 2xx answer is `sent`, anything else `failed`,
+//! with the last error in `alarm_message`. A claim older than five minutes
+//! (its admin died mid-send) goes back to `due`: an alarm is sent at least
+//! once, and exactly once unless an admin dies while sending it.
+//!
+//! The body (POST, `content-type: application/json`):
+//!
+//! ```json
+//! { "event": "run_failed", "tenant": "default",
+//!   "job": { "id": 7, "name": "nightly-report" },
+//!   "run": { "id": 912, "kind": "schedule", "attempt": 0,
+//!            "scheduled_at_ms": 1795326255000, "finished_at_ms": 1795326255113,
+//!            "outcome": "timeout", "code": 502, "message": "...",
+//!            "executor": "http://10.0.0.7:9090", "module_digest": "..." } }
+//! ```
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::metrics::Metrics;
+use crate::scheduler::now_ms;
+use crate::store::{RunRow, Store, StoreError, alarm};
+
+/// How often due alarms are looked for.
+const POLL: Duration = Duration::from_secs(1);
+/// Attempts per alarm, the timeout of each, the first backoff (doubled).
+const ATTEMPTS: u32 = 3;
+const TIMEOUT: Duration = Duration::from_secs(5);
+const FIRST_BACKOFF: Duration = Duration::from_millis(500);
+/// A claim older than this is taken back.
+const STALE_CLAIM: Duration = Duration::from_secs(300);
+
+/// Sends due alarms until `stop`.
+pub(crate) async fn run(store: Store, metrics: Arc<Metrics>, stop: CancellationToken) {
+    let http = reqwest::Client::builder()
+        .timeout(TIMEOUT)
+        .build()
+        .unwrap_or_default();
+    loop {
+        if let Err(error) = pass(&store, &http, &metrics).await {
+            tracing::warn!(%error, "alarm pass failed; trying again");
+        }
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(POLL) => {}
+        }
+    }
+}
+
+async fn pass(
+    store: &Store,
+    http: &reqwest::Client,
+    metrics: &Arc<Metrics>,
+) -> Result<(), StoreError> {
+    let now = now_ms();
+    let stale_before = now - STALE_CLAIM.as_millis() as i64;
+    for (run, url, job_name) in store.due_alarms(stale_before, 100).await? {
+        if url.is_empty() {
+            store
+                .finish_alarm(run.id, alarm::DUE, alarm::NOT_CONFIGURED, "")
+                .await?;
+            continue;
+        }
+        if !store.claim_alarm(run.id, now_ms()).await? {
+            continue; // another admin has it
+        }
+        let store = store.clone();
+        let http = http.clone();
+        let metrics = metrics.clone();
+        tokio::spawn(async move {
+            let (status, message) = match send(&http, &url, &body(&run, &job_name)).await {
+                Ok(()) => {
+                    metrics.alarms_sent.inc();
+                    (alarm::SENT, String::new())
+                }
+                Err(error) => {
+                    metrics.alarm_failures.inc();
+                    tracing::warn!(run = run.id, %url, %error, "alarm not delivered");
+                    (alarm::FAILED, error)
+                }
+            };
+            if let Err(error) = store
+                .finish_alarm(run.id, alarm::SENDING, status, &message)
+                .await
+            {
+                tracing::warn!(run = run.id, %error, "cannot record an alarm's outcome");
+            }
+        });
+    }
+    Ok(())
+}
+
+fn body(run: &RunRow, job_name: &str) -> serde_json::Value {
+    serde_json::json!({
+        "event": "run_failed",
+        "tenant": run.tenant,
+        "job": { "id": run.job_id, "name": job_name },
+        "run": {
+            "id": run.id,
+            "kind": run.kind,
+            "attempt": run.attempt,
+            "scheduled_at_ms": run.scheduled_at_ms,
+            "finished_at_ms": run.finished_at_ms,
+            "outcome": run.outcome,
+            "code": run.code,
+            "message": run.message,
+            "executor": run.executor,
+            "module_digest": run.module_digest,
+        },
+    })
+}
+
+/// POSTs `body`, retrying; the last error if no attempt got a 2xx.
+async fn send(http: &reqwest::Client, url: &str, body: &serde_json::Value) -> Result<(), String> {
+    let mut backoff = FIRST_BACKOFF;
+    let mut last_error = String::new();
+    for attempt in 1..=ATTEMPTS {
+        match http.post(url).json(body).send().await {
+            Ok(response) if response.status().is_success() => return Ok(()),
+            Ok(response) => last_error = format!("{url} answered {}", response.status()),
+            Err(error) => last_error = format!("{url}: {error}"),
+        }
+        if attempt < ATTEMPTS {
+            tokio::time::sleep(backoff).await;
+            backoff *= 2;
+        }
+    }
+    Err(format!("after {ATTEMPTS} attempts: {last_error}"))
+}

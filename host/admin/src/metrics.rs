@@ -1,0 +1,88 @@
+//! Prometheus metrics of an admin, served at `/metrics`: fires written,
+//! start lateness, dispatch failures, runs by outcome, alarms.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct OutcomeLabel {
+    outcome: String,
+}
+
+#[derive(Debug)]
+pub(crate) struct Metrics {
+    registry: Registry,
+    /// Scheduled fires written as runs by this admin's pre-read.
+    pub(crate) fires: Counter,
+    /// Execution start minus scheduled time of scheduled runs, seconds.
+    pub(crate) lateness: Histogram,
+    /// Runs this admin could not hand to an executor.
+    pub(crate) dispatch_failures: Counter,
+    runs: Family<OutcomeLabel, Counter>,
+    pub(crate) alarms_sent: Counter,
+    pub(crate) alarm_failures: Counter,
+}
+
+impl Metrics {
+    pub(crate) fn new() -> Self {
+        let mut registry = Registry::with_prefix("cronbox_admin");
+        let fires = Counter::default();
+        let lateness = Histogram::new([
+            0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 30.0,
+        ]);
+        let dispatch_failures = Counter::default();
+        let runs = Family::<OutcomeLabel, Counter>::default();
+        let alarms_sent = Counter::default();
+        let alarm_failures = Counter::default();
+        registry.register("fires", "Scheduled fires written as runs", fires.clone());
+        registry.register(
+            "start_lateness_seconds",
+            "Execution start minus scheduled time of scheduled runs",
+            lateness.clone(),
+        );
+        registry.register(
+            "dispatch_failures",
+            "Runs that could not be handed to an executor",
+            dispatch_failures.clone(),
+        );
+        registry.register("runs", "Runs ended, by outcome", runs.clone());
+        registry.register(
+            "alarms_sent",
+            "Failure alarms delivered to webhooks",
+            alarms_sent.clone(),
+        );
+        registry.register(
+            "alarm_failures",
+            "Failure alarms no attempt delivered",
+            alarm_failures.clone(),
+        );
+        Metrics {
+            registry,
+            fires,
+            lateness,
+            dispatch_failures,
+            runs,
+            alarms_sent,
+            alarm_failures,
+        }
+    }
+
+    pub(crate) fn run_ended(&self, outcome: &str) {
+        self.runs
+            .get_or_create(&OutcomeLabel {
+                outcome: outcome.to_owned(),
+            })
+            .inc();
+    }
+
+    pub(crate) fn encode(&self) -> String {
+        let mut text = String::new();
+        if let Err(error) = prometheus_client::encoding::text::encode(&mut text, &self.registry) {
+            tracing::error!(%error, "cannot encode metrics");
+        }
+        text
+    }
+}

@@ -1,0 +1,71 @@
+//! A webhook receiver on loopback for alarm tests: it records every JSON
+//! body posted to it and answers with a chosen status.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::post;
+
+#[derive(Debug)]
+struct Inbox {
+    bodies: Mutex<Vec<serde_json::Value>>,
+    status: AtomicU16,
+}
+
+/// Records alarms posted to [`WebhookReceiver::url`]. Stops when dropped.
+#[derive(Debug)]
+pub struct WebhookReceiver {
+    addr: SocketAddr,
+    inbox: Arc<Inbox>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for WebhookReceiver {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+impl WebhookReceiver {
+    /// Starts a receiver that answers `status` to every post.
+    pub async fn start(status: u16) -> WebhookReceiver {
+        let inbox = Arc::new(Inbox {
+            bodies: Mutex::new(Vec::new()),
+            status: AtomicU16::new(status),
+        });
+        let app = Router::new()
+            .route("/alarm", post(receive))
+            .with_state(inbox.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind the webhook receiver");
+        let addr = listener.local_addr().expect("its address");
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        WebhookReceiver {
+            addr,
+            inbox,
+            server,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}/alarm", self.addr)
+    }
+
+    /// Every body received, in order (repeats included).
+    pub fn bodies(&self) -> Vec<serde_json::Value> {
+        self.inbox.bodies.lock().expect("lock").clone()
+    }
+}
+
+async fn receive(State(inbox): State<Arc<Inbox>>, body: axum::body::Bytes) -> StatusCode {
+    let value = serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
+    inbox.bodies.lock().expect("lock").push(value);
+    StatusCode::from_u16(inbox.status.load(Ordering::SeqCst)).unwrap_or(StatusCode::OK)
+}
