@@ -944,3 +944,19 @@ async fn two_admins_on_one_database_send_each_alarm_once() {
     other.shutdown().await;
     stack.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openapi_document_is_served_without_a_token() {
+    let stack = stack(SchedulerConfig::default()).await;
+    let response = stack
+        .http
+        .get(format!("{}/api/v1/openapi.json", stack.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let document: Value = response.json().await.unwrap();
+    assert_eq!(document["openapi"], "3.0.3");
+    assert!(document["paths"]["/api/v1/jobs/{id}"]["delete"].is_object());
+    stack.shutdown().await;
+}

@@ -12,10 +12,11 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{DefaultBodyLimit, Extension, FromRequest, Path, Query, Request, State};
+use axum::handler::Handler;
 use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{MethodFilter, on};
 use axum::{Json, Router};
 use cronbox_component_check::ComponentError;
 use cronbox_protocol::{ApiError, CallbackBatch, Registration, admin_paths};
@@ -39,48 +40,126 @@ pub(crate) struct AdminState {
     pub(crate) keep_versions: usize,
 }
 
+/// Routes declared together with their method, so that the table the
+/// OpenAPI document is checked against is the router's own.
+struct Routes {
+    router: Router<Arc<AdminState>>,
+    table: Vec<(&'static str, &'static str)>,
+}
+
+impl Routes {
+    fn new() -> Routes {
+        Routes {
+            router: Router::new(),
+            table: Vec::new(),
+        }
+    }
+
+    fn add<H, T>(
+        mut self,
+        method: &'static str,
+        filter: MethodFilter,
+        path: &'static str,
+        handler: H,
+    ) -> Routes
+    where
+        H: Handler<T, Arc<AdminState>>,
+        T: 'static,
+    {
+        self.table.push((method, path));
+        self.router = self.router.route(path, on(filter, handler));
+        self
+    }
+
+    fn get<H: Handler<T, Arc<AdminState>>, T: 'static>(self, path: &'static str, h: H) -> Routes {
+        self.add("get", MethodFilter::GET, path, h)
+    }
+
+    fn post<H: Handler<T, Arc<AdminState>>, T: 'static>(self, path: &'static str, h: H) -> Routes {
+        self.add("post", MethodFilter::POST, path, h)
+    }
+
+    fn put<H: Handler<T, Arc<AdminState>>, T: 'static>(self, path: &'static str, h: H) -> Routes {
+        self.add("put", MethodFilter::PUT, path, h)
+    }
+
+    fn delete<H: Handler<T, Arc<AdminState>>, T: 'static>(
+        self,
+        path: &'static str,
+        h: H,
+    ) -> Routes {
+        self.add("delete", MethodFilter::DELETE, path, h)
+    }
+}
+
+/// Routes without a token.
+fn open_routes() -> Routes {
+    Routes::new()
+        .get("/metrics", metrics)
+        .get("/api/v1/openapi.json", openapi)
+}
+
+/// Routes for executors (executor token).
+fn executor_routes() -> Routes {
+    Routes::new()
+        .post(admin_paths::REGISTRY, registry)
+        .post(admin_paths::REGISTRY_REMOVE, registry_remove)
+        .post(admin_paths::CALLBACK, callback)
+        .get("/api/v1/modules/{digest}/content", module_content)
+}
+
+/// Routes for users (a tenant token or the operator token).
+fn user_routes() -> Routes {
+    Routes::new()
+        .post("/api/v1/modules", upload_module)
+        .get("/api/v1/modules", list_modules)
+        .get("/api/v1/modules/{name}/versions", list_module_versions)
+        .post("/api/v1/modules/{name}/rollback", rollback_module)
+        .put("/api/v1/modules/{name}/labels/{label}", label_module)
+        .post("/api/v1/tenants", create_tenant)
+        .get("/api/v1/tenants", list_tenants)
+        .post("/api/v1/tenants/{name}/tokens", create_token)
+        .delete("/api/v1/tenants/{name}/tokens/{id}", revoke_token)
+        .get("/api/v1/groups", list_groups)
+        .put("/api/v1/groups/{name}", put_group)
+        .post("/api/v1/jobs", create_job)
+        .get("/api/v1/jobs", list_jobs)
+        .get("/api/v1/jobs/{id}", get_job)
+        .put("/api/v1/jobs/{id}", update_job)
+        .delete("/api/v1/jobs/{id}", delete_job)
+        .post("/api/v1/jobs/{id}/start", start_job)
+        .post("/api/v1/jobs/{id}/stop", stop_job)
+        .post("/api/v1/jobs/{id}/trigger", trigger_job)
+        .get("/api/v1/jobs/{id}/next-fires", next_fires)
+        .get("/api/v1/jobs/{id}/runs", job_runs)
+        .get("/api/v1/jobs/{id}/state", get_state)
+        .put("/api/v1/jobs/{id}/state", put_state)
+        .get("/api/v1/runs", list_runs)
+        .get("/api/v1/runs/{id}", get_run)
+        .post("/api/v1/runs/{id}/kill", kill_run)
+        .get("/api/v1/runs/{id}/log", run_log)
+        .get("/api/v1/reports", reports)
+}
+
+/// Every route the admin serves, as (method, path): what the OpenAPI
+/// document is checked against.
+#[cfg(test)]
+pub(crate) fn route_table() -> Vec<(&'static str, &'static str)> {
+    [open_routes(), executor_routes(), user_routes()]
+        .into_iter()
+        .flat_map(|routes| routes.table)
+        .collect()
+}
+
 pub(crate) fn router(state: Arc<AdminState>, max_module_bytes: usize) -> Router {
-    let executors = Router::new()
-        .route(admin_paths::REGISTRY, post(registry))
-        .route(admin_paths::REGISTRY_REMOVE, post(registry_remove))
-        .route(admin_paths::CALLBACK, post(callback))
-        .route("/api/v1/modules/{digest}/content", get(module_content))
+    let executors = executor_routes()
+        .router
         .layer(middleware::from_fn_with_state(state.clone(), executor_auth));
-    let users = Router::new()
-        .route("/api/v1/modules", post(upload_module).get(list_modules))
-        .route("/api/v1/modules/{name}/versions", get(list_module_versions))
-        .route("/api/v1/modules/{name}/rollback", post(rollback_module))
-        .route(
-            "/api/v1/modules/{name}/labels/{label}",
-            axum::routing::put(label_module),
-        )
-        .route("/api/v1/tenants", post(create_tenant).get(list_tenants))
-        .route("/api/v1/tenants/{name}/tokens", post(create_token))
-        .route(
-            "/api/v1/tenants/{name}/tokens/{id}",
-            axum::routing::delete(revoke_token),
-        )
-        .route("/api/v1/groups", get(list_groups))
-        .route("/api/v1/groups/{name}", axum::routing::put(put_group))
-        .route("/api/v1/jobs", post(create_job).get(list_jobs))
-        .route(
-            "/api/v1/jobs/{id}",
-            get(get_job).put(update_job).delete(delete_job),
-        )
-        .route("/api/v1/jobs/{id}/state", get(get_state).put(put_state))
-        .route("/api/v1/runs", get(list_runs))
-        .route("/api/v1/reports", get(reports))
-        .route("/api/v1/jobs/{id}/start", post(start_job))
-        .route("/api/v1/jobs/{id}/stop", post(stop_job))
-        .route("/api/v1/jobs/{id}/trigger", post(trigger_job))
-        .route("/api/v1/jobs/{id}/next-fires", get(next_fires))
-        .route("/api/v1/jobs/{id}/runs", get(job_runs))
-        .route("/api/v1/runs/{id}", get(get_run))
-        .route("/api/v1/runs/{id}/kill", post(kill_run))
-        .route("/api/v1/runs/{id}/log", get(run_log))
+    let users = user_routes()
+        .router
         .layer(middleware::from_fn_with_state(state.clone(), user_auth));
-    Router::new()
-        .route("/metrics", get(metrics))
+    open_routes()
+        .router
         .merge(executors)
         .merge(users)
         .fallback(|| async { Failure::new(StatusCode::NOT_FOUND, "not_found", "no such route") })
@@ -1414,4 +1493,9 @@ async fn metrics(State(state): State<Arc<AdminState>>) -> impl IntoResponse {
         )],
         state.scheduler.metrics().encode(),
     )
+}
+
+/// The OpenAPI 3.0 document of this API; no token.
+async fn openapi() -> impl IntoResponse {
+    Json(crate::openapi::document())
 }

@@ -11,7 +11,8 @@
 //! - [`jobs`] — job definitions and their validation;
 //! - `housekeeping` — daily reports, run retention, registry clean-up;
 //! - `alarms` — failure webhooks, claimed once across admins;
-//! - `metrics` — Prometheus counters and histograms at `/metrics`.
+//! - `metrics` — Prometheus counters and histograms at `/metrics`;
+//! - `openapi` — the OpenAPI document at `/api/v1/openapi.json`.
 //!
 //! The admin never links wasmtime: it talks to executors over HTTP.
 
@@ -20,6 +21,7 @@ mod api;
 mod housekeeping;
 pub mod jobs;
 mod metrics;
+mod openapi;
 pub mod routing;
 pub mod schedule;
 pub mod scheduler;
