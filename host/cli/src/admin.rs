@@ -37,18 +37,24 @@ pub struct AdminArgs {
     #[arg(long, env = "CRONBOX_TOKEN", hide_env_values = true)]
     executor_token: String,
     /// How far ahead due jobs are read and their runs written.
-    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "CRONBOX_ADMIN_PRE_READ", default_value = "5s", value_parser = humantime::parse_duration)]
     pre_read: Duration,
     /// An executor without a heartbeat for this long is dead.
-    #[arg(long, default_value = "90s", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "CRONBOX_ADMIN_DEAD_AFTER", default_value = "90s", value_parser = humantime::parse_duration)]
     dead_after: Duration,
     /// A run on a dead executor with no result for this long is marked lost.
-    #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "CRONBOX_ADMIN_LOST_AFTER", default_value = "10m", value_parser = humantime::parse_duration)]
     lost_after: Duration,
     /// How long before its instant a fire is sent to its executor, which
     /// holds it until then (0s: send at the instant).
-    #[arg(long, default_value = "300ms", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "CRONBOX_ADMIN_DISPATCH_AHEAD", default_value = "300ms", value_parser = humantime::parse_duration)]
     dispatch_ahead: Duration,
+    /// Ended runs older than this are deleted.
+    #[arg(long, env = "CRONBOX_ADMIN_RUN_RETENTION", default_value = "30days", value_parser = humantime::parse_duration)]
+    run_retention: Duration,
+    /// Largest module upload.
+    #[arg(long, env = "CRONBOX_ADMIN_MAX_MODULE_SIZE", default_value = "64MiB")]
+    max_module_size: bytesize::ByteSize,
 }
 
 pub fn main(args: AdminArgs) -> anyhow::Result<ExitCode> {
@@ -68,9 +74,10 @@ pub fn main(args: AdminArgs) -> anyhow::Result<ExitCode> {
             dead_after: args.dead_after,
             lost_after: args.lost_after,
             dispatch_ahead: args.dispatch_ahead,
+            run_retention: args.run_retention,
             ..SchedulerConfig::default()
         },
-        max_request_bytes: 64 << 20,
+        max_request_bytes: usize::try_from(args.max_module_size.as_u64()).unwrap_or(usize::MAX),
     };
     let threads = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

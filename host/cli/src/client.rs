@@ -31,13 +31,30 @@ impl ApiClient {
         self.send(self.http.post(self.url(path)).json(body)).await
     }
 
-    /// Pushes a component as the next version of module `name`; returns
-    /// the admin's answer (digest, version, jobs moved).
-    pub async fn upload_named(&self, name: &str, bytes: Vec<u8>) -> anyhow::Result<Value> {
+    pub async fn put(&self, path: &str, body: &Value) -> anyhow::Result<Value> {
+        self.send(self.http.put(self.url(path)).json(body)).await
+    }
+
+    pub async fn delete(&self, path: &str) -> anyhow::Result<Value> {
+        self.send(self.http.delete(self.url(path))).await
+    }
+
+    /// Pushes a component as the next version of module `name`, with
+    /// `labels`; returns the admin's answer (digest, version, jobs moved).
+    pub async fn upload_named(
+        &self,
+        name: &str,
+        labels: &[String],
+        bytes: Vec<u8>,
+    ) -> anyhow::Result<Value> {
+        let mut query = vec![("name", name.to_owned())];
+        if !labels.is_empty() {
+            query.push(("labels", labels.join(",")));
+        }
         self.send(
             self.http
                 .post(self.url("/api/v1/modules"))
-                .query(&[("name", name)])
+                .query(&query)
                 .header("content-type", "application/wasm")
                 .body(bytes),
         )

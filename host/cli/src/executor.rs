@@ -49,19 +49,19 @@ pub struct ExecutorArgs {
     )]
     data_dir: PathBuf,
     /// Heartbeat interval.
-    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "CRONBOX_EXECUTOR_BEAT_INTERVAL", default_value = "30s", value_parser = humantime::parse_duration)]
     beat_interval: Duration,
     /// Idle time after which a job's instance is retired (calling destroy).
-    #[arg(long, default_value = "90s", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "CRONBOX_EXECUTOR_IDLE_RETIRE", default_value = "90s", value_parser = humantime::parse_duration)]
     idle_retire: Duration,
     /// Time running runs get to finish on shutdown before they are killed.
-    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "CRONBOX_EXECUTOR_SHUTDOWN_GRACE", default_value = "10s", value_parser = humantime::parse_duration)]
     shutdown_grace: Duration,
     /// Instances (warm or running) alive at once; more wait for a slot.
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, env = "CRONBOX_EXECUTOR_MAX_INSTANCES", default_value_t = 64)]
     max_instances: u32,
     /// Largest linear memory any run may be given.
-    #[arg(long, default_value = "1GiB")]
+    #[arg(long, env = "CRONBOX_EXECUTOR_MEMORY_CEILING", default_value = "1GiB")]
     memory_ceiling: bytesize::ByteSize,
 }
 

@@ -4,25 +4,40 @@
 //!   this machine under the same runtime and limits as an executor;
 //! - `cronbox executor`: the executor role (see `host/executor`);
 //! - `cronbox admin`: the admin role (see `host/admin`);
-//! - `cronbox up`: both roles in one process with demo jobs (`up.rs`).
-//!
-//! `client.rs` is the admin API client the commands share.
+//! - `cronbox up`: both roles in one process with demo jobs (`up.rs`);
+//! - `cronbox module|job|runs|logs|kill|state`: management over the admin
+//!   API (`manage.rs`, through `client.rs`);
+//! - `cronbox config show`: every setting and where its value came from
+//!   (`config.rs`: flags > `CRONBOX_*` variables > `cronbox.toml`).
 
 mod admin;
 mod client;
+mod config;
 mod executor;
+mod manage;
 mod run;
 mod up;
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// cronbox: a distributed job scheduler whose jobs are sandboxed
 /// WebAssembly components.
 #[derive(Debug, Parser)]
 #[command(name = "cronbox", version, about, long_about = None)]
+#[command(after_help = "Start here:
+  cronbox up                      admin + executor + demo jobs on ./cronbox-data
+  cronbox job list                (in another terminal)
+  cronbox run --example hello     one run, locally, sandboxed
+
+Settings come from flags, then CRONBOX_* variables, then ./cronbox.toml (or
+--config FILE); `cronbox config show` lists them all.")]
 struct Cli {
+    /// Configuration file (default: ./cronbox.toml if it exists).
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -33,24 +48,112 @@ enum Command {
     Run(run::RunArgs),
     Executor(executor::ExecutorArgs),
     Admin(admin::AdminArgs),
+    Module(manage::ModuleArgs),
+    Job(manage::JobArgs),
+    Runs(manage::RunsArgs),
+    Logs(manage::LogsArgs),
+    Kill(manage::KillArgs),
+    State(manage::StateArgs),
+    Config(ConfigArgs),
 }
+
+/// Inspect the configuration.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Example:\n  CRONBOX_ADMIN=http://admin:8080 cronbox config show --config prod.toml"
+)]
+struct ConfigArgs {
+    #[command(subcommand)]
+    command: ConfigCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum ConfigCommand {
+    /// Every setting with its value and where it came from.
+    Show {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Exit code of a management command that failed.
+const EXIT_FAILED: u8 = 1;
 
 fn main() -> ExitCode {
     init_tracing();
-    let cli = Cli::parse();
-    let result = match cli.command {
-        Command::Up(args) => up::main(args),
-        Command::Run(args) => run::main(args),
-        Command::Executor(args) => executor::main(args),
-        Command::Admin(args) => admin::main(args),
+    let args: Vec<String> = std::env::args().collect();
+    let command = Cli::command();
+    let known = config::known_settings(&command);
+    let settings = match config::config_path(&args) {
+        Some(path) => match config::read_file(&path, &known) {
+            Ok(settings) => settings,
+            Err(error) => {
+                eprintln!("error: {}", error_chain(&error));
+                return ExitCode::from(run::EXIT_BAD_INPUT);
+            }
+        },
+        None => config::FileSettings::default(),
+    };
+    let matches = config::apply(command, &settings).get_matches_from(&args);
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(error) => error.exit(),
+    };
+    let (result, failure_code) = match cli.command {
+        Command::Up(args) => (up::main(args), run::EXIT_BAD_INPUT),
+        Command::Run(args) => (run::main(args), run::EXIT_BAD_INPUT),
+        Command::Executor(args) => (executor::main(args), run::EXIT_BAD_INPUT),
+        Command::Admin(args) => (admin::main(args), run::EXIT_BAD_INPUT),
+        Command::Module(args) => (
+            manage::module(args).map(|()| ExitCode::SUCCESS),
+            EXIT_FAILED,
+        ),
+        Command::Job(args) => (manage::job(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
+        Command::Runs(args) => (manage::runs(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
+        Command::Logs(args) => (manage::logs(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
+        Command::Kill(args) => (manage::kill(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
+        Command::State(args) => (manage::state(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
+        Command::Config(ConfigArgs {
+            command: ConfigCommand::Show { json },
+        }) => (
+            show_config(&Cli::command(), &settings, json).map(|()| ExitCode::SUCCESS),
+            EXIT_FAILED,
+        ),
     };
     match result {
         Ok(code) => code,
         Err(error) => {
             eprintln!("error: {}", error_chain(&error));
-            ExitCode::from(run::EXIT_BAD_INPUT)
+            ExitCode::from(failure_code)
         }
     }
+}
+
+fn show_config(
+    command: &clap::Command,
+    settings: &config::FileSettings,
+    json: bool,
+) -> anyhow::Result<()> {
+    let shown = config::show(command, settings);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&shown)?);
+        return Ok(());
+    }
+    let width = shown.iter().map(|s| s.setting.len()).max().unwrap_or(0);
+    for setting in shown {
+        println!(
+            "{:<width$}  {}  [{}; {}]",
+            setting.setting,
+            setting.value.as_deref().unwrap_or("-"),
+            setting.source,
+            setting.commands.join(", "),
+        );
+        if !setting.help.is_empty() {
+            println!("{:<width$}    {}", "", setting.help);
+        }
+    }
+    Ok(())
 }
 
 /// An error and its causes, each cause shown once: library errors often
@@ -69,15 +172,20 @@ fn error_chain(error: &anyhow::Error) -> String {
     text
 }
 
-/// Logs to stderr, filtered by `CRONBOX_LOG` (e.g. `debug`,
-/// `cronbox_runtime=trace`); warnings only by default.
+/// Logs to stderr, filtered by `CRONBOX_LOG` (e.g. `info`, `debug`,
+/// `cronbox_admin=debug`; warnings only by default), as text or, with
+/// `CRONBOX_LOG_FORMAT=json`, one JSON object per line.
 fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("CRONBOX_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+        .with_writer(std::io::stderr);
+    if std::env::var("CRONBOX_LOG_FORMAT").is_ok_and(|format| format == "json") {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
 }
 
 /// Resolves on SIGINT or SIGTERM.

@@ -159,10 +159,12 @@ async fn run_once(
         max_instances: 2,
         ..RuntimeConfig::default()
     })?;
+    eprintln!("compiling the component ({} bytes)…", wasm.len());
     let module = match runtime.load(wasm).await {
         Ok(module) => module,
         Err(error) => return Ok(Err(error)),
     };
+    eprintln!("compiled in {} ms", module.load_time().as_millis());
     let now_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|now| now.as_millis() as i64)

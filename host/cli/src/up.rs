@@ -182,7 +182,7 @@ async fn deploy_demos(client: &ApiClient) -> anyhow::Result<Vec<(i64, &'static D
         let bytes = cronbox_example_jobs::embedded(demo.component)
             .with_context(|| format!("no built-in component {}", demo.component))?;
         client
-            .upload_named(demo.component, bytes.to_vec())
+            .upload_named(demo.component, &[], bytes.to_vec())
             .await
             .with_context(|| format!("cannot push the demo component {}", demo.component))?;
         let id = match existing.iter().find(|job| job["name"] == demo.name) {

@@ -221,3 +221,275 @@ fn up_refuses_an_address_in_use_clearly() {
         "the error names the address: {stderr}"
     );
 }
+
+/// Runs `cronbox ARGS` against the admin at `base` with `token`; returns
+/// (exit code, stdout, stderr).
+fn cli(base: &str, token: &str, args: &[&str]) -> (i32, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_cronbox"))
+        .args(args)
+        .env("CRONBOX_ADMIN", base)
+        .env("CRONBOX_API_TOKEN", token)
+        .output()
+        .unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// `cli` that must succeed; returns stdout.
+fn ok(base: &str, token: &str, args: &[&str]) -> String {
+    let (code, stdout, stderr) = cli(base, token, args);
+    assert_eq!(code, 0, "cronbox {args:?} failed: {stderr}");
+    stdout
+}
+
+/// `cli --json` that must succeed; returns the parsed output.
+fn json(base: &str, token: &str, args: &[&str]) -> Value {
+    let mut args = args.to_vec();
+    args.push("--json");
+    let stdout = ok(base, token, &args);
+    serde_json::from_str(&stdout).unwrap_or_else(|error| panic!("{args:?}: {error}: {stdout}"))
+}
+
+/// Polls `cronbox runs --job JOB --json` until run `run` has ended.
+fn ended(base: &str, token: &str, job: &str, run: i64) -> Value {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let page = json(base, token, &["runs", "--job", job]);
+        if let Some(found) = page["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == run && (r["status"] == "success" || r["status"] == "failed"))
+        {
+            return found.clone();
+        }
+        assert!(Instant::now() < deadline, "run {run} never ended: {page}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_cli_session_against_cronbox_up() {
+    let data = tempfile::tempdir().unwrap();
+    let (bind, executor_bind) = (free_port(), free_port());
+    let (mut stack, _) = up(data.path(), bind, executor_bind);
+    let token = std::fs::read_to_string(data.path().join("api-token")).unwrap();
+    let (base, token) = (format!("http://{bind}"), token.trim().to_owned());
+    let (base, token) = (base.as_str(), token.as_str());
+    let hello = cronbox_example_jobs::path("hello");
+    let counter = cronbox_example_jobs::path("counter");
+    let runaway = cronbox_example_jobs::path("runaway");
+
+    // Push a module and create a job from a TOML file.
+    let pushed = ok(
+        base,
+        token,
+        &[
+            "module",
+            "push",
+            "greeter",
+            hello.to_str().unwrap(),
+            "--label",
+            "first",
+        ],
+    );
+    assert!(pushed.contains("greeter version 1"), "{pushed}");
+    let file = data.path().join("greeter.toml");
+    std::fs::write(
+        &file,
+        "name = \"greeter-job\"\nmodule = \"greeter\"\nschedule_type = \"NONE\"\nparam = \"toml\"\n",
+    )
+    .unwrap();
+    let job = json(
+        base,
+        token,
+        &["job", "create", "--file", file.to_str().unwrap()],
+    );
+    assert_eq!(
+        (job["name"].as_str(), job["module_name"].as_str()),
+        (Some("greeter-job"), Some("greeter"))
+    );
+    let id = job["id"].to_string();
+    let listed = ok(base, token, &["job", "list"]);
+    assert!(
+        listed
+            .lines()
+            .any(|line| line.contains("greeter-job") && line.contains("greeter")),
+        "{listed}"
+    );
+
+    // Trigger with a parameter and follow the log to the end.
+    let run = json(base, token, &["job", "trigger", &id, "--param", "cli"])["run_id"]
+        .as_i64()
+        .unwrap();
+    let (code, log, end) = cli(base, token, &["logs", &run.to_string(), "--follow"]);
+    assert_eq!(code, 0, "{end}");
+    assert!(log.contains("hello, cli"), "{log}");
+    assert!(end.contains("ended: success"), "{end}");
+
+    // Kill a runaway run.
+    ok(
+        base,
+        token,
+        &["module", "push", "spin", runaway.to_str().unwrap()],
+    );
+    let spin = json(
+        base,
+        token,
+        &[
+            "job",
+            "create",
+            "--name",
+            "spin",
+            "--module",
+            "spin",
+            "--timeout-ms",
+            "60000",
+        ],
+    )["id"]
+        .to_string();
+    let spinning = json(base, token, &["job", "trigger", &spin])["run_id"]
+        .as_i64()
+        .unwrap();
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let (code, stdout, stderr) = cli(base, token, &["kill", &spinning.to_string()]);
+        if code == 0 {
+            assert!(stdout.contains("killed"), "{stdout}");
+            break;
+        }
+        assert!(stderr.contains("not running"), "{stderr}");
+        assert!(Instant::now() < deadline, "never became killable: {stderr}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(ended(base, token, &spin, spinning)["outcome"], "killed");
+
+    // A second version, then a rollback; runs name what ran.
+    let second = ok(
+        base,
+        token,
+        &["module", "push", "greeter", counter.to_str().unwrap()],
+    );
+    assert!(
+        second.contains("version 2") && second.contains("1 job(s) moved"),
+        "{second}"
+    );
+    let run = json(base, token, &["job", "trigger", &id])["run_id"]
+        .as_i64()
+        .unwrap();
+    let counted = ended(base, token, &id, run);
+    assert!(
+        counted["message"].as_str().unwrap().starts_with("count=1"),
+        "{counted}"
+    );
+    let state = json(base, token, &["state", &id]);
+    assert_eq!(state["state"]["count"], "1");
+    let rolled = ok(base, token, &["module", "rollback", "greeter", "1"]);
+    assert!(rolled.contains("now version 3"), "{rolled}");
+    let run = json(base, token, &["job", "trigger", &id, "--param", "again"])["run_id"]
+        .as_i64()
+        .unwrap();
+    assert_eq!(ended(base, token, &id, run)["message"], "hello, again");
+    let versions = ok(base, token, &["module", "versions", "greeter"]);
+    assert_eq!(
+        versions.lines().count(),
+        4,
+        "a header and three versions: {versions}"
+    );
+    assert!(versions.contains("rollback to version 1"), "{versions}");
+
+    // Errors: clear messages, non-zero exits.
+    let (code, _, stderr) = cli(base, token, &["job", "show", "9999"]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("no job 9999"), "{stderr}");
+    let (code, _, stderr) = cli("http://127.0.0.1:1", token, &["job", "list"]);
+    assert_eq!(code, 1);
+    assert!(
+        stderr.contains("cannot reach the admin at http://127.0.0.1:1"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = cli(base, "wrong", &["job", "list"]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("wrong token"), "{stderr}");
+    let (code, _, stderr) = cli(base, token, &["job", "frobnicate"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("frobnicate"), "{stderr}");
+
+    // A configuration file, and the environment overriding it.
+    let config = data.path().join("cronbox.toml");
+    std::fs::write(
+        &config,
+        format!("admin = \"{base}\"\napi_token = \"{token}\"\n"),
+    )
+    .unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_cronbox"))
+        .args([
+            "--config",
+            config.to_str().unwrap(),
+            "job",
+            "list",
+            "--json",
+        ])
+        .env_remove("CRONBOX_ADMIN")
+        .env_remove("CRONBOX_API_TOKEN")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let listed: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        listed.as_array().unwrap().len(),
+        5,
+        "three demo jobs and two of ours"
+    );
+    let output = Command::new(env!("CARGO_BIN_EXE_cronbox"))
+        .args([
+            "--config",
+            config.to_str().unwrap(),
+            "config",
+            "show",
+            "--json",
+        ])
+        .env("CRONBOX_ADMIN", "http://127.0.0.1:1")
+        .env_remove("CRONBOX_API_TOKEN")
+        .output()
+        .unwrap();
+    let shown: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let setting = |name: &str| {
+        shown
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["setting"] == name)
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(setting("CRONBOX_ADMIN")["source"], "environment");
+    assert_eq!(setting("CRONBOX_ADMIN")["value"], "http://127.0.0.1:1");
+    assert!(
+        setting("CRONBOX_API_TOKEN")["source"]
+            .as_str()
+            .unwrap()
+            .starts_with("file")
+    );
+    assert_eq!(setting("CRONBOX_API_TOKEN")["value"], "(hidden)");
+    assert_eq!(setting("CRONBOX_ADMIN_PRE_READ")["value"], "5s");
+    std::fs::write(&config, "colour = \"red\"\n").unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_cronbox"))
+        .args(["--config", config.to_str().unwrap(), "job", "list"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("unknown setting \"colour\""),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    terminate(&mut stack);
+}
