@@ -401,6 +401,47 @@ fn a_cli_session_against_cronbox_up() {
     );
     assert!(versions.contains("rollback to version 1"), "{versions}");
 
+    // Update, show, start, stop and delete.
+    let updated = json(
+        base,
+        token,
+        &[
+            "job",
+            "update",
+            &spin,
+            "--param",
+            "changed",
+            "--cron",
+            "0 0 3 * * ?",
+        ],
+    );
+    assert_eq!(
+        (updated["param"].as_str(), updated["schedule_conf"].as_str()),
+        (Some("changed"), Some("0 0 3 * * ?"))
+    );
+    assert_eq!(
+        updated["module_name"], "spin",
+        "the module reference survives an update"
+    );
+    let started = json(base, token, &["job", "start", &spin]);
+    assert_eq!(started["enabled"], true);
+    let shown = json(base, token, &["job", "show", &spin]);
+    assert_eq!(shown["next_fires"].as_array().unwrap().len(), 5);
+    assert!(ok(base, token, &["job", "stop", &spin]).contains("stopped"));
+    assert!(ok(base, token, &["job", "delete", &spin]).contains("deleted"));
+    let (code, _, stderr) = cli(base, token, &["job", "show", &spin]);
+    assert_eq!(code, 1, "{stderr}");
+    let modules = ok(base, token, &["module", "list"]);
+    assert!(
+        modules
+            .lines()
+            .any(|line| line.starts_with("greeter ") && line.contains(" 3 ")),
+        "{modules}"
+    );
+    let runs = ok(base, token, &["runs", "--job", &id]);
+    assert!(runs.lines().next().unwrap().starts_with("RUN"), "{runs}");
+    assert_eq!(runs.lines().count(), 4, "a header and three runs: {runs}");
+
     // Errors: clear messages, non-zero exits.
     let (code, _, stderr) = cli(base, token, &["job", "show", "9999"]);
     assert_eq!(code, 1);
@@ -445,8 +486,8 @@ fn a_cli_session_against_cronbox_up() {
     let listed: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(
         listed.as_array().unwrap().len(),
-        5,
-        "three demo jobs and two of ours"
+        4,
+        "three demo jobs and ours"
     );
     let output = Command::new(env!("CARGO_BIN_EXE_cronbox"))
         .args([
