@@ -899,7 +899,7 @@ async fn update_job(
     }
     let next = if current.enabled {
         schedule
-            .first_fire(chrono::Utc::now())
+            .first_fire(crate::scheduler::now())
             .map(|at| at.timestamp_millis())
     } else {
         None
@@ -996,7 +996,7 @@ async fn start_job(
     let job = visible_job(&state, &caller, id).await?;
     let schedule = schedule_of(&job)
         .map_err(|error| Failure::new(StatusCode::BAD_REQUEST, "invalid_job", error.to_string()))?;
-    let now = chrono::Utc::now();
+    let now = crate::scheduler::now();
     let Some(first) = schedule.first_fire(now) else {
         return Err(Failure::new(
             StatusCode::BAD_REQUEST,
@@ -1095,7 +1095,7 @@ async fn next_fires(
     let schedule = schedule_of(&job)
         .map_err(|error| Failure::new(StatusCode::BAD_REQUEST, "invalid_job", error.to_string()))?;
     let fires: Vec<String> = schedule
-        .preview(chrono::Utc::now(), query.count.min(100))
+        .preview(crate::scheduler::now(), query.count.min(100))
         .into_iter()
         .map(|at| at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
         .collect();
@@ -1460,7 +1460,7 @@ async fn reports(
     };
     let to = match &query.to {
         Some(text) => day("to", text)?,
-        None => chrono::Utc::now().date_naive(),
+        None => crate::scheduler::now().date_naive(),
     };
     let from = match &query.from {
         Some(text) => day("from", text)?,

@@ -69,12 +69,27 @@ impl Default for SchedulerConfig {
     }
 }
 
-/// Milliseconds since the epoch, now.
+/// A shift of this process's clock, for tests of admins whose clocks
+/// disagree (`cronbox admin --clock-offset`); zero otherwise.
+static CLOCK_OFFSET_MS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+
+/// Shifts what [`now_ms`] returns by `offset_ms` (test-only setting).
+pub fn set_clock_offset(offset_ms: i64) {
+    CLOCK_OFFSET_MS.store(offset_ms, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Milliseconds since the epoch, now (by this admin's clock).
 pub fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|now| now.as_millis() as i64)
         .unwrap_or(0)
+        + CLOCK_OFFSET_MS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// [`now_ms`] as a time.
+pub fn now() -> DateTime<Utc> {
+    instant(now_ms())
 }
 
 fn instant(ms: i64) -> DateTime<Utc> {
@@ -303,6 +318,17 @@ impl Scheduler {
                 if let Err(error) = self.reap_lost_runs().await {
                     tracing::warn!(%error, "lost-run check failed");
                 }
+                match self.store.orphaned_runs(now_ms(), 5_000).await {
+                    Ok(orphans) if !orphans.is_empty() => {
+                        tracing::warn!(
+                            count = orphans.len(),
+                            "taking over runs whose admin did not dispatch them"
+                        );
+                        self.clone().dispatch_all_at(orphans);
+                    }
+                    Ok(_) => {}
+                    Err(error) => tracing::warn!(%error, "orphaned-run check failed"),
+                }
             }
             tokio::select! {
                 _ = stop.cancelled() => break,
@@ -479,6 +505,25 @@ impl Scheduler {
     /// Reads what the runs' dispatches need in one go, then dispatches each
     /// in its pool.
     async fn dispatch_group(self: Arc<Self>, runs: Vec<RunRow>) {
+        // Only runs this admin holds the lease of: with several admins, a
+        // run whose admin died is taken over by exactly one other.
+        let ids: Vec<i64> = runs.iter().map(|run| run.id).collect();
+        let runs: Vec<RunRow> = match self.store.take_leases(&ids, now_ms()).await {
+            Ok(taken) => {
+                let taken: std::collections::HashSet<i64> = taken.into_iter().collect();
+                runs.into_iter()
+                    .filter(|run| taken.contains(&run.id))
+                    .collect()
+            }
+            Err(error) => {
+                // Left pending: taken over once their lease runs out.
+                tracing::warn!(%error, count = ids.len(), "cannot take the leases of due runs");
+                return;
+            }
+        };
+        if runs.is_empty() {
+            return;
+        }
         let mut job_ids: Vec<i64> = runs.iter().map(|run| run.job_id).collect();
         job_ids.sort_unstable();
         job_ids.dedup();
@@ -528,9 +573,22 @@ impl Scheduler {
         } else {
             &self.fast_slots
         };
+        let waited = std::time::Instant::now();
         let Ok(_slot) = slots.clone().acquire_owned().await else {
             return;
         };
+        // A long wait for a slot may have outlived the run's lease: renew
+        // it, or leave the run to the admin that took it over.
+        if waited.elapsed() > Duration::from_millis(crate::store::DISPATCH_LEASE_MS as u64 / 2) {
+            match self.store.take_leases(&[run.id], now_ms()).await {
+                Ok(taken) if taken == [run.id] => {}
+                Ok(_) => return,
+                Err(error) => {
+                    tracing::warn!(run = run.id, %error, "cannot renew a run's lease");
+                    return;
+                }
+            }
+        }
         let started = std::time::Instant::now();
         if let Err(error) = self.dispatch(run, prepared, addresses).await {
             tracing::error!(run = run.id, %error, "dispatch failed");
@@ -909,6 +967,7 @@ impl Scheduler {
             )
             .await?;
         if let Some(run) = self.store.run(id).await? {
+            // Written with this admin's lease, so no other admin sends it.
             let scheduler = self.clone();
             tokio::spawn(async move { scheduler.dispatch_in_pool(&run, None, addresses).await });
         }

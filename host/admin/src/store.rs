@@ -52,8 +52,17 @@ pub struct Store {
     /// handler; the same pool as reads on PostgreSQL.
     writer: AnyPool,
     backend: Backend,
+    /// This process's name in run leases (random per start).
+    owner: std::sync::Arc<str>,
     _lock: Option<std::sync::Arc<std::fs::File>>,
 }
+
+/// How long after its scheduled time the admin that wrote a fire keeps the
+/// sole right to dispatch it.
+pub const WRITE_LEASE_MS: i64 = 5_000;
+/// How long a dispatch holds its run (the send's timeout, and time to
+/// record it).
+pub const DISPATCH_LEASE_MS: i64 = 10_000;
 
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
@@ -464,6 +473,7 @@ impl Store {
             pool,
             writer,
             backend,
+            owner: hex::encode(rand::random::<[u8; 8]>()).into(),
             _lock: None,
         })
     }
@@ -1112,7 +1122,7 @@ impl Store {
         }
         let mut ids = Vec::with_capacity(fires.len());
         for fire in fires {
-            ids.push(insert_run(&mut tx, fire, now_ms, true).await?);
+            ids.push(insert_run(&mut tx, fire, &self.owner, now_ms, true).await?);
         }
         tx.commit().await?;
         Ok(Some(ids))
@@ -1121,7 +1131,7 @@ impl Store {
     /// Writes a run outside the schedule (manual, API, retry, parent).
     pub async fn insert_run(&self, run: &NewRun, now_ms: i64) -> Result<i64, StoreError> {
         let mut conn = self.writer.acquire().await?;
-        let id = insert_run(&mut conn, run, now_ms, false).await?;
+        let id = insert_run(&mut conn, run, &self.owner, now_ms, false).await?;
         id.ok_or_else(|| StoreError::Database(sqlx::Error::RowNotFound))
     }
 
@@ -1212,6 +1222,51 @@ impl Store {
             query = query.bind(before);
         }
         let rows = query.bind(filter.limit).fetch_all(&self.pool).await?;
+        Ok(rows.iter().map(run_from_row).collect::<Result<_, _>>()?)
+    }
+
+    /// Takes the right to dispatch the runs among `run_ids` that are still
+    /// pending and whose lease is this admin's or has run out; returns
+    /// their ids. Several admins may ask at once: each run goes to one.
+    pub async fn take_leases(&self, run_ids: &[i64], now_ms: i64) -> Result<Vec<i64>, StoreError> {
+        let mut taken = Vec::with_capacity(run_ids.len());
+        for chunk in run_ids.chunks(IN_LIST_CHUNK) {
+            // $1 owner, $2 until, $3 now, $4 pending, then the ids.
+            let ids: Vec<String> = (0..chunk.len()).map(|n| format!("${}", n + 5)).collect();
+            let sql = format!(
+                "UPDATE run SET lease_owner = $1, lease_until_ms = $2 WHERE status = $4 \
+                 AND (lease_owner = $1 OR lease_until_ms IS NULL OR lease_until_ms < $3) \
+                 AND id IN ({}) RETURNING id",
+                ids.join(", ")
+            );
+            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(self.owner.to_string())
+                .bind(now_ms + DISPATCH_LEASE_MS)
+                .bind(now_ms)
+                .bind(status::PENDING);
+            for id in chunk {
+                query = query.bind(*id);
+            }
+            for row in query.fetch_all(&self.writer).await? {
+                taken.push(row.try_get("id")?);
+            }
+        }
+        Ok(taken)
+    }
+
+    /// Pending runs whose lease ran out before `now_ms`: their admin died
+    /// (or fell far behind) before dispatching them.
+    pub async fn orphaned_runs(&self, now_ms: i64, limit: i64) -> Result<Vec<RunRow>, StoreError> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            run_columns!(),
+            " FROM run WHERE status = $1 AND lease_until_ms < $2 ORDER BY scheduled_at_ms LIMIT $3"
+        ))
+        .bind(status::PENDING)
+        .bind(now_ms)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
         Ok(rows.iter().map(run_from_row).collect::<Result<_, _>>()?)
     }
 
@@ -1636,6 +1691,7 @@ fn placeholders(count: usize) -> String {
 async fn insert_run(
     conn: &mut sqlx::AnyConnection,
     run: &NewRun,
+    owner: &str,
     now_ms: i64,
     skip_duplicates: bool,
 ) -> Result<Option<i64>, StoreError> {
@@ -1643,8 +1699,9 @@ async fn insert_run(
         ($conflict:literal) => {
             concat!(
                 "INSERT INTO run (tenant, job_id, kind, scheduled_at_ms, shard_index, shard_total, \
-                 attempt, param, status, module_digest, created_at_ms) VALUES (COALESCE((SELECT \
-                 tenant FROM job WHERE id = $1), 'default'), $1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+                 attempt, param, status, module_digest, created_at_ms, lease_owner, lease_until_ms) \
+                 VALUES (COALESCE((SELECT tenant FROM job WHERE id = $1), 'default'), $1, $2, $3, \
+                 $4, $5, $6, $7, $8, $9, $10, $11, $12)",
                 $conflict,
                 " RETURNING id"
             )
@@ -1666,6 +1723,8 @@ async fn insert_run(
         .bind(status::PENDING)
         .bind(&run.module_digest)
         .bind(now_ms)
+        .bind(owner)
+        .bind(run.scheduled_at_ms.max(now_ms) + WRITE_LEASE_MS)
         .fetch_optional(&mut *conn)
         .await?;
     Ok(row.map(|row| row.try_get("id")).transpose()?)

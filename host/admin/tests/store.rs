@@ -376,6 +376,8 @@ async fn sqlite_keeps_every_guarantee() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open_sqlite(dir.path()).await.unwrap();
     guarantees(&store).await;
+    let url = format!("sqlite://{}", dir.path().join("cronbox.db").display());
+    leases(&store, &Store::connect(&url).await.unwrap()).await;
     let second = Store::open_sqlite(dir.path()).await;
     assert!(
         matches!(second, Err(StoreError::Locked(_))),
@@ -410,5 +412,35 @@ async fn a_bad_database_url_is_refused_clearly() {
     assert!(
         error.to_string().contains("unsupported database URL"),
         "{error}"
+    );
+}
+
+/// Two admins (`a` wrote the run) and one pending run: its dispatch goes to
+/// one of them at a time, and to the other once `a`'s lease runs out.
+async fn leases(a: &Store, b: &Store) {
+    let id = a.insert_job(&job(), 0).await.unwrap();
+    let run = a.insert_run(&fire(id, 10_000), 10).await.unwrap();
+    assert_eq!(b.take_leases(&[run], 12_000).await.unwrap(), [] as [i64; 0]);
+    assert_eq!(
+        a.take_leases(&[run], 12_000).await.unwrap(),
+        [run],
+        "renewed"
+    );
+    let orphan_ids = |runs: Vec<cronbox_admin::store::RunRow>| {
+        runs.iter().map(|r| r.id).filter(|r| *r == run).count()
+    };
+    assert_eq!(orphan_ids(b.orphaned_runs(21_000, 10).await.unwrap()), 0);
+    assert_eq!(orphan_ids(b.orphaned_runs(23_000, 10).await.unwrap()), 1);
+    assert_eq!(
+        b.take_leases(&[run], 23_000).await.unwrap(),
+        [run],
+        "taken over"
+    );
+    assert_eq!(a.take_leases(&[run], 23_500).await.unwrap(), [] as [i64; 0]);
+    assert!(b.mark_dispatched(run, "http://e", 23_600).await.unwrap());
+    assert_eq!(
+        b.take_leases(&[run], 99_000).await.unwrap(),
+        [] as [i64; 0],
+        "not pending"
     );
 }

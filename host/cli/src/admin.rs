@@ -52,12 +52,28 @@ pub struct AdminArgs {
     /// Ended runs older than this are deleted.
     #[arg(long, env = "CRONBOX_ADMIN_RUN_RETENTION", default_value = "30days", value_parser = humantime::parse_duration)]
     run_retention: Duration,
+    /// Test-only: shift this admin's clock (e.g. `2s`, `-2s`), to check
+    /// that admins whose clocks disagree still fire each run once.
+    #[arg(long, hide = true, default_value = "0s", allow_hyphen_values = true, value_parser = parse_offset)]
+    clock_offset: i64,
     /// Largest module upload.
     #[arg(long, env = "CRONBOX_ADMIN_MAX_MODULE_SIZE", default_value = "64MiB")]
     max_module_size: bytesize::ByteSize,
 }
 
+/// A signed duration in milliseconds: `2s`, `-1500ms`.
+fn parse_offset(text: &str) -> Result<i64, String> {
+    let (sign, magnitude) = match text.strip_prefix('-') {
+        Some(rest) => (-1, rest),
+        None => (1, text),
+    };
+    humantime::parse_duration(magnitude)
+        .map(|duration| sign * duration.as_millis() as i64)
+        .map_err(|error| error.to_string())
+}
+
 pub fn main(args: AdminArgs) -> anyhow::Result<ExitCode> {
+    cronbox_admin::scheduler::set_clock_offset(args.clock_offset);
     if args.token.is_empty() || args.executor_token.is_empty() {
         bail!("--token and --executor-token must not be empty");
     }
