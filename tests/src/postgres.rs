@@ -1,18 +1,18 @@
-//! A real PostgreSQL server for tests: `initdb` into a temp dir, started on
-//! a free loopback port, stopped and removed on drop. When the tests run as
-//! root the server runs as the `postgres` system user (PostgreSQL refuses
-//! root).
+//! A real PostgreSQL server for tests: `initdb` into a temp dir, started
+//! with `pg_ctl` on a free loopback port, stoppable and restartable on the
+//! same port and data (to test outages), stopped and removed on drop. When
+//! the tests run as root the server runs as the `postgres` system user
+//! (PostgreSQL refuses root).
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// A PostgreSQL server owned by a test.
 #[derive(Debug)]
 pub struct PostgresServer {
     port: u16,
-    child: Child,
     dir: PathBuf,
 }
 
@@ -94,27 +94,44 @@ impl PostgresServer {
             .and_then(|listener| listener.local_addr())
             .expect("a free port")
             .port();
-        let child = command(&bin.join("postgres"))
+        let server = PostgresServer { port, dir };
+        server.start_again();
+        server
+    }
+
+    /// Starts the server (again, after [`PostgresServer::stop`]) on the same
+    /// port and data; blocks until it accepts connections.
+    pub fn start_again(&self) {
+        let bin = bin_dir();
+        let options = format!(
+            "-p {} -c listen_addresses=127.0.0.1 -k {} -c fsync=off -c synchronous_commit=off \
+             -c max_connections=300",
+            self.port,
+            self.dir.display()
+        );
+        let status = command(&bin.join("pg_ctl"))
             .arg("-D")
-            .arg(&data)
-            .args(["-p", &port.to_string(), "-c", "listen_addresses=127.0.0.1"])
-            .arg("-k")
-            .arg(&dir)
-            .args([
-                "-c",
-                "fsync=off",
-                "-c",
-                "synchronous_commit=off",
-                "-c",
-                "max_connections=200",
-            ])
+            .arg(self.dir.join("data"))
+            .arg("-l")
+            .arg(self.dir.join("log"))
+            .args(["-o", &options, "-w", "-t", "60", "start"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
-            .spawn()
-            .expect("postgres starts");
-        let server = PostgresServer { port, child, dir };
-        server.wait_ready(&bin);
-        server
+            .status()
+            .expect("pg_ctl runs");
+        assert!(status.success(), "PostgreSQL did not start");
+        self.wait_ready(&bin);
+    }
+
+    /// Stops the server at once, as a crash would (`pg_ctl -m immediate`).
+    pub fn stop(&self) {
+        let _ = command(&bin_dir().join("pg_ctl"))
+            .arg("-D")
+            .arg(self.dir.join("data"))
+            .args(["-m", "immediate", "-w", "stop"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
     }
 
     fn wait_ready(&self, bin: &Path) {
@@ -168,8 +185,7 @@ impl PostgresServer {
 
 impl Drop for PostgresServer {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.stop();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

@@ -69,8 +69,9 @@ async fn pass(
         *thinned_before = now_ms - retention;
         tracing::info!(deleted, "ended runs past the retention deleted");
     }
+    let reference = store.liveness_reference(now_ms).await?;
     store
-        .forget_silent_executors(now_ms - 2 * millis(config.dead_after))
+        .forget_silent_executors(reference - 2 * millis(config.dead_after))
         .await?;
     Ok(())
 }

@@ -353,7 +353,7 @@ impl Scheduler {
     async fn reap_lost_runs(self: &Arc<Self>) -> Result<(), StoreError> {
         let now = now_ms();
         let dispatched_before = now - self.config.lost_after.as_millis() as i64;
-        let alive_since = now - self.config.dead_after.as_millis() as i64;
+        let alive_since = self.alive_since(now).await?;
         for run in self.store.lost_runs(dispatched_before, alive_since).await? {
             let message = format!(
                 "lost: executor {} stopped beating and no result came",
@@ -371,6 +371,13 @@ impl Scheduler {
             }
         }
         Ok(())
+    }
+
+    /// Executors that beat since this instant are alive (see
+    /// [`Store::liveness_reference`]).
+    async fn alive_since(&self, now: i64) -> Result<i64, StoreError> {
+        let reference = self.store.liveness_reference(now).await?;
+        Ok(reference - self.config.dead_after.as_millis() as i64)
     }
 
     /// Forwards a kill to the executor running `run`.
@@ -673,7 +680,7 @@ impl Scheduler {
         if let Some(addresses) = cached {
             return Ok(addresses);
         }
-        let alive_since = now - self.config.dead_after.as_millis() as i64;
+        let alive_since = self.alive_since(now).await?;
         let addresses = self.store.group_addresses(group, alive_since).await?;
         self.addresses
             .lock()

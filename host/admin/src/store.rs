@@ -595,6 +595,18 @@ impl Store {
         )
     }
 
+    /// The instant executor liveness is measured from: now, or the newest
+    /// heartbeat recorded if that is older. When heartbeats could not be
+    /// recorded at all (the database was away), executors do not all look
+    /// dead afterwards; one that stopped while others beat still does.
+    pub async fn liveness_reference(&self, now_ms: i64) -> Result<i64, StoreError> {
+        let newest: Option<i64> = sqlx::query("SELECT MAX(updated_at_ms) AS newest FROM registry")
+            .fetch_one(&self.pool)
+            .await?
+            .try_get("newest")?;
+        Ok(newest.map_or(now_ms, |newest| newest.min(now_ms)))
+    }
+
     /// Whether `address` beat since `alive_since_ms` in any group.
     pub async fn is_alive(&self, address: &str, alive_since_ms: i64) -> Result<bool, StoreError> {
         let row =

@@ -3,33 +3,20 @@
 //! every assertion reads the run table through the admin's API.
 #![allow(clippy::unwrap_used)] // in tests a failed unwrap is a failed test
 
-use std::net::{SocketAddr, TcpListener};
+mod support;
+
+use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use cronbox_example_jobs as jobs;
 use serde_json::{Value, json};
+use support::{Process, free_port};
 
 const API_TOKEN: &str = "api-token";
 const EXEC_TOKEN: &str = "exec-token";
 const WAIT: Duration = Duration::from_secs(30);
-
-fn free_port() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-}
-
-struct Process(Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn spawn_admin(bind: SocketAddr, data_dir: &Path) -> Process {
     spawn_admin_with(bind, data_dir, &[])

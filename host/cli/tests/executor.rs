@@ -2,10 +2,14 @@
 //! spool and arrive exactly once when the admin comes back.
 #![allow(clippy::unwrap_used)] // in tests a failed unwrap is a failed test
 
-use std::net::{SocketAddr, TcpListener};
+mod support;
+
+use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use support::free_port;
 
 use cronbox_example_jobs as jobs;
 use cronbox_protocol::{Outcome, RunCommand, Trigger, executor_paths};
@@ -13,13 +17,6 @@ use cronbox_tests::StandInAdmin;
 
 const TOKEN: &str = "process-test-token";
 const WAIT: Duration = Duration::from_secs(20);
-
-fn free_port() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-}
 
 fn spawn_executor(bind: SocketAddr, admin: &str, data_dir: &Path) -> Child {
     Command::new(env!("CARGO_BIN_EXE_cronbox"))

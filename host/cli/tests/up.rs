@@ -3,22 +3,19 @@
 //! twice.
 #![allow(clippy::unwrap_used)] // in tests a failed unwrap is a failed test
 
+mod support;
+
 use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use support::free_port;
+
 use serde_json::Value;
 
 const WAIT: Duration = Duration::from_secs(30);
-
-fn free_port() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-}
 
 /// `cronbox up` on `data_dir`; returns the process and what it printed up
 /// to its last welcome line.

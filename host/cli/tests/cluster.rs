@@ -1,0 +1,559 @@
+//! Cluster mode on PostgreSQL: several `cronbox admin` processes on one
+//! database with `cronbox executor` processes, each test injecting a fault
+//! (SIGKILL, a database restart, skewed clocks, racing admins) and then
+//! asserting on the run table itself.
+//!
+//! The tests of this file run one at a time (they load the machine on
+//! purpose); the suite's other test binaries run before or after.
+#![allow(clippy::unwrap_used)] // in tests a failed unwrap is a failed test
+
+mod support;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use cronbox_admin::Store;
+use cronbox_admin::store::{RunFilter, RunRow};
+use cronbox_example_jobs as jobs;
+use cronbox_tests::{PostgresServer, WebhookReceiver};
+use serde_json::{Value, json};
+use support::{Process, free_port};
+
+const API: &str = "cluster-api";
+const EXEC: &str = "cluster-exec";
+const WAIT: Duration = Duration::from_secs(60);
+
+/// One cluster test at a time.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+struct Admin {
+    addr: SocketAddr,
+    extra: Vec<String>,
+    process: Option<Process>,
+}
+
+struct Cluster {
+    postgres: PostgresServer,
+    url: String,
+    admins: Vec<Admin>,
+    executors: Vec<Option<Process>>,
+    http: reqwest::Client,
+    _data: tempfile::TempDir,
+}
+
+impl Cluster {
+    /// A database, admins (one per entry of `admin_args`, each with those
+    /// extra flags) and `executors` executors registered with all of them.
+    async fn start(admin_args: &[&[&str]], executors: usize) -> Cluster {
+        let postgres = PostgresServer::start();
+        let url = postgres.create_database("cluster");
+        let data = tempfile::tempdir().unwrap();
+        let mut cluster = Cluster {
+            postgres,
+            url,
+            admins: admin_args
+                .iter()
+                .map(|extra| Admin {
+                    addr: free_port(),
+                    extra: extra.iter().map(|arg| arg.to_string()).collect(),
+                    process: None,
+                })
+                .collect(),
+            executors: Vec::new(),
+            http: reqwest::Client::new(),
+            _data: data,
+        };
+        for index in 0..cluster.admins.len() {
+            cluster.start_admin(index).await;
+        }
+        for index in 0..executors {
+            let process = cluster.spawn_executor(index);
+            cluster.executors.push(Some(process));
+        }
+        // Executors beat every second.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        cluster
+    }
+
+    async fn start_admin(&mut self, index: usize) {
+        let admin = &mut self.admins[index];
+        let mut args: Vec<String> = [
+            "admin",
+            "--bind",
+            &admin.addr.to_string(),
+            "--database-url",
+            &self.url,
+            "--token",
+            API,
+            "--executor-token",
+            EXEC,
+        ]
+        .iter()
+        .map(|arg| arg.to_string())
+        .collect();
+        // Quick failure detection, unless the test says otherwise.
+        for (flag, value) in [("--dead-after", "3s"), ("--lost-after", "4s")] {
+            if !admin.extra.iter().any(|arg| arg == flag) {
+                args.extend([flag.to_owned(), value.to_owned()]);
+            }
+        }
+        args.extend(admin.extra.iter().cloned());
+        admin.process = Some(Process::cronbox(&args));
+        let base = format!("http://{}", admin.addr);
+        let deadline = Instant::now() + WAIT;
+        while !self
+            .http
+            .get(format!("{base}/api/v1/jobs"))
+            .bearer_auth(API)
+            .send()
+            .await
+            .is_ok_and(|response| response.status().is_success())
+        {
+            assert!(Instant::now() < deadline, "admin {index} never answered");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    fn spawn_executor(&self, index: usize) -> Process {
+        let admins: Vec<String> = self
+            .admins
+            .iter()
+            .map(|admin| format!("http://{}", admin.addr))
+            .collect();
+        let bind = free_port();
+        let dir = self._data.path().join(format!("executor-{index}"));
+        Process::cronbox(&[
+            "executor".to_owned(),
+            "--bind".to_owned(),
+            bind.to_string(),
+            "--admin".to_owned(),
+            admins.join(","),
+            "--token".to_owned(),
+            EXEC.to_owned(),
+            "--beat-interval".to_owned(),
+            "1s".to_owned(),
+            "--max-instances".to_owned(),
+            "1024".to_owned(),
+            "--data-dir".to_owned(),
+            dir.display().to_string(),
+        ])
+    }
+
+    fn base(&self, admin: usize) -> String {
+        format!("http://{}", self.admins[admin].addr)
+    }
+
+    async fn call(&self, admin: usize, method: reqwest::Method, path: &str, body: Value) -> Value {
+        let response = self
+            .http
+            .request(method, format!("{}{path}", self.base(admin)))
+            .bearer_auth(API)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status();
+        let body: Value = response.json().await.unwrap_or(Value::Null);
+        assert!(status.is_success(), "{path}: {status} {body}");
+        body
+    }
+
+    async fn push(&self, name: &str, job: &str) {
+        let response = self
+            .http
+            .post(format!("{}/api/v1/modules?name={name}", self.base(0)))
+            .bearer_auth(API)
+            .body(jobs::bytes(job))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 201);
+    }
+
+    /// `count` jobs running `hello` every second, started.
+    async fn every_second(&self, count: usize) -> Vec<i64> {
+        self.push("hello", "hello").await;
+        let mut ids = Vec::with_capacity(count);
+        for i in 0..count {
+            let job = self
+                .call(
+                    0,
+                    reqwest::Method::POST,
+                    "/api/v1/jobs",
+                    json!({ "name": format!("tick-{i}"), "module": "hello",
+                            "schedule_type": "CRON", "schedule_conf": "* * * * * ?" }),
+                )
+                .await;
+            ids.push(job["id"].as_i64().unwrap());
+        }
+        for (i, id) in ids.iter().enumerate() {
+            // Spread the starts over the admins.
+            self.call(
+                i % self.admins.len(),
+                reqwest::Method::POST,
+                &format!("/api/v1/jobs/{id}/start"),
+                Value::Null,
+            )
+            .await;
+        }
+        ids
+    }
+
+    async fn stop_all(&self, ids: &[i64]) {
+        let alive = self
+            .admins
+            .iter()
+            .position(|admin| admin.process.is_some())
+            .unwrap();
+        for id in ids {
+            self.call(
+                alive,
+                reqwest::Method::POST,
+                &format!("/api/v1/jobs/{id}/stop"),
+                Value::Null,
+            )
+            .await;
+        }
+    }
+
+    /// Every run scheduled in [from, to).
+    async fn runs(&self, from: i64, to: i64) -> Vec<RunRow> {
+        let store = Store::connect(&self.url).await.unwrap();
+        store
+            .list_runs(&RunFilter {
+                from_ms: Some(from),
+                to_ms: Some(to),
+                limit: 10_000_000,
+                ..RunFilter::default()
+            })
+            .await
+            .unwrap()
+    }
+
+    /// Waits until no run scheduled in [from, to) is still pending or
+    /// dispatched.
+    async fn settle(&self, from: i64, to: i64) -> Vec<RunRow> {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let runs = self.runs(from, to).await;
+            let open = runs
+                .iter()
+                .filter(|run| run.status == "pending" || run.status == "dispatched")
+                .count();
+            if open == 0 {
+                return runs;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{open} runs never ended: {:?}",
+                runs.iter()
+                    .filter(|run| run.status == "pending" || run.status == "dispatched")
+                    .take(5)
+                    .collect::<Vec<_>>()
+            );
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+}
+
+/// Checks the scheduled runs of `jobs` in whole seconds [from, to): each
+/// (job, second) fired exactly once and succeeded. Prints the counts.
+fn exactly_once(runs: &[RunRow], jobs: &[i64], from: i64, to: i64) {
+    let mut fires: HashMap<(i64, i64), Vec<&RunRow>> = HashMap::new();
+    for run in runs.iter().filter(|run| run.kind == "schedule") {
+        fires
+            .entry((run.job_id, run.scheduled_at_ms))
+            .or_default()
+            .push(run);
+    }
+    let mut missing = Vec::new();
+    let mut doubled = Vec::new();
+    let mut failed = Vec::new();
+    for job in jobs {
+        let mut second = from;
+        while second < to {
+            match fires.get(&(*job, second)).map(Vec::as_slice) {
+                None | Some([]) => missing.push((*job, second)),
+                Some([run]) if run.status != "success" => failed.push((*run).clone()),
+                Some([_]) => {}
+                Some(more) => doubled.push((*job, second, more.len())),
+            }
+            second += 1000;
+        }
+    }
+    println!(
+        "{} jobs × {} s: {} missing, {} doubled, {} not successful",
+        jobs.len(),
+        (to - from) / 1000,
+        missing.len(),
+        doubled.len(),
+        failed.len()
+    );
+    assert!(
+        doubled.is_empty(),
+        "fired twice: {:?}",
+        &doubled[..doubled.len().min(10)]
+    );
+    assert!(
+        missing.is_empty(),
+        "never fired: {:?}",
+        &missing[..missing.len().min(10)]
+    );
+    assert!(
+        failed.is_empty(),
+        "did not succeed: {:?}",
+        &failed[..failed.len().min(3)]
+    );
+}
+
+/// The first whole second at least `ahead_ms` from now.
+fn second_after(ahead_ms: i64) -> i64 {
+    (now_ms() + ahead_ms) / 1000 * 1000 + 1000
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_admins_fire_every_second_of_500_jobs_exactly_once() {
+    let _one = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poison| poison.into_inner());
+    let cluster = Cluster::start(&[&[], &[], &[]], 1).await;
+    let ids = cluster.every_second(500).await;
+    let from = second_after(5_000);
+    let to = from + 60_000;
+    tokio::time::sleep(Duration::from_millis((to - now_ms() + 500).max(0) as u64)).await;
+    cluster.stop_all(&ids).await;
+    let runs = cluster.settle(from, to).await;
+    exactly_once(&runs, &ids, from, to);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_admins_fires_are_taken_over() {
+    let _one = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poison| poison.into_inner());
+    let mut cluster = Cluster::start(&[&[], &[], &[]], 1).await;
+    let ids = cluster.every_second(200).await;
+    let from = second_after(3_000);
+    tokio::time::sleep(Duration::from_millis(
+        (from + 5_000 - now_ms()).max(0) as u64
+    ))
+    .await;
+    // Admin 0 dies with the fires it wrote for the next seconds.
+    cluster.admins[0].process.take().unwrap().kill();
+    let killed_at = now_ms();
+    let to = second_after(15_000);
+    tokio::time::sleep(Duration::from_millis((to - now_ms() + 500).max(0) as u64)).await;
+    cluster.stop_all(&ids).await;
+    let runs = cluster.settle(from, to).await;
+    let orphaned = runs
+        .iter()
+        .filter(|run| {
+            run.scheduled_at_ms > killed_at
+                && run
+                    .dispatched_at_ms
+                    .is_some_and(|at| at - run.scheduled_at_ms > 2_000)
+        })
+        .count();
+    println!("{orphaned} runs were taken over late from the killed admin");
+    exactly_once(&runs, &ids, from, to);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_on_a_killed_executor_is_lost_and_retried_on_another() {
+    let _one = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poison| poison.into_inner());
+    let mut cluster = Cluster::start(&[&[], &[]], 2).await;
+    cluster.push("sleeper", "sleeper").await;
+    let job = cluster
+        .call(
+            0,
+            reqwest::Method::POST,
+            "/api/v1/jobs",
+            json!({ "name": "nap", "module": "sleeper", "param": "6000",
+                    "retry_count": 1, "retry_interval_ms": 100 }),
+        )
+        .await["id"]
+        .as_i64()
+        .unwrap();
+    let run = cluster
+        .call(
+            1,
+            reqwest::Method::POST,
+            &format!("/api/v1/jobs/{job}/trigger"),
+            json!({}),
+        )
+        .await["run_id"]
+        .as_i64()
+        .unwrap();
+    let store = Store::connect(&cluster.url).await.unwrap();
+    let deadline = Instant::now() + WAIT;
+    let executor = loop {
+        let row = store.run(run).await.unwrap().unwrap();
+        if let (Some(executor), Some(_)) = (&row.executor, row.dispatched_at_ms) {
+            break executor.clone();
+        }
+        assert!(Instant::now() < deadline, "never dispatched: {row:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    // Which process is it? The executors were started in order; ask each.
+    let mut killed = false;
+    for index in 0..cluster.executors.len() {
+        let process = cluster.executors[index].as_mut().unwrap();
+        let pid = process.0.id();
+        let listening = std::fs::read_to_string(format!("/proc/{pid}/cmdline"))
+            .unwrap_or_default()
+            .replace('\0', " ");
+        if listening.contains(executor.trim_start_matches("http://")) {
+            process.kill();
+            killed = true;
+        }
+    }
+    assert!(killed, "no executor process serves {executor}");
+    let deadline = Instant::now() + WAIT;
+    let (first, retry) = loop {
+        let runs = store.runs_of_job(job).await.unwrap();
+        if runs.len() == 2
+            && runs
+                .iter()
+                .all(|r| r.status == "success" || r.status == "failed")
+        {
+            break (runs[0].clone(), runs[1].clone());
+        }
+        assert!(Instant::now() < deadline, "no retry ended: {runs:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(
+        (first.status.as_str(), first.outcome.as_deref()),
+        ("failed", Some("lost")),
+        "{first:?}"
+    );
+    assert_eq!((retry.kind.as_str(), retry.attempt), ("retry", 1));
+    assert_eq!(retry.status, "success", "{retry:?}");
+    assert_ne!(
+        retry.executor, first.executor,
+        "retried on the other executor"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_restart_mid_load_loses_and_doubles_nothing() {
+    let _one = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poison| poison.into_inner());
+    let cluster = Cluster::start(&[&[], &[]], 1).await;
+    let ids = cluster.every_second(100).await;
+    let from = second_after(3_000);
+    tokio::time::sleep(Duration::from_millis(
+        (from + 6_000 - now_ms()).max(0) as u64
+    ))
+    .await;
+    cluster.postgres.stop();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    cluster.postgres.start_again();
+    let to = second_after(12_000);
+    tokio::time::sleep(Duration::from_millis((to - now_ms() + 500).max(0) as u64)).await;
+    cluster.stop_all(&ids).await;
+    // A 3 s outage is under the misfire threshold (5 s): every fire is
+    // still due, late, and must happen once.
+    let runs = cluster.settle(from, to).await;
+    exactly_once(&runs, &ids, from, to);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admins_with_skewed_clocks_still_fire_once() {
+    let _one = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poison| poison.into_inner());
+    // Heartbeats carry the clock of the admin that received them, so the
+    // dead-after time must exceed the skew between admins (4 s here).
+    let cluster = Cluster::start(
+        &[
+            &["--clock-offset", "2s", "--dead-after", "30s"],
+            &["--clock-offset", "-2s", "--dead-after", "30s"],
+        ],
+        1,
+    )
+    .await;
+    let ids = cluster.every_second(100).await;
+    let from = second_after(5_000);
+    let to = from + 20_000;
+    tokio::time::sleep(Duration::from_millis((to - now_ms() + 3_000).max(0) as u64)).await;
+    cluster.stop_all(&ids).await;
+    let runs = cluster.settle(from, to).await;
+    exactly_once(&runs, &ids, from, to);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racing_admins_send_each_alarm_and_retry_once() {
+    let _one = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poison| poison.into_inner());
+    let cluster = Cluster::start(&[&[], &[]], 1).await;
+    let receiver = WebhookReceiver::start(200).await;
+    cluster.push("burner", "fuel-burner").await;
+    let job = cluster
+        .call(
+            0,
+            reqwest::Method::POST,
+            "/api/v1/jobs",
+            json!({ "name": "failing", "module": "burner", "param": "not-a-number",
+                    "retry_count": 2, "retry_interval_ms": 200, "alarm_url": receiver.url() }),
+        )
+        .await["id"]
+        .as_i64()
+        .unwrap();
+    for i in 0..5 {
+        cluster
+            .call(
+                i % 2,
+                reqwest::Method::POST,
+                &format!("/api/v1/jobs/{job}/trigger"),
+                json!({}),
+            )
+            .await;
+    }
+    let store = Store::connect(&cluster.url).await.unwrap();
+    let deadline = Instant::now() + WAIT;
+    let runs = loop {
+        let runs = store.runs_of_job(job).await.unwrap();
+        let settled = runs.len() >= 15
+            && runs.iter().all(|r| {
+                r.status == "failed" && r.alarm_status != "due" && r.alarm_status != "sending"
+            });
+        if settled {
+            break runs;
+        }
+        assert!(Instant::now() < deadline, "{} runs: {runs:?}", runs.len());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    // Let any duplicate arrive.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let runs_now = store.runs_of_job(job).await.unwrap();
+    assert_eq!(runs_now.len(), 15, "5 runs and 2 retries each, no more");
+    let attempts: Vec<i64> = runs.iter().map(|r| r.attempt).collect();
+    assert_eq!(
+        attempts.iter().filter(|a| **a == 2).count(),
+        5,
+        "{attempts:?}"
+    );
+    let mut alarmed: Vec<i64> = receiver
+        .bodies()
+        .iter()
+        .map(|alarm| alarm["run"]["id"].as_i64().unwrap())
+        .collect();
+    alarmed.sort();
+    let mut failed: Vec<i64> = runs.iter().map(|r| r.id).collect();
+    failed.sort();
+    assert_eq!(alarmed, failed, "one alarm per failed run");
+    assert!(runs.iter().all(|r| r.alarm_status == "sent"));
+}
