@@ -11,7 +11,6 @@ mod support;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use cronbox_admin::Store;
@@ -26,7 +25,7 @@ const EXEC: &str = "cluster-exec";
 const WAIT: Duration = Duration::from_secs(60);
 
 /// One cluster test at a time.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn now_ms() -> i64 {
     SystemTime::now()
@@ -322,9 +321,7 @@ fn second_after(ahead_ms: i64) -> i64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_admins_fire_every_second_of_500_jobs_exactly_once() {
-    let _one = ONE_AT_A_TIME
-        .lock()
-        .unwrap_or_else(|poison| poison.into_inner());
+    let _one = ONE_AT_A_TIME.lock().await;
     let cluster = Cluster::start(&[&[], &[], &[]], 1).await;
     let ids = cluster.every_second(500).await;
     let from = second_after(5_000);
@@ -337,9 +334,7 @@ async fn three_admins_fire_every_second_of_500_jobs_exactly_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_admins_fires_are_taken_over() {
-    let _one = ONE_AT_A_TIME
-        .lock()
-        .unwrap_or_else(|poison| poison.into_inner());
+    let _one = ONE_AT_A_TIME.lock().await;
     let mut cluster = Cluster::start(&[&[], &[], &[]], 1).await;
     let ids = cluster.every_second(200).await;
     let from = second_after(3_000);
@@ -369,9 +364,7 @@ async fn a_killed_admins_fires_are_taken_over() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_on_a_killed_executor_is_lost_and_retried_on_another() {
-    let _one = ONE_AT_A_TIME
-        .lock()
-        .unwrap_or_else(|poison| poison.into_inner());
+    let _one = ONE_AT_A_TIME.lock().await;
     let mut cluster = Cluster::start(&[&[], &[]], 2).await;
     cluster.push("sleeper", "sleeper").await;
     let job = cluster
@@ -447,9 +440,7 @@ async fn a_run_on_a_killed_executor_is_lost_and_retried_on_another() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_restart_mid_load_loses_and_doubles_nothing() {
-    let _one = ONE_AT_A_TIME
-        .lock()
-        .unwrap_or_else(|poison| poison.into_inner());
+    let _one = ONE_AT_A_TIME.lock().await;
     let cluster = Cluster::start(&[&[], &[]], 1).await;
     let ids = cluster.every_second(100).await;
     let from = second_after(3_000);
@@ -471,9 +462,7 @@ async fn a_database_restart_mid_load_loses_and_doubles_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admins_with_skewed_clocks_still_fire_once() {
-    let _one = ONE_AT_A_TIME
-        .lock()
-        .unwrap_or_else(|poison| poison.into_inner());
+    let _one = ONE_AT_A_TIME.lock().await;
     // Heartbeats carry the clock of the admin that received them, so the
     // dead-after time must exceed the skew between admins (4 s here).
     let cluster = Cluster::start(
@@ -495,9 +484,7 @@ async fn admins_with_skewed_clocks_still_fire_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn racing_admins_send_each_alarm_and_retry_once() {
-    let _one = ONE_AT_A_TIME
-        .lock()
-        .unwrap_or_else(|poison| poison.into_inner());
+    let _one = ONE_AT_A_TIME.lock().await;
     let cluster = Cluster::start(&[&[], &[]], 1).await;
     let receiver = WebhookReceiver::start(200).await;
     cluster.push("burner", "fuel-burner").await;
