@@ -1,8 +1,12 @@
-//! End-to-end firing throughput and lateness: one admin (SQLite) and one
-//! executor in this process, on loopback, N jobs with a seconds cron
-//! (`* * * * * ?`) running the trivial `hello` job.
+//! End-to-end firing throughput and lateness: admins and one executor in
+//! this process, on loopback, N jobs with a seconds cron (`* * * * * ?`)
+//! running the trivial `hello` job.
 //!
 //!     cargo bench -p cronbox-tests --bench firing [-- JOBS SECONDS]...
+//!     cargo bench -p cronbox-tests --bench firing -- pg ADMINS JOBS SECONDS
+//!
+//! The first form uses one admin on embedded SQLite; `pg` uses a real
+//! PostgreSQL (started for the run) and ADMINS admins sharing it.
 //!
 //! For each (jobs, seconds) round it prints runs/s, start lateness
 //! (scheduled → execution start, from the run table) p50/p99/max, and the
@@ -12,9 +16,11 @@
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use cronbox_admin::store::RunFilter;
 use cronbox_admin::{AdminConfig, Database, SchedulerConfig, Store};
 use cronbox_example_jobs as jobs;
 use cronbox_executor::ExecutorConfig;
+use cronbox_tests::PostgresServer;
 use serde_json::{Value, json};
 
 const API: &str = "bench-api";
@@ -27,29 +33,56 @@ fn now_ms() -> i64 {
         .as_millis() as i64
 }
 
-async fn round(job_count: usize, seconds: i64) {
+/// Where the admins keep their data.
+enum Backend {
+    Sqlite,
+    /// A fresh database on this server, shared by this many admins.
+    Postgres(usize),
+}
+
+async fn round(job_count: usize, seconds: i64, backend: &Backend) {
     let data = tempfile::tempdir().unwrap();
-    let admin_port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
-    let admin = cronbox_admin::start(AdminConfig {
-        bind: admin_port,
-        database: Database::Sqlite(data.path().join("admin")),
-        api_token: API.into(),
-        executor_token: EXEC.into(),
-        scheduler: SchedulerConfig {
-            max_dispatches: 512,
-            ..SchedulerConfig::default()
-        },
-        max_request_bytes: 64 << 20,
-    })
-    .await
-    .unwrap();
+    let postgres = matches!(backend, Backend::Postgres(_)).then(PostgresServer::start);
+    let (databases, store_url) = match (backend, &postgres) {
+        (Backend::Postgres(admins), Some(server)) => {
+            let url = server.create_database("bench");
+            (vec![Database::Url(url.clone()); *admins], url)
+        }
+        _ => (
+            vec![Database::Sqlite(data.path().join("admin"))],
+            format!(
+                "sqlite://{}",
+                data.path().join("admin").join("cronbox.db").display()
+            ),
+        ),
+    };
+    let mut admins = Vec::new();
+    for database in databases {
+        admins.push(
+            cronbox_admin::start(AdminConfig {
+                bind: "127.0.0.1:0".parse().unwrap(),
+                database,
+                api_token: API.into(),
+                executor_token: EXEC.into(),
+                scheduler: SchedulerConfig {
+                    max_dispatches: 512,
+                    ..SchedulerConfig::default()
+                },
+                max_request_bytes: 64 << 20,
+            })
+            .await
+            .unwrap(),
+        );
+    }
+    let admin_urls: Vec<String> = admins
+        .iter()
+        .map(|admin| format!("http://{}", admin.local_addr()))
+        .collect();
+    let admin = &admins[0];
     let admin_url = format!("http://{}", admin.local_addr());
     let mut executor_config = ExecutorConfig::new(
         "127.0.0.1:0".parse().unwrap(),
-        vec![admin_url.clone()],
+        admin_urls.clone(),
         EXEC.into(),
         data.path().join("executor"),
     );
@@ -87,7 +120,8 @@ async fn round(job_count: usize, seconds: i64) {
             .unwrap();
         ids.push(job["id"].as_i64().unwrap());
     }
-    for id in &ids {
+    for (i, id) in ids.iter().enumerate() {
+        let admin_url = &admin_urls[i % admin_urls.len()];
         http.post(format!("{admin_url}/api/v1/jobs/{id}/start"))
             .bearer_auth(API)
             .send()
@@ -108,26 +142,28 @@ async fn round(job_count: usize, seconds: i64) {
     }
     tokio::time::sleep(Duration::from_secs(5)).await;
 
-    let url = format!(
-        "sqlite://{}",
-        data.path().join("admin").join("cronbox.db").display()
-    );
-    let store = Store::connect(&url).await.unwrap();
+    let store = Store::connect(&store_url).await.unwrap();
+    let runs = store
+        .list_runs(&RunFilter {
+            from_ms: Some(begin),
+            to_ms: Some(end),
+            limit: i64::MAX / 2,
+            ..RunFilter::default()
+        })
+        .await
+        .unwrap();
     let mut per_second: HashMap<(i64, i64), usize> = HashMap::new();
     let mut lateness = Vec::new();
     let mut unfinished = 0;
-    for id in &ids {
-        for run in store.runs_of_job(*id).await.unwrap() {
-            if run.kind != "schedule" || run.scheduled_at_ms < begin || run.scheduled_at_ms >= end {
-                continue;
+    for run in runs.iter().filter(|run| run.kind == "schedule") {
+        *per_second
+            .entry((run.job_id, run.scheduled_at_ms))
+            .or_default() += 1;
+        match run.started_at_ms {
+            Some(started) if run.status == "success" => {
+                lateness.push(started - run.scheduled_at_ms)
             }
-            *per_second.entry((*id, run.scheduled_at_ms)).or_default() += 1;
-            match run.started_at_ms {
-                Some(started) if run.status == "success" => {
-                    lateness.push(started - run.scheduled_at_ms)
-                }
-                _ => unfinished += 1,
-            }
+            _ => unfinished += 1,
         }
     }
     if std::env::var_os("CRONBOX_BENCH_DEBUG").is_some() {
@@ -157,8 +193,12 @@ async fn round(job_count: usize, seconds: i64) {
             .copied()
             .unwrap_or(-1)
     };
+    let store_name = match backend {
+        Backend::Sqlite => "SQLite, 1 admin".to_owned(),
+        Backend::Postgres(admins) => format!("PostgreSQL, {admins} admin(s)"),
+    };
     println!(
-        "| {job_count:>5} | {seconds:>3} s | {:>8.0} | {:>5} ms | {:>5} ms | {:>6} ms | {:>5} | {duplicates:>4} | {unfinished:>4} |",
+        "| {store_name:<22} | {job_count:>5} | {seconds:>3} s | {:>8.0} | {:>5} ms | {:>5} ms | {:>6} ms | {:>5} | {duplicates:>4} | {unfinished:>4} |",
         lateness.len() as f64 / seconds as f64,
         pct(0.50),
         pct(0.99),
@@ -166,7 +206,10 @@ async fn round(job_count: usize, seconds: i64) {
         expected - fired,
     );
     executor.shutdown().await;
-    admin.shutdown().await;
+    for admin in admins {
+        admin.shutdown().await;
+    }
+    drop(postgres);
 }
 
 fn main() {
@@ -177,16 +220,28 @@ fn main() {
             .with_writer(std::io::stderr)
             .init();
     }
-    let args: Vec<i64> = std::env::args()
-        .skip(1)
-        .filter_map(|arg| arg.parse().ok())
+    let words: Vec<String> = std::env::args().skip(1).collect();
+    let postgres_admins: Option<usize> = match words.iter().position(|word| word == "pg") {
+        Some(at) => words.get(at + 1).and_then(|n| n.parse().ok()),
+        None => None,
+    };
+    let numbers: Vec<i64> = words
+        .iter()
+        .skip_while(|word| postgres_admins.is_some() && *word != "pg")
+        .skip(if postgres_admins.is_some() { 2 } else { 0 })
+        .filter_map(|word| word.parse().ok())
         .collect();
-    let rounds: Vec<(usize, i64)> = if args.len() >= 2 {
-        args.chunks(2)
+    let rounds: Vec<(usize, i64)> = if numbers.len() >= 2 {
+        numbers
+            .chunks(2)
             .map(|pair| (pair[0] as usize, pair[1]))
             .collect()
     } else {
         vec![(1000, 60), (2000, 30)]
+    };
+    let backend = match postgres_admins {
+        Some(admins) => Backend::Postgres(admins),
+        None => Backend::Sqlite,
     };
     let threads = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -194,15 +249,15 @@ fn main() {
         .build()
         .unwrap();
     threads.block_on(async {
-        println!("Seconds-cron firing, one admin (SQLite) + one executor, trivial job\n");
+        println!("Seconds-cron firing, admins + one executor in one process, trivial job\n");
         println!(
-            "| jobs  | for   | runs/s   | late p50 | p99      | max       | lost  | dup  | not ok |"
+            "| store                  | jobs  | for   | runs/s   | late p50 | p99      | max       | lost  | dup  | not ok |"
         );
         println!(
-            "|-------|-------|----------|----------|----------|-----------|-------|------|--------|"
+            "|------------------------|-------|-------|----------|----------|----------|-----------|-------|------|--------|"
         );
         for (jobs, seconds) in rounds {
-            round(jobs, seconds).await;
+            round(jobs, seconds, &backend).await;
         }
     });
 }

@@ -435,6 +435,9 @@ impl Scheduler {
 
     /// One pass: claim every fire due within the pre-read window.
     async fn pre_read(self: &Arc<Self>) -> Result<(), StoreError> {
+        if self.store.backend() == crate::store::Backend::Postgres {
+            return self.pre_read_shared().await;
+        }
         let now = now_ms();
         let horizon = now + self.config.pre_read.as_millis() as i64;
         let mut written = Vec::new();
@@ -451,19 +454,7 @@ impl Scheduler {
                 }
             };
             let (fires, next) = plan_fires(&job, &schedule, expected, now, horizon);
-            let runs: Vec<NewRun> = fires
-                .iter()
-                .map(|(at, kind)| NewRun {
-                    job_id: job.id,
-                    kind,
-                    scheduled_at_ms: *at,
-                    shard_index: 0,
-                    shard_total: 1,
-                    attempt: 0,
-                    param: job.param.clone(),
-                    module_digest: job.module_digest.clone(),
-                })
-                .collect();
+            let runs = new_runs(&job, &fires);
             if let Some(ids) = self
                 .store
                 .claim_fires(job.id, expected, next, &runs, now)
@@ -479,6 +470,48 @@ impl Scheduler {
         }
         self.clone().dispatch_all_at(written);
         Ok(())
+    }
+
+    /// The pre-read on PostgreSQL, where several admins may share the
+    /// database: due jobs are claimed in batches with `FOR UPDATE SKIP
+    /// LOCKED`, so each admin takes jobs no other admin holds, instead of
+    /// every admin trying every job.
+    async fn pre_read_shared(self: &Arc<Self>) -> Result<(), StoreError> {
+        /// Jobs claimed per transaction.
+        const BATCH: i64 = 200;
+        let now = now_ms();
+        let horizon = now + self.config.pre_read.as_millis() as i64;
+        loop {
+            let claimed = self
+                .store
+                .claim_due_batch(horizon, BATCH, now, |job| {
+                    let expected = job.next_fire_at_ms?;
+                    let schedule = match schedule_of(job) {
+                        Ok(schedule) => schedule,
+                        Err(error) => {
+                            tracing::error!(job = job.id, %error, "unparseable schedule; job stopped");
+                            return None;
+                        }
+                    };
+                    let (fires, next) = plan_fires(job, &schedule, expected, now, horizon);
+                    Some((new_runs(job, &fires), next))
+                })
+                .await?;
+            let count = claimed.len();
+            let mut written = Vec::new();
+            for claim in claimed {
+                for (id, fire) in &claim.written {
+                    if let Some(id) = id {
+                        self.metrics.fires.inc();
+                        written.push(written_run(*id, &claim.job.tenant, fire, now));
+                    }
+                }
+            }
+            self.clone().dispatch_all_at(written);
+            if (count as i64) < BATCH {
+                return Ok(());
+            }
+        }
     }
 
     /// Dispatches `run` at its scheduled instant (at once if it is past).
@@ -988,6 +1021,23 @@ impl Scheduler {
 struct Prepared {
     job: Option<JobRow>,
     state: std::collections::HashMap<String, String>,
+}
+
+/// The runs to write for `job`'s planned fires.
+fn new_runs(job: &JobRow, fires: &[(i64, &'static str)]) -> Vec<NewRun> {
+    fires
+        .iter()
+        .map(|(at, kind)| NewRun {
+            job_id: job.id,
+            kind,
+            scheduled_at_ms: *at,
+            shard_index: 0,
+            shard_total: 1,
+            attempt: 0,
+            param: job.param.clone(),
+            module_digest: job.module_digest.clone(),
+        })
+        .collect()
 }
 
 /// The row of a run just written (saves reading it back).

@@ -383,6 +383,14 @@ async fn remove_label(
     Ok(())
 }
 
+/// A job claimed by [`Store::claim_due_batch`] and the fires written for it.
+#[derive(Debug, Clone)]
+pub struct ClaimedJob {
+    pub job: JobRow,
+    /// Each fire with the id of its run (`None`: it already existed).
+    pub written: Vec<(Option<i64>, NewRun)>,
+}
+
 /// Run statuses.
 pub mod status {
     /// Written, not yet sent to an executor.
@@ -1140,6 +1148,56 @@ impl Store {
         Ok(Some(ids))
     }
 
+    /// PostgreSQL: claims up to `limit` jobs due by `until_ms` that no other
+    /// admin is claiming right now (`FOR UPDATE SKIP LOCKED`), in one
+    /// transaction: `plan` gives each job's fires and next fire (`None`:
+    /// the job cannot be scheduled and is stopped). Several admins each take
+    /// a disjoint share of the due jobs. Returns the claimed jobs with the
+    /// id of each fire written (`None` where the unique key dropped one).
+    pub async fn claim_due_batch(
+        &self,
+        until_ms: i64,
+        limit: i64,
+        now_ms: i64,
+        mut plan: impl FnMut(&JobRow) -> Option<(Vec<NewRun>, Option<i64>)>,
+    ) -> Result<Vec<ClaimedJob>, StoreError> {
+        let mut tx = self.writer.begin().await?;
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            job_columns!(),
+            " FROM job WHERE enabled = 1 AND next_fire_at_ms IS NOT NULL \
+             AND next_fire_at_ms <= $1 ORDER BY next_fire_at_ms LIMIT $2 FOR UPDATE SKIP LOCKED"
+        ))
+        .bind(until_ms)
+        .bind(limit)
+        .fetch_all(&mut *tx)
+        .await?;
+        let mut claimed = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let job = job_from_row(row)?;
+            let Some((fires, next)) = plan(&job) else {
+                sqlx::query("UPDATE job SET enabled = 0, next_fire_at_ms = NULL WHERE id = $1")
+                    .bind(job.id)
+                    .execute(&mut *tx)
+                    .await?;
+                continue;
+            };
+            sqlx::query("UPDATE job SET next_fire_at_ms = $1 WHERE id = $2")
+                .bind(next)
+                .bind(job.id)
+                .execute(&mut *tx)
+                .await?;
+            let mut written = Vec::with_capacity(fires.len());
+            for fire in fires {
+                let id = insert_run(&mut tx, &fire, &self.owner, now_ms, true).await?;
+                written.push((id, fire));
+            }
+            claimed.push(ClaimedJob { job, written });
+        }
+        tx.commit().await?;
+        Ok(claimed)
+    }
+
     /// Writes a run outside the schedule (manual, API, retry, parent).
     pub async fn insert_run(&self, run: &NewRun, now_ms: i64) -> Result<i64, StoreError> {
         let mut conn = self.writer.acquire().await?;
@@ -1242,6 +1300,8 @@ impl Store {
     /// their ids. Several admins may ask at once: each run goes to one.
     pub async fn take_leases(&self, run_ids: &[i64], now_ms: i64) -> Result<Vec<i64>, StoreError> {
         let mut taken = Vec::with_capacity(run_ids.len());
+        let mut run_ids = run_ids.to_vec();
+        run_ids.sort_unstable();
         for chunk in run_ids.chunks(IN_LIST_CHUNK) {
             // $1 owner, $2 until, $3 now, $4 pending, then the ids.
             let ids: Vec<String> = (0..chunk.len()).map(|n| format!("${}", n + 5)).collect();
@@ -1318,6 +1378,10 @@ impl Store {
     /// Marks several pending runs dispatched in one transaction; returns
     /// how many were still pending.
     pub async fn mark_dispatched_many(&self, marks: &[DispatchMark]) -> Result<u64, StoreError> {
+        // Rows in id order, as every batch writer takes them, so that two
+        // admins' batches cannot deadlock on each other.
+        let mut marks: Vec<&DispatchMark> = marks.iter().collect();
+        marks.sort_by_key(|mark| mark.run_id);
         let mut tx = self.writer.begin().await?;
         let mut marked = 0;
         for mark in marks {
@@ -1353,9 +1417,14 @@ impl Store {
     /// callback batch): for each, the ended run or `None` if it had already
     /// ended.
     pub async fn finish_runs(&self, ends: &[RunEnd]) -> Result<Vec<Option<RunRow>>, StoreError> {
+        // Rows in id order (see `mark_dispatched_many`); answers in the
+        // callers' order.
+        let mut order: Vec<usize> = (0..ends.len()).collect();
+        order.sort_by_key(|index| ends[*index].run_id);
         let mut tx = self.writer.begin().await?;
-        let mut ended = Vec::with_capacity(ends.len());
-        for end in ends {
+        let mut ended = vec![None; ends.len()];
+        for index in order {
+            let end = &ends[index];
             let row = sqlx::query(concat!(
                 "UPDATE run SET status = $1, outcome = $2, code = $3, message = $4, log = $5, \
                  executor = COALESCE($6, executor), started_at_ms = $7, finished_at_ms = $8, \
@@ -1383,7 +1452,6 @@ impl Store {
             .fetch_optional(&mut *tx)
             .await?;
             let Some(run) = row.as_ref().map(run_from_row).transpose()? else {
-                ended.push(None);
                 continue;
             };
             if end.success {
@@ -1410,7 +1478,7 @@ impl Store {
                     }
                 }
             }
-            ended.push(Some(run));
+            ended[index] = Some(run);
         }
         tx.commit().await?;
         Ok(ended)
