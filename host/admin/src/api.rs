@@ -233,6 +233,20 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
     }
 }
 
+/// A JSON body that may be left out (then `T::default()`).
+fn optional_json<T: DeserializeOwned + Default>(body: &[u8]) -> Result<T, Failure> {
+    if body.is_empty() {
+        return Ok(T::default());
+    }
+    serde_json::from_slice(body).map_err(|error| {
+        Failure::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            error.to_string(),
+        )
+    })
+}
+
 /// The bearer token of a request.
 fn bearer(request: &Request) -> Result<&str, Failure> {
     request
@@ -796,17 +810,7 @@ async fn create_token(
 ) -> Result<impl IntoResponse, Failure> {
     caller.require_operator("creating a token")?;
     known_tenant(&state, &tenant).await?;
-    let spec: TokenSpec = if body.is_empty() {
-        TokenSpec::default()
-    } else {
-        serde_json::from_slice(&body).map_err(|error| {
-            Failure::new(
-                StatusCode::BAD_REQUEST,
-                "invalid_request",
-                error.to_string(),
-            )
-        })?
-    };
+    let spec: TokenSpec = optional_json(&body)?;
     let token = new_token();
     let id = state
         .scheduler
@@ -1041,17 +1045,7 @@ async fn trigger_job(
     Path(id): Path<i64>,
     body: Bytes,
 ) -> Result<impl IntoResponse, Failure> {
-    let request: TriggerRequest = if body.is_empty() {
-        TriggerRequest::default()
-    } else {
-        serde_json::from_slice(&body).map_err(|error| {
-            Failure::new(
-                StatusCode::BAD_REQUEST,
-                "invalid_request",
-                error.to_string(),
-            )
-        })?
-    };
+    let request: TriggerRequest = optional_json(&body)?;
     if request
         .param
         .as_ref()

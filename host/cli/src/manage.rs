@@ -300,6 +300,17 @@ fn print_table(header: &[&str], rows: &[Vec<String>]) {
     }
 }
 
+/// Prints a JSON array as the admin sent it (`--json`), or as a table with
+/// one `row` per element.
+fn print_list(json: bool, value: &Value, header: &[&str], row: impl Fn(&Value) -> Vec<String>) {
+    if json {
+        print_json(value);
+    } else {
+        let rows: Vec<Vec<String>> = list(value).iter().map(row).collect();
+        print_table(header, &rows);
+    }
+}
+
 /// A JSON field as table text.
 fn cell(value: &Value) -> String {
     match value {
@@ -345,48 +356,36 @@ pub fn module(args: ModuleArgs) -> anyhow::Result<()> {
                     );
                 }
             }
-            ModuleCommand::List => {
-                let modules = client.get("/api/v1/modules").await?;
-                if json {
-                    print_json(&modules);
-                } else {
-                    let rows: Vec<Vec<String>> = list(&modules)
-                        .iter()
-                        .map(|m| {
-                            vec![
-                                cell(&m["name"]),
-                                cell(&m["version"]),
-                                short(&m["digest"]),
-                                labels(&m["labels"]),
-                                time(&m["created_at_ms"]),
-                            ]
-                        })
-                        .collect();
-                    print_table(&["NAME", "LATEST", "DIGEST", "LABELS", "PUSHED (UTC)"], &rows);
-                }
-            }
-            ModuleCommand::Versions { name } => {
-                let versions = client
+            ModuleCommand::List => print_list(
+                json,
+                &client.get("/api/v1/modules").await?,
+                &["NAME", "LATEST", "DIGEST", "LABELS", "PUSHED (UTC)"],
+                |m| {
+                    vec![
+                        cell(&m["name"]),
+                        cell(&m["version"]),
+                        short(&m["digest"]),
+                        labels(&m["labels"]),
+                        time(&m["created_at_ms"]),
+                    ]
+                },
+            ),
+            ModuleCommand::Versions { name } => print_list(
+                json,
+                &client
                     .get(&format!("/api/v1/modules/{name}/versions"))
-                    .await?;
-                if json {
-                    print_json(&versions);
-                } else {
-                    let rows: Vec<Vec<String>> = list(&versions)
-                        .iter()
-                        .map(|v| {
-                            vec![
-                                cell(&v["version"]),
-                                short(&v["digest"]),
-                                labels(&v["labels"]),
-                                cell(&v["note"]),
-                                time(&v["created_at_ms"]),
-                            ]
-                        })
-                        .collect();
-                    print_table(&["VERSION", "DIGEST", "LABELS", "NOTE", "PUSHED (UTC)"], &rows);
-                }
-            }
+                    .await?,
+                &["VERSION", "DIGEST", "LABELS", "NOTE", "PUSHED (UTC)"],
+                |v| {
+                    vec![
+                        cell(&v["version"]),
+                        short(&v["digest"]),
+                        labels(&v["labels"]),
+                        cell(&v["note"]),
+                        time(&v["created_at_ms"]),
+                    ]
+                },
+            ),
             ModuleCommand::Rollback { name, version } => {
                 let answer = client
                     .post(
@@ -507,50 +506,41 @@ pub fn job(args: JobArgs) -> anyhow::Result<()> {
                 let job = client.put(&format!("/api/v1/jobs/{id}"), &body).await?;
                 show_job(&job);
             }
-            JobCommand::List => {
-                let jobs = client.get("/api/v1/jobs").await?;
-                if json {
-                    print_json(&jobs);
-                } else {
-                    let rows: Vec<Vec<String>> = list(&jobs)
-                        .iter()
-                        .map(|job| {
-                            vec![
-                                cell(&job["id"]),
-                                cell(&job["name"]),
-                                format!(
-                                    "{} {}",
-                                    cell(&job["schedule_type"]),
-                                    cell(&job["schedule_conf"])
-                                )
-                                .trim()
-                                .to_owned(),
-                                job["module_name"]
-                                    .as_str()
-                                    .map_or_else(|| short(&job["module_digest"]), str::to_owned),
-                                if job["enabled"] == true {
-                                    "started"
-                                } else {
-                                    "stopped"
-                                }
-                                .to_owned(),
-                                time(&job["next_fire_at_ms"]),
-                            ]
-                        })
-                        .collect();
-                    print_table(
-                        &[
-                            "ID",
-                            "NAME",
-                            "SCHEDULE",
-                            "MODULE",
-                            "STATE",
-                            "NEXT FIRE (UTC)",
-                        ],
-                        &rows,
-                    );
-                }
-            }
+            JobCommand::List => print_list(
+                json,
+                &client.get("/api/v1/jobs").await?,
+                &[
+                    "ID",
+                    "NAME",
+                    "SCHEDULE",
+                    "MODULE",
+                    "STATE",
+                    "NEXT FIRE (UTC)",
+                ],
+                |job| {
+                    vec![
+                        cell(&job["id"]),
+                        cell(&job["name"]),
+                        format!(
+                            "{} {}",
+                            cell(&job["schedule_type"]),
+                            cell(&job["schedule_conf"])
+                        )
+                        .trim()
+                        .to_owned(),
+                        job["module_name"]
+                            .as_str()
+                            .map_or_else(|| short(&job["module_digest"]), str::to_owned),
+                        if job["enabled"] == true {
+                            "started"
+                        } else {
+                            "stopped"
+                        }
+                        .to_owned(),
+                        time(&job["next_fire_at_ms"]),
+                    ]
+                },
+            ),
             JobCommand::Show { id } => {
                 let job = client.get(&format!("/api/v1/jobs/{id}")).await?;
                 let fires = client
