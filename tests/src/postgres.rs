@@ -103,8 +103,11 @@ impl PostgresServer {
     /// port and data; blocks until it accepts connections.
     pub fn start_again(&self) {
         let bin = bin_dir();
+        // fsync off (no machine crash to survive), but commits written
+        // before they are acknowledged, so that an immediate stop (a
+        // crash of the server process) loses no acknowledged commit.
         let options = format!(
-            "-p {} -c listen_addresses=127.0.0.1 -k {} -c fsync=off -c synchronous_commit=off \
+            "-p {} -c listen_addresses=127.0.0.1 -k {} -c fsync=off -c synchronous_commit=on \
              -c max_connections=300",
             self.port,
             self.dir.display()
