@@ -445,31 +445,37 @@ impl Scheduler {
             let Some(expected) = job.next_fire_at_ms else {
                 continue;
             };
-            let schedule = match schedule_of(&job) {
-                Ok(schedule) => schedule,
-                Err(error) => {
-                    tracing::error!(job = job.id, %error, "unparseable schedule; job stopped");
-                    self.store.set_enabled(job.id, false, None, now).await?;
-                    continue;
-                }
+            let Some((runs, next)) = plan_job(&job, now, horizon) else {
+                self.store.set_enabled(job.id, false, None, now).await?;
+                continue;
             };
-            let (fires, next) = plan_fires(&job, &schedule, expected, now, horizon);
-            let runs = new_runs(&job, &fires);
             if let Some(ids) = self
                 .store
                 .claim_fires(job.id, expected, next, &runs, now)
                 .await?
             {
-                for (id, fire) in ids.into_iter().zip(&runs) {
-                    if let Some(id) = id {
-                        self.metrics.fires.inc();
-                        written.push(written_run(id, &job.tenant, fire, now));
-                    }
-                }
+                let fires: Vec<(Option<i64>, NewRun)> = ids.into_iter().zip(runs).collect();
+                self.collect_written(&job, &fires, now, &mut written);
             }
         }
         self.clone().dispatch_all_at(written);
         Ok(())
+    }
+
+    /// The rows of the fires just written for `job` (counted), to dispatch.
+    fn collect_written(
+        &self,
+        job: &JobRow,
+        fires: &[(Option<i64>, NewRun)],
+        now: i64,
+        written: &mut Vec<RunRow>,
+    ) {
+        for (id, fire) in fires {
+            if let Some(id) = id {
+                self.metrics.fires.inc();
+                written.push(written_run(*id, &job.tenant, fire, now));
+            }
+        }
     }
 
     /// The pre-read on PostgreSQL, where several admins may share the
@@ -484,28 +490,12 @@ impl Scheduler {
         loop {
             let claimed = self
                 .store
-                .claim_due_batch(horizon, BATCH, now, |job| {
-                    let expected = job.next_fire_at_ms?;
-                    let schedule = match schedule_of(job) {
-                        Ok(schedule) => schedule,
-                        Err(error) => {
-                            tracing::error!(job = job.id, %error, "unparseable schedule; job stopped");
-                            return None;
-                        }
-                    };
-                    let (fires, next) = plan_fires(job, &schedule, expected, now, horizon);
-                    Some((new_runs(job, &fires), next))
-                })
+                .claim_due_batch(horizon, BATCH, now, |job| plan_job(job, now, horizon))
                 .await?;
             let count = claimed.len();
             let mut written = Vec::new();
-            for claim in claimed {
-                for (id, fire) in &claim.written {
-                    if let Some(id) = id {
-                        self.metrics.fires.inc();
-                        written.push(written_run(*id, &claim.job.tenant, fire, now));
-                    }
-                }
+            for claim in &claimed {
+                self.collect_written(&claim.job, &claim.written, now, &mut written);
             }
             self.clone().dispatch_all_at(written);
             if (count as i64) < BATCH {
@@ -1021,6 +1011,22 @@ impl Scheduler {
 struct Prepared {
     job: Option<JobRow>,
     state: std::collections::HashMap<String, String>,
+}
+
+/// The runs to write for a due job's fires up to `horizon` and its next
+/// fire after them; `None` (logged) when its schedule cannot be read, and
+/// the job is to be stopped.
+fn plan_job(job: &JobRow, now: i64, horizon: i64) -> Option<(Vec<NewRun>, Option<i64>)> {
+    let expected = job.next_fire_at_ms?;
+    let schedule = match schedule_of(job) {
+        Ok(schedule) => schedule,
+        Err(error) => {
+            tracing::error!(job = job.id, %error, "unparseable schedule; job stopped");
+            return None;
+        }
+    };
+    let (fires, next) = plan_fires(job, &schedule, expected, now, horizon);
+    Some((new_runs(job, &fires), next))
 }
 
 /// The runs to write for `job`'s planned fires.

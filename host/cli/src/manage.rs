@@ -35,6 +35,16 @@ pub struct Connection {
 }
 
 impl Connection {
+    /// What every command starts from: a client, whether to print JSON,
+    /// and a runtime to drive the requests on.
+    fn open(&self) -> anyhow::Result<(ApiClient, bool, tokio::runtime::Runtime)> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("cannot start the async runtime")?;
+        Ok((self.client()?, self.json, runtime))
+    }
+
     fn client(&self) -> anyhow::Result<ApiClient> {
         let token = match &self.token {
             Some(token) => token.clone(),
@@ -264,13 +274,6 @@ pub struct StateArgs {
     job: i64,
 }
 
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")
-}
-
 fn print_json(value: &Value) {
     println!(
         "{}",
@@ -335,9 +338,8 @@ fn time(ms: &Value) -> String {
 }
 
 pub fn module(args: ModuleArgs) -> anyhow::Result<()> {
-    let client = args.connection.client()?;
-    let json = args.connection.json;
-    runtime()?.block_on(async move {
+    let (client, json, runtime) = args.connection.open()?;
+    runtime.block_on(async move {
         match args.command {
             ModuleCommand::Push { name, file, labels } => {
                 let bytes = std::fs::read(&file)
@@ -423,9 +425,8 @@ fn labels(value: &Value) -> String {
 }
 
 pub fn job(args: JobArgs) -> anyhow::Result<()> {
-    let client = args.connection.client()?;
-    let json = args.connection.json;
-    runtime()?.block_on(async move {
+    let (client, json, runtime) = args.connection.open()?;
+    runtime.block_on(async move {
         let show_job = |job: &Value| {
             if json {
                 print_json(job);
@@ -600,9 +601,8 @@ pub fn job(args: JobArgs) -> anyhow::Result<()> {
 }
 
 pub fn runs(args: RunsArgs) -> anyhow::Result<()> {
-    let client = args.connection.client()?;
-    let json = args.connection.json;
-    runtime()?.block_on(async move {
+    let (client, json, runtime) = args.connection.open()?;
+    runtime.block_on(async move {
         let mut path = format!("/api/v1/runs?limit={}", args.limit);
         if let Some(job) = args.job {
             path.push_str(&format!("&job={job}"));
@@ -649,9 +649,8 @@ pub fn runs(args: RunsArgs) -> anyhow::Result<()> {
 const FOLLOW_EVERY: Duration = Duration::from_millis(200);
 
 pub fn logs(args: LogsArgs) -> anyhow::Result<()> {
-    let client = args.connection.client()?;
-    let json = args.connection.json;
-    runtime()?.block_on(async move {
+    let (client, json, runtime) = args.connection.open()?;
+    runtime.block_on(async move {
         let mut offset = 0;
         loop {
             let page = client
@@ -696,9 +695,8 @@ pub fn logs(args: LogsArgs) -> anyhow::Result<()> {
 }
 
 pub fn kill(args: KillArgs) -> anyhow::Result<()> {
-    let client = args.connection.client()?;
-    let json = args.connection.json;
-    runtime()?.block_on(async move {
+    let (client, json, runtime) = args.connection.open()?;
+    runtime.block_on(async move {
         let answer = client
             .post(&format!("/api/v1/runs/{}/kill", args.run), &Value::Null)
             .await?;
@@ -714,9 +712,8 @@ pub fn kill(args: KillArgs) -> anyhow::Result<()> {
 }
 
 pub fn state(args: StateArgs) -> anyhow::Result<()> {
-    let client = args.connection.client()?;
-    let json = args.connection.json;
-    runtime()?.block_on(async move {
+    let (client, json, runtime) = args.connection.open()?;
+    runtime.block_on(async move {
         let answer = client
             .get(&format!("/api/v1/jobs/{}/state", args.job))
             .await?;

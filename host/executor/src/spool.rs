@@ -17,6 +17,7 @@
 //! crashes, not a machine crash; the admin's lost-run monitor covers the
 //! latter.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::fs::File;
 use std::io::{BufRead, Write};
@@ -38,14 +39,14 @@ const SEGMENT_RESULTS: usize = 4_096;
 /// Segment file extension.
 const SEGMENT_EXTENSION: &str = "spool";
 
-/// One line of a segment.
+/// One line of a segment (borrowed when written, owned when read back).
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
-enum Record {
+enum Record<'a> {
     /// A run's result, to deliver.
-    Result(Box<RunResult>),
+    Result(Cow<'a, RunResult>),
     /// Run ids an admin acknowledged.
-    Acked(Vec<u64>),
+    Acked(Cow<'a, [u64]>),
 }
 
 #[derive(Debug)]
@@ -93,8 +94,8 @@ impl Spool {
             });
             for record in read_records(&path) {
                 match record {
-                    Record::Result(result) => replayed.push((id, *result)),
-                    Record::Acked(run_ids) => acknowledged.extend(run_ids),
+                    Record::Result(result) => replayed.push((id, result.into_owned())),
+                    Record::Acked(run_ids) => acknowledged.extend(run_ids.iter().copied()),
                 }
             }
         }
@@ -127,7 +128,12 @@ impl Spool {
     }
 
     /// Appends `record` to the newest segment, starting one if needed.
-    fn append(&self, state: &mut State, record: &Record, new_result: bool) -> std::io::Result<u64> {
+    fn append(
+        &self,
+        state: &mut State,
+        record: &Record<'_>,
+        new_result: bool,
+    ) -> std::io::Result<u64> {
         let starts_segment = match state.segments.back() {
             // Segments left by an earlier process are only read.
             Some(segment) => {
@@ -173,7 +179,7 @@ impl Spool {
     /// Records a result durably and wakes the sender.
     pub(crate) fn submit(&self, result: &RunResult) {
         let mut state = self.lock();
-        let record = Record::Result(Box::new(result.clone()));
+        let record = Record::Result(Cow::Borrowed(result));
         match self.append(&mut state, &record, true) {
             Ok(segment) => {
                 state.segment_of.insert(result.run_id, segment);
@@ -204,7 +210,8 @@ impl Spool {
                 held.unacknowledged = held.unacknowledged.saturating_sub(1);
             }
         }
-        if let Err(error) = self.append(&mut state, &Record::Acked(run_ids), false) {
+        if let Err(error) = self.append(&mut state, &Record::Acked(Cow::Borrowed(&run_ids)), false)
+        {
             // At worst the results are sent again after a restart.
             tracing::warn!(%error, "cannot record acknowledged results");
         }
@@ -312,7 +319,7 @@ fn segment_files(dir: &Path) -> Vec<(u64, PathBuf)> {
 
 /// The records of one segment; a line that does not parse (the last one,
 /// cut short by a crash) is reported and skipped.
-fn read_records(path: &Path) -> Vec<Record> {
+fn read_records(path: &Path) -> Vec<Record<'static>> {
     let Ok(file) = File::open(path) else {
         return Vec::new();
     };
