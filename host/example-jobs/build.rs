@@ -3,12 +3,14 @@
 //! crate where the components landed (`CRONBOX_EXAMPLE_JOBS_DIR`).
 //!
 //! Components are never committed: every build makes them from source.
+//! The guest target itself is made sure of by `cronbox-guest-target` (a
+//! build dependency, so it has run by now).
 
 use std::env;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const GUEST_TARGET: &str = "wasm32-wasip2";
+use cronbox_guest_target::GUEST_TARGET;
 
 fn main() {
     let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
@@ -63,14 +65,7 @@ fn main() {
         .unwrap_or_else(|error| panic!("could not start cargo to build example-jobs/: {error}"));
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
-        let hint =
-            if stderr.contains(GUEST_TARGET) && stderr.contains("target may not be installed") {
-                "\nThe guest target is missing: run `rustup target add wasm32-wasip2` \
-             (rust-toolchain.toml asks rustup for it on a fresh machine)."
-            } else {
-                ""
-            };
-        panic!("building example-jobs/ for {GUEST_TARGET} failed:\n{stderr}{hint}");
+        panic!("building example-jobs/ for {GUEST_TARGET} failed:\n{stderr}");
     }
 
     let components = target_dir.join(GUEST_TARGET).join("release");

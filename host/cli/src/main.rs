@@ -10,6 +10,9 @@
 //! - `cronbox config show`: every setting and where its value came from
 //!   (`config.rs`: flags > `CRONBOX_*` variables > `cronbox.toml`).
 
+#[macro_use]
+mod out;
+
 mod admin;
 mod client;
 mod config;
@@ -81,6 +84,7 @@ enum ConfigCommand {
 const EXIT_FAILED: u8 = 1;
 
 fn main() -> ExitCode {
+    out::quiet_panics();
     init_tracing();
     let args: Vec<String> = std::env::args().collect();
     let command = Cli::command();
@@ -123,6 +127,8 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
+        // The reader of our output went away (`| head`): nothing is wrong.
+        Err(error) if out::is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("error: {}", error_chain(&error));
             ExitCode::from(failure_code)
@@ -137,12 +143,12 @@ fn show_config(
 ) -> anyhow::Result<()> {
     let shown = config::show(command, settings);
     if json {
-        println!("{}", serde_json::to_string_pretty(&shown)?);
+        outln!("{}", serde_json::to_string_pretty(&shown)?);
         return Ok(());
     }
     let width = shown.iter().map(|s| s.setting.len()).max().unwrap_or(0);
     for setting in shown {
-        println!(
+        outln!(
             "{:<width$}  {}  [{}; {}]",
             setting.setting,
             setting.value.as_deref().unwrap_or("-"),
@@ -150,7 +156,7 @@ fn show_config(
             setting.commands.join(", "),
         );
         if !setting.help.is_empty() {
-            println!("{:<width$}    {}", "", setting.help);
+            outln!("{:<width$}    {}", "", setting.help);
         }
     }
     Ok(())

@@ -275,7 +275,7 @@ pub struct StateArgs {
 }
 
 fn print_json(value: &Value) {
-    println!(
+    outln!(
         "{}",
         serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
     );
@@ -295,7 +295,7 @@ fn print_table(header: &[&str], rows: &[Vec<String>]) {
             .zip(&widths)
             .map(|(cell, width)| format!("{cell:<width$}"))
             .collect();
-        println!("{}", padded.join("  ").trim_end());
+        outln!("{}", padded.join("  ").trim_end());
     };
     line(header.iter().map(|h| h.to_string()).collect());
     for row in rows {
@@ -349,7 +349,7 @@ pub fn module(args: ModuleArgs) -> anyhow::Result<()> {
                 if json {
                     print_json(&answer);
                 } else {
-                    println!(
+                    outln!(
                         "{} version {} ({}), {} job(s) moved to it",
                         name,
                         cell(&answer["version"]),
@@ -398,7 +398,7 @@ pub fn module(args: ModuleArgs) -> anyhow::Result<()> {
                 if json {
                     print_json(&answer);
                 } else {
-                    println!(
+                    outln!(
                         "{name} rolled back to version {version}: now version {} ({}), {} job(s) moved",
                         cell(&answer["version"]["version"]),
                         short(&answer["version"]["digest"]),
@@ -431,7 +431,7 @@ pub fn job(args: JobArgs) -> anyhow::Result<()> {
             if json {
                 print_json(job);
             } else {
-                println!(
+                outln!(
                     "job {} {:?}: {} {} ({}), module {}, {}",
                     cell(&job["id"]),
                     cell(&job["name"]),
@@ -552,7 +552,7 @@ pub fn job(args: JobArgs) -> anyhow::Result<()> {
                 } else {
                     show_job(&job);
                     for fire in list(&fires) {
-                        println!("  next: {}", cell(&fire));
+                        outln!("  next: {}", cell(&fire));
                     }
                 }
             }
@@ -584,7 +584,7 @@ pub fn job(args: JobArgs) -> anyhow::Result<()> {
                 if json {
                     print_json(&answer);
                 } else {
-                    println!("run {}", cell(&answer["run_id"]));
+                    outln!("run {}", cell(&answer["run_id"]));
                 }
             }
             JobCommand::Delete { id } => {
@@ -592,7 +592,7 @@ pub fn job(args: JobArgs) -> anyhow::Result<()> {
                 if json {
                     print_json(&answer);
                 } else {
-                    println!("job {id} deleted");
+                    outln!("job {id} deleted");
                 }
             }
         }
@@ -703,7 +703,7 @@ pub fn kill(args: KillArgs) -> anyhow::Result<()> {
         if json {
             print_json(&answer);
         } else if answer["killed"] == true {
-            println!("run {} killed", args.run);
+            outln!("run {} killed", args.run);
         } else {
             bail!("run {} was not running on its executor any more", args.run);
         }

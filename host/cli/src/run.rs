@@ -140,7 +140,7 @@ pub fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
             log_truncated: report.log_truncated,
             state_changes: &report.state_changes,
         };
-        println!("{}", serde_json::to_string_pretty(&json)?);
+        outln!("{}", serde_json::to_string_pretty(&json)?);
     } else {
         print_text(&report);
     }
@@ -191,12 +191,12 @@ async fn run_once(
 
 fn print_text(report: &RunReport) {
     for line in &report.log {
-        println!("{line}");
+        outln!("{line}");
     }
     if !report.log.is_empty() {
-        println!();
+        outln!();
     }
-    println!("outcome: {}", report.outcome);
+    outln!("outcome: {}", report.outcome);
     let mut figures = format!(
         "duration: {:.1} ms, peak memory: {}",
         report.duration.as_secs_f64() * 1000.0,
@@ -207,13 +207,13 @@ fn print_text(report: &RunReport) {
     if let Some(fuel) = report.fuel_consumed {
         figures.push_str(&format!(", fuel: {fuel}"));
     }
-    println!("{figures}");
+    outln!("{figures}");
     if !report.state_changes.is_empty() {
-        println!("state changes (committed only because the run succeeded):");
+        outln!("state changes (committed only because the run succeeded):");
         for (key, value) in &report.state_changes {
             match value {
-                Some(value) => println!("  {key} = {value}"),
-                None => println!("  {key} removed"),
+                Some(value) => outln!("  {key} = {value}"),
+                None => outln!("  {key} removed"),
             }
         }
     }

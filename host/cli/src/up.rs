@@ -221,26 +221,26 @@ fn print_welcome(
     token_source: &str,
     demos: &[(i64, &Demo)],
 ) {
-    println!("cronbox is up");
-    println!("  admin API   {admin_url}");
-    println!("  executor    {executor}");
-    println!("  data        {}", data_dir.display());
-    println!("  API token   {token_source}");
+    outln!("cronbox is up");
+    outln!("  admin API   {admin_url}");
+    outln!("  executor    {executor}");
+    outln!("  data        {}", data_dir.display());
+    outln!("  API token   {token_source}");
     if !demos.is_empty() {
-        println!("  demo jobs");
+        outln!("  demo jobs");
         for (id, demo) in demos {
-            println!("    {id:>4}  {:<8} {}", demo.name, demo.about);
+            outln!("    {id:>4}  {:<8} {}", demo.name, demo.about);
         }
     }
-    println!();
-    println!("Try:");
-    println!("  TOKEN=$(cat {})", data_dir.join("api-token").display());
-    println!("  curl -s -H \"Authorization: Bearer $TOKEN\" {admin_url}/api/v1/jobs");
+    outln!();
+    outln!("Try:");
+    outln!("  TOKEN=$(cat {})", data_dir.join("api-token").display());
+    outln!("  curl -s -H \"Authorization: Bearer $TOKEN\" {admin_url}/api/v1/jobs");
     if let Some((id, _)) = demos.first() {
-        println!("  curl -s -H \"Authorization: Bearer $TOKEN\" {admin_url}/api/v1/jobs/{id}/runs");
-        println!(
+        outln!("  curl -s -H \"Authorization: Bearer $TOKEN\" {admin_url}/api/v1/jobs/{id}/runs");
+        outln!(
             "  curl -s -X POST -H \"Authorization: Bearer $TOKEN\" -d '{{\"param\":\"you\"}}' \\\n       -H 'content-type: application/json' {admin_url}/api/v1/jobs/{id}/trigger"
         );
     }
-    println!("Ctrl-C stops cronbox; run it again to carry on where it left off.");
+    outln!("Ctrl-C stops cronbox; run it again to carry on where it left off.");
 }
