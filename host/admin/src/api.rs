@@ -121,6 +121,7 @@ fn user_routes() -> Routes {
         .post("/api/v1/tenants/{name}/tokens", create_token)
         .delete("/api/v1/tenants/{name}/tokens/{id}", revoke_token)
         .get("/api/v1/groups", list_groups)
+        .get("/api/v1/executors", list_executors)
         .put("/api/v1/groups/{name}", put_group)
         .post("/api/v1/jobs", create_job)
         .get("/api/v1/jobs", list_jobs)
@@ -130,6 +131,7 @@ fn user_routes() -> Routes {
         .post("/api/v1/jobs/{id}/start", start_job)
         .post("/api/v1/jobs/{id}/stop", stop_job)
         .post("/api/v1/jobs/{id}/trigger", trigger_job)
+        .post("/api/v1/jobs/{id}/kill", kill_job)
         .get("/api/v1/jobs/{id}/next-fires", next_fires)
         .get("/api/v1/jobs/{id}/runs", job_runs)
         .get("/api/v1/jobs/{id}/state", get_state)
@@ -305,6 +307,12 @@ impl Caller {
     /// The tenant to restrict listings to (`None` for the operator).
     fn only_tenant(&self) -> Option<String> {
         (!self.operator).then(|| self.tenant.clone())
+    }
+
+    /// [`Caller::require_operator`] for one field of a request.
+    fn require_operator_for(&self, field: &str, what: &str) -> Result<(), Failure> {
+        self.require_operator(what)
+            .map_err(|failure| failure.field(field))
     }
 
     fn require_operator(&self, what: &str) -> Result<(), Failure> {
@@ -848,6 +856,7 @@ async fn create_job(
         Failure::new(StatusCode::BAD_REQUEST, "invalid_job", invalid.message).field(invalid.field)
     })?;
     let store = state.scheduler.store();
+    known_group(&state, &row.group_name).await?;
     resolve_module(&state, &mut row).await?;
     for child in spec.children.iter() {
         if visible_job(&state, &caller, *child).await.is_err() {
@@ -864,8 +873,27 @@ async fn create_job(
     Ok((StatusCode::CREATED, Json(job)))
 }
 
+/// Refuses a job naming an executor group nobody configured or registered
+/// in (it would fail at every fire).
+async fn known_group(state: &AdminState, group: &str) -> Result<(), Failure> {
+    if state.scheduler.store().group_exists(group).await? {
+        return Ok(());
+    }
+    Err(Failure::new(
+        StatusCode::BAD_REQUEST,
+        "invalid_job",
+        format!(
+            "unknown executor group {group:?}: a group exists once an executor registers in it \
+             or the operator configures it (PUT /api/v1/groups/{group})"
+        ),
+    )
+    .field("group"))
+}
+
 /// Replaces a job's definition. Children must exist and must not form a
-/// cycle; a running job's next fire is recomputed from now.
+/// cycle. A running job's next fire is planned again from now only when
+/// its schedule (type, expression or time zone) changed, so that an edit of
+/// anything else keeps a FIX_RATE job's phase.
 async fn update_job(
     State(state): State<Arc<AdminState>>,
     Extension(caller): Extension<Caller>,
@@ -877,6 +905,7 @@ async fn update_job(
     let (mut row, schedule) = spec.validate(&current.tenant).map_err(|invalid| {
         Failure::new(StatusCode::BAD_REQUEST, "invalid_job", invalid.message).field(invalid.field)
     })?;
+    known_group(&state, &row.group_name).await?;
     resolve_module(&state, &mut row).await?;
     let all = store.jobs().await?;
     for child in &spec.children {
@@ -901,12 +930,17 @@ async fn update_job(
         )
         .field("children"));
     }
-    let next = if current.enabled {
+    let same_schedule = current.schedule_type == row.schedule_type
+        && current.schedule_conf == row.schedule_conf
+        && current.time_zone == row.time_zone;
+    let next = if !current.enabled {
+        None
+    } else if same_schedule {
+        current.next_fire_at_ms
+    } else {
         schedule
             .first_fire(crate::scheduler::now())
             .map(|at| at.timestamp_millis())
-    } else {
-        None
     };
     store.update_job(id, &row, next, now_ms()).await?;
     state.scheduler.wake();
@@ -1023,10 +1057,35 @@ async fn stop_job(
 ) -> Result<impl IntoResponse, Failure> {
     let store = state.scheduler.store();
     visible_job(&state, &caller, id).await?;
-    if !store.set_enabled(id, false, None, now_ms()).await? {
+    let Some(cancelled) = store.stop_job(id, now_ms()).await? else {
         return Err(unknown_job(id));
+    };
+    if !cancelled.is_empty() {
+        tracing::info!(
+            job = id,
+            count = cancelled.len(),
+            "stopped: waiting runs cancelled"
+        );
     }
     Ok(Json(store.job(id).await?))
+}
+
+/// Kills a whole job: its running, queued and held runs on executors, and
+/// its runs waiting to be dispatched (pending retries included), which end
+/// as cancelled.
+async fn kill_job(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<i64>,
+) -> Result<impl IntoResponse, Failure> {
+    let job = visible_job(&state, &caller, id).await?;
+    let outcome = state.scheduler.kill_job(&job).await?;
+    Ok(Json(serde_json::json!({
+        "job_id": id,
+        "cancelled": outcome.cancelled,
+        "killed": outcome.killed,
+        "unreachable": outcome.unreachable,
+    })))
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -1035,8 +1094,22 @@ struct TriggerRequest {
     #[serde(default)]
     param: Option<String>,
     /// Executor addresses for this run only (route strategy applied).
+    /// Operator only, and only addresses of the job's group.
     #[serde(default)]
     addresses: Option<Vec<String>>,
+    /// Who starts the run: `api` (a program; the default) or `manual` (a
+    /// person, through the CLI or the console). The run's trigger kind.
+    #[serde(default)]
+    kind: TriggerSource,
+}
+
+/// The trigger kinds a trigger request may give.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum TriggerSource {
+    #[default]
+    Api,
+    Manual,
 }
 
 async fn trigger_job(
@@ -1058,10 +1131,45 @@ async fn trigger_job(
         )
         .field("param"));
     }
-    visible_job(&state, &caller, id).await?;
+    let job = visible_job(&state, &caller, id).await?;
+    if let Some(addresses) = &request.addresses {
+        // The admin sends the executor token with every run: only to
+        // executors the operator runs, never to an address a tenant names.
+        caller.require_operator_for("addresses", "choosing executor addresses for a run")?;
+        let allowed = state.scheduler.group_addresses_now(&job.group_name).await?;
+        if addresses.is_empty() {
+            return Err(Failure::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_request",
+                "addresses, when given, must name at least one executor",
+            )
+            .field("addresses"));
+        }
+        if let Some(outside) = addresses.iter().find(|a| !allowed.contains(a)) {
+            return Err(Failure::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_request",
+                format!(
+                    "address {outside:?} is not a live executor of group {:?}; a run may only \
+                     go to its job's group (live now: {})",
+                    job.group_name,
+                    if allowed.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        allowed.join(", ")
+                    }
+                ),
+            )
+            .field("addresses"));
+        }
+    }
+    let kind = match request.kind {
+        TriggerSource::Api => "api",
+        TriggerSource::Manual => "manual",
+    };
     let run_id = state
         .scheduler
-        .trigger(id, "manual", request.param, request.addresses)
+        .trigger(id, kind, request.param, request.addresses)
         .await?;
     Ok((
         StatusCode::ACCEPTED,
@@ -1240,6 +1348,32 @@ async fn put_group(
     ))
 }
 
+/// Registered executors and their last heartbeat (operator only: executor
+/// addresses are the operator's infrastructure).
+async fn list_executors(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+) -> Result<impl IntoResponse, Failure> {
+    caller.require_operator("listing executors")?;
+    let alive_since = state.scheduler.alive_since_now().await?;
+    let executors: Vec<serde_json::Value> = state
+        .scheduler
+        .store()
+        .registered_executors()
+        .await?
+        .into_iter()
+        .map(|(group, address, last_beat_ms)| {
+            serde_json::json!({
+                "group": group,
+                "address": address,
+                "last_beat_ms": last_beat_ms,
+                "alive": last_beat_ms >= alive_since,
+            })
+        })
+        .collect();
+    Ok(Json(executors))
+}
+
 async fn list_groups(State(state): State<Arc<AdminState>>) -> Result<impl IntoResponse, Failure> {
     let groups: Vec<serde_json::Value> = state
         .scheduler
@@ -1371,7 +1505,7 @@ async fn get_state(
 ) -> Result<impl IntoResponse, Failure> {
     let store = state.scheduler.store();
     visible_job(&state, &caller, id).await?;
-    let values = store.job_state(id).await?;
+    let values = store.job_state(id).await?.values;
     Ok(Json(serde_json::json!({ "job_id": id, "state": values })))
 }
 
@@ -1413,7 +1547,7 @@ async fn put_state(
             )));
         }
     }
-    store.replace_job_state(id, &edit.state).await?;
+    store.replace_job_state(id, &edit.state, now_ms()).await?;
     Ok(Json(
         serde_json::json!({ "job_id": id, "state": edit.state }),
     ))
@@ -1474,6 +1608,7 @@ async fn reports(
         "success": total(|day| day.success),
         "failed": total(|day| day.failed),
         "running": total(|day| day.running),
+        "cancelled": total(|day| day.cancelled),
     });
     Ok(Json(serde_json::json!({ "days": days, "totals": totals })))
 }

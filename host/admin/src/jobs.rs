@@ -58,6 +58,10 @@ pub struct JobSpec {
     pub children: Vec<i64>,
     #[serde(default)]
     pub param: String,
+    /// A new instance for every run (`init`, `execute`, `destroy` each
+    /// time) instead of a warm one kept between runs.
+    #[serde(default)]
+    pub fresh_instance: bool,
 }
 
 fn default_group() -> String {
@@ -262,6 +266,7 @@ impl JobSpec {
             module_name,
             module_version,
             alarm_url: self.alarm_url.clone(),
+            fresh_instance: self.fresh_instance,
         };
         Ok((row, schedule))
     }

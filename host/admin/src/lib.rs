@@ -101,7 +101,8 @@ pub async fn start(config: AdminConfig) -> Result<RunningAdmin, AdminError> {
     };
     let mut scheduler_config = config.scheduler.clone();
     scheduler_config.executor_token = config.executor_token.clone();
-    let scheduler = scheduler::Scheduler::new(store, scheduler_config);
+    let receipt_key = store.receipt_key().await?;
+    let scheduler = scheduler::Scheduler::new(store, scheduler_config, receipt_key);
     let listener = tokio::net::TcpListener::bind(config.bind)
         .await
         .map_err(|source| AdminError::Bind {

@@ -24,6 +24,9 @@ pub(crate) struct Metrics {
     runs: Family<OutcomeLabel, Counter>,
     pub(crate) alarms_sent: Counter,
     pub(crate) alarm_failures: Counter,
+    /// Results refused because their receipt did not match the run's
+    /// dispatch (forged, or sent by an executor the run never went to).
+    pub(crate) results_refused: Counter,
 }
 
 impl Metrics {
@@ -37,6 +40,7 @@ impl Metrics {
         let runs = Family::<OutcomeLabel, Counter>::default();
         let alarms_sent = Counter::default();
         let alarm_failures = Counter::default();
+        let results_refused = Counter::default();
         registry.register("fires", "Scheduled fires written as runs", fires.clone());
         registry.register(
             "start_lateness_seconds",
@@ -59,7 +63,13 @@ impl Metrics {
             "Failure alarms no attempt delivered",
             alarm_failures.clone(),
         );
+        registry.register(
+            "results_refused",
+            "Results refused: their receipt does not match the run's dispatch",
+            results_refused.clone(),
+        );
         Metrics {
+            results_refused,
             registry,
             fires,
             lateness,

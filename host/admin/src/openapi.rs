@@ -202,6 +202,20 @@ fn operations() -> Vec<Operation> {
             array_of(schema("Group")),
         ),
         op(
+            "get",
+            "/api/v1/executors",
+            "groups",
+            "Registered executors with their group, last heartbeat and whether they count as alive (operator only)",
+            None,
+            "200",
+            array_of(json!({ "type": "object", "properties": {
+                "group": { "type": "string" },
+                "address": { "type": "string" },
+                "last_beat_ms": { "type": "integer" },
+                "alive": { "type": "boolean" }
+            } })),
+        ),
+        op(
             "put",
             "/api/v1/groups/{name}",
             "groups",
@@ -268,19 +282,35 @@ fn operations() -> Vec<Operation> {
             "post",
             "/api/v1/jobs/{id}/stop",
             "jobs",
-            "Stop firing",
+            "Stop firing; runs waiting to be dispatched (fires written ahead, retries) end as cancelled",
             None,
             "200",
             schema("Job"),
         ),
         op(
             "post",
+            "/api/v1/jobs/{id}/kill",
+            "jobs",
+            "Kill every run of the job: running, queued and held runs on executors are stopped, runs waiting to be dispatched (retries included) end as cancelled",
+            None,
+            "200",
+            json!({ "type": "object", "properties": {
+                "job_id": { "type": "integer" },
+                "cancelled": array_of(json!({ "type": "integer" })),
+                "killed": array_of(json!({ "type": "integer" })),
+                "unreachable": array_of(json!({ "type": "string" }))
+            } }),
+        ),
+        op(
+            "post",
             "/api/v1/jobs/{id}/trigger",
             "jobs",
-            "Run now, with an optional parameter and executor addresses",
-            Some(
-                json!({ "type": "object", "properties": { "param": { "type": "string" }, "addresses": array_of(json!({ "type": "string" })) } }),
-            ),
+            "Run now, with an optional parameter; kind `api` (default) or `manual` (a person, through the CLI or console); addresses (operator only, executors of the job's group only)",
+            Some(json!({ "type": "object", "properties": {
+                "param": { "type": "string" },
+                "addresses": array_of(json!({ "type": "string" })),
+                "kind": { "type": "string", "enum": ["api", "manual"] }
+            } })),
             "202",
             json!({ "type": "object", "properties": { "run_id": { "type": "integer" } } }),
         ),
@@ -330,7 +360,11 @@ fn operations() -> Vec<Operation> {
         Operation {
             query: &[
                 ("job", "integer", "Runs of this job"),
-                ("status", "string", "pending, dispatched, success or failed"),
+                (
+                    "status",
+                    "string",
+                    "pending, dispatched, success, failed or cancelled",
+                ),
                 (
                     "from_ms",
                     "integer",
@@ -490,7 +524,8 @@ fn schemas() -> Value {
                 "retry_interval_ms": integer,
                 "children": array_of(integer.clone()),
                 "param": string,
-                "alarm_url": string
+                "alarm_url": string,
+                "fresh_instance": { "type": "boolean", "description": "a new instance (init, execute, destroy) for every run" }
             }
         },
         "Job": {
@@ -517,7 +552,7 @@ fn schemas() -> Value {
                 "kind": { "type": "string", "enum": ["schedule", "manual", "api", "retry", "parent", "misfire"] },
                 "scheduled_at_ms": integer, "shard_index": integer, "shard_total": integer,
                 "attempt": integer, "param": string,
-                "status": { "type": "string", "enum": ["pending", "dispatched", "success", "failed"] },
+                "status": { "type": "string", "enum": ["pending", "dispatched", "success", "failed", "cancelled"] },
                 "executor": string, "module_digest": string, "outcome": string, "code": integer,
                 "message": string, "created_at_ms": integer, "dispatched_at_ms": integer,
                 "started_at_ms": integer, "finished_at_ms": integer,

@@ -25,7 +25,10 @@ use crate::jobs::{children_of, schedule_of};
 use crate::metrics::Metrics;
 use crate::routing::{Probe, Route, RouteStrategy, Router};
 use crate::schedule::Schedule;
-use crate::store::{DispatchMark, JobRow, NewRun, RunEnd, RunRow, Store, StoreError};
+use crate::store::{
+    DispatchMark, JobRow, JobState, NewRun, RunEnd, RunRow, Store, StoreError,
+    outcome_is_deliberate, status,
+};
 
 /// Timing settings of the scheduler.
 #[derive(Debug, Clone)]
@@ -120,6 +123,21 @@ pub struct Scheduler {
     /// Starts a pre-read pass now (a job was started or changed).
     wake: tokio::sync::Notify,
     metrics: Arc<Metrics>,
+    /// The key run receipts are signed with (shared by the admins of one
+    /// database; see [`Scheduler::receipt`]).
+    receipt_key: Vec<u8>,
+}
+
+/// A run receipt: HMAC-SHA256 under `key` of the run id and the executor
+/// address it was sent to, in hex.
+fn run_receipt(key: &[u8], run_id: u64, address: &str) -> hmac::Hmac<sha2::Sha256> {
+    use hmac::Mac;
+    let mut mac = <hmac::Hmac<sha2::Sha256> as Mac>::new_from_slice(key)
+        .unwrap_or_else(|_| unreachable!("HMAC takes keys of any length"));
+    mac.update(run_id.to_string().as_bytes());
+    mac.update(b"\n");
+    mac.update(address.as_bytes());
+    mac
 }
 
 /// Most dispatch marks written in one transaction.
@@ -246,7 +264,9 @@ fn trigger_kind(kind: &str) -> TriggerKind {
 }
 
 impl Scheduler {
-    pub fn new(store: Store, config: SchedulerConfig) -> Arc<Self> {
+    /// A scheduler over `store`; `receipt_key` signs run receipts (see
+    /// [`Store::receipt_key`]).
+    pub fn new(store: Store, config: SchedulerConfig, receipt_key: Vec<u8>) -> Arc<Self> {
         let http = reqwest::Client::builder()
             .timeout(config.dispatch_timeout)
             .connect_timeout(Duration::from_secs(1))
@@ -266,7 +286,31 @@ impl Scheduler {
             router: Router::default(),
             http,
             config,
+            receipt_key,
         })
+    }
+
+    /// The receipt of `run_id` sent to `address`: the executor returns it
+    /// with the result, and a result without the right one is refused.
+    fn receipt(&self, run_id: u64, address: &str) -> String {
+        use hmac::Mac;
+        hex::encode(
+            run_receipt(&self.receipt_key, run_id, address)
+                .finalize()
+                .into_bytes(),
+        )
+    }
+
+    /// Whether `result` carries the receipt of its run's dispatch to the
+    /// executor it names (compared in constant time).
+    fn receipt_holds(&self, result: &RunResult) -> bool {
+        use hmac::Mac;
+        let Ok(presented) = hex::decode(&result.receipt) else {
+            return false;
+        };
+        run_receipt(&self.receipt_key, result.run_id, &result.executor)
+            .verify_slice(&presented)
+            .is_ok()
     }
 
     pub(crate) fn metrics(&self) -> &Arc<Metrics> {
@@ -362,15 +406,19 @@ impl Scheduler {
             let ended = self
                 .store
                 .finish_run(&RunEnd::failed(run.id, "lost", &message, now))
-                .await?
-                .is_some();
-            if ended {
+                .await?;
+            if let Some(ended) = ended {
                 self.metrics.run_ended("lost");
                 tracing::warn!(run = run.id, "{message}");
-                self.after_failure(&run).await?;
+                self.after_end(&ended, None).await?;
             }
         }
         Ok(())
+    }
+
+    /// Executors that beat since the returned instant are alive now.
+    pub async fn alive_since_now(&self) -> Result<i64, StoreError> {
+        self.alive_since(now_ms()).await
     }
 
     /// Executors that beat since this instant are alive (see
@@ -416,6 +464,17 @@ impl Scheduler {
         let Some(executor) = &run.executor else {
             return Err("the run was not dispatched to an executor".to_owned());
         };
+        self.post(executor, path, body).await
+    }
+
+    /// POSTs `body` to `executor` (an address the admin routed to) with the
+    /// executor token and decodes its answer.
+    async fn post<B: serde::Serialize, R: serde::de::DeserializeOwned>(
+        &self,
+        executor: &str,
+        path: &str,
+        body: &B,
+    ) -> Result<R, String> {
         let response = self
             .http
             .post(format!("{executor}{path}"))
@@ -649,16 +708,16 @@ impl Scheduler {
             self.fail(run, "the job no longer exists").await?;
             return Ok(());
         };
-        if run.kind == "schedule" && !job.enabled {
+        if matches!(run.kind.as_str(), "schedule" | "misfire") && !job.enabled {
             // Written ahead by the pre-read, but the job was stopped since.
-            self.store
-                .finish_run(&RunEnd::failed(
-                    run.id,
-                    "rejected",
-                    "not run: the job was stopped before this fire",
-                    now,
-                ))
-                .await?;
+            let end = RunEnd::cancelled(
+                run.id,
+                "cancelled: the job was stopped before this run was dispatched",
+                now,
+            );
+            if self.store.finish_run(&end).await?.is_some() {
+                self.metrics.run_ended(status::CANCELLED);
+            }
             return Ok(());
         }
         let addresses = match addresses {
@@ -666,15 +725,23 @@ impl Scheduler {
             None => self.live_addresses(&job.group_name, now).await?,
         };
         let strategy: RouteStrategy = job.route.parse().unwrap_or(RouteStrategy::First);
-        let probe = HttpProbe {
-            http: &self.http,
-            token: &self.config.executor_token,
+        let route = if strategy == RouteStrategy::ShardingBroadcast && is_one_shard(run) {
+            // A retry of one shard, or a shard written by an earlier fan-out:
+            // that shard again, on one executor, not a new broadcast.
+            match shard_address(run, &addresses) {
+                Some(address) => Ok(Route::One(address)),
+                None => Err(crate::routing::RouteError::NoAddress),
+            }
+        } else {
+            let probe = HttpProbe {
+                http: &self.http,
+                token: &self.config.executor_token,
+            };
+            self.router
+                .route(strategy, run.job_id as u64, &addresses, &probe)
+                .await
         };
-        let route = match self
-            .router
-            .route(strategy, run.job_id as u64, &addresses, &probe)
-            .await
-        {
+        let route = match route {
             Ok(route) => route,
             Err(error) => {
                 self.fail(run, &format!("trigger failed: {error}")).await?;
@@ -689,6 +756,12 @@ impl Scheduler {
             self.send(&job, &run, &address, &state).await?;
         }
         Ok(())
+    }
+
+    /// The live addresses of `group` now (registered and beating, or the
+    /// operator's list for a MANUAL group): where its runs may go.
+    pub async fn group_addresses_now(&self, group: &str) -> Result<Vec<String>, StoreError> {
+        self.live_addresses(group, now_ms()).await
     }
 
     /// The group's live addresses, from a cache refreshed every second.
@@ -729,6 +802,10 @@ impl Scheduler {
             let mut shard = run.clone();
             shard.shard_index = index as i64;
             shard.shard_total = total;
+            if index == 0 && total > 1 {
+                // Persisted, so that its retries stay shard 0 of n.
+                self.store.set_shard(run.id, 0, total).await?;
+            }
             if index > 0 {
                 shard.id = self
                     .store
@@ -757,7 +834,7 @@ impl Scheduler {
         job: &JobRow,
         run: &RunRow,
         address: &str,
-        state: &std::collections::HashMap<String, String>,
+        state: &JobState,
     ) -> Result<(), StoreError> {
         let command = RunCommand {
             trigger: Trigger {
@@ -785,8 +862,10 @@ impl Scheduler {
                 memory_bytes: job.memory_bytes as u64,
                 ..WireLimits::default()
             },
-            state: state.clone(),
-            fresh_instance: false,
+            state: state.values.clone(),
+            state_revisions: state.revisions.clone(),
+            receipt: self.receipt(run.id as u64, address),
+            fresh_instance: job.fresh_instance,
             start_in_ms: (run.scheduled_at_ms - now_ms()).max(0) as u64,
         };
         let response = self
@@ -859,26 +938,38 @@ impl Scheduler {
             "run not dispatched"
         );
         self.metrics.dispatch_failures.inc();
-        let done = self
+        let ended = self
             .store
             .finish_run(&RunEnd::failed(run.id, "rejected", message, now_ms()))
-            .await?
-            .is_some();
-        if done {
+            .await?;
+        if let Some(ended) = ended {
             self.metrics.run_ended("rejected");
-            self.after_failure(run).await?;
+            self.after_end(&ended, None).await?;
         }
         Ok(())
     }
 
     /// Records results from an executor (idempotent by run id) and acts on
-    /// them: state is committed with a successful result, then children,
-    /// retries and FIX_DELAY follow.
+    /// them: state is committed with a successful result (unless it
+    /// conflicts with a commit the run did not see), then children, retries
+    /// and FIX_DELAY follow. A result whose receipt does not match its run's
+    /// dispatch is refused (logged and counted) and changes nothing.
     pub async fn accept_results(
         self: &Arc<Self>,
         results: Vec<RunResult>,
     ) -> Result<(), StoreError> {
         let now = now_ms();
+        let (results, refused): (Vec<RunResult>, Vec<RunResult>) = results
+            .into_iter()
+            .partition(|result| self.receipt_holds(result));
+        for result in &refused {
+            self.metrics.results_refused.inc();
+            tracing::warn!(
+                run = result.run_id,
+                executor = %result.executor,
+                "result refused: its receipt does not match the run's dispatch"
+            );
+        }
         let ends: Vec<RunEnd> = results
             .into_iter()
             .map(|result| RunEnd {
@@ -893,6 +984,7 @@ impl Scheduler {
                 executor: Some(result.executor),
                 started_at_ms: (result.started_at_ms > 0).then_some(result.started_at_ms),
                 state_changes: result.state_changes,
+                state_base: result.state_base,
                 finished_at_ms: now,
             })
             .collect();
@@ -907,43 +999,66 @@ impl Scheduler {
             let Some(run) = run else {
                 continue;
             };
-            self.metrics.run_ended(&end.outcome);
+            self.metrics
+                .run_ended(run.outcome.as_deref().unwrap_or(&end.outcome));
             if run.kind == "schedule"
                 && let Some(started) = end.started_at_ms
             {
                 let late = (started - run.scheduled_at_ms).max(0) as f64 / 1000.0;
                 self.metrics.lateness.observe(late);
             }
-            let Some(job) = jobs.get(&run.job_id) else {
-                continue;
-            };
-            if end.success {
-                for child in children_of(job) {
-                    if let Err(error) = self.trigger(child, "parent", None, None).await {
-                        tracing::warn!(child, %error, "child job not triggered");
-                    }
-                }
-            } else {
-                self.after_failure(&run).await?;
-            }
-            if let Ok(schedule @ Schedule::FixDelay(_)) = schedule_of(job)
-                && job.enabled
-                && let Some(next) = schedule.after_completion(instant(now_ms()))
-            {
-                self.store
-                    .set_enabled(job.id, true, Some(next.timestamp_millis()), now_ms())
-                    .await?;
+            if let Some(job) = jobs.get(&run.job_id) {
+                self.after_end(&run, Some(job)).await?;
             }
         }
         Ok(())
     }
 
-    /// Retries a failed run if the job's retries allow: a new run linked by
-    /// its attempt number, after the interval doubled per attempt.
-    async fn after_failure(self: &Arc<Self>, run: &RunRow) -> Result<(), StoreError> {
-        let Some(job) = self.store.job(run.job_id).await? else {
-            return Ok(());
+    /// What follows a run's end, whichever way it ended (result, dispatch
+    /// failure, lost): children after a success; a retry after a failure,
+    /// unless the run was ended on purpose (killed, covered, cancelled);
+    /// and for a FIX_DELAY job's scheduled run, the job's next fire, once.
+    async fn after_end(
+        self: &Arc<Self>,
+        run: &RunRow,
+        job: Option<&JobRow>,
+    ) -> Result<(), StoreError> {
+        let read;
+        let job = match job {
+            Some(job) => job,
+            None => match self.store.job(run.job_id).await? {
+                Some(job) => {
+                    read = job;
+                    &read
+                }
+                None => return Ok(()),
+            },
         };
+        if run.status == status::SUCCESS {
+            for child in children_of(job) {
+                if let Err(error) = self.trigger(child, "parent", None, None).await {
+                    tracing::warn!(child, %error, "child job not triggered");
+                }
+            }
+        } else if !run.outcome.as_deref().is_some_and(outcome_is_deliberate) {
+            self.retry(run, job).await?;
+        }
+        if matches!(run.kind.as_str(), "schedule" | "misfire")
+            && let Ok(schedule @ Schedule::FixDelay(_)) = schedule_of(job)
+            && let Some(next) = schedule.after_completion(instant(now_ms()))
+        {
+            self.store
+                .continue_fixed_delay(job.id, next.timestamp_millis(), now_ms())
+                .await?;
+            self.wake();
+        }
+        Ok(())
+    }
+
+    /// Retries a failed run if the job's retries allow: a new run linked by
+    /// its attempt number, after the interval doubled per attempt; the same
+    /// shard (index and total) and parameter.
+    async fn retry(self: &Arc<Self>, run: &RunRow, job: &JobRow) -> Result<(), StoreError> {
         if run.attempt >= job.retry_count {
             return Ok(());
         }
@@ -965,6 +1080,52 @@ impl Scheduler {
             self.clone().dispatch_at(run);
         }
         Ok(())
+    }
+
+    /// Kills a whole job: its runs waiting to be dispatched end as
+    /// cancelled (pending retries included), and every executor that may
+    /// hold one of its runs (running, queued or held until its instant) is
+    /// told to kill them all. Returns the cancelled run ids, the killed
+    /// ones, and the executors that could not be reached.
+    pub async fn kill_job(&self, job: &JobRow) -> Result<JobKill, StoreError> {
+        let now = now_ms();
+        let cancelled = self
+            .store
+            .cancel_waiting_runs(job.id, "cancelled: the job was killed", now)
+            .await?;
+        for _ in &cancelled {
+            self.metrics.run_ended(status::CANCELLED);
+        }
+        let mut executors = self.store.executors_of_running(job.id).await?;
+        // Runs sent ahead whose dispatch is not recorded yet are on one of
+        // the group's executors.
+        executors.extend(self.live_addresses(&job.group_name, now).await?);
+        executors.sort();
+        executors.dedup();
+        let mut killed = Vec::new();
+        let mut unreachable = Vec::new();
+        for executor in executors {
+            let command = cronbox_protocol::KillCommand::Job {
+                job_id: job.id as u64,
+            };
+            match self
+                .post::<_, cronbox_protocol::KillResponse>(
+                    &executor,
+                    executor_paths::KILL,
+                    &command,
+                )
+                .await
+            {
+                Ok(answer) => killed.extend(answer.killed),
+                Err(error) => unreachable.push(error),
+            }
+        }
+        killed.sort_unstable();
+        Ok(JobKill {
+            cancelled,
+            killed,
+            unreachable,
+        })
     }
 
     /// Triggers a job now (manual, API, parent): writes the run, then
@@ -998,11 +1159,28 @@ impl Scheduler {
             .await?;
         if let Some(run) = self.store.run(id).await? {
             // Written with this admin's lease, so no other admin sends it.
-            let scheduler = self.clone();
-            tokio::spawn(async move { scheduler.dispatch_in_pool(&run, None, addresses).await });
+            self.clone().dispatch_now(run, addresses);
         }
         Ok(id)
     }
+
+    /// Dispatches `run` at once in its pool, to `addresses` if given.
+    /// (A plain function: a trigger dispatches, and a dispatch can end a
+    /// run and trigger children, so an async one would contain itself.)
+    fn dispatch_now(self: Arc<Self>, run: RunRow, addresses: Option<Vec<String>>) {
+        tokio::spawn(async move { self.dispatch_in_pool(&run, None, addresses).await });
+    }
+}
+
+/// What a kill of a whole job did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct JobKill {
+    /// Runs that were waiting to be dispatched, now cancelled.
+    pub cancelled: Vec<i64>,
+    /// Runs executors stopped or dropped from their queues.
+    pub killed: Vec<u64>,
+    /// Executors that could not be reached (their runs of the job go on).
+    pub unreachable: Vec<String>,
 }
 
 /// What a dispatch reads before routing: the job (`None` if it was
@@ -1010,7 +1188,25 @@ impl Scheduler {
 #[derive(Debug)]
 struct Prepared {
     job: Option<JobRow>,
-    state: std::collections::HashMap<String, String>,
+    state: JobState,
+}
+
+/// Whether a SHARDING_BROADCAST run stands for one shard (a retry, or a
+/// sibling written by an earlier fan-out) rather than a fresh fire to fan
+/// out.
+fn is_one_shard(run: &RunRow) -> bool {
+    run.attempt > 0 || run.shard_total > 1 || run.shard_index > 0
+}
+
+/// The executor for one shard of a broadcast: the one at the shard's index
+/// among the group's live executors (wrapping around if there are fewer
+/// now), so a retry lands on an executor chosen for that shard.
+fn shard_address(run: &RunRow, addresses: &[String]) -> Option<String> {
+    if addresses.is_empty() {
+        return None;
+    }
+    let index = usize::try_from(run.shard_index).unwrap_or(0) % addresses.len();
+    Some(addresses[index].clone())
 }
 
 /// The runs to write for a due job's fires up to `horizon` and its next
@@ -1134,6 +1330,66 @@ pub fn plan_fires(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn every_second(misfire: &str) -> JobRow {
+        JobRow {
+            id: 1,
+            tenant: "default".into(),
+            group_name: "default".into(),
+            name: "every-second".into(),
+            module_digest: "a".repeat(64),
+            schedule_type: "CRON".into(),
+            schedule_conf: "* * * * * ?".into(),
+            time_zone: "UTC".into(),
+            misfire: misfire.into(),
+            misfire_threshold_ms: 5_000,
+            route: "FIRST".into(),
+            block_strategy: "SERIAL_EXECUTION".into(),
+            max_concurrency: 1,
+            timeout_ms: 1_000,
+            fuel: None,
+            memory_bytes: 1 << 20,
+            retry_count: 0,
+            retry_interval_ms: 0,
+            children: String::new(),
+            param: String::new(),
+            enabled: true,
+            next_fire_at_ms: None,
+            module_name: None,
+            module_version: None,
+            alarm_url: String::new(),
+            fresh_instance: false,
+        }
+    }
+
+    /// The catch-up rule: after a stall shorter than the misfire threshold
+    /// every missed fire runs (late, in order); past the threshold none does
+    /// (DO_NOTHING) or one runs now (FIRE_ONCE_NOW), and the schedule goes
+    /// on from now.
+    #[test]
+    fn missed_fires_catch_up_within_the_threshold_and_misfire_beyond_it() {
+        let now = 1_800_000_000_000; // a whole second
+        let horizon = now + 1_000;
+        for misfire in ["DO_NOTHING", "FIRE_ONCE_NOW"] {
+            let job = every_second(misfire);
+            let schedule = schedule_of(&job).unwrap_or_else(|error| panic!("{error}"));
+            // A 4 s stall: the four missed fires run, then the due ones.
+            let (fires, next) = plan_fires(&job, &schedule, now - 4_000, now, horizon);
+            let expected: Vec<(i64, &str)> = (-4..=1)
+                .map(|second| (now + second * 1_000, "schedule"))
+                .collect();
+            assert_eq!(fires, expected, "{misfire}");
+            assert_eq!(next, Some(now + 2_000));
+            // A 6 s stall is past the 5 s threshold.
+            let (fires, next) = plan_fires(&job, &schedule, now - 6_000, now, horizon);
+            let expected: Vec<(i64, &str)> = match misfire {
+                "DO_NOTHING" => vec![],
+                _ => vec![(now, "misfire")],
+            };
+            assert_eq!(fires, expected, "{misfire}");
+            assert_eq!(next, Some(now + 1_000), "{misfire}: on from now");
+        }
+    }
 
     #[test]
     fn often_slow_jobs_move_to_the_slow_pool_for_the_minute() {

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use cronbox_protocol::StateChanges;
+use cronbox_protocol::{ABSENT_REVISION, StateChanges, StateRevision};
 use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, Row};
 
@@ -98,6 +98,9 @@ pub struct JobRow {
     pub module_version: Option<i64>,
     /// Webhook called when a run fails (empty: no alarm).
     pub alarm_url: String,
+    /// A new instance for every run instead of a warm one (`init` and
+    /// `destroy` around each run).
+    pub fresh_instance: bool,
 }
 
 /// The columns of a job, as a literal for `concat!` (queries stay static).
@@ -106,7 +109,7 @@ macro_rules! job_columns {
         "id, tenant, group_name, name, module_digest, schedule_type, schedule_conf, time_zone, \
          misfire, misfire_threshold_ms, route, block_strategy, max_concurrency, timeout_ms, fuel, \
          memory_bytes, retry_count, retry_interval_ms, children, param, enabled, next_fire_at_ms, \
-         module_name, module_version, alarm_url"
+         module_name, module_version, alarm_url, fresh_instance"
     };
 }
 
@@ -137,6 +140,7 @@ fn job_from_row(row: &AnyRow) -> Result<JobRow, sqlx::Error> {
         module_name: row.try_get("module_name")?,
         module_version: row.try_get("module_version")?,
         alarm_url: row.try_get("alarm_url")?,
+        fresh_instance: row.try_get::<i64, _>("fresh_instance")? != 0,
     })
 }
 
@@ -251,8 +255,12 @@ pub struct RunEnd {
     /// The executor that ran it, when known.
     pub executor: Option<String>,
     pub started_at_ms: Option<i64>,
-    /// Committed only when `success`.
+    /// Committed only when `success`, and only if every key in
+    /// `state_base` is still at the revision the run based it on.
     pub state_changes: StateChanges,
+    /// The revisions the run's reads and writes were based on (empty: not
+    /// checked, as from an executor that predates revisions).
+    pub state_base: std::collections::BTreeMap<String, StateRevision>,
     pub finished_at_ms: i64,
     /// The module that ran, when it differs from the one written (a job
     /// moved to another version between the fire and its dispatch).
@@ -271,6 +279,15 @@ impl RunEnd {
             message: message.to_owned(),
             finished_at_ms: now_ms,
             ..RunEnd::default()
+        }
+    }
+
+    /// A run that will not run: its job was stopped or killed while it
+    /// waited (status `cancelled`: no alarm, no retry).
+    pub fn cancelled(run_id: i64, message: &str, now_ms: i64) -> RunEnd {
+        RunEnd {
+            code: 0,
+            ..RunEnd::failed(run_id, status::CANCELLED, message, now_ms)
         }
     }
 }
@@ -300,6 +317,8 @@ pub struct DailyReport {
     pub failed: i64,
     /// Written and not ended when the report was refreshed.
     pub running: i64,
+    /// Never ran: the job was stopped or killed while they waited.
+    pub cancelled: i64,
 }
 
 /// A new version of a named module, as pushed.
@@ -401,6 +420,34 @@ pub mod status {
     pub const SUCCESS: &str = "success";
     /// Ended in any other way (the outcome says how).
     pub const FAILED: &str = "failed";
+    /// Never ran: its job was stopped or killed while it waited. Not a
+    /// failure: no alarm, no retry, counted apart.
+    pub const CANCELLED: &str = "cancelled";
+}
+
+/// The outcome of a successful run whose state changes conflicted with a
+/// commit it did not see (a failure: alarm and retry apply).
+pub const STATE_CONFLICT: &str = "state_conflict";
+
+/// Outcomes of runs that a person or the system ended on purpose: no
+/// alarm, no retry.
+pub fn outcome_is_deliberate(outcome: &str) -> bool {
+    matches!(outcome, "killed" | "covered" | "cancelled")
+}
+
+/// A job's durable state with the revision of each key (see
+/// [`cronbox_protocol::StateRevision`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JobState {
+    pub values: HashMap<String, String>,
+    pub revisions: HashMap<String, StateRevision>,
+}
+
+impl JobState {
+    fn insert(&mut self, key: String, value: String, revision: StateRevision) {
+        self.revisions.insert(key.clone(), revision);
+        self.values.insert(key, value);
+    }
 }
 
 impl Store {
@@ -509,7 +556,65 @@ impl Store {
         .bind(now_ms)
         .execute(&self.writer)
         .await?;
+        // An executor registering in a group makes it known (AUTO).
+        sqlx::query(
+            "INSERT INTO executor_group (name, address_type, addresses) VALUES ($1, 'AUTO', '') \
+             ON CONFLICT (tenant, name) DO NOTHING",
+        )
+        .bind(group)
+        .execute(&self.writer)
+        .await?;
         Ok(())
+    }
+
+    /// Every registered executor: (group, address, last heartbeat), by
+    /// group and address.
+    pub async fn registered_executors(&self) -> Result<Vec<(String, String, i64)>, StoreError> {
+        Ok(sqlx::query(
+            "SELECT group_name, address, updated_at_ms FROM registry ORDER BY group_name, address",
+        )
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(|row| {
+            Ok((
+                row.try_get("group_name")?,
+                row.try_get("address")?,
+                row.try_get("updated_at_ms")?,
+            ))
+        })
+        .collect::<Result<_, sqlx::Error>>()?)
+    }
+
+    /// Whether executor group `name` is known: configured by the operator
+    /// or registered in by an executor.
+    pub async fn group_exists(&self, name: &str) -> Result<bool, StoreError> {
+        Ok(
+            sqlx::query("SELECT 1 AS known FROM executor_group WHERE name = $1")
+                .bind(name)
+                .fetch_optional(&self.pool)
+                .await?
+                .is_some(),
+        )
+    }
+
+    /// The secret every admin of this database signs run receipts with,
+    /// made by the first admin that asks.
+    pub async fn receipt_key(&self) -> Result<Vec<u8>, StoreError> {
+        let fresh = hex::encode(rand::random::<[u8; 32]>());
+        sqlx::query(
+            "INSERT INTO admin_secret (name, value) VALUES ('run_receipts', $1) \
+             ON CONFLICT (name) DO NOTHING",
+        )
+        .bind(&fresh)
+        .execute(&self.writer)
+        .await?;
+        let stored: String =
+            sqlx::query("SELECT value FROM admin_secret WHERE name = 'run_receipts'")
+                .fetch_one(&self.writer)
+                .await?
+                .try_get("value")?;
+        Ok(stored.into_bytes())
     }
 
     /// Forgets `address` in `group`.
@@ -940,8 +1045,9 @@ impl Store {
              time_zone, misfire, misfire_threshold_ms, route, block_strategy, max_concurrency, \
              timeout_ms, fuel, memory_bytes, retry_count, retry_interval_ms, children, param, \
              enabled, next_fire_at_ms, module_name, module_version, alarm_url, created_at_ms, \
-             updated_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, \
-             $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $25) RETURNING id",
+             updated_at_ms, fresh_instance) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \
+             $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $25, $26) \
+             RETURNING id",
         )
         .bind(&job.tenant)
         .bind(&job.group_name)
@@ -968,6 +1074,7 @@ impl Store {
         .bind(job.module_version)
         .bind(&job.alarm_url)
         .bind(now_ms)
+        .bind(i64::from(job.fresh_instance))
         .fetch_one(&self.writer)
         .await?;
         Ok(row.try_get("id")?)
@@ -988,7 +1095,7 @@ impl Store {
              block_strategy = $10, max_concurrency = $11, timeout_ms = $12, fuel = $13, \
              memory_bytes = $14, retry_count = $15, retry_interval_ms = $16, children = $17, \
              param = $18, next_fire_at_ms = $19, updated_at_ms = $20, module_name = $22, \
-             module_version = $23, alarm_url = $24 WHERE id = $21",
+             module_version = $23, alarm_url = $24, fresh_instance = $25 WHERE id = $21",
         )
         .bind(&job.group_name)
         .bind(&job.name)
@@ -1014,6 +1121,7 @@ impl Store {
         .bind(&job.module_name)
         .bind(job.module_version)
         .bind(&job.alarm_url)
+        .bind(i64::from(job.fresh_instance))
         .execute(&self.writer)
         .await?;
         Ok(done.rows_affected() == 1)
@@ -1079,6 +1187,95 @@ impl Store {
         .execute(&self.writer)
         .await?;
         Ok(done.rows_affected() == 1)
+    }
+
+    /// Stops a job: no next fire, and its fires and retries waiting to be
+    /// dispatched end as cancelled, in one transaction. Returns the ids of
+    /// the cancelled runs, or `None` if there is no such job.
+    pub async fn stop_job(&self, id: i64, now_ms: i64) -> Result<Option<Vec<i64>>, StoreError> {
+        let mut tx = self.writer.begin().await?;
+        let stopped = sqlx::query(
+            "UPDATE job SET enabled = 0, next_fire_at_ms = NULL, updated_at_ms = $1 WHERE id = $2",
+        )
+        .bind(now_ms)
+        .bind(id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if stopped != 1 {
+            return Ok(None);
+        }
+        let cancelled = cancel_waiting(
+            &mut tx,
+            id,
+            Some(&["schedule", "misfire", "retry"]),
+            "cancelled: the job was stopped before this run was dispatched",
+            now_ms,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(Some(cancelled))
+    }
+
+    /// Ends every run of a job that waits to be dispatched, whatever its
+    /// kind, as cancelled (a kill of the whole job); returns their ids.
+    pub async fn cancel_waiting_runs(
+        &self,
+        job_id: i64,
+        message: &str,
+        now_ms: i64,
+    ) -> Result<Vec<i64>, StoreError> {
+        let mut conn = self.writer.acquire().await?;
+        cancel_waiting(&mut conn, job_id, None, message, now_ms).await
+    }
+
+    /// The executors holding dispatched runs of a job.
+    pub async fn executors_of_running(&self, job_id: i64) -> Result<Vec<String>, StoreError> {
+        Ok(sqlx::query(
+            "SELECT DISTINCT executor FROM run WHERE job_id = $1 AND status = $2 \
+             AND executor IS NOT NULL",
+        )
+        .bind(job_id)
+        .bind(status::DISPATCHED)
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(|row| row.get("executor"))
+        .collect())
+    }
+
+    /// Sets the next fire of a FIX_DELAY job whose chain waits for a run to
+    /// end, once: only an enabled FIX_DELAY job without a next fire is
+    /// changed, so the first of several ends (broadcast shards, a restart
+    /// in between) wins and the rest change nothing. True if it was set.
+    pub async fn continue_fixed_delay(
+        &self,
+        job_id: i64,
+        next_fire_at_ms: i64,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        Ok(sqlx::query(
+            "UPDATE job SET next_fire_at_ms = $1, updated_at_ms = $2 WHERE id = $3 \
+             AND enabled = 1 AND schedule_type = 'FIX_DELAY' AND next_fire_at_ms IS NULL",
+        )
+        .bind(next_fire_at_ms)
+        .bind(now_ms)
+        .bind(job_id)
+        .execute(&self.writer)
+        .await?
+        .rows_affected()
+            == 1)
+    }
+
+    /// Records that a broadcast fire became shard `index` of `total`.
+    pub async fn set_shard(&self, run_id: i64, index: i64, total: i64) -> Result<(), StoreError> {
+        sqlx::query("UPDATE run SET shard_index = $1, shard_total = $2 WHERE id = $3")
+            .bind(index)
+            .bind(total)
+            .bind(run_id)
+            .execute(&self.writer)
+            .await?;
+        Ok(())
     }
 
     /// Deletes a job and its durable state (its runs stay as history).
@@ -1424,7 +1621,30 @@ impl Store {
         let mut tx = self.writer.begin().await?;
         let mut ended = vec![None; ends.len()];
         for index in order {
-            let end = &ends[index];
+            let mut end = std::borrow::Cow::Borrowed(&ends[index]);
+            if end.success && !end.state_changes.is_empty() {
+                // Optimistic concurrency: the changes apply only over the
+                // state the run saw. Otherwise the run failed.
+                if let Some((key, based_on, now)) =
+                    state_conflict(&mut tx, end.run_id, &end.state_base).await?
+                {
+                    let conflict = end.to_mut();
+                    conflict.success = false;
+                    conflict.outcome = STATE_CONFLICT.to_owned();
+                    conflict.code = 500;
+                    conflict.message = format!(
+                        "state not committed: key {key:?} changed after this run read it \
+                         (revision {based_on}, now {now}); the run's changes were dropped"
+                    );
+                    conflict.state_changes.clear();
+                }
+            }
+            let end = end.as_ref();
+            let alarm_status = if end.success || outcome_is_deliberate(&end.outcome) {
+                alarm::NONE
+            } else {
+                alarm::DUE
+            };
             let row = sqlx::query(concat!(
                 "UPDATE run SET status = $1, outcome = $2, code = $3, message = $4, log = $5, \
                  executor = COALESCE($6, executor), started_at_ms = $7, finished_at_ms = $8, \
@@ -1434,6 +1654,8 @@ impl Store {
             ))
             .bind(if end.success {
                 status::SUCCESS
+            } else if end.outcome == status::CANCELLED {
+                status::CANCELLED
             } else {
                 status::FAILED
             })
@@ -1447,7 +1669,7 @@ impl Store {
             .bind(end.run_id)
             .bind(status::PENDING)
             .bind(status::DISPATCHED)
-            .bind(if end.success { alarm::NONE } else { alarm::DUE })
+            .bind(alarm_status)
             .bind(end.module_digest.as_deref())
             .fetch_optional(&mut *tx)
             .await?;
@@ -1459,12 +1681,14 @@ impl Store {
                     match value {
                         Some(value) => {
                             sqlx::query(
-                                "INSERT INTO job_state (job_id, key, value) VALUES ($1, $2, $3) \
-                                 ON CONFLICT (job_id, key) DO UPDATE SET value = excluded.value",
+                                "INSERT INTO job_state (job_id, key, value, revision) \
+                                 VALUES ($1, $2, $3, $4) ON CONFLICT (job_id, key) DO UPDATE \
+                                 SET value = excluded.value, revision = excluded.revision",
                             )
                             .bind(run.job_id)
                             .bind(key)
                             .bind(value)
+                            .bind(run.id)
                             .execute(&mut *tx)
                             .await?;
                         }
@@ -1515,17 +1739,16 @@ impl Store {
             .and_then(|row| row.get::<Option<String>, _>("log")))
     }
 
-    /// The durable state of each job among `job_ids` (an empty map for a
-    /// job without state).
-    pub async fn job_states(
-        &self,
-        job_ids: &[i64],
-    ) -> Result<HashMap<i64, HashMap<String, String>>, StoreError> {
-        let mut states: HashMap<i64, HashMap<String, String>> =
-            job_ids.iter().map(|id| (*id, HashMap::new())).collect();
+    /// The durable state of each job among `job_ids` (empty for a job
+    /// without state), with each key's revision.
+    pub async fn job_states(&self, job_ids: &[i64]) -> Result<HashMap<i64, JobState>, StoreError> {
+        let mut states: HashMap<i64, JobState> = job_ids
+            .iter()
+            .map(|id| (*id, JobState::default()))
+            .collect();
         for chunk in job_ids.chunks(IN_LIST_CHUNK) {
             let sql = format!(
-                "SELECT job_id, key, value FROM job_state WHERE job_id IN ({})",
+                "SELECT job_id, key, value, revision FROM job_state WHERE job_id IN ({})",
                 placeholders(chunk.len())
             );
             let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
@@ -1533,20 +1756,24 @@ impl Store {
                 query = query.bind(*id);
             }
             for row in query.fetch_all(&self.pool).await? {
-                states
-                    .entry(row.try_get("job_id")?)
-                    .or_default()
-                    .insert(row.try_get("key")?, row.try_get("value")?);
+                states.entry(row.try_get("job_id")?).or_default().insert(
+                    row.try_get("key")?,
+                    row.try_get("value")?,
+                    row.try_get("revision")?,
+                );
             }
         }
         Ok(states)
     }
 
-    /// Replaces a job's durable state (an operator's edit).
+    /// Replaces a job's durable state (an operator's edit): every key it
+    /// sets gets a new revision, so a run that read the old state cannot
+    /// commit over the edit.
     pub async fn replace_job_state(
         &self,
         job_id: i64,
         state: &HashMap<String, String>,
+        now_ms: i64,
     ) -> Result<(), StoreError> {
         let mut tx = self.writer.begin().await?;
         sqlx::query("DELETE FROM job_state WHERE job_id = $1")
@@ -1554,12 +1781,15 @@ impl Store {
             .execute(&mut *tx)
             .await?;
         for (key, value) in state {
-            sqlx::query("INSERT INTO job_state (job_id, key, value) VALUES ($1, $2, $3)")
-                .bind(job_id)
-                .bind(key)
-                .bind(value)
-                .execute(&mut *tx)
-                .await?;
+            sqlx::query(
+                "INSERT INTO job_state (job_id, key, value, revision) VALUES ($1, $2, $3, $4)",
+            )
+            .bind(job_id)
+            .bind(key)
+            .bind(value)
+            .bind(-now_ms.max(1))
+            .execute(&mut *tx)
+            .await?;
         }
         tx.commit().await?;
         Ok(())
@@ -1657,7 +1887,8 @@ impl Store {
             "SELECT tenant, \
              SUM(CASE WHEN status = $1 THEN 1 ELSE 0 END) AS success, \
              SUM(CASE WHEN status = $2 THEN 1 ELSE 0 END) AS failed, \
-             SUM(CASE WHEN status IN ($3, $4) THEN 1 ELSE 0 END) AS running \
+             SUM(CASE WHEN status IN ($3, $4) THEN 1 ELSE 0 END) AS running, \
+             SUM(CASE WHEN status = $7 THEN 1 ELSE 0 END) AS cancelled \
              FROM run WHERE created_at_ms >= $5 AND created_at_ms < $6 GROUP BY tenant",
         )
         .bind(status::SUCCESS)
@@ -1666,21 +1897,24 @@ impl Store {
         .bind(status::DISPATCHED)
         .bind(from_ms)
         .bind(to_ms)
+        .bind(status::CANCELLED)
         .fetch_all(&self.pool)
         .await?;
         let mut tx = self.writer.begin().await?;
         for row in rows {
             let tenant: String = row.try_get("tenant")?;
             sqlx::query(
-                "INSERT INTO daily_report (tenant, day, success, failed, running) \
-                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (tenant, day) DO UPDATE SET \
-                 success = excluded.success, failed = excluded.failed, running = excluded.running",
+                "INSERT INTO daily_report (tenant, day, success, failed, running, cancelled) \
+                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (tenant, day) DO UPDATE SET \
+                 success = excluded.success, failed = excluded.failed, \
+                 running = excluded.running, cancelled = excluded.cancelled",
             )
             .bind(tenant)
             .bind(day)
             .bind(row.try_get::<i64, _>("success")?)
             .bind(row.try_get::<i64, _>("failed")?)
             .bind(row.try_get::<i64, _>("running")?)
+            .bind(row.try_get::<i64, _>("cancelled")?)
             .execute(&mut *tx)
             .await?;
         }
@@ -1697,7 +1931,7 @@ impl Store {
         to_day: &str,
     ) -> Result<Vec<DailyReport>, StoreError> {
         let rows = sqlx::query(
-            "SELECT day, success, failed, running FROM daily_report \
+            "SELECT day, success, failed, running, cancelled FROM daily_report \
              WHERE tenant = $1 AND day >= $2 AND day <= $3 ORDER BY day",
         )
         .bind(tenant)
@@ -1712,6 +1946,7 @@ impl Store {
                     success: row.try_get("success")?,
                     failed: row.try_get("failed")?,
                     running: row.try_get("running")?,
+                    cancelled: row.try_get("cancelled")?,
                 })
             })
             .collect::<Result<_, sqlx::Error>>()
@@ -1722,10 +1957,11 @@ impl Store {
     /// returns how many.
     pub async fn delete_runs_before(&self, before_ms: i64) -> Result<u64, StoreError> {
         Ok(
-            sqlx::query("DELETE FROM run WHERE created_at_ms < $1 AND status IN ($2, $3)")
+            sqlx::query("DELETE FROM run WHERE created_at_ms < $1 AND status IN ($2, $3, $4)")
                 .bind(before_ms)
                 .bind(status::SUCCESS)
                 .bind(status::FAILED)
+                .bind(status::CANCELLED)
                 .execute(&self.writer)
                 .await?
                 .rows_affected(),
@@ -1741,17 +1977,13 @@ impl Store {
             .rows_affected())
     }
 
-    /// A job's durable state.
-    pub async fn job_state(&self, job_id: i64) -> Result<HashMap<String, String>, StoreError> {
-        Ok(
-            sqlx::query("SELECT key, value FROM job_state WHERE job_id = $1")
-                .bind(job_id)
-                .fetch_all(&self.pool)
-                .await?
-                .iter()
-                .map(|row| (row.get("key"), row.get("value")))
-                .collect(),
-        )
+    /// A job's durable state, with each key's revision.
+    pub async fn job_state(&self, job_id: i64) -> Result<JobState, StoreError> {
+        Ok(self
+            .job_states(&[job_id])
+            .await?
+            .remove(&job_id)
+            .unwrap_or_default())
     }
 }
 
@@ -1766,6 +1998,74 @@ fn placeholders(count: usize) -> String {
         .map(|n| format!("${n}"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// Ends the pending runs of `job_id` (of `kinds`, or all) as cancelled: no
+/// alarm, no retry. Returns their ids.
+async fn cancel_waiting(
+    conn: &mut sqlx::AnyConnection,
+    job_id: i64,
+    kinds: Option<&[&str]>,
+    message: &str,
+    now_ms: i64,
+) -> Result<Vec<i64>, StoreError> {
+    let kinds_clause = match kinds {
+        Some(kinds) => format!(
+            " AND kind IN ({})",
+            (0..kinds.len())
+                .map(|n| format!("${}", n + 6))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        None => String::new(),
+    };
+    let sql = format!(
+        "UPDATE run SET status = $1, outcome = $1, code = 0, message = $2, finished_at_ms = $3, \
+         alarm_status = $4 WHERE job_id = $5 AND status = 'pending'{kinds_clause} RETURNING id"
+    );
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(status::CANCELLED)
+        .bind(message)
+        .bind(now_ms)
+        .bind(alarm::NONE)
+        .bind(job_id);
+    for kind in kinds.unwrap_or_default() {
+        query = query.bind(*kind);
+    }
+    let mut ids: Vec<i64> = query
+        .fetch_all(&mut *conn)
+        .await?
+        .iter()
+        .map(|row| row.try_get("id"))
+        .collect::<Result<_, _>>()?;
+    ids.sort_unstable();
+    Ok(ids)
+}
+
+/// The first key of `base` whose revision in job `run_id`'s state is no
+/// longer the one the run based its view on: (key, the run's base, now).
+async fn state_conflict(
+    conn: &mut sqlx::AnyConnection,
+    run_id: i64,
+    base: &std::collections::BTreeMap<String, StateRevision>,
+) -> Result<Option<(String, StateRevision, StateRevision)>, StoreError> {
+    for (key, based_on) in base {
+        let current: StateRevision = sqlx::query(
+            "SELECT revision FROM job_state WHERE key = $2 \
+             AND job_id = (SELECT job_id FROM run WHERE id = $1)",
+        )
+        .bind(run_id)
+        .bind(key)
+        .fetch_optional(&mut *conn)
+        .await?
+        .map(|row| row.try_get("revision"))
+        .transpose()?
+        .unwrap_or(ABSENT_REVISION);
+        if current != *based_on {
+            return Ok(Some((key.clone(), *based_on, current)));
+        }
+    }
+    Ok(None)
 }
 
 async fn insert_run(

@@ -36,6 +36,7 @@ fn job() -> JobRow {
         module_name: None,
         module_version: None,
         alarm_url: String::new(),
+        fresh_instance: false,
     }
 }
 
@@ -114,6 +115,7 @@ async fn guarantees(store: &Store) {
         executor: Some("http://e1".into()),
         started_at_ms: Some(25),
         state_changes: changes,
+        state_base: [("count".to_owned(), cronbox_protocol::ABSENT_REVISION)].into(),
         finished_at_ms: 30,
         module_digest: None,
     };
@@ -138,6 +140,12 @@ async fn guarantees(store: &Store) {
     };
     assert!(store.finish_run(&failed).await.unwrap().is_some());
     let state = store.job_state(id).await.unwrap();
+    assert_eq!(
+        state.revisions.get("count"),
+        Some(&run),
+        "a committed key's revision is the run that wrote it"
+    );
+    let state = state.values;
     assert_eq!(
         state.get("count").map(String::as_str),
         Some("1"),
@@ -233,8 +241,14 @@ async fn guarantees(store: &Store) {
     // An operator's edit replaces the state.
     let mut edited = HashMap::new();
     edited.insert("other".to_owned(), "x".to_owned());
-    store.replace_job_state(id, &edited).await.unwrap();
-    assert_eq!(store.job_state(id).await.unwrap(), edited);
+    store.replace_job_state(id, &edited, 500).await.unwrap();
+    let state = store.job_state(id).await.unwrap();
+    assert_eq!(state.values, edited);
+    assert_eq!(
+        state.revisions.get("other"),
+        Some(&-500),
+        "an operator's edit is a revision of its own"
+    );
 
     // Module versions: numbered per name, the same content twice is one
     // version, followers move, the newest `keep` stay (and pinned ones).
@@ -367,8 +381,126 @@ async fn guarantees(store: &Store) {
     assert_eq!(store.delete_runs_before(i64::MAX).await.unwrap(), 3);
     assert!(store.delete_job(id).await.unwrap());
     assert!(store.job(id).await.unwrap().is_none());
-    assert!(store.job_state(id).await.unwrap().is_empty());
+    assert!(store.job_state(id).await.unwrap().values.is_empty());
     assert!(!store.delete_job(id).await.unwrap());
+}
+
+/// Two runs of one job that read the same state: the first commit wins,
+/// the second is refused as a conflict (nothing of it applied), and stop
+/// and kill cancel what waits.
+async fn state_conflicts_and_cancellation(store: &Store) {
+    let id = store.insert_job(&job(), 0).await.unwrap();
+    let first = store.insert_run(&fire(id, 10_000), 1).await.unwrap();
+    let second = store.insert_run(&fire(id, 11_000), 1).await.unwrap();
+    let success = |run: i64, value: &str, base: i64| RunEnd {
+        run_id: run,
+        success: true,
+        outcome: "success".into(),
+        code: 200,
+        state_changes: [("count".to_owned(), Some(value.to_owned()))].into(),
+        state_base: [("count".to_owned(), base)].into(),
+        ..RunEnd::failed(run, "success", "ok", 20)
+    };
+    let absent = cronbox_protocol::ABSENT_REVISION;
+    let ended = store
+        .finish_run(&success(first, "1", absent))
+        .await
+        .unwrap();
+    assert_eq!(ended.unwrap().status, status::SUCCESS);
+    // The second read `count` when it did not exist: its commit would
+    // overwrite the first's write without having seen it.
+    let ended = store
+        .finish_run(&success(second, "1", absent))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(ended.status, status::FAILED);
+    assert_eq!(ended.outcome.as_deref(), Some("state_conflict"));
+    assert!(
+        ended.message.as_deref().unwrap_or("").contains("count"),
+        "{:?}",
+        ended.message
+    );
+    assert_eq!(ended.alarm_status, "due", "a conflict is a failure");
+    let state = store.job_state(id).await.unwrap();
+    assert_eq!(state.revisions.get("count"), Some(&first));
+    // A run based on the first's commit commits.
+    let third = store.insert_run(&fire(id, 12_000), 1).await.unwrap();
+    let ended = store.finish_run(&success(third, "2", first)).await.unwrap();
+    assert_eq!(ended.unwrap().status, status::SUCCESS);
+    assert_eq!(
+        store.job_state(id).await.unwrap().values.get("count"),
+        Some(&"2".to_owned())
+    );
+
+    // Stopping cancels the fires and retries waiting; a manual run stays.
+    let fire_ahead = store.insert_run(&fire(id, 20_000), 1).await.unwrap();
+    let retry = store
+        .insert_run(
+            &NewRun {
+                kind: "retry",
+                attempt: 1,
+                ..fire(id, 21_000)
+            },
+            1,
+        )
+        .await
+        .unwrap();
+    let manual = store
+        .insert_run(
+            &NewRun {
+                kind: "manual",
+                ..fire(id, 22_000)
+            },
+            1,
+        )
+        .await
+        .unwrap();
+    let cancelled = store.stop_job(id, 30).await.unwrap().unwrap();
+    assert_eq!(cancelled, [fire_ahead, retry]);
+    let run = store.run(fire_ahead).await.unwrap().unwrap();
+    assert_eq!(
+        (run.status.as_str(), run.alarm_status.as_str()),
+        (status::CANCELLED, "none")
+    );
+    assert_eq!(
+        store.run(manual).await.unwrap().unwrap().status,
+        status::PENDING
+    );
+    // A kill of the whole job cancels every kind.
+    let killed = store.cancel_waiting_runs(id, "killed", 40).await.unwrap();
+    assert_eq!(killed, [manual]);
+    // Daily reports count cancelled runs apart from failures.
+    store
+        .refresh_daily_report("1970-01-01", 0, 86_400_000)
+        .await
+        .unwrap();
+    let report = store
+        .daily_reports("default", "1970-01-01", "1970-01-01")
+        .await
+        .unwrap();
+    assert_eq!(
+        report
+            .iter()
+            .map(|day| (day.success, day.failed, day.cancelled))
+            .collect::<Vec<_>>(),
+        [(2, 1, 3)]
+    );
+    assert_eq!(store.stop_job(id + 1000, 50).await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn sqlite_state_commits_conflict_and_stops_cancel() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_sqlite(dir.path()).await.unwrap();
+    state_conflicts_and_cancellation(&store).await;
+}
+
+#[tokio::test]
+async fn postgres_state_commits_conflict_and_stops_cancel() {
+    let server = PostgresServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    state_conflicts_and_cancellation(&store).await;
 }
 
 #[tokio::test]

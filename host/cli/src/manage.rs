@@ -143,6 +143,10 @@ struct JobDefinition {
     /// Timeout of a run, in milliseconds.
     #[arg(long)]
     timeout_ms: Option<i64>,
+    /// A new instance for every run (init, execute, destroy each time)
+    /// instead of a warm one.
+    #[arg(long)]
+    fresh_instance: bool,
 }
 
 impl JobDefinition {
@@ -181,6 +185,9 @@ impl JobDefinition {
         if let Some(timeout) = self.timeout_ms {
             set("timeout_ms", timeout.into());
         }
+        if self.fresh_instance {
+            set("fresh_instance", true.into());
+        }
         Ok(job)
     }
 }
@@ -215,7 +222,8 @@ enum JobCommand {
         /// Parameter for this run (default: the job's).
         #[arg(long)]
         param: Option<String>,
-        /// Executor address for this run (repeatable).
+        /// Executor address for this run (repeatable; operator only, and
+        /// only executors of the job's group).
         #[arg(long = "address")]
         addresses: Vec<String>,
     },
@@ -234,7 +242,7 @@ pub struct RunsArgs {
     /// Runs of this job.
     #[arg(long)]
     job: Option<i64>,
-    /// pending, dispatched, success or failed.
+    /// pending, dispatched, success, failed or cancelled.
     #[arg(long)]
     status: Option<String>,
     /// How many.
@@ -256,13 +264,21 @@ pub struct LogsArgs {
     follow: bool,
 }
 
-/// Kill a running run.
+/// Kill a running run, or every run of a job.
 #[derive(Debug, Args)]
-#[command(after_help = "Example:\n  cronbox kill 42")]
+#[command(after_help = "Examples:
+  cronbox kill 42          the run 42
+  cronbox kill --job 3     job 3's running, queued and held runs, and its
+                           runs waiting to be dispatched (retries included)")]
 pub struct KillArgs {
     #[command(flatten)]
     connection: Connection,
-    run: i64,
+    /// The run to kill.
+    #[arg(required_unless_present = "job", conflicts_with = "job")]
+    run: Option<i64>,
+    /// Kill every run of this job instead.
+    #[arg(long)]
+    job: Option<i64>,
 }
 
 /// Print a job's durable state.
@@ -571,7 +587,9 @@ pub fn job(args: JobArgs) -> anyhow::Result<()> {
                 param,
                 addresses,
             } => {
-                let mut body = json!({});
+                // A person at the CLI: the run's kind is `manual` (a
+                // program calling the API gets `api`).
+                let mut body = json!({ "kind": "manual" });
                 if let Some(param) = param {
                     body["param"] = param.into();
                 }
@@ -697,15 +715,35 @@ pub fn logs(args: LogsArgs) -> anyhow::Result<()> {
 pub fn kill(args: KillArgs) -> anyhow::Result<()> {
     let (client, json, runtime) = args.connection.open()?;
     runtime.block_on(async move {
+        if let Some(job) = args.job {
+            let answer = client
+                .post(&format!("/api/v1/jobs/{job}/kill"), &Value::Null)
+                .await?;
+            if json {
+                print_json(&answer);
+                return Ok(());
+            }
+            let count = |key: &str| answer[key].as_array().map_or(0, Vec::len);
+            outln!(
+                "job {job}: {} runs killed, {} waiting runs cancelled",
+                count("killed"),
+                count("cancelled")
+            );
+            for executor in list(&answer["unreachable"]) {
+                outln!("  not reached: {}", cell(&executor));
+            }
+            return Ok(());
+        }
+        let run = args.run.context("name a run, or --job")?;
         let answer = client
-            .post(&format!("/api/v1/runs/{}/kill", args.run), &Value::Null)
+            .post(&format!("/api/v1/runs/{run}/kill"), &Value::Null)
             .await?;
         if json {
             print_json(&answer);
         } else if answer["killed"] == true {
-            outln!("run {} killed", args.run);
+            outln!("run {run} killed");
         } else {
-            bail!("run {} was not running on its executor any more", args.run);
+            bail!("run {run} was not running on its executor any more");
         }
         Ok(())
     })

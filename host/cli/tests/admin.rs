@@ -303,7 +303,7 @@ async fn fixed_rate_fixed_delay_one_shot_and_manual_triggers() {
     let run = cluster.trigger(none, json!({ "param": "given" })).await;
     let run = cluster.run(run).await;
     assert_eq!(run["message"], "hello, given");
-    assert_eq!(run["kind"], "manual");
+    assert_eq!(run["kind"], "api", "triggered through the API");
     let run = cluster.trigger(none, json!({})).await;
     assert_eq!(cluster.run(run).await["message"], "hello, stored");
 
@@ -481,7 +481,7 @@ async fn state_commits_on_success_only_and_retries_and_children_follow_results()
     let runs = cluster.wait_runs(retried, 3).await;
     assert_eq!(runs.len(), 3, "{runs:?}");
     let kinds: Vec<&str> = runs.iter().map(|r| r["kind"].as_str().unwrap()).collect();
-    assert_eq!(kinds, ["manual", "retry", "retry"]);
+    assert_eq!(kinds, ["api", "retry", "retry"]);
     let attempts: Vec<i64> = runs
         .iter()
         .map(|r| r["attempt"].as_i64().unwrap())
@@ -1110,7 +1110,27 @@ async fn a_manual_group_routes_to_its_listed_addresses() {
     let (_, groups) = cluster
         .call(reqwest::Method::GET, "/api/v1/groups", None)
         .await;
-    assert_eq!(groups[0]["name"], "pinned");
+    // `default` always exists; `elsewhere` since an executor registered in
+    // it; `pinned` as configured.
+    let names: Vec<(&str, &str)> = groups
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            (
+                g["name"].as_str().unwrap(),
+                g["address_type"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("default", "AUTO"),
+            ("elsewhere", "AUTO"),
+            ("pinned", "MANUAL")
+        ]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

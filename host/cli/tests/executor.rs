@@ -69,6 +69,8 @@ async fn send_run(http: &reqwest::Client, bind: SocketAddr, run_id: u64, digest:
         max_concurrency: 1,
         limits: Default::default(),
         state: Default::default(),
+        state_revisions: Default::default(),
+        receipt: String::new(),
         fresh_instance: false,
         start_in_ms: 0,
     };

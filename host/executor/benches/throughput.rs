@@ -128,6 +128,8 @@ fn command(job: u64, run: u64, digest: &str, sent_ms: i64) -> RunCommand {
         max_concurrency: 1,
         limits: Default::default(),
         state: Default::default(),
+        state_revisions: Default::default(),
+        receipt: String::new(),
         fresh_instance: false,
         start_in_ms: 0,
     }

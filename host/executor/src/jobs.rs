@@ -8,14 +8,14 @@
 //! between runs, and removes the job from the table (retiring its workers,
 //! which calls the guests' `destroy`) after `idle_retire` without work.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use cronbox_protocol::{
-    BlockStrategy, IdleBeatResponse, KillCommand, LogQuery, LogResponse, Outcome, RunCommand,
-    RunResponse, RunResult, StateChanges,
+    ABSENT_REVISION, BlockStrategy, IdleBeatResponse, KillCommand, LogQuery, LogResponse, Outcome,
+    RunCommand, RunResponse, RunResult, StateChanges, StateRevision,
 };
 use cronbox_runtime::{
     InstanceMode, JobWorker, RunHandle, RunLimits, RunReport, RunRequest, Runtime,
@@ -81,10 +81,37 @@ struct JobEntry {
     limit: usize,
     wake: Arc<Notify>,
     /// State changes of this job's successful runs here, newest last, with
-    /// when they finished: a trigger's state snapshot was read by the admin
-    /// before it was sent, so changes from runs that finished after it
-    /// arrived are laid over it when it starts.
-    recent_changes: VecDeque<(Instant, StateChanges)>,
+    /// when they finished and which run made them: a trigger's state
+    /// snapshot was read by the admin before it was sent, so changes from
+    /// runs that finished after it arrived are laid over it when it starts
+    /// (and the keys they wrote count as at that run's revision).
+    recent_changes: VecDeque<(Instant, u64, StateChanges)>,
+}
+
+/// A run's view of its job's state when it starts: values, and the
+/// revision each key is at in that view.
+struct StartState {
+    values: Arc<HashMap<String, String>>,
+    revisions: HashMap<String, StateRevision>,
+}
+
+impl StartState {
+    /// The revisions the run's reads and writes were based on: what the
+    /// admin checks before committing its changes.
+    fn base_of(&self, report: &RunReport) -> BTreeMap<String, StateRevision> {
+        if report.state_changes.is_empty() {
+            return BTreeMap::new();
+        }
+        report
+            .state_reads
+            .iter()
+            .chain(report.state_changes.keys())
+            .map(|key| {
+                let revision = self.revisions.get(key).copied();
+                (key.clone(), revision.unwrap_or(ABSENT_REVISION))
+            })
+            .collect()
+    }
 }
 
 /// How long, and how many, change sets a job keeps for later snapshots.
@@ -98,32 +125,41 @@ struct Pending {
 }
 
 impl JobEntry {
-    /// `snapshot` with the changes of runs that finished after `received`.
-    fn current_state(
-        &self,
-        snapshot: &HashMap<String, String>,
-        received: Instant,
-    ) -> HashMap<String, String> {
-        let mut state = snapshot.clone();
-        for (_, changes) in self.recent_changes.iter().filter(|(at, _)| *at > received) {
+    /// The command's snapshot with the changes of runs that finished here
+    /// after `received`.
+    fn current_state(&self, command: &RunCommand, received: Instant) -> StartState {
+        let mut values = command.state.clone();
+        let mut revisions = command.state_revisions.clone();
+        let later = self.recent_changes.iter().filter(|(at, ..)| *at > received);
+        for (_, run_id, changes) in later {
             for (key, value) in changes {
                 match value {
-                    Some(value) => state.insert(key.clone(), value.clone()),
-                    None => state.remove(key),
-                };
+                    Some(value) => {
+                        values.insert(key.clone(), value.clone());
+                        revisions.insert(key.clone(), *run_id as StateRevision);
+                    }
+                    None => {
+                        values.remove(key);
+                        revisions.remove(key);
+                    }
+                }
             }
         }
-        state
+        StartState {
+            values: Arc::new(values),
+            revisions,
+        }
     }
 
-    fn remember_changes(&mut self, changes: &StateChanges) {
+    fn remember_changes(&mut self, run_id: u64, changes: &StateChanges) {
         let now = Instant::now();
-        self.recent_changes.push_back((now, changes.clone()));
+        self.recent_changes
+            .push_back((now, run_id, changes.clone()));
         while self.recent_changes.len() > RECENT_CHANGES_MAX
             || self
                 .recent_changes
                 .front()
-                .is_some_and(|(at, _)| now.duration_since(*at) > RECENT_CHANGES_FOR)
+                .is_some_and(|(at, ..)| now.duration_since(*at) > RECENT_CHANGES_FOR)
         {
             self.recent_changes.pop_front();
         }
@@ -160,12 +196,16 @@ impl Shared {
             log: Vec::new(),
             log_truncated: false,
             state_changes: Default::default(),
+            state_base: Default::default(),
             executor: self.address.clone(),
+            receipt: pending.command.receipt,
         });
     }
 
-    fn report_finished(&self, command: &RunCommand, report: RunReport) {
+    fn report_finished(&self, command: &RunCommand, report: RunReport, start: &StartState) {
         let result = RunResult {
+            state_base: start.base_of(&report),
+            receipt: command.receipt.clone(),
             run_id: command.trigger.run_id,
             job_id: command.trigger.job_id,
             code: report.outcome.code(),
@@ -699,14 +739,17 @@ async fn run_one(shared: Arc<Shared>, mut worker: JobWorker, pending: Pending) -
         ..RunLimits::default()
     };
     let job_id = command.trigger.job_id;
-    let state = shared.lock().jobs.get(&job_id).map_or_else(
-        || command.state.clone(),
-        |entry| entry.current_state(&command.state, received),
+    let start = shared.lock().jobs.get(&job_id).map_or_else(
+        || StartState {
+            values: Arc::new(command.state.clone()),
+            revisions: command.state_revisions.clone(),
+        },
+        |entry| entry.current_state(&command, received),
     );
     let request = RunRequest {
         trigger: command.trigger.clone(),
         limits,
-        state: Arc::new(state),
+        state: start.values.clone(),
     };
     let report = worker.run(request, &handle).await;
     let run_id = command.trigger.run_id;
@@ -715,13 +758,13 @@ async fn run_one(shared: Arc<Shared>, mut worker: JobWorker, pending: Pending) -
         if let Some(entry) = table.jobs.get_mut(&job_id) {
             entry.running.remove(&run_id);
             if report.outcome.is_success() && !report.state_changes.is_empty() {
-                entry.remember_changes(&report.state_changes);
+                entry.remember_changes(run_id, &report.state_changes);
             }
         }
         table.active.remove(&run_id);
         table.remember_finished(run_id, handle, shared.retained_finished_runs);
     }
     shared.metrics.running.dec();
-    shared.report_finished(&command, report);
+    shared.report_finished(&command, report, &start);
     worker
 }

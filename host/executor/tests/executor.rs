@@ -60,6 +60,8 @@ fn command(job_id: u64, run_id: u64, digest: &str, param: &str) -> RunCommand {
         max_concurrency: 1,
         limits: WireLimits::default(),
         state: Default::default(),
+        state_revisions: Default::default(),
+        receipt: String::new(),
         fresh_instance: false,
         start_in_ms: 0,
     }

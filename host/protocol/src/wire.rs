@@ -6,7 +6,7 @@
 //! JSON shape of our own, so that a compatibility adapter for legacy xxl-job
 //! executors stays thin. Every request carries `Authorization: Bearer TOKEN`.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
@@ -114,6 +114,16 @@ pub struct RunCommand {
     /// The job's durable state before the run.
     #[serde(default)]
     pub state: HashMap<String, String>,
+    /// The revision of each key of `state` (see [`StateRevision`]); the
+    /// result names the revisions its reads and writes were based on, so
+    /// that the admin can refuse a commit that would overwrite a change
+    /// the run never saw.
+    #[serde(default)]
+    pub state_revisions: HashMap<String, StateRevision>,
+    /// Proof that the admin sent this run to this executor: returned
+    /// unchanged in the run's result, which the admin refuses without it.
+    #[serde(default)]
+    pub receipt: String,
     /// A new instance for this run instead of a warm one.
     #[serde(default)]
     pub fresh_instance: bool,
@@ -231,9 +241,25 @@ pub struct RunResult {
     /// State writes; non-empty only when the run succeeded.
     #[serde(default)]
     pub state_changes: StateChanges,
+    /// For each key the run read or wrote, the revision its view of that
+    /// key was based on ([`ABSENT_REVISION`] for a key it saw
+    /// missing); sent with a non-empty change set.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub state_base: BTreeMap<String, StateRevision>,
     /// The executor's advertised address.
     pub executor: String,
+    /// The [`RunCommand::receipt`] of the run.
+    #[serde(default)]
+    pub receipt: String,
 }
+
+/// The revision of a key of a job's durable state: the id of the run whose
+/// commit last wrote it, a negative number for an operator's edit, and
+/// [`ABSENT_REVISION`] for a key that does not exist.
+pub type StateRevision = i64;
+
+/// The revision of a key that does not exist.
+pub const ABSENT_REVISION: StateRevision = 0;
 
 /// `callback`: results, batched.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -1,7 +1,7 @@
 //! What a guest's store holds and the host side of the `cronbox:job/context`
 //! interface: the current trigger, durable state, logging, resource limits.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -108,7 +108,7 @@ impl wit::Host for HostState {
     }
 
     fn get(&mut self, key: String) -> wasmtime::Result<Option<String>> {
-        Ok(self.run.state.get(&key))
+        Ok(self.run.state.read(&key))
     }
 
     fn set(&mut self, key: String, value: String) -> wasmtime::Result<Result<(), wit::StateError>> {
@@ -134,10 +134,12 @@ impl wit::Host for HostState {
 }
 
 /// A job's durable state as one run sees it: the snapshot it was given plus
-/// its own writes, which become the run's change set.
+/// its own writes, which become the run's change set. The keys it read are
+/// remembered, so that a commit can be checked against what the run saw.
 pub(crate) struct StateView {
     snapshot: Arc<HashMap<String, String>>,
     changes: StateChanges,
+    reads: BTreeSet<String>,
     limits: StateLimits,
     total_bytes: u64,
 }
@@ -152,9 +154,18 @@ impl StateView {
         StateView {
             snapshot,
             changes: StateChanges::new(),
+            reads: BTreeSet::new(),
             limits,
             total_bytes,
         }
+    }
+
+    /// The guest's `get`: the value, remembering that the run read it.
+    fn read(&mut self, key: &str) -> Option<String> {
+        if !self.changes.contains_key(key) && !self.reads.contains(key) {
+            self.reads.insert(key.to_owned());
+        }
+        self.get(key)
     }
 
     fn get(&self, key: &str) -> Option<String> {
@@ -196,8 +207,9 @@ impl StateView {
         self.limits
     }
 
-    pub(crate) fn into_changes(self) -> StateChanges {
-        self.changes
+    /// The run's change set, and the keys it read from its snapshot.
+    pub(crate) fn into_changes(self) -> (StateChanges, BTreeSet<String>) {
+        (self.changes, self.reads)
     }
 }
 
@@ -295,7 +307,8 @@ mod tests {
         state.remove("tmp".into());
         assert_eq!(state.get("a").as_deref(), Some("10"));
         assert_eq!(state.get("b"), None);
-        let changes = state.into_changes();
+        let (changes, reads) = state.into_changes();
+        assert!(reads.is_empty(), "nothing was read through the guest's get");
         let expected: StateChanges = [
             ("a".to_string(), Some("10".to_string())),
             ("b".to_string(), None),
@@ -304,6 +317,20 @@ mod tests {
         .into_iter()
         .collect();
         assert_eq!(changes, expected);
+    }
+
+    #[test]
+    fn keys_read_from_the_snapshot_are_remembered() {
+        let mut state = view(&[("a", "1"), ("b", "2")], StateLimits::default());
+        assert_eq!(state.read("a").as_deref(), Some("1"));
+        assert_eq!(state.read("missing"), None);
+        state.set("b".into(), "3".into()).unwrap();
+        // Read after its own write: the run saw its own value, not the
+        // snapshot's.
+        assert_eq!(state.read("b").as_deref(), Some("3"));
+        let (_, reads) = state.into_changes();
+        let expected: BTreeSet<String> = ["a".to_string(), "missing".to_string()].into();
+        assert_eq!(reads, expected);
     }
 
     #[test]
@@ -333,6 +360,6 @@ mod tests {
         ));
         // Replacing the value of k frees its old bytes first.
         state.set("k".into(), "12345678".into()).unwrap();
-        assert!(state.into_changes().contains_key("k"));
+        assert!(state.into_changes().0.contains_key("k"));
     }
 }

@@ -58,6 +58,9 @@ pub struct RunReport {
     /// The run's state writes. Empty unless the run succeeded: only a
     /// successful run's changes may be committed.
     pub state_changes: StateChanges,
+    /// The keys the run read from its state snapshot (those it wrote first
+    /// excluded). Empty unless the run succeeded.
+    pub state_reads: std::collections::BTreeSet<String>,
     /// The sha256 digest of the module that ran.
     pub module_digest: String,
     /// Whether this run created its instance (and ran `init`).

@@ -127,6 +127,7 @@ impl JobWorker {
             log: Vec::new(),
             log_truncated: false,
             state_changes: StateChanges::new(),
+            state_reads: Default::default(),
             module_digest: self.module.digest().to_owned(),
             new_instance: false,
         };
@@ -151,6 +152,7 @@ impl JobWorker {
 
         if !report.outcome.is_success() {
             report.state_changes.clear();
+            report.state_reads.clear();
         }
         handle.log().finish();
         report.log = handle.log().lines();
@@ -212,7 +214,7 @@ impl JobWorker {
             &mut data.run.state,
             StateView::new(Default::default(), self.runtime.config().state_limits),
         );
-        report.state_changes = state.into_changes();
+        (report.state_changes, report.state_reads) = state.into_changes();
 
         match self.mode {
             InstanceMode::Warm => self.instance = Some(instance),

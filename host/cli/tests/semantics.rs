@@ -1,0 +1,757 @@
+//! Isolation and scheduling semantics through the path a user takes:
+//! `cronbox admin` and `cronbox executor` as real processes on loopback
+//! (each binds port 0 and says where it listens), driven through the HTTP
+//! API and the CLI, with real example jobs and a real SQLite file.
+//!
+//! - the executor token never goes to an address a tenant names, and a
+//!   forged result is refused;
+//! - a SHARDING_BROADCAST retry reruns its shard only;
+//! - FIX_DELAY carries on through failed dispatches, with one chain;
+//! - stopping a job cancels what waits, without alarms;
+//! - two executors writing one key lose no update;
+//! - unknown groups are refused; edits keep a FIX_RATE phase;
+//! - kill of a whole job; `api` and `manual` kinds; fresh instances.
+#![allow(clippy::unwrap_used)] // in tests a failed unwrap is a failed test
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use reqwest::Method;
+use serde_json::{Value, json};
+use support::{Process, cronbox_listening};
+
+const API_TOKEN: &str = "api-token";
+const EXEC_TOKEN: &str = "exec-token";
+const WAIT: Duration = Duration::from_secs(30);
+
+/// An admin process and its executor processes.
+struct Stack {
+    admin: String,
+    executors: Vec<(Process, String)>,
+    _admin_process: Process,
+    data: tempfile::TempDir,
+    http: reqwest::Client,
+}
+
+impl Stack {
+    /// An admin and `executors` executors in group `default`.
+    async fn start(executors: usize) -> Stack {
+        let data = tempfile::tempdir().unwrap();
+        let admin_dir = data.path().join("admin");
+        let (admin_process, admin) = cronbox_listening(
+            &[
+                "admin",
+                "--bind",
+                "127.0.0.1:0",
+                "--token",
+                API_TOKEN,
+                "--executor-token",
+                EXEC_TOKEN,
+                "--data-dir",
+                admin_dir.to_str().unwrap(),
+            ],
+            "listening on ",
+        );
+        let mut stack = Stack {
+            admin,
+            executors: Vec::new(),
+            _admin_process: admin_process,
+            data,
+            http: reqwest::Client::new(),
+        };
+        for _ in 0..executors {
+            stack.add_executor().await;
+        }
+        stack
+    }
+
+    /// Starts one more executor and waits until the admin counts it alive.
+    async fn add_executor(&mut self) -> String {
+        let dir = self
+            .data
+            .path()
+            .join(format!("executor-{}", self.executors.len()));
+        let (process, address) = cronbox_listening(
+            &[
+                "executor",
+                "--bind",
+                "127.0.0.1:0",
+                "--admin",
+                &self.admin,
+                "--token",
+                EXEC_TOKEN,
+                "--beat-interval",
+                "1s",
+                "--data-dir",
+                dir.to_str().unwrap(),
+            ],
+            "listening on ",
+        );
+        self.executors.push((process, address.clone()));
+        self.until("the executor registers", || async {
+            let (_, executors) = self.call(Method::GET, "/api/v1/executors", None).await;
+            executors
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|e| e["address"] == address.as_str() && e["alive"] == true)
+                .then_some(())
+        })
+        .await;
+        address
+    }
+
+    fn address(&self, index: usize) -> &str {
+        &self.executors[index].1
+    }
+
+    async fn call(&self, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
+        self.call_as(API_TOKEN, method, path, body).await
+    }
+
+    async fn call_as(
+        &self,
+        token: &str,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let mut request = self
+            .http
+            .request(method, format!("{}{path}", self.admin))
+            .bearer_auth(token);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let text = response.text().await.unwrap();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+
+    /// Uploads an example job as `token`; its digest.
+    async fn upload_as(&self, token: &str, job: &str) -> String {
+        let response = self
+            .http
+            .post(format!("{}/api/v1/modules", self.admin))
+            .bearer_auth(token)
+            .body(cronbox_example_jobs::bytes(job))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 201);
+        response.json::<Value>().await.unwrap()["digest"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    /// Creates a job running example `module` with the fields of `extra`.
+    async fn job(&self, name: &str, module: &str, extra: Value) -> i64 {
+        self.job_as(API_TOKEN, name, module, extra).await
+    }
+
+    async fn job_as(&self, token: &str, name: &str, module: &str, extra: Value) -> i64 {
+        let digest = self.upload_as(token, module).await;
+        let mut spec = json!({ "name": name, "module_digest": digest });
+        for (key, value) in extra.as_object().unwrap() {
+            spec[key] = value.clone();
+        }
+        let (status, job) = self
+            .call_as(token, Method::POST, "/api/v1/jobs", Some(spec))
+            .await;
+        assert_eq!(status, 201, "{job}");
+        job["id"].as_i64().unwrap()
+    }
+
+    async fn trigger(&self, job: i64, body: Value) -> i64 {
+        let (status, answer) = self
+            .call(
+                Method::POST,
+                &format!("/api/v1/jobs/{job}/trigger"),
+                Some(body),
+            )
+            .await;
+        assert_eq!(status, 202, "{answer}");
+        answer["run_id"].as_i64().unwrap()
+    }
+
+    async fn runs(&self, job: i64) -> Vec<Value> {
+        let (status, runs) = self
+            .call(Method::GET, &format!("/api/v1/jobs/{job}/runs"), None)
+            .await;
+        assert_eq!(status, 200, "{runs}");
+        runs.as_array().unwrap().clone()
+    }
+
+    async fn run(&self, id: i64) -> Value {
+        self.call(Method::GET, &format!("/api/v1/runs/{id}"), None)
+            .await
+            .1
+    }
+
+    /// The run once it has ended.
+    async fn ended(&self, id: i64) -> Value {
+        self.until(&format!("run {id} ends"), || async {
+            let run = self.run(id).await;
+            ended(&run).then_some(run)
+        })
+        .await
+    }
+
+    /// Polls `check` until it gives a value (each poll reads what the
+    /// admin says now; the wait is bounded by [`WAIT`]).
+    async fn until<T, F, Fut>(&self, what: &str, mut check: F) -> T
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Option<T>>,
+    {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            if let Some(value) = check().await {
+                return value;
+            }
+            assert!(Instant::now() < deadline, "timed out waiting until {what}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Runs `cronbox ARGS` against this admin; its stdout.
+    fn cli(&self, args: &[&str]) -> String {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_cronbox"))
+            .args(args)
+            .args(["--admin", &self.admin, "--token", API_TOKEN])
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "cronbox {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).unwrap()
+    }
+}
+
+fn ended(run: &Value) -> bool {
+    matches!(
+        run["status"].as_str(),
+        Some("success" | "failed" | "cancelled")
+    )
+}
+
+/// A listener that records every connection made to it.
+struct Recorder {
+    url: String,
+    connections: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Recorder {
+    async fn start() -> Recorder {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let connections = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = connections.clone();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                use tokio::io::AsyncReadExt as _;
+                let mut head = vec![0; 4096];
+                let read = socket.read(&mut head).await.unwrap_or(0);
+                seen.lock()
+                    .unwrap()
+                    .push(String::from_utf8_lossy(&head[..read]).into_owned());
+            }
+        });
+        Recorder { url, connections }
+    }
+
+    fn seen(&self) -> Vec<String> {
+        self.connections.lock().unwrap().clone()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_executor_token_goes_only_to_executors_and_forged_results_are_refused() {
+    let stack = Stack::start(1).await;
+    let recorder = Recorder::start().await;
+    let (status, tenant) = stack
+        .call(
+            Method::POST,
+            "/api/v1/tenants",
+            Some(json!({ "name": "acme" })),
+        )
+        .await;
+    assert_eq!(status, 201, "{tenant}");
+    let tenant_token = tenant["token"].as_str().unwrap().to_owned();
+    let job = stack
+        .job_as(&tenant_token, "tenant-job", "hello", json!({}))
+        .await;
+
+    // A tenant may not choose where its run goes.
+    let (status, refused) = stack
+        .call_as(
+            &tenant_token,
+            Method::POST,
+            &format!("/api/v1/jobs/{job}/trigger"),
+            Some(json!({ "addresses": [recorder.url] })),
+        )
+        .await;
+    assert_eq!((status, &refused["field"]), (403, &json!("addresses")));
+    // Nor may the operator send it outside the job's group.
+    let (status, refused) = stack
+        .call(
+            Method::POST,
+            &format!("/api/v1/jobs/{job}/trigger"),
+            Some(json!({ "addresses": [recorder.url] })),
+        )
+        .await;
+    assert_eq!((status, &refused["field"]), (400, &json!("addresses")));
+    assert!(
+        refused["message"].as_str().unwrap().contains(&recorder.url),
+        "{refused}"
+    );
+    // An executor of the group is fine.
+    let run = stack
+        .trigger(job, json!({ "addresses": [stack.address(0)] }))
+        .await;
+    assert_eq!(stack.ended(run).await["status"], "success");
+    assert_eq!(
+        stack.runs(job).await.len(),
+        1,
+        "the refused triggers wrote no run"
+    );
+    assert!(
+        recorder.seen().is_empty(),
+        "nothing reached the tenant's address: {:?}",
+        recorder.seen()
+    );
+
+    // A result posted with the executor token but without the receipt of
+    // the run's dispatch changes nothing.
+    let sleeper = stack.job("sleeper", "sleeper", json!({})).await;
+    let run = stack.trigger(sleeper, json!({ "param": "1500" })).await;
+    stack
+        .until("the sleeper is dispatched", || async {
+            (stack.run(run).await["status"] == "dispatched").then_some(())
+        })
+        .await;
+    let forged = cronbox_protocol::RunResult {
+        run_id: run as u64,
+        job_id: sleeper as u64,
+        outcome: cronbox_protocol::Outcome::Success {
+            message: "forged".into(),
+        },
+        code: 200,
+        started_at_ms: 1,
+        duration_ms: 1,
+        fuel_consumed: None,
+        peak_memory_bytes: 0,
+        module_digest: String::new(),
+        log: Vec::new(),
+        log_truncated: false,
+        state_changes: [("forged".to_owned(), Some("yes".to_owned()))].into(),
+        state_base: Default::default(),
+        executor: stack.address(0).to_owned(),
+        receipt: "00".repeat(32),
+    };
+    let response = stack
+        .http
+        .post(format!("{}/api/v1/callback", stack.admin))
+        .bearer_auth(EXEC_TOKEN)
+        .json(&cronbox_protocol::CallbackBatch {
+            results: vec![forged],
+        })
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(stack.run(run).await["status"], "dispatched");
+    let real = stack.ended(run).await;
+    assert_eq!(real["message"], "slept 1500 ms", "{real}");
+    let (_, state) = stack
+        .call(Method::GET, &format!("/api/v1/jobs/{sleeper}/state"), None)
+        .await;
+    assert_eq!(
+        state["state"],
+        json!({}),
+        "the forged change set was dropped"
+    );
+    let metrics = stack
+        .http
+        .get(format!("{}/metrics", stack.admin))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("cronbox_admin_results_refused_total 1"),
+        "{metrics}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broadcast_retry_reruns_only_the_failed_shard() {
+    let stack = Stack::start(2).await;
+    let job = stack
+        .job(
+            "broadcast",
+            "sharded",
+            json!({ "route": "SHARDING_BROADCAST", "retry_count": 2, "param": "fail-shard=1" }),
+        )
+        .await;
+    stack.trigger(job, json!({})).await;
+    let runs = stack
+        .until("the failed shard is retried", || async {
+            let runs = stack.runs(job).await;
+            let retried = runs
+                .iter()
+                .any(|r| r["kind"] == "retry" && r["status"] == "success");
+            (retried && runs.iter().all(ended)).then_some(runs)
+        })
+        .await;
+    let mut seen: Vec<(String, i64, i64, i64, String)> = runs
+        .iter()
+        .map(|r| {
+            (
+                r["kind"].as_str().unwrap().to_owned(),
+                r["attempt"].as_i64().unwrap(),
+                r["shard_index"].as_i64().unwrap(),
+                r["shard_total"].as_i64().unwrap(),
+                r["status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            ("api".to_owned(), 0, 0, 2, "success".to_owned()),
+            ("api".to_owned(), 0, 1, 2, "failed".to_owned()),
+            ("retry".to_owned(), 1, 1, 2, "success".to_owned()),
+        ],
+        "one retry, of shard 1 of 2 only"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fixed_delay_carries_on_through_failed_dispatches_with_one_chain() {
+    // No executor yet: every dispatch fails.
+    let mut stack = Stack::start(0).await;
+    let job = stack
+        .job(
+            "delay",
+            "hello",
+            json!({ "schedule_type": "FIX_DELAY", "schedule_conf": "1" }),
+        )
+        .await;
+    let (status, _) = stack
+        .call(Method::POST, &format!("/api/v1/jobs/{job}/start"), None)
+        .await;
+    assert_eq!(status, 200);
+    stack
+        .until("two fires fail for want of an executor", || async {
+            let runs = stack.runs(job).await;
+            (runs
+                .iter()
+                .filter(|r| r["status"] == "failed" && r["kind"] == "schedule")
+                .count()
+                >= 2)
+                .then_some(())
+        })
+        .await;
+    stack.add_executor().await;
+    // A manual run in between must not start a second chain.
+    let manual = stack.trigger(job, json!({ "kind": "manual" })).await;
+    assert_eq!(stack.ended(manual).await["kind"], "manual");
+    let runs = stack
+        .until("three scheduled runs succeed", || async {
+            let runs = stack.runs(job).await;
+            (runs
+                .iter()
+                .filter(|r| r["status"] == "success" && r["kind"] == "schedule")
+                .count()
+                >= 3)
+                .then_some(runs)
+        })
+        .await;
+    let mut chain: Vec<(i64, i64)> = runs
+        .iter()
+        .filter(|r| r["kind"] == "schedule" && ended(r))
+        .map(|r| {
+            (
+                r["scheduled_at_ms"].as_i64().unwrap(),
+                r["finished_at_ms"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    chain.sort();
+    for pair in chain.windows(2) {
+        let ((_, finished), (next, _)) = (pair[0], pair[1]);
+        assert!(
+            next >= finished + 1000,
+            "each fire follows the previous one's end by the delay: {chain:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopping_a_job_cancels_its_waiting_fires_without_alarms() {
+    let stack = Stack::start(1).await;
+    let webhook = cronbox_tests::WebhookReceiver::start(200).await;
+    let job = stack
+        .job(
+            "every-second",
+            "hello",
+            json!({
+                "schedule_type": "CRON", "schedule_conf": "* * * * * ?",
+                "alarm_url": webhook.url(), "retry_count": 3,
+            }),
+        )
+        .await;
+    stack
+        .call(Method::POST, &format!("/api/v1/jobs/{job}/start"), None)
+        .await;
+    // The pre-read writes the next five seconds of fires ahead.
+    stack
+        .until("fires wait ahead", || async {
+            let pending = stack
+                .runs(job)
+                .await
+                .iter()
+                .filter(|r| r["status"] == "pending")
+                .count();
+            (pending >= 3).then_some(())
+        })
+        .await;
+    let (status, stopped) = stack
+        .call(Method::POST, &format!("/api/v1/jobs/{job}/stop"), None)
+        .await;
+    assert_eq!((status, &stopped["enabled"]), (200, &json!(false)));
+    let runs = stack
+        .until("every run has ended", || async {
+            let runs = stack.runs(job).await;
+            runs.iter().all(ended).then_some(runs)
+        })
+        .await;
+    let cancelled: Vec<&Value> = runs.iter().filter(|r| r["status"] == "cancelled").collect();
+    assert!(cancelled.len() >= 3, "{runs:?}");
+    for run in &runs {
+        assert_ne!(run["status"], "failed", "{run}");
+        assert_eq!(run["alarm_status"], "none", "{run}");
+    }
+    for run in cancelled {
+        assert_eq!(run["outcome"], "cancelled");
+        assert_eq!(run["kind"], "schedule");
+    }
+    assert!(
+        stack.runs(job).await.iter().all(|r| r["kind"] != "retry"),
+        "a cancelled fire is not retried"
+    );
+    assert!(webhook.bodies().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_executors_writing_one_key_lose_no_update() {
+    let stack = Stack::start(2).await;
+    let job = stack
+        .job(
+            "counter",
+            "counter",
+            json!({ "route": "ROUND", "retry_count": 30 }),
+        )
+        .await;
+    // Ten runs back to back: each is dispatched with the state read then,
+    // so runs on the two executors start from the same count.
+    for _ in 0..10 {
+        stack.trigger(job, json!({})).await;
+    }
+    let runs = stack
+        .until("ten runs have counted", || async {
+            let runs = stack.runs(job).await;
+            let successes = runs.iter().filter(|r| r["status"] == "success").count();
+            (successes >= 10 && runs.iter().all(ended)).then_some(runs)
+        })
+        .await;
+    let successes = runs.iter().filter(|r| r["status"] == "success").count();
+    let conflicts = runs
+        .iter()
+        .filter(|r| r["outcome"] == "state_conflict")
+        .count();
+    let executors: std::collections::HashSet<&str> =
+        runs.iter().filter_map(|r| r["executor"].as_str()).collect();
+    assert_eq!(executors.len(), 2, "both executors ran the job");
+    let (_, state) = stack
+        .call(Method::GET, &format!("/api/v1/jobs/{job}/state"), None)
+        .await;
+    assert_eq!(
+        state["state"]["count"],
+        json!(successes.to_string()),
+        "every successful run's increment is in the count ({conflicts} conflicts retried)"
+    );
+    assert_eq!(successes, 10);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_name_known_groups_and_edits_keep_a_fixed_rate_phase() {
+    let stack = Stack::start(0).await;
+    let digest = stack.upload_as(API_TOKEN, "hello").await;
+    let spec = json!({
+        "name": "rate", "module_digest": digest, "group": "nowhere",
+        "schedule_type": "FIX_RATE", "schedule_conf": "3600",
+    });
+    let (status, refused) = stack
+        .call(Method::POST, "/api/v1/jobs", Some(spec.clone()))
+        .await;
+    assert_eq!((status, &refused["field"]), (400, &json!("group")));
+    assert!(
+        refused["message"].as_str().unwrap().contains("nowhere"),
+        "{refused}"
+    );
+    let (_, jobs) = stack.call(Method::GET, "/api/v1/jobs", None).await;
+    assert_eq!(jobs, json!([]), "nothing stored");
+
+    // The default group exists from the start.
+    let mut spec = spec;
+    spec["group"] = json!("default");
+    let (status, job) = stack
+        .call(Method::POST, "/api/v1/jobs", Some(spec.clone()))
+        .await;
+    assert_eq!(status, 201, "{job}");
+    let id = job["id"].as_i64().unwrap();
+    let (_, started) = stack
+        .call(Method::POST, &format!("/api/v1/jobs/{id}/start"), None)
+        .await;
+    let next = started["next_fire_at_ms"].as_i64().unwrap();
+
+    // Anything but the schedule changes: the phase stays.
+    spec["param"] = json!("edited");
+    let (status, updated) = stack
+        .call(
+            Method::PUT,
+            &format!("/api/v1/jobs/{id}"),
+            Some(spec.clone()),
+        )
+        .await;
+    assert_eq!(status, 200, "{updated}");
+    assert_eq!(updated["next_fire_at_ms"], json!(next));
+    // An update may not move the job to an unknown group either.
+    spec["group"] = json!("nowhere");
+    let (status, refused) = stack
+        .call(
+            Method::PUT,
+            &format!("/api/v1/jobs/{id}"),
+            Some(spec.clone()),
+        )
+        .await;
+    assert_eq!((status, &refused["field"]), (400, &json!("group")));
+    // The schedule changes: planned again.
+    spec["group"] = json!("default");
+    spec["schedule_conf"] = json!("1800");
+    let (_, updated) = stack
+        .call(Method::PUT, &format!("/api/v1/jobs/{id}"), Some(spec))
+        .await;
+    assert_ne!(updated["next_fire_at_ms"], json!(next));
+    assert!(updated["next_fire_at_ms"].as_i64().unwrap() < next);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killing_a_job_stops_its_runs_queued_runs_and_pending_retries() {
+    let stack = Stack::start(1).await;
+    let sleeper = stack
+        .job(
+            "sleeper",
+            "sleeper",
+            json!({ "param": "60000", "retry_count": 3 }),
+        )
+        .await;
+    let first = stack.trigger(sleeper, json!({})).await;
+    let second = stack.trigger(sleeper, json!({})).await;
+    stack
+        .until("both are at the executor", || async {
+            let runs = stack.runs(sleeper).await;
+            runs.iter()
+                .all(|r| r["status"] == "dispatched")
+                .then_some(())
+        })
+        .await;
+    let panicker = stack
+        .job(
+            "panicker",
+            "panicker",
+            json!({ "retry_count": 3, "retry_interval_ms": 600000 }),
+        )
+        .await;
+    let failed = stack.trigger(panicker, json!({})).await;
+    assert_eq!(stack.ended(failed).await["status"], "failed");
+    let retry = stack
+        .until("a retry waits ten minutes ahead", || async {
+            let runs = stack.runs(panicker).await;
+            runs.iter()
+                .find(|r| r["kind"] == "retry" && r["status"] == "pending")
+                .map(|r| r["id"].as_i64().unwrap())
+        })
+        .await;
+
+    let said = stack.cli(&["kill", "--job", &sleeper.to_string()]);
+    assert!(said.contains("2 runs killed"), "{said}");
+    for run in [first, second] {
+        let run = stack.ended(run).await;
+        assert_eq!(
+            (&run["outcome"], &run["alarm_status"]),
+            (&json!("killed"), &json!("none")),
+            "{run}"
+        );
+    }
+    let said = stack.cli(&["kill", "--job", &panicker.to_string()]);
+    assert!(said.contains("1 waiting runs cancelled"), "{said}");
+    assert_eq!(stack.run(retry).await["status"], "cancelled");
+    // Killed runs are not retried.
+    assert!(
+        stack
+            .runs(sleeper)
+            .await
+            .iter()
+            .all(|r| r["kind"] != "retry"),
+        "{:?}",
+        stack.runs(sleeper).await
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_say_who_started_them_and_jobs_may_ask_for_fresh_instances() {
+    let stack = Stack::start(1).await;
+    let warm = stack.job("warm", "counter", json!({})).await;
+    let fresh = stack
+        .job("fresh", "counter", json!({ "fresh_instance": true }))
+        .await;
+    // Through the API: `api`; through the CLI, by a person: `manual`.
+    let by_api = stack.trigger(warm, json!({})).await;
+    assert_eq!(stack.ended(by_api).await["kind"], "api");
+    let said = stack.cli(&["job", "trigger", &warm.to_string()]);
+    let by_person: i64 = said.trim().strip_prefix("run ").unwrap().parse().unwrap();
+    let run = stack.ended(by_person).await;
+    assert_eq!(run["kind"], "manual");
+    assert!(
+        run["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("instance_runs=2"),
+        "a warm instance served both: {run}"
+    );
+    for _ in 0..2 {
+        let run = stack.trigger(fresh, json!({})).await;
+        let run = stack.ended(run).await;
+        assert!(
+            run["message"]
+                .as_str()
+                .unwrap()
+                .ends_with("instance_runs=1"),
+            "a new instance for every run: {run}"
+        );
+    }
+}
