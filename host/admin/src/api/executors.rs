@@ -1,0 +1,54 @@
+//! Routes for executors (the executor token): registry, deregistration,
+//! results, module content by digest.
+
+use super::*;
+
+pub(super) async fn registry(
+    State(state): State<Arc<AdminState>>,
+    ApiJson(registration): ApiJson<Registration>,
+) -> Result<StatusCode, Failure> {
+    state
+        .scheduler
+        .store()
+        .registry_beat(&registration.group, &registration.address, now_ms())
+        .await?;
+    Ok(StatusCode::OK)
+}
+
+pub(super) async fn registry_remove(
+    State(state): State<Arc<AdminState>>,
+    ApiJson(registration): ApiJson<Registration>,
+) -> Result<StatusCode, Failure> {
+    state
+        .scheduler
+        .store()
+        .registry_remove(&registration.group, &registration.address)
+        .await?;
+    Ok(StatusCode::OK)
+}
+
+pub(super) async fn callback(
+    State(state): State<Arc<AdminState>>,
+    ApiJson(batch): ApiJson<CallbackBatch>,
+) -> Result<StatusCode, Failure> {
+    state.scheduler.accept_results(batch.results).await?;
+    Ok(StatusCode::OK)
+}
+
+pub(super) async fn module_content(
+    State(state): State<Arc<AdminState>>,
+    Path(digest): Path<String>,
+) -> Result<Vec<u8>, Failure> {
+    state
+        .scheduler
+        .store()
+        .module(&digest)
+        .await?
+        .ok_or_else(|| {
+            Failure::new(
+                StatusCode::NOT_FOUND,
+                "unknown_module",
+                format!("no module {digest}"),
+            )
+        })
+}

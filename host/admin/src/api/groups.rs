@@ -1,0 +1,100 @@
+//! Executor groups (AUTO or MANUAL) and the registered executors.
+
+use super::*;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct GroupSpec {
+    /// `AUTO` (executors that register) or `MANUAL` (the listed addresses).
+    address_type: String,
+    #[serde(default)]
+    addresses: Vec<String>,
+}
+
+pub(super) async fn put_group(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path(name): Path<String>,
+    ApiJson(spec): ApiJson<GroupSpec>,
+) -> Result<impl IntoResponse, Failure> {
+    caller.require_operator("configuring an executor group")?;
+    let kind = spec.address_type.to_ascii_uppercase();
+    if kind != "AUTO" && kind != "MANUAL" {
+        return Err(Failure::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_group",
+            format!(
+                "unknown address_type {:?}: use AUTO or MANUAL",
+                spec.address_type
+            ),
+        )
+        .field("address_type"));
+    }
+    if kind == "MANUAL" && spec.addresses.is_empty() {
+        return Err(Failure::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_group",
+            "a MANUAL group needs addresses",
+        )
+        .field("addresses"));
+    }
+    if let Some(bad) = spec.addresses.iter().find(|address| {
+        !(address.starts_with("http://") || address.starts_with("https://"))
+            || address.contains(',')
+    }) {
+        return Err(Failure::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_group",
+            format!("address {bad:?} is not an http(s) URL"),
+        )
+        .field("addresses"));
+    }
+    state
+        .scheduler
+        .store()
+        .put_group(&name, &kind, &spec.addresses)
+        .await?;
+    Ok(Json(
+        serde_json::json!({ "name": name, "address_type": kind, "addresses": spec.addresses }),
+    ))
+}
+
+/// Registered executors and their last heartbeat (operator only: executor
+/// addresses are the operator's infrastructure).
+pub(super) async fn list_executors(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+) -> Result<impl IntoResponse, Failure> {
+    caller.require_operator("listing executors")?;
+    let alive_since = state.scheduler.alive_since_now().await?;
+    let executors: Vec<serde_json::Value> = state
+        .scheduler
+        .store()
+        .registered_executors()
+        .await?
+        .into_iter()
+        .map(|(group, address, last_beat_ms)| {
+            serde_json::json!({
+                "group": group,
+                "address": address,
+                "last_beat_ms": last_beat_ms,
+                "alive": last_beat_ms >= alive_since,
+            })
+        })
+        .collect();
+    Ok(Json(executors))
+}
+
+pub(super) async fn list_groups(
+    State(state): State<Arc<AdminState>>,
+) -> Result<impl IntoResponse, Failure> {
+    let groups: Vec<serde_json::Value> = state
+        .scheduler
+        .store()
+        .groups()
+        .await?
+        .into_iter()
+        .map(|(name, kind, addresses)| serde_json::json!({ "name": name, "address_type": kind, "addresses": addresses }))
+        .collect();
+    Ok(Json(groups))
+}

@@ -1,0 +1,454 @@
+//! Jobs: create, read, update, delete; start, stop, trigger and kill;
+//! schedule previews; durable state.
+
+use super::*;
+
+pub(super) async fn create_job(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    ApiJson(spec): ApiJson<JobSpec>,
+) -> Result<impl IntoResponse, Failure> {
+    let (mut row, _) = spec.validate(&caller.tenant).map_err(|invalid| {
+        Failure::new(StatusCode::BAD_REQUEST, "invalid_job", invalid.message).field(invalid.field)
+    })?;
+    let store = state.scheduler.store();
+    known_group(&state, &row.group_name).await?;
+    resolve_module(&state, &mut row).await?;
+    for child in spec.children.iter() {
+        if visible_job(&state, &caller, *child).await.is_err() {
+            return Err(Failure::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_job",
+                format!("child job {child} does not exist"),
+            )
+            .field("children"));
+        }
+    }
+    let id = store.insert_job(&row, now_ms()).await?;
+    let job = store.job(id).await?;
+    Ok((StatusCode::CREATED, Json(job)))
+}
+
+/// Refuses a job naming an executor group nobody configured or registered
+/// in (it would fail at every fire).
+pub(super) async fn known_group(state: &AdminState, group: &str) -> Result<(), Failure> {
+    if state.scheduler.store().group_exists(group).await? {
+        return Ok(());
+    }
+    Err(Failure::new(
+        StatusCode::BAD_REQUEST,
+        "invalid_job",
+        format!(
+            "unknown executor group {group:?}: a group exists once an executor registers in it \
+             or the operator configures it (PUT /api/v1/groups/{group})"
+        ),
+    )
+    .field("group"))
+}
+
+/// Replaces a job's definition. Children must exist and must not form a
+/// cycle. A running job's next fire is planned again from now only when
+/// its schedule (type, expression or time zone) changed, so that an edit of
+/// anything else keeps a FIX_RATE job's phase.
+pub(super) async fn update_job(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<i64>,
+    ApiJson(spec): ApiJson<JobSpec>,
+) -> Result<impl IntoResponse, Failure> {
+    let store = state.scheduler.store();
+    let current = visible_job(&state, &caller, id).await?;
+    let (mut row, schedule) = spec.validate(&current.tenant).map_err(|invalid| {
+        Failure::new(StatusCode::BAD_REQUEST, "invalid_job", invalid.message).field(invalid.field)
+    })?;
+    known_group(&state, &row.group_name).await?;
+    resolve_module(&state, &mut row).await?;
+    let all = store.jobs().await?;
+    for child in &spec.children {
+        if !all
+            .iter()
+            .any(|job| job.id == *child && job.tenant == current.tenant)
+        {
+            return Err(Failure::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_job",
+                format!("child job {child} does not exist"),
+            )
+            .field("children"));
+        }
+    }
+    if let Some(cycle) = child_cycle(id, &spec.children, &all) {
+        let path: Vec<String> = cycle.iter().map(i64::to_string).collect();
+        return Err(Failure::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_job",
+            format!("child jobs would form a cycle: {}", path.join(" → ")),
+        )
+        .field("children"));
+    }
+    let same_schedule = current.schedule_type == row.schedule_type
+        && current.schedule_conf == row.schedule_conf
+        && current.time_zone == row.time_zone;
+    let next = if !current.enabled {
+        None
+    } else if same_schedule {
+        current.next_fire_at_ms
+    } else {
+        schedule
+            .first_fire(crate::scheduler::now())
+            .map(|at| at.timestamp_millis())
+    };
+    store.update_job(id, &row, next, now_ms()).await?;
+    state.scheduler.wake();
+    Ok(Json(store.job(id).await?))
+}
+
+pub(super) async fn list_jobs(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+) -> Result<impl IntoResponse, Failure> {
+    let mut jobs = state.scheduler.store().jobs().await?;
+    jobs.retain(|job| caller.sees(&job.tenant));
+    Ok(Json(jobs))
+}
+
+pub(super) async fn get_job(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<i64>,
+) -> Result<impl IntoResponse, Failure> {
+    Ok(Json(visible_job(&state, &caller, id).await?))
+}
+
+/// Job `id` if the caller may see it; 404 otherwise, whether it exists or
+/// belongs to another tenant.
+pub(super) async fn visible_job(
+    state: &AdminState,
+    caller: &Caller,
+    id: i64,
+) -> Result<JobRow, Failure> {
+    match state.scheduler.store().job(id).await? {
+        Some(job) if caller.sees(&job.tenant) => Ok(job),
+        _ => Err(unknown_job(id)),
+    }
+}
+
+/// Sets the digest of a job that names a module: its pinned version, or
+/// the latest; checks that the job's tenant has the module it names.
+pub(super) async fn resolve_module(state: &AdminState, row: &mut JobRow) -> Result<(), Failure> {
+    let store = state.scheduler.store();
+    let Some(name) = &row.module_name else {
+        if !store.owns_module(&row.tenant, &row.module_digest).await? {
+            return Err(Failure::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_job",
+                format!("no module {} was uploaded", row.module_digest),
+            )
+            .field("module_digest"));
+        }
+        return Ok(());
+    };
+    let versions = store.module_versions(&row.tenant, name).await?;
+    let chosen = match row.module_version {
+        Some(version) => versions.iter().find(|v| v.version == version),
+        None => versions.first(),
+    };
+    let Some(chosen) = chosen else {
+        let what = match row.module_version {
+            Some(version) => format!("version {version} of module {name:?}"),
+            None => format!("module {name:?}"),
+        };
+        return Err(Failure::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_job",
+            format!("no {what} was pushed (or it was pruned)"),
+        )
+        .field("module"));
+    };
+    row.module_digest = chosen.digest.clone();
+    Ok(())
+}
+
+pub(super) fn unknown_job(id: i64) -> Failure {
+    Failure::new(StatusCode::NOT_FOUND, "unknown_job", format!("no job {id}"))
+}
+
+pub(super) async fn start_job(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<i64>,
+) -> Result<impl IntoResponse, Failure> {
+    let store = state.scheduler.store();
+    let job = visible_job(&state, &caller, id).await?;
+    let schedule = schedule_of(&job)
+        .map_err(|error| Failure::new(StatusCode::BAD_REQUEST, "invalid_job", error.to_string()))?;
+    let now = crate::scheduler::now();
+    let Some(first) = schedule.first_fire(now) else {
+        return Err(Failure::new(
+            StatusCode::BAD_REQUEST,
+            "cannot_start",
+            "a job with schedule NONE (or a one-shot in the past) cannot be started; trigger it instead",
+        ));
+    };
+    store
+        .set_enabled(id, true, Some(first.timestamp_millis()), now_ms())
+        .await?;
+    // Its first fire may come before the next pre-read pass.
+    state.scheduler.wake();
+    Ok(Json(store.job(id).await?))
+}
+
+pub(super) async fn stop_job(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<i64>,
+) -> Result<impl IntoResponse, Failure> {
+    let store = state.scheduler.store();
+    visible_job(&state, &caller, id).await?;
+    let Some(cancelled) = store.stop_job(id, now_ms()).await? else {
+        return Err(unknown_job(id));
+    };
+    if !cancelled.is_empty() {
+        tracing::info!(
+            job = id,
+            count = cancelled.len(),
+            "stopped: waiting runs cancelled"
+        );
+    }
+    Ok(Json(store.job(id).await?))
+}
+
+/// Kills a whole job: its running, queued and held runs on executors, and
+/// its runs waiting to be dispatched (pending retries included), which end
+/// as cancelled.
+pub(super) async fn kill_job(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<i64>,
+) -> Result<impl IntoResponse, Failure> {
+    let job = visible_job(&state, &caller, id).await?;
+    let outcome = state.scheduler.kill_job(&job).await?;
+    Ok(Json(serde_json::json!({
+        "job_id": id,
+        "cancelled": outcome.cancelled,
+        "killed": outcome.killed,
+        "unreachable": outcome.unreachable,
+    })))
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct TriggerRequest {
+    #[serde(default)]
+    param: Option<String>,
+    /// Executor addresses for this run only (route strategy applied).
+    /// Operator only, and only addresses of the job's group.
+    #[serde(default)]
+    addresses: Option<Vec<String>>,
+    /// Who starts the run: `api` (a program; the default) or `manual` (a
+    /// person, through the CLI or the console). The run's trigger kind.
+    #[serde(default)]
+    kind: TriggerSource,
+}
+
+/// The trigger kinds a trigger request may give.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum TriggerSource {
+    #[default]
+    Api,
+    Manual,
+}
+
+pub(super) async fn trigger_job(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<i64>,
+    body: Bytes,
+) -> Result<impl IntoResponse, Failure> {
+    let request: TriggerRequest = optional_json(&body)?;
+    if request
+        .param
+        .as_ref()
+        .is_some_and(|param| param.len() > crate::jobs::MAX_PARAM_BYTES)
+    {
+        return Err(Failure::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            "param is too long",
+        )
+        .field("param"));
+    }
+    let job = visible_job(&state, &caller, id).await?;
+    if let Some(addresses) = &request.addresses {
+        // The admin sends the executor token with every run: only to
+        // executors the operator runs, never to an address a tenant names.
+        caller.require_operator_for("addresses", "choosing executor addresses for a run")?;
+        let allowed = state.scheduler.group_addresses_now(&job.group_name).await?;
+        if addresses.is_empty() {
+            return Err(Failure::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_request",
+                "addresses, when given, must name at least one executor",
+            )
+            .field("addresses"));
+        }
+        if let Some(outside) = addresses.iter().find(|a| !allowed.contains(a)) {
+            return Err(Failure::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_request",
+                format!(
+                    "address {outside:?} is not a live executor of group {:?}; a run may only \
+                     go to its job's group (live now: {})",
+                    job.group_name,
+                    if allowed.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        allowed.join(", ")
+                    }
+                ),
+            )
+            .field("addresses"));
+        }
+    }
+    let kind = match request.kind {
+        TriggerSource::Api => "api",
+        TriggerSource::Manual => "manual",
+    };
+    let run_id = state
+        .scheduler
+        .trigger(id, kind, request.param, request.addresses)
+        .await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(serde_json::json!({ "run_id": run_id })),
+    ))
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct CountQuery {
+    #[serde(default = "five")]
+    count: usize,
+}
+
+pub(super) fn five() -> usize {
+    5
+}
+
+pub(super) async fn next_fires(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<i64>,
+    Query(query): Query<CountQuery>,
+) -> Result<impl IntoResponse, Failure> {
+    let job = visible_job(&state, &caller, id).await?;
+    let schedule = schedule_of(&job)
+        .map_err(|error| Failure::new(StatusCode::BAD_REQUEST, "invalid_job", error.to_string()))?;
+    let fires: Vec<String> = schedule
+        .preview(crate::scheduler::now(), query.count.min(100))
+        .into_iter()
+        .map(|at| at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+        .collect();
+    Ok(Json(fires))
+}
+
+pub(super) async fn job_runs(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<i64>,
+) -> Result<impl IntoResponse, Failure> {
+    visible_job(&state, &caller, id).await?;
+    Ok(Json(state.scheduler.store().runs_of_job(id).await?))
+}
+
+/// Deletes a job (its runs stay as history). Refused while another job
+/// names it as a child.
+pub(super) async fn delete_job(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<i64>,
+) -> Result<impl IntoResponse, Failure> {
+    let store = state.scheduler.store();
+    visible_job(&state, &caller, id).await?;
+    let parents: Vec<String> = store
+        .jobs()
+        .await?
+        .iter()
+        .filter(|job| crate::jobs::children_of(job).contains(&id))
+        .map(|job| format!("{} ({})", job.id, job.name))
+        .collect();
+    if !parents.is_empty() {
+        return Err(Failure::new(
+            StatusCode::CONFLICT,
+            "job_in_use",
+            format!(
+                "job {id} is a child of {}; remove it from their children first",
+                parents.join(", ")
+            ),
+        ));
+    }
+    store.delete_job(id).await?;
+    Ok(Json(serde_json::json!({ "deleted": id })))
+}
+
+/// Keys, values and entries an operator may write into a job's state.
+pub(super) const STATE_MAX_KEY_BYTES: usize = 256;
+
+pub(super) const STATE_MAX_VALUE_BYTES: usize = 64 * 1024;
+
+pub(super) const STATE_MAX_ENTRIES: usize = 1024;
+
+pub(super) async fn get_state(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<i64>,
+) -> Result<impl IntoResponse, Failure> {
+    let store = state.scheduler.store();
+    visible_job(&state, &caller, id).await?;
+    let values = store.job_state(id).await?.values;
+    Ok(Json(serde_json::json!({ "job_id": id, "state": values })))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct StateEdit {
+    state: std::collections::HashMap<String, String>,
+}
+
+/// Replaces a job's durable state: what its next run will see.
+pub(super) async fn put_state(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<i64>,
+    ApiJson(edit): ApiJson<StateEdit>,
+) -> Result<impl IntoResponse, Failure> {
+    let store = state.scheduler.store();
+    visible_job(&state, &caller, id).await?;
+    caller.require_operator("editing a job's state")?;
+    let invalid = |message: String| {
+        Failure::new(StatusCode::BAD_REQUEST, "invalid_state", message).field("state")
+    };
+    if edit.state.len() > STATE_MAX_ENTRIES {
+        return Err(invalid(format!(
+            "{} entries; at most {STATE_MAX_ENTRIES}",
+            edit.state.len()
+        )));
+    }
+    for (key, value) in &edit.state {
+        if key.is_empty() || key.len() > STATE_MAX_KEY_BYTES {
+            return Err(invalid(format!(
+                "key {key:?} must be 1 to {STATE_MAX_KEY_BYTES} bytes"
+            )));
+        }
+        if value.len() > STATE_MAX_VALUE_BYTES {
+            return Err(invalid(format!(
+                "the value of {key:?} is {} bytes; at most {STATE_MAX_VALUE_BYTES}",
+                value.len()
+            )));
+        }
+    }
+    store.replace_job_state(id, &edit.state, now_ms()).await?;
+    Ok(Json(
+        serde_json::json!({ "job_id": id, "state": edit.state }),
+    ))
+}

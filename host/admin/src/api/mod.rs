@@ -1,0 +1,401 @@
+//! The admin's HTTP API (axum).
+//!
+//! Executor-facing (executor token): `registry`, `registry-remove`,
+//! `callback`, module content by digest. User-facing (API token): upload a
+//! module; create, update, delete, start, stop and trigger jobs; preview
+//! fires; read and edit a job's state; list runs by filter and page, read,
+//! kill and follow them; daily reports; executor groups.
+//! Errors are JSON [`ApiError`] bodies naming the field at fault.
+//!
+//! One file per resource (`executors`, `modules`, `tenants`, `jobs`,
+//! `runs`, `groups`); this one holds the route table, authentication
+//! (`Caller`) and the error body (`Failure`).
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{DefaultBodyLimit, Extension, FromRequest, Path, Query, Request, State};
+use axum::handler::Handler;
+use axum::http::{StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodFilter, on};
+use axum::{Json, Router};
+use cronbox_component_check::ComponentError;
+use cronbox_protocol::{ApiError, CallbackBatch, Registration, admin_paths};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use crate::jobs::{JobSpec, child_cycle, schedule_of};
+use crate::scheduler::{Scheduler, now_ms};
+use crate::store::{JobRow, RunFilter, RunRow, StoreError, VersionPush, status};
+
+mod executors;
+mod groups;
+mod jobs;
+mod modules;
+mod runs;
+mod tenants;
+
+use executors::*;
+use groups::*;
+use jobs::*;
+use modules::*;
+use runs::*;
+use tenants::*;
+
+pub(crate) struct AdminState {
+    pub(crate) scheduler: Arc<Scheduler>,
+    /// The operator token.
+    pub(crate) api_token: String,
+    pub(crate) executor_token: String,
+    /// Largest module accepted, bytes.
+    pub(crate) max_module_bytes: usize,
+    /// Versions kept per module name.
+    pub(crate) keep_versions: usize,
+}
+
+/// Routes declared together with their method, so that the table the
+/// OpenAPI document is checked against is the router's own.
+struct Routes {
+    router: Router<Arc<AdminState>>,
+    table: Vec<(&'static str, &'static str)>,
+}
+
+impl Routes {
+    fn new() -> Routes {
+        Routes {
+            router: Router::new(),
+            table: Vec::new(),
+        }
+    }
+
+    fn add<H, T>(
+        mut self,
+        method: &'static str,
+        filter: MethodFilter,
+        path: &'static str,
+        handler: H,
+    ) -> Routes
+    where
+        H: Handler<T, Arc<AdminState>>,
+        T: 'static,
+    {
+        self.table.push((method, path));
+        self.router = self.router.route(path, on(filter, handler));
+        self
+    }
+
+    fn get<H: Handler<T, Arc<AdminState>>, T: 'static>(self, path: &'static str, h: H) -> Routes {
+        self.add("get", MethodFilter::GET, path, h)
+    }
+
+    fn post<H: Handler<T, Arc<AdminState>>, T: 'static>(self, path: &'static str, h: H) -> Routes {
+        self.add("post", MethodFilter::POST, path, h)
+    }
+
+    fn put<H: Handler<T, Arc<AdminState>>, T: 'static>(self, path: &'static str, h: H) -> Routes {
+        self.add("put", MethodFilter::PUT, path, h)
+    }
+
+    fn delete<H: Handler<T, Arc<AdminState>>, T: 'static>(
+        self,
+        path: &'static str,
+        h: H,
+    ) -> Routes {
+        self.add("delete", MethodFilter::DELETE, path, h)
+    }
+}
+
+/// Routes without a token.
+fn open_routes() -> Routes {
+    Routes::new()
+        .get("/metrics", metrics)
+        .get("/api/v1/openapi.json", openapi)
+}
+
+/// Routes for executors (executor token).
+fn executor_routes() -> Routes {
+    Routes::new()
+        .post(admin_paths::REGISTRY, registry)
+        .post(admin_paths::REGISTRY_REMOVE, registry_remove)
+        .post(admin_paths::CALLBACK, callback)
+        .get("/api/v1/modules/{digest}/content", module_content)
+}
+
+/// Routes for users (a tenant token or the operator token).
+fn user_routes() -> Routes {
+    Routes::new()
+        .post("/api/v1/modules", upload_module)
+        .get("/api/v1/modules", list_modules)
+        .get("/api/v1/modules/{name}/versions", list_module_versions)
+        .post("/api/v1/modules/{name}/rollback", rollback_module)
+        .put("/api/v1/modules/{name}/labels/{label}", label_module)
+        .post("/api/v1/tenants", create_tenant)
+        .get("/api/v1/tenants", list_tenants)
+        .post("/api/v1/tenants/{name}/tokens", create_token)
+        .delete("/api/v1/tenants/{name}/tokens/{id}", revoke_token)
+        .get("/api/v1/groups", list_groups)
+        .get("/api/v1/executors", list_executors)
+        .put("/api/v1/groups/{name}", put_group)
+        .post("/api/v1/jobs", create_job)
+        .get("/api/v1/jobs", list_jobs)
+        .get("/api/v1/jobs/{id}", get_job)
+        .put("/api/v1/jobs/{id}", update_job)
+        .delete("/api/v1/jobs/{id}", delete_job)
+        .post("/api/v1/jobs/{id}/start", start_job)
+        .post("/api/v1/jobs/{id}/stop", stop_job)
+        .post("/api/v1/jobs/{id}/trigger", trigger_job)
+        .post("/api/v1/jobs/{id}/kill", kill_job)
+        .get("/api/v1/jobs/{id}/next-fires", next_fires)
+        .get("/api/v1/jobs/{id}/runs", job_runs)
+        .get("/api/v1/jobs/{id}/state", get_state)
+        .put("/api/v1/jobs/{id}/state", put_state)
+        .get("/api/v1/runs", list_runs)
+        .get("/api/v1/runs/{id}", get_run)
+        .post("/api/v1/runs/{id}/kill", kill_run)
+        .get("/api/v1/runs/{id}/log", run_log)
+        .get("/api/v1/reports", reports)
+}
+
+/// Every route the admin serves, as (method, path): what the OpenAPI
+/// document is checked against.
+#[cfg(test)]
+pub(crate) fn route_table() -> Vec<(&'static str, &'static str)> {
+    [open_routes(), executor_routes(), user_routes()]
+        .into_iter()
+        .flat_map(|routes| routes.table)
+        .collect()
+}
+
+pub(crate) fn router(state: Arc<AdminState>, max_module_bytes: usize) -> Router {
+    let executors = executor_routes()
+        .router
+        .layer(middleware::from_fn_with_state(state.clone(), executor_auth));
+    let users = user_routes()
+        .router
+        .layer(middleware::from_fn_with_state(state.clone(), user_auth));
+    open_routes()
+        .router
+        .merge(executors)
+        .merge(users)
+        .fallback(|| async { Failure::new(StatusCode::NOT_FOUND, "not_found", "no such route") })
+        // Room for a multipart envelope around the largest module.
+        .layer(DefaultBodyLimit::max(max_module_bytes + (64 << 10)))
+        .with_state(state)
+}
+
+pub(crate) struct Failure {
+    status: StatusCode,
+    body: ApiError,
+}
+
+impl Failure {
+    fn new(status: StatusCode, code: &str, message: impl Into<String>) -> Self {
+        Failure {
+            status,
+            body: ApiError {
+                code: code.to_owned(),
+                message: message.into(),
+                field: None,
+            },
+        }
+    }
+
+    fn field(mut self, field: &str) -> Self {
+        self.body.field = Some(field.to_owned());
+        self
+    }
+}
+
+impl IntoResponse for Failure {
+    fn into_response(self) -> Response {
+        (self.status, Json(self.body)).into_response()
+    }
+}
+
+impl From<StoreError> for Failure {
+    fn from(error: StoreError) -> Self {
+        tracing::error!(%error, "store error");
+        Failure::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            error.to_string(),
+        )
+    }
+}
+
+pub(crate) struct ApiJson<T>(T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
+    type Rejection = Failure;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Failure> {
+        match Json::<T>::from_request(request, state).await {
+            Ok(Json(value)) => Ok(ApiJson(value)),
+            Err(rejection) => {
+                let code = match rejection {
+                    JsonRejection::JsonSyntaxError(_) => "malformed_json",
+                    JsonRejection::JsonDataError(_) => "invalid_request",
+                    JsonRejection::MissingJsonContentType(_) => "unsupported_media_type",
+                    _ => "bad_request",
+                };
+                Err(Failure::new(
+                    rejection.status(),
+                    code,
+                    rejection.body_text(),
+                ))
+            }
+        }
+    }
+}
+
+/// A JSON body that may be left out (then `T::default()`).
+fn optional_json<T: DeserializeOwned + Default>(body: &[u8]) -> Result<T, Failure> {
+    if body.is_empty() {
+        return Ok(T::default());
+    }
+    serde_json::from_slice(body).map_err(|error| {
+        Failure::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            error.to_string(),
+        )
+    })
+}
+
+/// The bearer token of a request.
+fn bearer(request: &Request) -> Result<&str, Failure> {
+    request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .ok_or_else(|| {
+            Failure::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "missing token: send `Authorization: Bearer <token>`",
+            )
+        })
+}
+
+fn wrong_token() -> Failure {
+    Failure::new(StatusCode::UNAUTHORIZED, "unauthorized", "wrong token")
+}
+
+fn same_token(presented: &str, expected: &str) -> bool {
+    bool::from(presented.as_bytes().ct_eq(expected.as_bytes()))
+}
+
+async fn executor_auth(
+    State(state): State<Arc<AdminState>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    match bearer(&request) {
+        Ok(token) if same_token(token, &state.executor_token) => next.run(request).await,
+        Ok(_) => wrong_token().into_response(),
+        Err(failure) => failure.into_response(),
+    }
+}
+
+/// Who is calling the user API: a tenant, through one of its tokens, or the
+/// operator.
+#[derive(Debug, Clone)]
+pub(crate) struct Caller {
+    /// The tenant whose objects it sees and creates (`default` for the
+    /// operator).
+    tenant: String,
+    /// The operator token: every tenant's objects, tenant management,
+    /// state edits, executor groups.
+    operator: bool,
+}
+
+impl Caller {
+    /// Whether the caller may see an object of `tenant`. Objects it may not
+    /// see are answered 404, as if they did not exist.
+    fn sees(&self, tenant: &str) -> bool {
+        self.operator || self.tenant == tenant
+    }
+
+    /// The tenant to restrict listings to (`None` for the operator).
+    fn only_tenant(&self) -> Option<String> {
+        (!self.operator).then(|| self.tenant.clone())
+    }
+
+    /// [`Caller::require_operator`] for one field of a request.
+    fn require_operator_for(&self, field: &str, what: &str) -> Result<(), Failure> {
+        self.require_operator(what)
+            .map_err(|failure| failure.field(field))
+    }
+
+    fn require_operator(&self, what: &str) -> Result<(), Failure> {
+        if self.operator {
+            Ok(())
+        } else {
+            Err(Failure::new(
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                format!("{what} needs the operator token"),
+            ))
+        }
+    }
+}
+
+/// The sha256 (hex) under which a tenant token is stored.
+pub(crate) fn token_hash(token: &str) -> String {
+    hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+async fn user_auth(
+    State(state): State<Arc<AdminState>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let token = match bearer(&request) {
+        Ok(token) => token,
+        Err(failure) => return failure.into_response(),
+    };
+    let caller = if same_token(token, &state.api_token) {
+        Caller {
+            tenant: "default".to_owned(),
+            operator: true,
+        }
+    } else {
+        match state
+            .scheduler
+            .store()
+            .tenant_of_token(&token_hash(token))
+            .await
+        {
+            Ok(Some(tenant)) => Caller {
+                tenant,
+                operator: false,
+            },
+            Ok(None) => return wrong_token().into_response(),
+            Err(error) => return Failure::from(error).into_response(),
+        }
+    };
+    request.extensions_mut().insert(caller);
+    next.run(request).await
+}
+
+/// Prometheus text format; no token (like the executor's).
+async fn metrics(State(state): State<Arc<AdminState>>) -> impl IntoResponse {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        state.scheduler.metrics().encode(),
+    )
+}
+
+/// The OpenAPI 3.0 document of this API; no token.
+async fn openapi() -> impl IntoResponse {
+    Json(crate::openapi::document())
+}

@@ -1,0 +1,302 @@
+//! Module uploads (checked before anything is stored), named versions,
+//! labels and rollback.
+
+use super::*;
+
+/// Where an upload goes: the module name to add a version to (none: the
+/// content is stored by digest only), and labels for the new version.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct UploadQuery {
+    name: Option<String>,
+    /// Comma-separated.
+    labels: Option<String>,
+}
+
+/// Labels: the characters of module names.
+pub(super) fn parse_labels(text: Option<&str>) -> Result<Vec<String>, Failure> {
+    let labels: Vec<String> = text
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|label| !label.is_empty())
+        .map(str::to_owned)
+        .collect();
+    for label in &labels {
+        crate::jobs::check_module_name(label).map_err(|invalid| {
+            Failure::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_module",
+                invalid.message.replace("module name", "label"),
+            )
+            .field("labels")
+        })?;
+    }
+    Ok(labels)
+}
+
+pub(super) fn too_large(limit: usize) -> Failure {
+    Failure::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "module_too_large",
+        format!("the upload is over the limit of {limit} bytes"),
+    )
+}
+
+/// Uploads a component, as the raw body or as `multipart/form-data` with a
+/// `module` file field (and optional `name` and `labels` fields). It is
+/// checked like the runtime checks it (a component for world `job`, no
+/// import beyond those granted, the size limit) before anything is stored;
+/// content is kept by sha256. With a name, it becomes that module's next
+/// version, and the jobs that follow the module move to it.
+pub(super) async fn upload_module(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    query: Result<Query<UploadQuery>, axum::extract::rejection::QueryRejection>,
+    request: Request,
+) -> Result<impl IntoResponse, Failure> {
+    let Query(mut query) = query.map_err(|rejection| {
+        Failure::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+            rejection.body_text(),
+        )
+    })?;
+    let limit = state.max_module_bytes;
+    let multipart = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("multipart/form-data"));
+    let bytes: Vec<u8> = if multipart {
+        let bad =
+            |message: String| Failure::new(StatusCode::BAD_REQUEST, "invalid_upload", message);
+        let mut form = axum::extract::Multipart::from_request(request, &())
+            .await
+            .map_err(|rejection| bad(rejection.body_text()))?;
+        let mut module = None;
+        while let Some(field) = form.next_field().await.map_err(|error| {
+            if error.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                too_large(limit)
+            } else {
+                bad(error.body_text())
+            }
+        })? {
+            let name = field.name().unwrap_or_default().to_owned();
+            let read_text = |text: Result<String, axum::extract::multipart::MultipartError>| {
+                text.map_err(|error| bad(error.body_text()))
+            };
+            match name.as_str() {
+                "module" => {
+                    module = Some(field.bytes().await.map_err(|error| {
+                        if error.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                            too_large(limit)
+                        } else {
+                            bad(error.body_text())
+                        }
+                    })?)
+                }
+                "name" => query.name = Some(read_text(field.text().await)?),
+                "labels" => query.labels = Some(read_text(field.text().await)?),
+                other => {
+                    return Err(bad(format!(
+                        "unknown form field {other:?}: use module, name, labels"
+                    )));
+                }
+            }
+        }
+        module
+            .ok_or_else(|| bad("the form has no `module` file field".to_owned()))?
+            .to_vec()
+    } else {
+        Bytes::from_request(request, &())
+            .await
+            .map_err(|rejection| {
+                if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    too_large(limit)
+                } else {
+                    Failure::new(
+                        StatusCode::BAD_REQUEST,
+                        "invalid_upload",
+                        rejection.body_text(),
+                    )
+                }
+            })?
+            .to_vec()
+    };
+    let labels = parse_labels(query.labels.as_deref())?;
+    if let Some(name) = &query.name {
+        crate::jobs::check_module_name(name).map_err(|invalid| {
+            Failure::new(StatusCode::BAD_REQUEST, "invalid_module", invalid.message).field("name")
+        })?;
+    } else if !labels.is_empty() {
+        return Err(Failure::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_module",
+            "labels belong to a named version: give a name too",
+        )
+        .field("labels"));
+    }
+    cronbox_component_check::check_component(&bytes, limit).map_err(|error| match error {
+        ComponentError::TooLarge { .. } => Failure::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "module_too_large",
+            error.to_string(),
+        ),
+        _ => Failure::new(StatusCode::BAD_REQUEST, "invalid_module", error.to_string()),
+    })?;
+    let digest = hex::encode(Sha256::digest(&bytes));
+    let store = state.scheduler.store();
+    let now = now_ms();
+    store.put_module(&digest, &bytes, now).await?;
+    store.own_module(&caller.tenant, &digest).await?;
+    let mut answer = serde_json::json!({ "digest": digest, "size": bytes.len() });
+    if let Some(name) = &query.name {
+        let (version, moved) = store
+            .add_module_version(
+                &VersionPush {
+                    tenant: &caller.tenant,
+                    name,
+                    digest: &digest,
+                    labels: &labels,
+                    note: "",
+                },
+                state.keep_versions,
+                now,
+            )
+            .await?;
+        answer["name"] = name.clone().into();
+        answer["version"] = version.version.into();
+        answer["labels"] = version.labels.into();
+        answer["jobs_moved"] = moved.into();
+        state.scheduler.wake();
+    }
+    Ok((StatusCode::CREATED, Json(answer)))
+}
+
+pub(super) async fn list_modules(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+) -> Result<impl IntoResponse, Failure> {
+    let modules: Vec<serde_json::Value> = state
+        .scheduler
+        .store()
+        .latest_modules(caller.only_tenant().as_deref())
+        .await?
+        .into_iter()
+        .map(|(tenant, latest)| {
+            let mut module = serde_json::to_value(latest).unwrap_or_default();
+            module["tenant"] = tenant.into();
+            module
+        })
+        .collect();
+    Ok(Json(modules))
+}
+
+/// The versions of one of the caller's modules, newest first.
+pub(super) async fn module_versions(
+    state: &AdminState,
+    caller: &Caller,
+    name: &str,
+) -> Result<Vec<crate::store::ModuleVersion>, Failure> {
+    let versions = state
+        .scheduler
+        .store()
+        .module_versions(&caller.tenant, name)
+        .await?;
+    if versions.is_empty() {
+        return Err(Failure::new(
+            StatusCode::NOT_FOUND,
+            "unknown_module",
+            format!("no module {name:?}"),
+        ));
+    }
+    Ok(versions)
+}
+
+pub(super) async fn list_module_versions(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path(name): Path<String>,
+) -> Result<impl IntoResponse, Failure> {
+    Ok(Json(module_versions(&state, &caller, &name).await?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct VersionChoice {
+    version: i64,
+}
+
+/// Makes an earlier version current again: a new version with its
+/// content, so history keeps both; the jobs that follow the module move to
+/// it.
+pub(super) async fn rollback_module(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path(name): Path<String>,
+    ApiJson(choice): ApiJson<VersionChoice>,
+) -> Result<impl IntoResponse, Failure> {
+    let versions = module_versions(&state, &caller, &name).await?;
+    let Some(target) = versions.iter().find(|v| v.version == choice.version) else {
+        return Err(Failure::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            format!(
+                "module {name:?} has no version {} (it has {})",
+                choice.version,
+                versions
+                    .iter()
+                    .map(|v| v.version.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )
+        .field("version"));
+    };
+    let (version, moved) = state
+        .scheduler
+        .store()
+        .add_module_version(
+            &VersionPush {
+                tenant: &caller.tenant,
+                name: &name,
+                digest: &target.digest,
+                labels: &[],
+                note: &format!("rollback to version {}", target.version),
+            },
+            state.keep_versions,
+            now_ms(),
+        )
+        .await?;
+    state.scheduler.wake();
+    Ok((
+        StatusCode::CREATED,
+        Json(serde_json::json!({ "version": version, "jobs_moved": moved })),
+    ))
+}
+
+/// Puts a label on one version (taking it off any other).
+pub(super) async fn label_module(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path((name, label)): Path<(String, String)>,
+    ApiJson(choice): ApiJson<VersionChoice>,
+) -> Result<impl IntoResponse, Failure> {
+    parse_labels(Some(&label))?;
+    module_versions(&state, &caller, &name).await?;
+    let labelled = state
+        .scheduler
+        .store()
+        .set_module_label(&caller.tenant, &name, choice.version, &label)
+        .await?;
+    if !labelled {
+        return Err(Failure::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            format!("module {name:?} has no version {}", choice.version),
+        )
+        .field("version"));
+    }
+    Ok(Json(module_versions(&state, &caller, &name).await?))
+}

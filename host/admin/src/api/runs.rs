@@ -1,0 +1,235 @@
+//! Runs: listed by filter and page, read, killed, their logs; daily
+//! reports.
+
+use super::*;
+
+/// Run `id` if the caller may see it; 404 otherwise.
+pub(super) async fn visible_run(
+    state: &AdminState,
+    caller: &Caller,
+    id: i64,
+) -> Result<RunRow, Failure> {
+    match state.scheduler.store().run(id).await? {
+        Some(run) if caller.sees(&run.tenant) => Ok(run),
+        _ => Err(Failure::new(
+            StatusCode::NOT_FOUND,
+            "unknown_run",
+            format!("no run {id}"),
+        )),
+    }
+}
+
+pub(super) async fn get_run(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<i64>,
+) -> Result<impl IntoResponse, Failure> {
+    Ok(Json(visible_run(&state, &caller, id).await?))
+}
+
+pub(super) async fn kill_run(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<i64>,
+) -> Result<impl IntoResponse, Failure> {
+    let run = visible_run(&state, &caller, id).await?;
+    if run.status != crate::store::status::DISPATCHED {
+        return Err(Failure::new(
+            StatusCode::CONFLICT,
+            "not_running",
+            format!("run {id} is {}, not running", run.status),
+        ));
+    }
+    let killed =
+        state.scheduler.kill(&run).await.map_err(|error| {
+            Failure::new(StatusCode::BAD_GATEWAY, "executor_unreachable", error)
+        })?;
+    Ok(Json(serde_json::json!({ "run_id": id, "killed": killed })))
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct LogParams {
+    #[serde(default)]
+    offset: usize,
+    #[serde(default = "thousand")]
+    limit: usize,
+}
+
+pub(super) fn thousand() -> usize {
+    1000
+}
+
+/// A run's log by line offset: forwarded to its executor while it runs,
+/// read from the store once it ended.
+pub(super) async fn run_log(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<i64>,
+    Query(params): Query<LogParams>,
+) -> Result<impl IntoResponse, Failure> {
+    let run = visible_run(&state, &caller, id).await?;
+    let limit = params.limit.min(5000);
+    if run.status == crate::store::status::DISPATCHED {
+        let page = state
+            .scheduler
+            .live_log(&run, params.offset, limit)
+            .await
+            .map_err(|error| {
+                Failure::new(StatusCode::BAD_GATEWAY, "executor_unreachable", error)
+            })?;
+        return Ok(Json(page));
+    }
+    let stored = state
+        .scheduler
+        .store()
+        .run_log(id)
+        .await?
+        .unwrap_or_default();
+    let lines: Vec<cronbox_protocol::LogLine> = serde_json::from_str(&stored).unwrap_or_default();
+    let start = params.offset.min(lines.len());
+    let end = start.saturating_add(limit).min(lines.len());
+    let finished = run.status != crate::store::status::PENDING;
+    Ok(Json(cronbox_protocol::LogResponse {
+        run_id: id as u64,
+        lines: lines[start..end].to_vec(),
+        next_offset: end,
+        finished: finished && end == lines.len(),
+    }))
+}
+
+/// Most runs in one page of `GET /api/v1/runs`.
+pub(super) const MAX_RUNS_PAGE: i64 = 1000;
+
+/// Runs, newest first, filtered by `job`, `status`, `from_ms`, `to_ms`
+/// (scheduled time), paged with `limit` and the `before` cursor that each
+/// page returns as `next_before`.
+pub(super) async fn list_runs(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Query(params): Query<std::collections::HashMap<String, String>>,
+) -> Result<impl IntoResponse, Failure> {
+    let invalid = |field: &str, message: String| {
+        Failure::new(StatusCode::BAD_REQUEST, "invalid_query", message).field(field)
+    };
+    let number = |field: &str| -> Result<Option<i64>, Failure> {
+        params
+            .get(field)
+            .map(|text| {
+                text.parse::<i64>().map_err(|_| {
+                    invalid(field, format!("{field} must be an integer, got {text:?}"))
+                })
+            })
+            .transpose()
+    };
+    if let Some(unknown) = params.keys().find(|key| {
+        !["job", "status", "from_ms", "to_ms", "before", "limit"].contains(&key.as_str())
+    }) {
+        return Err(invalid(
+            unknown,
+            format!(
+                "unknown parameter {unknown:?}: use job, status, from_ms, to_ms, before, limit"
+            ),
+        ));
+    }
+    let statuses = [
+        status::PENDING,
+        status::DISPATCHED,
+        status::SUCCESS,
+        status::FAILED,
+    ];
+    let run_status = params.get("status").cloned();
+    if let Some(wanted) = &run_status
+        && !statuses.contains(&wanted.as_str())
+    {
+        return Err(invalid(
+            "status",
+            format!(
+                "unknown status {wanted:?}: use one of {}",
+                statuses.join(", ")
+            ),
+        ));
+    }
+    let limit = number("limit")?.unwrap_or(100);
+    if !(1..=MAX_RUNS_PAGE).contains(&limit) {
+        return Err(invalid(
+            "limit",
+            format!("limit must be between 1 and {MAX_RUNS_PAGE}, got {limit}"),
+        ));
+    }
+    let filter = RunFilter {
+        tenant: caller.only_tenant(),
+        job_id: number("job")?,
+        status: run_status,
+        from_ms: number("from_ms")?,
+        to_ms: number("to_ms")?,
+        before_id: number("before")?,
+        limit,
+    };
+    let runs = state.scheduler.store().list_runs(&filter).await?;
+    let next_before = (runs.len() as i64 == limit)
+        .then(|| runs.last().map(|run| run.id))
+        .flatten();
+    Ok(Json(
+        serde_json::json!({ "runs": runs, "next_before": next_before }),
+    ))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ReportQuery {
+    /// First day, `YYYY-MM-DD` (default: six days before `to`).
+    from: Option<String>,
+    /// Last day, `YYYY-MM-DD` (default: today, UTC).
+    to: Option<String>,
+}
+
+/// Run counts per day (refreshed by housekeeping every minute) and their
+/// totals.
+pub(super) async fn reports(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    query: Result<Query<ReportQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<impl IntoResponse, Failure> {
+    let Query(query) = query.map_err(|rejection| {
+        Failure::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+            rejection.body_text(),
+        )
+    })?;
+    let day = |field: &str, text: &str| {
+        chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d").map_err(|_| {
+            Failure::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_query",
+                format!("{field} must be a day as YYYY-MM-DD, got {text:?}"),
+            )
+            .field(field)
+        })
+    };
+    let to = match &query.to {
+        Some(text) => day("to", text)?,
+        None => crate::scheduler::now().date_naive(),
+    };
+    let from = match &query.from {
+        Some(text) => day("from", text)?,
+        None => to - chrono::Duration::days(6),
+    };
+    let days = state
+        .scheduler
+        .store()
+        .daily_reports(
+            &caller.tenant,
+            &from.format("%Y-%m-%d").to_string(),
+            &to.format("%Y-%m-%d").to_string(),
+        )
+        .await?;
+    let total = |count: fn(&crate::store::DailyReport) -> i64| days.iter().map(count).sum::<i64>();
+    let totals = serde_json::json!({
+        "success": total(|day| day.success),
+        "failed": total(|day| day.failed),
+        "running": total(|day| day.running),
+        "cancelled": total(|day| day.cancelled),
+    });
+    Ok(Json(serde_json::json!({ "days": days, "totals": totals })))
+}

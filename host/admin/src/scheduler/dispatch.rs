@@ -1,0 +1,620 @@
+//! Dispatch: timers that send each run ahead of its instant, leases,
+//! routing (with single-shard retries of a broadcast), the fast and slow
+//! pools, the run command, dispatch marks, and triggers.
+
+use super::*;
+
+/// Most dispatch marks written in one transaction.
+pub(super) const MARK_BATCH: usize = 1_000;
+
+/// Writes dispatch marks as they come, all those waiting in one
+/// transaction, until `stop`; then writes what is left.
+pub(super) async fn write_dispatch_marks(
+    store: Store,
+    mut queue: tokio::sync::mpsc::UnboundedReceiver<DispatchMark>,
+    stop: CancellationToken,
+) {
+    let mut batch = Vec::with_capacity(MARK_BATCH);
+    loop {
+        let stopping = tokio::select! {
+            received = queue.recv_many(&mut batch, MARK_BATCH) => received == 0,
+            _ = stop.cancelled() => true,
+        };
+        if stopping {
+            while let Ok(mark) = queue.try_recv() {
+                batch.push(mark);
+            }
+        }
+        if !batch.is_empty()
+            && let Err(error) = store.mark_dispatched_many(&batch).await
+        {
+            // The runs stay pending: their results still end them, and a
+            // restarted admin re-dispatches them (the executor answers
+            // that it already has them).
+            tracing::warn!(%error, count = batch.len(), "cannot record dispatched runs");
+        }
+        batch.clear();
+        if stopping {
+            return;
+        }
+    }
+}
+
+/// How long a group's address list is reused before the registry is read
+/// again.
+pub(super) const ADDRESS_CACHE: Duration = Duration::from_secs(1);
+
+/// A dispatch slower than this counts against its job.
+pub(super) const SLOW_DISPATCH: Duration = Duration::from_millis(500);
+
+/// More slow dispatches than this in a minute move a job to the slow pool.
+pub(super) const SLOW_DISPATCHES_PER_MINUTE: u32 = 10;
+
+/// Per-job counts of slow dispatches in the current minute.
+#[derive(Debug, Default)]
+pub struct SlowJobs {
+    minute: i64,
+    counts: std::collections::HashMap<i64, u32>,
+}
+
+impl SlowJobs {
+    fn roll(&mut self, now_ms: i64) {
+        let minute = now_ms / 60_000;
+        if minute != self.minute {
+            self.minute = minute;
+            self.counts.clear();
+        }
+    }
+
+    /// Records how long a dispatch of `job` took.
+    pub fn record(&mut self, job: i64, took: Duration, now_ms: i64) {
+        self.roll(now_ms);
+        if took > SLOW_DISPATCH {
+            *self.counts.entry(job).or_default() += 1;
+        }
+    }
+
+    /// Whether `job` belongs in the slow pool now.
+    pub fn is_slow(&mut self, job: i64, now_ms: i64) -> bool {
+        self.roll(now_ms);
+        self.counts
+            .get(&job)
+            .is_some_and(|count| *count > SLOW_DISPATCHES_PER_MINUTE)
+    }
+}
+
+/// FAILOVER and BUSYOVER checks over HTTP.
+pub(super) struct HttpProbe<'a> {
+    http: &'a reqwest::Client,
+    token: &'a str,
+}
+
+impl Probe for HttpProbe<'_> {
+    async fn beat(&self, address: &str) -> bool {
+        self.http
+            .post(format!("{address}{}", executor_paths::BEAT))
+            .bearer_auth(self.token)
+            .send()
+            .await
+            .is_ok_and(|response| response.status().is_success())
+    }
+
+    async fn idle(&self, address: &str, job_id: u64) -> bool {
+        let response = self
+            .http
+            .post(format!("{address}{}", executor_paths::IDLE_BEAT))
+            .bearer_auth(self.token)
+            .json(&IdleBeatRequest { job_id })
+            .send()
+            .await;
+        match response {
+            Ok(response) if response.status().is_success() => response
+                .json::<IdleBeatResponse>()
+                .await
+                .is_ok_and(|beat| beat.idle),
+            _ => false,
+        }
+    }
+}
+
+pub(super) fn trigger_kind(kind: &str) -> TriggerKind {
+    match kind {
+        "manual" => TriggerKind::Manual,
+        "api" => TriggerKind::Api,
+        "retry" => TriggerKind::Retry,
+        "parent" => TriggerKind::Parent,
+        "misfire" => TriggerKind::Misfire,
+        _ => TriggerKind::Schedule,
+    }
+}
+
+/// What a dispatch reads before routing: the job (`None` if it was
+/// deleted) and its durable state.
+#[derive(Debug)]
+pub(super) struct Prepared {
+    job: Option<JobRow>,
+    state: JobState,
+}
+
+/// Whether a SHARDING_BROADCAST run stands for one shard (a retry, or a
+/// sibling written by an earlier fan-out) rather than a fresh fire to fan
+/// out.
+pub(super) fn is_one_shard(run: &RunRow) -> bool {
+    run.attempt > 0 || run.shard_total > 1 || run.shard_index > 0
+}
+
+/// The executor for one shard of a broadcast: the one at the shard's index
+/// among the group's live executors (wrapping around if there are fewer
+/// now), so a retry lands on an executor chosen for that shard.
+pub(super) fn shard_address(run: &RunRow, addresses: &[String]) -> Option<String> {
+    if addresses.is_empty() {
+        return None;
+    }
+    let index = usize::try_from(run.shard_index).unwrap_or(0) % addresses.len();
+    Some(addresses[index].clone())
+}
+
+impl Scheduler {
+    /// Dispatches `run` at its scheduled instant (at once if it is past).
+    pub fn dispatch_at(self: Arc<Self>, run: RunRow) {
+        self.dispatch_all_at(vec![run]);
+    }
+
+    /// Dispatches each run `dispatch_ahead` before its scheduled instant
+    /// (at once if that is past), for the executor to hold until the
+    /// instant. Runs due at the same instant share one timer and one read of
+    /// their jobs and states, so a thousand jobs firing on the same second
+    /// cost two queries, not two thousand.
+    pub fn dispatch_all_at(self: Arc<Self>, runs: Vec<RunRow>) {
+        let mut by_instant: std::collections::BTreeMap<i64, Vec<RunRow>> = Default::default();
+        for run in runs {
+            by_instant.entry(run.scheduled_at_ms).or_default().push(run);
+        }
+        let ahead = self.config.dispatch_ahead.as_millis() as i64;
+        for (at, runs) in by_instant {
+            let scheduler = self.clone();
+            tokio::spawn(async move {
+                let wait = at - ahead - now_ms();
+                if wait > 0 {
+                    tokio::time::sleep(Duration::from_millis(wait as u64)).await;
+                }
+                scheduler.dispatch_group(runs).await;
+            });
+        }
+    }
+
+    /// Reads what the runs' dispatches need in one go, then dispatches each
+    /// in its pool.
+    pub(super) async fn dispatch_group(self: Arc<Self>, runs: Vec<RunRow>) {
+        // Only runs this admin holds the lease of: with several admins, a
+        // run whose admin died is taken over by exactly one other.
+        let ids: Vec<i64> = runs.iter().map(|run| run.id).collect();
+        let runs: Vec<RunRow> = match self.store.take_leases(&ids, now_ms()).await {
+            Ok(taken) => {
+                let taken: std::collections::HashSet<i64> = taken.into_iter().collect();
+                runs.into_iter()
+                    .filter(|run| taken.contains(&run.id))
+                    .collect()
+            }
+            Err(error) => {
+                // Left pending: taken over once their lease runs out.
+                tracing::warn!(%error, count = ids.len(), "cannot take the leases of due runs");
+                return;
+            }
+        };
+        if runs.is_empty() {
+            return;
+        }
+        let mut job_ids: Vec<i64> = runs.iter().map(|run| run.job_id).collect();
+        job_ids.sort_unstable();
+        job_ids.dedup();
+        let read = async {
+            let jobs = self.store.jobs_by_id(&job_ids).await?;
+            let states = self.store.job_states(&job_ids).await?;
+            Ok::<_, StoreError>((jobs, states))
+        };
+        let (jobs, states) = match read.await {
+            Ok(read) => read,
+            Err(error) => {
+                // Each dispatch reads for itself instead.
+                tracing::warn!(%error, "cannot read the jobs of a group of fires");
+                for run in runs {
+                    let scheduler = self.clone();
+                    tokio::spawn(async move { scheduler.dispatch_in_pool(&run, None, None).await });
+                }
+                return;
+            }
+        };
+        for run in runs {
+            let prepared = Prepared {
+                job: jobs.get(&run.job_id).cloned(),
+                state: states.get(&run.job_id).cloned().unwrap_or_default(),
+            };
+            let scheduler = self.clone();
+            tokio::spawn(
+                async move { scheduler.dispatch_in_pool(&run, Some(prepared), None).await },
+            );
+        }
+    }
+
+    /// Dispatches in the job's pool (fast or slow), timing it.
+    pub(super) async fn dispatch_in_pool(
+        self: &Arc<Self>,
+        run: &RunRow,
+        prepared: Option<Prepared>,
+        addresses: Option<Vec<String>>,
+    ) {
+        let slow = self
+            .slow_jobs
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .is_slow(run.job_id, now_ms());
+        let slots = if slow {
+            &self.slow_slots
+        } else {
+            &self.fast_slots
+        };
+        let waited = std::time::Instant::now();
+        let Ok(_slot) = slots.clone().acquire_owned().await else {
+            return;
+        };
+        // A long wait for a slot may have outlived the run's lease: renew
+        // it, or leave the run to the admin that took it over.
+        if waited.elapsed() > Duration::from_millis(crate::store::DISPATCH_LEASE_MS as u64 / 2) {
+            match self.store.take_leases(&[run.id], now_ms()).await {
+                Ok(taken) if taken == [run.id] => {}
+                Ok(_) => return,
+                Err(error) => {
+                    tracing::warn!(run = run.id, %error, "cannot renew a run's lease");
+                    return;
+                }
+            }
+        }
+        let started = std::time::Instant::now();
+        if let Err(error) = self.dispatch(run, prepared, addresses).await {
+            tracing::error!(run = run.id, %error, "dispatch failed");
+        }
+        self.slow_jobs
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .record(run.job_id, started.elapsed(), now_ms());
+    }
+
+    /// Routes and sends a run; records the trigger failure as the run's end.
+    /// Reads the job and its state unless `prepared` brings them.
+    pub(super) async fn dispatch(
+        self: &Arc<Self>,
+        run: &RunRow,
+        prepared: Option<Prepared>,
+        addresses: Option<Vec<String>>,
+    ) -> Result<(), StoreError> {
+        let now = now_ms();
+        let Prepared { job, state } = match prepared {
+            Some(prepared) => prepared,
+            None => Prepared {
+                job: self.store.job(run.job_id).await?,
+                state: self.store.job_state(run.job_id).await?,
+            },
+        };
+        let Some(job) = job else {
+            self.fail(run, "the job no longer exists").await?;
+            return Ok(());
+        };
+        if matches!(run.kind.as_str(), "schedule" | "misfire") && !job.enabled {
+            // Written ahead by the pre-read, but the job was stopped since.
+            let end = RunEnd::cancelled(
+                run.id,
+                "cancelled: the job was stopped before this run was dispatched",
+                now,
+            );
+            if self.store.finish_run(&end).await?.is_some() {
+                self.metrics.run_ended(status::CANCELLED);
+            }
+            return Ok(());
+        }
+        let addresses = match addresses {
+            Some(addresses) => addresses,
+            None => self.live_addresses(&job.group_name, now).await?,
+        };
+        let strategy: RouteStrategy = job.route.parse().unwrap_or(RouteStrategy::First);
+        let route = if strategy == RouteStrategy::ShardingBroadcast && is_one_shard(run) {
+            // A retry of one shard, or a shard written by an earlier fan-out:
+            // that shard again, on one executor, not a new broadcast.
+            match shard_address(run, &addresses) {
+                Some(address) => Ok(Route::One(address)),
+                None => Err(crate::routing::RouteError::NoAddress),
+            }
+        } else {
+            let probe = HttpProbe {
+                http: &self.http,
+                token: &self.config.executor_token,
+            };
+            self.router
+                .route(strategy, run.job_id as u64, &addresses, &probe)
+                .await
+        };
+        let route = match route {
+            Ok(route) => route,
+            Err(error) => {
+                self.fail(run, &format!("trigger failed: {error}")).await?;
+                return Ok(());
+            }
+        };
+        let targets: Vec<(RunRow, String)> = match route {
+            Route::One(address) => vec![(run.clone(), address)],
+            Route::Broadcast(addresses) => self.broadcast_runs(run, addresses, now).await?,
+        };
+        for (run, address) in targets {
+            self.send(&job, &run, &address, &state).await?;
+        }
+        Ok(())
+    }
+
+    /// The live addresses of `group` now (registered and beating, or the
+    /// operator's list for a MANUAL group): where its runs may go.
+    pub async fn group_addresses_now(&self, group: &str) -> Result<Vec<String>, StoreError> {
+        self.live_addresses(group, now_ms()).await
+    }
+
+    /// The group's live addresses, from a cache refreshed every second.
+    pub(super) async fn live_addresses(
+        &self,
+        group: &str,
+        now: i64,
+    ) -> Result<Vec<String>, StoreError> {
+        let cached = self
+            .addresses
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .get(group)
+            .filter(|(read_at, _)| read_at.elapsed() < ADDRESS_CACHE)
+            .map(|(_, addresses)| addresses.clone());
+        if let Some(addresses) = cached {
+            return Ok(addresses);
+        }
+        let alive_since = self.alive_since(now).await?;
+        let addresses = self.store.group_addresses(group, alive_since).await?;
+        self.addresses
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .insert(
+                group.to_owned(),
+                (std::time::Instant::now(), addresses.clone()),
+            );
+        Ok(addresses)
+    }
+
+    /// SHARDING_BROADCAST: the run becomes shard 0 of n, and n-1 sibling
+    /// runs are written for the other executors.
+    pub(super) async fn broadcast_runs(
+        &self,
+        run: &RunRow,
+        addresses: Vec<String>,
+        now: i64,
+    ) -> Result<Vec<(RunRow, String)>, StoreError> {
+        let total = addresses.len() as i64;
+        let mut targets = Vec::with_capacity(addresses.len());
+        for (index, address) in addresses.into_iter().enumerate() {
+            let mut shard = run.clone();
+            shard.shard_index = index as i64;
+            shard.shard_total = total;
+            if index == 0 && total > 1 {
+                // Persisted, so that its retries stay shard 0 of n.
+                self.store.set_shard(run.id, 0, total).await?;
+            }
+            if index > 0 {
+                shard.id = self
+                    .store
+                    .insert_run(
+                        &NewRun {
+                            job_id: run.job_id,
+                            kind: static_kind(&run.kind),
+                            scheduled_at_ms: run.scheduled_at_ms,
+                            shard_index: index as i64,
+                            shard_total: total,
+                            attempt: run.attempt,
+                            param: run.param.clone(),
+                            module_digest: run.module_digest.clone(),
+                        },
+                        now,
+                    )
+                    .await?;
+            }
+            targets.push((shard, address));
+        }
+        Ok(targets)
+    }
+
+    pub(super) async fn send(
+        self: &Arc<Self>,
+        job: &JobRow,
+        run: &RunRow,
+        address: &str,
+        state: &JobState,
+    ) -> Result<(), StoreError> {
+        let command = RunCommand {
+            trigger: Trigger {
+                job_id: job.id as u64,
+                run_id: run.id as u64,
+                param: run.param.clone(),
+                shard_index: run.shard_index as u32,
+                shard_total: run.shard_total as u32,
+                kind: trigger_kind(&run.kind),
+                scheduled_at_ms: run.scheduled_at_ms,
+                attempt: run.attempt as u32,
+            },
+            // The job's module now: a version pushed or rolled back since the
+            // fire was written runs from this trigger on (the result records
+            // what ran).
+            module_digest: job.module_digest.clone(),
+            block_strategy: serde_json::from_value(serde_json::Value::String(
+                job.block_strategy.clone(),
+            ))
+            .unwrap_or(BlockStrategy::SerialExecution),
+            max_concurrency: job.max_concurrency as u32,
+            limits: WireLimits {
+                timeout_ms: job.timeout_ms as u64,
+                fuel: job.fuel.map(|fuel| fuel as u64),
+                memory_bytes: job.memory_bytes as u64,
+                ..WireLimits::default()
+            },
+            state: state.values.clone(),
+            state_revisions: state.revisions.clone(),
+            receipt: self.receipt(run.id as u64, address),
+            fresh_instance: job.fresh_instance,
+            start_in_ms: (run.scheduled_at_ms - now_ms()).max(0) as u64,
+        };
+        let response = self
+            .http
+            .post(format!("{address}{}", executor_paths::RUN))
+            .bearer_auth(&self.config.executor_token)
+            .json(&command)
+            .send()
+            .await;
+        let now = now_ms();
+        match response {
+            Ok(response) if response.status().is_success() => {
+                match response.json::<RunResponse>().await {
+                    Ok(answer) if answer.accepted => {
+                        self.mark_dispatched(run.id, address, now);
+                    }
+                    Ok(answer) => {
+                        let reason = answer
+                            .refused
+                            .map(|outcome| outcome.message())
+                            .unwrap_or_else(|| "refused".to_owned());
+                        self.fail(run, &format!("{address} refused the run: {reason}"))
+                            .await?;
+                    }
+                    Err(error) => {
+                        self.fail(run, &format!("{address} answered badly: {error}"))
+                            .await?
+                    }
+                }
+            }
+            Ok(response) if response.status() == reqwest::StatusCode::CONFLICT => {
+                // The executor already has this run: an earlier dispatch
+                // reached it but the admin died before recording it. Its
+                // result will come by callback.
+                self.mark_dispatched(run.id, address, now);
+            }
+            Ok(response) => {
+                let status = response.status();
+                let body = response.text().await.unwrap_or_default();
+                self.fail(
+                    run,
+                    &format!("trigger failed: {address} answered {status}: {body}"),
+                )
+                .await?;
+            }
+            Err(error) => {
+                self.fail(run, &format!("trigger failed: {address}: {error}"))
+                    .await?
+            }
+        }
+        Ok(())
+    }
+
+    /// Queues the record that `address` accepted `run`.
+    pub(super) fn mark_dispatched(&self, run_id: i64, address: &str, now: i64) {
+        let _ = self.marks.send(DispatchMark {
+            run_id,
+            executor: address.to_owned(),
+            at_ms: now,
+        });
+    }
+
+    /// Ends a run that could not be dispatched, then applies the retry
+    /// policy.
+    pub(super) async fn fail(
+        self: &Arc<Self>,
+        run: &RunRow,
+        message: &str,
+    ) -> Result<(), StoreError> {
+        tracing::warn!(
+            run = run.id,
+            job = run.job_id,
+            message,
+            "run not dispatched"
+        );
+        self.metrics.dispatch_failures.inc();
+        let ended = self
+            .store
+            .finish_run(&RunEnd::failed(run.id, "rejected", message, now_ms()))
+            .await?;
+        if let Some(ended) = ended {
+            self.metrics.run_ended("rejected");
+            self.after_end(&ended, None).await?;
+        }
+        Ok(())
+    }
+
+    /// Triggers a job now (manual, API, parent): writes the run, then
+    /// dispatches it. `param` overrides the job's parameter.
+    pub async fn trigger(
+        self: &Arc<Self>,
+        job_id: i64,
+        kind: &'static str,
+        param: Option<String>,
+        addresses: Option<Vec<String>>,
+    ) -> Result<i64, StoreError> {
+        let Some(job) = self.store.job(job_id).await? else {
+            return Err(StoreError::Database(sqlx::Error::RowNotFound));
+        };
+        let now = now_ms();
+        let id = self
+            .store
+            .insert_run(
+                &NewRun {
+                    job_id,
+                    kind,
+                    scheduled_at_ms: now,
+                    shard_index: 0,
+                    shard_total: 1,
+                    attempt: 0,
+                    param: param.unwrap_or(job.param),
+                    module_digest: job.module_digest,
+                },
+                now,
+            )
+            .await?;
+        if let Some(run) = self.store.run(id).await? {
+            // Written with this admin's lease, so no other admin sends it.
+            self.clone().dispatch_now(run, addresses);
+        }
+        Ok(id)
+    }
+
+    /// Dispatches `run` at once in its pool, to `addresses` if given.
+    /// (A plain function: a trigger dispatches, and a dispatch can end a
+    /// run and trigger children, so an async one would contain itself.)
+    pub(super) fn dispatch_now(self: Arc<Self>, run: RunRow, addresses: Option<Vec<String>>) {
+        tokio::spawn(async move { self.dispatch_in_pool(&run, None, addresses).await });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn often_slow_jobs_move_to_the_slow_pool_for_the_minute() {
+        let mut slow = SlowJobs::default();
+        let minute = 60_000 * 1_000;
+        for _ in 0..SLOW_DISPATCHES_PER_MINUTE {
+            slow.record(7, Duration::from_millis(800), minute);
+            slow.record(8, Duration::from_millis(10), minute);
+        }
+        assert!(
+            !slow.is_slow(7, minute),
+            "ten slow dispatches are tolerated"
+        );
+        slow.record(7, Duration::from_millis(800), minute + 1);
+        assert!(slow.is_slow(7, minute + 1));
+        assert!(!slow.is_slow(8, minute + 1), "fast jobs stay fast");
+        assert!(
+            !slow.is_slow(7, minute + 60_000),
+            "counts reset every minute"
+        );
+    }
+}

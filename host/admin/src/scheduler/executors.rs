@@ -1,0 +1,127 @@
+//! Requests to executors on behalf of users: kill a run or a whole job,
+//! read a running run's log.
+
+use super::*;
+
+/// What a kill of a whole job did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct JobKill {
+    /// Runs that were waiting to be dispatched, now cancelled.
+    pub cancelled: Vec<i64>,
+    /// Runs executors stopped or dropped from their queues.
+    pub killed: Vec<u64>,
+    /// Executors that could not be reached (their runs of the job go on).
+    pub unreachable: Vec<String>,
+}
+
+impl Scheduler {
+    /// Forwards a kill to the executor running `run`.
+    pub async fn kill(&self, run: &RunRow) -> Result<bool, String> {
+        let command = cronbox_protocol::KillCommand::Run {
+            run_id: run.id as u64,
+        };
+        let answer: cronbox_protocol::KillResponse = self
+            .ask_executor(run, executor_paths::KILL, &command)
+            .await?;
+        Ok(answer.killed.contains(&(run.id as u64)))
+    }
+
+    /// A running run's log from its executor, by line offset.
+    pub async fn live_log(
+        &self,
+        run: &RunRow,
+        offset: usize,
+        limit: usize,
+    ) -> Result<cronbox_protocol::LogResponse, String> {
+        let query = cronbox_protocol::LogQuery {
+            run_id: run.id as u64,
+            offset,
+            limit,
+        };
+        self.ask_executor(run, executor_paths::LOG, &query).await
+    }
+
+    /// POSTs `body` to the executor that holds `run` and decodes its answer.
+    pub(super) async fn ask_executor<B: serde::Serialize, R: serde::de::DeserializeOwned>(
+        &self,
+        run: &RunRow,
+        path: &str,
+        body: &B,
+    ) -> Result<R, String> {
+        let Some(executor) = &run.executor else {
+            return Err("the run was not dispatched to an executor".to_owned());
+        };
+        self.post(executor, path, body).await
+    }
+
+    /// POSTs `body` to `executor` (an address the admin routed to) with the
+    /// executor token and decodes its answer.
+    pub(super) async fn post<B: serde::Serialize, R: serde::de::DeserializeOwned>(
+        &self,
+        executor: &str,
+        path: &str,
+        body: &B,
+    ) -> Result<R, String> {
+        let response = self
+            .http
+            .post(format!("{executor}{path}"))
+            .bearer_auth(&self.config.executor_token)
+            .json(body)
+            .send()
+            .await
+            .map_err(|error| format!("{executor}: {error}"))?;
+        if !response.status().is_success() {
+            return Err(format!("{executor} answered {}", response.status()));
+        }
+        response
+            .json()
+            .await
+            .map_err(|error| format!("{executor} answered badly: {error}"))
+    }
+
+    /// Kills a whole job: its runs waiting to be dispatched end as
+    /// cancelled (pending retries included), and every executor that may
+    /// hold one of its runs (running, queued or held until its instant) is
+    /// told to kill them all. Returns the cancelled run ids, the killed
+    /// ones, and the executors that could not be reached.
+    pub async fn kill_job(&self, job: &JobRow) -> Result<JobKill, StoreError> {
+        let now = now_ms();
+        let cancelled = self
+            .store
+            .cancel_waiting_runs(job.id, "cancelled: the job was killed", now)
+            .await?;
+        for _ in &cancelled {
+            self.metrics.run_ended(status::CANCELLED);
+        }
+        let mut executors = self.store.executors_of_running(job.id).await?;
+        // Runs sent ahead whose dispatch is not recorded yet are on one of
+        // the group's executors.
+        executors.extend(self.live_addresses(&job.group_name, now).await?);
+        executors.sort();
+        executors.dedup();
+        let mut killed = Vec::new();
+        let mut unreachable = Vec::new();
+        for executor in executors {
+            let command = cronbox_protocol::KillCommand::Job {
+                job_id: job.id as u64,
+            };
+            match self
+                .post::<_, cronbox_protocol::KillResponse>(
+                    &executor,
+                    executor_paths::KILL,
+                    &command,
+                )
+                .await
+            {
+                Ok(answer) => killed.extend(answer.killed),
+                Err(error) => unreachable.push(error),
+            }
+        }
+        killed.sort_unstable();
+        Ok(JobKill {
+            cancelled,
+            killed,
+            unreachable,
+        })
+    }
+}

@@ -1,0 +1,252 @@
+//! Firing and dispatch: the pre-read loop that turns due jobs into run rows
+//! before anything is sent, millisecond timers that dispatch each run at its
+//! instant, routing, and what happens when results come back (state commit,
+//! retries, child jobs, FIX_DELAY).
+//!
+//! Every fire is written as a `pending` run before it is dispatched; on
+//! start, pending runs left by a crash are dispatched (late ones at once).
+//! A job's fires are claimed by moving its `next_fire_at_ms` with a
+//! conditional update in the same transaction that writes the runs, and the
+//! unique key on (job, scheduled time, shard) makes a double fire
+//! impossible.
+//!
+//! Laid out by step: `planner` (pure: fires, misfire, catch-up), `preread`
+//! (claims and written fires), `dispatch` (timers, leases, routing, the run
+//! command, triggers), `receipts`, `results` (what follows a run's end) and
+//! `executors` (kill and log requests).
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use chrono::{DateTime, TimeZone, Utc};
+use cronbox_protocol::{
+    BlockStrategy, IdleBeatRequest, IdleBeatResponse, RunCommand, RunResponse, RunResult, Trigger,
+    TriggerKind, WireLimits, executor_paths,
+};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use crate::jobs::{children_of, schedule_of};
+use crate::metrics::Metrics;
+use crate::routing::{Probe, Route, RouteStrategy, Router};
+use crate::schedule::Schedule;
+use crate::store::{
+    DispatchMark, JobRow, JobState, NewRun, RunEnd, RunRow, Store, StoreError,
+    outcome_is_deliberate, status,
+};
+
+mod dispatch;
+mod executors;
+mod planner;
+mod preread;
+mod receipts;
+mod results;
+
+use dispatch::*;
+pub use executors::JobKill;
+pub use planner::plan_fires;
+use planner::*;
+
+/// Timing settings of the scheduler.
+#[derive(Debug, Clone)]
+pub struct SchedulerConfig {
+    /// How far ahead due jobs are read and their runs written.
+    pub pre_read: Duration,
+    /// An executor is dead after this long without a heartbeat.
+    pub dead_after: Duration,
+    /// Dispatches in flight at once (back-pressure beyond).
+    pub max_dispatches: usize,
+    /// Timeout of one dispatch request.
+    pub dispatch_timeout: Duration,
+    /// A dispatched run whose executor is dead and that has had no result
+    /// for this long is marked lost (failed), then retried if it may be.
+    pub lost_after: Duration,
+    /// Token the admin presents to executors.
+    pub executor_token: String,
+    /// How long before its instant a fire is sent; the executor holds it
+    /// until then, so a burst of fires due together still starts on time.
+    /// Zero sends each fire at its instant.
+    pub dispatch_ahead: Duration,
+    /// Ended runs older than this are deleted (xxl-job's log retention).
+    pub run_retention: Duration,
+    /// How often daily reports are recounted and old rows cleaned.
+    pub housekeeping_interval: Duration,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig {
+            pre_read: Duration::from_secs(5),
+            dead_after: Duration::from_secs(90),
+            max_dispatches: 256,
+            dispatch_timeout: Duration::from_secs(3),
+            lost_after: Duration::from_secs(600),
+            executor_token: String::new(),
+            dispatch_ahead: Duration::from_millis(300),
+            run_retention: Duration::from_secs(30 * 24 * 3600),
+            housekeeping_interval: Duration::from_secs(60),
+        }
+    }
+}
+
+/// A shift of this process's clock, for tests of admins whose clocks
+/// disagree (`cronbox admin --clock-offset`); zero otherwise.
+static CLOCK_OFFSET_MS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+
+/// Shifts what [`now_ms`] returns by `offset_ms` (test-only setting).
+pub fn set_clock_offset(offset_ms: i64) {
+    CLOCK_OFFSET_MS.store(offset_ms, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Milliseconds since the epoch, now (by this admin's clock).
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|now| now.as_millis() as i64)
+        .unwrap_or(0)
+        + CLOCK_OFFSET_MS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// [`now_ms`] as a time.
+pub fn now() -> DateTime<Utc> {
+    instant(now_ms())
+}
+
+pub(crate) fn instant(ms: i64) -> DateTime<Utc> {
+    Utc.timestamp_millis_opt(ms).single().unwrap_or_default()
+}
+
+/// The scheduler of one admin process.
+#[derive(Debug)]
+pub struct Scheduler {
+    store: Store,
+    router: Router,
+    http: reqwest::Client,
+    config: SchedulerConfig,
+    /// Dispatch slots of jobs whose dispatches are quick.
+    fast_slots: Arc<Semaphore>,
+    /// Dispatch slots of jobs whose dispatches were often slow this minute,
+    /// so that they cannot hold up the others (xxl-job's slow pool).
+    slow_slots: Arc<Semaphore>,
+    slow_jobs: std::sync::Mutex<SlowJobs>,
+    /// Each group's live addresses, read at most once per second.
+    addresses:
+        std::sync::Mutex<std::collections::HashMap<String, (std::time::Instant, Vec<String>)>>,
+    /// Runs accepted by executors, recorded as dispatched in batches by
+    /// [`write_dispatch_marks`] so that a burst of dispatches does not
+    /// queue one write transaction each.
+    marks: tokio::sync::mpsc::UnboundedSender<DispatchMark>,
+    mark_queue: std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<DispatchMark>>>,
+    /// Starts a pre-read pass now (a job was started or changed).
+    wake: tokio::sync::Notify,
+    metrics: Arc<Metrics>,
+    /// The key run receipts are signed with (shared by the admins of one
+    /// database; see [`Scheduler::receipt`]).
+    receipt_key: Vec<u8>,
+}
+
+impl Scheduler {
+    /// A scheduler over `store`; `receipt_key` signs run receipts (see
+    /// [`Store::receipt_key`]).
+    pub fn new(store: Store, config: SchedulerConfig, receipt_key: Vec<u8>) -> Arc<Self> {
+        let http = reqwest::Client::builder()
+            .timeout(config.dispatch_timeout)
+            .connect_timeout(Duration::from_secs(1))
+            .build()
+            .unwrap_or_default();
+        let (marks, mark_queue) = tokio::sync::mpsc::unbounded_channel();
+        Arc::new(Scheduler {
+            marks,
+            mark_queue: std::sync::Mutex::new(Some(mark_queue)),
+            wake: tokio::sync::Notify::new(),
+            metrics: Arc::new(Metrics::new()),
+            fast_slots: Arc::new(Semaphore::new(config.max_dispatches)),
+            slow_slots: Arc::new(Semaphore::new((config.max_dispatches / 4).max(1))),
+            slow_jobs: std::sync::Mutex::new(SlowJobs::default()),
+            addresses: std::sync::Mutex::new(std::collections::HashMap::new()),
+            store,
+            router: Router::default(),
+            http,
+            config,
+            receipt_key,
+        })
+    }
+
+    pub(crate) fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
+    pub fn config(&self) -> &SchedulerConfig {
+        &self.config
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Runs the pre-read loop until `stop`. First recovers runs written but
+    /// not dispatched by an earlier process.
+    pub async fn run(self: Arc<Self>, stop: CancellationToken) {
+        let mark_queue = self
+            .mark_queue
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .take();
+        let mark_writer = mark_queue.map(|queue| {
+            tokio::spawn(write_dispatch_marks(
+                self.store.clone(),
+                queue,
+                stop.clone(),
+            ))
+        });
+        match self.store.pending_runs().await {
+            Ok(pending) => {
+                if !pending.is_empty() {
+                    tracing::info!(
+                        count = pending.len(),
+                        "recovering runs written but not dispatched"
+                    );
+                }
+                self.clone().dispatch_all_at(pending);
+            }
+            Err(error) => tracing::error!(%error, "cannot read pending runs"),
+        }
+        let mut last_lost_check = std::time::Instant::now();
+        loop {
+            if let Err(error) = self.pre_read().await {
+                tracing::warn!(%error, "pre-read failed; retrying");
+            }
+            if last_lost_check.elapsed() >= Duration::from_secs(1) {
+                last_lost_check = std::time::Instant::now();
+                if let Err(error) = self.reap_lost_runs().await {
+                    tracing::warn!(%error, "lost-run check failed");
+                }
+                match self.store.orphaned_runs(now_ms(), 5_000).await {
+                    Ok(orphans) if !orphans.is_empty() => {
+                        tracing::warn!(
+                            count = orphans.len(),
+                            "taking over runs whose admin did not dispatch them"
+                        );
+                        self.clone().dispatch_all_at(orphans);
+                    }
+                    Ok(_) => {}
+                    Err(error) => tracing::warn!(%error, "orphaned-run check failed"),
+                }
+            }
+            tokio::select! {
+                _ = stop.cancelled() => break,
+                _ = self.wake.notified() => {}
+                _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+            }
+        }
+        if let Some(writer) = mark_writer {
+            let _ = writer.await;
+        }
+    }
+
+    /// Runs a pre-read pass now instead of at the next tick: a job just
+    /// started or changed may be due sooner.
+    pub fn wake(&self) {
+        self.wake.notify_one();
+    }
+}

@@ -1,0 +1,187 @@
+//! The planner: pure functions from a job and the time to the fires to
+//! write (misfire and catch-up included) and the rows they become.
+
+use super::*;
+
+/// The runs to write for a due job's fires up to `horizon` and its next
+/// fire after them; `None` (logged) when its schedule cannot be read, and
+/// the job is to be stopped.
+pub(super) fn plan_job(job: &JobRow, now: i64, horizon: i64) -> Option<(Vec<NewRun>, Option<i64>)> {
+    let expected = job.next_fire_at_ms?;
+    let schedule = match schedule_of(job) {
+        Ok(schedule) => schedule,
+        Err(error) => {
+            tracing::error!(job = job.id, %error, "unparseable schedule; job stopped");
+            return None;
+        }
+    };
+    let (fires, next) = plan_fires(job, &schedule, expected, now, horizon);
+    Some((new_runs(job, &fires), next))
+}
+
+/// The runs to write for `job`'s planned fires.
+pub(super) fn new_runs(job: &JobRow, fires: &[(i64, &'static str)]) -> Vec<NewRun> {
+    fires
+        .iter()
+        .map(|(at, kind)| NewRun {
+            job_id: job.id,
+            kind,
+            scheduled_at_ms: *at,
+            shard_index: 0,
+            shard_total: 1,
+            attempt: 0,
+            param: job.param.clone(),
+            module_digest: job.module_digest.clone(),
+        })
+        .collect()
+}
+
+/// The row of a run just written (saves reading it back).
+pub(super) fn written_run(id: i64, tenant: &str, run: &NewRun, now: i64) -> RunRow {
+    RunRow {
+        id,
+        tenant: tenant.to_owned(),
+        job_id: run.job_id,
+        kind: run.kind.to_owned(),
+        scheduled_at_ms: run.scheduled_at_ms,
+        shard_index: run.shard_index,
+        shard_total: run.shard_total,
+        attempt: run.attempt,
+        param: run.param.clone(),
+        status: crate::store::status::PENDING.to_owned(),
+        executor: None,
+        module_digest: run.module_digest.clone(),
+        outcome: None,
+        code: None,
+        message: None,
+        created_at_ms: now,
+        dispatched_at_ms: None,
+        started_at_ms: None,
+        finished_at_ms: None,
+        alarm_status: crate::store::alarm::NONE.to_owned(),
+        alarm_message: None,
+    }
+}
+
+/// The stored kind as a static string (run rows keep it as text).
+pub(super) fn static_kind(kind: &str) -> &'static str {
+    match kind {
+        "manual" => "manual",
+        "api" => "api",
+        "retry" => "retry",
+        "parent" => "parent",
+        "misfire" => "misfire",
+        _ => "schedule",
+    }
+}
+
+/// The fires of `job` from `expected` (its stored next fire) up to
+/// `horizon`, with the misfire policy applied, and its next fire after them.
+pub fn plan_fires(
+    job: &JobRow,
+    schedule: &Schedule,
+    expected: i64,
+    now: i64,
+    horizon: i64,
+) -> (Vec<(i64, &'static str)>, Option<i64>) {
+    let mut fires = Vec::new();
+    let mut next = Some(expected);
+    if expected < now - job.misfire_threshold_ms {
+        // Missed by more than the threshold.
+        if job.misfire == "FIRE_ONCE_NOW" {
+            fires.push((now, "misfire"));
+        }
+        next = match schedule {
+            Schedule::FixDelay(_) => None,
+            Schedule::OneShot(_) => None,
+            _ => schedule
+                .next_after(instant(now))
+                .map(|at| at.timestamp_millis()),
+        };
+        if let Schedule::FixDelay(delay) = schedule
+            && job.misfire != "FIRE_ONCE_NOW"
+        {
+            next = Some(now + delay.as_millis() as i64);
+        }
+        return (fires, next);
+    }
+    while let Some(at) = next {
+        if at > horizon {
+            break;
+        }
+        fires.push((at, "schedule"));
+        next = match schedule {
+            // FIX_DELAY's next fire is set when the run completes.
+            Schedule::FixDelay(_) | Schedule::OneShot(_) | Schedule::None => None,
+            _ => schedule
+                .next_after(instant(at))
+                .map(|at| at.timestamp_millis()),
+        };
+    }
+    (fires, next)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn every_second(misfire: &str) -> JobRow {
+        JobRow {
+            id: 1,
+            tenant: "default".into(),
+            group_name: "default".into(),
+            name: "every-second".into(),
+            module_digest: "a".repeat(64),
+            schedule_type: "CRON".into(),
+            schedule_conf: "* * * * * ?".into(),
+            time_zone: "UTC".into(),
+            misfire: misfire.into(),
+            misfire_threshold_ms: 5_000,
+            route: "FIRST".into(),
+            block_strategy: "SERIAL_EXECUTION".into(),
+            max_concurrency: 1,
+            timeout_ms: 1_000,
+            fuel: None,
+            memory_bytes: 1 << 20,
+            retry_count: 0,
+            retry_interval_ms: 0,
+            children: String::new(),
+            param: String::new(),
+            enabled: true,
+            next_fire_at_ms: None,
+            module_name: None,
+            module_version: None,
+            alarm_url: String::new(),
+            fresh_instance: false,
+        }
+    }
+
+    /// The catch-up rule: after a stall shorter than the misfire threshold
+    /// every missed fire runs (late, in order); past the threshold none does
+    /// (DO_NOTHING) or one runs now (FIRE_ONCE_NOW), and the schedule goes
+    /// on from now.
+    #[test]
+    fn missed_fires_catch_up_within_the_threshold_and_misfire_beyond_it() {
+        let now = 1_800_000_000_000; // a whole second
+        let horizon = now + 1_000;
+        for misfire in ["DO_NOTHING", "FIRE_ONCE_NOW"] {
+            let job = every_second(misfire);
+            let schedule = schedule_of(&job).unwrap_or_else(|error| panic!("{error}"));
+            // A 4 s stall: the four missed fires run, then the due ones.
+            let (fires, next) = plan_fires(&job, &schedule, now - 4_000, now, horizon);
+            let expected: Vec<(i64, &str)> = (-4..=1)
+                .map(|second| (now + second * 1_000, "schedule"))
+                .collect();
+            assert_eq!(fires, expected, "{misfire}");
+            assert_eq!(next, Some(now + 2_000));
+            // A 6 s stall is past the 5 s threshold.
+            let (fires, next) = plan_fires(&job, &schedule, now - 6_000, now, horizon);
+            let expected: Vec<(i64, &str)> = match misfire {
+                "DO_NOTHING" => vec![],
+                _ => vec![(now, "misfire")],
+            };
+            assert_eq!(fires, expected, "{misfire}");
+            assert_eq!(next, Some(now + 1_000), "{misfire}: on from now");
+        }
+    }
+}

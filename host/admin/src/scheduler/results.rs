@@ -1,0 +1,180 @@
+//! Results and what follows a run's end, whichever way it ended: state
+//! commit, children, retries, the FIX_DELAY chain; the lost-run monitor.
+
+use super::*;
+
+impl Scheduler {
+    /// Records results from an executor (idempotent by run id) and acts on
+    /// them: state is committed with a successful result (unless it
+    /// conflicts with a commit the run did not see), then children, retries
+    /// and FIX_DELAY follow. A result whose receipt does not match its run's
+    /// dispatch is refused (logged and counted) and changes nothing.
+    pub async fn accept_results(
+        self: &Arc<Self>,
+        results: Vec<RunResult>,
+    ) -> Result<(), StoreError> {
+        let now = now_ms();
+        let (results, refused): (Vec<RunResult>, Vec<RunResult>) = results
+            .into_iter()
+            .partition(|result| self.receipt_holds(result));
+        for result in &refused {
+            self.metrics.results_refused.inc();
+            tracing::warn!(
+                run = result.run_id,
+                executor = %result.executor,
+                "result refused: its receipt does not match the run's dispatch"
+            );
+        }
+        let ends: Vec<RunEnd> = results
+            .into_iter()
+            .map(|result| RunEnd {
+                module_digest: (!result.module_digest.is_empty())
+                    .then(|| result.module_digest.clone()),
+                run_id: result.run_id as i64,
+                success: result.outcome.is_success(),
+                outcome: result.outcome.kind().as_str().to_owned(),
+                code: i64::from(result.code),
+                message: result.outcome.message(),
+                log: serde_json::to_string(&result.log).unwrap_or_default(),
+                executor: Some(result.executor),
+                started_at_ms: (result.started_at_ms > 0).then_some(result.started_at_ms),
+                state_changes: result.state_changes,
+                state_base: result.state_base,
+                finished_at_ms: now,
+            })
+            .collect();
+        // One transaction for the batch; a repeated callback finds its run
+        // already ended and changes nothing.
+        let ended = self.store.finish_runs(&ends).await?;
+        let mut job_ids: Vec<i64> = ended.iter().flatten().map(|run| run.job_id).collect();
+        job_ids.sort_unstable();
+        job_ids.dedup();
+        let jobs = self.store.jobs_by_id(&job_ids).await?;
+        for (run, end) in ended.into_iter().zip(&ends) {
+            let Some(run) = run else {
+                continue;
+            };
+            self.metrics
+                .run_ended(run.outcome.as_deref().unwrap_or(&end.outcome));
+            if run.kind == "schedule"
+                && let Some(started) = end.started_at_ms
+            {
+                let late = (started - run.scheduled_at_ms).max(0) as f64 / 1000.0;
+                self.metrics.lateness.observe(late);
+            }
+            if let Some(job) = jobs.get(&run.job_id) {
+                self.after_end(&run, Some(job)).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// What follows a run's end, whichever way it ended (result, dispatch
+    /// failure, lost): children after a success; a retry after a failure,
+    /// unless the run was ended on purpose (killed, covered, cancelled);
+    /// and for a FIX_DELAY job's scheduled run, the job's next fire, once.
+    pub(super) async fn after_end(
+        self: &Arc<Self>,
+        run: &RunRow,
+        job: Option<&JobRow>,
+    ) -> Result<(), StoreError> {
+        let read;
+        let job = match job {
+            Some(job) => job,
+            None => match self.store.job(run.job_id).await? {
+                Some(job) => {
+                    read = job;
+                    &read
+                }
+                None => return Ok(()),
+            },
+        };
+        if run.status == status::SUCCESS {
+            for child in children_of(job) {
+                if let Err(error) = self.trigger(child, "parent", None, None).await {
+                    tracing::warn!(child, %error, "child job not triggered");
+                }
+            }
+        } else if !run.outcome.as_deref().is_some_and(outcome_is_deliberate) {
+            self.retry(run, job).await?;
+        }
+        if matches!(run.kind.as_str(), "schedule" | "misfire")
+            && let Ok(schedule @ Schedule::FixDelay(_)) = schedule_of(job)
+            && let Some(next) = schedule.after_completion(instant(now_ms()))
+        {
+            self.store
+                .continue_fixed_delay(job.id, next.timestamp_millis(), now_ms())
+                .await?;
+            self.wake();
+        }
+        Ok(())
+    }
+
+    /// Retries a failed run if the job's retries allow: a new run linked by
+    /// its attempt number, after the interval doubled per attempt; the same
+    /// shard (index and total) and parameter.
+    pub(super) async fn retry(
+        self: &Arc<Self>,
+        run: &RunRow,
+        job: &JobRow,
+    ) -> Result<(), StoreError> {
+        if run.attempt >= job.retry_count {
+            return Ok(());
+        }
+        let backoff = job
+            .retry_interval_ms
+            .saturating_mul(1_i64 << run.attempt.min(20));
+        let retry = NewRun {
+            job_id: run.job_id,
+            kind: "retry",
+            scheduled_at_ms: now_ms() + backoff,
+            shard_index: run.shard_index,
+            shard_total: run.shard_total,
+            attempt: run.attempt + 1,
+            param: run.param.clone(),
+            module_digest: run.module_digest.clone(),
+        };
+        let id = self.store.insert_run(&retry, now_ms()).await?;
+        if let Some(run) = self.store.run(id).await? {
+            self.clone().dispatch_at(run);
+        }
+        Ok(())
+    }
+
+    /// The lost-run monitor: a run dispatched more than `lost_after` ago to
+    /// an executor without a heartbeat for `dead_after` ends as failed
+    /// ("lost"), and is retried if the job's retries allow.
+    pub(super) async fn reap_lost_runs(self: &Arc<Self>) -> Result<(), StoreError> {
+        let now = now_ms();
+        let dispatched_before = now - self.config.lost_after.as_millis() as i64;
+        let alive_since = self.alive_since(now).await?;
+        for run in self.store.lost_runs(dispatched_before, alive_since).await? {
+            let message = format!(
+                "lost: executor {} stopped beating and no result came",
+                run.executor.as_deref().unwrap_or("?")
+            );
+            let ended = self
+                .store
+                .finish_run(&RunEnd::failed(run.id, "lost", &message, now))
+                .await?;
+            if let Some(ended) = ended {
+                self.metrics.run_ended("lost");
+                tracing::warn!(run = run.id, "{message}");
+                self.after_end(&ended, None).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Executors that beat since the returned instant are alive now.
+    pub async fn alive_since_now(&self) -> Result<i64, StoreError> {
+        self.alive_since(now_ms()).await
+    }
+
+    /// Executors that beat since this instant are alive (see
+    /// [`Store::liveness_reference`]).
+    pub(super) async fn alive_since(&self, now: i64) -> Result<i64, StoreError> {
+        let reference = self.store.liveness_reference(now).await?;
+        Ok(reference - self.config.dead_after.as_millis() as i64)
+    }
+}

@@ -1,0 +1,390 @@
+//! Job definitions, the claims that turn due jobs into written fires, and
+//! each job's durable state with its revisions.
+
+use super::*;
+
+impl Store {
+    /// Inserts a validated job; returns its id.
+    pub async fn insert_job(&self, job: &JobRow, now_ms: i64) -> Result<i64, StoreError> {
+        let row = sqlx::query(
+            "INSERT INTO job (tenant, group_name, name, module_digest, schedule_type, schedule_conf, \
+             time_zone, misfire, misfire_threshold_ms, route, block_strategy, max_concurrency, \
+             timeout_ms, fuel, memory_bytes, retry_count, retry_interval_ms, children, param, \
+             enabled, next_fire_at_ms, module_name, module_version, alarm_url, created_at_ms, \
+             updated_at_ms, fresh_instance) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \
+             $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $25, $26) \
+             RETURNING id",
+        )
+        .bind(&job.tenant)
+        .bind(&job.group_name)
+        .bind(&job.name)
+        .bind(&job.module_digest)
+        .bind(&job.schedule_type)
+        .bind(&job.schedule_conf)
+        .bind(&job.time_zone)
+        .bind(&job.misfire)
+        .bind(job.misfire_threshold_ms)
+        .bind(&job.route)
+        .bind(&job.block_strategy)
+        .bind(job.max_concurrency)
+        .bind(job.timeout_ms)
+        .bind(job.fuel)
+        .bind(job.memory_bytes)
+        .bind(job.retry_count)
+        .bind(job.retry_interval_ms)
+        .bind(&job.children)
+        .bind(&job.param)
+        .bind(i64::from(job.enabled))
+        .bind(job.next_fire_at_ms)
+        .bind(&job.module_name)
+        .bind(job.module_version)
+        .bind(&job.alarm_url)
+        .bind(now_ms)
+        .bind(i64::from(job.fresh_instance))
+        .fetch_one(&self.writer)
+        .await?;
+        Ok(row.try_get("id")?)
+    }
+
+    /// Replaces a job's definition (keeping whether it is enabled); its next
+    /// fire is `next_fire_at_ms`.
+    pub async fn update_job(
+        &self,
+        id: i64,
+        job: &JobRow,
+        next_fire_at_ms: Option<i64>,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE job SET group_name = $1, name = $2, module_digest = $3, schedule_type = $4, \
+             schedule_conf = $5, time_zone = $6, misfire = $7, misfire_threshold_ms = $8, route = $9, \
+             block_strategy = $10, max_concurrency = $11, timeout_ms = $12, fuel = $13, \
+             memory_bytes = $14, retry_count = $15, retry_interval_ms = $16, children = $17, \
+             param = $18, next_fire_at_ms = $19, updated_at_ms = $20, module_name = $22, \
+             module_version = $23, alarm_url = $24, fresh_instance = $25 WHERE id = $21",
+        )
+        .bind(&job.group_name)
+        .bind(&job.name)
+        .bind(&job.module_digest)
+        .bind(&job.schedule_type)
+        .bind(&job.schedule_conf)
+        .bind(&job.time_zone)
+        .bind(&job.misfire)
+        .bind(job.misfire_threshold_ms)
+        .bind(&job.route)
+        .bind(&job.block_strategy)
+        .bind(job.max_concurrency)
+        .bind(job.timeout_ms)
+        .bind(job.fuel)
+        .bind(job.memory_bytes)
+        .bind(job.retry_count)
+        .bind(job.retry_interval_ms)
+        .bind(&job.children)
+        .bind(&job.param)
+        .bind(next_fire_at_ms)
+        .bind(now_ms)
+        .bind(id)
+        .bind(&job.module_name)
+        .bind(job.module_version)
+        .bind(&job.alarm_url)
+        .bind(i64::from(job.fresh_instance))
+        .execute(&self.writer)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// A job by id.
+    pub async fn job(&self, id: i64) -> Result<Option<JobRow>, StoreError> {
+        let row = sqlx::query(concat!(
+            "SELECT ",
+            job_columns!(),
+            " FROM job WHERE id = $1"
+        ))
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.as_ref().map(job_from_row).transpose()?)
+    }
+
+    /// The jobs among `ids` that exist, read in as few queries as the
+    /// engines' parameter limits allow.
+    pub async fn jobs_by_id(&self, ids: &[i64]) -> Result<HashMap<i64, JobRow>, StoreError> {
+        let mut jobs = HashMap::with_capacity(ids.len());
+        for chunk in ids.chunks(IN_LIST_CHUNK) {
+            let sql = format!(
+                concat!("SELECT ", job_columns!(), " FROM job WHERE id IN ({})"),
+                placeholders(chunk.len())
+            );
+            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+            for id in chunk {
+                query = query.bind(*id);
+            }
+            for row in query.fetch_all(&self.pool).await? {
+                let job = job_from_row(&row)?;
+                jobs.insert(job.id, job);
+            }
+        }
+        Ok(jobs)
+    }
+
+    /// Every job, by id.
+    pub async fn jobs(&self) -> Result<Vec<JobRow>, StoreError> {
+        let rows = sqlx::query(concat!("SELECT ", job_columns!(), " FROM job ORDER BY id"))
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.iter().map(job_from_row).collect::<Result<_, _>>()?)
+    }
+
+    /// Starts or stops a job, setting its next fire.
+    pub async fn set_enabled(
+        &self,
+        id: i64,
+        enabled: bool,
+        next_fire_at_ms: Option<i64>,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE job SET enabled = $1, next_fire_at_ms = $2, updated_at_ms = $3 WHERE id = $4",
+        )
+        .bind(i64::from(enabled))
+        .bind(next_fire_at_ms)
+        .bind(now_ms)
+        .bind(id)
+        .execute(&self.writer)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Stops a job: no next fire, and its fires and retries waiting to be
+    /// dispatched end as cancelled, in one transaction. Returns the ids of
+    /// the cancelled runs, or `None` if there is no such job.
+    pub async fn stop_job(&self, id: i64, now_ms: i64) -> Result<Option<Vec<i64>>, StoreError> {
+        let mut tx = self.writer.begin().await?;
+        let stopped = sqlx::query(
+            "UPDATE job SET enabled = 0, next_fire_at_ms = NULL, updated_at_ms = $1 WHERE id = $2",
+        )
+        .bind(now_ms)
+        .bind(id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if stopped != 1 {
+            return Ok(None);
+        }
+        let cancelled = cancel_waiting(
+            &mut tx,
+            id,
+            Some(&["schedule", "misfire", "retry"]),
+            "cancelled: the job was stopped before this run was dispatched",
+            now_ms,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(Some(cancelled))
+    }
+
+    /// Sets the next fire of a FIX_DELAY job whose chain waits for a run to
+    /// end, once: only an enabled FIX_DELAY job without a next fire is
+    /// changed, so the first of several ends (broadcast shards, a restart
+    /// in between) wins and the rest change nothing. True if it was set.
+    pub async fn continue_fixed_delay(
+        &self,
+        job_id: i64,
+        next_fire_at_ms: i64,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        Ok(sqlx::query(
+            "UPDATE job SET next_fire_at_ms = $1, updated_at_ms = $2 WHERE id = $3 \
+             AND enabled = 1 AND schedule_type = 'FIX_DELAY' AND next_fire_at_ms IS NULL",
+        )
+        .bind(next_fire_at_ms)
+        .bind(now_ms)
+        .bind(job_id)
+        .execute(&self.writer)
+        .await?
+        .rows_affected()
+            == 1)
+    }
+
+    /// Deletes a job and its durable state (its runs stay as history).
+    /// Returns false if there was no such job.
+    pub async fn delete_job(&self, id: i64) -> Result<bool, StoreError> {
+        let mut tx = self.writer.begin().await?;
+        sqlx::query("DELETE FROM job_state WHERE job_id = $1")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        let deleted = sqlx::query("DELETE FROM job WHERE id = $1")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        tx.commit().await?;
+        Ok(deleted == 1)
+    }
+
+    /// Enabled jobs due by `until_ms`, soonest first.
+    pub async fn due_jobs(&self, until_ms: i64, limit: i64) -> Result<Vec<JobRow>, StoreError> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            job_columns!(),
+            " FROM job WHERE enabled = 1 AND next_fire_at_ms IS NOT NULL \
+             AND next_fire_at_ms <= $1 ORDER BY next_fire_at_ms LIMIT $2"
+        ))
+        .bind(until_ms)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(job_from_row).collect::<Result<_, _>>()?)
+    }
+
+    /// Claims a job's fires: moves its next fire from `expected_next` to
+    /// `new_next` and writes `fires` as pending runs, in one transaction.
+    /// Returns, for each fire, the id of the run written (`None` for a fire
+    /// that already existed: the unique key on (job, scheduled time, shard)
+    /// drops it), or `None` overall when another admin claimed first (the
+    /// job's next fire had already moved).
+    pub async fn claim_fires(
+        &self,
+        job_id: i64,
+        expected_next: i64,
+        new_next: Option<i64>,
+        fires: &[NewRun],
+        now_ms: i64,
+    ) -> Result<Option<Vec<Option<i64>>>, StoreError> {
+        let mut tx = self.writer.begin().await?;
+        let moved = sqlx::query(
+            "UPDATE job SET next_fire_at_ms = $1 WHERE id = $2 AND enabled = 1 AND next_fire_at_ms = $3",
+        )
+        .bind(new_next)
+        .bind(job_id)
+        .bind(expected_next)
+        .execute(&mut *tx)
+        .await?;
+        if moved.rows_affected() != 1 {
+            tx.rollback().await?;
+            return Ok(None);
+        }
+        let mut ids = Vec::with_capacity(fires.len());
+        for fire in fires {
+            ids.push(insert_run(&mut tx, fire, &self.owner, now_ms, true).await?);
+        }
+        tx.commit().await?;
+        Ok(Some(ids))
+    }
+
+    /// PostgreSQL: claims up to `limit` jobs due by `until_ms` that no other
+    /// admin is claiming right now (`FOR UPDATE SKIP LOCKED`), in one
+    /// transaction: `plan` gives each job's fires and next fire (`None`:
+    /// the job cannot be scheduled and is stopped). Several admins each take
+    /// a disjoint share of the due jobs. Returns the claimed jobs with the
+    /// id of each fire written (`None` where the unique key dropped one).
+    pub async fn claim_due_batch(
+        &self,
+        until_ms: i64,
+        limit: i64,
+        now_ms: i64,
+        mut plan: impl FnMut(&JobRow) -> Option<(Vec<NewRun>, Option<i64>)>,
+    ) -> Result<Vec<ClaimedJob>, StoreError> {
+        let mut tx = self.writer.begin().await?;
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            job_columns!(),
+            " FROM job WHERE enabled = 1 AND next_fire_at_ms IS NOT NULL \
+             AND next_fire_at_ms <= $1 ORDER BY next_fire_at_ms LIMIT $2 FOR UPDATE SKIP LOCKED"
+        ))
+        .bind(until_ms)
+        .bind(limit)
+        .fetch_all(&mut *tx)
+        .await?;
+        let mut claimed = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let job = job_from_row(row)?;
+            let Some((fires, next)) = plan(&job) else {
+                sqlx::query("UPDATE job SET enabled = 0, next_fire_at_ms = NULL WHERE id = $1")
+                    .bind(job.id)
+                    .execute(&mut *tx)
+                    .await?;
+                continue;
+            };
+            sqlx::query("UPDATE job SET next_fire_at_ms = $1 WHERE id = $2")
+                .bind(next)
+                .bind(job.id)
+                .execute(&mut *tx)
+                .await?;
+            let mut written = Vec::with_capacity(fires.len());
+            for fire in fires {
+                let id = insert_run(&mut tx, &fire, &self.owner, now_ms, true).await?;
+                written.push((id, fire));
+            }
+            claimed.push(ClaimedJob { job, written });
+        }
+        tx.commit().await?;
+        Ok(claimed)
+    }
+
+    /// The durable state of each job among `job_ids` (empty for a job
+    /// without state), with each key's revision.
+    pub async fn job_states(&self, job_ids: &[i64]) -> Result<HashMap<i64, JobState>, StoreError> {
+        let mut states: HashMap<i64, JobState> = job_ids
+            .iter()
+            .map(|id| (*id, JobState::default()))
+            .collect();
+        for chunk in job_ids.chunks(IN_LIST_CHUNK) {
+            let sql = format!(
+                "SELECT job_id, key, value, revision FROM job_state WHERE job_id IN ({})",
+                placeholders(chunk.len())
+            );
+            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+            for id in chunk {
+                query = query.bind(*id);
+            }
+            for row in query.fetch_all(&self.pool).await? {
+                states.entry(row.try_get("job_id")?).or_default().insert(
+                    row.try_get("key")?,
+                    row.try_get("value")?,
+                    row.try_get("revision")?,
+                );
+            }
+        }
+        Ok(states)
+    }
+
+    /// A job's durable state, with each key's revision.
+    pub async fn job_state(&self, job_id: i64) -> Result<JobState, StoreError> {
+        Ok(self
+            .job_states(&[job_id])
+            .await?
+            .remove(&job_id)
+            .unwrap_or_default())
+    }
+
+    /// Replaces a job's durable state (an operator's edit): every key it
+    /// sets gets a new revision, so a run that read the old state cannot
+    /// commit over the edit.
+    pub async fn replace_job_state(
+        &self,
+        job_id: i64,
+        state: &HashMap<String, String>,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.writer.begin().await?;
+        sqlx::query("DELETE FROM job_state WHERE job_id = $1")
+            .bind(job_id)
+            .execute(&mut *tx)
+            .await?;
+        for (key, value) in state {
+            sqlx::query(
+                "INSERT INTO job_state (job_id, key, value, revision) VALUES ($1, $2, $3, $4)",
+            )
+            .bind(job_id)
+            .bind(key)
+            .bind(value)
+            .bind(-now_ms.max(1))
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,234 @@
+//! The admin's store: sqlx over SQLite (embedded default, one file, WAL) or
+//! PostgreSQL (clusters), with the same schema and queries on both.
+//!
+//! Times are milliseconds since the Unix epoch. Queries are written once
+//! with `$n` placeholders, which both engines accept. With SQLite one admin
+//! owns a data directory: a second is refused through an exclusive lock
+//! file.
+//!
+//! Laid out by aggregate: `rows` (the row types and their decoding),
+//! `registry` (executors, groups, the receipt key), `modules`, `tenants`,
+//! `jobs` (definitions, claims, durable state), `runs` (writing, leasing,
+//! dispatching and ending runs), `history` (alarms, daily reports,
+//! retention).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use cronbox_protocol::{ABSENT_REVISION, StateChanges, StateRevision};
+use sqlx::any::{AnyPoolOptions, AnyRow};
+use sqlx::{AnyPool, Row};
+
+#[macro_use]
+mod rows;
+mod history;
+mod jobs;
+mod modules;
+mod registry;
+mod runs;
+mod tenants;
+
+pub use modules::{ModuleVersion, VersionPush};
+pub use rows::{
+    ClaimedJob, DailyReport, DispatchMark, JobRow, JobState, NewRun, RunEnd, RunFilter, RunRow,
+};
+// Shared by the aggregates' files (each imports `super::*`).
+use rows::{job_from_row, run_from_row};
+use runs::{cancel_waiting, insert_run};
+
+/// Why the store failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// Another admin holds the SQLite data directory.
+    #[error(
+        "another cronbox admin is using the data directory {0} (SQLite allows one admin per data \
+         directory; use PostgreSQL to run several)"
+    )]
+    Locked(PathBuf),
+    #[error("cannot use the data directory {path}: {source}")]
+    DataDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("unsupported database URL {0:?}: use sqlite://PATH or postgres://...")]
+    UnsupportedUrl(String),
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error("database migration failed: {0}")]
+    Migration(#[from] sqlx::migrate::MigrateError),
+}
+
+/// Which engine the store runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// The database.
+#[derive(Debug, Clone)]
+pub struct Store {
+    /// Reads (SQLite in WAL reads concurrently with the writer).
+    pool: AnyPool,
+    /// Writes: a single connection on SQLite, so writers queue in the pool
+    /// instead of colliding on SQLite's lock and sleeping in its busy
+    /// handler; the same pool as reads on PostgreSQL.
+    writer: AnyPool,
+    backend: Backend,
+    /// This process's name in run leases (random per start).
+    owner: std::sync::Arc<str>,
+    _lock: Option<std::sync::Arc<std::fs::File>>,
+}
+
+/// How long after its scheduled time the admin that wrote a fire keeps the
+/// sole right to dispatch it.
+pub const WRITE_LEASE_MS: i64 = 5_000;
+
+/// How long a dispatch holds its run (the send's timeout, and time to
+/// record it).
+pub const DISPATCH_LEASE_MS: i64 = 10_000;
+
+static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
+
+static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
+
+/// Run statuses.
+pub mod status {
+    /// Written, not yet sent to an executor.
+    pub const PENDING: &str = "pending";
+    /// Accepted by an executor; its result is awaited.
+    pub const DISPATCHED: &str = "dispatched";
+    /// Ended successfully.
+    pub const SUCCESS: &str = "success";
+    /// Ended in any other way (the outcome says how).
+    pub const FAILED: &str = "failed";
+    /// Never ran: its job was stopped or killed while it waited. Not a
+    /// failure: no alarm, no retry, counted apart.
+    pub const CANCELLED: &str = "cancelled";
+}
+
+/// Alarm states of a run.
+pub mod alarm {
+    /// No alarm is due (success, or not ended yet).
+    pub const NONE: &str = "none";
+    /// Failed; its job's webhook is to be called.
+    pub const DUE: &str = "due";
+    /// Claimed by one admin, which is calling the webhook.
+    pub const SENDING: &str = "sending";
+    pub const SENT: &str = "sent";
+    pub const FAILED: &str = "failed";
+    /// Failed, but its job has no webhook.
+    pub const NOT_CONFIGURED: &str = "not_configured";
+}
+
+/// The outcome of a successful run whose state changes conflicted with a
+/// commit it did not see (a failure: alarm and retry apply).
+pub const STATE_CONFLICT: &str = "state_conflict";
+
+/// Outcomes of runs that a person or the system ended on purpose: no
+/// alarm, no retry.
+pub fn outcome_is_deliberate(outcome: &str) -> bool {
+    matches!(outcome, "killed" | "covered" | "cancelled")
+}
+
+/// Ids per `IN (...)` list: well under SQLite's and PostgreSQL's limits on
+/// bound parameters.
+const IN_LIST_CHUNK: usize = 500;
+
+/// `$1, $2, ..., $count`: the placeholders of an `IN` list. Only numbers go
+/// into the SQL text; the values are bound.
+fn placeholders(count: usize) -> String {
+    (1..=count)
+        .map(|n| format!("${n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl Store {
+    /// Opens the embedded SQLite store under `data_dir` (creating it),
+    /// refusing a data directory another admin holds.
+    pub async fn open_sqlite(data_dir: &Path) -> Result<Store, StoreError> {
+        let io = |source| StoreError::DataDir {
+            path: data_dir.to_path_buf(),
+            source,
+        };
+        std::fs::create_dir_all(data_dir).map_err(io)?;
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(data_dir.join("admin.lock"))
+            .map_err(io)?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(StoreError::Locked(data_dir.to_path_buf()));
+            }
+            Err(std::fs::TryLockError::Error(error)) => return Err(io(error)),
+        }
+        let url = format!(
+            "sqlite://{}?mode=rwc",
+            data_dir.join("cronbox.db").display()
+        );
+        let mut store = Store::connect(&url).await?;
+        store._lock = Some(std::sync::Arc::new(lock));
+        Ok(store)
+    }
+
+    /// Connects by URL (`sqlite://...` or `postgres://...`) and migrates.
+    pub async fn connect(url: &str) -> Result<Store, StoreError> {
+        sqlx::any::install_default_drivers();
+        let backend = if url.starts_with("sqlite:") {
+            Backend::Sqlite
+        } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+            Backend::Postgres
+        } else {
+            return Err(StoreError::UnsupportedUrl(url.to_owned()));
+        };
+        let connect = |connections: u32| {
+            AnyPoolOptions::new()
+                .max_connections(connections)
+                .after_connect(move |conn, _| {
+                    Box::pin(async move {
+                        if backend == Backend::Sqlite {
+                            // WAL with NORMAL sync: a commit survives a
+                            // process crash; only an OS crash may lose the
+                            // newest ones.
+                            sqlx::query("PRAGMA synchronous = NORMAL")
+                                .execute(&mut *conn)
+                                .await?;
+                        }
+                        Ok(())
+                    })
+                })
+                .connect(url)
+        };
+        let (pool, writer) = match backend {
+            Backend::Sqlite => {
+                let writer = connect(1).await?;
+                sqlx::query("PRAGMA journal_mode = WAL")
+                    .execute(&writer)
+                    .await?;
+                SQLITE_MIGRATIONS.run(&writer).await?;
+                (connect(4).await?, writer)
+            }
+            Backend::Postgres => {
+                let pool = connect(16).await?;
+                POSTGRES_MIGRATIONS.run(&pool).await?;
+                (pool.clone(), pool)
+            }
+        };
+        Ok(Store {
+            pool,
+            writer,
+            backend,
+            owner: hex::encode(rand::random::<[u8; 8]>()).into(),
+            _lock: None,
+        })
+    }
+
+    /// The engine.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+}

@@ -1,0 +1,316 @@
+//! Module content by digest, which tenant owns it, and named versions with
+//! labels.
+
+use super::*;
+
+/// A new version of a named module, as pushed.
+#[derive(Debug, Clone, Copy)]
+pub struct VersionPush<'a> {
+    pub tenant: &'a str,
+    pub name: &'a str,
+    pub digest: &'a str,
+    pub labels: &'a [String],
+    /// Why, when not a plain push (`rollback to version 2`).
+    pub note: &'a str,
+}
+
+/// A version of a named module.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ModuleVersion {
+    pub name: String,
+    /// 1, 2, 3, ... per (tenant, name).
+    pub version: i64,
+    pub digest: String,
+    /// Labels currently on this version (a label is on one version).
+    pub labels: Vec<String>,
+    /// Why it was made, when not a plain push (`rollback to version 2`).
+    pub note: String,
+    pub created_at_ms: i64,
+}
+
+macro_rules! module_version_columns {
+    () => {
+        "name, version, digest, labels, note, created_at_ms"
+    };
+}
+
+fn module_version_from_row(row: &AnyRow) -> Result<ModuleVersion, sqlx::Error> {
+    let labels: String = row.try_get("labels")?;
+    Ok(ModuleVersion {
+        name: row.try_get("name")?,
+        version: row.try_get("version")?,
+        digest: row.try_get("digest")?,
+        labels: labels
+            .split(',')
+            .filter(|label| !label.is_empty())
+            .map(str::to_owned)
+            .collect(),
+        note: row.try_get("note")?,
+        created_at_ms: row.try_get("created_at_ms")?,
+    })
+}
+
+/// Takes `label` off every version of module `name`.
+async fn remove_label(
+    conn: &mut sqlx::AnyConnection,
+    tenant: &str,
+    name: &str,
+    label: &str,
+) -> Result<(), StoreError> {
+    let rows = sqlx::query(
+        "SELECT version, labels FROM module_version WHERE tenant = $1 AND name = $2 \
+         AND labels <> ''",
+    )
+    .bind(tenant)
+    .bind(name)
+    .fetch_all(&mut *conn)
+    .await?;
+    for row in rows {
+        let labels: String = row.try_get("labels")?;
+        if labels.split(',').any(|l| l == label) {
+            let kept: Vec<&str> = labels.split(',').filter(|l| *l != label).collect();
+            sqlx::query(
+                "UPDATE module_version SET labels = $1 WHERE tenant = $2 AND name = $3 \
+                 AND version = $4",
+            )
+            .bind(kept.join(","))
+            .bind(tenant)
+            .bind(name)
+            .bind(row.try_get::<i64, _>("version")?)
+            .execute(&mut *conn)
+            .await?;
+        }
+    }
+    Ok(())
+}
+
+impl Store {
+    /// Stores a module's bytes under its digest (idempotent).
+    pub async fn put_module(
+        &self,
+        digest: &str,
+        content: &[u8],
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO module (digest, size, content, created_at_ms) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (digest) DO NOTHING",
+        )
+        .bind(digest)
+        .bind(content.len() as i64)
+        .bind(content.to_vec())
+        .bind(now_ms)
+        .execute(&self.writer)
+        .await?;
+        Ok(())
+    }
+
+    /// A module's bytes.
+    pub async fn module(&self, digest: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(sqlx::query("SELECT content FROM module WHERE digest = $1")
+            .bind(digest)
+            .fetch_optional(&self.pool)
+            .await?
+            .map(|row| row.get("content")))
+    }
+
+    /// Records that `tenant` uploaded the module `digest` (idempotent).
+    pub async fn own_module(&self, tenant: &str, digest: &str) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO module_owner (tenant, digest) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+        )
+        .bind(tenant)
+        .bind(digest)
+        .execute(&self.writer)
+        .await?;
+        Ok(())
+    }
+
+    /// Whether `tenant` uploaded the module `digest`.
+    pub async fn owns_module(&self, tenant: &str, digest: &str) -> Result<bool, StoreError> {
+        Ok(
+            sqlx::query("SELECT 1 AS one FROM module_owner WHERE tenant = $1 AND digest = $2")
+                .bind(tenant)
+                .bind(digest)
+                .fetch_optional(&self.pool)
+                .await?
+                .is_some(),
+        )
+    }
+
+    /// Adds `digest` as the next version of module `name` of `tenant`, then
+    /// keeps only its newest `keep` versions (and any a job pins), and
+    /// moves the jobs that follow the module to it, in one transaction. A
+    /// push of the content the latest version already has changes nothing
+    /// unless `note` says why (a rollback). Returns the version and how
+    /// many jobs moved.
+    pub async fn add_module_version(
+        &self,
+        push: &VersionPush<'_>,
+        keep: usize,
+        now_ms: i64,
+    ) -> Result<(ModuleVersion, u64), StoreError> {
+        let VersionPush {
+            tenant,
+            name,
+            digest,
+            labels,
+            note,
+        } = *push;
+        let mut tx = self.writer.begin().await?;
+        let latest = sqlx::query(concat!(
+            "SELECT ",
+            module_version_columns!(),
+            " FROM module_version WHERE tenant = $1 AND name = $2 ORDER BY version DESC LIMIT 1"
+        ))
+        .bind(tenant)
+        .bind(name)
+        .fetch_optional(&mut *tx)
+        .await?
+        .as_ref()
+        .map(module_version_from_row)
+        .transpose()?;
+        if let Some(latest) = &latest
+            && latest.digest == digest
+            && note.is_empty()
+            && labels.is_empty()
+        {
+            tx.rollback().await?;
+            return Ok((latest.clone(), 0));
+        }
+        let version = latest.map_or(1, |latest| latest.version + 1);
+        for label in labels {
+            // A label names one version: move it here.
+            remove_label(&mut tx, tenant, name, label).await?;
+        }
+        sqlx::query(
+            "INSERT INTO module_version (tenant, name, version, digest, labels, note, created_at_ms) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(tenant)
+        .bind(name)
+        .bind(version)
+        .bind(digest)
+        .bind(labels.join(","))
+        .bind(note)
+        .bind(now_ms)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "DELETE FROM module_version WHERE tenant = $1 AND name = $2 AND version <= $3 \
+             AND NOT EXISTS (SELECT 1 FROM job WHERE job.tenant = module_version.tenant \
+             AND job.module_name = module_version.name \
+             AND job.module_version = module_version.version)",
+        )
+        .bind(tenant)
+        .bind(name)
+        .bind(version - keep as i64)
+        .execute(&mut *tx)
+        .await?;
+        let moved = sqlx::query(
+            "UPDATE job SET module_digest = $1, updated_at_ms = $2 WHERE tenant = $3 \
+             AND module_name = $4 AND module_version IS NULL",
+        )
+        .bind(digest)
+        .bind(now_ms)
+        .bind(tenant)
+        .bind(name)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        tx.commit().await?;
+        Ok((
+            ModuleVersion {
+                name: name.to_owned(),
+                version,
+                digest: digest.to_owned(),
+                labels: labels.to_vec(),
+                note: note.to_owned(),
+                created_at_ms: now_ms,
+            },
+            moved,
+        ))
+    }
+
+    /// The versions of module `name` of `tenant`, newest first.
+    pub async fn module_versions(
+        &self,
+        tenant: &str,
+        name: &str,
+    ) -> Result<Vec<ModuleVersion>, StoreError> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            module_version_columns!(),
+            " FROM module_version WHERE tenant = $1 AND name = $2 ORDER BY version DESC"
+        ))
+        .bind(tenant)
+        .bind(name)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .iter()
+            .map(module_version_from_row)
+            .collect::<Result<_, _>>()?)
+    }
+
+    /// The latest version of each module of `tenant` (every tenant's when
+    /// `None`), by name.
+    pub async fn latest_modules(
+        &self,
+        tenant: Option<&str>,
+    ) -> Result<Vec<(String, ModuleVersion)>, StoreError> {
+        let rows = sqlx::query(concat!(
+            "SELECT tenant, ",
+            module_version_columns!(),
+            " FROM module_version m WHERE ($1 = '' OR tenant = $1) AND version = \
+             (SELECT MAX(version) FROM module_version l WHERE l.tenant = m.tenant AND l.name = m.name) \
+             ORDER BY tenant, name"
+        ))
+        .bind(tenant.unwrap_or(""))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| Ok((row.try_get("tenant")?, module_version_from_row(row)?)))
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(StoreError::from)
+    }
+
+    /// Puts `label` on version `version` of module `name` (taking it off
+    /// any other); false if there is no such version.
+    pub async fn set_module_label(
+        &self,
+        tenant: &str,
+        name: &str,
+        version: i64,
+        label: &str,
+    ) -> Result<bool, StoreError> {
+        let mut tx = self.writer.begin().await?;
+        remove_label(&mut tx, tenant, name, label).await?;
+        let Some(row) = sqlx::query(
+            "SELECT labels FROM module_version WHERE tenant = $1 AND name = $2 AND version = $3",
+        )
+        .bind(tenant)
+        .bind(name)
+        .bind(version)
+        .fetch_optional(&mut *tx)
+        .await?
+        else {
+            tx.rollback().await?;
+            return Ok(false);
+        };
+        let labels: String = row.try_get("labels")?;
+        let mut labels: Vec<&str> = labels.split(',').filter(|l| !l.is_empty()).collect();
+        labels.push(label);
+        sqlx::query(
+            "UPDATE module_version SET labels = $1 WHERE tenant = $2 AND name = $3 AND version = $4",
+        )
+        .bind(labels.join(","))
+        .bind(tenant)
+        .bind(name)
+        .bind(version)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+}

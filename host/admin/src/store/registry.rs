@@ -1,0 +1,206 @@
+//! Executors registering and beating, executor groups, and the secret run
+//! receipts are signed with.
+
+use super::*;
+
+impl Store {
+    /// Records a heartbeat of `address` in `group`.
+    pub async fn registry_beat(
+        &self,
+        group: &str,
+        address: &str,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO registry (group_name, address, updated_at_ms) VALUES ($1, $2, $3) \
+             ON CONFLICT (group_name, address) DO UPDATE SET updated_at_ms = excluded.updated_at_ms",
+        )
+        .bind(group)
+        .bind(address)
+        .bind(now_ms)
+        .execute(&self.writer)
+        .await?;
+        // An executor registering in a group makes it known (AUTO).
+        sqlx::query(
+            "INSERT INTO executor_group (name, address_type, addresses) VALUES ($1, 'AUTO', '') \
+             ON CONFLICT (tenant, name) DO NOTHING",
+        )
+        .bind(group)
+        .execute(&self.writer)
+        .await?;
+        Ok(())
+    }
+
+    /// Every registered executor: (group, address, last heartbeat), by
+    /// group and address.
+    pub async fn registered_executors(&self) -> Result<Vec<(String, String, i64)>, StoreError> {
+        Ok(sqlx::query(
+            "SELECT group_name, address, updated_at_ms FROM registry ORDER BY group_name, address",
+        )
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(|row| {
+            Ok((
+                row.try_get("group_name")?,
+                row.try_get("address")?,
+                row.try_get("updated_at_ms")?,
+            ))
+        })
+        .collect::<Result<_, sqlx::Error>>()?)
+    }
+
+    /// Whether executor group `name` is known: configured by the operator
+    /// or registered in by an executor.
+    pub async fn group_exists(&self, name: &str) -> Result<bool, StoreError> {
+        Ok(
+            sqlx::query("SELECT 1 AS known FROM executor_group WHERE name = $1")
+                .bind(name)
+                .fetch_optional(&self.pool)
+                .await?
+                .is_some(),
+        )
+    }
+
+    /// The secret every admin of this database signs run receipts with,
+    /// made by the first admin that asks.
+    pub async fn receipt_key(&self) -> Result<Vec<u8>, StoreError> {
+        let fresh = hex::encode(rand::random::<[u8; 32]>());
+        sqlx::query(
+            "INSERT INTO admin_secret (name, value) VALUES ('run_receipts', $1) \
+             ON CONFLICT (name) DO NOTHING",
+        )
+        .bind(&fresh)
+        .execute(&self.writer)
+        .await?;
+        let stored: String =
+            sqlx::query("SELECT value FROM admin_secret WHERE name = 'run_receipts'")
+                .fetch_one(&self.writer)
+                .await?
+                .try_get("value")?;
+        Ok(stored.into_bytes())
+    }
+
+    /// Forgets `address` in `group`.
+    pub async fn registry_remove(&self, group: &str, address: &str) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM registry WHERE group_name = $1 AND address = $2")
+            .bind(group)
+            .bind(address)
+            .execute(&self.writer)
+            .await?;
+        Ok(())
+    }
+
+    /// The addresses of `group`, sorted: its manual list if it has one,
+    /// else the executors that beat since `alive_since_ms`.
+    pub async fn group_addresses(
+        &self,
+        group: &str,
+        alive_since_ms: i64,
+    ) -> Result<Vec<String>, StoreError> {
+        let manual: Option<(String, String)> =
+            sqlx::query("SELECT address_type, addresses FROM executor_group WHERE name = $1")
+                .bind(group)
+                .fetch_optional(&self.pool)
+                .await?
+                .map(|row| (row.get("address_type"), row.get("addresses")));
+        if let Some((kind, addresses)) = manual
+            && kind == "MANUAL"
+        {
+            return Ok(addresses
+                .split(',')
+                .map(str::trim)
+                .filter(|a| !a.is_empty())
+                .map(str::to_owned)
+                .collect());
+        }
+        let mut addresses: Vec<String> = sqlx::query(
+            "SELECT address FROM registry WHERE group_name = $1 AND updated_at_ms >= $2",
+        )
+        .bind(group)
+        .bind(alive_since_ms)
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(|row| row.get("address"))
+        .collect();
+        addresses.sort();
+        Ok(addresses)
+    }
+
+    /// Creates or replaces an executor group: `AUTO` (addresses from the
+    /// registry) or `MANUAL` (the given addresses).
+    pub async fn put_group(
+        &self,
+        name: &str,
+        address_type: &str,
+        addresses: &[String],
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO executor_group (name, address_type, addresses) VALUES ($1, $2, $3) \
+             ON CONFLICT (tenant, name) DO UPDATE SET address_type = excluded.address_type, \
+             addresses = excluded.addresses",
+        )
+        .bind(name)
+        .bind(address_type)
+        .bind(addresses.join(","))
+        .execute(&self.writer)
+        .await?;
+        Ok(())
+    }
+
+    /// Every configured group: (name, address type, manual addresses).
+    pub async fn groups(&self) -> Result<Vec<(String, String, Vec<String>)>, StoreError> {
+        Ok(
+            sqlx::query("SELECT name, address_type, addresses FROM executor_group ORDER BY name")
+                .fetch_all(&self.pool)
+                .await?
+                .iter()
+                .map(|row| {
+                    let addresses: String = row.get("addresses");
+                    (
+                        row.get("name"),
+                        row.get("address_type"),
+                        addresses
+                            .split(',')
+                            .filter(|a| !a.is_empty())
+                            .map(str::to_owned)
+                            .collect(),
+                    )
+                })
+                .collect(),
+        )
+    }
+
+    /// The instant executor liveness is measured from: now, or the newest
+    /// heartbeat recorded if that is older. When heartbeats could not be
+    /// recorded at all (the database was away), executors do not all look
+    /// dead afterwards; one that stopped while others beat still does.
+    pub async fn liveness_reference(&self, now_ms: i64) -> Result<i64, StoreError> {
+        let newest: Option<i64> = sqlx::query("SELECT MAX(updated_at_ms) AS newest FROM registry")
+            .fetch_one(&self.pool)
+            .await?
+            .try_get("newest")?;
+        Ok(newest.map_or(now_ms, |newest| newest.min(now_ms)))
+    }
+
+    /// Whether `address` beat since `alive_since_ms` in any group.
+    pub async fn is_alive(&self, address: &str, alive_since_ms: i64) -> Result<bool, StoreError> {
+        let row =
+            sqlx::query("SELECT 1 AS one FROM registry WHERE address = $1 AND updated_at_ms >= $2")
+                .bind(address)
+                .bind(alive_since_ms)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(row.is_some())
+    }
+
+    /// Forgets executors that have not beaten since `before_ms`.
+    pub async fn forget_silent_executors(&self, before_ms: i64) -> Result<u64, StoreError> {
+        Ok(sqlx::query("DELETE FROM registry WHERE updated_at_ms < $1")
+            .bind(before_ms)
+            .execute(&self.writer)
+            .await?
+            .rows_affected())
+    }
+}

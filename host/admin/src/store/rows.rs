@@ -1,0 +1,266 @@
+//! The rows the store reads and writes, and how they are decoded.
+
+use super::*;
+
+/// A job as stored.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct JobRow {
+    pub id: i64,
+    pub tenant: String,
+    pub group_name: String,
+    pub name: String,
+    pub module_digest: String,
+    pub schedule_type: String,
+    pub schedule_conf: String,
+    pub time_zone: String,
+    pub misfire: String,
+    pub misfire_threshold_ms: i64,
+    pub route: String,
+    pub block_strategy: String,
+    pub max_concurrency: i64,
+    pub timeout_ms: i64,
+    pub fuel: Option<i64>,
+    pub memory_bytes: i64,
+    pub retry_count: i64,
+    pub retry_interval_ms: i64,
+    pub children: String,
+    pub param: String,
+    pub enabled: bool,
+    pub next_fire_at_ms: Option<i64>,
+    /// The module name the job follows (its latest version) or pins
+    /// (`module_version`); `None` for a job that names a digest.
+    pub module_name: Option<String>,
+    pub module_version: Option<i64>,
+    /// Webhook called when a run fails (empty: no alarm).
+    pub alarm_url: String,
+    /// A new instance for every run instead of a warm one (`init` and
+    /// `destroy` around each run).
+    pub fresh_instance: bool,
+}
+
+/// The columns of a job, as a literal for `concat!` (queries stay static).
+macro_rules! job_columns {
+    () => {
+        "id, tenant, group_name, name, module_digest, schedule_type, schedule_conf, time_zone, \
+         misfire, misfire_threshold_ms, route, block_strategy, max_concurrency, timeout_ms, fuel, \
+         memory_bytes, retry_count, retry_interval_ms, children, param, enabled, next_fire_at_ms, \
+         module_name, module_version, alarm_url, fresh_instance"
+    };
+}
+
+pub(super) fn job_from_row(row: &AnyRow) -> Result<JobRow, sqlx::Error> {
+    Ok(JobRow {
+        id: row.try_get("id")?,
+        tenant: row.try_get("tenant")?,
+        group_name: row.try_get("group_name")?,
+        name: row.try_get("name")?,
+        module_digest: row.try_get("module_digest")?,
+        schedule_type: row.try_get("schedule_type")?,
+        schedule_conf: row.try_get("schedule_conf")?,
+        time_zone: row.try_get("time_zone")?,
+        misfire: row.try_get("misfire")?,
+        misfire_threshold_ms: row.try_get("misfire_threshold_ms")?,
+        route: row.try_get("route")?,
+        block_strategy: row.try_get("block_strategy")?,
+        max_concurrency: row.try_get("max_concurrency")?,
+        timeout_ms: row.try_get("timeout_ms")?,
+        fuel: row.try_get("fuel")?,
+        memory_bytes: row.try_get("memory_bytes")?,
+        retry_count: row.try_get("retry_count")?,
+        retry_interval_ms: row.try_get("retry_interval_ms")?,
+        children: row.try_get("children")?,
+        param: row.try_get("param")?,
+        enabled: row.try_get::<i64, _>("enabled")? != 0,
+        next_fire_at_ms: row.try_get("next_fire_at_ms")?,
+        module_name: row.try_get("module_name")?,
+        module_version: row.try_get("module_version")?,
+        alarm_url: row.try_get("alarm_url")?,
+        fresh_instance: row.try_get::<i64, _>("fresh_instance")? != 0,
+    })
+}
+
+/// A run as stored.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct RunRow {
+    pub id: i64,
+    pub tenant: String,
+    pub job_id: i64,
+    pub kind: String,
+    pub scheduled_at_ms: i64,
+    pub shard_index: i64,
+    pub shard_total: i64,
+    pub attempt: i64,
+    pub param: String,
+    pub status: String,
+    pub executor: Option<String>,
+    pub module_digest: String,
+    pub outcome: Option<String>,
+    pub code: Option<i64>,
+    pub message: Option<String>,
+    pub created_at_ms: i64,
+    pub dispatched_at_ms: Option<i64>,
+    pub started_at_ms: Option<i64>,
+    pub finished_at_ms: Option<i64>,
+    /// `none`, `due`, `sending`, `sent` or `failed` (see [`alarm`]).
+    pub alarm_status: String,
+    pub alarm_message: Option<String>,
+}
+
+/// The columns of a run, as a literal for `concat!`.
+macro_rules! run_columns {
+    () => {
+        "id, tenant, job_id, kind, scheduled_at_ms, shard_index, shard_total, attempt, param, \
+         status, executor, module_digest, outcome, code, message, created_at_ms, dispatched_at_ms, \
+         started_at_ms, finished_at_ms, alarm_status, alarm_message"
+    };
+}
+
+pub(super) fn run_from_row(row: &AnyRow) -> Result<RunRow, sqlx::Error> {
+    Ok(RunRow {
+        id: row.try_get("id")?,
+        tenant: row.try_get("tenant")?,
+        job_id: row.try_get("job_id")?,
+        kind: row.try_get("kind")?,
+        scheduled_at_ms: row.try_get("scheduled_at_ms")?,
+        shard_index: row.try_get("shard_index")?,
+        shard_total: row.try_get("shard_total")?,
+        attempt: row.try_get("attempt")?,
+        param: row.try_get("param")?,
+        status: row.try_get("status")?,
+        executor: row.try_get("executor")?,
+        module_digest: row.try_get("module_digest")?,
+        outcome: row.try_get("outcome")?,
+        code: row.try_get("code")?,
+        message: row.try_get("message")?,
+        created_at_ms: row.try_get("created_at_ms")?,
+        dispatched_at_ms: row.try_get("dispatched_at_ms")?,
+        started_at_ms: row.try_get("started_at_ms")?,
+        finished_at_ms: row.try_get("finished_at_ms")?,
+        alarm_status: row.try_get("alarm_status")?,
+        alarm_message: row.try_get("alarm_message")?,
+    })
+}
+
+/// A run to write before it is dispatched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewRun {
+    pub job_id: i64,
+    pub kind: &'static str,
+    pub scheduled_at_ms: i64,
+    pub shard_index: i64,
+    pub shard_total: i64,
+    pub attempt: i64,
+    pub param: String,
+    pub module_digest: String,
+}
+
+/// A run accepted by an executor, to be recorded as dispatched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DispatchMark {
+    pub run_id: i64,
+    pub executor: String,
+    pub at_ms: i64,
+}
+
+/// How a run ended, to be recorded once.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunEnd {
+    pub run_id: i64,
+    pub success: bool,
+    /// The outcome kind (`success`, `failed`, `timeout`, `lost`, ...).
+    pub outcome: String,
+    pub code: i64,
+    pub message: String,
+    /// The run's log as JSON lines.
+    pub log: String,
+    /// The executor that ran it, when known.
+    pub executor: Option<String>,
+    pub started_at_ms: Option<i64>,
+    /// Committed only when `success`, and only if every key in
+    /// `state_base` is still at the revision the run based it on.
+    pub state_changes: StateChanges,
+    /// The revisions the run's reads and writes were based on (empty: not
+    /// checked, as from an executor that predates revisions).
+    pub state_base: std::collections::BTreeMap<String, StateRevision>,
+    pub finished_at_ms: i64,
+    /// The module that ran, when it differs from the one written (a job
+    /// moved to another version between the fire and its dispatch).
+    pub module_digest: Option<String>,
+}
+
+impl RunEnd {
+    /// A run that ended without a result from a guest (not dispatched,
+    /// refused, lost): `outcome` says which.
+    pub fn failed(run_id: i64, outcome: &str, message: &str, now_ms: i64) -> RunEnd {
+        RunEnd {
+            run_id,
+            success: false,
+            outcome: outcome.to_owned(),
+            code: 500,
+            message: message.to_owned(),
+            finished_at_ms: now_ms,
+            ..RunEnd::default()
+        }
+    }
+
+    /// A run that will not run: its job was stopped or killed while it
+    /// waited (status `cancelled`: no alarm, no retry).
+    pub fn cancelled(run_id: i64, message: &str, now_ms: i64) -> RunEnd {
+        RunEnd {
+            code: 0,
+            ..RunEnd::failed(run_id, status::CANCELLED, message, now_ms)
+        }
+    }
+}
+
+/// Which runs to list: every field narrows; newest first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunFilter {
+    /// Runs of this tenant only (`None`: every tenant's).
+    pub tenant: Option<String>,
+    pub job_id: Option<i64>,
+    pub status: Option<String>,
+    /// Scheduled at or after.
+    pub from_ms: Option<i64>,
+    /// Scheduled before.
+    pub to_ms: Option<i64>,
+    /// Ids below this one (the cursor of the next page).
+    pub before_id: Option<i64>,
+    pub limit: i64,
+}
+
+/// One day's run counts of a tenant.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct DailyReport {
+    /// `YYYY-MM-DD`, UTC.
+    pub day: String,
+    pub success: i64,
+    pub failed: i64,
+    /// Written and not ended when the report was refreshed.
+    pub running: i64,
+    /// Never ran: the job was stopped or killed while they waited.
+    pub cancelled: i64,
+}
+
+/// A job claimed by [`Store::claim_due_batch`] and the fires written for it.
+#[derive(Debug, Clone)]
+pub struct ClaimedJob {
+    pub job: JobRow,
+    /// Each fire with the id of its run (`None`: it already existed).
+    pub written: Vec<(Option<i64>, NewRun)>,
+}
+
+/// A job's durable state with the revision of each key (see
+/// [`cronbox_protocol::StateRevision`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JobState {
+    pub values: HashMap<String, String>,
+    pub revisions: HashMap<String, StateRevision>,
+}
+
+impl JobState {
+    pub(super) fn insert(&mut self, key: String, value: String, revision: StateRevision) {
+        self.revisions.insert(key.clone(), revision);
+        self.values.insert(key, value);
+    }
+}

@@ -1,0 +1,499 @@
+//! Runs: writing them, leases for dispatch, dispatch marks, ending them
+//! once (with the state commit and its conflict check), cancelling what
+//! waits, and the lost-run query.
+
+use super::*;
+
+/// Ends the pending runs of `job_id` (of `kinds`, or all) as cancelled: no
+/// alarm, no retry. Returns their ids.
+pub(super) async fn cancel_waiting(
+    conn: &mut sqlx::AnyConnection,
+    job_id: i64,
+    kinds: Option<&[&str]>,
+    message: &str,
+    now_ms: i64,
+) -> Result<Vec<i64>, StoreError> {
+    let kinds_clause = match kinds {
+        Some(kinds) => format!(
+            " AND kind IN ({})",
+            (0..kinds.len())
+                .map(|n| format!("${}", n + 6))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        None => String::new(),
+    };
+    let sql = format!(
+        "UPDATE run SET status = $1, outcome = $1, code = 0, message = $2, finished_at_ms = $3, \
+         alarm_status = $4 WHERE job_id = $5 AND status = 'pending'{kinds_clause} RETURNING id"
+    );
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(status::CANCELLED)
+        .bind(message)
+        .bind(now_ms)
+        .bind(alarm::NONE)
+        .bind(job_id);
+    for kind in kinds.unwrap_or_default() {
+        query = query.bind(*kind);
+    }
+    let mut ids: Vec<i64> = query
+        .fetch_all(&mut *conn)
+        .await?
+        .iter()
+        .map(|row| row.try_get("id"))
+        .collect::<Result<_, _>>()?;
+    ids.sort_unstable();
+    Ok(ids)
+}
+
+/// The first key of `base` whose revision in job `run_id`'s state is no
+/// longer the one the run based its view on: (key, the run's base, now).
+async fn state_conflict(
+    conn: &mut sqlx::AnyConnection,
+    run_id: i64,
+    base: &std::collections::BTreeMap<String, StateRevision>,
+) -> Result<Option<(String, StateRevision, StateRevision)>, StoreError> {
+    for (key, based_on) in base {
+        let current: StateRevision = sqlx::query(
+            "SELECT revision FROM job_state WHERE key = $2 \
+             AND job_id = (SELECT job_id FROM run WHERE id = $1)",
+        )
+        .bind(run_id)
+        .bind(key)
+        .fetch_optional(&mut *conn)
+        .await?
+        .map(|row| row.try_get("revision"))
+        .transpose()?
+        .unwrap_or(ABSENT_REVISION);
+        if current != *based_on {
+            return Ok(Some((key.clone(), *based_on, current)));
+        }
+    }
+    Ok(None)
+}
+
+pub(super) async fn insert_run(
+    conn: &mut sqlx::AnyConnection,
+    run: &NewRun,
+    owner: &str,
+    now_ms: i64,
+    skip_duplicates: bool,
+) -> Result<Option<i64>, StoreError> {
+    macro_rules! insert {
+        ($conflict:literal) => {
+            concat!(
+                "INSERT INTO run (tenant, job_id, kind, scheduled_at_ms, shard_index, shard_total, \
+                 attempt, param, status, module_digest, created_at_ms, lease_owner, lease_until_ms) \
+                 VALUES (COALESCE((SELECT tenant FROM job WHERE id = $1), 'default'), $1, $2, $3, \
+                 $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+                $conflict,
+                " RETURNING id"
+            )
+        };
+    }
+    let sql = if skip_duplicates {
+        insert!(" ON CONFLICT DO NOTHING")
+    } else {
+        insert!("")
+    };
+    let row = sqlx::query(sql)
+        .bind(run.job_id)
+        .bind(run.kind)
+        .bind(run.scheduled_at_ms)
+        .bind(run.shard_index)
+        .bind(run.shard_total)
+        .bind(run.attempt)
+        .bind(&run.param)
+        .bind(status::PENDING)
+        .bind(&run.module_digest)
+        .bind(now_ms)
+        .bind(owner)
+        .bind(run.scheduled_at_ms.max(now_ms) + WRITE_LEASE_MS)
+        .fetch_optional(&mut *conn)
+        .await?;
+    Ok(row.map(|row| row.try_get("id")).transpose()?)
+}
+
+impl Store {
+    /// Writes a run outside the schedule (manual, API, retry, parent).
+    pub async fn insert_run(&self, run: &NewRun, now_ms: i64) -> Result<i64, StoreError> {
+        let mut conn = self.writer.acquire().await?;
+        let id = insert_run(&mut conn, run, &self.owner, now_ms, false).await?;
+        id.ok_or_else(|| StoreError::Database(sqlx::Error::RowNotFound))
+    }
+
+    /// A run by id.
+    pub async fn run(&self, id: i64) -> Result<Option<RunRow>, StoreError> {
+        let row = sqlx::query(concat!(
+            "SELECT ",
+            run_columns!(),
+            " FROM run WHERE id = $1"
+        ))
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.as_ref().map(run_from_row).transpose()?)
+    }
+
+    /// A job's runs, oldest first.
+    pub async fn runs_of_job(&self, job_id: i64) -> Result<Vec<RunRow>, StoreError> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            run_columns!(),
+            " FROM run WHERE job_id = $1 ORDER BY id"
+        ))
+        .bind(job_id)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(run_from_row).collect::<Result<_, _>>()?)
+    }
+
+    /// Runs matching `filter`, newest first, at most `filter.limit`.
+    pub async fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunRow>, StoreError> {
+        let mut conditions = Vec::new();
+        let mut next = 0;
+        let mut placeholder = || {
+            next += 1;
+            format!("${next}")
+        };
+        if filter.tenant.is_some() {
+            conditions.push(format!("tenant = {}", placeholder()));
+        }
+        if filter.job_id.is_some() {
+            conditions.push(format!("job_id = {}", placeholder()));
+        }
+        if filter.status.is_some() {
+            conditions.push(format!("status = {}", placeholder()));
+        }
+        if filter.from_ms.is_some() {
+            conditions.push(format!("scheduled_at_ms >= {}", placeholder()));
+        }
+        if filter.to_ms.is_some() {
+            conditions.push(format!("scheduled_at_ms < {}", placeholder()));
+        }
+        if filter.before_id.is_some() {
+            conditions.push(format!("id < {}", placeholder()));
+        }
+        let limit = placeholder();
+        let condition = if conditions.is_empty() {
+            String::new()
+        } else {
+            format!(" WHERE {}", conditions.join(" AND "))
+        };
+        // Only placeholders and fixed column names go into the text.
+        let sql = format!(
+            concat!(
+                "SELECT ",
+                run_columns!(),
+                " FROM run{} ORDER BY id DESC LIMIT {}"
+            ),
+            condition, limit
+        );
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        if let Some(tenant) = &filter.tenant {
+            query = query.bind(tenant.clone());
+        }
+        if let Some(job_id) = filter.job_id {
+            query = query.bind(job_id);
+        }
+        if let Some(status) = &filter.status {
+            query = query.bind(status.clone());
+        }
+        if let Some(from) = filter.from_ms {
+            query = query.bind(from);
+        }
+        if let Some(to) = filter.to_ms {
+            query = query.bind(to);
+        }
+        if let Some(before) = filter.before_id {
+            query = query.bind(before);
+        }
+        let rows = query.bind(filter.limit).fetch_all(&self.pool).await?;
+        Ok(rows.iter().map(run_from_row).collect::<Result<_, _>>()?)
+    }
+
+    /// Records that a broadcast fire became shard `index` of `total`.
+    pub async fn set_shard(&self, run_id: i64, index: i64, total: i64) -> Result<(), StoreError> {
+        sqlx::query("UPDATE run SET shard_index = $1, shard_total = $2 WHERE id = $3")
+            .bind(index)
+            .bind(total)
+            .bind(run_id)
+            .execute(&self.writer)
+            .await?;
+        Ok(())
+    }
+
+    /// Takes the right to dispatch the runs among `run_ids` that are still
+    /// pending and whose lease is this admin's or has run out; returns
+    /// their ids. Several admins may ask at once: each run goes to one.
+    pub async fn take_leases(&self, run_ids: &[i64], now_ms: i64) -> Result<Vec<i64>, StoreError> {
+        let mut taken = Vec::with_capacity(run_ids.len());
+        let mut run_ids = run_ids.to_vec();
+        run_ids.sort_unstable();
+        for chunk in run_ids.chunks(IN_LIST_CHUNK) {
+            // $1 owner, $2 until, $3 now, $4 pending, then the ids.
+            let ids: Vec<String> = (0..chunk.len()).map(|n| format!("${}", n + 5)).collect();
+            let sql = format!(
+                "UPDATE run SET lease_owner = $1, lease_until_ms = $2 WHERE status = $4 \
+                 AND (lease_owner = $1 OR lease_until_ms IS NULL OR lease_until_ms < $3) \
+                 AND id IN ({}) RETURNING id",
+                ids.join(", ")
+            );
+            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(self.owner.to_string())
+                .bind(now_ms + DISPATCH_LEASE_MS)
+                .bind(now_ms)
+                .bind(status::PENDING);
+            for id in chunk {
+                query = query.bind(*id);
+            }
+            for row in query.fetch_all(&self.writer).await? {
+                taken.push(row.try_get("id")?);
+            }
+        }
+        Ok(taken)
+    }
+
+    /// Pending runs whose lease ran out before `now_ms`: their admin died
+    /// (or fell far behind) before dispatching them.
+    pub async fn orphaned_runs(&self, now_ms: i64, limit: i64) -> Result<Vec<RunRow>, StoreError> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            run_columns!(),
+            " FROM run WHERE status = $1 AND lease_until_ms < $2 ORDER BY scheduled_at_ms LIMIT $3"
+        ))
+        .bind(status::PENDING)
+        .bind(now_ms)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(run_from_row).collect::<Result<_, _>>()?)
+    }
+
+    /// Runs written but not dispatched (to recover after a crash).
+    pub async fn pending_runs(&self) -> Result<Vec<RunRow>, StoreError> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            run_columns!(),
+            " FROM run WHERE status = $1 ORDER BY scheduled_at_ms"
+        ))
+        .bind(status::PENDING)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(run_from_row).collect::<Result<_, _>>()?)
+    }
+
+    /// Marks a pending run dispatched to `executor` (false if it was not
+    /// pending any more: another admin dispatched it, or its result came
+    /// first).
+    pub async fn mark_dispatched(
+        &self,
+        run_id: i64,
+        executor: &str,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let mark = DispatchMark {
+            run_id,
+            executor: executor.to_owned(),
+            at_ms: now_ms,
+        };
+        Ok(self
+            .mark_dispatched_many(std::slice::from_ref(&mark))
+            .await?
+            == 1)
+    }
+
+    /// Marks several pending runs dispatched in one transaction; returns
+    /// how many were still pending.
+    pub async fn mark_dispatched_many(&self, marks: &[DispatchMark]) -> Result<u64, StoreError> {
+        // Rows in id order, as every batch writer takes them, so that two
+        // admins' batches cannot deadlock on each other.
+        let mut marks: Vec<&DispatchMark> = marks.iter().collect();
+        marks.sort_by_key(|mark| mark.run_id);
+        let mut tx = self.writer.begin().await?;
+        let mut marked = 0;
+        for mark in marks {
+            marked += sqlx::query(
+                "UPDATE run SET status = $1, executor = $2, dispatched_at_ms = $3 \
+                 WHERE id = $4 AND status = $5",
+            )
+            .bind(status::DISPATCHED)
+            .bind(&mark.executor)
+            .bind(mark.at_ms)
+            .bind(mark.run_id)
+            .bind(status::PENDING)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        }
+        tx.commit().await?;
+        Ok(marked)
+    }
+
+    /// Ends every run of a job that waits to be dispatched, whatever its
+    /// kind, as cancelled (a kill of the whole job); returns their ids.
+    pub async fn cancel_waiting_runs(
+        &self,
+        job_id: i64,
+        message: &str,
+        now_ms: i64,
+    ) -> Result<Vec<i64>, StoreError> {
+        let mut conn = self.writer.acquire().await?;
+        cancel_waiting(&mut conn, job_id, None, message, now_ms).await
+    }
+
+    /// The executors holding dispatched runs of a job.
+    pub async fn executors_of_running(&self, job_id: i64) -> Result<Vec<String>, StoreError> {
+        Ok(sqlx::query(
+            "SELECT DISTINCT executor FROM run WHERE job_id = $1 AND status = $2 \
+             AND executor IS NOT NULL",
+        )
+        .bind(job_id)
+        .bind(status::DISPATCHED)
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(|row| row.get("executor"))
+        .collect())
+    }
+
+    /// Ends a run with its result, once: a second result for a finished run
+    /// changes nothing (returns `None`). A successful run's state changes
+    /// are committed in the same transaction. Returns the ended run.
+    pub async fn finish_run(&self, end: &RunEnd) -> Result<Option<RunRow>, StoreError> {
+        Ok(self
+            .finish_runs(std::slice::from_ref(end))
+            .await?
+            .pop()
+            .flatten())
+    }
+
+    /// [`Store::finish_run`] for several runs in one transaction (a
+    /// callback batch): for each, the ended run or `None` if it had already
+    /// ended.
+    pub async fn finish_runs(&self, ends: &[RunEnd]) -> Result<Vec<Option<RunRow>>, StoreError> {
+        // Rows in id order (see `mark_dispatched_many`); answers in the
+        // callers' order.
+        let mut order: Vec<usize> = (0..ends.len()).collect();
+        order.sort_by_key(|index| ends[*index].run_id);
+        let mut tx = self.writer.begin().await?;
+        let mut ended = vec![None; ends.len()];
+        for index in order {
+            let mut end = std::borrow::Cow::Borrowed(&ends[index]);
+            if end.success && !end.state_changes.is_empty() {
+                // Optimistic concurrency: the changes apply only over the
+                // state the run saw. Otherwise the run failed.
+                if let Some((key, based_on, now)) =
+                    state_conflict(&mut tx, end.run_id, &end.state_base).await?
+                {
+                    let conflict = end.to_mut();
+                    conflict.success = false;
+                    conflict.outcome = STATE_CONFLICT.to_owned();
+                    conflict.code = 500;
+                    conflict.message = format!(
+                        "state not committed: key {key:?} changed after this run read it \
+                         (revision {based_on}, now {now}); the run's changes were dropped"
+                    );
+                    conflict.state_changes.clear();
+                }
+            }
+            let end = end.as_ref();
+            let alarm_status = if end.success || outcome_is_deliberate(&end.outcome) {
+                alarm::NONE
+            } else {
+                alarm::DUE
+            };
+            let row = sqlx::query(concat!(
+                "UPDATE run SET status = $1, outcome = $2, code = $3, message = $4, log = $5, \
+                 executor = COALESCE($6, executor), started_at_ms = $7, finished_at_ms = $8, \
+                 alarm_status = $12, module_digest = COALESCE($13, module_digest) \
+                 WHERE id = $9 AND status IN ($10, $11) RETURNING ",
+                run_columns!()
+            ))
+            .bind(if end.success {
+                status::SUCCESS
+            } else if end.outcome == status::CANCELLED {
+                status::CANCELLED
+            } else {
+                status::FAILED
+            })
+            .bind(&end.outcome)
+            .bind(end.code)
+            .bind(&end.message)
+            .bind(&end.log)
+            .bind(end.executor.as_deref())
+            .bind(end.started_at_ms)
+            .bind(end.finished_at_ms)
+            .bind(end.run_id)
+            .bind(status::PENDING)
+            .bind(status::DISPATCHED)
+            .bind(alarm_status)
+            .bind(end.module_digest.as_deref())
+            .fetch_optional(&mut *tx)
+            .await?;
+            let Some(run) = row.as_ref().map(run_from_row).transpose()? else {
+                continue;
+            };
+            if end.success {
+                for (key, value) in &end.state_changes {
+                    match value {
+                        Some(value) => {
+                            sqlx::query(
+                                "INSERT INTO job_state (job_id, key, value, revision) \
+                                 VALUES ($1, $2, $3, $4) ON CONFLICT (job_id, key) DO UPDATE \
+                                 SET value = excluded.value, revision = excluded.revision",
+                            )
+                            .bind(run.job_id)
+                            .bind(key)
+                            .bind(value)
+                            .bind(run.id)
+                            .execute(&mut *tx)
+                            .await?;
+                        }
+                        None => {
+                            sqlx::query("DELETE FROM job_state WHERE job_id = $1 AND key = $2")
+                                .bind(run.job_id)
+                                .bind(key)
+                                .execute(&mut *tx)
+                                .await?;
+                        }
+                    }
+                }
+            }
+            ended[index] = Some(run);
+        }
+        tx.commit().await?;
+        Ok(ended)
+    }
+
+    /// Runs dispatched before `dispatched_before_ms` to an executor that has
+    /// not beaten since `alive_since_ms` (the lost-run monitor's query).
+    pub async fn lost_runs(
+        &self,
+        dispatched_before_ms: i64,
+        alive_since_ms: i64,
+    ) -> Result<Vec<RunRow>, StoreError> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            run_columns!(),
+            " FROM run WHERE status = $1 AND dispatched_at_ms < $2 AND NOT EXISTS \
+             (SELECT 1 FROM registry WHERE registry.address = run.executor \
+              AND registry.updated_at_ms >= $3)"
+        ))
+        .bind(status::DISPATCHED)
+        .bind(dispatched_before_ms)
+        .bind(alive_since_ms)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(run_from_row).collect::<Result<_, _>>()?)
+    }
+
+    /// A finished run's stored log (JSON lines), if any.
+    pub async fn run_log(&self, run_id: i64) -> Result<Option<String>, StoreError> {
+        Ok(sqlx::query("SELECT log FROM run WHERE id = $1")
+            .bind(run_id)
+            .fetch_optional(&self.pool)
+            .await?
+            .and_then(|row| row.get::<Option<String>, _>("log")))
+    }
+}

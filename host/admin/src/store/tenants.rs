@@ -1,0 +1,77 @@
+//! Tenants and their API tokens (stored as sha256).
+
+use super::*;
+
+impl Store {
+    /// Creates a tenant; false if it exists.
+    pub async fn create_tenant(&self, name: &str, now_ms: i64) -> Result<bool, StoreError> {
+        Ok(sqlx::query(
+            "INSERT INTO tenant (name, created_at_ms) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+        )
+        .bind(name)
+        .bind(now_ms)
+        .execute(&self.writer)
+        .await?
+        .rows_affected()
+            == 1)
+    }
+
+    /// Every tenant with its number of tokens.
+    pub async fn tenants(&self) -> Result<Vec<(String, i64)>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT name, (SELECT COUNT(*) FROM api_token WHERE api_token.tenant = tenant.name) \
+             AS tokens FROM tenant ORDER BY name",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| Ok((row.try_get("name")?, row.try_get("tokens")?)))
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(StoreError::from)
+    }
+
+    /// Stores a token of `tenant` by its sha256; returns its id.
+    pub async fn add_token(
+        &self,
+        tenant: &str,
+        label: &str,
+        token_hash: &str,
+        now_ms: i64,
+    ) -> Result<i64, StoreError> {
+        let row = sqlx::query(
+            "INSERT INTO api_token (tenant, label, token_hash, created_at_ms) \
+             VALUES ($1, $2, $3, $4) RETURNING id",
+        )
+        .bind(tenant)
+        .bind(label)
+        .bind(token_hash)
+        .bind(now_ms)
+        .fetch_one(&self.writer)
+        .await?;
+        Ok(row.try_get("id")?)
+    }
+
+    /// Revokes token `id` of `tenant`; false if there was none.
+    pub async fn revoke_token(&self, tenant: &str, id: i64) -> Result<bool, StoreError> {
+        Ok(
+            sqlx::query("DELETE FROM api_token WHERE tenant = $1 AND id = $2")
+                .bind(tenant)
+                .bind(id)
+                .execute(&self.writer)
+                .await?
+                .rows_affected()
+                == 1,
+        )
+    }
+
+    /// The tenant whose token has this sha256.
+    pub async fn tenant_of_token(&self, token_hash: &str) -> Result<Option<String>, StoreError> {
+        Ok(
+            sqlx::query("SELECT tenant FROM api_token WHERE token_hash = $1")
+                .bind(token_hash)
+                .fetch_optional(&self.pool)
+                .await?
+                .map(|row| row.get("tenant")),
+        )
+    }
+}
