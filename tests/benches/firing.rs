@@ -155,12 +155,12 @@ async fn round(job_count: usize, seconds: i64, backend: &Backend) {
     let mut per_second: HashMap<(i64, i64), usize> = HashMap::new();
     let mut lateness = Vec::new();
     let mut unfinished = 0;
-    for run in runs.iter().filter(|run| run.kind == "schedule") {
+    for run in runs.iter().filter(|run| run.kind.as_str() == "schedule") {
         *per_second
             .entry((run.job_id, run.scheduled_at_ms))
             .or_default() += 1;
         match run.started_at_ms {
-            Some(started) if run.status == "success" => {
+            Some(started) if run.status.as_str() == "success" => {
                 lateness.push(started - run.scheduled_at_ms)
             }
             _ => unfinished += 1,
@@ -173,7 +173,7 @@ async fn round(job_count: usize, seconds: i64, backend: &Backend) {
             ids[0],
             all.len(),
             all.iter()
-                .map(|r| (r.scheduled_at_ms - begin, r.status.clone()))
+                .map(|r| (r.scheduled_at_ms - begin, r.status))
                 .collect::<Vec<_>>()
         );
         let jobs_now = store.jobs().await.unwrap();

@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::metrics::Metrics;
 use crate::scheduler::now_ms;
-use crate::store::{RunRow, Store, StoreError, alarm};
+use crate::store::{AlarmState, RunRow, Store, StoreError};
 
 /// How often due alarms are looked for.
 const POLL: Duration = Duration::from_secs(1);
@@ -66,7 +66,7 @@ async fn pass(
     for (run, url, job_name) in store.due_alarms(stale_before, 100).await? {
         if url.is_empty() {
             store
-                .finish_alarm(run.id, alarm::DUE, alarm::NOT_CONFIGURED, "")
+                .finish_alarm(run.id, AlarmState::Due, AlarmState::NotConfigured, "")
                 .await?;
             continue;
         }
@@ -80,16 +80,16 @@ async fn pass(
             let (status, message) = match send(&http, &url, &body(&run, &job_name)).await {
                 Ok(()) => {
                     metrics.alarms_sent.inc();
-                    (alarm::SENT, String::new())
+                    (AlarmState::Sent, String::new())
                 }
                 Err(error) => {
                     metrics.alarm_failures.inc();
                     tracing::warn!(run = run.id, %url, %error, "alarm not delivered");
-                    (alarm::FAILED, error)
+                    (AlarmState::Failed, error)
                 }
             };
             if let Err(error) = store
-                .finish_alarm(run.id, alarm::SENDING, status, &message)
+                .finish_alarm(run.id, AlarmState::Sending, status, &message)
                 .await
             {
                 tracing::warn!(run = run.id, %error, "cannot record an alarm's outcome");

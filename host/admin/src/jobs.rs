@@ -3,6 +3,7 @@
 
 use serde::Deserialize;
 
+use crate::model::MisfirePolicy;
 use crate::routing::RouteStrategy;
 use crate::schedule::{Schedule, ScheduleError, ScheduleType};
 use crate::store::JobRow;
@@ -173,15 +174,15 @@ impl JobSpec {
                 };
                 invalid(field, error.to_string())
             })?;
-        if !matches!(self.misfire.as_str(), "DO_NOTHING" | "FIRE_ONCE_NOW") {
-            return Err(invalid(
+        let misfire: MisfirePolicy = self.misfire.parse().map_err(|_| {
+            invalid(
                 "misfire",
                 format!(
                     "unknown misfire strategy {:?}: use DO_NOTHING or FIRE_ONCE_NOW",
                     self.misfire
                 ),
-            ));
-        }
+            )
+        })?;
         if !(0..=86_400_000).contains(&self.misfire_threshold_ms) {
             return Err(invalid(
                 "misfire_threshold_ms",
@@ -193,7 +194,7 @@ impl JobSpec {
             .parse()
             .map_err(|error: crate::routing::RouteError| invalid("route", error.to_string()))?;
         let block: cronbox_protocol::BlockStrategy =
-            serde_json::from_value(serde_json::Value::String(self.block_strategy.clone())).map_err(|_| {
+            self.block_strategy.parse().map_err(|_| {
                 invalid(
                     "block_strategy",
                     format!(
@@ -235,19 +236,13 @@ impl JobSpec {
             group_name: self.group.clone(),
             name: self.name.clone(),
             module_digest: self.module_digest.to_ascii_lowercase(),
-            schedule_type: serde_json::to_value(kind)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default(),
+            schedule_type: kind,
             schedule_conf: self.schedule_conf.trim().to_owned(),
             time_zone: self.time_zone.clone(),
-            misfire: self.misfire.clone(),
+            misfire,
             misfire_threshold_ms: self.misfire_threshold_ms,
-            route: route.name().to_owned(),
-            block_strategy: serde_json::to_value(block)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default(),
+            route,
+            block_strategy: block,
             max_concurrency: self.max_concurrency,
             timeout_ms: self.timeout_ms,
             fuel: self.fuel,
@@ -309,11 +304,7 @@ fn parse_module_reference(reference: &str) -> Result<(String, Option<i64>), Inva
 
 /// The schedule of a stored job.
 pub fn schedule_of(job: &JobRow) -> Result<Schedule, ScheduleError> {
-    Schedule::parse(
-        job.schedule_type.parse()?,
-        &job.schedule_conf,
-        &job.time_zone,
-    )
+    Schedule::parse(job.schedule_type, &job.schedule_conf, &job.time_zone)
 }
 
 /// The child job ids of a stored job.

@@ -9,6 +9,8 @@
 //!   retries, child jobs;
 //! - `api` — the HTTP API for executors and users;
 //! - [`jobs`] — job definitions and their validation;
+//! - [`model`] — the stored enums (run status, alarm state, misfire
+//!   policy), decoded strictly;
 //! - `housekeeping` — daily reports, run retention, registry clean-up;
 //! - `alarms` — failure webhooks, claimed once across admins;
 //! - `metrics` — Prometheus counters and histograms at `/metrics`;
@@ -21,6 +23,7 @@ mod api;
 mod housekeeping;
 pub mod jobs;
 mod metrics;
+pub mod model;
 mod openapi;
 pub mod routing;
 pub mod schedule;

@@ -52,6 +52,15 @@ fn operations() -> Vec<Operation> {
         ),
         op(
             "get",
+            "/readyz",
+            "observability",
+            "Readiness: 200 once the API serves and the database answers, 503 otherwise (no token)",
+            None,
+            "200",
+            json!({ "type": "object", "properties": { "ready": { "type": "boolean" } } }),
+        ),
+        op(
+            "get",
             "/api/v1/openapi.json",
             "observability",
             "This document (no token)",

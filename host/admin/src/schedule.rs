@@ -43,6 +43,19 @@ pub enum ScheduleType {
     None,
 }
 
+impl ScheduleType {
+    /// The wire name (`CRON`, `FIX_RATE`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ScheduleType::Cron => "CRON",
+            ScheduleType::FixRate => "FIX_RATE",
+            ScheduleType::FixDelay => "FIX_DELAY",
+            ScheduleType::OneShot => "ONE_SHOT",
+            ScheduleType::None => "NONE",
+        }
+    }
+}
+
 impl FromStr for ScheduleType {
     type Err = ScheduleError;
 

@@ -5,7 +5,8 @@
 use std::collections::HashMap;
 
 use cronbox_admin::store::{
-    DispatchMark, JobRow, NewRun, RunEnd, RunFilter, Store, StoreError, VersionPush, status,
+    AlarmState, DispatchMark, JobRow, NewRun, RunEnd, RunFilter, RunStatus, Store, StoreError,
+    VersionPush,
 };
 use cronbox_tests::PostgresServer;
 
@@ -16,13 +17,13 @@ fn job() -> JobRow {
         group_name: "default".into(),
         name: "job".into(),
         module_digest: "a".repeat(64),
-        schedule_type: "CRON".into(),
+        schedule_type: cronbox_admin::schedule::ScheduleType::Cron,
         schedule_conf: "* * * * * ?".into(),
         time_zone: "UTC".into(),
-        misfire: "DO_NOTHING".into(),
+        misfire: cronbox_admin::model::MisfirePolicy::DoNothing,
         misfire_threshold_ms: 5000,
-        route: "FIRST".into(),
-        block_strategy: "SERIAL_EXECUTION".into(),
+        route: cronbox_admin::routing::RouteStrategy::First,
+        block_strategy: cronbox_protocol::BlockStrategy::SerialExecution,
         max_concurrency: 1,
         timeout_ms: 1000,
         fuel: None,
@@ -43,7 +44,7 @@ fn job() -> JobRow {
 fn fire(job_id: i64, at: i64) -> NewRun {
     NewRun {
         job_id,
-        kind: "schedule",
+        kind: cronbox_protocol::TriggerKind::Schedule,
         scheduled_at_ms: at,
         shard_index: 0,
         shard_total: 1,
@@ -94,7 +95,7 @@ async fn guarantees(store: &Store) {
     let runs = store.runs_of_job(id).await.unwrap();
     let times: Vec<i64> = runs.iter().map(|r| r.scheduled_at_ms).collect();
     assert_eq!(times, [1_000, 2_000, 3_000]);
-    assert!(runs.iter().all(|r| r.status == status::PENDING));
+    assert!(runs.iter().all(|r| r.status == RunStatus::Pending));
     assert_eq!(store.pending_runs().await.unwrap().len(), 3);
 
     // Dispatch is claimed once.
@@ -121,8 +122,8 @@ async fn guarantees(store: &Store) {
     };
     let ended = store.finish_run(&success).await.unwrap().unwrap();
     assert_eq!(
-        (ended.id, ended.status.as_str(), ended.finished_at_ms),
-        (run, status::SUCCESS, Some(30))
+        (ended.id, ended.status, ended.finished_at_ms),
+        (run, RunStatus::Success, Some(30))
     );
     let mut later = cronbox_protocol::StateChanges::new();
     later.insert("count".into(), Some("99".into()));
@@ -153,8 +154,8 @@ async fn guarantees(store: &Store) {
     );
     let ended = store.run(run).await.unwrap().unwrap();
     assert_eq!(
-        (ended.status.as_str(), ended.message.as_deref()),
-        (status::SUCCESS, Some("ok"))
+        (ended.status, ended.message.as_deref()),
+        (RunStatus::Success, Some("ok"))
     );
 
     // Batches: marks only move pending runs; a batch of ends ends each run
@@ -204,7 +205,7 @@ async fn guarantees(store: &Store) {
     assert!(all[0].id > all[2].id);
     let failed_runs = store
         .list_runs(&RunFilter {
-            status: Some(status::FAILED.into()),
+            status: Some(RunStatus::Failed),
             from_ms: Some(2_000),
             to_ms: Some(3_001),
             before_id: Some(all[0].id + 1),
@@ -406,7 +407,7 @@ async fn state_conflicts_and_cancellation(store: &Store) {
         .finish_run(&success(first, "1", absent))
         .await
         .unwrap();
-    assert_eq!(ended.unwrap().status, status::SUCCESS);
+    assert_eq!(ended.unwrap().status, RunStatus::Success);
     // The second read `count` when it did not exist: its commit would
     // overwrite the first's write without having seen it.
     let ended = store
@@ -414,20 +415,24 @@ async fn state_conflicts_and_cancellation(store: &Store) {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(ended.status, status::FAILED);
+    assert_eq!(ended.status, RunStatus::Failed);
     assert_eq!(ended.outcome.as_deref(), Some("state_conflict"));
     assert!(
         ended.message.as_deref().unwrap_or("").contains("count"),
         "{:?}",
         ended.message
     );
-    assert_eq!(ended.alarm_status, "due", "a conflict is a failure");
+    assert_eq!(
+        ended.alarm_status,
+        AlarmState::Due,
+        "a conflict is a failure"
+    );
     let state = store.job_state(id).await.unwrap();
     assert_eq!(state.revisions.get("count"), Some(&first));
     // A run based on the first's commit commits.
     let third = store.insert_run(&fire(id, 12_000), 1).await.unwrap();
     let ended = store.finish_run(&success(third, "2", first)).await.unwrap();
-    assert_eq!(ended.unwrap().status, status::SUCCESS);
+    assert_eq!(ended.unwrap().status, RunStatus::Success);
     assert_eq!(
         store.job_state(id).await.unwrap().values.get("count"),
         Some(&"2".to_owned())
@@ -438,7 +443,7 @@ async fn state_conflicts_and_cancellation(store: &Store) {
     let retry = store
         .insert_run(
             &NewRun {
-                kind: "retry",
+                kind: cronbox_protocol::TriggerKind::Retry,
                 attempt: 1,
                 ..fire(id, 21_000)
             },
@@ -449,7 +454,7 @@ async fn state_conflicts_and_cancellation(store: &Store) {
     let manual = store
         .insert_run(
             &NewRun {
-                kind: "manual",
+                kind: cronbox_protocol::TriggerKind::Manual,
                 ..fire(id, 22_000)
             },
             1,
@@ -460,12 +465,12 @@ async fn state_conflicts_and_cancellation(store: &Store) {
     assert_eq!(cancelled, [fire_ahead, retry]);
     let run = store.run(fire_ahead).await.unwrap().unwrap();
     assert_eq!(
-        (run.status.as_str(), run.alarm_status.as_str()),
-        (status::CANCELLED, "none")
+        (run.status, run.alarm_status),
+        (RunStatus::Cancelled, AlarmState::None)
     );
     assert_eq!(
         store.run(manual).await.unwrap().unwrap().status,
-        status::PENDING
+        RunStatus::Pending
     );
     // A kill of the whole job cancels every kind.
     let killed = store.cancel_waiting_runs(id, "killed", 40).await.unwrap();
@@ -487,6 +492,38 @@ async fn state_conflicts_and_cancellation(store: &Store) {
         [(2, 1, 3)]
     );
     assert_eq!(store.stop_job(id + 1000, 50).await.unwrap(), None);
+}
+
+/// A stored value that is not one of its enum's names is a decode error
+/// naming the column, never a default; a due job that does not decode is
+/// stopped, and the others still fire.
+#[tokio::test]
+async fn a_corrupt_stored_value_is_an_error_not_a_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_sqlite(dir.path()).await.unwrap();
+    let corrupt = store.insert_job(&job(), 0).await.unwrap();
+    let healthy = store.insert_job(&job(), 0).await.unwrap();
+    sqlx::any::install_default_drivers();
+    let url = format!("sqlite://{}", dir.path().join("cronbox.db").display());
+    let raw = sqlx::AnyPool::connect(&url).await.unwrap();
+    sqlx::query("UPDATE job SET route = 'SIDEWAYS' WHERE id = $1")
+        .bind(corrupt)
+        .execute(&raw)
+        .await
+        .unwrap();
+    let error = store.job(corrupt).await.unwrap_err().to_string();
+    assert!(
+        error.contains("route") && error.contains("SIDEWAYS"),
+        "{error}"
+    );
+    let due = store.due_jobs(10_000, 100).await.unwrap();
+    assert_eq!(due.iter().map(|j| j.id).collect::<Vec<_>>(), [healthy]);
+    let stopped: i64 = sqlx::query_scalar("SELECT enabled FROM job WHERE id = $1")
+        .bind(corrupt)
+        .fetch_one(&raw)
+        .await
+        .unwrap();
+    assert_eq!(stopped, 0, "the corrupt job is stopped");
 }
 
 #[tokio::test]

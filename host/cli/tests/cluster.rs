@@ -246,7 +246,9 @@ impl Cluster {
             let runs = self.runs(from, to).await;
             let open = runs
                 .iter()
-                .filter(|run| run.status == "pending" || run.status == "dispatched")
+                .filter(|run| {
+                    run.status.as_str() == "pending" || run.status.as_str() == "dispatched"
+                })
                 .count();
             if open == 0 {
                 return runs;
@@ -255,7 +257,8 @@ impl Cluster {
                 Instant::now() < deadline,
                 "{open} runs never ended: {:?}",
                 runs.iter()
-                    .filter(|run| run.status == "pending" || run.status == "dispatched")
+                    .filter(|run| run.status.as_str() == "pending"
+                        || run.status.as_str() == "dispatched")
                     .take(5)
                     .collect::<Vec<_>>()
             );
@@ -268,7 +271,7 @@ impl Cluster {
 /// (job, second) fired exactly once and succeeded. Prints the counts.
 fn exactly_once(runs: &[RunRow], jobs: &[i64], from: i64, to: i64) {
     let mut fires: HashMap<(i64, i64), Vec<&RunRow>> = HashMap::new();
-    for run in runs.iter().filter(|run| run.kind == "schedule") {
+    for run in runs.iter().filter(|run| run.kind.as_str() == "schedule") {
         fires
             .entry((run.job_id, run.scheduled_at_ms))
             .or_default()
@@ -282,7 +285,7 @@ fn exactly_once(runs: &[RunRow], jobs: &[i64], from: i64, to: i64) {
         while second < to {
             match fires.get(&(*job, second)).map(Vec::as_slice) {
                 None | Some([]) => missing.push((*job, second)),
-                Some([run]) if run.status != "success" => failed.push((*run).clone()),
+                Some([run]) if run.status.as_str() != "success" => failed.push((*run).clone()),
                 Some([_]) => {}
                 Some(more) => doubled.push((*job, second, more.len())),
             }
@@ -418,7 +421,7 @@ async fn a_run_on_a_killed_executor_is_lost_and_retried_on_another() {
         if runs.len() == 2
             && runs
                 .iter()
-                .all(|r| r.status == "success" || r.status == "failed")
+                .all(|r| r.status.as_str() == "success" || r.status.as_str() == "failed")
         {
             break (runs[0].clone(), runs[1].clone());
         }
@@ -431,7 +434,7 @@ async fn a_run_on_a_killed_executor_is_lost_and_retried_on_another() {
         "{first:?}"
     );
     assert_eq!((retry.kind.as_str(), retry.attempt), ("retry", 1));
-    assert_eq!(retry.status, "success", "{retry:?}");
+    assert_eq!(retry.status.as_str(), "success", "{retry:?}");
     assert_ne!(
         retry.executor, first.executor,
         "retried on the other executor"
@@ -515,7 +518,9 @@ async fn racing_admins_send_each_alarm_and_retry_once() {
         let runs = store.runs_of_job(job).await.unwrap();
         let settled = runs.len() >= 15
             && runs.iter().all(|r| {
-                r.status == "failed" && r.alarm_status != "due" && r.alarm_status != "sending"
+                r.status.as_str() == "failed"
+                    && r.alarm_status.as_str() != "due"
+                    && r.alarm_status.as_str() != "sending"
             });
         if settled {
             break runs;
@@ -542,5 +547,5 @@ async fn racing_admins_send_each_alarm_and_retry_once() {
     let mut failed: Vec<i64> = runs.iter().map(|r| r.id).collect();
     failed.sort();
     assert_eq!(alarmed, failed, "one alarm per failed run");
-    assert!(runs.iter().all(|r| r.alarm_status == "sent"));
+    assert!(runs.iter().all(|r| r.alarm_status.as_str() == "sent"));
 }

@@ -15,7 +15,7 @@ mod wire;
 
 pub use log::{LogLevel, LogLine, LogSource};
 pub use outcome::{Outcome, OutcomeKind};
-pub use trigger::{Trigger, TriggerKind};
+pub use trigger::{Trigger, TriggerKind, UnknownName};
 pub use wire::{
     ABSENT_REVISION, ApiError, BeatResponse, BlockStrategy, CallbackBatch, IdleBeatRequest,
     IdleBeatResponse, KillCommand, KillResponse, LogQuery, LogResponse, Registration, RunCommand,

@@ -20,6 +20,82 @@ pub enum TriggerKind {
     Misfire,
 }
 
+impl TriggerKind {
+    /// Every kind.
+    pub const ALL: [TriggerKind; 6] = [
+        TriggerKind::Schedule,
+        TriggerKind::Manual,
+        TriggerKind::Api,
+        TriggerKind::Retry,
+        TriggerKind::Parent,
+        TriggerKind::Misfire,
+    ];
+
+    /// The wire name (`schedule`, `manual`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TriggerKind::Schedule => "schedule",
+            TriggerKind::Manual => "manual",
+            TriggerKind::Api => "api",
+            TriggerKind::Retry => "retry",
+            TriggerKind::Parent => "parent",
+            TriggerKind::Misfire => "misfire",
+        }
+    }
+
+    /// Whether a run of this kind is a fire of the job's schedule (on time
+    /// or as a misfire): the kinds that are unique per (job, instant,
+    /// shard), that a stopped job does not run, and that carry a FIX_DELAY
+    /// chain.
+    pub fn is_scheduled_fire(self) -> bool {
+        matches!(self, TriggerKind::Schedule | TriggerKind::Misfire)
+    }
+}
+
+impl std::fmt::Display for TriggerKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for TriggerKind {
+    type Err = UnknownName;
+
+    fn from_str(text: &str) -> Result<Self, UnknownName> {
+        TriggerKind::ALL
+            .into_iter()
+            .find(|kind| kind.as_str() == text)
+            .ok_or_else(|| UnknownName::new("trigger kind", text))
+    }
+}
+
+/// A name that is not one of an enumeration's (a decode error, never a
+/// silent default).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownName {
+    /// What was being named (`trigger kind`).
+    pub what: &'static str,
+    /// The name found.
+    pub found: String,
+}
+
+impl UnknownName {
+    pub fn new(what: &'static str, found: &str) -> Self {
+        UnknownName {
+            what,
+            found: found.to_owned(),
+        }
+    }
+}
+
+impl std::fmt::Display for UnknownName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "unknown {} {:?}", self.what, self.found)
+    }
+}
+
+impl std::error::Error for UnknownName {}
+
 /// The run the guest is executing (mirrors `trigger` in `wit/job.wit`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Trigger {

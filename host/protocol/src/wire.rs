@@ -61,6 +61,16 @@ pub enum BlockStrategy {
 }
 
 impl BlockStrategy {
+    /// The wire name (`SERIAL_EXECUTION`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BlockStrategy::SerialExecution => "SERIAL_EXECUTION",
+            BlockStrategy::DiscardLater => "DISCARD_LATER",
+            BlockStrategy::CoverEarly => "COVER_EARLY",
+            BlockStrategy::Concurrent => "CONCURRENT",
+        }
+    }
+
     /// Every strategy, with its wire name.
     pub const ALL: [BlockStrategy; 4] = [
         BlockStrategy::SerialExecution,
@@ -68,6 +78,17 @@ impl BlockStrategy {
         BlockStrategy::CoverEarly,
         BlockStrategy::Concurrent,
     ];
+}
+
+impl std::str::FromStr for BlockStrategy {
+    type Err = crate::UnknownName;
+
+    fn from_str(text: &str) -> Result<Self, crate::UnknownName> {
+        BlockStrategy::ALL
+            .into_iter()
+            .find(|strategy| strategy.as_str().eq_ignore_ascii_case(text))
+            .ok_or_else(|| crate::UnknownName::new("block strategy", text))
+    }
 }
 
 /// Limits of one run, as sent on the wire.

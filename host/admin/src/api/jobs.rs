@@ -312,8 +312,8 @@ pub(super) async fn trigger_job(
         }
     }
     let kind = match request.kind {
-        TriggerSource::Api => "api",
-        TriggerSource::Manual => "manual",
+        TriggerSource::Api => cronbox_protocol::TriggerKind::Api,
+        TriggerSource::Manual => cronbox_protocol::TriggerKind::Manual,
     };
     let run_id = state
         .scheduler

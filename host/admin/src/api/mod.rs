@@ -31,7 +31,7 @@ use subtle::ConstantTimeEq;
 
 use crate::jobs::{JobSpec, child_cycle, schedule_of};
 use crate::scheduler::{Scheduler, now_ms};
-use crate::store::{JobRow, RunFilter, RunRow, StoreError, VersionPush, status};
+use crate::store::{JobRow, RunFilter, RunRow, RunStatus, StoreError, VersionPush};
 
 mod executors;
 mod groups;
@@ -114,6 +114,7 @@ impl Routes {
 fn open_routes() -> Routes {
     Routes::new()
         .get("/metrics", metrics)
+        .get("/readyz", readyz)
         .get("/api/v1/openapi.json", openapi)
 }
 
@@ -393,6 +394,21 @@ async fn metrics(State(state): State<Arc<AdminState>>) -> impl IntoResponse {
         )],
         state.scheduler.metrics().encode(),
     )
+}
+
+/// Readiness, for orchestrators and tests instead of fixed waits: 200 once
+/// the API serves and the database answers, 503 while it does not; no
+/// token.
+async fn readyz(State(state): State<Arc<AdminState>>) -> Response {
+    match state.scheduler.store().ping().await {
+        Ok(()) => Json(serde_json::json!({ "ready": true })).into_response(),
+        Err(error) => Failure::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not_ready",
+            format!("the database does not answer: {error}"),
+        )
+        .into_response(),
+    }
 }
 
 /// The OpenAPI 3.0 document of this API; no token.

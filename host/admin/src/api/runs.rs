@@ -33,7 +33,7 @@ pub(super) async fn kill_run(
     Path(id): Path<i64>,
 ) -> Result<impl IntoResponse, Failure> {
     let run = visible_run(&state, &caller, id).await?;
-    if run.status != crate::store::status::DISPATCHED {
+    if run.status != crate::store::RunStatus::Dispatched {
         return Err(Failure::new(
             StatusCode::CONFLICT,
             "not_running",
@@ -69,7 +69,7 @@ pub(super) async fn run_log(
 ) -> Result<impl IntoResponse, Failure> {
     let run = visible_run(&state, &caller, id).await?;
     let limit = params.limit.min(5000);
-    if run.status == crate::store::status::DISPATCHED {
+    if run.status == crate::store::RunStatus::Dispatched {
         let page = state
             .scheduler
             .live_log(&run, params.offset, limit)
@@ -88,7 +88,7 @@ pub(super) async fn run_log(
     let lines: Vec<cronbox_protocol::LogLine> = serde_json::from_str(&stored).unwrap_or_default();
     let start = params.offset.min(lines.len());
     let end = start.saturating_add(limit).min(lines.len());
-    let finished = run.status != crate::store::status::PENDING;
+    let finished = run.status != crate::store::RunStatus::Pending;
     Ok(Json(cronbox_protocol::LogResponse {
         run_id: id as u64,
         lines: lines[start..end].to_vec(),
@@ -131,24 +131,16 @@ pub(super) async fn list_runs(
             ),
         ));
     }
-    let statuses = [
-        status::PENDING,
-        status::DISPATCHED,
-        status::SUCCESS,
-        status::FAILED,
-    ];
-    let run_status = params.get("status").cloned();
-    if let Some(wanted) = &run_status
-        && !statuses.contains(&wanted.as_str())
-    {
-        return Err(invalid(
-            "status",
-            format!(
-                "unknown status {wanted:?}: use one of {}",
-                statuses.join(", ")
-            ),
-        ));
-    }
+    let run_status = match params.get("status") {
+        None => None,
+        Some(wanted) => Some(wanted.parse::<RunStatus>().map_err(|_| {
+            let names: Vec<&str> = RunStatus::ALL.iter().map(|s| s.as_str()).collect();
+            invalid(
+                "status",
+                format!("unknown status {wanted:?}: use one of {}", names.join(", ")),
+            )
+        })?),
+    };
     let limit = number("limit")?.unwrap_or(100);
     if !(1..=MAX_RUNS_PAGE).contains(&limit) {
         return Err(invalid(

@@ -117,17 +117,6 @@ impl Probe for HttpProbe<'_> {
     }
 }
 
-pub(super) fn trigger_kind(kind: &str) -> TriggerKind {
-    match kind {
-        "manual" => TriggerKind::Manual,
-        "api" => TriggerKind::Api,
-        "retry" => TriggerKind::Retry,
-        "parent" => TriggerKind::Parent,
-        "misfire" => TriggerKind::Misfire,
-        _ => TriggerKind::Schedule,
-    }
-}
-
 /// What a dispatch reads before routing: the job (`None` if it was
 /// deleted) and its durable state.
 #[derive(Debug)]
@@ -300,7 +289,7 @@ impl Scheduler {
             self.fail(run, "the job no longer exists").await?;
             return Ok(());
         };
-        if matches!(run.kind.as_str(), "schedule" | "misfire") && !job.enabled {
+        if run.kind.is_scheduled_fire() && !job.enabled {
             // Written ahead by the pre-read, but the job was stopped since.
             let end = RunEnd::cancelled(
                 run.id,
@@ -308,7 +297,7 @@ impl Scheduler {
                 now,
             );
             if self.store.finish_run(&end).await?.is_some() {
-                self.metrics.run_ended(status::CANCELLED);
+                self.metrics.run_ended(RunStatus::Cancelled.as_str());
             }
             return Ok(());
         }
@@ -316,7 +305,7 @@ impl Scheduler {
             Some(addresses) => addresses,
             None => self.live_addresses(&job.group_name, now).await?,
         };
-        let strategy: RouteStrategy = job.route.parse().unwrap_or(RouteStrategy::First);
+        let strategy = job.route;
         let route = if strategy == RouteStrategy::ShardingBroadcast && is_one_shard(run) {
             // A retry of one shard, or a shard written by an earlier fan-out:
             // that shard again, on one executor, not a new broadcast.
@@ -408,7 +397,7 @@ impl Scheduler {
                     .insert_run(
                         &NewRun {
                             job_id: run.job_id,
-                            kind: static_kind(&run.kind),
+                            kind: run.kind,
                             scheduled_at_ms: run.scheduled_at_ms,
                             shard_index: index as i64,
                             shard_total: total,
@@ -439,7 +428,7 @@ impl Scheduler {
                 param: run.param.clone(),
                 shard_index: run.shard_index as u32,
                 shard_total: run.shard_total as u32,
-                kind: trigger_kind(&run.kind),
+                kind: run.kind,
                 scheduled_at_ms: run.scheduled_at_ms,
                 attempt: run.attempt as u32,
             },
@@ -447,10 +436,7 @@ impl Scheduler {
             // fire was written runs from this trigger on (the result records
             // what ran).
             module_digest: job.module_digest.clone(),
-            block_strategy: serde_json::from_value(serde_json::Value::String(
-                job.block_strategy.clone(),
-            ))
-            .unwrap_or(BlockStrategy::SerialExecution),
+            block_strategy: job.block_strategy,
             max_concurrency: job.max_concurrency as u32,
             limits: WireLimits {
                 timeout_ms: job.timeout_ms as u64,
@@ -554,7 +540,7 @@ impl Scheduler {
     pub async fn trigger(
         self: &Arc<Self>,
         job_id: i64,
-        kind: &'static str,
+        kind: TriggerKind,
         param: Option<String>,
         addresses: Option<Vec<String>>,
     ) -> Result<i64, StoreError> {

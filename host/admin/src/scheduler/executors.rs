@@ -91,7 +91,7 @@ impl Scheduler {
             .cancel_waiting_runs(job.id, "cancelled: the job was killed", now)
             .await?;
         for _ in &cancelled {
-            self.metrics.run_ended(status::CANCELLED);
+            self.metrics.run_ended(RunStatus::Cancelled.as_str());
         }
         let mut executors = self.store.executors_of_running(job.id).await?;
         // Runs sent ahead whose dispatch is not recorded yet are on one of

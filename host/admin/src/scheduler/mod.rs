@@ -20,19 +20,20 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use chrono::{DateTime, TimeZone, Utc};
 use cronbox_protocol::{
-    BlockStrategy, IdleBeatRequest, IdleBeatResponse, RunCommand, RunResponse, RunResult, Trigger,
-    TriggerKind, WireLimits, executor_paths,
+    IdleBeatRequest, IdleBeatResponse, RunCommand, RunResponse, RunResult, Trigger, TriggerKind,
+    WireLimits, executor_paths,
 };
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::jobs::{children_of, schedule_of};
 use crate::metrics::Metrics;
+use crate::model::MisfirePolicy;
 use crate::routing::{Probe, Route, RouteStrategy, Router};
 use crate::schedule::Schedule;
 use crate::store::{
-    DispatchMark, JobRow, JobState, NewRun, RunEnd, RunRow, Store, StoreError,
-    outcome_is_deliberate, status,
+    DispatchMark, JobRow, JobState, NewRun, RunEnd, RunRow, RunStatus, Store, StoreError,
+    outcome_is_deliberate,
 };
 
 mod dispatch;

@@ -20,12 +20,12 @@ pub(super) fn plan_job(job: &JobRow, now: i64, horizon: i64) -> Option<(Vec<NewR
 }
 
 /// The runs to write for `job`'s planned fires.
-pub(super) fn new_runs(job: &JobRow, fires: &[(i64, &'static str)]) -> Vec<NewRun> {
+pub(super) fn new_runs(job: &JobRow, fires: &[(i64, TriggerKind)]) -> Vec<NewRun> {
     fires
         .iter()
         .map(|(at, kind)| NewRun {
             job_id: job.id,
-            kind,
+            kind: *kind,
             scheduled_at_ms: *at,
             shard_index: 0,
             shard_total: 1,
@@ -48,7 +48,7 @@ pub(super) fn written_run(id: i64, tenant: &str, run: &NewRun, now: i64) -> RunR
         shard_total: run.shard_total,
         attempt: run.attempt,
         param: run.param.clone(),
-        status: crate::store::status::PENDING.to_owned(),
+        status: crate::store::RunStatus::Pending.to_owned(),
         executor: None,
         module_digest: run.module_digest.clone(),
         outcome: None,
@@ -58,20 +58,8 @@ pub(super) fn written_run(id: i64, tenant: &str, run: &NewRun, now: i64) -> RunR
         dispatched_at_ms: None,
         started_at_ms: None,
         finished_at_ms: None,
-        alarm_status: crate::store::alarm::NONE.to_owned(),
+        alarm_status: crate::store::AlarmState::None.to_owned(),
         alarm_message: None,
-    }
-}
-
-/// The stored kind as a static string (run rows keep it as text).
-pub(super) fn static_kind(kind: &str) -> &'static str {
-    match kind {
-        "manual" => "manual",
-        "api" => "api",
-        "retry" => "retry",
-        "parent" => "parent",
-        "misfire" => "misfire",
-        _ => "schedule",
     }
 }
 
@@ -83,13 +71,13 @@ pub fn plan_fires(
     expected: i64,
     now: i64,
     horizon: i64,
-) -> (Vec<(i64, &'static str)>, Option<i64>) {
+) -> (Vec<(i64, TriggerKind)>, Option<i64>) {
     let mut fires = Vec::new();
     let mut next = Some(expected);
     if expected < now - job.misfire_threshold_ms {
         // Missed by more than the threshold.
-        if job.misfire == "FIRE_ONCE_NOW" {
-            fires.push((now, "misfire"));
+        if job.misfire == MisfirePolicy::FireOnceNow {
+            fires.push((now, TriggerKind::Misfire));
         }
         next = match schedule {
             Schedule::FixDelay(_) => None,
@@ -99,7 +87,7 @@ pub fn plan_fires(
                 .map(|at| at.timestamp_millis()),
         };
         if let Schedule::FixDelay(delay) = schedule
-            && job.misfire != "FIRE_ONCE_NOW"
+            && job.misfire != MisfirePolicy::FireOnceNow
         {
             next = Some(now + delay.as_millis() as i64);
         }
@@ -109,7 +97,7 @@ pub fn plan_fires(
         if at > horizon {
             break;
         }
-        fires.push((at, "schedule"));
+        fires.push((at, TriggerKind::Schedule));
         next = match schedule {
             // FIX_DELAY's next fire is set when the run completes.
             Schedule::FixDelay(_) | Schedule::OneShot(_) | Schedule::None => None,
@@ -125,20 +113,20 @@ pub fn plan_fires(
 mod tests {
     use super::*;
 
-    fn every_second(misfire: &str) -> JobRow {
+    fn every_second(misfire: MisfirePolicy) -> JobRow {
         JobRow {
             id: 1,
             tenant: "default".into(),
             group_name: "default".into(),
             name: "every-second".into(),
             module_digest: "a".repeat(64),
-            schedule_type: "CRON".into(),
+            schedule_type: crate::schedule::ScheduleType::Cron,
             schedule_conf: "* * * * * ?".into(),
             time_zone: "UTC".into(),
-            misfire: misfire.into(),
+            misfire,
             misfire_threshold_ms: 5_000,
-            route: "FIRST".into(),
-            block_strategy: "SERIAL_EXECUTION".into(),
+            route: RouteStrategy::First,
+            block_strategy: cronbox_protocol::BlockStrategy::SerialExecution,
             max_concurrency: 1,
             timeout_ms: 1_000,
             fuel: None,
@@ -164,21 +152,21 @@ mod tests {
     fn missed_fires_catch_up_within_the_threshold_and_misfire_beyond_it() {
         let now = 1_800_000_000_000; // a whole second
         let horizon = now + 1_000;
-        for misfire in ["DO_NOTHING", "FIRE_ONCE_NOW"] {
+        for misfire in [MisfirePolicy::DoNothing, MisfirePolicy::FireOnceNow] {
             let job = every_second(misfire);
             let schedule = schedule_of(&job).unwrap_or_else(|error| panic!("{error}"));
             // A 4 s stall: the four missed fires run, then the due ones.
             let (fires, next) = plan_fires(&job, &schedule, now - 4_000, now, horizon);
-            let expected: Vec<(i64, &str)> = (-4..=1)
-                .map(|second| (now + second * 1_000, "schedule"))
+            let expected: Vec<(i64, TriggerKind)> = (-4..=1)
+                .map(|second| (now + second * 1_000, TriggerKind::Schedule))
                 .collect();
             assert_eq!(fires, expected, "{misfire}");
             assert_eq!(next, Some(now + 2_000));
             // A 6 s stall is past the 5 s threshold.
             let (fires, next) = plan_fires(&job, &schedule, now - 6_000, now, horizon);
-            let expected: Vec<(i64, &str)> = match misfire {
-                "DO_NOTHING" => vec![],
-                _ => vec![(now, "misfire")],
+            let expected: Vec<(i64, TriggerKind)> = match misfire {
+                MisfirePolicy::DoNothing => vec![],
+                MisfirePolicy::FireOnceNow => vec![(now, TriggerKind::Misfire)],
             };
             assert_eq!(fires, expected, "{misfire}");
             assert_eq!(next, Some(now + 1_000), "{misfire}: on from now");

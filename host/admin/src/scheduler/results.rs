@@ -56,7 +56,7 @@ impl Scheduler {
             };
             self.metrics
                 .run_ended(run.outcome.as_deref().unwrap_or(&end.outcome));
-            if run.kind == "schedule"
+            if run.kind == TriggerKind::Schedule
                 && let Some(started) = end.started_at_ms
             {
                 let late = (started - run.scheduled_at_ms).max(0) as f64 / 1000.0;
@@ -89,16 +89,16 @@ impl Scheduler {
                 None => return Ok(()),
             },
         };
-        if run.status == status::SUCCESS {
+        if run.status == RunStatus::Success {
             for child in children_of(job) {
-                if let Err(error) = self.trigger(child, "parent", None, None).await {
+                if let Err(error) = self.trigger(child, TriggerKind::Parent, None, None).await {
                     tracing::warn!(child, %error, "child job not triggered");
                 }
             }
         } else if !run.outcome.as_deref().is_some_and(outcome_is_deliberate) {
             self.retry(run, job).await?;
         }
-        if matches!(run.kind.as_str(), "schedule" | "misfire")
+        if run.kind.is_scheduled_fire()
             && let Ok(schedule @ Schedule::FixDelay(_)) = schedule_of(job)
             && let Some(next) = schedule.after_completion(instant(now_ms()))
         {
@@ -126,7 +126,7 @@ impl Scheduler {
             .saturating_mul(1_i64 << run.attempt.min(20));
         let retry = NewRun {
             job_id: run.job_id,
-            kind: "retry",
+            kind: TriggerKind::Retry,
             scheduled_at_ms: now_ms() + backoff,
             shard_index: run.shard_index,
             shard_total: run.shard_total,

@@ -15,8 +15,8 @@ impl Store {
         sqlx::query(
             "UPDATE run SET alarm_status = $1 WHERE alarm_status = $2 AND alarm_claimed_at_ms < $3",
         )
-        .bind(alarm::DUE)
-        .bind(alarm::SENDING)
+        .bind(AlarmState::Due.as_str())
+        .bind(AlarmState::Sending.as_str())
         .bind(stale_before_ms)
         .execute(&self.writer)
         .await?;
@@ -27,7 +27,7 @@ impl Store {
              COALESCE((SELECT name FROM job WHERE job.id = run.job_id), '') AS job_name \
              FROM run WHERE alarm_status = $1 ORDER BY id LIMIT $2"
         ))
-        .bind(alarm::DUE)
+        .bind(AlarmState::Due.as_str())
         .bind(limit)
         .fetch_all(&self.pool)
         .await?;
@@ -49,10 +49,10 @@ impl Store {
             "UPDATE run SET alarm_status = $1, alarm_claimed_at_ms = $2 \
              WHERE id = $3 AND alarm_status = $4",
         )
-        .bind(alarm::SENDING)
+        .bind(AlarmState::Sending.as_str())
         .bind(now_ms)
         .bind(run_id)
-        .bind(alarm::DUE)
+        .bind(AlarmState::Due.as_str())
         .execute(&self.writer)
         .await?
         .rows_affected()
@@ -63,17 +63,17 @@ impl Store {
     pub async fn finish_alarm(
         &self,
         run_id: i64,
-        from: &str,
-        to: &str,
+        from: AlarmState,
+        to: AlarmState,
         message: &str,
     ) -> Result<(), StoreError> {
         sqlx::query(
             "UPDATE run SET alarm_status = $1, alarm_message = $2 WHERE id = $3 AND alarm_status = $4",
         )
-        .bind(to)
+        .bind(to.as_str())
         .bind(message)
         .bind(run_id)
-        .bind(from)
+        .bind(from.as_str())
         .execute(&self.writer)
         .await?;
         Ok(())
@@ -96,13 +96,13 @@ impl Store {
              SUM(CASE WHEN status = $7 THEN 1 ELSE 0 END) AS cancelled \
              FROM run WHERE created_at_ms >= $5 AND created_at_ms < $6 GROUP BY tenant",
         )
-        .bind(status::SUCCESS)
-        .bind(status::FAILED)
-        .bind(status::PENDING)
-        .bind(status::DISPATCHED)
+        .bind(RunStatus::Success.as_str())
+        .bind(RunStatus::Failed.as_str())
+        .bind(RunStatus::Pending.as_str())
+        .bind(RunStatus::Dispatched.as_str())
         .bind(from_ms)
         .bind(to_ms)
-        .bind(status::CANCELLED)
+        .bind(RunStatus::Cancelled.as_str())
         .fetch_all(&self.pool)
         .await?;
         let mut tx = self.writer.begin().await?;
@@ -164,9 +164,9 @@ impl Store {
         Ok(
             sqlx::query("DELETE FROM run WHERE created_at_ms < $1 AND status IN ($2, $3, $4)")
                 .bind(before_ms)
-                .bind(status::SUCCESS)
-                .bind(status::FAILED)
-                .bind(status::CANCELLED)
+                .bind(RunStatus::Success.as_str())
+                .bind(RunStatus::Failed.as_str())
+                .bind(RunStatus::Cancelled.as_str())
                 .execute(&self.writer)
                 .await?
                 .rows_affected(),

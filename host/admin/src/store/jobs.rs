@@ -19,13 +19,13 @@ impl Store {
         .bind(&job.group_name)
         .bind(&job.name)
         .bind(&job.module_digest)
-        .bind(&job.schedule_type)
+        .bind(job.schedule_type.as_str())
         .bind(&job.schedule_conf)
         .bind(&job.time_zone)
-        .bind(&job.misfire)
+        .bind(job.misfire.as_str())
         .bind(job.misfire_threshold_ms)
-        .bind(&job.route)
-        .bind(&job.block_strategy)
+        .bind(job.route.name())
+        .bind(job.block_strategy.as_str())
         .bind(job.max_concurrency)
         .bind(job.timeout_ms)
         .bind(job.fuel)
@@ -66,13 +66,13 @@ impl Store {
         .bind(&job.group_name)
         .bind(&job.name)
         .bind(&job.module_digest)
-        .bind(&job.schedule_type)
+        .bind(job.schedule_type.as_str())
         .bind(&job.schedule_conf)
         .bind(&job.time_zone)
-        .bind(&job.misfire)
+        .bind(job.misfire.as_str())
         .bind(job.misfire_threshold_ms)
-        .bind(&job.route)
-        .bind(&job.block_strategy)
+        .bind(job.route.name())
+        .bind(job.block_strategy.as_str())
         .bind(job.max_concurrency)
         .bind(job.timeout_ms)
         .bind(job.fuel)
@@ -174,7 +174,11 @@ impl Store {
         let cancelled = cancel_waiting(
             &mut tx,
             id,
-            Some(&["schedule", "misfire", "retry"]),
+            Some(&[
+                TriggerKind::Schedule,
+                TriggerKind::Misfire,
+                TriggerKind::Retry,
+            ]),
             "cancelled: the job was stopped before this run was dispatched",
             now_ms,
         )
@@ -235,7 +239,14 @@ impl Store {
         .bind(limit)
         .fetch_all(&self.pool)
         .await?;
-        Ok(rows.iter().map(job_from_row).collect::<Result<_, _>>()?)
+        let (jobs, corrupt) = decode_due_jobs(&rows);
+        for id in corrupt {
+            sqlx::query("UPDATE job SET enabled = 0, next_fire_at_ms = NULL WHERE id = $1")
+                .bind(id)
+                .execute(&self.writer)
+                .await?;
+        }
+        Ok(jobs)
     }
 
     /// Claims a job's fires: moves its next fire from `expected_next` to
@@ -298,8 +309,14 @@ impl Store {
         .fetch_all(&mut *tx)
         .await?;
         let mut claimed = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let job = job_from_row(row)?;
+        let (jobs, corrupt) = decode_due_jobs(&rows);
+        for id in corrupt {
+            sqlx::query("UPDATE job SET enabled = 0, next_fire_at_ms = NULL WHERE id = $1")
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+        }
+        for job in jobs {
             let Some((fires, next)) = plan(&job) else {
                 sqlx::query("UPDATE job SET enabled = 0, next_fire_at_ms = NULL WHERE id = $1")
                     .bind(job.id)

@@ -15,7 +15,11 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use cronbox_protocol::{ABSENT_REVISION, StateChanges, StateRevision};
+use cronbox_protocol::{ABSENT_REVISION, BlockStrategy, StateChanges, StateRevision, TriggerKind};
+
+pub use crate::model::{AlarmState, MisfirePolicy, RunStatus};
+use crate::routing::RouteStrategy;
+use crate::schedule::ScheduleType;
 use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, Row};
 
@@ -33,7 +37,7 @@ pub use rows::{
     ClaimedJob, DailyReport, DispatchMark, JobRow, JobState, NewRun, RunEnd, RunFilter, RunRow,
 };
 // Shared by the aggregates' files (each imports `super::*`).
-use rows::{job_from_row, run_from_row};
+use rows::{decode_due_jobs, job_from_row, run_from_row};
 use runs::{cancel_waiting, insert_run};
 
 /// Why the store failed.
@@ -91,35 +95,6 @@ pub const DISPATCH_LEASE_MS: i64 = 10_000;
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 
 static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
-
-/// Run statuses.
-pub mod status {
-    /// Written, not yet sent to an executor.
-    pub const PENDING: &str = "pending";
-    /// Accepted by an executor; its result is awaited.
-    pub const DISPATCHED: &str = "dispatched";
-    /// Ended successfully.
-    pub const SUCCESS: &str = "success";
-    /// Ended in any other way (the outcome says how).
-    pub const FAILED: &str = "failed";
-    /// Never ran: its job was stopped or killed while it waited. Not a
-    /// failure: no alarm, no retry, counted apart.
-    pub const CANCELLED: &str = "cancelled";
-}
-
-/// Alarm states of a run.
-pub mod alarm {
-    /// No alarm is due (success, or not ended yet).
-    pub const NONE: &str = "none";
-    /// Failed; its job's webhook is to be called.
-    pub const DUE: &str = "due";
-    /// Claimed by one admin, which is calling the webhook.
-    pub const SENDING: &str = "sending";
-    pub const SENT: &str = "sent";
-    pub const FAILED: &str = "failed";
-    /// Failed, but its job has no webhook.
-    pub const NOT_CONFIGURED: &str = "not_configured";
-}
 
 /// The outcome of a successful run whose state changes conflicted with a
 /// commit it did not see (a failure: alarm and retry apply).
@@ -225,6 +200,12 @@ impl Store {
             owner: hex::encode(rand::random::<[u8; 8]>()).into(),
             _lock: None,
         })
+    }
+
+    /// Whether the database answers (a trivial query).
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
     }
 
     /// The engine.

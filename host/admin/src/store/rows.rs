@@ -10,13 +10,13 @@ pub struct JobRow {
     pub group_name: String,
     pub name: String,
     pub module_digest: String,
-    pub schedule_type: String,
+    pub schedule_type: ScheduleType,
     pub schedule_conf: String,
     pub time_zone: String,
-    pub misfire: String,
+    pub misfire: MisfirePolicy,
     pub misfire_threshold_ms: i64,
-    pub route: String,
-    pub block_strategy: String,
+    pub route: RouteStrategy,
+    pub block_strategy: BlockStrategy,
     pub max_concurrency: i64,
     pub timeout_ms: i64,
     pub fuel: Option<i64>,
@@ -48,6 +48,40 @@ macro_rules! job_columns {
     };
 }
 
+/// A text column decoded into one of the domain's enums: an unknown value
+/// is an error naming the column, never a default.
+fn decode<T>(row: &AnyRow, column: &str) -> Result<T, sqlx::Error>
+where
+    T: std::str::FromStr,
+    T::Err: std::error::Error + Send + Sync + 'static,
+{
+    let text: String = row.try_get(column)?;
+    text.parse()
+        .map_err(|error: T::Err| sqlx::Error::ColumnDecode {
+            index: column.to_owned(),
+            source: Box::new(error),
+        })
+}
+
+/// Decodes due jobs one by one: a row that does not decode (an unknown
+/// stored value) is logged with its column and its id returned apart, so
+/// that one corrupt job is stopped instead of stalling every other.
+pub(super) fn decode_due_jobs(rows: &[AnyRow]) -> (Vec<JobRow>, Vec<i64>) {
+    let mut jobs = Vec::with_capacity(rows.len());
+    let mut corrupt = Vec::new();
+    for row in rows {
+        match job_from_row(row) {
+            Ok(job) => jobs.push(job),
+            Err(error) => {
+                let id: i64 = row.try_get("id").unwrap_or_default();
+                tracing::error!(job = id, %error, "job row does not decode; job stopped");
+                corrupt.push(id);
+            }
+        }
+    }
+    (jobs, corrupt)
+}
+
 pub(super) fn job_from_row(row: &AnyRow) -> Result<JobRow, sqlx::Error> {
     Ok(JobRow {
         id: row.try_get("id")?,
@@ -55,13 +89,13 @@ pub(super) fn job_from_row(row: &AnyRow) -> Result<JobRow, sqlx::Error> {
         group_name: row.try_get("group_name")?,
         name: row.try_get("name")?,
         module_digest: row.try_get("module_digest")?,
-        schedule_type: row.try_get("schedule_type")?,
+        schedule_type: decode(row, "schedule_type")?,
         schedule_conf: row.try_get("schedule_conf")?,
         time_zone: row.try_get("time_zone")?,
-        misfire: row.try_get("misfire")?,
+        misfire: decode(row, "misfire")?,
         misfire_threshold_ms: row.try_get("misfire_threshold_ms")?,
-        route: row.try_get("route")?,
-        block_strategy: row.try_get("block_strategy")?,
+        route: decode(row, "route")?,
+        block_strategy: decode(row, "block_strategy")?,
         max_concurrency: row.try_get("max_concurrency")?,
         timeout_ms: row.try_get("timeout_ms")?,
         fuel: row.try_get("fuel")?,
@@ -85,13 +119,13 @@ pub struct RunRow {
     pub id: i64,
     pub tenant: String,
     pub job_id: i64,
-    pub kind: String,
+    pub kind: TriggerKind,
     pub scheduled_at_ms: i64,
     pub shard_index: i64,
     pub shard_total: i64,
     pub attempt: i64,
     pub param: String,
-    pub status: String,
+    pub status: RunStatus,
     pub executor: Option<String>,
     pub module_digest: String,
     pub outcome: Option<String>,
@@ -101,8 +135,7 @@ pub struct RunRow {
     pub dispatched_at_ms: Option<i64>,
     pub started_at_ms: Option<i64>,
     pub finished_at_ms: Option<i64>,
-    /// `none`, `due`, `sending`, `sent` or `failed` (see [`alarm`]).
-    pub alarm_status: String,
+    pub alarm_status: AlarmState,
     pub alarm_message: Option<String>,
 }
 
@@ -120,13 +153,13 @@ pub(super) fn run_from_row(row: &AnyRow) -> Result<RunRow, sqlx::Error> {
         id: row.try_get("id")?,
         tenant: row.try_get("tenant")?,
         job_id: row.try_get("job_id")?,
-        kind: row.try_get("kind")?,
+        kind: decode(row, "kind")?,
         scheduled_at_ms: row.try_get("scheduled_at_ms")?,
         shard_index: row.try_get("shard_index")?,
         shard_total: row.try_get("shard_total")?,
         attempt: row.try_get("attempt")?,
         param: row.try_get("param")?,
-        status: row.try_get("status")?,
+        status: decode(row, "status")?,
         executor: row.try_get("executor")?,
         module_digest: row.try_get("module_digest")?,
         outcome: row.try_get("outcome")?,
@@ -136,7 +169,7 @@ pub(super) fn run_from_row(row: &AnyRow) -> Result<RunRow, sqlx::Error> {
         dispatched_at_ms: row.try_get("dispatched_at_ms")?,
         started_at_ms: row.try_get("started_at_ms")?,
         finished_at_ms: row.try_get("finished_at_ms")?,
-        alarm_status: row.try_get("alarm_status")?,
+        alarm_status: decode(row, "alarm_status")?,
         alarm_message: row.try_get("alarm_message")?,
     })
 }
@@ -145,7 +178,7 @@ pub(super) fn run_from_row(row: &AnyRow) -> Result<RunRow, sqlx::Error> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewRun {
     pub job_id: i64,
-    pub kind: &'static str,
+    pub kind: TriggerKind,
     pub scheduled_at_ms: i64,
     pub shard_index: i64,
     pub shard_total: i64,
@@ -208,7 +241,7 @@ impl RunEnd {
     pub fn cancelled(run_id: i64, message: &str, now_ms: i64) -> RunEnd {
         RunEnd {
             code: 0,
-            ..RunEnd::failed(run_id, status::CANCELLED, message, now_ms)
+            ..RunEnd::failed(run_id, RunStatus::Cancelled.as_str(), message, now_ms)
         }
     }
 }
@@ -219,7 +252,7 @@ pub struct RunFilter {
     /// Runs of this tenant only (`None`: every tenant's).
     pub tenant: Option<String>,
     pub job_id: Option<i64>,
-    pub status: Option<String>,
+    pub status: Option<RunStatus>,
     /// Scheduled at or after.
     pub from_ms: Option<i64>,
     /// Scheduled before.

@@ -9,7 +9,7 @@ use super::*;
 pub(super) async fn cancel_waiting(
     conn: &mut sqlx::AnyConnection,
     job_id: i64,
-    kinds: Option<&[&str]>,
+    kinds: Option<&[TriggerKind]>,
     message: &str,
     now_ms: i64,
 ) -> Result<Vec<i64>, StoreError> {
@@ -28,13 +28,13 @@ pub(super) async fn cancel_waiting(
          alarm_status = $4 WHERE job_id = $5 AND status = 'pending'{kinds_clause} RETURNING id"
     );
     let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
-        .bind(status::CANCELLED)
+        .bind(RunStatus::Cancelled.as_str())
         .bind(message)
         .bind(now_ms)
-        .bind(alarm::NONE)
+        .bind(AlarmState::None.as_str())
         .bind(job_id);
     for kind in kinds.unwrap_or_default() {
-        query = query.bind(*kind);
+        query = query.bind(kind.as_str());
     }
     let mut ids: Vec<i64> = query
         .fetch_all(&mut *conn)
@@ -98,13 +98,13 @@ pub(super) async fn insert_run(
     };
     let row = sqlx::query(sql)
         .bind(run.job_id)
-        .bind(run.kind)
+        .bind(run.kind.as_str())
         .bind(run.scheduled_at_ms)
         .bind(run.shard_index)
         .bind(run.shard_total)
         .bind(run.attempt)
         .bind(&run.param)
-        .bind(status::PENDING)
+        .bind(RunStatus::Pending.as_str())
         .bind(&run.module_digest)
         .bind(now_ms)
         .bind(owner)
@@ -197,7 +197,7 @@ impl Store {
             query = query.bind(job_id);
         }
         if let Some(status) = &filter.status {
-            query = query.bind(status.clone());
+            query = query.bind(status.as_str());
         }
         if let Some(from) = filter.from_ms {
             query = query.bind(from);
@@ -243,7 +243,7 @@ impl Store {
                 .bind(self.owner.to_string())
                 .bind(now_ms + DISPATCH_LEASE_MS)
                 .bind(now_ms)
-                .bind(status::PENDING);
+                .bind(RunStatus::Pending.as_str());
             for id in chunk {
                 query = query.bind(*id);
             }
@@ -262,7 +262,7 @@ impl Store {
             run_columns!(),
             " FROM run WHERE status = $1 AND lease_until_ms < $2 ORDER BY scheduled_at_ms LIMIT $3"
         ))
-        .bind(status::PENDING)
+        .bind(RunStatus::Pending.as_str())
         .bind(now_ms)
         .bind(limit)
         .fetch_all(&self.pool)
@@ -277,7 +277,7 @@ impl Store {
             run_columns!(),
             " FROM run WHERE status = $1 ORDER BY scheduled_at_ms"
         ))
-        .bind(status::PENDING)
+        .bind(RunStatus::Pending.as_str())
         .fetch_all(&self.pool)
         .await?;
         Ok(rows.iter().map(run_from_row).collect::<Result<_, _>>()?)
@@ -317,11 +317,11 @@ impl Store {
                 "UPDATE run SET status = $1, executor = $2, dispatched_at_ms = $3 \
                  WHERE id = $4 AND status = $5",
             )
-            .bind(status::DISPATCHED)
+            .bind(RunStatus::Dispatched.as_str())
             .bind(&mark.executor)
             .bind(mark.at_ms)
             .bind(mark.run_id)
-            .bind(status::PENDING)
+            .bind(RunStatus::Pending.as_str())
             .execute(&mut *tx)
             .await?
             .rows_affected();
@@ -349,7 +349,7 @@ impl Store {
              AND executor IS NOT NULL",
         )
         .bind(job_id)
-        .bind(status::DISPATCHED)
+        .bind(RunStatus::Dispatched.as_str())
         .fetch_all(&self.pool)
         .await?
         .iter()
@@ -399,9 +399,9 @@ impl Store {
             }
             let end = end.as_ref();
             let alarm_status = if end.success || outcome_is_deliberate(&end.outcome) {
-                alarm::NONE
+                AlarmState::None
             } else {
-                alarm::DUE
+                AlarmState::Due
             };
             let row = sqlx::query(concat!(
                 "UPDATE run SET status = $1, outcome = $2, code = $3, message = $4, log = $5, \
@@ -410,13 +410,16 @@ impl Store {
                  WHERE id = $9 AND status IN ($10, $11) RETURNING ",
                 run_columns!()
             ))
-            .bind(if end.success {
-                status::SUCCESS
-            } else if end.outcome == status::CANCELLED {
-                status::CANCELLED
-            } else {
-                status::FAILED
-            })
+            .bind(
+                if end.success {
+                    RunStatus::Success
+                } else if end.outcome == RunStatus::Cancelled.as_str() {
+                    RunStatus::Cancelled
+                } else {
+                    RunStatus::Failed
+                }
+                .as_str(),
+            )
             .bind(&end.outcome)
             .bind(end.code)
             .bind(&end.message)
@@ -425,9 +428,9 @@ impl Store {
             .bind(end.started_at_ms)
             .bind(end.finished_at_ms)
             .bind(end.run_id)
-            .bind(status::PENDING)
-            .bind(status::DISPATCHED)
-            .bind(alarm_status)
+            .bind(RunStatus::Pending.as_str())
+            .bind(RunStatus::Dispatched.as_str())
+            .bind(alarm_status.as_str())
             .bind(end.module_digest.as_deref())
             .fetch_optional(&mut *tx)
             .await?;
@@ -480,7 +483,7 @@ impl Store {
              (SELECT 1 FROM registry WHERE registry.address = run.executor \
               AND registry.updated_at_ms >= $3)"
         ))
-        .bind(status::DISPATCHED)
+        .bind(RunStatus::Dispatched.as_str())
         .bind(dispatched_before_ms)
         .bind(alive_since_ms)
         .fetch_all(&self.pool)
