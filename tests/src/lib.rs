@@ -10,10 +10,15 @@
 //! tests of the admin itself.
 //!
 //! [`WebhookReceiver`] records alarm webhooks.
+//!
+//! [`AdminClient`] drives the admin's user API over HTTP; [`until`] polls
+//! what a test waits for within a bound.
 
+mod client;
 mod postgres;
 mod webhook;
 
+pub use client::{AdminClient, WAIT, ended, until};
 pub use postgres::PostgresServer;
 pub use webhook::WebhookReceiver;
 

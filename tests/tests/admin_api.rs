@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use cronbox_admin::{AdminConfig, Database, SchedulerConfig};
 use cronbox_example_jobs as jobs;
 use cronbox_executor::ExecutorConfig;
-use cronbox_tests::{PostgresServer, WebhookReceiver};
+use cronbox_tests::{AdminClient, PostgresServer, WebhookReceiver, until};
 use serde_json::{Value, json};
 
 const API: &str = "api-token";
@@ -19,6 +19,8 @@ const WAIT: Duration = Duration::from_secs(20);
 struct Stack {
     admin: cronbox_admin::RunningAdmin,
     executor: cronbox_executor::RunningExecutor,
+    /// The API as the operator sees it.
+    api: AdminClient,
     http: reqwest::Client,
     base: String,
     _data: tempfile::TempDir,
@@ -49,10 +51,34 @@ async fn stack_with(scheduler: SchedulerConfig, max_module_bytes: usize) -> Stac
     );
     config.beat_interval = Duration::from_millis(300);
     let executor = cronbox_executor::start(config).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    ready(admin, executor, base, data).await
+}
+
+/// The stack once the admin at `base` counts the executor alive (read
+/// from `GET /api/v1/executors`, not waited for).
+async fn ready(
+    admin: cronbox_admin::RunningAdmin,
+    executor: cronbox_executor::RunningExecutor,
+    base: String,
+    data: tempfile::TempDir,
+) -> Stack {
+    let api = AdminClient::new(base.clone(), API);
+    let address = executor.address().to_owned();
+    until("the executor registers", || async {
+        let (_, executors) = api.get("/api/v1/executors").await;
+        executors
+            .as_array()
+            .is_some_and(|all| {
+                all.iter()
+                    .any(|e| e["address"] == address.as_str() && e["alive"] == true)
+            })
+            .then_some(())
+    })
+    .await;
     Stack {
         admin,
         executor,
+        api,
         http: reqwest::Client::new(),
         base,
         _data: data,
@@ -71,20 +97,7 @@ impl Stack {
         path: &str,
         body: Option<Value>,
     ) -> (u16, Value) {
-        let mut request = self
-            .http
-            .request(method, format!("{}{path}", self.base))
-            .bearer_auth(token);
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        let response = request.send().await.unwrap();
-        let status = response.status().as_u16();
-        let text = response.text().await.unwrap();
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        )
+        self.api.with_token(token).call(method, path, body).await
     }
 
     async fn get(&self, path: &str) -> (u16, Value) {
@@ -93,16 +106,7 @@ impl Stack {
 
     /// Uploads raw bytes as `token`, to `query` (e.g. `?name=x`).
     async fn upload_as(&self, token: &str, query: &str, bytes: Vec<u8>) -> (u16, Value) {
-        let response = self
-            .http
-            .post(format!("{}/api/v1/modules{query}", self.base))
-            .bearer_auth(token)
-            .body(bytes)
-            .send()
-            .await
-            .unwrap();
-        let status = response.status().as_u16();
-        (status, response.json().await.unwrap_or(Value::Null))
+        self.api.with_token(token).upload(query, bytes).await
     }
 
     async fn job(&self, name: &str, module: &str, extra: Value) -> i64 {
@@ -914,14 +918,7 @@ async fn two_admins_on_one_database_send_each_alarm_once() {
     );
     config.beat_interval = Duration::from_millis(300);
     let executor = cronbox_executor::start(config).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let stack = Stack {
-        admin: admins.remove(0),
-        executor,
-        http: reqwest::Client::new(),
-        base: bases[0].clone(),
-        _data: data,
-    };
+    let stack = ready(admins.remove(0), executor, bases[0].clone(), data).await;
     let job = stack
         .job(
             "watched",

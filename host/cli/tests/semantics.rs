@@ -15,23 +15,29 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
-
+use cronbox_tests::{AdminClient, ended, until};
 use reqwest::Method;
 use serde_json::{Value, json};
 use support::{Process, cronbox_listening};
 
 const API_TOKEN: &str = "api-token";
 const EXEC_TOKEN: &str = "exec-token";
-const WAIT: Duration = Duration::from_secs(30);
 
-/// An admin process and its executor processes.
+/// An admin process and its executor processes, and the admin's API as the
+/// operator sees it (`Deref`: `stack.call(...)`, `stack.trigger(...)`).
 struct Stack {
-    admin: String,
+    api: AdminClient,
     executors: Vec<(Process, String)>,
     _admin_process: Process,
     data: tempfile::TempDir,
-    http: reqwest::Client,
+}
+
+impl std::ops::Deref for Stack {
+    type Target = AdminClient;
+
+    fn deref(&self) -> &AdminClient {
+        &self.api
+    }
 }
 
 impl Stack {
@@ -54,11 +60,10 @@ impl Stack {
             "listening on ",
         );
         let mut stack = Stack {
-            admin,
+            api: AdminClient::new(admin, API_TOKEN),
             executors: Vec::new(),
             _admin_process: admin_process,
             data,
-            http: reqwest::Client::new(),
         };
         for _ in 0..executors {
             stack.add_executor().await;
@@ -78,7 +83,7 @@ impl Stack {
                 "--bind",
                 "127.0.0.1:0",
                 "--admin",
-                &self.admin,
+                &self.api.base,
                 "--token",
                 EXEC_TOKEN,
                 "--beat-interval",
@@ -89,7 +94,7 @@ impl Stack {
             "listening on ",
         );
         self.executors.push((process, address.clone()));
-        self.until("the executor registers", || async {
+        until("the executor registers", || async {
             let (_, executors) = self.call(Method::GET, "/api/v1/executors", None).await;
             executors
                 .as_array()
@@ -106,125 +111,19 @@ impl Stack {
         &self.executors[index].1
     }
 
-    async fn call(&self, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
-        self.call_as(API_TOKEN, method, path, body).await
-    }
-
-    async fn call_as(
-        &self,
-        token: &str,
-        method: Method,
-        path: &str,
-        body: Option<Value>,
-    ) -> (u16, Value) {
-        let mut request = self
-            .http
-            .request(method, format!("{}{path}", self.admin))
-            .bearer_auth(token);
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        let response = request.send().await.unwrap();
-        let status = response.status().as_u16();
-        let text = response.text().await.unwrap();
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        )
-    }
-
-    /// Uploads an example job as `token`; its digest.
-    async fn upload_as(&self, token: &str, job: &str) -> String {
-        let response = self
-            .http
-            .post(format!("{}/api/v1/modules", self.admin))
-            .bearer_auth(token)
-            .body(cronbox_example_jobs::bytes(job))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 201);
-        response.json::<Value>().await.unwrap()["digest"]
-            .as_str()
-            .unwrap()
-            .to_owned()
-    }
-
-    /// Creates a job running example `module` with the fields of `extra`.
+    /// Uploads an example job and creates a job running it with the fields
+    /// of `extra`; its id.
     async fn job(&self, name: &str, module: &str, extra: Value) -> i64 {
-        self.job_as(API_TOKEN, name, module, extra).await
-    }
-
-    async fn job_as(&self, token: &str, name: &str, module: &str, extra: Value) -> i64 {
-        let digest = self.upload_as(token, module).await;
-        let mut spec = json!({ "name": name, "module_digest": digest });
-        for (key, value) in extra.as_object().unwrap() {
-            spec[key] = value.clone();
-        }
-        let (status, job) = self
-            .call_as(token, Method::POST, "/api/v1/jobs", Some(spec))
-            .await;
-        assert_eq!(status, 201, "{job}");
-        job["id"].as_i64().unwrap()
-    }
-
-    async fn trigger(&self, job: i64, body: Value) -> i64 {
-        let (status, answer) = self
-            .call(
-                Method::POST,
-                &format!("/api/v1/jobs/{job}/trigger"),
-                Some(body),
-            )
-            .await;
-        assert_eq!(status, 202, "{answer}");
-        answer["run_id"].as_i64().unwrap()
-    }
-
-    async fn runs(&self, job: i64) -> Vec<Value> {
-        let (status, runs) = self
-            .call(Method::GET, &format!("/api/v1/jobs/{job}/runs"), None)
-            .await;
-        assert_eq!(status, 200, "{runs}");
-        runs.as_array().unwrap().clone()
-    }
-
-    async fn run(&self, id: i64) -> Value {
-        self.call(Method::GET, &format!("/api/v1/runs/{id}"), None)
+        self.api
+            .job(name, cronbox_example_jobs::bytes(module), extra)
             .await
-            .1
-    }
-
-    /// The run once it has ended.
-    async fn ended(&self, id: i64) -> Value {
-        self.until(&format!("run {id} ends"), || async {
-            let run = self.run(id).await;
-            ended(&run).then_some(run)
-        })
-        .await
-    }
-
-    /// Polls `check` until it gives a value (each poll reads what the
-    /// admin says now; the wait is bounded by [`WAIT`]).
-    async fn until<T, F, Fut>(&self, what: &str, mut check: F) -> T
-    where
-        F: FnMut() -> Fut,
-        Fut: Future<Output = Option<T>>,
-    {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            if let Some(value) = check().await {
-                return value;
-            }
-            assert!(Instant::now() < deadline, "timed out waiting until {what}");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
     }
 
     /// Runs `cronbox ARGS` against this admin; its stdout.
     fn cli(&self, args: &[&str]) -> String {
         let output = std::process::Command::new(env!("CARGO_BIN_EXE_cronbox"))
             .args(args)
-            .args(["--admin", &self.admin, "--token", API_TOKEN])
+            .args(["--admin", &self.api.base, "--token", API_TOKEN])
             .output()
             .unwrap();
         assert!(
@@ -234,13 +133,6 @@ impl Stack {
         );
         String::from_utf8(output.stdout).unwrap()
     }
-}
-
-fn ended(run: &Value) -> bool {
-    matches!(
-        run["status"].as_str(),
-        Some("success" | "failed" | "cancelled")
-    )
 }
 
 /// A listener that records every connection made to it.
@@ -286,14 +178,18 @@ async fn the_executor_token_goes_only_to_executors_and_forged_results_are_refuse
         .await;
     assert_eq!(status, 201, "{tenant}");
     let tenant_token = tenant["token"].as_str().unwrap().to_owned();
-    let job = stack
-        .job_as(&tenant_token, "tenant-job", "hello", json!({}))
+    let tenant_api = stack.with_token(&tenant_token);
+    let job = tenant_api
+        .job(
+            "tenant-job",
+            cronbox_example_jobs::bytes("hello"),
+            json!({}),
+        )
         .await;
 
     // A tenant may not choose where its run goes.
-    let (status, refused) = stack
-        .call_as(
-            &tenant_token,
+    let (status, refused) = tenant_api
+        .call(
             Method::POST,
             &format!("/api/v1/jobs/{job}/trigger"),
             Some(json!({ "addresses": [recorder.url] })),
@@ -333,11 +229,10 @@ async fn the_executor_token_goes_only_to_executors_and_forged_results_are_refuse
     // the run's dispatch changes nothing.
     let sleeper = stack.job("sleeper", "sleeper", json!({})).await;
     let run = stack.trigger(sleeper, json!({ "param": "1500" })).await;
-    stack
-        .until("the sleeper is dispatched", || async {
-            (stack.run(run).await["status"] == "dispatched").then_some(())
-        })
-        .await;
+    until("the sleeper is dispatched", || async {
+        (stack.run(run).await["status"] == "dispatched").then_some(())
+    })
+    .await;
     let forged = cronbox_protocol::RunResult {
         run_id: run as u64,
         job_id: sleeper as u64,
@@ -359,7 +254,7 @@ async fn the_executor_token_goes_only_to_executors_and_forged_results_are_refuse
     };
     let response = stack
         .http
-        .post(format!("{}/api/v1/callback", stack.admin))
+        .post(format!("{}/api/v1/callback", stack.base))
         .bearer_auth(EXEC_TOKEN)
         .json(&cronbox_protocol::CallbackBatch {
             results: vec![forged],
@@ -381,7 +276,7 @@ async fn the_executor_token_goes_only_to_executors_and_forged_results_are_refuse
     );
     let metrics = stack
         .http
-        .get(format!("{}/metrics", stack.admin))
+        .get(format!("{}/metrics", stack.base))
         .send()
         .await
         .unwrap()
@@ -405,15 +300,14 @@ async fn a_broadcast_retry_reruns_only_the_failed_shard() {
         )
         .await;
     stack.trigger(job, json!({})).await;
-    let runs = stack
-        .until("the failed shard is retried", || async {
-            let runs = stack.runs(job).await;
-            let retried = runs
-                .iter()
-                .any(|r| r["kind"] == "retry" && r["status"] == "success");
-            (retried && runs.iter().all(ended)).then_some(runs)
-        })
-        .await;
+    let runs = until("the failed shard is retried", || async {
+        let runs = stack.runs(job).await;
+        let retried = runs
+            .iter()
+            .any(|r| r["kind"] == "retry" && r["status"] == "success");
+        (retried && runs.iter().all(ended)).then_some(runs)
+    })
+    .await;
     let mut seen: Vec<(String, i64, i64, i64, String)> = runs
         .iter()
         .map(|r| {
@@ -453,32 +347,30 @@ async fn fixed_delay_carries_on_through_failed_dispatches_with_one_chain() {
         .call(Method::POST, &format!("/api/v1/jobs/{job}/start"), None)
         .await;
     assert_eq!(status, 200);
-    stack
-        .until("two fires fail for want of an executor", || async {
-            let runs = stack.runs(job).await;
-            (runs
-                .iter()
-                .filter(|r| r["status"] == "failed" && r["kind"] == "schedule")
-                .count()
-                >= 2)
-                .then_some(())
-        })
-        .await;
+    until("two fires fail for want of an executor", || async {
+        let runs = stack.runs(job).await;
+        (runs
+            .iter()
+            .filter(|r| r["status"] == "failed" && r["kind"] == "schedule")
+            .count()
+            >= 2)
+            .then_some(())
+    })
+    .await;
     stack.add_executor().await;
     // A manual run in between must not start a second chain.
     let manual = stack.trigger(job, json!({ "kind": "manual" })).await;
     assert_eq!(stack.ended(manual).await["kind"], "manual");
-    let runs = stack
-        .until("three scheduled runs succeed", || async {
-            let runs = stack.runs(job).await;
-            (runs
-                .iter()
-                .filter(|r| r["status"] == "success" && r["kind"] == "schedule")
-                .count()
-                >= 3)
-                .then_some(runs)
-        })
-        .await;
+    let runs = until("three scheduled runs succeed", || async {
+        let runs = stack.runs(job).await;
+        (runs
+            .iter()
+            .filter(|r| r["status"] == "success" && r["kind"] == "schedule")
+            .count()
+            >= 3)
+            .then_some(runs)
+    })
+    .await;
     let mut chain: Vec<(i64, i64)> = runs
         .iter()
         .filter(|r| r["kind"] == "schedule" && ended(r))
@@ -517,27 +409,25 @@ async fn stopping_a_job_cancels_its_waiting_fires_without_alarms() {
         .call(Method::POST, &format!("/api/v1/jobs/{job}/start"), None)
         .await;
     // The pre-read writes the next five seconds of fires ahead.
-    stack
-        .until("fires wait ahead", || async {
-            let pending = stack
-                .runs(job)
-                .await
-                .iter()
-                .filter(|r| r["status"] == "pending")
-                .count();
-            (pending >= 3).then_some(())
-        })
-        .await;
+    until("fires wait ahead", || async {
+        let pending = stack
+            .runs(job)
+            .await
+            .iter()
+            .filter(|r| r["status"] == "pending")
+            .count();
+        (pending >= 3).then_some(())
+    })
+    .await;
     let (status, stopped) = stack
         .call(Method::POST, &format!("/api/v1/jobs/{job}/stop"), None)
         .await;
     assert_eq!((status, &stopped["enabled"]), (200, &json!(false)));
-    let runs = stack
-        .until("every run has ended", || async {
-            let runs = stack.runs(job).await;
-            runs.iter().all(ended).then_some(runs)
-        })
-        .await;
+    let runs = until("every run has ended", || async {
+        let runs = stack.runs(job).await;
+        runs.iter().all(ended).then_some(runs)
+    })
+    .await;
     let cancelled: Vec<&Value> = runs.iter().filter(|r| r["status"] == "cancelled").collect();
     assert!(cancelled.len() >= 3, "{runs:?}");
     for run in &runs {
@@ -570,13 +460,12 @@ async fn two_executors_writing_one_key_lose_no_update() {
     for _ in 0..10 {
         stack.trigger(job, json!({})).await;
     }
-    let runs = stack
-        .until("ten runs have counted", || async {
-            let runs = stack.runs(job).await;
-            let successes = runs.iter().filter(|r| r["status"] == "success").count();
-            (successes >= 10 && runs.iter().all(ended)).then_some(runs)
-        })
-        .await;
+    let runs = until("ten runs have counted", || async {
+        let runs = stack.runs(job).await;
+        let successes = runs.iter().filter(|r| r["status"] == "success").count();
+        (successes >= 10 && runs.iter().all(ended)).then_some(runs)
+    })
+    .await;
     let successes = runs.iter().filter(|r| r["status"] == "success").count();
     let conflicts = runs
         .iter()
@@ -599,7 +488,8 @@ async fn two_executors_writing_one_key_lose_no_update() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn jobs_name_known_groups_and_edits_keep_a_fixed_rate_phase() {
     let stack = Stack::start(0).await;
-    let digest = stack.upload_as(API_TOKEN, "hello").await;
+    let (_, uploaded) = stack.upload("", cronbox_example_jobs::bytes("hello")).await;
+    let digest = uploaded["digest"].clone();
     let spec = json!({
         "name": "rate", "module_digest": digest, "group": "nowhere",
         "schedule_type": "FIX_RATE", "schedule_conf": "3600",
@@ -671,14 +561,13 @@ async fn killing_a_job_stops_its_runs_queued_runs_and_pending_retries() {
         .await;
     let first = stack.trigger(sleeper, json!({})).await;
     let second = stack.trigger(sleeper, json!({})).await;
-    stack
-        .until("both are at the executor", || async {
-            let runs = stack.runs(sleeper).await;
-            runs.iter()
-                .all(|r| r["status"] == "dispatched")
-                .then_some(())
-        })
-        .await;
+    until("both are at the executor", || async {
+        let runs = stack.runs(sleeper).await;
+        runs.iter()
+            .all(|r| r["status"] == "dispatched")
+            .then_some(())
+    })
+    .await;
     let panicker = stack
         .job(
             "panicker",
@@ -688,14 +577,13 @@ async fn killing_a_job_stops_its_runs_queued_runs_and_pending_retries() {
         .await;
     let failed = stack.trigger(panicker, json!({})).await;
     assert_eq!(stack.ended(failed).await["status"], "failed");
-    let retry = stack
-        .until("a retry waits ten minutes ahead", || async {
-            let runs = stack.runs(panicker).await;
-            runs.iter()
-                .find(|r| r["kind"] == "retry" && r["status"] == "pending")
-                .map(|r| r["id"].as_i64().unwrap())
-        })
-        .await;
+    let retry = until("a retry waits ten minutes ahead", || async {
+        let runs = stack.runs(panicker).await;
+        runs.iter()
+            .find(|r| r["kind"] == "retry" && r["status"] == "pending")
+            .map(|r| r["id"].as_i64().unwrap())
+    })
+    .await;
 
     let said = stack.cli(&["kill", "--job", &sleeper.to_string()]);
     assert!(said.contains("2 runs killed"), "{said}");
