@@ -102,6 +102,18 @@ impl AdminClient {
         answer["run_id"].as_i64().expect("a run id")
     }
 
+    /// The admin's Prometheus metrics (no token needed).
+    pub async fn metrics(&self) -> String {
+        self.http
+            .get(format!("{}/metrics", self.base))
+            .send()
+            .await
+            .expect("the admin answers")
+            .text()
+            .await
+            .expect("the metrics are text")
+    }
+
     pub async fn run(&self, id: i64) -> Value {
         self.get(&format!("/api/v1/runs/{id}")).await.1
     }

@@ -865,15 +865,7 @@ async fn a_failed_run_alarms_its_webhook_once_and_records_how_it_went() {
     );
     assert_eq!(refusing.bodies().len(), 3, "three attempts");
 
-    let metrics = stack
-        .http
-        .get(format!("{}/metrics", stack.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = stack.api.metrics().await;
     for line in [
         "cronbox_admin_alarms_sent_total 1",
         "cronbox_admin_alarm_failures_total 1",

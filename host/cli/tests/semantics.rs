@@ -274,15 +274,7 @@ async fn the_executor_token_goes_only_to_executors_and_forged_results_are_refuse
         json!({}),
         "the forged change set was dropped"
     );
-    let metrics = stack
-        .http
-        .get(format!("{}/metrics", stack.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = stack.metrics().await;
     assert!(
         metrics.contains("cronbox_admin_results_refused_total 1"),
         "{metrics}"
