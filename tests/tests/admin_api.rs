@@ -6,6 +6,7 @@
 
 use std::time::{Duration, Instant};
 
+use cronbox_admin::clock::{Clock, ManualClock};
 use cronbox_admin::{AdminConfig, Database, SchedulerConfig};
 use cronbox_example_jobs as jobs;
 use cronbox_executor::ExecutorConfig;
@@ -947,5 +948,129 @@ async fn the_openapi_document_is_served_without_a_token() {
     let document: Value = response.json().await.unwrap();
     assert_eq!(document["openapi"], "3.0.3");
     assert!(document["paths"]["/api/v1/jobs/{id}"]["delete"].is_object());
+    stack.shutdown().await;
+}
+
+/// The admin on a clock the test moves: a ten-minute retry backoff, an
+/// hour of FIX_DELAY and an hour of downtime for a per-minute cron are
+/// played out in milliseconds of real time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backoff_fixed_delay_and_misfires_follow_the_admins_clock() {
+    let start = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    // On a whole minute, so that the cron fires below are easy to name.
+    let start = start - start % 60_000 + 60_000;
+    let clock = ManualClock::new(start);
+    let stack = stack(SchedulerConfig {
+        clock: clock.clone(),
+        ..SchedulerConfig::default()
+    })
+    .await;
+    let api = &stack.api;
+
+    // A failed run is retried after ten minutes of the admin's time.
+    let panicker = stack
+        .job(
+            "retried",
+            "panicker",
+            json!({ "retry_count": 1, "retry_interval_ms": 600_000 }),
+        )
+        .await;
+    let first = api.trigger(panicker, json!({})).await;
+    assert_eq!(api.ended(first).await["status"], "failed");
+    let retry = until("the retry is written", || async {
+        api.runs(panicker)
+            .await
+            .into_iter()
+            .find(|run| run["kind"] == "retry")
+    })
+    .await;
+    assert_eq!(retry["scheduled_at_ms"], json!(start + 600_000));
+    clock.advance(Duration::from_secs(599));
+    let retry_id = retry["id"].as_i64().unwrap();
+    assert_eq!(api.run(retry_id).await["status"], "pending", "not yet due");
+    clock.advance(Duration::from_secs(1));
+    let retried = api.ended(retry_id).await;
+    assert_eq!(
+        (&retried["status"], &retried["attempt"]),
+        (&json!("failed"), &json!(1))
+    );
+
+    // FIX_DELAY of an hour: the next fire is an hour after the run ended.
+    let delayed = stack
+        .job(
+            "hourly",
+            "hello",
+            json!({ "schedule_type": "FIX_DELAY", "schedule_conf": "1h" }),
+        )
+        .await;
+    let (_, started) = api
+        .call(
+            reqwest::Method::POST,
+            &format!("/api/v1/jobs/{delayed}/start"),
+            None,
+        )
+        .await;
+    let first_fire = started["next_fire_at_ms"].as_i64().unwrap();
+    assert_eq!(first_fire, clock.now_ms() + 3_600_000);
+    clock.set(first_fire);
+    let run = until("the hourly job runs", || async {
+        api.runs(delayed)
+            .await
+            .into_iter()
+            .find(|r| r["status"] == "success")
+    })
+    .await;
+    let finished = run["finished_at_ms"].as_i64().unwrap();
+    let (_, job) = api.get(&format!("/api/v1/jobs/{delayed}")).await;
+    assert_eq!(job["next_fire_at_ms"], json!(finished + 3_600_000));
+
+    // An hour of downtime for a per-minute cron: DO_NOTHING skips every
+    // missed fire, FIRE_ONCE_NOW runs once, now.
+    let mut crons = Vec::new();
+    for misfire in ["DO_NOTHING", "FIRE_ONCE_NOW"] {
+        let id = stack
+            .job(
+                misfire,
+                "hello",
+                json!({ "schedule_type": "CRON", "schedule_conf": "0 * * * * ?", "misfire": misfire }),
+            )
+            .await;
+        crons.push(id);
+    }
+    // Both started while the admin's pre-read is not looking: their first
+    // fires are set, then the clock jumps an hour past them.
+    let resumed_at = clock.now_ms() + 3_600_000 + 30_000;
+    for id in &crons {
+        api.call(
+            reqwest::Method::POST,
+            &format!("/api/v1/jobs/{id}/start"),
+            None,
+        )
+        .await;
+    }
+    clock.set(resumed_at);
+    let fired_once = until("FIRE_ONCE_NOW fires once", || async {
+        let runs = api.runs(crons[1]).await;
+        (runs.len() == 1 && runs.iter().all(cronbox_tests::ended)).then_some(runs)
+    })
+    .await;
+    assert_eq!(fired_once[0]["kind"], "misfire");
+    assert_eq!(fired_once[0]["scheduled_at_ms"], json!(resumed_at));
+    for id in &crons {
+        let (_, job) = api.get(&format!("/api/v1/jobs/{id}")).await;
+        let next = job["next_fire_at_ms"].as_i64().unwrap();
+        assert_eq!(
+            next,
+            resumed_at - resumed_at % 60_000 + 60_000,
+            "on from now"
+        );
+    }
+    assert!(
+        api.runs(crons[0]).await.is_empty(),
+        "DO_NOTHING skipped the missed hour"
+    );
     stack.shutdown().await;
 }

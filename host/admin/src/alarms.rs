@@ -26,8 +26,8 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::clock::Clock;
 use crate::metrics::Metrics;
-use crate::scheduler::now_ms;
 use crate::store::{AlarmState, RunRow, Store, StoreError};
 
 /// How often due alarms are looked for.
@@ -40,13 +40,18 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(500);
 const STALE_CLAIM: Duration = Duration::from_secs(300);
 
 /// Sends due alarms until `stop`.
-pub(crate) async fn run(store: Store, metrics: Arc<Metrics>, stop: CancellationToken) {
+pub(crate) async fn run(
+    store: Store,
+    metrics: Arc<Metrics>,
+    clock: Arc<dyn Clock>,
+    stop: CancellationToken,
+) {
     let http = reqwest::Client::builder()
         .timeout(TIMEOUT)
         .build()
         .unwrap_or_default();
     loop {
-        if let Err(error) = pass(&store, &http, &metrics).await {
+        if let Err(error) = pass(&store, &http, &metrics, clock.as_ref()).await {
             tracing::warn!(%error, "alarm pass failed; trying again");
         }
         tokio::select! {
@@ -60,8 +65,9 @@ async fn pass(
     store: &Store,
     http: &reqwest::Client,
     metrics: &Arc<Metrics>,
+    clock: &dyn Clock,
 ) -> Result<(), StoreError> {
-    let now = now_ms();
+    let now = clock.now_ms();
     let stale_before = now - STALE_CLAIM.as_millis() as i64;
     for (run, url, job_name) in store.due_alarms(stale_before, 100).await? {
         if url.is_empty() {
@@ -70,7 +76,7 @@ async fn pass(
                 .await?;
             continue;
         }
-        if !store.claim_alarm(run.id, now_ms()).await? {
+        if !store.claim_alarm(run.id, clock.now_ms()).await? {
             continue; // another admin has it
         }
         let store = store.clone();

@@ -13,7 +13,7 @@ use std::time::Duration;
 use chrono::{DateTime, Days, Utc};
 use tokio_util::sync::CancellationToken;
 
-use crate::scheduler::{SchedulerConfig, now_ms};
+use crate::scheduler::SchedulerConfig;
 use crate::store::{Store, StoreError};
 
 /// Days recounted every pass (today and the two before, for runs that end
@@ -24,7 +24,8 @@ const REPORT_DAYS: u64 = 3;
 pub(crate) async fn run(store: Store, config: SchedulerConfig, stop: CancellationToken) {
     let mut thinned_before = i64::MIN;
     loop {
-        if let Err(error) = pass(&store, &config, now_ms(), &mut thinned_before).await {
+        if let Err(error) = pass(&store, &config, config.clock.now_ms(), &mut thinned_before).await
+        {
             tracing::warn!(%error, "housekeeping failed; trying again next pass");
         }
         tokio::select! {

@@ -1,6 +1,8 @@
 //! The cronbox admin: it decides what runs where and when, and records what
 //! happened.
 //!
+//! - [`clock`] — the time every scheduling decision reads (system, offset
+//!   or manual);
 //! - [`schedule`] — cron (Quartz and Unix dialects) in IANA time zones with a
 //!   written DST rule, fixed rate, fixed delay, one-shot, none;
 //! - [`routing`] — xxl-job's ten route strategies;
@@ -20,6 +22,7 @@
 
 mod alarms;
 mod api;
+pub mod clock;
 mod housekeeping;
 pub mod jobs;
 mod metrics;
@@ -142,6 +145,7 @@ pub async fn start(config: AdminConfig) -> Result<RunningAdmin, AdminError> {
     let alarms = tokio::spawn(alarms::run(
         scheduler.store().clone(),
         scheduler.metrics().clone(),
+        scheduler.config().clock.clone(),
         stop.clone(),
     ));
     let scheduler_task = tokio::spawn(scheduler.run(stop.clone()));

@@ -73,7 +73,6 @@ fn parse_offset(text: &str) -> Result<i64, String> {
 }
 
 pub fn main(args: AdminArgs) -> anyhow::Result<ExitCode> {
-    cronbox_admin::scheduler::set_clock_offset(args.clock_offset);
     if args.token.is_empty() || args.executor_token.is_empty() {
         bail!("--token and --executor-token must not be empty");
     }
@@ -91,6 +90,9 @@ pub fn main(args: AdminArgs) -> anyhow::Result<ExitCode> {
             lost_after: args.lost_after,
             dispatch_ahead: args.dispatch_ahead,
             run_retention: args.run_retention,
+            clock: std::sync::Arc::new(cronbox_admin::clock::SystemClock::with_offset(
+                args.clock_offset,
+            )),
             ..SchedulerConfig::default()
         },
         max_request_bytes: usize::try_from(args.max_module_size.as_u64()).unwrap_or(usize::MAX),

@@ -10,7 +10,11 @@ pub(super) async fn registry(
     state
         .scheduler
         .store()
-        .registry_beat(&registration.group, &registration.address, now_ms())
+        .registry_beat(
+            &registration.group,
+            &registration.address,
+            state.scheduler.now_ms(),
+        )
         .await?;
     Ok(StatusCode::OK)
 }

@@ -24,7 +24,7 @@ pub(super) async fn create_job(
             .field("children"));
         }
     }
-    let id = store.insert_job(&row, now_ms()).await?;
+    let id = store.insert_job(&row, state.scheduler.now_ms()).await?;
     let job = store.job(id).await?;
     Ok((StatusCode::CREATED, Json(job)))
 }
@@ -95,10 +95,12 @@ pub(super) async fn update_job(
         current.next_fire_at_ms
     } else {
         schedule
-            .first_fire(crate::scheduler::now())
+            .first_fire(state.scheduler.now())
             .map(|at| at.timestamp_millis())
     };
-    store.update_job(id, &row, next, now_ms()).await?;
+    store
+        .update_job(id, &row, next, state.scheduler.now_ms())
+        .await?;
     state.scheduler.wake();
     Ok(Json(store.job(id).await?))
 }
@@ -182,7 +184,7 @@ pub(super) async fn start_job(
     let job = visible_job(&state, &caller, id).await?;
     let schedule = schedule_of(&job)
         .map_err(|error| Failure::new(StatusCode::BAD_REQUEST, "invalid_job", error.to_string()))?;
-    let now = crate::scheduler::now();
+    let now = state.scheduler.now();
     let Some(first) = schedule.first_fire(now) else {
         return Err(Failure::new(
             StatusCode::BAD_REQUEST,
@@ -191,7 +193,12 @@ pub(super) async fn start_job(
         ));
     };
     store
-        .set_enabled(id, true, Some(first.timestamp_millis()), now_ms())
+        .set_enabled(
+            id,
+            true,
+            Some(first.timestamp_millis()),
+            state.scheduler.now_ms(),
+        )
         .await?;
     // Its first fire may come before the next pre-read pass.
     state.scheduler.wake();
@@ -205,7 +212,7 @@ pub(super) async fn stop_job(
 ) -> Result<impl IntoResponse, Failure> {
     let store = state.scheduler.store();
     visible_job(&state, &caller, id).await?;
-    let Some(cancelled) = store.stop_job(id, now_ms()).await? else {
+    let Some(cancelled) = store.stop_job(id, state.scheduler.now_ms()).await? else {
         return Err(unknown_job(id));
     };
     if !cancelled.is_empty() {
@@ -345,7 +352,7 @@ pub(super) async fn next_fires(
     let schedule = schedule_of(&job)
         .map_err(|error| Failure::new(StatusCode::BAD_REQUEST, "invalid_job", error.to_string()))?;
     let fires: Vec<String> = schedule
-        .preview(crate::scheduler::now(), query.count.min(100))
+        .preview(state.scheduler.now(), query.count.min(100))
         .into_iter()
         .map(|at| at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
         .collect();
@@ -447,7 +454,9 @@ pub(super) async fn put_state(
             )));
         }
     }
-    store.replace_job_state(id, &edit.state, now_ms()).await?;
+    store
+        .replace_job_state(id, &edit.state, state.scheduler.now_ms())
+        .await?;
     Ok(Json(
         serde_json::json!({ "job_id": id, "state": edit.state }),
     ))

@@ -30,7 +30,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::jobs::{JobSpec, child_cycle, schedule_of};
-use crate::scheduler::{Scheduler, now_ms};
+use crate::scheduler::Scheduler;
 use crate::store::{JobRow, RunFilter, RunRow, RunStatus, StoreError, VersionPush};
 
 mod executors;

@@ -147,7 +147,7 @@ pub(super) async fn upload_module(
     })?;
     let digest = hex::encode(Sha256::digest(&bytes));
     let store = state.scheduler.store();
-    let now = now_ms();
+    let now = state.scheduler.now_ms();
     store.put_module(&digest, &bytes, now).await?;
     store.own_module(&caller.tenant, &digest).await?;
     let mut answer = serde_json::json!({ "digest": digest, "size": bytes.len() });
@@ -266,7 +266,7 @@ pub(super) async fn rollback_module(
                 note: &format!("rollback to version {}", target.version),
             },
             state.keep_versions,
-            now_ms(),
+            state.scheduler.now_ms(),
         )
         .await?;
     state.scheduler.wake();

@@ -201,7 +201,7 @@ pub(super) async fn reports(
     };
     let to = match &query.to {
         Some(text) => day("to", text)?,
-        None => crate::scheduler::now().date_naive(),
+        None => state.scheduler.now().date_naive(),
     };
     let from = match &query.from {
         Some(text) => day("from", text)?,

@@ -45,7 +45,10 @@ pub(super) async fn create_tenant(
         .field("name"));
     }
     let store = state.scheduler.store();
-    if !store.create_tenant(&spec.name, now_ms()).await? {
+    if !store
+        .create_tenant(&spec.name, state.scheduler.now_ms())
+        .await?
+    {
         return Err(Failure::new(
             StatusCode::CONFLICT,
             "tenant_exists",
@@ -54,7 +57,12 @@ pub(super) async fn create_tenant(
     }
     let token = new_token();
     let id = store
-        .add_token(&spec.name, "first", &token_hash(&token), now_ms())
+        .add_token(
+            &spec.name,
+            "first",
+            &token_hash(&token),
+            state.scheduler.now_ms(),
+        )
         .await?;
     Ok((
         StatusCode::CREATED,
@@ -111,7 +119,12 @@ pub(super) async fn create_token(
     let id = state
         .scheduler
         .store()
-        .add_token(&tenant, &spec.label, &token_hash(&token), now_ms())
+        .add_token(
+            &tenant,
+            &spec.label,
+            &token_hash(&token),
+            state.scheduler.now_ms(),
+        )
         .await?;
     Ok((
         StatusCode::CREATED,

@@ -163,10 +163,7 @@ impl Scheduler {
         for (at, runs) in by_instant {
             let scheduler = self.clone();
             tokio::spawn(async move {
-                let wait = at - ahead - now_ms();
-                if wait > 0 {
-                    tokio::time::sleep(Duration::from_millis(wait as u64)).await;
-                }
+                scheduler.config.clock.sleep_until(at - ahead).await;
                 scheduler.dispatch_group(runs).await;
             });
         }
@@ -178,7 +175,7 @@ impl Scheduler {
         // Only runs this admin holds the lease of: with several admins, a
         // run whose admin died is taken over by exactly one other.
         let ids: Vec<i64> = runs.iter().map(|run| run.id).collect();
-        let runs: Vec<RunRow> = match self.store.take_leases(&ids, now_ms()).await {
+        let runs: Vec<RunRow> = match self.store.take_leases(&ids, self.now_ms()).await {
             Ok(taken) => {
                 let taken: std::collections::HashSet<i64> = taken.into_iter().collect();
                 runs.into_iter()
@@ -237,7 +234,7 @@ impl Scheduler {
             .slow_jobs
             .lock()
             .unwrap_or_else(|poison| poison.into_inner())
-            .is_slow(run.job_id, now_ms());
+            .is_slow(run.job_id, self.now_ms());
         let slots = if slow {
             &self.slow_slots
         } else {
@@ -250,7 +247,7 @@ impl Scheduler {
         // A long wait for a slot may have outlived the run's lease: renew
         // it, or leave the run to the admin that took it over.
         if waited.elapsed() > Duration::from_millis(crate::store::DISPATCH_LEASE_MS as u64 / 2) {
-            match self.store.take_leases(&[run.id], now_ms()).await {
+            match self.store.take_leases(&[run.id], self.now_ms()).await {
                 Ok(taken) if taken == [run.id] => {}
                 Ok(_) => return,
                 Err(error) => {
@@ -266,7 +263,7 @@ impl Scheduler {
         self.slow_jobs
             .lock()
             .unwrap_or_else(|poison| poison.into_inner())
-            .record(run.job_id, started.elapsed(), now_ms());
+            .record(run.job_id, started.elapsed(), self.now_ms());
     }
 
     /// Routes and sends a run; records the trigger failure as the run's end.
@@ -277,7 +274,7 @@ impl Scheduler {
         prepared: Option<Prepared>,
         addresses: Option<Vec<String>>,
     ) -> Result<(), StoreError> {
-        let now = now_ms();
+        let now = self.now_ms();
         let Prepared { job, state } = match prepared {
             Some(prepared) => prepared,
             None => Prepared {
@@ -342,7 +339,7 @@ impl Scheduler {
     /// The live addresses of `group` now (registered and beating, or the
     /// operator's list for a MANUAL group): where its runs may go.
     pub async fn group_addresses_now(&self, group: &str) -> Result<Vec<String>, StoreError> {
-        self.live_addresses(group, now_ms()).await
+        self.live_addresses(group, self.now_ms()).await
     }
 
     /// The group's live addresses, from a cache refreshed every second.
@@ -448,7 +445,7 @@ impl Scheduler {
             state_revisions: state.revisions.clone(),
             receipt: self.receipt(run.id as u64, address),
             fresh_instance: job.fresh_instance,
-            start_in_ms: (run.scheduled_at_ms - now_ms()).max(0) as u64,
+            start_in_ms: (run.scheduled_at_ms - self.now_ms()).max(0) as u64,
         };
         let response = self
             .http
@@ -457,7 +454,7 @@ impl Scheduler {
             .json(&command)
             .send()
             .await;
-        let now = now_ms();
+        let now = self.now_ms();
         match response {
             Ok(response) if response.status().is_success() => {
                 match response.json::<RunResponse>().await {
@@ -526,7 +523,7 @@ impl Scheduler {
         self.metrics.dispatch_failures.inc();
         let ended = self
             .store
-            .finish_run(&RunEnd::failed(run.id, "rejected", message, now_ms()))
+            .finish_run(&RunEnd::failed(run.id, "rejected", message, self.now_ms()))
             .await?;
         if let Some(ended) = ended {
             self.metrics.run_ended("rejected");
@@ -547,7 +544,7 @@ impl Scheduler {
         let Some(job) = self.store.job(job_id).await? else {
             return Err(StoreError::Database(sqlx::Error::RowNotFound));
         };
-        let now = now_ms();
+        let now = self.now_ms();
         let id = self
             .store
             .insert_run(

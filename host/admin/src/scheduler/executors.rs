@@ -85,7 +85,7 @@ impl Scheduler {
     /// told to kill them all. Returns the cancelled run ids, the killed
     /// ones, and the executors that could not be reached.
     pub async fn kill_job(&self, job: &JobRow) -> Result<JobKill, StoreError> {
-        let now = now_ms();
+        let now = self.now_ms();
         let cancelled = self
             .store
             .cancel_waiting_runs(job.id, "cancelled: the job was killed", now)

@@ -16,7 +16,7 @@
 //! `executors` (kill and log requests).
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use chrono::{DateTime, TimeZone, Utc};
 use cronbox_protocol::{
@@ -26,6 +26,7 @@ use cronbox_protocol::{
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+use crate::clock::{Clock, SystemClock};
 use crate::jobs::{children_of, schedule_of};
 use crate::metrics::Metrics;
 use crate::model::MisfirePolicy;
@@ -72,6 +73,8 @@ pub struct SchedulerConfig {
     pub run_retention: Duration,
     /// How often daily reports are recounted and old rows cleaned.
     pub housekeeping_interval: Duration,
+    /// The time every scheduling decision reads, and its timers wait on.
+    pub clock: Arc<dyn Clock>,
 }
 
 impl Default for SchedulerConfig {
@@ -86,31 +89,9 @@ impl Default for SchedulerConfig {
             dispatch_ahead: Duration::from_millis(300),
             run_retention: Duration::from_secs(30 * 24 * 3600),
             housekeeping_interval: Duration::from_secs(60),
+            clock: Arc::new(SystemClock::default()),
         }
     }
-}
-
-/// A shift of this process's clock, for tests of admins whose clocks
-/// disagree (`cronbox admin --clock-offset`); zero otherwise.
-static CLOCK_OFFSET_MS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
-
-/// Shifts what [`now_ms`] returns by `offset_ms` (test-only setting).
-pub fn set_clock_offset(offset_ms: i64) {
-    CLOCK_OFFSET_MS.store(offset_ms, std::sync::atomic::Ordering::Relaxed);
-}
-
-/// Milliseconds since the epoch, now (by this admin's clock).
-pub fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|now| now.as_millis() as i64)
-        .unwrap_or(0)
-        + CLOCK_OFFSET_MS.load(std::sync::atomic::Ordering::Relaxed)
-}
-
-/// [`now_ms`] as a time.
-pub fn now() -> DateTime<Utc> {
-    instant(now_ms())
 }
 
 pub(crate) fn instant(ms: i64) -> DateTime<Utc> {
@@ -222,7 +203,7 @@ impl Scheduler {
                 if let Err(error) = self.reap_lost_runs().await {
                     tracing::warn!(%error, "lost-run check failed");
                 }
-                match self.store.orphaned_runs(now_ms(), 5_000).await {
+                match self.store.orphaned_runs(self.now_ms(), 5_000).await {
                     Ok(orphans) if !orphans.is_empty() => {
                         tracing::warn!(
                             count = orphans.len(),
@@ -243,6 +224,16 @@ impl Scheduler {
         if let Some(writer) = mark_writer {
             let _ = writer.await;
         }
+    }
+
+    /// Milliseconds since the epoch, now, by this admin's clock.
+    pub fn now_ms(&self) -> i64 {
+        self.config.clock.now_ms()
+    }
+
+    /// [`Scheduler::now_ms`] as a time.
+    pub fn now(&self) -> DateTime<Utc> {
+        instant(self.now_ms())
     }
 
     /// Runs a pre-read pass now instead of at the next tick: a job just

@@ -10,7 +10,7 @@ impl Scheduler {
         if self.store.backend() == crate::store::Backend::Postgres {
             return self.pre_read_shared().await;
         }
-        let now = now_ms();
+        let now = self.now_ms();
         let horizon = now + self.config.pre_read.as_millis() as i64;
         let mut written = Vec::new();
         for job in self.store.due_jobs(horizon, 5_000).await? {
@@ -57,7 +57,7 @@ impl Scheduler {
     pub(super) async fn pre_read_shared(self: &Arc<Self>) -> Result<(), StoreError> {
         /// Jobs claimed per transaction.
         const BATCH: i64 = 200;
-        let now = now_ms();
+        let now = self.now_ms();
         let horizon = now + self.config.pre_read.as_millis() as i64;
         loop {
             let claimed = self

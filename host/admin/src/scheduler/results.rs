@@ -13,7 +13,7 @@ impl Scheduler {
         self: &Arc<Self>,
         results: Vec<RunResult>,
     ) -> Result<(), StoreError> {
-        let now = now_ms();
+        let now = self.now_ms();
         let (results, refused): (Vec<RunResult>, Vec<RunResult>) = results
             .into_iter()
             .partition(|result| self.receipt_holds(result));
@@ -100,10 +100,10 @@ impl Scheduler {
         }
         if run.kind.is_scheduled_fire()
             && let Ok(schedule @ Schedule::FixDelay(_)) = schedule_of(job)
-            && let Some(next) = schedule.after_completion(instant(now_ms()))
+            && let Some(next) = schedule.after_completion(instant(self.now_ms()))
         {
             self.store
-                .continue_fixed_delay(job.id, next.timestamp_millis(), now_ms())
+                .continue_fixed_delay(job.id, next.timestamp_millis(), self.now_ms())
                 .await?;
             self.wake();
         }
@@ -127,14 +127,14 @@ impl Scheduler {
         let retry = NewRun {
             job_id: run.job_id,
             kind: TriggerKind::Retry,
-            scheduled_at_ms: now_ms() + backoff,
+            scheduled_at_ms: self.now_ms() + backoff,
             shard_index: run.shard_index,
             shard_total: run.shard_total,
             attempt: run.attempt + 1,
             param: run.param.clone(),
             module_digest: run.module_digest.clone(),
         };
-        let id = self.store.insert_run(&retry, now_ms()).await?;
+        let id = self.store.insert_run(&retry, self.now_ms()).await?;
         if let Some(run) = self.store.run(id).await? {
             self.clone().dispatch_at(run);
         }
@@ -145,7 +145,7 @@ impl Scheduler {
     /// an executor without a heartbeat for `dead_after` ends as failed
     /// ("lost"), and is retried if the job's retries allow.
     pub(super) async fn reap_lost_runs(self: &Arc<Self>) -> Result<(), StoreError> {
-        let now = now_ms();
+        let now = self.now_ms();
         let dispatched_before = now - self.config.lost_after.as_millis() as i64;
         let alive_since = self.alive_since(now).await?;
         for run in self.store.lost_runs(dispatched_before, alive_since).await? {
@@ -168,7 +168,7 @@ impl Scheduler {
 
     /// Executors that beat since the returned instant are alive now.
     pub async fn alive_since_now(&self) -> Result<i64, StoreError> {
-        self.alive_since(now_ms()).await
+        self.alive_since(self.now_ms()).await
     }
 
     /// Executors that beat since this instant are alive (see
