@@ -460,7 +460,10 @@ fn schemas() -> Value {
             "type": "object",
             "required": ["code", "message"],
             "properties": {
-                "code": string,
+                "code": {
+                    "type": "string",
+                    "enum": cronbox_protocol::ErrorCode::ALL.iter().map(|code| code.as_str()).collect::<Vec<_>>()
+                },
                 "message": string,
                 "field": { "type": "string", "description": "The request field at fault, when one is" }
             }

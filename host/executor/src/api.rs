@@ -12,8 +12,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use cronbox_protocol::{
-    ApiError, BeatResponse, IdleBeatRequest, KillCommand, KillResponse, LogQuery, RunCommand,
-    executor_paths,
+    ApiError, BeatResponse, ErrorCode, IdleBeatRequest, KillCommand, KillResponse, LogQuery,
+    RunCommand, executor_paths,
 };
 use serde::de::DeserializeOwned;
 use subtle::ConstantTimeEq;
@@ -52,11 +52,11 @@ pub(crate) struct Failure {
 }
 
 impl Failure {
-    fn new(status: StatusCode, code: &str, message: impl Into<String>) -> Self {
+    fn new(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> Self {
         Failure {
             status,
             body: ApiError {
-                code: code.to_owned(),
+                code,
                 message: message.into(),
                 field: None,
             },
@@ -87,11 +87,11 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
 fn json_failure(rejection: JsonRejection) -> Failure {
     let status = rejection.status();
     let code = match rejection {
-        JsonRejection::MissingJsonContentType(_) => "unsupported_media_type",
-        JsonRejection::JsonSyntaxError(_) => "malformed_json",
-        JsonRejection::JsonDataError(_) => "invalid_request",
-        _ if status == StatusCode::PAYLOAD_TOO_LARGE => "payload_too_large",
-        _ => "bad_request",
+        JsonRejection::MissingJsonContentType(_) => ErrorCode::UnsupportedMediaType,
+        JsonRejection::JsonSyntaxError(_) => ErrorCode::MalformedJson,
+        JsonRejection::JsonDataError(_) => ErrorCode::InvalidRequest,
+        _ if status == StatusCode::PAYLOAD_TOO_LARGE => ErrorCode::PayloadTooLarge,
+        _ => ErrorCode::BadRequest,
     };
     Failure::new(status, code, rejection.body_text())
 }
@@ -109,16 +109,19 @@ async fn authenticate(
     match presented {
         None => Failure::new(
             StatusCode::UNAUTHORIZED,
-            "unauthorized",
+            ErrorCode::Unauthorized,
             "missing token: send `Authorization: Bearer <token>`",
         )
         .into_response(),
         Some(token) if bool::from(token.as_bytes().ct_eq(state.token.as_bytes())) => {
             next.run(request).await
         }
-        Some(_) => {
-            Failure::new(StatusCode::UNAUTHORIZED, "unauthorized", "wrong token").into_response()
-        }
+        Some(_) => Failure::new(
+            StatusCode::UNAUTHORIZED,
+            ErrorCode::Unauthorized,
+            "wrong token",
+        )
+        .into_response(),
     }
 }
 
@@ -144,16 +147,17 @@ async fn run(
         Ok(response) => Ok(Json(response)),
         Err(error @ SubmitError::Duplicate(_)) => Err(Failure::new(
             StatusCode::CONFLICT,
-            "duplicate_run",
+            ErrorCode::DuplicateRun,
             error.to_string(),
         )),
         Err(error @ SubmitError::Closing) => Err(Failure::new(
             StatusCode::SERVICE_UNAVAILABLE,
-            "shutting_down",
+            ErrorCode::ShuttingDown,
             error.to_string(),
         )),
         Err(SubmitError::Invalid { field, message }) => {
-            let mut failure = Failure::new(StatusCode::BAD_REQUEST, "invalid_request", message);
+            let mut failure =
+                Failure::new(StatusCode::BAD_REQUEST, ErrorCode::InvalidRequest, message);
             failure.body.field = Some(field.to_owned());
             Err(failure)
         }
@@ -180,7 +184,7 @@ async fn log(
         .ok_or_else(|| {
             Failure::new(
                 StatusCode::NOT_FOUND,
-                "unknown_run",
+                ErrorCode::UnknownRun,
                 format!("run {} is not known to this executor", query.run_id),
             )
         })
@@ -201,5 +205,5 @@ async fn metrics(State(state): State<Arc<ApiState>>) -> impl IntoResponse {
 }
 
 async fn not_found() -> Failure {
-    Failure::new(StatusCode::NOT_FOUND, "not_found", "no such route")
+    Failure::new(StatusCode::NOT_FOUND, ErrorCode::NotFound, "no such route")
 }

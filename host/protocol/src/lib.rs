@@ -17,9 +17,10 @@ pub use log::{LogLevel, LogLine, LogSource};
 pub use outcome::{Outcome, OutcomeKind};
 pub use trigger::{Trigger, TriggerKind, UnknownName};
 pub use wire::{
-    ABSENT_REVISION, ApiError, BeatResponse, BlockStrategy, CallbackBatch, IdleBeatRequest,
-    IdleBeatResponse, KillCommand, KillResponse, LogQuery, LogResponse, Registration, RunCommand,
-    RunResponse, RunResult, StateRevision, WireLimits, admin_paths, executor_paths,
+    ABSENT_REVISION, ApiError, BeatResponse, BlockStrategy, CallbackBatch, ErrorCode,
+    IdleBeatRequest, IdleBeatResponse, KillCommand, KillResponse, LogQuery, LogResponse,
+    Registration, RunCommand, RunResponse, RunResult, StateRevision, WireLimits, admin_paths,
+    executor_paths,
 };
 
 /// The state change set of a run: for each key the run wrote, its new value,

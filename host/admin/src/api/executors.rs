@@ -51,7 +51,7 @@ pub(super) async fn module_content(
         .ok_or_else(|| {
             Failure::new(
                 StatusCode::NOT_FOUND,
-                "unknown_module",
+                ErrorCode::UnknownModule,
                 format!("no module {digest}"),
             )
         })

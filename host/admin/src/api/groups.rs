@@ -22,7 +22,7 @@ pub(super) async fn put_group(
     if kind != "AUTO" && kind != "MANUAL" {
         return Err(Failure::new(
             StatusCode::BAD_REQUEST,
-            "invalid_group",
+            ErrorCode::InvalidGroup,
             format!(
                 "unknown address_type {:?}: use AUTO or MANUAL",
                 spec.address_type
@@ -33,7 +33,7 @@ pub(super) async fn put_group(
     if kind == "MANUAL" && spec.addresses.is_empty() {
         return Err(Failure::new(
             StatusCode::BAD_REQUEST,
-            "invalid_group",
+            ErrorCode::InvalidGroup,
             "a MANUAL group needs addresses",
         )
         .field("addresses"));
@@ -44,7 +44,7 @@ pub(super) async fn put_group(
     }) {
         return Err(Failure::new(
             StatusCode::BAD_REQUEST,
-            "invalid_group",
+            ErrorCode::InvalidGroup,
             format!("address {bad:?} is not an http(s) URL"),
         )
         .field("addresses"));

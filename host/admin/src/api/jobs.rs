@@ -9,7 +9,12 @@ pub(super) async fn create_job(
     ApiJson(spec): ApiJson<JobSpec>,
 ) -> Result<impl IntoResponse, Failure> {
     let (mut row, _) = spec.validate(&caller.tenant).map_err(|invalid| {
-        Failure::new(StatusCode::BAD_REQUEST, "invalid_job", invalid.message).field(invalid.field)
+        Failure::new(
+            StatusCode::BAD_REQUEST,
+            ErrorCode::InvalidJob,
+            invalid.message,
+        )
+        .field(invalid.field)
     })?;
     let store = state.scheduler.store();
     known_group(&state, &row.group_name).await?;
@@ -18,7 +23,7 @@ pub(super) async fn create_job(
         if visible_job(&state, &caller, *child).await.is_err() {
             return Err(Failure::new(
                 StatusCode::BAD_REQUEST,
-                "invalid_job",
+                ErrorCode::InvalidJob,
                 format!("child job {child} does not exist"),
             )
             .field("children"));
@@ -37,7 +42,7 @@ pub(super) async fn known_group(state: &AdminState, group: &str) -> Result<(), F
     }
     Err(Failure::new(
         StatusCode::BAD_REQUEST,
-        "invalid_job",
+        ErrorCode::InvalidJob,
         format!(
             "unknown executor group {group:?}: a group exists once an executor registers in it \
              or the operator configures it (PUT /api/v1/groups/{group})"
@@ -59,7 +64,12 @@ pub(super) async fn update_job(
     let store = state.scheduler.store();
     let current = visible_job(&state, &caller, id).await?;
     let (mut row, schedule) = spec.validate(&current.tenant).map_err(|invalid| {
-        Failure::new(StatusCode::BAD_REQUEST, "invalid_job", invalid.message).field(invalid.field)
+        Failure::new(
+            StatusCode::BAD_REQUEST,
+            ErrorCode::InvalidJob,
+            invalid.message,
+        )
+        .field(invalid.field)
     })?;
     known_group(&state, &row.group_name).await?;
     resolve_module(&state, &mut row).await?;
@@ -71,7 +81,7 @@ pub(super) async fn update_job(
         {
             return Err(Failure::new(
                 StatusCode::BAD_REQUEST,
-                "invalid_job",
+                ErrorCode::InvalidJob,
                 format!("child job {child} does not exist"),
             )
             .field("children"));
@@ -81,7 +91,7 @@ pub(super) async fn update_job(
         let path: Vec<String> = cycle.iter().map(i64::to_string).collect();
         return Err(Failure::new(
             StatusCode::BAD_REQUEST,
-            "invalid_job",
+            ErrorCode::InvalidJob,
             format!("child jobs would form a cycle: {}", path.join(" → ")),
         )
         .field("children"));
@@ -143,7 +153,7 @@ pub(super) async fn resolve_module(state: &AdminState, row: &mut JobRow) -> Resu
         if !store.owns_module(&row.tenant, &row.module_digest).await? {
             return Err(Failure::new(
                 StatusCode::BAD_REQUEST,
-                "invalid_job",
+                ErrorCode::InvalidJob,
                 format!("no module {} was uploaded", row.module_digest),
             )
             .field("module_digest"));
@@ -162,7 +172,7 @@ pub(super) async fn resolve_module(state: &AdminState, row: &mut JobRow) -> Resu
         };
         return Err(Failure::new(
             StatusCode::BAD_REQUEST,
-            "invalid_job",
+            ErrorCode::InvalidJob,
             format!("no {what} was pushed (or it was pruned)"),
         )
         .field("module"));
@@ -172,7 +182,11 @@ pub(super) async fn resolve_module(state: &AdminState, row: &mut JobRow) -> Resu
 }
 
 pub(super) fn unknown_job(id: i64) -> Failure {
-    Failure::new(StatusCode::NOT_FOUND, "unknown_job", format!("no job {id}"))
+    Failure::new(
+        StatusCode::NOT_FOUND,
+        ErrorCode::UnknownJob,
+        format!("no job {id}"),
+    )
 }
 
 pub(super) async fn start_job(
@@ -182,13 +196,18 @@ pub(super) async fn start_job(
 ) -> Result<impl IntoResponse, Failure> {
     let store = state.scheduler.store();
     let job = visible_job(&state, &caller, id).await?;
-    let schedule = schedule_of(&job)
-        .map_err(|error| Failure::new(StatusCode::BAD_REQUEST, "invalid_job", error.to_string()))?;
+    let schedule = schedule_of(&job).map_err(|error| {
+        Failure::new(
+            StatusCode::BAD_REQUEST,
+            ErrorCode::InvalidJob,
+            error.to_string(),
+        )
+    })?;
     let now = state.scheduler.now();
     let Some(first) = schedule.first_fire(now) else {
         return Err(Failure::new(
             StatusCode::BAD_REQUEST,
-            "cannot_start",
+            ErrorCode::CannotStart,
             "a job with schedule NONE (or a one-shot in the past) cannot be started; trigger it instead",
         ));
     };
@@ -281,7 +300,7 @@ pub(super) async fn trigger_job(
     {
         return Err(Failure::new(
             StatusCode::BAD_REQUEST,
-            "invalid_request",
+            ErrorCode::InvalidRequest,
             "param is too long",
         )
         .field("param"));
@@ -295,7 +314,7 @@ pub(super) async fn trigger_job(
         if addresses.is_empty() {
             return Err(Failure::new(
                 StatusCode::BAD_REQUEST,
-                "invalid_request",
+                ErrorCode::InvalidRequest,
                 "addresses, when given, must name at least one executor",
             )
             .field("addresses"));
@@ -303,7 +322,7 @@ pub(super) async fn trigger_job(
         if let Some(outside) = addresses.iter().find(|a| !allowed.contains(a)) {
             return Err(Failure::new(
                 StatusCode::BAD_REQUEST,
-                "invalid_request",
+                ErrorCode::InvalidRequest,
                 format!(
                     "address {outside:?} is not a live executor of group {:?}; a run may only \
                      go to its job's group (live now: {})",
@@ -349,8 +368,13 @@ pub(super) async fn next_fires(
     Query(query): Query<CountQuery>,
 ) -> Result<impl IntoResponse, Failure> {
     let job = visible_job(&state, &caller, id).await?;
-    let schedule = schedule_of(&job)
-        .map_err(|error| Failure::new(StatusCode::BAD_REQUEST, "invalid_job", error.to_string()))?;
+    let schedule = schedule_of(&job).map_err(|error| {
+        Failure::new(
+            StatusCode::BAD_REQUEST,
+            ErrorCode::InvalidJob,
+            error.to_string(),
+        )
+    })?;
     let fires: Vec<String> = schedule
         .preview(state.scheduler.now(), query.count.min(100))
         .into_iter()
@@ -387,7 +411,7 @@ pub(super) async fn delete_job(
     if !parents.is_empty() {
         return Err(Failure::new(
             StatusCode::CONFLICT,
-            "job_in_use",
+            ErrorCode::JobInUse,
             format!(
                 "job {id} is a child of {}; remove it from their children first",
                 parents.join(", ")
@@ -433,7 +457,7 @@ pub(super) async fn put_state(
     visible_job(&state, &caller, id).await?;
     caller.require_operator("editing a job's state")?;
     let invalid = |message: String| {
-        Failure::new(StatusCode::BAD_REQUEST, "invalid_state", message).field("state")
+        Failure::new(StatusCode::BAD_REQUEST, ErrorCode::InvalidState, message).field("state")
     };
     if edit.state.len() > STATE_MAX_ENTRIES {
         return Err(invalid(format!(

@@ -23,7 +23,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, on};
 use axum::{Json, Router};
 use cronbox_component_check::ComponentError;
-use cronbox_protocol::{ApiError, CallbackBatch, Registration, admin_paths};
+use cronbox_protocol::{ApiError, CallbackBatch, ErrorCode, Registration, admin_paths};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use sha2::{Digest, Sha256};
@@ -183,7 +183,9 @@ pub(crate) fn router(state: Arc<AdminState>, max_module_bytes: usize) -> Router 
         .router
         .merge(executors)
         .merge(users)
-        .fallback(|| async { Failure::new(StatusCode::NOT_FOUND, "not_found", "no such route") })
+        .fallback(|| async {
+            Failure::new(StatusCode::NOT_FOUND, ErrorCode::NotFound, "no such route")
+        })
         // Room for a multipart envelope around the largest module.
         .layer(DefaultBodyLimit::max(max_module_bytes + (64 << 10)))
         .with_state(state)
@@ -195,11 +197,11 @@ pub(crate) struct Failure {
 }
 
 impl Failure {
-    fn new(status: StatusCode, code: &str, message: impl Into<String>) -> Self {
+    fn new(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> Self {
         Failure {
             status,
             body: ApiError {
-                code: code.to_owned(),
+                code,
                 message: message.into(),
                 field: None,
             },
@@ -221,10 +223,11 @@ impl IntoResponse for Failure {
 impl From<StoreError> for Failure {
     fn from(error: StoreError) -> Self {
         tracing::error!(%error, "store error");
+        // The detail (database text) stays in the admin's log.
         Failure::new(
             StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            error.to_string(),
+            ErrorCode::Internal,
+            "internal error; the admin's log has the detail",
         )
     }
 }
@@ -238,11 +241,13 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
         match Json::<T>::from_request(request, state).await {
             Ok(Json(value)) => Ok(ApiJson(value)),
             Err(rejection) => {
+                let status = rejection.status();
                 let code = match rejection {
-                    JsonRejection::JsonSyntaxError(_) => "malformed_json",
-                    JsonRejection::JsonDataError(_) => "invalid_request",
-                    JsonRejection::MissingJsonContentType(_) => "unsupported_media_type",
-                    _ => "bad_request",
+                    JsonRejection::JsonSyntaxError(_) => ErrorCode::MalformedJson,
+                    JsonRejection::JsonDataError(_) => ErrorCode::InvalidRequest,
+                    JsonRejection::MissingJsonContentType(_) => ErrorCode::UnsupportedMediaType,
+                    _ if status == StatusCode::PAYLOAD_TOO_LARGE => ErrorCode::PayloadTooLarge,
+                    _ => ErrorCode::BadRequest,
                 };
                 Err(Failure::new(
                     rejection.status(),
@@ -262,7 +267,7 @@ fn optional_json<T: DeserializeOwned + Default>(body: &[u8]) -> Result<T, Failur
     serde_json::from_slice(body).map_err(|error| {
         Failure::new(
             StatusCode::BAD_REQUEST,
-            "invalid_request",
+            ErrorCode::InvalidRequest,
             error.to_string(),
         )
     })
@@ -278,14 +283,18 @@ fn bearer(request: &Request) -> Result<&str, Failure> {
         .ok_or_else(|| {
             Failure::new(
                 StatusCode::UNAUTHORIZED,
-                "unauthorized",
+                ErrorCode::Unauthorized,
                 "missing token: send `Authorization: Bearer <token>`",
             )
         })
 }
 
 fn wrong_token() -> Failure {
-    Failure::new(StatusCode::UNAUTHORIZED, "unauthorized", "wrong token")
+    Failure::new(
+        StatusCode::UNAUTHORIZED,
+        ErrorCode::Unauthorized,
+        "wrong token",
+    )
 }
 
 fn same_token(presented: &str, expected: &str) -> bool {
@@ -340,7 +349,7 @@ impl Caller {
         } else {
             Err(Failure::new(
                 StatusCode::FORBIDDEN,
-                "forbidden",
+                ErrorCode::Forbidden,
                 format!("{what} needs the operator token"),
             ))
         }
@@ -404,7 +413,7 @@ async fn readyz(State(state): State<Arc<AdminState>>) -> Response {
         Ok(()) => Json(serde_json::json!({ "ready": true })).into_response(),
         Err(error) => Failure::new(
             StatusCode::SERVICE_UNAVAILABLE,
-            "not_ready",
+            ErrorCode::NotReady,
             format!("the database does not answer: {error}"),
         )
         .into_response(),

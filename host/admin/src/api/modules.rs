@@ -26,7 +26,7 @@ pub(super) fn parse_labels(text: Option<&str>) -> Result<Vec<String>, Failure> {
         crate::jobs::check_module_name(label).map_err(|invalid| {
             Failure::new(
                 StatusCode::BAD_REQUEST,
-                "invalid_module",
+                ErrorCode::InvalidModule,
                 invalid.message.replace("module name", "label"),
             )
             .field("labels")
@@ -38,7 +38,7 @@ pub(super) fn parse_labels(text: Option<&str>) -> Result<Vec<String>, Failure> {
 pub(super) fn too_large(limit: usize) -> Failure {
     Failure::new(
         StatusCode::PAYLOAD_TOO_LARGE,
-        "module_too_large",
+        ErrorCode::ModuleTooLarge,
         format!("the upload is over the limit of {limit} bytes"),
     )
 }
@@ -58,7 +58,7 @@ pub(super) async fn upload_module(
     let Query(mut query) = query.map_err(|rejection| {
         Failure::new(
             StatusCode::BAD_REQUEST,
-            "invalid_query",
+            ErrorCode::InvalidQuery,
             rejection.body_text(),
         )
     })?;
@@ -69,8 +69,9 @@ pub(super) async fn upload_module(
         .and_then(|value| value.to_str().ok())
         .is_some_and(|value| value.starts_with("multipart/form-data"));
     let bytes: Vec<u8> = if multipart {
-        let bad =
-            |message: String| Failure::new(StatusCode::BAD_REQUEST, "invalid_upload", message);
+        let bad = |message: String| {
+            Failure::new(StatusCode::BAD_REQUEST, ErrorCode::InvalidUpload, message)
+        };
         let mut form = axum::extract::Multipart::from_request(request, &())
             .await
             .map_err(|rejection| bad(rejection.body_text()))?;
@@ -117,7 +118,7 @@ pub(super) async fn upload_module(
                 } else {
                     Failure::new(
                         StatusCode::BAD_REQUEST,
-                        "invalid_upload",
+                        ErrorCode::InvalidUpload,
                         rejection.body_text(),
                     )
                 }
@@ -127,12 +128,17 @@ pub(super) async fn upload_module(
     let labels = parse_labels(query.labels.as_deref())?;
     if let Some(name) = &query.name {
         crate::jobs::check_module_name(name).map_err(|invalid| {
-            Failure::new(StatusCode::BAD_REQUEST, "invalid_module", invalid.message).field("name")
+            Failure::new(
+                StatusCode::BAD_REQUEST,
+                ErrorCode::InvalidModule,
+                invalid.message,
+            )
+            .field("name")
         })?;
     } else if !labels.is_empty() {
         return Err(Failure::new(
             StatusCode::BAD_REQUEST,
-            "invalid_module",
+            ErrorCode::InvalidModule,
             "labels belong to a named version: give a name too",
         )
         .field("labels"));
@@ -140,10 +146,14 @@ pub(super) async fn upload_module(
     cronbox_component_check::check_component(&bytes, limit).map_err(|error| match error {
         ComponentError::TooLarge { .. } => Failure::new(
             StatusCode::PAYLOAD_TOO_LARGE,
-            "module_too_large",
+            ErrorCode::ModuleTooLarge,
             error.to_string(),
         ),
-        _ => Failure::new(StatusCode::BAD_REQUEST, "invalid_module", error.to_string()),
+        _ => Failure::new(
+            StatusCode::BAD_REQUEST,
+            ErrorCode::InvalidModule,
+            error.to_string(),
+        ),
     })?;
     let digest = hex::encode(Sha256::digest(&bytes));
     let store = state.scheduler.store();
@@ -207,7 +217,7 @@ pub(super) async fn module_versions(
     if versions.is_empty() {
         return Err(Failure::new(
             StatusCode::NOT_FOUND,
-            "unknown_module",
+            ErrorCode::UnknownModule,
             format!("no module {name:?}"),
         ));
     }
@@ -241,7 +251,7 @@ pub(super) async fn rollback_module(
     let Some(target) = versions.iter().find(|v| v.version == choice.version) else {
         return Err(Failure::new(
             StatusCode::BAD_REQUEST,
-            "invalid_request",
+            ErrorCode::InvalidRequest,
             format!(
                 "module {name:?} has no version {} (it has {})",
                 choice.version,
@@ -293,7 +303,7 @@ pub(super) async fn label_module(
     if !labelled {
         return Err(Failure::new(
             StatusCode::BAD_REQUEST,
-            "invalid_request",
+            ErrorCode::InvalidRequest,
             format!("module {name:?} has no version {}", choice.version),
         )
         .field("version"));

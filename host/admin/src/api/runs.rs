@@ -13,7 +13,7 @@ pub(super) async fn visible_run(
         Some(run) if caller.sees(&run.tenant) => Ok(run),
         _ => Err(Failure::new(
             StatusCode::NOT_FOUND,
-            "unknown_run",
+            ErrorCode::UnknownRun,
             format!("no run {id}"),
         )),
     }
@@ -36,14 +36,17 @@ pub(super) async fn kill_run(
     if run.status != crate::store::RunStatus::Dispatched {
         return Err(Failure::new(
             StatusCode::CONFLICT,
-            "not_running",
+            ErrorCode::NotRunning,
             format!("run {id} is {}, not running", run.status),
         ));
     }
-    let killed =
-        state.scheduler.kill(&run).await.map_err(|error| {
-            Failure::new(StatusCode::BAD_GATEWAY, "executor_unreachable", error)
-        })?;
+    let killed = state.scheduler.kill(&run).await.map_err(|error| {
+        Failure::new(
+            StatusCode::BAD_GATEWAY,
+            ErrorCode::ExecutorUnreachable,
+            error,
+        )
+    })?;
     Ok(Json(serde_json::json!({ "run_id": id, "killed": killed })))
 }
 
@@ -75,7 +78,11 @@ pub(super) async fn run_log(
             .live_log(&run, params.offset, limit)
             .await
             .map_err(|error| {
-                Failure::new(StatusCode::BAD_GATEWAY, "executor_unreachable", error)
+                Failure::new(
+                    StatusCode::BAD_GATEWAY,
+                    ErrorCode::ExecutorUnreachable,
+                    error,
+                )
             })?;
         return Ok(Json(page));
     }
@@ -109,7 +116,7 @@ pub(super) async fn list_runs(
     Query(params): Query<std::collections::HashMap<String, String>>,
 ) -> Result<impl IntoResponse, Failure> {
     let invalid = |field: &str, message: String| {
-        Failure::new(StatusCode::BAD_REQUEST, "invalid_query", message).field(field)
+        Failure::new(StatusCode::BAD_REQUEST, ErrorCode::InvalidQuery, message).field(field)
     };
     let number = |field: &str| -> Result<Option<i64>, Failure> {
         params
@@ -185,7 +192,7 @@ pub(super) async fn reports(
     let Query(query) = query.map_err(|rejection| {
         Failure::new(
             StatusCode::BAD_REQUEST,
-            "invalid_query",
+            ErrorCode::InvalidQuery,
             rejection.body_text(),
         )
     })?;
@@ -193,7 +200,7 @@ pub(super) async fn reports(
         chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d").map_err(|_| {
             Failure::new(
                 StatusCode::BAD_REQUEST,
-                "invalid_query",
+                ErrorCode::InvalidQuery,
                 format!("{field} must be a day as YYYY-MM-DD, got {text:?}"),
             )
             .field(field)

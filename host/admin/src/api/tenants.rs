@@ -36,7 +36,7 @@ pub(super) async fn create_tenant(
     if !valid {
         return Err(Failure::new(
             StatusCode::BAD_REQUEST,
-            "invalid_tenant",
+            ErrorCode::InvalidTenant,
             format!(
                 "tenant name {:?} must be 1 to 63 lowercase letters, digits or '-'",
                 spec.name
@@ -51,7 +51,7 @@ pub(super) async fn create_tenant(
     {
         return Err(Failure::new(
             StatusCode::CONFLICT,
-            "tenant_exists",
+            ErrorCode::TenantExists,
             format!("tenant {:?} already exists", spec.name),
         ));
     }
@@ -99,7 +99,7 @@ pub(super) async fn known_tenant(state: &AdminState, name: &str) -> Result<(), F
     } else {
         Err(Failure::new(
             StatusCode::NOT_FOUND,
-            "unknown_tenant",
+            ErrorCode::UnknownTenant,
             format!("no tenant {name:?}"),
         ))
     }
@@ -141,7 +141,7 @@ pub(super) async fn revoke_token(
     if !state.scheduler.store().revoke_token(&tenant, id).await? {
         return Err(Failure::new(
             StatusCode::NOT_FOUND,
-            "unknown_token",
+            ErrorCode::UnknownToken,
             format!("tenant {tenant:?} has no token {id}"),
         ));
     }
