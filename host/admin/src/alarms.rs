@@ -24,11 +24,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio_util::sync::CancellationToken;
-
 use crate::clock::Clock;
 use crate::metrics::Metrics;
 use crate::store::{AlarmState, RunRow, Store, StoreError};
+use crate::tasks::Tasks;
 
 /// How often due alarms are looked for.
 const POLL: Duration = Duration::from_secs(1);
@@ -40,18 +39,14 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(500);
 const STALE_CLAIM: Duration = Duration::from_secs(300);
 
 /// Sends due alarms until `stop`.
-pub(crate) async fn run(
-    store: Store,
-    metrics: Arc<Metrics>,
-    clock: Arc<dyn Clock>,
-    stop: CancellationToken,
-) {
+pub(crate) async fn run(store: Store, metrics: Arc<Metrics>, clock: Arc<dyn Clock>, tasks: Tasks) {
+    let stop = tasks.stopping();
     let http = reqwest::Client::builder()
         .timeout(TIMEOUT)
         .build()
         .unwrap_or_default();
     loop {
-        if let Err(error) = pass(&store, &http, &metrics, clock.as_ref()).await {
+        if let Err(error) = pass(&store, &http, &metrics, clock.as_ref(), &tasks).await {
             tracing::warn!(%error, "alarm pass failed; trying again");
         }
         tokio::select! {
@@ -66,6 +61,7 @@ async fn pass(
     http: &reqwest::Client,
     metrics: &Arc<Metrics>,
     clock: &dyn Clock,
+    tasks: &Tasks,
 ) -> Result<(), StoreError> {
     let now = clock.now_ms();
     let stale_before = now - STALE_CLAIM.as_millis() as i64;
@@ -82,7 +78,7 @@ async fn pass(
         let store = store.clone();
         let http = http.clone();
         let metrics = metrics.clone();
-        tokio::spawn(async move {
+        tasks.spawn(async move {
             let (status, message) = match send(&http, &url, &body(&run, &job_name)).await {
                 Ok(()) => {
                     metrics.alarms_sent.inc();

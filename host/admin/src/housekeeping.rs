@@ -11,7 +11,6 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Days, Utc};
-use tokio_util::sync::CancellationToken;
 
 use crate::scheduler::SchedulerConfig;
 use crate::store::{Store, StoreError};
@@ -21,17 +20,15 @@ use crate::store::{Store, StoreError};
 const REPORT_DAYS: u64 = 3;
 
 /// Runs housekeeping every `config.housekeeping_interval` until `stop`.
-pub(crate) async fn run(store: Store, config: SchedulerConfig, stop: CancellationToken) {
+/// Runs until the admin stops (its task is cut short then).
+pub(crate) async fn run(store: Store, config: SchedulerConfig) {
     let mut thinned_before = i64::MIN;
     loop {
         if let Err(error) = pass(&store, &config, config.clock.now_ms(), &mut thinned_before).await
         {
             tracing::warn!(%error, "housekeeping failed; trying again next pass");
         }
-        tokio::select! {
-            _ = stop.cancelled() => return,
-            _ = tokio::time::sleep(config.housekeeping_interval) => {}
-        }
+        tokio::time::sleep(config.housekeeping_interval).await;
     }
 }
 

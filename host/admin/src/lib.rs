@@ -32,12 +32,10 @@ pub mod routing;
 pub mod schedule;
 pub mod scheduler;
 pub mod store;
+pub mod tasks;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-
-use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 
 pub use scheduler::SchedulerConfig;
 pub use store::{Store, StoreError};
@@ -88,11 +86,7 @@ pub enum AdminError {
 #[derive(Debug)]
 pub struct RunningAdmin {
     local_addr: SocketAddr,
-    stop: CancellationToken,
-    server: JoinHandle<()>,
-    scheduler_task: JoinHandle<()>,
-    housekeeping: JoinHandle<()>,
-    alarms: JoinHandle<()>,
+    tasks: tasks::Tasks,
 }
 
 /// Opens the store (running migrations), starts the scheduler (recovering
@@ -108,7 +102,8 @@ pub async fn start(config: AdminConfig) -> Result<RunningAdmin, AdminError> {
     let mut scheduler_config = config.scheduler.clone();
     scheduler_config.executor_token = config.executor_token.clone();
     let receipt_key = store.receipt_key().await?;
-    let scheduler = scheduler::Scheduler::new(store, scheduler_config, receipt_key);
+    let tasks = tasks::Tasks::new();
+    let scheduler = scheduler::Scheduler::new(store, scheduler_config, receipt_key, tasks.clone());
     let listener = tokio::net::TcpListener::bind(config.bind)
         .await
         .map_err(|source| AdminError::Bind {
@@ -126,38 +121,27 @@ pub async fn start(config: AdminConfig) -> Result<RunningAdmin, AdminError> {
         max_module_bytes: config.max_request_bytes,
         keep_versions: KEPT_MODULE_VERSIONS,
     });
-    let stop = CancellationToken::new();
     let app = api::router(state, config.max_request_bytes);
-    let server = {
-        let stop = stop.clone();
-        tokio::spawn(async move {
-            let serve = axum::serve(listener, app).with_graceful_shutdown(stop.cancelled_owned());
-            if let Err(error) = serve.await {
-                tracing::error!(%error, "admin API stopped");
-            }
-        })
-    };
-    let housekeeping = tokio::spawn(housekeeping::run(
+    let stop = tasks.stopping();
+    tasks.spawn_loop(async move {
+        let serve = axum::serve(listener, app).with_graceful_shutdown(stop.cancelled_owned());
+        if let Err(error) = serve.await {
+            tracing::error!(%error, "admin API stopped");
+        }
+    });
+    tasks.spawn(housekeeping::run(
         scheduler.store().clone(),
         scheduler.config().clone(),
-        stop.clone(),
     ));
-    let alarms = tokio::spawn(alarms::run(
+    tasks.spawn_loop(alarms::run(
         scheduler.store().clone(),
         scheduler.metrics().clone(),
         scheduler.config().clock.clone(),
-        stop.clone(),
+        tasks.clone(),
     ));
-    let scheduler_task = tokio::spawn(scheduler.run(stop.clone()));
+    tasks.spawn_loop(scheduler.run());
     tracing::info!(%local_addr, "admin started");
-    Ok(RunningAdmin {
-        local_addr,
-        stop,
-        server,
-        scheduler_task,
-        housekeeping,
-        alarms,
-    })
+    Ok(RunningAdmin { local_addr, tasks })
 }
 
 impl RunningAdmin {
@@ -166,12 +150,9 @@ impl RunningAdmin {
         self.local_addr
     }
 
-    /// Stops the scheduler and the API.
+    /// Stops the scheduler and the API, and waits until every task the
+    /// admin spawned has ended: nothing of it runs after this returns.
     pub async fn shutdown(self) {
-        self.stop.cancel();
-        let _ = self.scheduler_task.await;
-        let _ = self.housekeeping.await;
-        let _ = self.alarms.await;
-        let _ = self.server.await;
+        self.tasks.shutdown().await;
     }
 }

@@ -162,7 +162,7 @@ impl Scheduler {
         let ahead = self.config.dispatch_ahead.as_millis() as i64;
         for (at, runs) in by_instant {
             let scheduler = self.clone();
-            tokio::spawn(async move {
+            self.tasks.spawn(async move {
                 scheduler.config.clock.sleep_until(at - ahead).await;
                 scheduler.dispatch_group(runs).await;
             });
@@ -206,7 +206,8 @@ impl Scheduler {
                 tracing::warn!(%error, "cannot read the jobs of a group of fires");
                 for run in runs {
                     let scheduler = self.clone();
-                    tokio::spawn(async move { scheduler.dispatch_in_pool(&run, None, None).await });
+                    self.tasks
+                        .spawn(async move { scheduler.dispatch_in_pool(&run, None, None).await });
                 }
                 return;
             }
@@ -217,9 +218,8 @@ impl Scheduler {
                 state: states.get(&run.job_id).cloned().unwrap_or_default(),
             };
             let scheduler = self.clone();
-            tokio::spawn(
-                async move { scheduler.dispatch_in_pool(&run, Some(prepared), None).await },
-            );
+            self.tasks
+                .spawn(async move { scheduler.dispatch_in_pool(&run, Some(prepared), None).await });
         }
     }
 
@@ -572,7 +572,9 @@ impl Scheduler {
     /// (A plain function: a trigger dispatches, and a dispatch can end a
     /// run and trigger children, so an async one would contain itself.)
     pub(super) fn dispatch_now(self: Arc<Self>, run: RunRow, addresses: Option<Vec<String>>) {
-        tokio::spawn(async move { self.dispatch_in_pool(&run, None, addresses).await });
+        let scheduler = self.clone();
+        self.tasks
+            .spawn(async move { scheduler.dispatch_in_pool(&run, None, addresses).await });
     }
 }
 

@@ -36,6 +36,7 @@ use crate::store::{
     DispatchMark, JobRow, JobState, NewRun, RunEnd, RunRow, RunStatus, Store, StoreError,
     outcome_is_deliberate,
 };
+use crate::tasks::Tasks;
 
 mod dispatch;
 mod executors;
@@ -125,12 +126,20 @@ pub struct Scheduler {
     /// The key run receipts are signed with (shared by the admins of one
     /// database; see [`Scheduler::receipt`]).
     receipt_key: Vec<u8>,
+    /// Every task the scheduler spawns (timers, dispatches, the mark
+    /// writer), ended and awaited when the admin stops.
+    tasks: Tasks,
 }
 
 impl Scheduler {
     /// A scheduler over `store`; `receipt_key` signs run receipts (see
     /// [`Store::receipt_key`]).
-    pub fn new(store: Store, config: SchedulerConfig, receipt_key: Vec<u8>) -> Arc<Self> {
+    pub fn new(
+        store: Store,
+        config: SchedulerConfig,
+        receipt_key: Vec<u8>,
+        tasks: Tasks,
+    ) -> Arc<Self> {
         let http = reqwest::Client::builder()
             .timeout(config.dispatch_timeout)
             .connect_timeout(Duration::from_secs(1))
@@ -151,6 +160,7 @@ impl Scheduler {
             http,
             config,
             receipt_key,
+            tasks,
         })
     }
 
@@ -166,21 +176,23 @@ impl Scheduler {
         &self.store
     }
 
-    /// Runs the pre-read loop until `stop`. First recovers runs written but
-    /// not dispatched by an earlier process.
-    pub async fn run(self: Arc<Self>, stop: CancellationToken) {
+    /// Runs the pre-read loop until the admin stops. First recovers runs
+    /// written but not dispatched by an earlier process.
+    pub async fn run(self: Arc<Self>) {
+        let stop = self.tasks.stopping();
         let mark_queue = self
             .mark_queue
             .lock()
             .unwrap_or_else(|poison| poison.into_inner())
             .take();
-        let mark_writer = mark_queue.map(|queue| {
-            tokio::spawn(write_dispatch_marks(
+        if let Some(queue) = mark_queue {
+            // Watches the stop itself, to write what is queued before it ends.
+            self.tasks.spawn_loop(write_dispatch_marks(
                 self.store.clone(),
                 queue,
                 stop.clone(),
-            ))
-        });
+            ));
+        }
         match self.store.pending_runs().await {
             Ok(pending) => {
                 if !pending.is_empty() {
@@ -220,9 +232,6 @@ impl Scheduler {
                 _ = self.wake.notified() => {}
                 _ = tokio::time::sleep(Duration::from_millis(500)) => {}
             }
-        }
-        if let Some(writer) = mark_writer {
-            let _ = writer.await;
         }
     }
 
