@@ -1074,3 +1074,72 @@ async fn backoff_fixed_delay_and_misfires_follow_the_admins_clock() {
     );
     stack.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_are_listed_by_filter_and_page() {
+    let stack = stack(SchedulerConfig::default()).await;
+    let api = &stack.api;
+    let (status, _) = api
+        .call(
+            reqwest::Method::PUT,
+            "/api/v1/groups/batch",
+            Some(json!({ "address_type": "AUTO" })),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let mut ids = Vec::new();
+    for (name, group) in [
+        ("a", "default"),
+        ("b", "batch"),
+        ("b", "default"),
+        ("c", "batch"),
+        ("d", "default"),
+    ] {
+        ids.push(
+            stack
+                .job(
+                    name,
+                    "hello",
+                    json!({ "group": group, "schedule_type": "FIX_RATE", "schedule_conf": "3600" }),
+                )
+                .await,
+        );
+    }
+    api.call(
+        reqwest::Method::POST,
+        &format!("/api/v1/jobs/{}/start", ids[4]),
+        None,
+    )
+    .await;
+    let page = |query: &'static str| async move {
+        let (status, jobs) = api.get(&format!("/api/v1/jobs{query}")).await;
+        assert_eq!(status, 200, "{query}: {jobs}");
+        jobs.as_array()
+            .unwrap()
+            .iter()
+            .map(|job| job["id"].as_i64().unwrap())
+            .collect::<Vec<i64>>()
+    };
+    // Pages of two, each after the last id of the one before.
+    let first = page("?limit=2").await;
+    assert_eq!(first, ids[..2]);
+    let (_, next) = api
+        .get(&format!("/api/v1/jobs?limit=2&after={}", first[1]))
+        .await;
+    let next: Vec<i64> = next
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|job| job["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(next, ids[2..4]);
+    assert_eq!(page("?name=b").await, [ids[1], ids[2]]);
+    assert_eq!(page("?group=batch").await, [ids[1], ids[3]]);
+    assert_eq!(page("?enabled=true").await, [ids[4]]);
+    assert_eq!(page("?group=default&enabled=false").await, [ids[0], ids[2]]);
+    let (status, refused) = api.get("/api/v1/jobs?colour=red").await;
+    assert_eq!((status, &refused["field"]), (400, &json!("colour")));
+    let (status, refused) = api.get("/api/v1/jobs?limit=5000").await;
+    assert_eq!((status, &refused["field"]), (400, &json!("limit")));
+    stack.shutdown().await;
+}

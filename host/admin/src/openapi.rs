@@ -242,15 +242,32 @@ fn operations() -> Vec<Operation> {
             "201",
             schema("Job"),
         ),
-        op(
-            "get",
-            "/api/v1/jobs",
-            "jobs",
-            "The caller's jobs",
-            None,
-            "200",
-            array_of(schema("Job")),
-        ),
+        Operation {
+            query: &[
+                ("group", "string", "Jobs of this executor group"),
+                ("name", "string", "Jobs with exactly this name"),
+                (
+                    "enabled",
+                    "boolean",
+                    "Started (true) or stopped (false) jobs",
+                ),
+                (
+                    "after",
+                    "integer",
+                    "Ids above this one: the last id of the previous page",
+                ),
+                ("limit", "integer", "Jobs per page (default and most 1000)"),
+            ],
+            ..op(
+                "get",
+                "/api/v1/jobs",
+                "jobs",
+                "A page of the caller's jobs in id order, filtered",
+                None,
+                "200",
+                array_of(schema("Job")),
+            )
+        },
         op(
             "get",
             "/api/v1/jobs/{id}",

@@ -73,9 +73,11 @@ pub(super) async fn update_job(
     })?;
     known_group(&state, &row.group_name).await?;
     resolve_module(&state, &mut row).await?;
-    let all = store.jobs().await?;
+    // The jobs reachable through child links from the new children: all a
+    // cycle check needs, read layer by layer (never the whole table).
+    let reachable = reachable_jobs(store, &spec.children).await?;
     for child in &spec.children {
-        if !all
+        if !reachable
             .iter()
             .any(|job| job.id == *child && job.tenant == current.tenant)
         {
@@ -87,7 +89,7 @@ pub(super) async fn update_job(
             .field("children"));
         }
     }
-    if let Some(cycle) = child_cycle(id, &spec.children, &all) {
+    if let Some(cycle) = child_cycle(id, &spec.children, &reachable) {
         let path: Vec<String> = cycle.iter().map(i64::to_string).collect();
         return Err(Failure::new(
             StatusCode::BAD_REQUEST,
@@ -115,13 +117,83 @@ pub(super) async fn update_job(
     Ok(Json(store.job(id).await?))
 }
 
+/// The jobs reachable from `roots` through child links (roots included).
+async fn reachable_jobs(
+    store: &crate::store::Store,
+    roots: &[i64],
+) -> Result<Vec<JobRow>, Failure> {
+    let mut seen = std::collections::HashSet::new();
+    let mut found = Vec::new();
+    let mut layer: Vec<i64> = roots.to_vec();
+    while !layer.is_empty() {
+        layer.retain(|id| seen.insert(*id));
+        let jobs = store.jobs_by_id(&layer).await?;
+        layer = jobs.values().flat_map(crate::jobs::children_of).collect();
+        found.extend(jobs.into_values());
+    }
+    Ok(found)
+}
+
+/// Most jobs in one page of `GET /api/v1/jobs`.
+const MAX_JOBS_PAGE: i64 = 1000;
+
+/// A page of jobs in id order, filtered by `group`, `name` (exact) and
+/// `enabled`; `after` is the last id of the previous page, `limit` at most
+/// 1000 (the default). The answer is the page, an array.
 pub(super) async fn list_jobs(
     State(state): State<Arc<AdminState>>,
     Extension(caller): Extension<Caller>,
+    Query(params): Query<std::collections::HashMap<String, String>>,
 ) -> Result<impl IntoResponse, Failure> {
-    let mut jobs = state.scheduler.store().jobs().await?;
-    jobs.retain(|job| caller.sees(&job.tenant));
-    Ok(Json(jobs))
+    let invalid = |field: &str, message: String| {
+        Failure::new(StatusCode::BAD_REQUEST, ErrorCode::InvalidQuery, message).field(field)
+    };
+    if let Some(unknown) = params
+        .keys()
+        .find(|key| !["group", "name", "enabled", "after", "limit"].contains(&key.as_str()))
+    {
+        return Err(invalid(
+            unknown,
+            format!("unknown parameter {unknown:?}: use group, name, enabled, after, limit"),
+        ));
+    }
+    let number = |field: &str| -> Result<Option<i64>, Failure> {
+        params
+            .get(field)
+            .map(|text| {
+                text.parse::<i64>().map_err(|_| {
+                    invalid(field, format!("{field} must be an integer, got {text:?}"))
+                })
+            })
+            .transpose()
+    };
+    let enabled = match params.get("enabled").map(String::as_str) {
+        None => None,
+        Some("true") => Some(true),
+        Some("false") => Some(false),
+        Some(other) => {
+            return Err(invalid(
+                "enabled",
+                format!("enabled must be true or false, got {other:?}"),
+            ));
+        }
+    };
+    let limit = number("limit")?.unwrap_or(MAX_JOBS_PAGE);
+    if !(1..=MAX_JOBS_PAGE).contains(&limit) {
+        return Err(invalid(
+            "limit",
+            format!("limit must be between 1 and {MAX_JOBS_PAGE}, got {limit}"),
+        ));
+    }
+    let filter = crate::store::JobFilter {
+        tenant: caller.only_tenant(),
+        group: params.get("group").cloned(),
+        name: params.get("name").cloned(),
+        enabled,
+        after_id: number("after")?,
+        limit,
+    };
+    Ok(Json(state.scheduler.store().list_jobs(&filter).await?))
 }
 
 pub(super) async fn get_job(
@@ -402,11 +474,10 @@ pub(super) async fn delete_job(
     let store = state.scheduler.store();
     visible_job(&state, &caller, id).await?;
     let parents: Vec<String> = store
-        .jobs()
+        .parents_of(id)
         .await?
-        .iter()
-        .filter(|job| crate::jobs::children_of(job).contains(&id))
-        .map(|job| format!("{} ({})", job.id, job.name))
+        .into_iter()
+        .map(|(parent, name)| format!("{parent} ({name})"))
         .collect();
     if !parents.is_empty() {
         return Err(Failure::new(

@@ -127,7 +127,67 @@ impl Store {
         Ok(jobs)
     }
 
-    /// Every job, by id.
+    /// A page of jobs by `filter`, in id order (an indexed read of one
+    /// page, never of the whole table).
+    pub async fn list_jobs(&self, filter: &JobFilter) -> Result<Vec<JobRow>, StoreError> {
+        let mut sql = String::from(concat!("SELECT ", job_columns!(), " FROM job WHERE 1 = 1"));
+        let mut n = 0;
+        let mut next = || {
+            n += 1;
+            n
+        };
+        if filter.tenant.is_some() {
+            sql.push_str(&format!(" AND tenant = ${}", next()));
+        }
+        if filter.group.is_some() {
+            sql.push_str(&format!(" AND group_name = ${}", next()));
+        }
+        if filter.name.is_some() {
+            sql.push_str(&format!(" AND name = ${}", next()));
+        }
+        if filter.enabled.is_some() {
+            sql.push_str(&format!(" AND enabled = ${}", next()));
+        }
+        if filter.after_id.is_some() {
+            sql.push_str(&format!(" AND id > ${}", next()));
+        }
+        sql.push_str(&format!(" ORDER BY id LIMIT ${}", next()));
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        if let Some(tenant) = &filter.tenant {
+            query = query.bind(tenant.clone());
+        }
+        if let Some(group) = &filter.group {
+            query = query.bind(group.clone());
+        }
+        if let Some(name) = &filter.name {
+            query = query.bind(name.clone());
+        }
+        if let Some(enabled) = filter.enabled {
+            query = query.bind(i64::from(enabled));
+        }
+        if let Some(after) = filter.after_id {
+            query = query.bind(after);
+        }
+        let rows = query.bind(filter.limit).fetch_all(&self.pool).await?;
+        Ok(rows.iter().map(job_from_row).collect::<Result<_, _>>()?)
+    }
+
+    /// The jobs that name `id` among their children: (id, name).
+    pub async fn parents_of(&self, id: i64) -> Result<Vec<(i64, String)>, StoreError> {
+        Ok(
+            sqlx::query(
+                "SELECT id, name FROM job WHERE ',' || children || ',' LIKE $1 ORDER BY id",
+            )
+            .bind(format!("%,{id},%"))
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(|row| Ok((row.try_get("id")?, row.try_get("name")?)))
+            .collect::<Result<_, sqlx::Error>>()?,
+        )
+    }
+
+    /// Every job, by id (tests and tools; the API reads pages).
     pub async fn jobs(&self) -> Result<Vec<JobRow>, StoreError> {
         let rows = sqlx::query(concat!("SELECT ", job_columns!(), " FROM job ORDER BY id"))
             .fetch_all(&self.pool)

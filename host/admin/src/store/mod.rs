@@ -34,7 +34,8 @@ mod tenants;
 
 pub use modules::{ModuleVersion, VersionPush};
 pub use rows::{
-    ClaimedJob, DailyReport, DispatchMark, JobRow, JobState, NewRun, RunEnd, RunFilter, RunRow,
+    ClaimedJob, DailyReport, DispatchMark, JobFilter, JobRow, JobState, NewRun, RunEnd, RunFilter,
+    RunRow,
 };
 // Shared by the aggregates' files (each imports `super::*`).
 use rows::{decode_due_jobs, job_from_row, run_from_row};

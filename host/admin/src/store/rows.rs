@@ -246,6 +246,20 @@ impl RunEnd {
     }
 }
 
+/// Which jobs to list: every field narrows; in id order, a page at a time.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JobFilter {
+    /// Jobs of this tenant only (`None`: every tenant's).
+    pub tenant: Option<String>,
+    pub group: Option<String>,
+    /// Exactly this name.
+    pub name: Option<String>,
+    pub enabled: Option<bool>,
+    /// Ids above this one (the cursor of the next page).
+    pub after_id: Option<i64>,
+    pub limit: i64,
+}
+
 /// Which runs to list: every field narrows; newest first.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RunFilter {
