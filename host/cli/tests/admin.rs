@@ -88,19 +88,33 @@ impl Cluster {
         format!("http://{}{path}", self.admin_addr)
     }
 
+    /// Until the admin answers and counts an executor alive (read from
+    /// `GET /api/v1/executors`, not waited for).
     async fn wait_for_executor(&self) {
         self.wait_until_up().await;
-        // Give the executor time to register (it beats every second).
-        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let (_, executors) = self
+                .call(reqwest::Method::GET, "/api/v1/executors", None)
+                .await;
+            let alive = executors
+                .as_array()
+                .is_some_and(|all| all.iter().any(|e| e["alive"] == true));
+            if alive {
+                break;
+            }
+            assert!(Instant::now() < deadline, "no executor registered");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
+    /// Until the admin is ready (`GET /readyz`).
     async fn wait_until_up(&self) {
         let deadline = Instant::now() + WAIT;
         loop {
             let ok = self
                 .http
-                .get(self.url("/api/v1/jobs"))
-                .bearer_auth(API_TOKEN)
+                .get(self.url("/readyz"))
                 .send()
                 .await
                 .is_ok_and(|r| r.status().is_success());

@@ -78,8 +78,7 @@ impl Cluster {
             let process = cluster.spawn_executor(index);
             cluster.executors.push(Some(process));
         }
-        // Executors beat every second.
-        tokio::time::sleep(Duration::from_millis(1500)).await;
+        cluster.wait_for_executors(executors).await;
         cluster
     }
 
@@ -118,6 +117,35 @@ impl Cluster {
             .is_ok_and(|response| response.status().is_success())
         {
             assert!(Instant::now() < deadline, "admin {index} never answered");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Until the first admin counts `count` executors alive (read from
+    /// `GET /api/v1/executors`, not waited for).
+    async fn wait_for_executors(&self, count: usize) {
+        let base = format!("http://{}", self.admins[0].addr);
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let alive = match self
+                .http
+                .get(format!("{base}/api/v1/executors"))
+                .bearer_auth(API)
+                .send()
+                .await
+            {
+                Ok(response) => response
+                    .json::<serde_json::Value>()
+                    .await
+                    .ok()
+                    .and_then(|all| all.as_array().cloned())
+                    .map_or(0, |all| all.iter().filter(|e| e["alive"] == true).count()),
+                Err(_) => 0,
+            };
+            if alive >= count {
+                return;
+            }
+            assert!(Instant::now() < deadline, "{alive} of {count} executors registered");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
