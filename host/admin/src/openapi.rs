@@ -386,6 +386,7 @@ fn operations() -> Vec<Operation> {
         Operation {
             query: &[
                 ("job", "integer", "Runs of this job"),
+                ("group", "string", "Runs of the jobs of this executor group"),
                 (
                     "status",
                     "string",

@@ -203,6 +203,17 @@ async fn guarantees(store: &Store) {
         .unwrap();
     assert_eq!(all.len(), 3);
     assert!(all[0].id > all[2].id);
+    for (group, count) in [("default", 3), ("elsewhere", 0)] {
+        let by_group = store
+            .list_runs(&RunFilter {
+                group: Some(group.to_owned()),
+                limit: 10,
+                ..RunFilter::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(by_group.len(), count, "runs of group {group}");
+    }
     let failed_runs = store
         .list_runs(&RunFilter {
             status: Some(RunStatus::Failed),

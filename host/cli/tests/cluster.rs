@@ -145,7 +145,10 @@ impl Cluster {
             if alive >= count {
                 return;
             }
-            assert!(Instant::now() < deadline, "{alive} of {count} executors registered");
+            assert!(
+                Instant::now() < deadline,
+                "{alive} of {count} executors registered"
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }

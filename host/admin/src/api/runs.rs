@@ -129,12 +129,15 @@ pub(super) async fn list_runs(
             .transpose()
     };
     if let Some(unknown) = params.keys().find(|key| {
-        !["job", "status", "from_ms", "to_ms", "before", "limit"].contains(&key.as_str())
+        ![
+            "job", "group", "status", "from_ms", "to_ms", "before", "limit",
+        ]
+        .contains(&key.as_str())
     }) {
         return Err(invalid(
             unknown,
             format!(
-                "unknown parameter {unknown:?}: use job, status, from_ms, to_ms, before, limit"
+                "unknown parameter {unknown:?}: use job, group, status, from_ms, to_ms, before, limit"
             ),
         ));
     }
@@ -158,6 +161,7 @@ pub(super) async fn list_runs(
     let filter = RunFilter {
         tenant: caller.only_tenant(),
         job_id: number("job")?,
+        group: params.get("group").cloned(),
         status: run_status,
         from_ms: number("from_ms")?,
         to_ms: number("to_ms")?,

@@ -266,6 +266,8 @@ pub struct RunFilter {
     /// Runs of this tenant only (`None`: every tenant's).
     pub tenant: Option<String>,
     pub job_id: Option<i64>,
+    /// Runs of the jobs of this executor group.
+    pub group: Option<String>,
     pub status: Option<RunStatus>,
     /// Scheduled at or after.
     pub from_ms: Option<i64>,

@@ -162,6 +162,12 @@ impl Store {
         if filter.job_id.is_some() {
             conditions.push(format!("job_id = {}", placeholder()));
         }
+        if filter.group.is_some() {
+            conditions.push(format!(
+                "job_id IN (SELECT id FROM job WHERE group_name = {})",
+                placeholder()
+            ));
+        }
         if filter.status.is_some() {
             conditions.push(format!("status = {}", placeholder()));
         }
@@ -195,6 +201,9 @@ impl Store {
         }
         if let Some(job_id) = filter.job_id {
             query = query.bind(job_id);
+        }
+        if let Some(group) = &filter.group {
+            query = query.bind(group.clone());
         }
         if let Some(status) = &filter.status {
             query = query.bind(status.as_str());
