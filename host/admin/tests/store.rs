@@ -624,3 +624,112 @@ async fn leases(a: &Store, b: &Store) {
         "not pending"
     );
 }
+
+/// Each table's columns, with their types in a common vocabulary (both
+/// engines' integer types are `integer`, text is `text`, bytes `bytes`),
+/// and whether each may be NULL; migration bookkeeping left out.
+type Schema = std::collections::BTreeMap<String, Vec<(String, &'static str, bool)>>;
+
+fn common_type(declared: &str) -> &'static str {
+    match declared.to_ascii_lowercase().as_str() {
+        "integer" | "bigint" | "int8" => "integer",
+        "text" => "text",
+        "blob" | "bytea" => "bytes",
+        other => panic!("a column type the schemas should not use: {other}"),
+    }
+}
+
+async fn sqlite_schema(url: &str) -> Schema {
+    let pool = sqlx::AnyPool::connect(url).await.unwrap();
+    let tables: Vec<String> = sqlx::query_scalar(
+        "SELECT name FROM sqlite_master WHERE type = 'table' \
+         AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_sqlx%'",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    let mut schema = Schema::new();
+    for table in tables {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT name, type, \"notnull\" AS required, pk FROM pragma_table_info('{table}')"
+        )))
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+        let mut columns: Vec<(String, &'static str, bool)> = rows
+            .iter()
+            .map(|row| {
+                use sqlx::Row as _;
+                let declared: String = row.get("type");
+                let required: i64 = row.get("required");
+                let key: i64 = row.get("pk");
+                (
+                    row.get("name"),
+                    common_type(&declared),
+                    required == 0 && key == 0,
+                )
+            })
+            .collect();
+        columns.sort();
+        schema.insert(table, columns);
+    }
+    schema
+}
+
+async fn postgres_schema(url: &str) -> Schema {
+    let pool = sqlx::AnyPool::connect(url).await.unwrap();
+    let rows = sqlx::query(
+        "SELECT table_name::text AS table_name, column_name::text AS column_name, \
+         data_type::text AS data_type, is_nullable::text AS is_nullable \
+         FROM information_schema.columns WHERE table_schema = 'public' \
+         AND table_name NOT LIKE '_sqlx%'",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    let mut schema = Schema::new();
+    for row in &rows {
+        use sqlx::Row as _;
+        let data_type: String = row.get("data_type");
+        let nullable: String = row.get("is_nullable");
+        schema.entry(row.get("table_name")).or_default().push((
+            row.get("column_name"),
+            common_type(&data_type),
+            nullable == "YES",
+        ));
+    }
+    for columns in schema.values_mut() {
+        columns.sort();
+    }
+    schema
+}
+
+/// The migrations of the two engines build the same tables, columns,
+/// column kinds and nullability.
+#[tokio::test]
+async fn sqlite_and_postgres_schemas_are_the_same() {
+    sqlx::any::install_default_drivers();
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_sqlite(dir.path()).await.unwrap();
+    let url = format!("sqlite://{}", dir.path().join("cronbox.db").display());
+    let sqlite = sqlite_schema(&url).await;
+    drop(store);
+    let server = PostgresServer::start();
+    let _store = Store::connect(&server.url()).await.unwrap();
+    let postgres = postgres_schema(&server.url()).await;
+    assert!(
+        sqlite["job"].contains(&("fresh_instance".to_owned(), "integer", false))
+            && sqlite["job"].contains(&("fuel".to_owned(), "integer", true))
+            && sqlite["module"].contains(&("content".to_owned(), "bytes", false)),
+        "{:?}",
+        sqlite["job"]
+    );
+    assert_eq!(
+        sqlite.keys().collect::<Vec<_>>(),
+        postgres.keys().collect::<Vec<_>>(),
+        "the same tables"
+    );
+    for (table, columns) in &sqlite {
+        assert_eq!(columns, &postgres[table], "columns of {table}");
+    }
+}
