@@ -55,7 +55,9 @@ fn fire(job_id: i64, at: i64) -> NewRun {
 }
 
 /// Every guarantee, on one store.
-async fn guarantees(store: &Store) {
+/// A run's life: claimed once, dispatched once, ended once (state with
+/// success only), listed, counted, retained.
+async fn run_lifecycle(store: &Store) {
     let id = store.insert_job(&job(), 0).await.unwrap();
 
     // A claim moves the next fire and writes the runs atomically.
@@ -262,8 +264,17 @@ async fn guarantees(store: &Store) {
         "an operator's edit is a revision of its own"
     );
 
-    // Module versions: numbered per name, the same content twice is one
-    // version, followers move, the newest `keep` stay (and pinned ones).
+    // Retention deletes ended runs only; deleting the job keeps its runs.
+    assert_eq!(store.delete_runs_before(i64::MAX).await.unwrap(), 3);
+    assert!(store.delete_job(id).await.unwrap());
+    assert!(store.job(id).await.unwrap().is_none());
+    assert!(store.job_state(id).await.unwrap().values.is_empty());
+    assert!(!store.delete_job(id).await.unwrap());
+}
+
+/// Module versions: numbered per name, the same content twice is one
+/// version, followers move, the newest `keep` stay (and pinned ones).
+async fn module_versions(store: &Store) {
     let digest = |c: char| c.to_string().repeat(64);
     let follower = store
         .insert_job(
@@ -345,8 +356,11 @@ async fn guarantees(store: &Store) {
     );
     store.delete_job(follower).await.unwrap();
     store.delete_job(pinned).await.unwrap();
+}
 
-    // Tenants and tokens: stored by hash, revocable.
+/// Tenants and tokens: stored by hash, revocable; module ownership.
+async fn tenants_and_tokens(store: &Store) {
+    let digest = |c: char| c.to_string().repeat(64);
     assert!(store.create_tenant("acme", 1).await.unwrap());
     assert!(!store.create_tenant("acme", 2).await.unwrap());
     let token = store.add_token("acme", "ci", "hash-1", 3).await.unwrap();
@@ -364,8 +378,10 @@ async fn guarantees(store: &Store) {
     store.own_module("acme", &digest('1')).await.unwrap();
     assert!(store.owns_module("acme", &digest('1')).await.unwrap());
     assert!(!store.owns_module("default", &digest('1')).await.unwrap());
+}
 
-    // Registry: sorted, alive ones only.
+/// Registry: sorted, alive ones only; silent executors forgotten.
+async fn registry(store: &Store) {
     store
         .registry_beat("default", "http://b", 100)
         .await
@@ -388,13 +404,35 @@ async fn guarantees(store: &Store) {
         ["http://b"]
     );
     assert_eq!(store.forget_silent_executors(50).await.unwrap(), 1);
+}
 
-    // Retention deletes ended runs only; deleting the job keeps its runs.
-    assert_eq!(store.delete_runs_before(i64::MAX).await.unwrap(), 3);
-    assert!(store.delete_job(id).await.unwrap());
-    assert!(store.job(id).await.unwrap().is_none());
-    assert!(store.job_state(id).await.unwrap().values.is_empty());
-    assert!(!store.delete_job(id).await.unwrap());
+/// One test per guarantee and engine: a fresh SQLite file, or a fresh
+/// PostgreSQL server.
+macro_rules! on_both_engines {
+    ($($sqlite:ident, $postgres:ident => $check:ident;)*) => {$(
+        #[tokio::test]
+        async fn $sqlite() {
+            let dir = tempfile::tempdir().unwrap();
+            $check(&Store::open_sqlite(dir.path()).await.unwrap()).await;
+        }
+
+        #[tokio::test]
+        async fn $postgres() {
+            let server = PostgresServer::start();
+            $check(&Store::connect(&server.url()).await.unwrap()).await;
+        }
+    )*};
+}
+
+on_both_engines! {
+    sqlite_module_versions_are_numbered_kept_and_followed,
+        postgres_module_versions_are_numbered_kept_and_followed => module_versions;
+    sqlite_tenant_tokens_are_hashed_and_revocable,
+        postgres_tenant_tokens_are_hashed_and_revocable => tenants_and_tokens;
+    sqlite_registry_lists_live_executors_in_order,
+        postgres_registry_lists_live_executors_in_order => registry;
+    sqlite_state_commits_conflict_and_stops_cancel,
+        postgres_state_commits_conflict_and_stops_cancel => state_conflicts_and_cancellation;
 }
 
 /// Two runs of one job that read the same state: the first commit wins,
@@ -538,24 +576,10 @@ async fn a_corrupt_stored_value_is_an_error_not_a_default() {
 }
 
 #[tokio::test]
-async fn sqlite_state_commits_conflict_and_stops_cancel() {
+async fn sqlite_runs_are_claimed_dispatched_and_ended_once() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open_sqlite(dir.path()).await.unwrap();
-    state_conflicts_and_cancellation(&store).await;
-}
-
-#[tokio::test]
-async fn postgres_state_commits_conflict_and_stops_cancel() {
-    let server = PostgresServer::start();
-    let store = Store::connect(&server.url()).await.unwrap();
-    state_conflicts_and_cancellation(&store).await;
-}
-
-#[tokio::test]
-async fn sqlite_keeps_every_guarantee() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open_sqlite(dir.path()).await.unwrap();
-    guarantees(&store).await;
+    run_lifecycle(&store).await;
     let url = format!("sqlite://{}", dir.path().join("cronbox.db").display());
     leases(&store, &Store::connect(&url).await.unwrap()).await;
     let second = Store::open_sqlite(dir.path()).await;
@@ -566,10 +590,10 @@ async fn sqlite_keeps_every_guarantee() {
 }
 
 #[tokio::test]
-async fn postgres_keeps_every_guarantee() {
+async fn postgres_runs_are_claimed_dispatched_and_ended_once() {
     let server = PostgresServer::start();
     let store = Store::connect(&server.url()).await.unwrap();
-    guarantees(&store).await;
+    run_lifecycle(&store).await;
     // Migrations are idempotent: a second admin connects to the same schema
     // and sees what the first one writes.
     let other = Store::connect(&server.url()).await.unwrap();
