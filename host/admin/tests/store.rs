@@ -524,6 +524,25 @@ async fn state_conflicts_and_cancellation(store: &Store) {
     // A kill of the whole job cancels every kind.
     let killed = store.cancel_waiting_runs(id, "killed", 40).await.unwrap();
     assert_eq!(killed, [manual]);
+    // A cancelled run whose dispatch was already on its way and that ran
+    // after all: its result is what happened. One that never started stays
+    // cancelled.
+    let never_started = RunEnd {
+        executor: Some("http://e1".into()),
+        ..RunEnd::failed(retry, "rejected", "refused at its instant", 41)
+    };
+    assert!(store.finish_run(&never_started).await.unwrap().is_none());
+    let ran_after_all = RunEnd {
+        run_id: manual,
+        success: true,
+        outcome: "success".into(),
+        code: 200,
+        executor: Some("http://e1".into()),
+        started_at_ms: Some(42),
+        ..RunEnd::failed(manual, "success", "ran", 43)
+    };
+    let ended = store.finish_run(&ran_after_all).await.unwrap().unwrap();
+    assert_eq!(ended.status, RunStatus::Success);
     // Daily reports count cancelled runs apart from failures.
     store
         .refresh_daily_report("1970-01-01", 0, 86_400_000)
@@ -538,7 +557,8 @@ async fn state_conflicts_and_cancellation(store: &Store) {
             .iter()
             .map(|day| (day.success, day.failed, day.cancelled))
             .collect::<Vec<_>>(),
-        [(2, 1, 3)]
+        [(3, 1, 2)],
+        "the run that ran after all counts as a success"
     );
     assert_eq!(store.stop_job(id + 1000, 50).await.unwrap(), None);
 }

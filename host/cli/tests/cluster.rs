@@ -45,6 +45,8 @@ struct Cluster {
     url: String,
     admins: Vec<Admin>,
     executors: Vec<Option<Process>>,
+    /// Where each executor listens (for its metrics).
+    executor_addrs: Vec<std::net::SocketAddr>,
     http: reqwest::Client,
     _data: tempfile::TempDir,
 }
@@ -68,6 +70,7 @@ impl Cluster {
                 })
                 .collect(),
             executors: Vec::new(),
+            executor_addrs: Vec::new(),
             http: reqwest::Client::new(),
             _data: data,
         };
@@ -75,8 +78,9 @@ impl Cluster {
             cluster.start_admin(index).await;
         }
         for index in 0..executors {
-            let process = cluster.spawn_executor(index);
+            let (process, addr) = cluster.spawn_executor(index);
             cluster.executors.push(Some(process));
+            cluster.executor_addrs.push(addr);
         }
         cluster.wait_for_executors(executors).await;
         cluster
@@ -153,7 +157,7 @@ impl Cluster {
         }
     }
 
-    fn spawn_executor(&self, index: usize) -> Process {
+    fn spawn_executor(&self, index: usize) -> (Process, std::net::SocketAddr) {
         let admins: Vec<String> = self
             .admins
             .iter()
@@ -161,7 +165,7 @@ impl Cluster {
             .collect();
         let bind = free_port();
         let dir = self._data.path().join(format!("executor-{index}"));
-        Process::cronbox(&[
+        let process = Process::cronbox(&[
             "executor".to_owned(),
             "--bind".to_owned(),
             bind.to_string(),
@@ -175,7 +179,32 @@ impl Cluster {
             "1024".to_owned(),
             "--data-dir".to_owned(),
             dir.display().to_string(),
-        ])
+        ]);
+        (process, bind)
+    }
+
+    /// Successful executions as the executors counted them (their
+    /// `cronbox_executor_runs_total{outcome="success"}`), summed.
+    async fn executions_succeeded(&self) -> u64 {
+        let mut total = 0;
+        for addr in &self.executor_addrs {
+            let metrics = self
+                .http
+                .get(format!("http://{addr}/metrics"))
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            total += metrics
+                .lines()
+                .find(|line| line.starts_with("cronbox_executor_runs_total{outcome=\"success\"}"))
+                .and_then(|line| line.rsplit(' ').next())
+                .and_then(|count| count.parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+        total
     }
 
     fn base(&self, admin: usize) -> String {
@@ -364,6 +393,15 @@ async fn three_admins_fire_every_second_of_500_jobs_exactly_once() {
     cluster.stop_all(&ids).await;
     let runs = cluster.settle(from, to).await;
     exactly_once(&runs, &ids, from, to);
+    // Executed once, as the executors saw it: every successful run row
+    // of the test is one successful execution, and no run was executed
+    // twice (a double dispatch would count twice on the executors).
+    let every_run = cluster.settle(0, i64::MAX).await;
+    let succeeded = every_run
+        .iter()
+        .filter(|run| run.status.as_str() == "success")
+        .count() as u64;
+    assert_eq!(cluster.executions_succeeded().await, succeeded);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -393,6 +431,10 @@ async fn a_killed_admins_fires_are_taken_over() {
         })
         .count();
     println!("{orphaned} runs were taken over late from the killed admin");
+    assert!(
+        orphaned > 0,
+        "the killed admin's written fires were taken over by the others"
+    );
     exactly_once(&runs, &ids, from, to);
 }
 

@@ -416,7 +416,8 @@ impl Store {
                 "UPDATE run SET status = $1, outcome = $2, code = $3, message = $4, log = $5, \
                  executor = COALESCE($6, executor), started_at_ms = $7, finished_at_ms = $8, \
                  alarm_status = $12, module_digest = COALESCE($13, module_digest) \
-                 WHERE id = $9 AND status IN ($10, $11) RETURNING ",
+                 WHERE id = $9 AND (status IN ($10, $11) \
+                 OR (status = $14 AND $7 IS NOT NULL)) RETURNING ",
                 run_columns!()
             ))
             .bind(
@@ -441,6 +442,9 @@ impl Store {
             .bind(RunStatus::Dispatched.as_str())
             .bind(alarm_status.as_str())
             .bind(end.module_digest.as_deref())
+            // A run cancelled while its dispatch was already on its way
+            // may have run after all: what it did is recorded then.
+            .bind(RunStatus::Cancelled.as_str())
             .fetch_optional(&mut *tx)
             .await?;
             let Some(run) = row.as_ref().map(run_from_row).transpose()? else {
