@@ -145,53 +145,25 @@ pub(super) async fn list_jobs(
     Extension(caller): Extension<Caller>,
     Query(params): Query<std::collections::HashMap<String, String>>,
 ) -> Result<impl IntoResponse, Failure> {
-    let invalid = |field: &str, message: String| {
-        Failure::new(StatusCode::BAD_REQUEST, ErrorCode::InvalidQuery, message).field(field)
-    };
-    if let Some(unknown) = params
-        .keys()
-        .find(|key| !["group", "name", "enabled", "after", "limit"].contains(&key.as_str()))
-    {
-        return Err(invalid(
-            unknown,
-            format!("unknown parameter {unknown:?}: use group, name, enabled, after, limit"),
-        ));
-    }
-    let number = |field: &str| -> Result<Option<i64>, Failure> {
-        params
-            .get(field)
-            .map(|text| {
-                text.parse::<i64>().map_err(|_| {
-                    invalid(field, format!("{field} must be an integer, got {text:?}"))
-                })
-            })
-            .transpose()
-    };
-    let enabled = match params.get("enabled").map(String::as_str) {
+    let query = ListQuery::new(params, &["group", "name", "enabled", "after", "limit"])?;
+    let enabled = match query.text("enabled").as_deref() {
         None => None,
         Some("true") => Some(true),
         Some("false") => Some(false),
         Some(other) => {
-            return Err(invalid(
+            return Err(ListQuery::invalid(
                 "enabled",
                 format!("enabled must be true or false, got {other:?}"),
             ));
         }
     };
-    let limit = number("limit")?.unwrap_or(MAX_JOBS_PAGE);
-    if !(1..=MAX_JOBS_PAGE).contains(&limit) {
-        return Err(invalid(
-            "limit",
-            format!("limit must be between 1 and {MAX_JOBS_PAGE}, got {limit}"),
-        ));
-    }
     let filter = crate::store::JobFilter {
         tenant: caller.only_tenant(),
-        group: params.get("group").cloned(),
-        name: params.get("name").cloned(),
+        group: query.text("group"),
+        name: query.text("name"),
         enabled,
-        after_id: number("after")?,
-        limit,
+        after_id: query.number("after")?,
+        limit: query.limit(MAX_JOBS_PAGE, MAX_JOBS_PAGE)?,
     };
     Ok(Json(state.scheduler.store().list_jobs(&filter).await?))
 }

@@ -273,6 +273,59 @@ fn optional_json<T: DeserializeOwned + Default>(body: &[u8]) -> Result<T, Failur
     })
 }
 
+/// The query parameters of a listing: only the `known` names, numbers
+/// parsed, a page size within bounds; every refusal names the parameter.
+pub(crate) struct ListQuery {
+    params: std::collections::HashMap<String, String>,
+}
+
+impl ListQuery {
+    /// Refuses any parameter not in `known`.
+    fn new(
+        params: std::collections::HashMap<String, String>,
+        known: &[&str],
+    ) -> Result<ListQuery, Failure> {
+        if let Some(unknown) = params.keys().find(|key| !known.contains(&key.as_str())) {
+            return Err(ListQuery::invalid(
+                unknown,
+                format!("unknown parameter {unknown:?}: use {}", known.join(", ")),
+            ));
+        }
+        Ok(ListQuery { params })
+    }
+
+    fn invalid(field: &str, message: String) -> Failure {
+        Failure::new(StatusCode::BAD_REQUEST, ErrorCode::InvalidQuery, message).field(field)
+    }
+
+    fn text(&self, field: &str) -> Option<String> {
+        self.params.get(field).cloned()
+    }
+
+    fn number(&self, field: &str) -> Result<Option<i64>, Failure> {
+        self.params
+            .get(field)
+            .map(|text| {
+                text.parse::<i64>().map_err(|_| {
+                    ListQuery::invalid(field, format!("{field} must be an integer, got {text:?}"))
+                })
+            })
+            .transpose()
+    }
+
+    /// `limit`, `default` when absent, refused outside 1..=`max`.
+    fn limit(&self, default: i64, max: i64) -> Result<i64, Failure> {
+        let limit = self.number("limit")?.unwrap_or(default);
+        if !(1..=max).contains(&limit) {
+            return Err(ListQuery::invalid(
+                "limit",
+                format!("limit must be between 1 and {max}, got {limit}"),
+            ));
+        }
+        Ok(limit)
+    }
+}
+
 /// The bearer token of a request.
 fn bearer(request: &Request) -> Result<&str, Failure> {
     request

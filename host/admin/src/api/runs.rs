@@ -115,57 +115,31 @@ pub(super) async fn list_runs(
     Extension(caller): Extension<Caller>,
     Query(params): Query<std::collections::HashMap<String, String>>,
 ) -> Result<impl IntoResponse, Failure> {
-    let invalid = |field: &str, message: String| {
-        Failure::new(StatusCode::BAD_REQUEST, ErrorCode::InvalidQuery, message).field(field)
-    };
-    let number = |field: &str| -> Result<Option<i64>, Failure> {
-        params
-            .get(field)
-            .map(|text| {
-                text.parse::<i64>().map_err(|_| {
-                    invalid(field, format!("{field} must be an integer, got {text:?}"))
-                })
-            })
-            .transpose()
-    };
-    if let Some(unknown) = params.keys().find(|key| {
-        ![
+    let query = ListQuery::new(
+        params,
+        &[
             "job", "group", "status", "from_ms", "to_ms", "before", "limit",
-        ]
-        .contains(&key.as_str())
-    }) {
-        return Err(invalid(
-            unknown,
-            format!(
-                "unknown parameter {unknown:?}: use job, group, status, from_ms, to_ms, before, limit"
-            ),
-        ));
-    }
-    let run_status = match params.get("status") {
+        ],
+    )?;
+    let run_status = match query.text("status") {
         None => None,
         Some(wanted) => Some(wanted.parse::<RunStatus>().map_err(|_| {
             let names: Vec<&str> = RunStatus::ALL.iter().map(|s| s.as_str()).collect();
-            invalid(
+            ListQuery::invalid(
                 "status",
                 format!("unknown status {wanted:?}: use one of {}", names.join(", ")),
             )
         })?),
     };
-    let limit = number("limit")?.unwrap_or(100);
-    if !(1..=MAX_RUNS_PAGE).contains(&limit) {
-        return Err(invalid(
-            "limit",
-            format!("limit must be between 1 and {MAX_RUNS_PAGE}, got {limit}"),
-        ));
-    }
+    let limit = query.limit(100, MAX_RUNS_PAGE)?;
     let filter = RunFilter {
         tenant: caller.only_tenant(),
-        job_id: number("job")?,
-        group: params.get("group").cloned(),
+        job_id: query.number("job")?,
+        group: query.text("group"),
         status: run_status,
-        from_ms: number("from_ms")?,
-        to_ms: number("to_ms")?,
-        before_id: number("before")?,
+        from_ms: query.number("from_ms")?,
+        to_ms: query.number("to_ms")?,
+        before_id: query.number("before")?,
         limit,
     };
     let runs = state.scheduler.store().list_runs(&filter).await?;
