@@ -63,7 +63,11 @@ pub fn cronbox_listening<S: AsRef<std::ffi::OsStr>>(args: &[S], marker: &str) ->
             .expect("cronbox exited before saying where it listens")
             .expect("stderr is readable");
         if let Some(rest) = line.split(marker).nth(1) {
-            let address = rest.split_whitespace().next().unwrap_or_default();
+            let address = rest
+                .split_whitespace()
+                .next()
+                .unwrap_or_default()
+                .trim_end_matches([')', ',']);
             break if address.starts_with("http") {
                 address.to_owned()
             } else {
