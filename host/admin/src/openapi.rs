@@ -57,7 +57,10 @@ fn operations() -> Vec<Operation> {
             "Readiness: 200 once the API serves and the database answers, 503 otherwise (no token)",
             None,
             "200",
-            json!({ "type": "object", "properties": { "ready": { "type": "boolean" } } }),
+            json!({ "type": "object", "properties": {
+                "ready": { "type": "boolean" },
+                "instance": { "type": "string", "description": "This admin instance's name, the lease owner of the runs it holds" }
+            } }),
         ),
         op(
             "get",

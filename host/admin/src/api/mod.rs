@@ -463,7 +463,11 @@ async fn metrics(State(state): State<Arc<AdminState>>) -> impl IntoResponse {
 /// token.
 async fn readyz(State(state): State<Arc<AdminState>>) -> Response {
     match state.scheduler.store().ping().await {
-        Ok(()) => Json(serde_json::json!({ "ready": true })).into_response(),
+        Ok(()) => Json(serde_json::json!({
+            "ready": true,
+            "instance": state.scheduler.store().instance(),
+        }))
+        .into_response(),
         Err(error) => Failure::new(
             StatusCode::SERVICE_UNAVAILABLE,
             ErrorCode::NotReady,

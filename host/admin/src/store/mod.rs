@@ -213,4 +213,10 @@ impl Store {
     pub fn backend(&self) -> Backend {
         self.backend
     }
+
+    /// This admin instance's name: the lease owner of the runs it writes
+    /// and dispatches (random per start; `GET /readyz` reports it).
+    pub fn instance(&self) -> &str {
+        &self.owner
+    }
 }

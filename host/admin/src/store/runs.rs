@@ -279,6 +279,22 @@ impl Store {
         Ok(rows.iter().map(run_from_row).collect::<Result<_, _>>()?)
     }
 
+    /// Pending runs leased to the admin instance `owner` (see
+    /// [`Store::instance`]): the fires it would lose by dying now, until
+    /// their leases run out and another admin takes them over.
+    pub async fn pending_leased_to(&self, owner: &str) -> Result<Vec<i64>, StoreError> {
+        let rows =
+            sqlx::query("SELECT id FROM run WHERE status = $1 AND lease_owner = $2 ORDER BY id")
+                .bind(RunStatus::Pending.as_str())
+                .bind(owner)
+                .fetch_all(&self.pool)
+                .await?;
+        Ok(rows
+            .iter()
+            .map(|row| row.try_get("id"))
+            .collect::<Result<_, _>>()?)
+    }
+
     /// Runs written but not dispatched (to recover after a crash).
     pub async fn pending_runs(&self) -> Result<Vec<RunRow>, StoreError> {
         let rows = sqlx::query(concat!(
