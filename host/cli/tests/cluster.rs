@@ -4,7 +4,10 @@
 //! asserting on the run table itself.
 //!
 //! The tests of this file run one at a time (they load the machine on
-//! purpose); the suite's other test binaries run before or after.
+//! purpose); the suite's other test binaries run before or after. Their
+//! only sleeps are the firing windows themselves (real seconds of a real
+//! clock, which is what they measure) and one fault's length; every other
+//! wait ends on the event it waits for.
 #![allow(clippy::unwrap_used)] // in tests a failed unwrap is a failed test
 
 mod support;

@@ -9,8 +9,6 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::free_port;
-
 use cronbox_example_jobs as jobs;
 use cronbox_protocol::{Outcome, RunCommand, Trigger, executor_paths};
 use cronbox_tests::StandInAdmin;
@@ -18,16 +16,12 @@ use cronbox_tests::StandInAdmin;
 const TOKEN: &str = "process-test-token";
 const WAIT: Duration = Duration::from_secs(20);
 
-fn spawn_executor(bind: SocketAddr, admin: &str, data_dir: &Path) -> Child {
+/// `cronbox executor` on `bind` (`None`: port 0).
+fn spawn_executor(bind: Option<SocketAddr>, admin: &str, data_dir: &Path) -> Child {
+    let bind = bind.map_or_else(|| "127.0.0.1:0".to_owned(), |bind| bind.to_string());
     Command::new(env!("CARGO_BIN_EXE_cronbox"))
         .args([
-            "executor",
-            "--bind",
-            &bind.to_string(),
-            "--admin",
-            admin,
-            "--token",
-            TOKEN,
+            "executor", "--bind", &bind, "--admin", admin, "--token", TOKEN,
         ])
         .arg("--data-dir")
         .arg(data_dir)
@@ -36,6 +30,23 @@ fn spawn_executor(bind: SocketAddr, admin: &str, data_dir: &Path) -> Child {
         .stderr(Stdio::null())
         .spawn()
         .expect("cronbox executor starts")
+}
+
+/// Until the executor registered with `admin` for the `n`th time; returns
+/// the address it registered (where it listens).
+async fn wait_for_registration(admin: &StandInAdmin, n: usize) -> SocketAddr {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        if let Some(registration) = admin.registrations().get(n - 1) {
+            return registration
+                .address
+                .trim_start_matches("http://")
+                .parse()
+                .unwrap();
+        }
+        assert!(Instant::now() < deadline, "never registered");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 async fn wait_for_beat(http: &reqwest::Client, bind: SocketAddr) {
@@ -115,10 +126,10 @@ async fn spooled_results_survive_sigkill_and_arrive_exactly_once() {
     let admin = StandInAdmin::start(TOKEN).await;
     let digest = admin.add_module(jobs::bytes("hello"));
     let data = tempfile::tempdir().unwrap();
-    let bind = free_port();
     let http = reqwest::Client::new();
 
-    let mut executor = spawn_executor(bind, &admin.url(), data.path());
+    let mut executor = spawn_executor(None, &admin.url(), data.path());
+    let bind = wait_for_registration(&admin, 1).await;
     wait_for_beat(&http, bind).await;
     send_run(&http, bind, 1, &digest).await;
     admin.result_of(1, WAIT).await;
@@ -136,11 +147,17 @@ async fn spooled_results_survive_sigkill_and_arrive_exactly_once() {
     executor.wait().unwrap();
     assert_eq!(spooled(data.path()), 5, "the spool outlives the process");
 
-    let mut restarted = spawn_executor(bind, &admin.url(), data.path());
+    let mut restarted = spawn_executor(Some(bind), &admin.url(), data.path());
     wait_for_beat(&http, bind).await;
     admin.set_available(true);
     let results = admin.wait_for_results(6, WAIT).await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // An acknowledged result leaves the spool; once it is empty nothing is
+    // left to send again.
+    let deadline = Instant::now() + WAIT;
+    while spooled(data.path()) > 0 {
+        assert!(Instant::now() < deadline, "the spool never emptied");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let results_later = admin.results();
     assert_eq!(results_later.len(), results.len(), "nothing arrives twice");
     let mut ids: Vec<u64> = results_later.iter().map(|r| r.run_id).collect();
@@ -163,15 +180,10 @@ async fn spooled_results_survive_sigkill_and_arrive_exactly_once() {
 async fn sigterm_shuts_down_gracefully_and_deregisters() {
     let admin = StandInAdmin::start(TOKEN).await;
     let data = tempfile::tempdir().unwrap();
-    let bind = free_port();
     let http = reqwest::Client::new();
-    let executor = spawn_executor(bind, &admin.url(), data.path());
+    let executor = spawn_executor(None, &admin.url(), data.path());
+    let bind = wait_for_registration(&admin, 1).await;
     wait_for_beat(&http, bind).await;
-    let deadline = Instant::now() + WAIT;
-    while admin.registrations().is_empty() {
-        assert!(Instant::now() < deadline, "never registered");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
     let status = Command::new("kill")
         .args(["-TERM", &executor.id().to_string()])
         .status()

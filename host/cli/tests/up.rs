@@ -11,21 +11,32 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::free_port;
-
 use serde_json::Value;
 
 const WAIT: Duration = Duration::from_secs(30);
 
 /// `cronbox up` on `data_dir`; returns the process and what it printed up
 /// to its last welcome line.
-fn up(data_dir: &Path, bind: SocketAddr, executor_bind: SocketAddr) -> (Child, String) {
+/// Where `cronbox up` listens, as it printed it.
+#[derive(Debug, Clone, Copy)]
+struct Listening {
+    admin: SocketAddr,
+    executor: SocketAddr,
+}
+
+/// `cronbox up` on `at` (`None`: port 0 for both), once it printed its
+/// summary: the process, what it printed, and where it listens.
+fn up(data_dir: &Path, at: Option<Listening>) -> (Child, String, Listening) {
+    let (bind, executor_bind) = at.map_or_else(
+        || ("127.0.0.1:0".to_owned(), "127.0.0.1:0".to_owned()),
+        |at| (at.admin.to_string(), at.executor.to_string()),
+    );
     let mut child = Command::new(env!("CARGO_BIN_EXE_cronbox"))
         .arg("up")
         .arg("--data-dir")
         .arg(data_dir)
-        .args(["--bind", &bind.to_string()])
-        .args(["--executor-bind", &executor_bind.to_string()])
+        .args(["--bind", &bind])
+        .args(["--executor-bind", &executor_bind])
         .env_remove("CRONBOX_API_TOKEN")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -43,7 +54,23 @@ fn up(data_dir: &Path, bind: SocketAddr, executor_bind: SocketAddr) -> (Child, S
     }
     // Keep reading so that the process never blocks on a full pipe.
     std::thread::spawn(move || for _ in lines {});
-    (child, printed)
+    let address_after = |label: &str| -> SocketAddr {
+        let line = printed
+            .lines()
+            .find(|line| line.trim_start().starts_with(label))
+            .unwrap_or_else(|| panic!("no {label} line in {printed}"));
+        line.split_whitespace()
+            .last()
+            .unwrap()
+            .trim_start_matches("http://")
+            .parse()
+            .unwrap_or_else(|_| panic!("no address in {line:?}"))
+    };
+    let listening = Listening {
+        admin: address_after("admin API"),
+        executor: address_after("executor"),
+    };
+    (child, printed, listening)
 }
 
 fn terminate(child: &mut Child) {
@@ -146,8 +173,8 @@ fn count_of(run: &Value) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn up_runs_the_demo_jobs_and_a_restart_carries_on() {
     let data = tempfile::tempdir().unwrap();
-    let (bind, executor_bind) = (free_port(), free_port());
-    let (mut first, printed) = up(data.path(), bind, executor_bind);
+    let (mut first, printed, at) = up(data.path(), None);
+    let bind = at.admin;
     assert!(
         printed.contains(&format!("admin API   http://{bind}")),
         "{printed}"
@@ -177,7 +204,7 @@ async fn up_runs_the_demo_jobs_and_a_restart_carries_on() {
     let before = count_of(&api.ended(run).await);
 
     terminate(&mut first);
-    let (mut second, printed) = up(data.path(), bind, executor_bind);
+    let (mut second, printed, _) = up(data.path(), Some(at));
     assert!(printed.contains("cronbox is up"), "{printed}");
     assert_eq!(api.jobs().await, jobs, "the same jobs, none added twice");
     let run = api.trigger(id("counter")).await;
@@ -208,7 +235,7 @@ fn up_refuses_an_address_in_use_clearly() {
         .arg("--data-dir")
         .arg(data.path())
         .args(["--bind", &taken.local_addr().unwrap().to_string()])
-        .args(["--executor-bind", &free_port().to_string()])
+        .args(["--executor-bind", "127.0.0.1:0"])
         .output()
         .unwrap();
     assert!(!output.status.success());
@@ -271,8 +298,8 @@ fn ended(base: &str, token: &str, job: &str, run: i64) -> Value {
 #[test]
 fn a_cli_session_against_cronbox_up() {
     let data = tempfile::tempdir().unwrap();
-    let (bind, executor_bind) = (free_port(), free_port());
-    let (mut stack, _) = up(data.path(), bind, executor_bind);
+    let (mut stack, _, at) = up(data.path(), None);
+    let bind = at.admin;
     let token = std::fs::read_to_string(data.path().join("api-token")).unwrap();
     let (base, token) = (format!("http://{bind}"), token.trim().to_owned());
     let (base, token) = (base.as_str(), token.as_str());

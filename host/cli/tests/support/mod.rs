@@ -1,16 +1,8 @@
-//! What the process tests share: free loopback ports and child processes
-//! that are killed when dropped.
+//! What the process tests share: child processes that are killed when
+//! dropped, and starting one on port 0 to read back where it listens.
 #![allow(dead_code)] // each test file uses its own part of it
 
-use std::net::{SocketAddr, TcpListener};
 use std::process::{Child, Command, Stdio};
-
-/// A loopback address nobody listens on (at the time of asking).
-pub fn free_port() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free loopback port")
-}
 
 /// A child process, SIGKILLed and reaped when dropped.
 #[derive(Debug)]
