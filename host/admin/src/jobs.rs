@@ -249,12 +249,7 @@ impl JobSpec {
             memory_bytes: self.memory_bytes,
             retry_count: self.retry_count,
             retry_interval_ms: self.retry_interval_ms,
-            children: self
-                .children
-                .iter()
-                .map(|id| id.to_string())
-                .collect::<Vec<_>>()
-                .join(","),
+            children: unique_children(&self.children)?,
             param: self.param.clone(),
             enabled: false,
             next_fire_at_ms: None,
@@ -309,10 +304,31 @@ pub fn schedule_of(job: &JobRow) -> Result<Schedule, ScheduleError> {
 
 /// The child job ids of a stored job.
 pub fn children_of(job: &JobRow) -> Vec<i64> {
-    job.children
-        .split(',')
-        .filter_map(|id| id.trim().parse().ok())
-        .collect()
+    job.children.clone()
+}
+
+/// Most children a job may have: each success writes one run per child.
+pub const MAX_CHILDREN: usize = 32;
+
+/// A job's children as given, each once (in the order of first mention),
+/// refused beyond [`MAX_CHILDREN`].
+fn unique_children(children: &[i64]) -> Result<Vec<i64>, InvalidJob> {
+    let mut seen = std::collections::HashSet::new();
+    let unique: Vec<i64> = children
+        .iter()
+        .copied()
+        .filter(|id| seen.insert(*id))
+        .collect();
+    if unique.len() > MAX_CHILDREN {
+        return Err(invalid(
+            "children",
+            format!(
+                "{} children; a job may have at most {MAX_CHILDREN}",
+                unique.len()
+            ),
+        ));
+    }
+    Ok(unique)
 }
 
 /// The first cycle the child links would form if job `id` had `children`,

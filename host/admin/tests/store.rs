@@ -30,7 +30,7 @@ fn job() -> JobRow {
         memory_bytes: 1 << 20,
         retry_count: 0,
         retry_interval_ms: 0,
-        children: String::new(),
+        children: Vec::new(),
         param: String::new(),
         enabled: true,
         next_fire_at_ms: Some(1_000),
@@ -433,6 +433,175 @@ on_both_engines! {
         postgres_registry_lists_live_executors_in_order => registry;
     sqlite_state_commits_conflict_and_stops_cancel,
         postgres_state_commits_conflict_and_stops_cancel => state_conflicts_and_cancellation;
+    sqlite_child_links_are_unique_ordered_and_never_a_cycle,
+        postgres_child_links_are_unique_ordered_and_never_a_cycle => child_links;
+    sqlite_manual_group_addresses_keep_their_order,
+        postgres_manual_group_addresses_keep_their_order => group_addresses;
+}
+
+/// Children are rows: kept in order, each once, found from the child's
+/// side, and a write that would close a cycle is refused inside its own
+/// transaction, even when two updates race to close one between them.
+async fn child_links(store: &Store) {
+    let a = store.insert_job(&job(), 0).await.unwrap();
+    let b = store.insert_job(&job(), 0).await.unwrap();
+    let c = store.insert_job(&job(), 0).await.unwrap();
+    let with_children = |children: Vec<i64>| JobRow { children, ..job() };
+    assert!(
+        store
+            .update_job(a, &with_children(vec![c, b, c]), None, 1)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store.job(a).await.unwrap().unwrap().children,
+        [c, b],
+        "in order, once each"
+    );
+    let parents: Vec<i64> = store
+        .parents_of(b)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| p.0)
+        .collect();
+    assert_eq!(parents, [a]);
+    // b -> a would close a -> b -> a: refused, and b keeps no child.
+    let refused = store.update_job(b, &with_children(vec![a]), None, 2).await;
+    assert!(
+        matches!(refused, Err(StoreError::ChildCycle(id)) if id == b),
+        "{refused:?}"
+    );
+    assert!(store.job(b).await.unwrap().unwrap().children.is_empty());
+    // Two updates that each add one link of a new cycle, at once: one
+    // wins, the other is refused.
+    let (d, e) = (
+        store.insert_job(&job(), 0).await.unwrap(),
+        store.insert_job(&job(), 0).await.unwrap(),
+    );
+    let (d_to_e, e_to_d) = (with_children(vec![e]), with_children(vec![d]));
+    let (first, second) = tokio::join!(
+        store.update_job(d, &d_to_e, None, 3),
+        store.update_job(e, &e_to_d, None, 3),
+    );
+    let outcomes = [first.is_ok(), second.is_ok()];
+    assert_eq!(
+        outcomes.iter().filter(|ok| **ok).count(),
+        1,
+        "exactly one of two racing links stands: {first:?} {second:?}"
+    );
+    // A deleted parent takes its links with it.
+    assert!(store.delete_job(a).await.unwrap());
+    assert!(store.parents_of(b).await.unwrap().is_empty());
+}
+
+/// A MANUAL group's addresses come back in the order given, each once.
+async fn group_addresses(store: &Store) {
+    let given = [
+        "http://b:1".to_owned(),
+        "http://a:1".to_owned(),
+        "http://b:1".to_owned(),
+    ];
+    store.put_group("pinned", "MANUAL", &given).await.unwrap();
+    assert_eq!(
+        store.group_addresses("pinned", 0).await.unwrap(),
+        ["http://b:1", "http://a:1"]
+    );
+    store
+        .put_group("pinned", "MANUAL", &given[1..2])
+        .await
+        .unwrap();
+    let groups = store.groups().await.unwrap();
+    let pinned = groups.iter().find(|group| group.0 == "pinned").unwrap();
+    assert_eq!(pinned.2, ["http://a:1"], "replaced, not added to");
+}
+
+/// Applies the migration files of one engine numbered from `from` and
+/// below `before`.
+async fn migrate(pool: &sqlx::AnyPool, engine: &str, from: &str, before: &str) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("migrations")
+        .join(engine);
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| {
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            from <= name.as_str() && name.as_str() < before
+        })
+        .collect();
+    files.sort();
+    for file in files {
+        let sql = std::fs::read_to_string(&file).unwrap();
+        sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+            .execute(pool)
+            .await
+            .unwrap();
+    }
+}
+
+/// Migration 0006 turns comma-joined lists into rows and loses nothing:
+/// each element once, in order, spaces trimmed, empty lists empty.
+async fn lists_become_rows(pool: &sqlx::AnyPool, engine: &str) {
+    migrate(pool, engine, "0001", "0006").await;
+    sqlx::raw_sql(
+        "INSERT INTO job (group_name, name, module_digest, schedule_type, children, created_at_ms, \
+         updated_at_ms) VALUES ('default', 'p', 'd', 'NONE', '3, 2,3,', 0, 0), \
+         ('default', 'q', 'd', 'NONE', '', 0, 0); \
+         INSERT INTO module_version (tenant, name, version, digest, labels, created_at_ms) \
+         VALUES ('default', 'm', 1, 'd1', 'stable,canary', 0), ('default', 'm', 2, 'd2', '', 0); \
+         INSERT INTO executor_group (name, address_type, addresses) \
+         VALUES ('pinned', 'MANUAL', 'http://b:1,http://a:1');",
+    )
+    .execute(pool)
+    .await
+    .unwrap();
+    migrate(pool, engine, "0006", "0007").await;
+    let rows = |sql: &'static str| async move {
+        use sqlx::Row as _;
+        sqlx::query(sql)
+            .fetch_all(pool)
+            .await
+            .unwrap()
+            .iter()
+            .map(|row| format!("{}:{}", row.get::<String, _>(0), row.get::<String, _>(1)))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        rows(
+            "SELECT CAST(job_id AS TEXT), CAST(child_id AS TEXT) FROM job_child ORDER BY position"
+        )
+        .await,
+        ["1:3", "1:2"]
+    );
+    assert_eq!(
+        rows("SELECT label, CAST(version AS TEXT) FROM module_label ORDER BY label").await,
+        ["canary:1", "stable:1"]
+    );
+    assert_eq!(
+        rows(
+            "SELECT g.name, a.address FROM group_address a \
+             JOIN executor_group g ON g.id = a.group_id ORDER BY a.position"
+        )
+        .await,
+        ["pinned:http://b:1", "pinned:http://a:1"]
+    );
+}
+
+#[tokio::test]
+async fn sqlite_lists_become_rows_in_migration_6() {
+    sqlx::any::install_default_drivers();
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}?mode=rwc", dir.path().join("old.db").display());
+    lists_become_rows(&sqlx::AnyPool::connect(&url).await.unwrap(), "sqlite").await;
+}
+
+#[tokio::test]
+async fn postgres_lists_become_rows_in_migration_6() {
+    sqlx::any::install_default_drivers();
+    let server = PostgresServer::start();
+    let pool = sqlx::AnyPool::connect(&server.url()).await.unwrap();
+    lists_become_rows(&pool, "postgres").await;
 }
 
 /// Two runs of one job that read the same state: the first commit wins,

@@ -482,12 +482,6 @@ pub fn job(args: JobArgs) -> anyhow::Result<()> {
                 let mut body = client.get(&format!("/api/v1/jobs/{id}")).await?;
                 // The stored job as a definition, then the changes on top.
                 body["group"] = body["group_name"].clone();
-                body["children"] = json!(
-                    cell(&body["children"])
-                        .split(',')
-                        .filter_map(|id| id.trim().parse::<i64>().ok())
-                        .collect::<Vec<_>>()
-                );
                 if let Some(name) = body["module_name"].as_str() {
                     body["module"] = match body["module_version"].as_i64() {
                         Some(version) => format!("{name}@{version}").into(),

@@ -639,6 +639,11 @@ async fn bad_input_is_refused_with_the_field_named_and_nothing_stored() {
             "no module",
         ),
         (json!({ "children": [999] }), "children", "does not exist"),
+        (
+            json!({ "children": (1000..1033).collect::<Vec<i64>>() }),
+            "children",
+            "at most 32",
+        ),
     ];
     for (overrides, field, message) in cases {
         let mut spec = json!({ "name": "bad", "module_digest": hello });
@@ -1112,7 +1117,7 @@ async fn a_saved_child_cycle_is_refused() {
     let (_, stored) = cluster
         .call(reqwest::Method::GET, &format!("/api/v1/jobs/{a}"), None)
         .await;
-    assert_eq!(stored["children"], "", "nothing was changed");
+    assert_eq!(stored["children"], json!([]), "nothing was changed");
     // A job that is its own child is a cycle too.
     let (status, _) = cluster
         .call(

@@ -222,6 +222,14 @@ impl IntoResponse for Failure {
 
 impl From<StoreError> for Failure {
     fn from(error: StoreError) -> Self {
+        if let StoreError::ChildCycle(_) = error {
+            return Failure::new(
+                StatusCode::BAD_REQUEST,
+                ErrorCode::InvalidJob,
+                error.to_string(),
+            )
+            .field("children");
+        }
         tracing::error!(%error, "store error");
         // The detail (database text) stays in the admin's log.
         Failure::new(

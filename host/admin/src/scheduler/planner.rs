@@ -133,7 +133,7 @@ mod tests {
             memory_bytes: 1 << 20,
             retry_count: 0,
             retry_interval_ms: 0,
-            children: String::new(),
+            children: Vec::new(),
             param: String::new(),
             enabled: true,
             next_fire_at_ms: None,

@@ -6,13 +6,14 @@ use super::*;
 impl Store {
     /// Inserts a validated job; returns its id.
     pub async fn insert_job(&self, job: &JobRow, now_ms: i64) -> Result<i64, StoreError> {
+        let mut tx = self.writer.begin().await?;
         let row = sqlx::query(
             "INSERT INTO job (tenant, group_name, name, module_digest, schedule_type, schedule_conf, \
              time_zone, misfire, misfire_threshold_ms, route, block_strategy, max_concurrency, \
-             timeout_ms, fuel, memory_bytes, retry_count, retry_interval_ms, children, param, \
+             timeout_ms, fuel, memory_bytes, retry_count, retry_interval_ms, param, \
              enabled, next_fire_at_ms, module_name, module_version, alarm_url, created_at_ms, \
              updated_at_ms, fresh_instance) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \
-             $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $25, $26) \
+             $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $24, $25) \
              RETURNING id",
         )
         .bind(&job.tenant)
@@ -32,7 +33,6 @@ impl Store {
         .bind(job.memory_bytes)
         .bind(job.retry_count)
         .bind(job.retry_interval_ms)
-        .bind(&job.children)
         .bind(&job.param)
         .bind(i64::from(job.enabled))
         .bind(job.next_fire_at_ms)
@@ -41,13 +41,20 @@ impl Store {
         .bind(&job.alarm_url)
         .bind(now_ms)
         .bind(i64::from(job.fresh_instance))
-        .fetch_one(&self.writer)
+        .fetch_one(&mut *tx)
         .await?;
-        Ok(row.try_get("id")?)
+        let id: i64 = row.try_get("id")?;
+        // A new job cannot close a cycle: nothing names it yet.
+        write_children(&mut tx, id, &job.children).await?;
+        tx.commit().await?;
+        Ok(id)
     }
 
     /// Replaces a job's definition (keeping whether it is enabled); its next
-    /// fire is `next_fire_at_ms`.
+    /// fire is `next_fire_at_ms`. Its children are checked for a cycle in
+    /// the same transaction, after every other writer of child links
+    /// (SQLite's single writer; a transaction lock on PostgreSQL), so two
+    /// concurrent updates cannot close a cycle between them.
     pub async fn update_job(
         &self,
         id: i64,
@@ -55,13 +62,20 @@ impl Store {
         next_fire_at_ms: Option<i64>,
         now_ms: i64,
     ) -> Result<bool, StoreError> {
+        let mut tx = self.writer.begin().await?;
+        if self.backend == Backend::Postgres {
+            sqlx::query("SELECT pg_advisory_xact_lock($1)")
+                .bind(CHILD_LINKS_LOCK)
+                .execute(&mut *tx)
+                .await?;
+        }
         let done = sqlx::query(
             "UPDATE job SET group_name = $1, name = $2, module_digest = $3, schedule_type = $4, \
              schedule_conf = $5, time_zone = $6, misfire = $7, misfire_threshold_ms = $8, route = $9, \
              block_strategy = $10, max_concurrency = $11, timeout_ms = $12, fuel = $13, \
-             memory_bytes = $14, retry_count = $15, retry_interval_ms = $16, children = $17, \
-             param = $18, next_fire_at_ms = $19, updated_at_ms = $20, module_name = $22, \
-             module_version = $23, alarm_url = $24, fresh_instance = $25 WHERE id = $21",
+             memory_bytes = $14, retry_count = $15, retry_interval_ms = $16, \
+             param = $17, next_fire_at_ms = $18, updated_at_ms = $19, module_name = $21, \
+             module_version = $22, alarm_url = $23, fresh_instance = $24 WHERE id = $20",
         )
         .bind(&job.group_name)
         .bind(&job.name)
@@ -79,7 +93,6 @@ impl Store {
         .bind(job.memory_bytes)
         .bind(job.retry_count)
         .bind(job.retry_interval_ms)
-        .bind(&job.children)
         .bind(&job.param)
         .bind(next_fire_at_ms)
         .bind(now_ms)
@@ -88,9 +101,18 @@ impl Store {
         .bind(job.module_version)
         .bind(&job.alarm_url)
         .bind(i64::from(job.fresh_instance))
-        .execute(&self.writer)
+        .execute(&mut *tx)
         .await?;
-        Ok(done.rows_affected() == 1)
+        if done.rows_affected() != 1 {
+            return Ok(false);
+        }
+        write_children(&mut tx, id, &job.children).await?;
+        if closes_cycle(&mut tx, id).await? {
+            tx.rollback().await?;
+            return Err(StoreError::ChildCycle(id));
+        }
+        tx.commit().await?;
+        Ok(true)
     }
 
     /// A job by id.
@@ -103,13 +125,20 @@ impl Store {
         .bind(id)
         .fetch_optional(&self.pool)
         .await?;
-        Ok(row.as_ref().map(job_from_row).transpose()?)
+        let mut jobs: Vec<JobRow> = row
+            .as_ref()
+            .map(job_from_row)
+            .transpose()?
+            .into_iter()
+            .collect();
+        attach_children(&mut *self.pool.acquire().await?, &mut jobs).await?;
+        Ok(jobs.pop())
     }
 
     /// The jobs among `ids` that exist, read in as few queries as the
     /// engines' parameter limits allow.
     pub async fn jobs_by_id(&self, ids: &[i64]) -> Result<HashMap<i64, JobRow>, StoreError> {
-        let mut jobs = HashMap::with_capacity(ids.len());
+        let mut found = Vec::with_capacity(ids.len());
         for chunk in ids.chunks(IN_LIST_CHUNK) {
             let sql = format!(
                 concat!("SELECT ", job_columns!(), " FROM job WHERE id IN ({})"),
@@ -120,11 +149,11 @@ impl Store {
                 query = query.bind(*id);
             }
             for row in query.fetch_all(&self.pool).await? {
-                let job = job_from_row(&row)?;
-                jobs.insert(job.id, job);
+                found.push(job_from_row(&row)?);
             }
         }
-        Ok(jobs)
+        attach_children(&mut *self.pool.acquire().await?, &mut found).await?;
+        Ok(found.into_iter().map(|job| (job.id, job)).collect())
     }
 
     /// A page of jobs by `filter`, in id order (an indexed read of one
@@ -169,16 +198,22 @@ impl Store {
             query = query.bind(after);
         }
         let rows = query.bind(filter.limit).fetch_all(&self.pool).await?;
-        Ok(rows.iter().map(job_from_row).collect::<Result<_, _>>()?)
+        let mut jobs = rows
+            .iter()
+            .map(job_from_row)
+            .collect::<Result<Vec<_>, _>>()?;
+        attach_children(&mut *self.pool.acquire().await?, &mut jobs).await?;
+        Ok(jobs)
     }
 
     /// The jobs that name `id` among their children: (id, name).
     pub async fn parents_of(&self, id: i64) -> Result<Vec<(i64, String)>, StoreError> {
         Ok(
             sqlx::query(
-                "SELECT id, name FROM job WHERE ',' || children || ',' LIKE $1 ORDER BY id",
+                "SELECT job.id AS id, job.name AS name FROM job_child \
+                 JOIN job ON job.id = job_child.job_id WHERE job_child.child_id = $1 ORDER BY job.id",
             )
-            .bind(format!("%,{id},%"))
+            .bind(id)
             .fetch_all(&self.pool)
             .await?
             .iter()
@@ -192,7 +227,12 @@ impl Store {
         let rows = sqlx::query(concat!("SELECT ", job_columns!(), " FROM job ORDER BY id"))
             .fetch_all(&self.pool)
             .await?;
-        Ok(rows.iter().map(job_from_row).collect::<Result<_, _>>()?)
+        let mut jobs = rows
+            .iter()
+            .map(job_from_row)
+            .collect::<Result<Vec<_>, _>>()?;
+        attach_children(&mut *self.pool.acquire().await?, &mut jobs).await?;
+        Ok(jobs)
     }
 
     /// Starts or stops a job, setting its next fire.
@@ -278,6 +318,10 @@ impl Store {
             .bind(id)
             .execute(&mut *tx)
             .await?;
+        sqlx::query("DELETE FROM job_child WHERE job_id = $1")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
         let deleted = sqlx::query("DELETE FROM job WHERE id = $1")
             .bind(id)
             .execute(&mut *tx)
@@ -299,13 +343,14 @@ impl Store {
         .bind(limit)
         .fetch_all(&self.pool)
         .await?;
-        let (jobs, corrupt) = decode_due_jobs(&rows);
+        let (mut jobs, corrupt) = decode_due_jobs(&rows);
         for id in corrupt {
             sqlx::query("UPDATE job SET enabled = 0, next_fire_at_ms = NULL WHERE id = $1")
                 .bind(id)
                 .execute(&self.writer)
                 .await?;
         }
+        attach_children(&mut *self.pool.acquire().await?, &mut jobs).await?;
         Ok(jobs)
     }
 
@@ -369,7 +414,8 @@ impl Store {
         .fetch_all(&mut *tx)
         .await?;
         let mut claimed = Vec::with_capacity(rows.len());
-        let (jobs, corrupt) = decode_due_jobs(&rows);
+        let (mut jobs, corrupt) = decode_due_jobs(&rows);
+        attach_children(&mut tx, &mut jobs).await?;
         for id in corrupt {
             sqlx::query("UPDATE job SET enabled = 0, next_fire_at_ms = NULL WHERE id = $1")
                 .bind(id)
@@ -464,4 +510,80 @@ impl Store {
         tx.commit().await?;
         Ok(())
     }
+}
+
+/// The PostgreSQL transaction lock every writer of child links takes, so
+/// that cycle checks see each other's links.
+const CHILD_LINKS_LOCK: i64 = 0x6372_6f6e_6368_6c64; // "cronchld"
+
+/// Replaces job `id`'s child links with `children`, in order.
+async fn write_children(
+    conn: &mut sqlx::AnyConnection,
+    id: i64,
+    children: &[i64],
+) -> Result<(), StoreError> {
+    sqlx::query("DELETE FROM job_child WHERE job_id = $1")
+        .bind(id)
+        .execute(&mut *conn)
+        .await?;
+    for (position, child) in children.iter().enumerate() {
+        sqlx::query(
+            "INSERT INTO job_child (job_id, position, child_id) VALUES ($1, $2, $3) \
+             ON CONFLICT (job_id, child_id) DO NOTHING",
+        )
+        .bind(id)
+        .bind(position as i64)
+        .bind(*child)
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(())
+}
+
+/// Whether job `id` is reachable from its own children.
+async fn closes_cycle(conn: &mut sqlx::AnyConnection, id: i64) -> Result<bool, StoreError> {
+    Ok(sqlx::query(
+        "WITH RECURSIVE reach(job_id) AS ( \
+             SELECT child_id FROM job_child WHERE job_id = $1 \
+             UNION SELECT job_child.child_id FROM job_child \
+             JOIN reach ON job_child.job_id = reach.job_id \
+         ) SELECT 1 AS found FROM reach WHERE job_id = $1 LIMIT 1",
+    )
+    .bind(id)
+    .fetch_optional(&mut *conn)
+    .await?
+    .is_some())
+}
+
+/// Fills each job's children from `job_child`, in one query per chunk.
+async fn attach_children(
+    conn: &mut sqlx::AnyConnection,
+    jobs: &mut [JobRow],
+) -> Result<(), StoreError> {
+    if jobs.is_empty() {
+        return Ok(());
+    }
+    let index: HashMap<i64, usize> = jobs
+        .iter()
+        .enumerate()
+        .map(|(i, job)| (job.id, i))
+        .collect();
+    let ids: Vec<i64> = jobs.iter().map(|job| job.id).collect();
+    for chunk in ids.chunks(IN_LIST_CHUNK) {
+        let sql = format!(
+            "SELECT job_id, child_id FROM job_child WHERE job_id IN ({}) ORDER BY job_id, position",
+            placeholders(chunk.len())
+        );
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for id in chunk {
+            query = query.bind(*id);
+        }
+        for row in query.fetch_all(&mut *conn).await? {
+            let job_id: i64 = row.try_get("job_id")?;
+            if let Some(at) = index.get(&job_id) {
+                jobs[*at].children.push(row.try_get("child_id")?);
+            }
+        }
+    }
+    Ok(())
 }

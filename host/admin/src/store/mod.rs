@@ -61,6 +61,10 @@ pub enum StoreError {
     Database(#[from] sqlx::Error),
     #[error("database migration failed: {0}")]
     Migration(#[from] sqlx::migrate::MigrateError),
+    /// Job {0}'s children would lead back to it (found when writing, so a
+    /// concurrent update cannot slip one past the check before it).
+    #[error("child jobs would form a cycle through job {0}")]
+    ChildCycle(i64),
 }
 
 /// Which engine the store runs on.

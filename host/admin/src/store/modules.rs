@@ -30,55 +30,77 @@ pub struct ModuleVersion {
 
 macro_rules! module_version_columns {
     () => {
-        "name, version, digest, labels, note, created_at_ms"
+        "name, version, digest, note, created_at_ms"
     };
 }
 
+/// A version without its labels (see [`attach_labels`]).
 fn module_version_from_row(row: &AnyRow) -> Result<ModuleVersion, sqlx::Error> {
-    let labels: String = row.try_get("labels")?;
     Ok(ModuleVersion {
         name: row.try_get("name")?,
         version: row.try_get("version")?,
         digest: row.try_get("digest")?,
-        labels: labels
-            .split(',')
-            .filter(|label| !label.is_empty())
-            .map(str::to_owned)
-            .collect(),
+        labels: Vec::new(),
         note: row.try_get("note")?,
         created_at_ms: row.try_get("created_at_ms")?,
     })
 }
 
-/// Takes `label` off every version of module `name`.
-async fn remove_label(
+/// Puts `label` on version `version` of module `name`, taking it off
+/// whichever version had it.
+async fn put_label(
     conn: &mut sqlx::AnyConnection,
     tenant: &str,
     name: &str,
+    version: i64,
     label: &str,
 ) -> Result<(), StoreError> {
-    let rows = sqlx::query(
-        "SELECT version, labels FROM module_version WHERE tenant = $1 AND name = $2 \
-         AND labels <> ''",
+    sqlx::query(
+        "INSERT INTO module_label (tenant, name, label, version) VALUES ($1, $2, $3, $4) \
+         ON CONFLICT (tenant, name, label) DO UPDATE SET version = excluded.version",
     )
     .bind(tenant)
     .bind(name)
+    .bind(label)
+    .bind(version)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// Fills the labels of `versions` (each a `(tenant, version)`) from
+/// `module_label`: the labels of `tenant`'s modules (every tenant's when
+/// empty), in one query.
+async fn attach_labels(
+    conn: &mut sqlx::AnyConnection,
+    tenant: &str,
+    versions: &mut [(String, ModuleVersion)],
+) -> Result<(), StoreError> {
+    if versions.is_empty() {
+        return Ok(());
+    }
+    let rows = sqlx::query(
+        "SELECT tenant, name, version, label FROM module_label \
+         WHERE ($1 = '' OR tenant = $1) ORDER BY label",
+    )
+    .bind(tenant)
     .fetch_all(&mut *conn)
     .await?;
+    let mut index: HashMap<(String, String, i64), Vec<String>> = HashMap::new();
     for row in rows {
-        let labels: String = row.try_get("labels")?;
-        if labels.split(',').any(|l| l == label) {
-            let kept: Vec<&str> = labels.split(',').filter(|l| *l != label).collect();
-            sqlx::query(
-                "UPDATE module_version SET labels = $1 WHERE tenant = $2 AND name = $3 \
-                 AND version = $4",
-            )
-            .bind(kept.join(","))
-            .bind(tenant)
-            .bind(name)
-            .bind(row.try_get::<i64, _>("version")?)
-            .execute(&mut *conn)
-            .await?;
+        index
+            .entry((
+                row.try_get("tenant")?,
+                row.try_get("name")?,
+                row.try_get("version")?,
+            ))
+            .or_default()
+            .push(row.try_get("label")?);
+    }
+    for (tenant, version) in versions.iter_mut() {
+        if let Some(labels) = index.remove(&(tenant.clone(), version.name.clone(), version.version))
+        {
+            version.labels = labels;
         }
     }
     Ok(())
@@ -179,19 +201,14 @@ impl Store {
             return Ok((latest.clone(), 0));
         }
         let version = latest.map_or(1, |latest| latest.version + 1);
-        for label in labels {
-            // A label names one version: move it here.
-            remove_label(&mut tx, tenant, name, label).await?;
-        }
         sqlx::query(
-            "INSERT INTO module_version (tenant, name, version, digest, labels, note, created_at_ms) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            "INSERT INTO module_version (tenant, name, version, digest, note, created_at_ms) \
+             VALUES ($1, $2, $3, $4, $5, $6)",
         )
         .bind(tenant)
         .bind(name)
         .bind(version)
         .bind(digest)
-        .bind(labels.join(","))
         .bind(note)
         .bind(now_ms)
         .execute(&mut *tx)
@@ -207,6 +224,20 @@ impl Store {
         .bind(version - keep as i64)
         .execute(&mut *tx)
         .await?;
+        // Labels go with the versions they were on.
+        sqlx::query(
+            "DELETE FROM module_label WHERE tenant = $1 AND name = $2 AND NOT EXISTS \
+             (SELECT 1 FROM module_version v WHERE v.tenant = module_label.tenant \
+             AND v.name = module_label.name AND v.version = module_label.version)",
+        )
+        .bind(tenant)
+        .bind(name)
+        .execute(&mut *tx)
+        .await?;
+        // A label names one version: those given move here.
+        for label in labels {
+            put_label(&mut tx, tenant, name, version, label).await?;
+        }
         let moved = sqlx::query(
             "UPDATE job SET module_digest = $1, updated_at_ms = $2 WHERE tenant = $3 \
              AND module_name = $4 AND module_version IS NULL",
@@ -247,10 +278,12 @@ impl Store {
         .bind(name)
         .fetch_all(&self.pool)
         .await?;
-        Ok(rows
+        let mut versions = rows
             .iter()
-            .map(module_version_from_row)
-            .collect::<Result<_, _>>()?)
+            .map(|row| Ok((tenant.to_owned(), module_version_from_row(row)?)))
+            .collect::<Result<Vec<_>, sqlx::Error>>()?;
+        attach_labels(&mut *self.pool.acquire().await?, tenant, &mut versions).await?;
+        Ok(versions.into_iter().map(|(_, version)| version).collect())
     }
 
     /// The latest version of each module of `tenant` (every tenant's when
@@ -269,10 +302,17 @@ impl Store {
         .bind(tenant.unwrap_or(""))
         .fetch_all(&self.pool)
         .await?;
-        rows.iter()
+        let mut versions = rows
+            .iter()
             .map(|row| Ok((row.try_get("tenant")?, module_version_from_row(row)?)))
-            .collect::<Result<_, sqlx::Error>>()
-            .map_err(StoreError::from)
+            .collect::<Result<Vec<_>, sqlx::Error>>()?;
+        attach_labels(
+            &mut *self.pool.acquire().await?,
+            tenant.unwrap_or(""),
+            &mut versions,
+        )
+        .await?;
+        Ok(versions)
     }
 
     /// Puts `label` on version `version` of module `name` (taking it off
@@ -285,31 +325,20 @@ impl Store {
         label: &str,
     ) -> Result<bool, StoreError> {
         let mut tx = self.writer.begin().await?;
-        remove_label(&mut tx, tenant, name, label).await?;
-        let Some(row) = sqlx::query(
-            "SELECT labels FROM module_version WHERE tenant = $1 AND name = $2 AND version = $3",
+        let exists = sqlx::query(
+            "SELECT 1 AS one FROM module_version WHERE tenant = $1 AND name = $2 AND version = $3",
         )
         .bind(tenant)
         .bind(name)
         .bind(version)
         .fetch_optional(&mut *tx)
         .await?
-        else {
+        .is_some();
+        if !exists {
             tx.rollback().await?;
             return Ok(false);
-        };
-        let labels: String = row.try_get("labels")?;
-        let mut labels: Vec<&str> = labels.split(',').filter(|l| !l.is_empty()).collect();
-        labels.push(label);
-        sqlx::query(
-            "UPDATE module_version SET labels = $1 WHERE tenant = $2 AND name = $3 AND version = $4",
-        )
-        .bind(labels.join(","))
-        .bind(tenant)
-        .bind(name)
-        .bind(version)
-        .execute(&mut *tx)
-        .await?;
+        }
+        put_label(&mut tx, tenant, name, version, label).await?;
         tx.commit().await?;
         Ok(true)
     }

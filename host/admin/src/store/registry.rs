@@ -22,7 +22,7 @@ impl Store {
         .await?;
         // An executor registering in a group makes it known (AUTO).
         sqlx::query(
-            "INSERT INTO executor_group (name, address_type, addresses) VALUES ($1, 'AUTO', '') \
+            "INSERT INTO executor_group (name, address_type) VALUES ($1, 'AUTO') \
              ON CONFLICT (tenant, name) DO NOTHING",
         )
         .bind(group)
@@ -98,21 +98,24 @@ impl Store {
         group: &str,
         alive_since_ms: i64,
     ) -> Result<Vec<String>, StoreError> {
-        let manual: Option<(String, String)> =
-            sqlx::query("SELECT address_type, addresses FROM executor_group WHERE name = $1")
+        let kind: Option<String> =
+            sqlx::query("SELECT address_type FROM executor_group WHERE name = $1")
                 .bind(group)
                 .fetch_optional(&self.pool)
                 .await?
-                .map(|row| (row.get("address_type"), row.get("addresses")));
-        if let Some((kind, addresses)) = manual
-            && kind == "MANUAL"
-        {
-            return Ok(addresses
-                .split(',')
-                .map(str::trim)
-                .filter(|a| !a.is_empty())
-                .map(str::to_owned)
-                .collect());
+                .map(|row| row.try_get("address_type"))
+                .transpose()?;
+        if kind.as_deref() == Some("MANUAL") {
+            return Ok(sqlx::query(
+                "SELECT a.address AS address FROM group_address a \
+                 JOIN executor_group g ON g.id = a.group_id WHERE g.name = $1 ORDER BY a.position",
+            )
+            .bind(group)
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(|row| row.try_get("address"))
+            .collect::<Result<_, _>>()?);
         }
         let mut addresses: Vec<String> = sqlx::query(
             "SELECT address FROM registry WHERE group_name = $1 AND updated_at_ms >= $2",
@@ -136,39 +139,62 @@ impl Store {
         address_type: &str,
         addresses: &[String],
     ) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO executor_group (name, address_type, addresses) VALUES ($1, $2, $3) \
-             ON CONFLICT (tenant, name) DO UPDATE SET address_type = excluded.address_type, \
-             addresses = excluded.addresses",
+        let mut tx = self.writer.begin().await?;
+        let group_id: i64 = sqlx::query(
+            "INSERT INTO executor_group (name, address_type) VALUES ($1, $2) \
+             ON CONFLICT (tenant, name) DO UPDATE SET address_type = excluded.address_type \
+             RETURNING id",
         )
         .bind(name)
         .bind(address_type)
-        .bind(addresses.join(","))
-        .execute(&self.writer)
-        .await?;
+        .fetch_one(&mut *tx)
+        .await?
+        .try_get("id")?;
+        sqlx::query("DELETE FROM group_address WHERE group_id = $1")
+            .bind(group_id)
+            .execute(&mut *tx)
+            .await?;
+        for (position, address) in addresses.iter().enumerate() {
+            sqlx::query(
+                "INSERT INTO group_address (group_id, position, address) VALUES ($1, $2, $3) \
+                 ON CONFLICT (group_id, address) DO NOTHING",
+            )
+            .bind(group_id)
+            .bind(position as i64)
+            .bind(address)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
         Ok(())
     }
 
     /// Every configured group: (name, address type, manual addresses).
     pub async fn groups(&self) -> Result<Vec<(String, String, Vec<String>)>, StoreError> {
+        let mut addresses: HashMap<i64, Vec<String>> = HashMap::new();
+        for row in sqlx::query("SELECT group_id, address FROM group_address ORDER BY position")
+            .fetch_all(&self.pool)
+            .await?
+        {
+            addresses
+                .entry(row.try_get("group_id")?)
+                .or_default()
+                .push(row.try_get("address")?);
+        }
         Ok(
-            sqlx::query("SELECT name, address_type, addresses FROM executor_group ORDER BY name")
+            sqlx::query("SELECT id, name, address_type FROM executor_group ORDER BY name")
                 .fetch_all(&self.pool)
                 .await?
                 .iter()
                 .map(|row| {
-                    let addresses: String = row.get("addresses");
-                    (
-                        row.get("name"),
-                        row.get("address_type"),
-                        addresses
-                            .split(',')
-                            .filter(|a| !a.is_empty())
-                            .map(str::to_owned)
-                            .collect(),
-                    )
+                    let id: i64 = row.try_get("id")?;
+                    Ok((
+                        row.try_get("name")?,
+                        row.try_get("address_type")?,
+                        addresses.remove(&id).unwrap_or_default(),
+                    ))
                 })
-                .collect(),
+                .collect::<Result<_, sqlx::Error>>()?,
         )
     }
 

@@ -23,7 +23,9 @@ pub struct JobRow {
     pub memory_bytes: i64,
     pub retry_count: i64,
     pub retry_interval_ms: i64,
-    pub children: String,
+    /// The jobs triggered after each success, in order (rows of
+    /// `job_child`, read with the job).
+    pub children: Vec<i64>,
     pub param: String,
     pub enabled: bool,
     pub next_fire_at_ms: Option<i64>,
@@ -43,7 +45,7 @@ macro_rules! job_columns {
     () => {
         "id, tenant, group_name, name, module_digest, schedule_type, schedule_conf, time_zone, \
          misfire, misfire_threshold_ms, route, block_strategy, max_concurrency, timeout_ms, fuel, \
-         memory_bytes, retry_count, retry_interval_ms, children, param, enabled, next_fire_at_ms, \
+         memory_bytes, retry_count, retry_interval_ms, param, enabled, next_fire_at_ms, \
          module_name, module_version, alarm_url, fresh_instance"
     };
 }
@@ -102,7 +104,7 @@ pub(super) fn job_from_row(row: &AnyRow) -> Result<JobRow, sqlx::Error> {
         memory_bytes: row.try_get("memory_bytes")?,
         retry_count: row.try_get("retry_count")?,
         retry_interval_ms: row.try_get("retry_interval_ms")?,
-        children: row.try_get("children")?,
+        children: Vec::new(),
         param: row.try_get("param")?,
         enabled: row.try_get::<i64, _>("enabled")? != 0,
         next_fire_at_ms: row.try_get("next_fire_at_ms")?,
