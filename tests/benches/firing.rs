@@ -157,7 +157,7 @@ async fn round(job_count: usize, seconds: i64, backend: &Backend) {
     let mut unfinished = 0;
     for run in runs.iter().filter(|run| run.kind.as_str() == "schedule") {
         *per_second
-            .entry((run.job_id, run.scheduled_at_ms))
+            .entry((run.job_id.0, run.scheduled_at_ms))
             .or_default() += 1;
         match run.started_at_ms {
             Some(started) if run.status.as_str() == "success" => {
@@ -167,7 +167,10 @@ async fn round(job_count: usize, seconds: i64, backend: &Backend) {
         }
     }
     if std::env::var_os("CRONBOX_BENCH_DEBUG").is_some() {
-        let all: Vec<_> = store.runs_of_job(ids[0]).await.unwrap();
+        let all: Vec<_> = store
+            .runs_of_job(cronbox_admin::store::JobId(ids[0]))
+            .await
+            .unwrap();
         eprintln!(
             "debug: job {} has {} runs; window {begin}..{end}; scheduled {:?}",
             ids[0],

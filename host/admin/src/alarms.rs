@@ -86,7 +86,7 @@ async fn pass(
                 }
                 Err(error) => {
                     metrics.alarm_failures.inc();
-                    tracing::warn!(run = run.id, %url, %error, "alarm not delivered");
+                    tracing::warn!(run = %run.id, %url, %error, "alarm not delivered");
                     (AlarmState::Failed, error)
                 }
             };
@@ -94,7 +94,7 @@ async fn pass(
                 .finish_alarm(run.id, AlarmState::Sending, status, &message)
                 .await
             {
-                tracing::warn!(run = run.id, %error, "cannot record an alarm's outcome");
+                tracing::warn!(run = %run.id, %error, "cannot record an alarm's outcome");
             }
         });
     }

@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use crate::model::MisfirePolicy;
+use crate::model::{JobId, MisfirePolicy};
 use crate::routing::RouteStrategy;
 use crate::schedule::{Schedule, ScheduleError, ScheduleType};
 use crate::store::JobRow;
@@ -56,7 +56,7 @@ pub struct JobSpec {
     pub retry_interval_ms: i64,
     /// Ids of jobs triggered when a run of this one succeeds.
     #[serde(default)]
-    pub children: Vec<i64>,
+    pub children: Vec<JobId>,
     #[serde(default)]
     pub param: String,
     /// A new instance for every run (`init`, `execute`, `destroy` each
@@ -231,7 +231,7 @@ impl JobSpec {
             ));
         }
         let row = JobRow {
-            id: 0,
+            id: JobId::default(),
             tenant: tenant.to_owned(),
             group_name: self.group.clone(),
             name: self.name.clone(),
@@ -303,7 +303,7 @@ pub fn schedule_of(job: &JobRow) -> Result<Schedule, ScheduleError> {
 }
 
 /// The child job ids of a stored job.
-pub fn children_of(job: &JobRow) -> Vec<i64> {
+pub fn children_of(job: &JobRow) -> Vec<JobId> {
     job.children.clone()
 }
 
@@ -312,9 +312,9 @@ pub const MAX_CHILDREN: usize = 32;
 
 /// A job's children as given, each once (in the order of first mention),
 /// refused beyond [`MAX_CHILDREN`].
-fn unique_children(children: &[i64]) -> Result<Vec<i64>, InvalidJob> {
+fn unique_children(children: &[JobId]) -> Result<Vec<JobId>, InvalidJob> {
     let mut seen = std::collections::HashSet::new();
-    let unique: Vec<i64> = children
+    let unique: Vec<JobId> = children
         .iter()
         .copied()
         .filter(|id| seen.insert(*id))
@@ -333,8 +333,8 @@ fn unique_children(children: &[i64]) -> Result<Vec<i64>, InvalidJob> {
 
 /// The first cycle the child links would form if job `id` had `children`,
 /// as the list of job ids around it; `None` if there is none.
-pub fn child_cycle(id: i64, children: &[i64], jobs: &[JobRow]) -> Option<Vec<i64>> {
-    let links: std::collections::HashMap<i64, Vec<i64>> = jobs
+pub fn child_cycle(id: JobId, children: &[JobId], jobs: &[JobRow]) -> Option<Vec<JobId>> {
+    let links: std::collections::HashMap<JobId, Vec<JobId>> = jobs
         .iter()
         .map(|job| {
             (

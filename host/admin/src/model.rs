@@ -105,3 +105,57 @@ named_enum! {
         FireOnceNow => "FIRE_ONCE_NOW",
     }
 }
+
+/// Defines an id newtype over the database's `BIGINT` key: serialized,
+/// parsed (from a path segment) and stored as the bare number, and never
+/// confused with another kind of id.
+macro_rules! id_type {
+    ($(#[$meta:meta])* $name:ident) => {
+        $(#[$meta])*
+        #[derive(
+            Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize,
+            Deserialize, sqlx::Type,
+        )]
+        #[serde(transparent)]
+        #[sqlx(transparent)]
+        pub struct $name(pub i64);
+
+        impl $name {
+            /// The number as the executor protocol carries it.
+            pub fn wire(self) -> u64 {
+                u64::try_from(self.0).unwrap_or_default()
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                self.0.fmt(f)
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = std::num::ParseIntError;
+
+            fn from_str(text: &str) -> Result<Self, Self::Err> {
+                text.parse().map($name)
+            }
+        }
+
+        impl From<u64> for $name {
+            /// From the executor protocol's number.
+            fn from(wire: u64) -> Self {
+                $name(i64::try_from(wire).unwrap_or(i64::MAX))
+            }
+        }
+    };
+}
+
+id_type! {
+    /// A job's id.
+    JobId
+}
+
+id_type! {
+    /// A run's id.
+    RunId
+}

@@ -5,14 +5,14 @@
 use std::collections::HashMap;
 
 use cronbox_admin::store::{
-    AlarmState, DispatchMark, JobRow, NewRun, RunEnd, RunFilter, RunStatus, Store, StoreError,
-    VersionPush,
+    AlarmState, DispatchMark, JobId, JobRow, NewRun, RunEnd, RunFilter, RunId, RunStatus, Store,
+    StoreError, VersionPush,
 };
 use cronbox_tests::PostgresServer;
 
 fn job() -> JobRow {
     JobRow {
-        id: 0,
+        id: JobId(0),
         tenant: "default".into(),
         group_name: "default".into(),
         name: "job".into(),
@@ -41,7 +41,7 @@ fn job() -> JobRow {
     }
 }
 
-fn fire(job_id: i64, at: i64) -> NewRun {
+fn fire(job_id: JobId, at: i64) -> NewRun {
     NewRun {
         job_id,
         kind: cronbox_protocol::TriggerKind::Schedule,
@@ -71,7 +71,7 @@ async fn run_lifecycle(store: &Store) {
         )
         .await
         .unwrap();
-    assert_eq!(claimed, Some(vec![Some(1), Some(2)]));
+    assert_eq!(claimed, Some(vec![Some(RunId(1)), Some(RunId(2))]));
     // A second admin with the same stale view loses the claim.
     let stale = store
         .claim_fires(id, 1_000, Some(3_000), &[fire(id, 1_000)], 10)
@@ -145,7 +145,7 @@ async fn run_lifecycle(store: &Store) {
     let state = store.job_state(id).await.unwrap();
     assert_eq!(
         state.revisions.get("count"),
-        Some(&run),
+        Some(&run.0),
         "a committed key's revision is the run that wrote it"
     );
     let state = state.values;
@@ -180,7 +180,7 @@ async fn run_lifecycle(store: &Store) {
         RunEnd::failed(run, "failed", "again", 70),
         RunEnd::failed(third, "timeout", "slow", 70),
     ];
-    let ended: Vec<Option<i64>> = store
+    let ended: Vec<Option<RunId>> = store
         .finish_runs(&batch)
         .await
         .unwrap()
@@ -221,7 +221,7 @@ async fn run_lifecycle(store: &Store) {
             status: Some(RunStatus::Failed),
             from_ms: Some(2_000),
             to_ms: Some(3_001),
-            before_id: Some(all[0].id + 1),
+            before_id: Some(RunId(all[0].id.0 + 1)),
             limit: 10,
             ..RunFilter::default()
         })
@@ -446,7 +446,7 @@ async fn child_links(store: &Store) {
     let a = store.insert_job(&job(), 0).await.unwrap();
     let b = store.insert_job(&job(), 0).await.unwrap();
     let c = store.insert_job(&job(), 0).await.unwrap();
-    let with_children = |children: Vec<i64>| JobRow { children, ..job() };
+    let with_children = |children: Vec<JobId>| JobRow { children, ..job() };
     assert!(
         store
             .update_job(a, &with_children(vec![c, b, c]), None, 1)
@@ -458,7 +458,7 @@ async fn child_links(store: &Store) {
         [c, b],
         "in order, once each"
     );
-    let parents: Vec<i64> = store
+    let parents: Vec<JobId> = store
         .parents_of(b)
         .await
         .unwrap()
@@ -611,7 +611,7 @@ async fn state_conflicts_and_cancellation(store: &Store) {
     let id = store.insert_job(&job(), 0).await.unwrap();
     let first = store.insert_run(&fire(id, 10_000), 1).await.unwrap();
     let second = store.insert_run(&fire(id, 11_000), 1).await.unwrap();
-    let success = |run: i64, value: &str, base: i64| RunEnd {
+    let success = |run: RunId, value: &str, base: i64| RunEnd {
         run_id: run,
         success: true,
         outcome: "success".into(),
@@ -646,10 +646,13 @@ async fn state_conflicts_and_cancellation(store: &Store) {
         "a conflict is a failure"
     );
     let state = store.job_state(id).await.unwrap();
-    assert_eq!(state.revisions.get("count"), Some(&first));
+    assert_eq!(state.revisions.get("count"), Some(&first.0));
     // A run based on the first's commit commits.
     let third = store.insert_run(&fire(id, 12_000), 1).await.unwrap();
-    let ended = store.finish_run(&success(third, "2", first)).await.unwrap();
+    let ended = store
+        .finish_run(&success(third, "2", first.0))
+        .await
+        .unwrap();
     assert_eq!(ended.unwrap().status, RunStatus::Success);
     assert_eq!(
         store.job_state(id).await.unwrap().values.get("count"),
@@ -729,7 +732,7 @@ async fn state_conflicts_and_cancellation(store: &Store) {
         [(3, 1, 2)],
         "the run that ran after all counts as a success"
     );
-    assert_eq!(store.stop_job(id + 1000, 50).await.unwrap(), None);
+    assert_eq!(store.stop_job(JobId(id.0 + 1000), 50).await.unwrap(), None);
 }
 
 /// A stored value that is not one of its enum's names is a decode error
@@ -813,7 +816,10 @@ async fn a_bad_database_url_is_refused_clearly() {
 async fn leases(a: &Store, b: &Store) {
     let id = a.insert_job(&job(), 0).await.unwrap();
     let run = a.insert_run(&fire(id, 10_000), 10).await.unwrap();
-    assert_eq!(b.take_leases(&[run], 12_000).await.unwrap(), [] as [i64; 0]);
+    assert_eq!(
+        b.take_leases(&[run], 12_000).await.unwrap(),
+        [] as [RunId; 0]
+    );
     assert_eq!(
         a.take_leases(&[run], 12_000).await.unwrap(),
         [run],
@@ -829,11 +835,14 @@ async fn leases(a: &Store, b: &Store) {
         [run],
         "taken over"
     );
-    assert_eq!(a.take_leases(&[run], 23_500).await.unwrap(), [] as [i64; 0]);
+    assert_eq!(
+        a.take_leases(&[run], 23_500).await.unwrap(),
+        [] as [RunId; 0]
+    );
     assert!(b.mark_dispatched(run, "http://e", 23_600).await.unwrap());
     assert_eq!(
         b.take_leases(&[run], 99_000).await.unwrap(),
-        [] as [i64; 0],
+        [] as [RunId; 0],
         "not pending"
     );
 }

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use cronbox_admin::Store;
 use cronbox_admin::store::WRITE_LEASE_MS;
-use cronbox_admin::store::{RunFilter, RunRow};
+use cronbox_admin::store::{JobId, RunFilter, RunId, RunRow};
 use cronbox_example_jobs as jobs;
 use cronbox_tests::until;
 use cronbox_tests::{PostgresServer, WebhookReceiver};
@@ -338,7 +338,7 @@ fn exactly_once(runs: &[RunRow], jobs: &[i64], from: i64, to: i64) {
     let mut fires: HashMap<(i64, i64), Vec<&RunRow>> = HashMap::new();
     for run in runs.iter().filter(|run| run.kind.as_str() == "schedule") {
         fires
-            .entry((run.job_id, run.scheduled_at_ms))
+            .entry((run.job_id.0, run.scheduled_at_ms))
             .or_default()
             .push(run);
     }
@@ -450,7 +450,7 @@ async fn a_killed_admins_fires_are_taken_over() {
     exactly_once(&runs, &ids, from, to);
     // Each fire the dead admin held was dispatched by another admin, once
     // its lease ran out, and ran.
-    let by_id: HashMap<i64, &RunRow> = runs.iter().map(|run| (run.id, run)).collect();
+    let by_id: HashMap<RunId, &RunRow> = runs.iter().map(|run| (run.id, run)).collect();
     for id in &orphaned {
         let run = by_id
             .get(id)
@@ -492,7 +492,7 @@ async fn a_run_on_a_killed_executor_is_lost_and_retried_on_another() {
     let store = Store::connect(&cluster.url).await.unwrap();
     let deadline = Instant::now() + WAIT;
     let executor = loop {
-        let row = store.run(run).await.unwrap().unwrap();
+        let row = store.run(RunId(run)).await.unwrap().unwrap();
         if let (Some(executor), Some(_)) = (&row.executor, row.dispatched_at_ms) {
             break executor.clone();
         }
@@ -507,7 +507,7 @@ async fn a_run_on_a_killed_executor_is_lost_and_retried_on_another() {
     cluster.executors[index].as_mut().unwrap().kill();
     let deadline = Instant::now() + WAIT;
     let (first, retry) = loop {
-        let runs = store.runs_of_job(job).await.unwrap();
+        let runs = store.runs_of_job(JobId(job)).await.unwrap();
         if runs.len() == 2
             && runs
                 .iter()
@@ -608,7 +608,7 @@ async fn racing_admins_send_each_alarm_and_retry_once() {
     let store = Store::connect(&cluster.url).await.unwrap();
     let deadline = Instant::now() + WAIT;
     let runs = loop {
-        let runs = store.runs_of_job(job).await.unwrap();
+        let runs = store.runs_of_job(JobId(job)).await.unwrap();
         let settled = runs.len() >= 15
             && runs.iter().all(|r| {
                 r.status.as_str() == "failed"
@@ -624,7 +624,7 @@ async fn racing_admins_send_each_alarm_and_retry_once() {
     // Every run ended and alarmed: every result was handled (a retry is
     // written by the one admin that recorded the failure it follows, right
     // after), so a duplicate would show now.
-    let runs_now = store.runs_of_job(job).await.unwrap();
+    let runs_now = store.runs_of_job(JobId(job)).await.unwrap();
     assert_eq!(runs_now.len(), 15, "5 runs and 2 retries each, no more");
     let attempts: Vec<i64> = runs.iter().map(|r| r.attempt).collect();
     assert_eq!(
@@ -638,7 +638,7 @@ async fn racing_admins_send_each_alarm_and_retry_once() {
         .map(|alarm| alarm["run"]["id"].as_i64().unwrap())
         .collect();
     alarmed.sort();
-    let mut failed: Vec<i64> = runs.iter().map(|r| r.id).collect();
+    let mut failed: Vec<i64> = runs.iter().map(|r| r.id.0).collect();
     failed.sort();
     assert_eq!(alarmed, failed, "one alarm per failed run");
     assert!(runs.iter().all(|r| r.alarm_status.as_str() == "sent"));

@@ -58,7 +58,7 @@ pub(super) async fn known_group(state: &AdminState, group: &str) -> Result<(), F
 pub(super) async fn update_job(
     State(state): State<Arc<AdminState>>,
     Extension(caller): Extension<Caller>,
-    Path(id): Path<i64>,
+    Path(id): Path<JobId>,
     ApiJson(spec): ApiJson<JobSpec>,
 ) -> Result<impl IntoResponse, Failure> {
     let store = state.scheduler.store();
@@ -90,7 +90,7 @@ pub(super) async fn update_job(
         }
     }
     if let Some(cycle) = child_cycle(id, &spec.children, &reachable) {
-        let path: Vec<String> = cycle.iter().map(i64::to_string).collect();
+        let path: Vec<String> = cycle.iter().map(JobId::to_string).collect();
         return Err(Failure::new(
             StatusCode::BAD_REQUEST,
             ErrorCode::InvalidJob,
@@ -120,11 +120,11 @@ pub(super) async fn update_job(
 /// The jobs reachable from `roots` through child links (roots included).
 async fn reachable_jobs(
     store: &crate::store::Store,
-    roots: &[i64],
+    roots: &[JobId],
 ) -> Result<Vec<JobRow>, Failure> {
     let mut seen = std::collections::HashSet::new();
     let mut found = Vec::new();
-    let mut layer: Vec<i64> = roots.to_vec();
+    let mut layer: Vec<JobId> = roots.to_vec();
     while !layer.is_empty() {
         layer.retain(|id| seen.insert(*id));
         let jobs = store.jobs_by_id(&layer).await?;
@@ -171,7 +171,7 @@ pub(super) async fn list_jobs(
 pub(super) async fn get_job(
     State(state): State<Arc<AdminState>>,
     Extension(caller): Extension<Caller>,
-    Path(id): Path<i64>,
+    Path(id): Path<JobId>,
 ) -> Result<impl IntoResponse, Failure> {
     Ok(Json(visible_job(&state, &caller, id).await?))
 }
@@ -181,7 +181,7 @@ pub(super) async fn get_job(
 pub(super) async fn visible_job(
     state: &AdminState,
     caller: &Caller,
-    id: i64,
+    id: JobId,
 ) -> Result<JobRow, Failure> {
     match state.scheduler.store().job(id).await? {
         Some(job) if caller.sees(&job.tenant) => Ok(job),
@@ -225,7 +225,7 @@ pub(super) async fn resolve_module(state: &AdminState, row: &mut JobRow) -> Resu
     Ok(())
 }
 
-pub(super) fn unknown_job(id: i64) -> Failure {
+pub(super) fn unknown_job(id: JobId) -> Failure {
     Failure::new(
         StatusCode::NOT_FOUND,
         ErrorCode::UnknownJob,
@@ -236,7 +236,7 @@ pub(super) fn unknown_job(id: i64) -> Failure {
 pub(super) async fn start_job(
     State(state): State<Arc<AdminState>>,
     Extension(caller): Extension<Caller>,
-    Path(id): Path<i64>,
+    Path(id): Path<JobId>,
 ) -> Result<impl IntoResponse, Failure> {
     let store = state.scheduler.store();
     let job = visible_job(&state, &caller, id).await?;
@@ -271,7 +271,7 @@ pub(super) async fn start_job(
 pub(super) async fn stop_job(
     State(state): State<Arc<AdminState>>,
     Extension(caller): Extension<Caller>,
-    Path(id): Path<i64>,
+    Path(id): Path<JobId>,
 ) -> Result<impl IntoResponse, Failure> {
     let store = state.scheduler.store();
     visible_job(&state, &caller, id).await?;
@@ -280,7 +280,7 @@ pub(super) async fn stop_job(
     };
     if !cancelled.is_empty() {
         tracing::info!(
-            job = id,
+            job = %id,
             count = cancelled.len(),
             "stopped: waiting runs cancelled"
         );
@@ -294,7 +294,7 @@ pub(super) async fn stop_job(
 pub(super) async fn kill_job(
     State(state): State<Arc<AdminState>>,
     Extension(caller): Extension<Caller>,
-    Path(id): Path<i64>,
+    Path(id): Path<JobId>,
 ) -> Result<impl IntoResponse, Failure> {
     let job = visible_job(&state, &caller, id).await?;
     let outcome = state.scheduler.kill_job(&job).await?;
@@ -333,7 +333,7 @@ pub(super) enum TriggerSource {
 pub(super) async fn trigger_job(
     State(state): State<Arc<AdminState>>,
     Extension(caller): Extension<Caller>,
-    Path(id): Path<i64>,
+    Path(id): Path<JobId>,
     body: Bytes,
 ) -> Result<impl IntoResponse, Failure> {
     let request: TriggerRequest = optional_json(&body)?;
@@ -408,7 +408,7 @@ pub(super) fn five() -> usize {
 pub(super) async fn next_fires(
     State(state): State<Arc<AdminState>>,
     Extension(caller): Extension<Caller>,
-    Path(id): Path<i64>,
+    Path(id): Path<JobId>,
     Query(query): Query<CountQuery>,
 ) -> Result<impl IntoResponse, Failure> {
     let job = visible_job(&state, &caller, id).await?;
@@ -430,7 +430,7 @@ pub(super) async fn next_fires(
 pub(super) async fn job_runs(
     State(state): State<Arc<AdminState>>,
     Extension(caller): Extension<Caller>,
-    Path(id): Path<i64>,
+    Path(id): Path<JobId>,
 ) -> Result<impl IntoResponse, Failure> {
     visible_job(&state, &caller, id).await?;
     Ok(Json(state.scheduler.store().runs_of_job(id).await?))
@@ -441,7 +441,7 @@ pub(super) async fn job_runs(
 pub(super) async fn delete_job(
     State(state): State<Arc<AdminState>>,
     Extension(caller): Extension<Caller>,
-    Path(id): Path<i64>,
+    Path(id): Path<JobId>,
 ) -> Result<impl IntoResponse, Failure> {
     let store = state.scheduler.store();
     visible_job(&state, &caller, id).await?;
@@ -475,7 +475,7 @@ pub(super) const STATE_MAX_ENTRIES: usize = 1024;
 pub(super) async fn get_state(
     State(state): State<Arc<AdminState>>,
     Extension(caller): Extension<Caller>,
-    Path(id): Path<i64>,
+    Path(id): Path<JobId>,
 ) -> Result<impl IntoResponse, Failure> {
     let store = state.scheduler.store();
     visible_job(&state, &caller, id).await?;
@@ -493,7 +493,7 @@ pub(super) struct StateEdit {
 pub(super) async fn put_state(
     State(state): State<Arc<AdminState>>,
     Extension(caller): Extension<Caller>,
-    Path(id): Path<i64>,
+    Path(id): Path<JobId>,
     ApiJson(edit): ApiJson<StateEdit>,
 ) -> Result<impl IntoResponse, Failure> {
     let store = state.scheduler.store();

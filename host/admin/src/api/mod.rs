@@ -31,7 +31,7 @@ use subtle::ConstantTimeEq;
 
 use crate::jobs::{JobSpec, child_cycle, schedule_of};
 use crate::scheduler::Scheduler;
-use crate::store::{JobRow, RunFilter, RunRow, RunStatus, StoreError, VersionPush};
+use crate::store::{JobId, JobRow, RunFilter, RunId, RunRow, RunStatus, StoreError, VersionPush};
 
 mod executors;
 mod groups;
@@ -310,11 +310,11 @@ impl ListQuery {
         self.params.get(field).cloned()
     }
 
-    fn number(&self, field: &str) -> Result<Option<i64>, Failure> {
+    fn number<T: std::str::FromStr>(&self, field: &str) -> Result<Option<T>, Failure> {
         self.params
             .get(field)
             .map(|text| {
-                text.parse::<i64>().map_err(|_| {
+                text.parse::<T>().map_err(|_| {
                     ListQuery::invalid(field, format!("{field} must be an integer, got {text:?}"))
                 })
             })
@@ -323,7 +323,7 @@ impl ListQuery {
 
     /// `limit`, `default` when absent, refused outside 1..=`max`.
     fn limit(&self, default: i64, max: i64) -> Result<i64, Failure> {
-        let limit = self.number("limit")?.unwrap_or(default);
+        let limit = self.number::<i64>("limit")?.unwrap_or(default);
         if !(1..=max).contains(&limit) {
             return Err(ListQuery::invalid(
                 "limit",

@@ -7,7 +7,7 @@ use super::*;
 pub(super) async fn visible_run(
     state: &AdminState,
     caller: &Caller,
-    id: i64,
+    id: RunId,
 ) -> Result<RunRow, Failure> {
     match state.scheduler.store().run(id).await? {
         Some(run) if caller.sees(&run.tenant) => Ok(run),
@@ -22,7 +22,7 @@ pub(super) async fn visible_run(
 pub(super) async fn get_run(
     State(state): State<Arc<AdminState>>,
     Extension(caller): Extension<Caller>,
-    Path(id): Path<i64>,
+    Path(id): Path<RunId>,
 ) -> Result<impl IntoResponse, Failure> {
     Ok(Json(visible_run(&state, &caller, id).await?))
 }
@@ -30,7 +30,7 @@ pub(super) async fn get_run(
 pub(super) async fn kill_run(
     State(state): State<Arc<AdminState>>,
     Extension(caller): Extension<Caller>,
-    Path(id): Path<i64>,
+    Path(id): Path<RunId>,
 ) -> Result<impl IntoResponse, Failure> {
     let run = visible_run(&state, &caller, id).await?;
     if run.status != crate::store::RunStatus::Dispatched {
@@ -67,7 +67,7 @@ pub(super) fn thousand() -> usize {
 pub(super) async fn run_log(
     State(state): State<Arc<AdminState>>,
     Extension(caller): Extension<Caller>,
-    Path(id): Path<i64>,
+    Path(id): Path<RunId>,
     Query(params): Query<LogParams>,
 ) -> Result<impl IntoResponse, Failure> {
     let run = visible_run(&state, &caller, id).await?;
@@ -97,7 +97,7 @@ pub(super) async fn run_log(
     let end = start.saturating_add(limit).min(lines.len());
     let finished = run.status != crate::store::RunStatus::Pending;
     Ok(Json(cronbox_protocol::LogResponse {
-        run_id: id as u64,
+        run_id: id.wire(),
         lines: lines[start..end].to_vec(),
         next_offset: end,
         finished: finished && end == lines.len(),

@@ -54,7 +54,7 @@ pub(super) const SLOW_DISPATCHES_PER_MINUTE: u32 = 10;
 #[derive(Debug, Default)]
 pub struct SlowJobs {
     minute: i64,
-    counts: std::collections::HashMap<i64, u32>,
+    counts: std::collections::HashMap<JobId, u32>,
 }
 
 impl SlowJobs {
@@ -67,7 +67,7 @@ impl SlowJobs {
     }
 
     /// Records how long a dispatch of `job` took.
-    pub fn record(&mut self, job: i64, took: Duration, now_ms: i64) {
+    pub fn record(&mut self, job: JobId, took: Duration, now_ms: i64) {
         self.roll(now_ms);
         if took > SLOW_DISPATCH {
             *self.counts.entry(job).or_default() += 1;
@@ -75,7 +75,7 @@ impl SlowJobs {
     }
 
     /// Whether `job` belongs in the slow pool now.
-    pub fn is_slow(&mut self, job: i64, now_ms: i64) -> bool {
+    pub fn is_slow(&mut self, job: JobId, now_ms: i64) -> bool {
         self.roll(now_ms);
         self.counts
             .get(&job)
@@ -174,10 +174,10 @@ impl Scheduler {
     pub(super) async fn dispatch_group(self: Arc<Self>, runs: Vec<RunRow>) {
         // Only runs this admin holds the lease of: with several admins, a
         // run whose admin died is taken over by exactly one other.
-        let ids: Vec<i64> = runs.iter().map(|run| run.id).collect();
+        let ids: Vec<RunId> = runs.iter().map(|run| run.id).collect();
         let runs: Vec<RunRow> = match self.store.take_leases(&ids, self.now_ms()).await {
             Ok(taken) => {
-                let taken: std::collections::HashSet<i64> = taken.into_iter().collect();
+                let taken: std::collections::HashSet<RunId> = taken.into_iter().collect();
                 runs.into_iter()
                     .filter(|run| taken.contains(&run.id))
                     .collect()
@@ -191,7 +191,7 @@ impl Scheduler {
         if runs.is_empty() {
             return;
         }
-        let mut job_ids: Vec<i64> = runs.iter().map(|run| run.job_id).collect();
+        let mut job_ids: Vec<JobId> = runs.iter().map(|run| run.job_id).collect();
         job_ids.sort_unstable();
         job_ids.dedup();
         let read = async {
@@ -251,14 +251,14 @@ impl Scheduler {
                 Ok(taken) if taken == [run.id] => {}
                 Ok(_) => return,
                 Err(error) => {
-                    tracing::warn!(run = run.id, %error, "cannot renew a run's lease");
+                    tracing::warn!(run = %run.id, %error, "cannot renew a run's lease");
                     return;
                 }
             }
         }
         let started = std::time::Instant::now();
         if let Err(error) = self.dispatch(run, prepared, addresses).await {
-            tracing::error!(run = run.id, %error, "dispatch failed");
+            tracing::error!(run = %run.id, %error, "dispatch failed");
         }
         self.slow_jobs
             .lock()
@@ -316,7 +316,7 @@ impl Scheduler {
                 token: &self.config.executor_token,
             };
             self.router
-                .route(strategy, run.job_id as u64, &addresses, &probe)
+                .route(strategy, run.job_id.wire(), &addresses, &probe)
                 .await
         };
         let route = match route {
@@ -420,8 +420,8 @@ impl Scheduler {
     ) -> Result<(), StoreError> {
         let command = RunCommand {
             trigger: Trigger {
-                job_id: job.id as u64,
-                run_id: run.id as u64,
+                job_id: job.id.wire(),
+                run_id: run.id.wire(),
                 param: run.param.clone(),
                 shard_index: run.shard_index as u32,
                 shard_total: run.shard_total as u32,
@@ -443,7 +443,7 @@ impl Scheduler {
             },
             state: state.values.clone(),
             state_revisions: state.revisions.clone(),
-            receipt: self.receipt(run.id as u64, address),
+            receipt: self.receipt(run.id.wire(), address),
             fresh_instance: job.fresh_instance,
             start_in_ms: (run.scheduled_at_ms - self.now_ms()).max(0) as u64,
         };
@@ -499,7 +499,7 @@ impl Scheduler {
     }
 
     /// Queues the record that `address` accepted `run`.
-    pub(super) fn mark_dispatched(&self, run_id: i64, address: &str, now: i64) {
+    pub(super) fn mark_dispatched(&self, run_id: RunId, address: &str, now: i64) {
         let _ = self.marks.send(DispatchMark {
             run_id,
             executor: address.to_owned(),
@@ -515,8 +515,8 @@ impl Scheduler {
         message: &str,
     ) -> Result<(), StoreError> {
         tracing::warn!(
-            run = run.id,
-            job = run.job_id,
+            run = %run.id,
+            job = %run.job_id,
             message,
             "run not dispatched"
         );
@@ -536,11 +536,11 @@ impl Scheduler {
     /// dispatches it. `param` overrides the job's parameter.
     pub async fn trigger(
         self: &Arc<Self>,
-        job_id: i64,
+        job_id: JobId,
         kind: TriggerKind,
         param: Option<String>,
         addresses: Option<Vec<String>>,
-    ) -> Result<i64, StoreError> {
+    ) -> Result<RunId, StoreError> {
         let Some(job) = self.store.job(job_id).await? else {
             return Err(StoreError::Database(sqlx::Error::RowNotFound));
         };
@@ -587,18 +587,18 @@ mod tests {
         let mut slow = SlowJobs::default();
         let minute = 60_000 * 1_000;
         for _ in 0..SLOW_DISPATCHES_PER_MINUTE {
-            slow.record(7, Duration::from_millis(800), minute);
-            slow.record(8, Duration::from_millis(10), minute);
+            slow.record(JobId(7), Duration::from_millis(800), minute);
+            slow.record(JobId(8), Duration::from_millis(10), minute);
         }
         assert!(
-            !slow.is_slow(7, minute),
+            !slow.is_slow(JobId(7), minute),
             "ten slow dispatches are tolerated"
         );
-        slow.record(7, Duration::from_millis(800), minute + 1);
-        assert!(slow.is_slow(7, minute + 1));
-        assert!(!slow.is_slow(8, minute + 1), "fast jobs stay fast");
+        slow.record(JobId(7), Duration::from_millis(800), minute + 1);
+        assert!(slow.is_slow(JobId(7), minute + 1));
+        assert!(!slow.is_slow(JobId(8), minute + 1), "fast jobs stay fast");
         assert!(
-            !slow.is_slow(7, minute + 60_000),
+            !slow.is_slow(JobId(7), minute + 60_000),
             "counts reset every minute"
         );
     }

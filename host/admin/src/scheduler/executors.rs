@@ -7,7 +7,7 @@ use super::*;
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct JobKill {
     /// Runs that were waiting to be dispatched, now cancelled.
-    pub cancelled: Vec<i64>,
+    pub cancelled: Vec<RunId>,
     /// Runs executors stopped or dropped from their queues.
     pub killed: Vec<u64>,
     /// Executors that could not be reached (their runs of the job go on).
@@ -18,12 +18,12 @@ impl Scheduler {
     /// Forwards a kill to the executor running `run`.
     pub async fn kill(&self, run: &RunRow) -> Result<bool, String> {
         let command = cronbox_protocol::KillCommand::Run {
-            run_id: run.id as u64,
+            run_id: run.id.wire(),
         };
         let answer: cronbox_protocol::KillResponse = self
             .ask_executor(run, executor_paths::KILL, &command)
             .await?;
-        Ok(answer.killed.contains(&(run.id as u64)))
+        Ok(answer.killed.contains(&(run.id.wire())))
     }
 
     /// A running run's log from its executor, by line offset.
@@ -34,7 +34,7 @@ impl Scheduler {
         limit: usize,
     ) -> Result<cronbox_protocol::LogResponse, String> {
         let query = cronbox_protocol::LogQuery {
-            run_id: run.id as u64,
+            run_id: run.id.wire(),
             offset,
             limit,
         };
@@ -103,7 +103,7 @@ impl Scheduler {
         let mut unreachable = Vec::new();
         for executor in executors {
             let command = cronbox_protocol::KillCommand::Job {
-                job_id: job.id as u64,
+                job_id: job.id.wire(),
             };
             match self
                 .post::<_, cronbox_protocol::KillResponse>(

@@ -29,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 use crate::clock::{Clock, SystemClock};
 use crate::jobs::{children_of, schedule_of};
 use crate::metrics::Metrics;
-use crate::model::MisfirePolicy;
+use crate::model::{JobId, MisfirePolicy, RunId};
 use crate::routing::{Probe, Route, RouteStrategy, Router};
 use crate::schedule::Schedule;
 use crate::store::{

@@ -11,7 +11,7 @@ pub(super) fn plan_job(job: &JobRow, now: i64, horizon: i64) -> Option<(Vec<NewR
     let schedule = match schedule_of(job) {
         Ok(schedule) => schedule,
         Err(error) => {
-            tracing::error!(job = job.id, %error, "unparseable schedule; job stopped");
+            tracing::error!(job = %job.id, %error, "unparseable schedule; job stopped");
             return None;
         }
     };
@@ -37,7 +37,7 @@ pub(super) fn new_runs(job: &JobRow, fires: &[(i64, TriggerKind)]) -> Vec<NewRun
 }
 
 /// The row of a run just written (saves reading it back).
-pub(super) fn written_run(id: i64, tenant: &str, run: &NewRun, now: i64) -> RunRow {
+pub(super) fn written_run(id: RunId, tenant: &str, run: &NewRun, now: i64) -> RunRow {
     RunRow {
         id,
         tenant: tenant.to_owned(),
@@ -115,7 +115,7 @@ mod tests {
 
     fn every_second(misfire: MisfirePolicy) -> JobRow {
         JobRow {
-            id: 1,
+            id: JobId(1),
             tenant: "default".into(),
             group_name: "default".into(),
             name: "every-second".into(),

@@ -26,7 +26,7 @@ impl Scheduler {
                 .claim_fires(job.id, expected, next, &runs, now)
                 .await?
             {
-                let fires: Vec<(Option<i64>, NewRun)> = ids.into_iter().zip(runs).collect();
+                let fires: Vec<(Option<RunId>, NewRun)> = ids.into_iter().zip(runs).collect();
                 self.collect_written(&job, &fires, now, &mut written);
             }
         }
@@ -38,7 +38,7 @@ impl Scheduler {
     pub(super) fn collect_written(
         &self,
         job: &JobRow,
-        fires: &[(Option<i64>, NewRun)],
+        fires: &[(Option<RunId>, NewRun)],
         now: i64,
         written: &mut Vec<RunRow>,
     ) {

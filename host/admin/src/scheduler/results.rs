@@ -30,7 +30,7 @@ impl Scheduler {
             .map(|result| RunEnd {
                 module_digest: (!result.module_digest.is_empty())
                     .then(|| result.module_digest.clone()),
-                run_id: result.run_id as i64,
+                run_id: RunId::from(result.run_id),
                 success: result.outcome.is_success(),
                 outcome: result.outcome.kind().as_str().to_owned(),
                 code: i64::from(result.code),
@@ -46,7 +46,7 @@ impl Scheduler {
         // One transaction for the batch; a repeated callback finds its run
         // already ended and changes nothing.
         let ended = self.store.finish_runs(&ends).await?;
-        let mut job_ids: Vec<i64> = ended.iter().flatten().map(|run| run.job_id).collect();
+        let mut job_ids: Vec<JobId> = ended.iter().flatten().map(|run| run.job_id).collect();
         job_ids.sort_unstable();
         job_ids.dedup();
         let jobs = self.store.jobs_by_id(&job_ids).await?;
@@ -92,7 +92,7 @@ impl Scheduler {
         if run.status == RunStatus::Success {
             for child in children_of(job) {
                 if let Err(error) = self.trigger(child, TriggerKind::Parent, None, None).await {
-                    tracing::warn!(child, %error, "child job not triggered");
+                    tracing::warn!(%child, %error, "child job not triggered");
                 }
             }
         } else if !run.outcome.as_deref().is_some_and(outcome_is_deliberate) {
@@ -159,7 +159,7 @@ impl Scheduler {
                 .await?;
             if let Some(ended) = ended {
                 self.metrics.run_ended("lost");
-                tracing::warn!(run = run.id, "{message}");
+                tracing::warn!(run = %run.id, "{message}");
                 self.after_end(&ended, None).await?;
             }
         }

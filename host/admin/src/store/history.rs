@@ -44,7 +44,7 @@ impl Store {
     }
 
     /// Claims a due alarm for this admin: true for exactly one claimant.
-    pub async fn claim_alarm(&self, run_id: i64, now_ms: i64) -> Result<bool, StoreError> {
+    pub async fn claim_alarm(&self, run_id: RunId, now_ms: i64) -> Result<bool, StoreError> {
         Ok(sqlx::query(
             "UPDATE run SET alarm_status = $1, alarm_claimed_at_ms = $2 \
              WHERE id = $3 AND alarm_status = $4",
@@ -62,7 +62,7 @@ impl Store {
     /// Records how an alarm ended (`from` is the state it must be in).
     pub async fn finish_alarm(
         &self,
-        run_id: i64,
+        run_id: RunId,
         from: AlarmState,
         to: AlarmState,
         message: &str,

@@ -5,7 +5,7 @@ use super::*;
 
 impl Store {
     /// Inserts a validated job; returns its id.
-    pub async fn insert_job(&self, job: &JobRow, now_ms: i64) -> Result<i64, StoreError> {
+    pub async fn insert_job(&self, job: &JobRow, now_ms: i64) -> Result<JobId, StoreError> {
         let mut tx = self.writer.begin().await?;
         let row = sqlx::query(
             "INSERT INTO job (tenant, group_name, name, module_digest, schedule_type, schedule_conf, \
@@ -43,7 +43,7 @@ impl Store {
         .bind(i64::from(job.fresh_instance))
         .fetch_one(&mut *tx)
         .await?;
-        let id: i64 = row.try_get("id")?;
+        let id: JobId = row.try_get("id")?;
         // A new job cannot close a cycle: nothing names it yet.
         write_children(&mut tx, id, &job.children).await?;
         tx.commit().await?;
@@ -57,7 +57,7 @@ impl Store {
     /// concurrent updates cannot close a cycle between them.
     pub async fn update_job(
         &self,
-        id: i64,
+        id: JobId,
         job: &JobRow,
         next_fire_at_ms: Option<i64>,
         now_ms: i64,
@@ -116,7 +116,7 @@ impl Store {
     }
 
     /// A job by id.
-    pub async fn job(&self, id: i64) -> Result<Option<JobRow>, StoreError> {
+    pub async fn job(&self, id: JobId) -> Result<Option<JobRow>, StoreError> {
         let row = sqlx::query(concat!(
             "SELECT ",
             job_columns!(),
@@ -137,7 +137,7 @@ impl Store {
 
     /// The jobs among `ids` that exist, read in as few queries as the
     /// engines' parameter limits allow.
-    pub async fn jobs_by_id(&self, ids: &[i64]) -> Result<HashMap<i64, JobRow>, StoreError> {
+    pub async fn jobs_by_id(&self, ids: &[JobId]) -> Result<HashMap<JobId, JobRow>, StoreError> {
         let mut found = Vec::with_capacity(ids.len());
         for chunk in ids.chunks(IN_LIST_CHUNK) {
             let sql = format!(
@@ -207,7 +207,7 @@ impl Store {
     }
 
     /// The jobs that name `id` among their children: (id, name).
-    pub async fn parents_of(&self, id: i64) -> Result<Vec<(i64, String)>, StoreError> {
+    pub async fn parents_of(&self, id: JobId) -> Result<Vec<(JobId, String)>, StoreError> {
         Ok(
             sqlx::query(
                 "SELECT job.id AS id, job.name AS name FROM job_child \
@@ -238,7 +238,7 @@ impl Store {
     /// Starts or stops a job, setting its next fire.
     pub async fn set_enabled(
         &self,
-        id: i64,
+        id: JobId,
         enabled: bool,
         next_fire_at_ms: Option<i64>,
         now_ms: i64,
@@ -258,7 +258,7 @@ impl Store {
     /// Stops a job: no next fire, and its fires and retries waiting to be
     /// dispatched end as cancelled, in one transaction. Returns the ids of
     /// the cancelled runs, or `None` if there is no such job.
-    pub async fn stop_job(&self, id: i64, now_ms: i64) -> Result<Option<Vec<i64>>, StoreError> {
+    pub async fn stop_job(&self, id: JobId, now_ms: i64) -> Result<Option<Vec<RunId>>, StoreError> {
         let mut tx = self.writer.begin().await?;
         let stopped = sqlx::query(
             "UPDATE job SET enabled = 0, next_fire_at_ms = NULL, updated_at_ms = $1 WHERE id = $2",
@@ -293,7 +293,7 @@ impl Store {
     /// in between) wins and the rest change nothing. True if it was set.
     pub async fn continue_fixed_delay(
         &self,
-        job_id: i64,
+        job_id: JobId,
         next_fire_at_ms: i64,
         now_ms: i64,
     ) -> Result<bool, StoreError> {
@@ -312,7 +312,7 @@ impl Store {
 
     /// Deletes a job and its durable state (its runs stay as history).
     /// Returns false if there was no such job.
-    pub async fn delete_job(&self, id: i64) -> Result<bool, StoreError> {
+    pub async fn delete_job(&self, id: JobId) -> Result<bool, StoreError> {
         let mut tx = self.writer.begin().await?;
         sqlx::query("DELETE FROM job_state WHERE job_id = $1")
             .bind(id)
@@ -362,12 +362,12 @@ impl Store {
     /// job's next fire had already moved).
     pub async fn claim_fires(
         &self,
-        job_id: i64,
+        job_id: JobId,
         expected_next: i64,
         new_next: Option<i64>,
         fires: &[NewRun],
         now_ms: i64,
-    ) -> Result<Option<Vec<Option<i64>>>, StoreError> {
+    ) -> Result<Option<Vec<Option<RunId>>>, StoreError> {
         let mut tx = self.writer.begin().await?;
         let moved = sqlx::query(
             "UPDATE job SET next_fire_at_ms = $1 WHERE id = $2 AND enabled = 1 AND next_fire_at_ms = $3",
@@ -448,8 +448,11 @@ impl Store {
 
     /// The durable state of each job among `job_ids` (empty for a job
     /// without state), with each key's revision.
-    pub async fn job_states(&self, job_ids: &[i64]) -> Result<HashMap<i64, JobState>, StoreError> {
-        let mut states: HashMap<i64, JobState> = job_ids
+    pub async fn job_states(
+        &self,
+        job_ids: &[JobId],
+    ) -> Result<HashMap<JobId, JobState>, StoreError> {
+        let mut states: HashMap<JobId, JobState> = job_ids
             .iter()
             .map(|id| (*id, JobState::default()))
             .collect();
@@ -474,7 +477,7 @@ impl Store {
     }
 
     /// A job's durable state, with each key's revision.
-    pub async fn job_state(&self, job_id: i64) -> Result<JobState, StoreError> {
+    pub async fn job_state(&self, job_id: JobId) -> Result<JobState, StoreError> {
         Ok(self
             .job_states(&[job_id])
             .await?
@@ -487,7 +490,7 @@ impl Store {
     /// commit over the edit.
     pub async fn replace_job_state(
         &self,
-        job_id: i64,
+        job_id: JobId,
         state: &HashMap<String, String>,
         now_ms: i64,
     ) -> Result<(), StoreError> {
@@ -519,8 +522,8 @@ const CHILD_LINKS_LOCK: i64 = 0x6372_6f6e_6368_6c64; // "cronchld"
 /// Replaces job `id`'s child links with `children`, in order.
 async fn write_children(
     conn: &mut sqlx::AnyConnection,
-    id: i64,
-    children: &[i64],
+    id: JobId,
+    children: &[JobId],
 ) -> Result<(), StoreError> {
     sqlx::query("DELETE FROM job_child WHERE job_id = $1")
         .bind(id)
@@ -541,7 +544,7 @@ async fn write_children(
 }
 
 /// Whether job `id` is reachable from its own children.
-async fn closes_cycle(conn: &mut sqlx::AnyConnection, id: i64) -> Result<bool, StoreError> {
+async fn closes_cycle(conn: &mut sqlx::AnyConnection, id: JobId) -> Result<bool, StoreError> {
     Ok(sqlx::query(
         "WITH RECURSIVE reach(job_id) AS ( \
              SELECT child_id FROM job_child WHERE job_id = $1 \
@@ -563,12 +566,12 @@ async fn attach_children(
     if jobs.is_empty() {
         return Ok(());
     }
-    let index: HashMap<i64, usize> = jobs
+    let index: HashMap<JobId, usize> = jobs
         .iter()
         .enumerate()
         .map(|(i, job)| (job.id, i))
         .collect();
-    let ids: Vec<i64> = jobs.iter().map(|job| job.id).collect();
+    let ids: Vec<JobId> = jobs.iter().map(|job| job.id).collect();
     for chunk in ids.chunks(IN_LIST_CHUNK) {
         let sql = format!(
             "SELECT job_id, child_id FROM job_child WHERE job_id IN ({}) ORDER BY job_id, position",
@@ -579,7 +582,7 @@ async fn attach_children(
             query = query.bind(*id);
         }
         for row in query.fetch_all(&mut *conn).await? {
-            let job_id: i64 = row.try_get("job_id")?;
+            let job_id: JobId = row.try_get("job_id")?;
             if let Some(at) = index.get(&job_id) {
                 jobs[*at].children.push(row.try_get("child_id")?);
             }

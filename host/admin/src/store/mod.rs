@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use cronbox_protocol::{ABSENT_REVISION, BlockStrategy, StateChanges, StateRevision, TriggerKind};
 
-pub use crate::model::{AlarmState, MisfirePolicy, RunStatus};
+pub use crate::model::{AlarmState, JobId, MisfirePolicy, RunId, RunStatus};
 use crate::routing::RouteStrategy;
 use crate::schedule::ScheduleType;
 use sqlx::any::{AnyPoolOptions, AnyRow};
@@ -64,7 +64,7 @@ pub enum StoreError {
     /// Job {0}'s children would lead back to it (found when writing, so a
     /// concurrent update cannot slip one past the check before it).
     #[error("child jobs would form a cycle through job {0}")]
-    ChildCycle(i64),
+    ChildCycle(JobId),
 }
 
 /// Which engine the store runs on.

@@ -5,7 +5,7 @@ use super::*;
 /// A job as stored.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct JobRow {
-    pub id: i64,
+    pub id: JobId,
     pub tenant: String,
     pub group_name: String,
     pub name: String,
@@ -25,7 +25,7 @@ pub struct JobRow {
     pub retry_interval_ms: i64,
     /// The jobs triggered after each success, in order (rows of
     /// `job_child`, read with the job).
-    pub children: Vec<i64>,
+    pub children: Vec<JobId>,
     pub param: String,
     pub enabled: bool,
     pub next_fire_at_ms: Option<i64>,
@@ -68,15 +68,15 @@ where
 /// Decodes due jobs one by one: a row that does not decode (an unknown
 /// stored value) is logged with its column and its id returned apart, so
 /// that one corrupt job is stopped instead of stalling every other.
-pub(super) fn decode_due_jobs(rows: &[AnyRow]) -> (Vec<JobRow>, Vec<i64>) {
+pub(super) fn decode_due_jobs(rows: &[AnyRow]) -> (Vec<JobRow>, Vec<JobId>) {
     let mut jobs = Vec::with_capacity(rows.len());
     let mut corrupt = Vec::new();
     for row in rows {
         match job_from_row(row) {
             Ok(job) => jobs.push(job),
             Err(error) => {
-                let id: i64 = row.try_get("id").unwrap_or_default();
-                tracing::error!(job = id, %error, "job row does not decode; job stopped");
+                let id: JobId = row.try_get("id").unwrap_or_default();
+                tracing::error!(job = %id, %error, "job row does not decode; job stopped");
                 corrupt.push(id);
             }
         }
@@ -118,9 +118,9 @@ pub(super) fn job_from_row(row: &AnyRow) -> Result<JobRow, sqlx::Error> {
 /// A run as stored.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct RunRow {
-    pub id: i64,
+    pub id: RunId,
     pub tenant: String,
-    pub job_id: i64,
+    pub job_id: JobId,
     pub kind: TriggerKind,
     pub scheduled_at_ms: i64,
     pub shard_index: i64,
@@ -179,7 +179,7 @@ pub(super) fn run_from_row(row: &AnyRow) -> Result<RunRow, sqlx::Error> {
 /// A run to write before it is dispatched.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewRun {
-    pub job_id: i64,
+    pub job_id: JobId,
     pub kind: TriggerKind,
     pub scheduled_at_ms: i64,
     pub shard_index: i64,
@@ -192,7 +192,7 @@ pub struct NewRun {
 /// A run accepted by an executor, to be recorded as dispatched.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DispatchMark {
-    pub run_id: i64,
+    pub run_id: RunId,
     pub executor: String,
     pub at_ms: i64,
 }
@@ -200,7 +200,7 @@ pub struct DispatchMark {
 /// How a run ended, to be recorded once.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RunEnd {
-    pub run_id: i64,
+    pub run_id: RunId,
     pub success: bool,
     /// The outcome kind (`success`, `failed`, `timeout`, `lost`, ...).
     pub outcome: String,
@@ -226,7 +226,7 @@ pub struct RunEnd {
 impl RunEnd {
     /// A run that ended without a result from a guest (not dispatched,
     /// refused, lost): `outcome` says which.
-    pub fn failed(run_id: i64, outcome: &str, message: &str, now_ms: i64) -> RunEnd {
+    pub fn failed(run_id: RunId, outcome: &str, message: &str, now_ms: i64) -> RunEnd {
         RunEnd {
             run_id,
             success: false,
@@ -240,7 +240,7 @@ impl RunEnd {
 
     /// A run that will not run: its job was stopped or killed while it
     /// waited (status `cancelled`: no alarm, no retry).
-    pub fn cancelled(run_id: i64, message: &str, now_ms: i64) -> RunEnd {
+    pub fn cancelled(run_id: RunId, message: &str, now_ms: i64) -> RunEnd {
         RunEnd {
             code: 0,
             ..RunEnd::failed(run_id, RunStatus::Cancelled.as_str(), message, now_ms)
@@ -258,7 +258,7 @@ pub struct JobFilter {
     pub name: Option<String>,
     pub enabled: Option<bool>,
     /// Ids above this one (the cursor of the next page).
-    pub after_id: Option<i64>,
+    pub after_id: Option<JobId>,
     pub limit: i64,
 }
 
@@ -267,7 +267,7 @@ pub struct JobFilter {
 pub struct RunFilter {
     /// Runs of this tenant only (`None`: every tenant's).
     pub tenant: Option<String>,
-    pub job_id: Option<i64>,
+    pub job_id: Option<JobId>,
     /// Runs of the jobs of this executor group.
     pub group: Option<String>,
     pub status: Option<RunStatus>,
@@ -276,7 +276,7 @@ pub struct RunFilter {
     /// Scheduled before.
     pub to_ms: Option<i64>,
     /// Ids below this one (the cursor of the next page).
-    pub before_id: Option<i64>,
+    pub before_id: Option<RunId>,
     pub limit: i64,
 }
 
@@ -298,7 +298,7 @@ pub struct DailyReport {
 pub struct ClaimedJob {
     pub job: JobRow,
     /// Each fire with the id of its run (`None`: it already existed).
-    pub written: Vec<(Option<i64>, NewRun)>,
+    pub written: Vec<(Option<RunId>, NewRun)>,
 }
 
 /// A job's durable state with the revision of each key (see

@@ -8,11 +8,11 @@ use super::*;
 /// alarm, no retry. Returns their ids.
 pub(super) async fn cancel_waiting(
     conn: &mut sqlx::AnyConnection,
-    job_id: i64,
+    job_id: JobId,
     kinds: Option<&[TriggerKind]>,
     message: &str,
     now_ms: i64,
-) -> Result<Vec<i64>, StoreError> {
+) -> Result<Vec<RunId>, StoreError> {
     let kinds_clause = match kinds {
         Some(kinds) => format!(
             " AND kind IN ({})",
@@ -36,7 +36,7 @@ pub(super) async fn cancel_waiting(
     for kind in kinds.unwrap_or_default() {
         query = query.bind(kind.as_str());
     }
-    let mut ids: Vec<i64> = query
+    let mut ids: Vec<RunId> = query
         .fetch_all(&mut *conn)
         .await?
         .iter()
@@ -50,7 +50,7 @@ pub(super) async fn cancel_waiting(
 /// longer the one the run based its view on: (key, the run's base, now).
 async fn state_conflict(
     conn: &mut sqlx::AnyConnection,
-    run_id: i64,
+    run_id: RunId,
     base: &std::collections::BTreeMap<String, StateRevision>,
 ) -> Result<Option<(String, StateRevision, StateRevision)>, StoreError> {
     for (key, based_on) in base {
@@ -78,7 +78,7 @@ pub(super) async fn insert_run(
     owner: &str,
     now_ms: i64,
     skip_duplicates: bool,
-) -> Result<Option<i64>, StoreError> {
+) -> Result<Option<RunId>, StoreError> {
     macro_rules! insert {
         ($conflict:literal) => {
             concat!(
@@ -116,14 +116,14 @@ pub(super) async fn insert_run(
 
 impl Store {
     /// Writes a run outside the schedule (manual, API, retry, parent).
-    pub async fn insert_run(&self, run: &NewRun, now_ms: i64) -> Result<i64, StoreError> {
+    pub async fn insert_run(&self, run: &NewRun, now_ms: i64) -> Result<RunId, StoreError> {
         let mut conn = self.writer.acquire().await?;
         let id = insert_run(&mut conn, run, &self.owner, now_ms, false).await?;
         id.ok_or_else(|| StoreError::Database(sqlx::Error::RowNotFound))
     }
 
     /// A run by id.
-    pub async fn run(&self, id: i64) -> Result<Option<RunRow>, StoreError> {
+    pub async fn run(&self, id: RunId) -> Result<Option<RunRow>, StoreError> {
         let row = sqlx::query(concat!(
             "SELECT ",
             run_columns!(),
@@ -136,7 +136,7 @@ impl Store {
     }
 
     /// A job's runs, oldest first.
-    pub async fn runs_of_job(&self, job_id: i64) -> Result<Vec<RunRow>, StoreError> {
+    pub async fn runs_of_job(&self, job_id: JobId) -> Result<Vec<RunRow>, StoreError> {
         let rows = sqlx::query(concat!(
             "SELECT ",
             run_columns!(),
@@ -222,7 +222,7 @@ impl Store {
     }
 
     /// Records that a broadcast fire became shard `index` of `total`.
-    pub async fn set_shard(&self, run_id: i64, index: i64, total: i64) -> Result<(), StoreError> {
+    pub async fn set_shard(&self, run_id: RunId, index: i64, total: i64) -> Result<(), StoreError> {
         sqlx::query("UPDATE run SET shard_index = $1, shard_total = $2 WHERE id = $3")
             .bind(index)
             .bind(total)
@@ -235,7 +235,11 @@ impl Store {
     /// Takes the right to dispatch the runs among `run_ids` that are still
     /// pending and whose lease is this admin's or has run out; returns
     /// their ids. Several admins may ask at once: each run goes to one.
-    pub async fn take_leases(&self, run_ids: &[i64], now_ms: i64) -> Result<Vec<i64>, StoreError> {
+    pub async fn take_leases(
+        &self,
+        run_ids: &[RunId],
+        now_ms: i64,
+    ) -> Result<Vec<RunId>, StoreError> {
         let mut taken = Vec::with_capacity(run_ids.len());
         let mut run_ids = run_ids.to_vec();
         run_ids.sort_unstable();
@@ -282,7 +286,7 @@ impl Store {
     /// Pending runs leased to the admin instance `owner` (see
     /// [`Store::instance`]): the fires it would lose by dying now, until
     /// their leases run out and another admin takes them over.
-    pub async fn pending_leased_to(&self, owner: &str) -> Result<Vec<i64>, StoreError> {
+    pub async fn pending_leased_to(&self, owner: &str) -> Result<Vec<RunId>, StoreError> {
         let rows =
             sqlx::query("SELECT id FROM run WHERE status = $1 AND lease_owner = $2 ORDER BY id")
                 .bind(RunStatus::Pending.as_str())
@@ -313,7 +317,7 @@ impl Store {
     /// first).
     pub async fn mark_dispatched(
         &self,
-        run_id: i64,
+        run_id: RunId,
         executor: &str,
         now_ms: i64,
     ) -> Result<bool, StoreError> {
@@ -359,16 +363,16 @@ impl Store {
     /// kind, as cancelled (a kill of the whole job); returns their ids.
     pub async fn cancel_waiting_runs(
         &self,
-        job_id: i64,
+        job_id: JobId,
         message: &str,
         now_ms: i64,
-    ) -> Result<Vec<i64>, StoreError> {
+    ) -> Result<Vec<RunId>, StoreError> {
         let mut conn = self.writer.acquire().await?;
         cancel_waiting(&mut conn, job_id, None, message, now_ms).await
     }
 
     /// The executors holding dispatched runs of a job.
-    pub async fn executors_of_running(&self, job_id: i64) -> Result<Vec<String>, StoreError> {
+    pub async fn executors_of_running(&self, job_id: JobId) -> Result<Vec<String>, StoreError> {
         Ok(sqlx::query(
             "SELECT DISTINCT executor FROM run WHERE job_id = $1 AND status = $2 \
              AND executor IS NOT NULL",
@@ -521,7 +525,7 @@ impl Store {
     }
 
     /// A finished run's stored log (JSON lines), if any.
-    pub async fn run_log(&self, run_id: i64) -> Result<Option<String>, StoreError> {
+    pub async fn run_log(&self, run_id: RunId) -> Result<Option<String>, StoreError> {
         Ok(sqlx::query("SELECT log FROM run WHERE id = $1")
             .bind(run_id)
             .fetch_optional(&self.pool)
