@@ -946,7 +946,7 @@ async fn the_openapi_document_is_served_without_a_token() {
         .unwrap();
     assert_eq!(response.status(), 200);
     let document: Value = response.json().await.unwrap();
-    assert_eq!(document["openapi"], "3.0.3");
+    assert_eq!(document["openapi"], "3.1.0");
     assert!(document["paths"]["/api/v1/jobs/{id}"]["delete"].is_object());
     stack.shutdown().await;
 }

@@ -9,7 +9,7 @@ use crate::schedule::{Schedule, ScheduleError, ScheduleType};
 use crate::store::JobRow;
 
 /// A job as submitted through the API. Omitted fields take defaults.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct JobSpec {
     pub name: String,
@@ -28,6 +28,7 @@ pub struct JobSpec {
     #[serde(default)]
     pub alarm_url: String,
     #[serde(default = "default_schedule_type")]
+    #[schema(value_type = crate::schedule::ScheduleType)]
     pub schedule_type: String,
     #[serde(default)]
     pub schedule_conf: String,
@@ -35,12 +36,15 @@ pub struct JobSpec {
     pub time_zone: String,
     /// DO_NOTHING or FIRE_ONCE_NOW.
     #[serde(default = "default_misfire")]
+    #[schema(value_type = crate::model::MisfirePolicy)]
     pub misfire: String,
     #[serde(default = "default_misfire_threshold")]
     pub misfire_threshold_ms: i64,
     #[serde(default = "default_route")]
+    #[schema(value_type = crate::routing::RouteStrategy)]
     pub route: String,
     #[serde(default = "default_block")]
+    #[schema(value_type = cronbox_protocol::BlockStrategy)]
     pub block_strategy: String,
     #[serde(default = "default_one")]
     pub max_concurrency: i64,

@@ -51,6 +51,22 @@ macro_rules! named_enum {
                 f.write_str(self.as_str())
             }
         }
+
+        // By hand: the derive cannot read the wire names through the macro.
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                utoipa::openapi::schema::ObjectBuilder::new()
+                    .schema_type(utoipa::openapi::schema::Type::String)
+                    .enum_values(Some([$($text,)*]))
+                    .into()
+            }
+        }
+
+        impl utoipa::ToSchema for $name {
+            fn name() -> std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+        }
     };
 }
 
@@ -114,7 +130,7 @@ macro_rules! id_type {
         $(#[$meta])*
         #[derive(
             Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize,
-            Deserialize, sqlx::Type,
+            Deserialize, sqlx::Type, utoipa::ToSchema,
         )]
         #[serde(transparent)]
         #[sqlx(transparent)]

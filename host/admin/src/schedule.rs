@@ -28,7 +28,7 @@ use chrono_tz::Tz;
 use serde::{Deserialize, Serialize};
 
 /// The kinds of schedule, by wire name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ScheduleType {
     /// Cron expression in the job's time zone.

@@ -3,7 +3,19 @@
 use serde::{Deserialize, Serialize};
 
 /// Severity of a guest log call (mirrors `level` in `wit/job.wit`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum LogLevel {
     Trace,
@@ -26,7 +38,7 @@ impl std::fmt::Display for LogLevel {
 }
 
 /// Where a log line came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case", tag = "source", content = "level")]
 pub enum LogSource {
     /// A line the guest wrote to stdout.
@@ -40,7 +52,7 @@ pub enum LogSource {
 }
 
 /// One line of a run's log.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct LogLine {
     /// Milliseconds since the Unix epoch when the line was recorded.
     pub at_ms: i64,

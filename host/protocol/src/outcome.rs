@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 /// xxl-job only knows codes 200 (success), 500 (failure) and 502 (timeout);
 /// [`Outcome::code`] maps every outcome onto those for compatibility, while
 /// the variant keeps the precise reason.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case", tag = "outcome")]
 pub enum Outcome {
     /// `execute` returned `ok(message)`.
@@ -33,7 +33,7 @@ pub enum Outcome {
 }
 
 /// The variant of an [`Outcome`] without its detail, for filters and counters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OutcomeKind {
     Success,

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Why a run was started (mirrors `trigger-kind` in `wit/job.wit`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TriggerKind {
     /// Fired by the job's schedule.

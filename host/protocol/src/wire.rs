@@ -45,7 +45,9 @@ pub mod admin_paths {
 
 /// What an executor does with a trigger for a job that is already running
 /// or has runs queued (xxl-job's block strategies, plus CONCURRENT).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, utoipa::ToSchema,
+)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum BlockStrategy {
     /// Queue it; runs execute one at a time in arrival order.
@@ -226,7 +228,7 @@ fn default_log_limit() -> usize {
 }
 
 /// A page of a run's log.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct LogResponse {
     pub run_id: u64,
     pub lines: Vec<LogLine>,
@@ -237,7 +239,7 @@ pub struct LogResponse {
 }
 
 /// The result of a run, as called back to the admin.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RunResult {
     pub run_id: u64,
     pub job_id: u64,
@@ -283,13 +285,13 @@ pub type StateRevision = i64;
 pub const ABSENT_REVISION: StateRevision = 0;
 
 /// `callback`: results, batched.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CallbackBatch {
     pub results: Vec<RunResult>,
 }
 
 /// `registry` / `registry-remove`: who the executor is.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Registration {
     /// The executor group (xxl-job's appname).
     pub group: String,
@@ -298,7 +300,7 @@ pub struct Registration {
 }
 
 /// Every error body: a stable code, a human message, the offending field.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ApiError {
     pub code: ErrorCode,
     pub message: String,
@@ -309,7 +311,7 @@ pub struct ApiError {
 /// Every error code the admin and the executor answer with, by wire name
 /// (`ApiError::code`). One list for both services, so that a client can
 /// match on them and the OpenAPI document lists them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorCode {
     /// The request could not be read (other than the cases below).

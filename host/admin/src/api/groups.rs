@@ -2,9 +2,9 @@
 
 use super::*;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub(super) struct GroupSpec {
+pub(crate) struct GroupSpec {
     /// `AUTO` (executors that register) or `MANUAL` (the listed addresses).
     address_type: String,
     #[serde(default)]
@@ -54,9 +54,11 @@ pub(super) async fn put_group(
         .store()
         .put_group(&name, &kind, &spec.addresses)
         .await?;
-    Ok(Json(
-        serde_json::json!({ "name": name, "address_type": kind, "addresses": spec.addresses }),
-    ))
+    Ok(Json(bodies::Group {
+        name,
+        address_type: kind,
+        addresses: spec.addresses,
+    }))
 }
 
 /// Registered executors and their last heartbeat (operator only: executor
@@ -67,19 +69,17 @@ pub(super) async fn list_executors(
 ) -> Result<impl IntoResponse, Failure> {
     caller.require_operator("listing executors")?;
     let alive_since = state.scheduler.alive_since_now().await?;
-    let executors: Vec<serde_json::Value> = state
+    let executors: Vec<bodies::Executor> = state
         .scheduler
         .store()
         .registered_executors()
         .await?
         .into_iter()
-        .map(|(group, address, last_beat_ms)| {
-            serde_json::json!({
-                "group": group,
-                "address": address,
-                "last_beat_ms": last_beat_ms,
-                "alive": last_beat_ms >= alive_since,
-            })
+        .map(|(group, address, last_beat_ms)| bodies::Executor {
+            group,
+            address,
+            last_beat_ms,
+            alive: last_beat_ms >= alive_since,
         })
         .collect();
     Ok(Json(executors))
@@ -88,13 +88,17 @@ pub(super) async fn list_executors(
 pub(super) async fn list_groups(
     State(state): State<Arc<AdminState>>,
 ) -> Result<impl IntoResponse, Failure> {
-    let groups: Vec<serde_json::Value> = state
+    let groups: Vec<bodies::Group> = state
         .scheduler
         .store()
         .groups()
         .await?
         .into_iter()
-        .map(|(name, kind, addresses)| serde_json::json!({ "name": name, "address_type": kind, "addresses": addresses }))
+        .map(|(name, address_type, addresses)| bodies::Group {
+            name,
+            address_type,
+            addresses,
+        })
         .collect();
     Ok(Json(groups))
 }

@@ -298,17 +298,15 @@ pub(super) async fn kill_job(
 ) -> Result<impl IntoResponse, Failure> {
     let job = visible_job(&state, &caller, id).await?;
     let outcome = state.scheduler.kill_job(&job).await?;
-    Ok(Json(serde_json::json!({
-        "job_id": id,
-        "cancelled": outcome.cancelled,
-        "killed": outcome.killed,
-        "unreachable": outcome.unreachable,
-    })))
+    Ok(Json(bodies::JobKilled {
+        job_id: id,
+        outcome,
+    }))
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub(super) struct TriggerRequest {
+pub(crate) struct TriggerRequest {
     #[serde(default)]
     param: Option<String>,
     /// Executor addresses for this run only (route strategy applied).
@@ -322,9 +320,9 @@ pub(super) struct TriggerRequest {
 }
 
 /// The trigger kinds a trigger request may give.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
-pub(super) enum TriggerSource {
+pub(crate) enum TriggerSource {
     #[default]
     Api,
     Manual,
@@ -389,10 +387,7 @@ pub(super) async fn trigger_job(
         .scheduler
         .trigger(id, kind, request.param, request.addresses)
         .await?;
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(serde_json::json!({ "run_id": run_id })),
-    ))
+    Ok((StatusCode::ACCEPTED, Json(bodies::Triggered { run_id })))
 }
 
 #[derive(Debug, Deserialize)]
@@ -462,7 +457,7 @@ pub(super) async fn delete_job(
         ));
     }
     store.delete_job(id).await?;
-    Ok(Json(serde_json::json!({ "deleted": id })))
+    Ok(Json(bodies::Deleted { deleted: id }))
 }
 
 /// Keys, values and entries an operator may write into a job's state.
@@ -480,12 +475,12 @@ pub(super) async fn get_state(
     let store = state.scheduler.store();
     visible_job(&state, &caller, id).await?;
     let values = store.job_state(id).await?.values;
-    Ok(Json(serde_json::json!({ "job_id": id, "state": values })))
+    Ok(Json(bodies::JobStateBody::new(id, values)))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub(super) struct StateEdit {
+pub(crate) struct StateEdit {
     state: std::collections::HashMap<String, String>,
 }
 
@@ -524,7 +519,5 @@ pub(super) async fn put_state(
     store
         .replace_job_state(id, &edit.state, state.scheduler.now_ms())
         .await?;
-    Ok(Json(
-        serde_json::json!({ "job_id": id, "state": edit.state }),
-    ))
+    Ok(Json(bodies::JobStateBody::new(id, edit.state)))
 }

@@ -33,7 +33,16 @@ use crate::jobs::{JobSpec, child_cycle, schedule_of};
 use crate::scheduler::Scheduler;
 use crate::store::{JobId, JobRow, RunFilter, RunId, RunRow, RunStatus, StoreError, VersionPush};
 
+pub mod bodies;
 mod executors;
+
+/// The request bodies, for the OpenAPI document.
+pub(crate) mod requests {
+    pub(crate) use super::groups::GroupSpec;
+    pub(crate) use super::jobs::{StateEdit, TriggerRequest};
+    pub(crate) use super::modules::VersionChoice;
+    pub(crate) use super::tenants::{TenantSpec, TokenSpec};
+}
 mod groups;
 mod jobs;
 mod modules;
@@ -471,10 +480,10 @@ async fn metrics(State(state): State<Arc<AdminState>>) -> impl IntoResponse {
 /// token.
 async fn readyz(State(state): State<Arc<AdminState>>) -> Response {
     match state.scheduler.store().ping().await {
-        Ok(()) => Json(serde_json::json!({
-            "ready": true,
-            "instance": state.scheduler.store().instance(),
-        }))
+        Ok(()) => Json(bodies::Ready {
+            ready: true,
+            instance: state.scheduler.store().instance().to_owned(),
+        })
         .into_response(),
         Err(error) => Failure::new(
             StatusCode::SERVICE_UNAVAILABLE,

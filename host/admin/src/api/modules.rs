@@ -160,7 +160,14 @@ pub(super) async fn upload_module(
     let now = state.scheduler.now_ms();
     store.put_module(&digest, &bytes, now).await?;
     store.own_module(&caller.tenant, &digest).await?;
-    let mut answer = serde_json::json!({ "digest": digest, "size": bytes.len() });
+    let mut answer = bodies::Uploaded {
+        digest: digest.clone(),
+        size: bytes.len() as u64,
+        name: None,
+        version: None,
+        labels: None,
+        jobs_moved: None,
+    };
     if let Some(name) = &query.name {
         let (version, moved) = store
             .add_module_version(
@@ -175,10 +182,10 @@ pub(super) async fn upload_module(
                 now,
             )
             .await?;
-        answer["name"] = name.clone().into();
-        answer["version"] = version.version.into();
-        answer["labels"] = version.labels.into();
-        answer["jobs_moved"] = moved.into();
+        answer.name = Some(name.clone());
+        answer.version = Some(version.version);
+        answer.labels = Some(version.labels);
+        answer.jobs_moved = Some(moved);
         state.scheduler.wake();
     }
     Ok((StatusCode::CREATED, Json(answer)))
@@ -232,9 +239,9 @@ pub(super) async fn list_module_versions(
     Ok(Json(module_versions(&state, &caller, &name).await?))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub(super) struct VersionChoice {
+pub(crate) struct VersionChoice {
     version: i64,
 }
 
@@ -282,7 +289,10 @@ pub(super) async fn rollback_module(
     state.scheduler.wake();
     Ok((
         StatusCode::CREATED,
-        Json(serde_json::json!({ "version": version, "jobs_moved": moved })),
+        Json(bodies::RolledBack {
+            version,
+            jobs_moved: moved,
+        }),
     ))
 }
 

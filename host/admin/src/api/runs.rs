@@ -47,7 +47,7 @@ pub(super) async fn kill_run(
             error,
         )
     })?;
-    Ok(Json(serde_json::json!({ "run_id": id, "killed": killed })))
+    Ok(Json(bodies::RunKilled { run_id: id, killed }))
 }
 
 #[derive(Debug, Deserialize)]
@@ -146,9 +146,7 @@ pub(super) async fn list_runs(
     let next_before = (runs.len() as i64 == limit)
         .then(|| runs.last().map(|run| run.id))
         .flatten();
-    Ok(Json(
-        serde_json::json!({ "runs": runs, "next_before": next_before }),
-    ))
+    Ok(Json(bodies::RunPage { runs, next_before }))
 }
 
 #[derive(Debug, Deserialize)]
@@ -202,11 +200,11 @@ pub(super) async fn reports(
         )
         .await?;
     let total = |count: fn(&crate::store::DailyReport) -> i64| days.iter().map(count).sum::<i64>();
-    let totals = serde_json::json!({
-        "success": total(|day| day.success),
-        "failed": total(|day| day.failed),
-        "running": total(|day| day.running),
-        "cancelled": total(|day| day.cancelled),
-    });
-    Ok(Json(serde_json::json!({ "days": days, "totals": totals })))
+    let totals = bodies::RunCounts {
+        success: total(|day| day.success),
+        failed: total(|day| day.failed),
+        running: total(|day| day.running),
+        cancelled: total(|day| day.cancelled),
+    };
+    Ok(Json(bodies::Report { days, totals }))
 }

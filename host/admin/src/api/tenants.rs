@@ -2,15 +2,15 @@
 
 use super::*;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub(super) struct TenantSpec {
+pub(crate) struct TenantSpec {
     name: String,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub(super) struct TokenSpec {
+pub(crate) struct TokenSpec {
     #[serde(default)]
     label: String,
 }
@@ -66,7 +66,11 @@ pub(super) async fn create_tenant(
         .await?;
     Ok((
         StatusCode::CREATED,
-        Json(serde_json::json!({ "name": spec.name, "token_id": id, "token": token })),
+        Json(bodies::TenantCreated {
+            name: spec.name,
+            token_id: id,
+            token,
+        }),
     ))
 }
 
@@ -75,13 +79,13 @@ pub(super) async fn list_tenants(
     Extension(caller): Extension<Caller>,
 ) -> Result<impl IntoResponse, Failure> {
     caller.require_operator("listing tenants")?;
-    let tenants: Vec<serde_json::Value> = state
+    let tenants: Vec<bodies::Tenant> = state
         .scheduler
         .store()
         .tenants()
         .await?
         .into_iter()
-        .map(|(name, tokens)| serde_json::json!({ "name": name, "tokens": tokens }))
+        .map(|(name, tokens)| bodies::Tenant { name, tokens })
         .collect();
     Ok(Json(tenants))
 }
@@ -128,7 +132,11 @@ pub(super) async fn create_token(
         .await?;
     Ok((
         StatusCode::CREATED,
-        Json(serde_json::json!({ "tenant": tenant, "token_id": id, "token": token })),
+        Json(bodies::TokenCreated {
+            tenant,
+            token_id: id,
+            token,
+        }),
     ))
 }
 
@@ -145,5 +153,8 @@ pub(super) async fn revoke_token(
             format!("tenant {tenant:?} has no token {id}"),
         ));
     }
-    Ok(Json(serde_json::json!({ "tenant": tenant, "revoked": id })))
+    Ok(Json(bodies::TokenRevoked {
+        tenant,
+        revoked: id,
+    }))
 }

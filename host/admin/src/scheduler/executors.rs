@@ -4,7 +4,7 @@
 use super::*;
 
 /// What a kill of a whole job did.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
 pub struct JobKill {
     /// Runs that were waiting to be dispatched, now cancelled.
     pub cancelled: Vec<RunId>,

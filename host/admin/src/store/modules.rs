@@ -15,7 +15,7 @@ pub struct VersionPush<'a> {
 }
 
 /// A version of a named module.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
 pub struct ModuleVersion {
     pub name: String,
     /// 1, 2, 3, ... per (tenant, name).

@@ -3,7 +3,8 @@
 use super::*;
 
 /// A job as stored.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = Job)]
 pub struct JobRow {
     pub id: JobId,
     pub tenant: String,
@@ -116,7 +117,8 @@ pub(super) fn job_from_row(row: &AnyRow) -> Result<JobRow, sqlx::Error> {
 }
 
 /// A run as stored.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = Run)]
 pub struct RunRow {
     pub id: RunId,
     pub tenant: String,
@@ -281,7 +283,7 @@ pub struct RunFilter {
 }
 
 /// One day's run counts of a tenant.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
 pub struct DailyReport {
     /// `YYYY-MM-DD`, UTC.
     pub day: String,

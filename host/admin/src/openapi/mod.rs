@@ -1,0 +1,200 @@
+//! The OpenAPI 3.1 document of the admin's HTTP API, served at
+//! `/api/v1/openapi.json`: the operations from the table in `operations`,
+//! the schemas derived (`utoipa::ToSchema`) from the very types the
+//! handlers read and answer. Tests check that it lists exactly the routes
+//! the router serves, that every reference resolves and that it parses as
+//! OpenAPI.
+
+mod operations;
+
+use operations::{operations, schema};
+
+use serde_json::{Value, json};
+use utoipa::ToSchema;
+use utoipa::openapi::{RefOr, schema::Schema};
+
+/// Adds `T`'s schema and those it refers to.
+fn collect<T: ToSchema>(all: &mut Vec<(String, RefOr<Schema>)>) {
+    all.push((T::name().into_owned(), T::schema()));
+    T::schemas(all);
+}
+
+/// Every schema of the document, derived from the types the handlers
+/// read and answer.
+fn schemas() -> Value {
+    use crate::api::bodies::*;
+    use crate::api::requests::*;
+    let mut all = Vec::new();
+    // Requests.
+    collect::<crate::jobs::JobSpec>(&mut all);
+    collect::<GroupSpec>(&mut all);
+    collect::<TriggerRequest>(&mut all);
+    collect::<StateEdit>(&mut all);
+    collect::<VersionChoice>(&mut all);
+    collect::<TenantSpec>(&mut all);
+    collect::<TokenSpec>(&mut all);
+    // Stored rows, as answered.
+    collect::<crate::store::JobRow>(&mut all);
+    collect::<crate::store::RunRow>(&mut all);
+    collect::<crate::store::ModuleVersion>(&mut all);
+    // Other answers.
+    collect::<Ready>(&mut all);
+    collect::<Group>(&mut all);
+    collect::<Executor>(&mut all);
+    collect::<Triggered>(&mut all);
+    collect::<Deleted>(&mut all);
+    collect::<JobStateBody>(&mut all);
+    collect::<JobKilled>(&mut all);
+    collect::<RunKilled>(&mut all);
+    collect::<Uploaded>(&mut all);
+    collect::<RolledBack>(&mut all);
+    collect::<RunPage>(&mut all);
+    collect::<Report>(&mut all);
+    collect::<Tenant>(&mut all);
+    collect::<TenantCreated>(&mut all);
+    collect::<TokenCreated>(&mut all);
+    collect::<TokenRevoked>(&mut all);
+    collect::<cronbox_protocol::LogResponse>(&mut all);
+    collect::<cronbox_protocol::ApiError>(&mut all);
+    // The executors' side.
+    collect::<cronbox_protocol::Registration>(&mut all);
+    collect::<cronbox_protocol::CallbackBatch>(&mut all);
+    let map: serde_json::Map<String, Value> = all
+        .into_iter()
+        .map(|(name, schema)| (name, serde_json::to_value(schema).unwrap_or_default()))
+        .collect();
+    Value::Object(map)
+}
+
+/// The document.
+pub(crate) fn document() -> Value {
+    let mut paths = serde_json::Map::new();
+    for operation in operations() {
+        let mut parameters: Vec<Value> = operation
+            .path
+            .split('/')
+            .filter_map(|segment| segment.strip_prefix('{')?.strip_suffix('}'))
+            .map(|name| {
+                let kind = if name == "id" { "integer" } else { "string" };
+                json!({ "name": name, "in": "path", "required": true, "schema": { "type": kind } })
+            })
+            .collect();
+        parameters.extend(operation.query.iter().map(|(name, kind, description)| {
+            json!({ "name": name, "in": "query", "required": false,
+                    "description": description, "schema": { "type": kind } })
+        }));
+        let security = match operation.tag {
+            "observability" => json!([]),
+            "executors" => json!([{ "executorToken": [] }]),
+            _ => json!([{ "apiToken": [] }]),
+        };
+        let mut entry = json!({
+            "tags": [operation.tag],
+            "summary": operation.summary,
+            "operationId": format!("{}{}", operation.method, operation.path.replace(['/', '{', '}', '-', '.'], "_")),
+            "parameters": parameters,
+            "security": security,
+            "responses": {
+                operation.status: {
+                    "description": "Success",
+                    "content": { "application/json": { "schema": operation.response } }
+                },
+                "default": {
+                    "description": "An error: 400 invalid input (naming the field), 401 missing or wrong token, 403 operator only, 404 unknown or another tenant's, 409 conflict, 413 too large",
+                    "content": { "application/json": { "schema": schema("ApiError") } }
+                }
+            }
+        });
+        if let Some(body) = operation.body {
+            entry["requestBody"] = json!({
+                "required": true,
+                "content": { "application/json": { "schema": body } }
+            });
+        }
+        let item = paths
+            .entry(operation.path.to_owned())
+            .or_insert_with(|| json!({}));
+        item[operation.method] = entry;
+    }
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "cronbox admin API",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "Jobs, modules, runs, tenants and reports of a cronbox admin. Errors are JSON bodies {code, message, field}."
+        },
+        "paths": paths,
+        "components": {
+            "schemas": schemas(),
+            "securitySchemes": {
+                "apiToken": { "type": "http", "scheme": "bearer", "description": "A tenant token, or the operator token" },
+                "executorToken": { "type": "http", "scheme": "bearer", "description": "The token shared with executors" }
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_document_lists_exactly_the_routes_served() {
+        let mut served: Vec<(String, String)> = crate::api::route_table()
+            .into_iter()
+            .map(|(method, path)| (method.to_owned(), path.to_owned()))
+            .collect();
+        served.sort();
+        let document = document();
+        let mut documented: Vec<(String, String)> = document["paths"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .flat_map(|(path, item)| {
+                item.as_object()
+                    .unwrap()
+                    .keys()
+                    .map(|method| (method.clone(), path.clone()))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        documented.sort();
+        assert_eq!(documented, served);
+    }
+
+    #[test]
+    fn the_document_is_valid_openapi() {
+        let text = serde_json::to_string(&document()).unwrap();
+        let parsed: utoipa::openapi::OpenApi = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            serde_json::to_value(&parsed.openapi).unwrap(),
+            json!("3.1.0")
+        );
+        // Every schema reference resolves.
+        let schemas = parsed.components.unwrap().schemas;
+        for reference in text.split("#/components/schemas/").skip(1) {
+            let name = reference.split('"').next().unwrap();
+            assert!(schemas.contains_key(name), "unresolved $ref {name}");
+        }
+    }
+
+    #[test]
+    fn the_schemas_come_from_the_types_answered() {
+        let document = document();
+        let schemas = &document["components"]["schemas"];
+        // A field added to a row shows in the document without editing it.
+        let job = &schemas["Job"]["properties"];
+        for field in ["id", "children", "fresh_instance", "next_fire_at_ms"] {
+            assert!(job.get(field).is_some(), "Job lacks {field}: {job}");
+        }
+        // Stored enums list their wire names.
+        let statuses = &schemas["RunStatus"]["enum"];
+        assert_eq!(
+            statuses,
+            &json!(["pending", "dispatched", "success", "failed", "cancelled"])
+        );
+        // Every error code a client may match on.
+        let codes = schemas["ErrorCode"]["enum"].as_array().unwrap();
+        assert_eq!(codes.len(), cronbox_protocol::ErrorCode::ALL.len());
+    }
+}

@@ -1,0 +1,455 @@
+//! The operations of the document: method, path, tag, summary, request
+//! and response schemas (by name, resolved against the derived schemas),
+//! query parameters.
+
+use serde_json::{Value, json};
+
+/// One operation: its tag, summary, path parameters, request body schema,
+/// success status and response schema.
+pub(super) struct Operation {
+    pub(super) method: &'static str,
+    pub(super) path: &'static str,
+    pub(super) tag: &'static str,
+    pub(super) summary: &'static str,
+    pub(super) body: Option<Value>,
+    pub(super) status: &'static str,
+    pub(super) response: Value,
+    pub(super) query: &'static [(&'static str, &'static str, &'static str)],
+}
+
+pub(super) fn schema(name: &str) -> Value {
+    json!({ "$ref": format!("#/components/schemas/{name}") })
+}
+
+fn array_of(item: Value) -> Value {
+    json!({ "type": "array", "items": item })
+}
+
+fn object() -> Value {
+    json!({ "type": "object" })
+}
+
+pub(super) fn operations() -> Vec<Operation> {
+    let op = |method, path, tag, summary, body, status, response| Operation {
+        method,
+        path,
+        tag,
+        summary,
+        body,
+        status,
+        response,
+        query: &[],
+    };
+    vec![
+        op(
+            "get",
+            "/metrics",
+            "observability",
+            "Prometheus metrics (no token)",
+            None,
+            "200",
+            json!({ "type": "string" }),
+        ),
+        op(
+            "get",
+            "/readyz",
+            "observability",
+            "Readiness: 200 once the API serves and the database answers, 503 otherwise (no token)",
+            None,
+            "200",
+            schema("Ready"),
+        ),
+        op(
+            "get",
+            "/api/v1/openapi.json",
+            "observability",
+            "This document (no token)",
+            None,
+            "200",
+            object(),
+        ),
+        op(
+            "post",
+            "/api/v1/registry",
+            "executors",
+            "Register or beat an executor (executor token)",
+            Some(schema("Registration")),
+            "200",
+            object(),
+        ),
+        op(
+            "post",
+            "/api/v1/registry-remove",
+            "executors",
+            "Deregister an executor (executor token)",
+            Some(schema("Registration")),
+            "200",
+            object(),
+        ),
+        op(
+            "post",
+            "/api/v1/callback",
+            "executors",
+            "Deliver run results, idempotent by run id (executor token)",
+            Some(schema("CallbackBatch")),
+            "200",
+            object(),
+        ),
+        op(
+            "get",
+            "/api/v1/modules/{digest}/content",
+            "executors",
+            "A module's bytes by sha256 (executor token)",
+            None,
+            "200",
+            json!({ "type": "string", "format": "binary" }),
+        ),
+        Operation {
+            query: &[
+                (
+                    "name",
+                    "string",
+                    "Module name: the upload becomes its next version",
+                ),
+                (
+                    "labels",
+                    "string",
+                    "Comma-separated labels for the new version",
+                ),
+            ],
+            ..op(
+                "post",
+                "/api/v1/modules",
+                "modules",
+                "Upload a component (raw body or multipart field `module`), checked before it is stored",
+                Some(json!({ "type": "string", "format": "binary" })),
+                "201",
+                schema("Uploaded"),
+            )
+        },
+        op(
+            "get",
+            "/api/v1/modules",
+            "modules",
+            "The latest version of each named module",
+            None,
+            "200",
+            array_of(schema("ModuleVersion")),
+        ),
+        op(
+            "get",
+            "/api/v1/modules/{name}/versions",
+            "modules",
+            "A module's versions, newest first",
+            None,
+            "200",
+            array_of(schema("ModuleVersion")),
+        ),
+        op(
+            "post",
+            "/api/v1/modules/{name}/rollback",
+            "modules",
+            "Make an earlier version current again (as a new version)",
+            Some(schema("VersionChoice")),
+            "201",
+            schema("RolledBack"),
+        ),
+        op(
+            "put",
+            "/api/v1/modules/{name}/labels/{label}",
+            "modules",
+            "Put a label on one version",
+            Some(schema("VersionChoice")),
+            "200",
+            array_of(schema("ModuleVersion")),
+        ),
+        op(
+            "post",
+            "/api/v1/tenants",
+            "tenants",
+            "Create a tenant and its first token (operator)",
+            Some(schema("TenantSpec")),
+            "201",
+            schema("TenantCreated"),
+        ),
+        op(
+            "get",
+            "/api/v1/tenants",
+            "tenants",
+            "Tenants and their token counts (operator)",
+            None,
+            "200",
+            array_of(schema("Tenant")),
+        ),
+        op(
+            "post",
+            "/api/v1/tenants/{name}/tokens",
+            "tenants",
+            "Add a token to a tenant (operator); shown once",
+            Some(schema("TokenSpec")),
+            "201",
+            schema("TokenCreated"),
+        ),
+        op(
+            "delete",
+            "/api/v1/tenants/{name}/tokens/{id}",
+            "tenants",
+            "Revoke a token (operator)",
+            None,
+            "200",
+            schema("TokenRevoked"),
+        ),
+        op(
+            "get",
+            "/api/v1/groups",
+            "groups",
+            "Executor groups",
+            None,
+            "200",
+            array_of(schema("Group")),
+        ),
+        op(
+            "get",
+            "/api/v1/executors",
+            "groups",
+            "Registered executors with their group, last heartbeat and whether they count as alive (operator only)",
+            None,
+            "200",
+            array_of(schema("Executor")),
+        ),
+        op(
+            "put",
+            "/api/v1/groups/{name}",
+            "groups",
+            "Create or replace an executor group (operator)",
+            Some(schema("GroupSpec")),
+            "200",
+            schema("Group"),
+        ),
+        op(
+            "post",
+            "/api/v1/jobs",
+            "jobs",
+            "Create a job (stopped)",
+            Some(schema("JobSpec")),
+            "201",
+            schema("Job"),
+        ),
+        Operation {
+            query: &[
+                ("group", "string", "Jobs of this executor group"),
+                ("name", "string", "Jobs with exactly this name"),
+                (
+                    "enabled",
+                    "boolean",
+                    "Started (true) or stopped (false) jobs",
+                ),
+                (
+                    "after",
+                    "integer",
+                    "Ids above this one: the last id of the previous page",
+                ),
+                ("limit", "integer", "Jobs per page (default and most 1000)"),
+            ],
+            ..op(
+                "get",
+                "/api/v1/jobs",
+                "jobs",
+                "A page of the caller's jobs in id order, filtered",
+                None,
+                "200",
+                array_of(schema("Job")),
+            )
+        },
+        op(
+            "get",
+            "/api/v1/jobs/{id}",
+            "jobs",
+            "A job",
+            None,
+            "200",
+            schema("Job"),
+        ),
+        op(
+            "put",
+            "/api/v1/jobs/{id}",
+            "jobs",
+            "Replace a job's definition",
+            Some(schema("JobSpec")),
+            "200",
+            schema("Job"),
+        ),
+        op(
+            "delete",
+            "/api/v1/jobs/{id}",
+            "jobs",
+            "Delete a job (its runs stay); refused while it is another job's child",
+            None,
+            "200",
+            schema("Deleted"),
+        ),
+        op(
+            "post",
+            "/api/v1/jobs/{id}/start",
+            "jobs",
+            "Start firing on schedule",
+            None,
+            "200",
+            schema("Job"),
+        ),
+        op(
+            "post",
+            "/api/v1/jobs/{id}/stop",
+            "jobs",
+            "Stop firing; runs waiting to be dispatched (fires written ahead, retries) end as cancelled",
+            None,
+            "200",
+            schema("Job"),
+        ),
+        op(
+            "post",
+            "/api/v1/jobs/{id}/kill",
+            "jobs",
+            "Kill every run of the job: running, queued and held runs on executors are stopped, runs waiting to be dispatched (retries included) end as cancelled",
+            None,
+            "200",
+            schema("JobKilled"),
+        ),
+        op(
+            "post",
+            "/api/v1/jobs/{id}/trigger",
+            "jobs",
+            "Run now, with an optional parameter; kind `api` (default) or `manual` (a person, through the CLI or console); addresses (operator only, executors of the job's group only)",
+            Some(schema("TriggerRequest")),
+            "202",
+            schema("Triggered"),
+        ),
+        Operation {
+            query: &[(
+                "count",
+                "integer",
+                "How many fire times (default 5, at most 100)",
+            )],
+            ..op(
+                "get",
+                "/api/v1/jobs/{id}/next-fires",
+                "jobs",
+                "The next fire times (RFC 3339)",
+                None,
+                "200",
+                array_of(json!({ "type": "string", "format": "date-time" })),
+            )
+        },
+        op(
+            "get",
+            "/api/v1/jobs/{id}/runs",
+            "runs",
+            "Every run of a job, oldest first",
+            None,
+            "200",
+            array_of(schema("Run")),
+        ),
+        op(
+            "get",
+            "/api/v1/jobs/{id}/state",
+            "jobs",
+            "A job's durable state",
+            None,
+            "200",
+            schema("JobStateBody"),
+        ),
+        op(
+            "put",
+            "/api/v1/jobs/{id}/state",
+            "jobs",
+            "Replace a job's durable state (operator)",
+            Some(schema("StateEdit")),
+            "200",
+            schema("JobStateBody"),
+        ),
+        Operation {
+            query: &[
+                ("job", "integer", "Runs of this job"),
+                ("group", "string", "Runs of the jobs of this executor group"),
+                (
+                    "status",
+                    "string",
+                    "pending, dispatched, success, failed or cancelled",
+                ),
+                (
+                    "from_ms",
+                    "integer",
+                    "Scheduled at or after (ms since the epoch)",
+                ),
+                ("to_ms", "integer", "Scheduled before (ms since the epoch)"),
+                (
+                    "before",
+                    "integer",
+                    "Runs with a smaller id: the previous page's next_before",
+                ),
+                ("limit", "integer", "Page size, 1 to 1000 (default 100)"),
+            ],
+            ..op(
+                "get",
+                "/api/v1/runs",
+                "runs",
+                "Runs by filter, newest first, paged",
+                None,
+                "200",
+                schema("RunPage"),
+            )
+        },
+        op(
+            "get",
+            "/api/v1/runs/{id}",
+            "runs",
+            "A run",
+            None,
+            "200",
+            schema("Run"),
+        ),
+        op(
+            "post",
+            "/api/v1/runs/{id}/kill",
+            "runs",
+            "Kill a running run (forwarded to its executor)",
+            None,
+            "200",
+            schema("RunKilled"),
+        ),
+        Operation {
+            query: &[
+                ("offset", "integer", "First line (default 0)"),
+                ("limit", "integer", "Lines (default 1000, at most 5000)"),
+            ],
+            ..op(
+                "get",
+                "/api/v1/runs/{id}/log",
+                "runs",
+                "A run's log by line offset, live while it runs",
+                None,
+                "200",
+                schema("LogResponse"),
+            )
+        },
+        Operation {
+            query: &[
+                (
+                    "from",
+                    "string",
+                    "First day, YYYY-MM-DD (default: a week before `to`)",
+                ),
+                ("to", "string", "Last day, YYYY-MM-DD (default: today, UTC)"),
+            ],
+            ..op(
+                "get",
+                "/api/v1/reports",
+                "reports",
+                "Run counts per day and their totals",
+                None,
+                "200",
+                schema("Report"),
+            )
+        },
+    ]
+}
