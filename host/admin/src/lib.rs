@@ -9,7 +9,10 @@
 //! - [`store`] — sqlx over SQLite or PostgreSQL, same schema on both;
 //! - [`scheduler`] — the pre-read loop, durable fires, dispatch, results,
 //!   retries, child jobs;
-//! - `api` — the HTTP API for executors and users;
+//! - `api` — the HTTP API for executors and users (authentication, scoping
+//!   to the caller's tenant, typed bodies);
+//! - [`service`] — the rules a request must pass beyond its shape, and the
+//!   writes that follow;
 //! - [`jobs`] — job definitions and their validation;
 //! - [`model`] — the stored enums (run status, alarm state, misfire
 //!   policy), decoded strictly;
@@ -31,6 +34,7 @@ mod openapi;
 pub mod routing;
 pub mod schedule;
 pub mod scheduler;
+pub mod service;
 pub mod store;
 pub mod tasks;
 

@@ -8,130 +8,21 @@ pub(super) async fn create_job(
     Extension(caller): Extension<Caller>,
     ApiJson(spec): ApiJson<JobSpec>,
 ) -> Result<impl IntoResponse, Failure> {
-    let (mut row, _) = spec.validate(&caller.tenant).map_err(|invalid| {
-        Failure::new(
-            StatusCode::BAD_REQUEST,
-            ErrorCode::InvalidJob,
-            invalid.message,
-        )
-        .field(invalid.field)
-    })?;
-    let store = state.scheduler.store();
-    known_group(&state, &row.group_name).await?;
-    resolve_module(&state, &mut row).await?;
-    for child in spec.children.iter() {
-        if visible_job(&state, &caller, *child).await.is_err() {
-            return Err(Failure::new(
-                StatusCode::BAD_REQUEST,
-                ErrorCode::InvalidJob,
-                format!("child job {child} does not exist"),
-            )
-            .field("children"));
-        }
-    }
-    let id = store.insert_job(&row, state.scheduler.now_ms()).await?;
-    let job = store.job(id).await?;
+    let job = service::jobs::create(&state.scheduler, &caller.tenant, &spec).await?;
     Ok((StatusCode::CREATED, Json(job)))
 }
 
-/// Refuses a job naming an executor group nobody configured or registered
-/// in (it would fail at every fire).
-pub(super) async fn known_group(state: &AdminState, group: &str) -> Result<(), Failure> {
-    if state.scheduler.store().group_exists(group).await? {
-        return Ok(());
-    }
-    Err(Failure::new(
-        StatusCode::BAD_REQUEST,
-        ErrorCode::InvalidJob,
-        format!(
-            "unknown executor group {group:?}: a group exists once an executor registers in it \
-             or the operator configures it (PUT /api/v1/groups/{group})"
-        ),
-    )
-    .field("group"))
-}
-
-/// Replaces a job's definition. Children must exist and must not form a
-/// cycle. A running job's next fire is planned again from now only when
-/// its schedule (type, expression or time zone) changed, so that an edit of
-/// anything else keeps a FIX_RATE job's phase.
+/// Replaces a job's definition (see [`service::jobs::update`]).
 pub(super) async fn update_job(
     State(state): State<Arc<AdminState>>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<JobId>,
     ApiJson(spec): ApiJson<JobSpec>,
 ) -> Result<impl IntoResponse, Failure> {
-    let store = state.scheduler.store();
     let current = visible_job(&state, &caller, id).await?;
-    let (mut row, schedule) = spec.validate(&current.tenant).map_err(|invalid| {
-        Failure::new(
-            StatusCode::BAD_REQUEST,
-            ErrorCode::InvalidJob,
-            invalid.message,
-        )
-        .field(invalid.field)
-    })?;
-    known_group(&state, &row.group_name).await?;
-    resolve_module(&state, &mut row).await?;
-    // The jobs reachable through child links from the new children: all a
-    // cycle check needs, read layer by layer (never the whole table).
-    let reachable = reachable_jobs(store, &spec.children).await?;
-    for child in &spec.children {
-        if !reachable
-            .iter()
-            .any(|job| job.id == *child && job.tenant == current.tenant)
-        {
-            return Err(Failure::new(
-                StatusCode::BAD_REQUEST,
-                ErrorCode::InvalidJob,
-                format!("child job {child} does not exist"),
-            )
-            .field("children"));
-        }
-    }
-    if let Some(cycle) = child_cycle(id, &spec.children, &reachable) {
-        let path: Vec<String> = cycle.iter().map(JobId::to_string).collect();
-        return Err(Failure::new(
-            StatusCode::BAD_REQUEST,
-            ErrorCode::InvalidJob,
-            format!("child jobs would form a cycle: {}", path.join(" → ")),
-        )
-        .field("children"));
-    }
-    let same_schedule = current.schedule_type == row.schedule_type
-        && current.schedule_conf == row.schedule_conf
-        && current.time_zone == row.time_zone;
-    let next = if !current.enabled {
-        None
-    } else if same_schedule {
-        current.next_fire_at_ms
-    } else {
-        schedule
-            .first_fire(state.scheduler.now())
-            .map(|at| at.timestamp_millis())
-    };
-    store
-        .update_job(id, &row, next, state.scheduler.now_ms())
-        .await?;
-    state.scheduler.wake();
-    Ok(Json(store.job(id).await?))
-}
-
-/// The jobs reachable from `roots` through child links (roots included).
-async fn reachable_jobs(
-    store: &crate::store::Store,
-    roots: &[JobId],
-) -> Result<Vec<JobRow>, Failure> {
-    let mut seen = std::collections::HashSet::new();
-    let mut found = Vec::new();
-    let mut layer: Vec<JobId> = roots.to_vec();
-    while !layer.is_empty() {
-        layer.retain(|id| seen.insert(*id));
-        let jobs = store.jobs_by_id(&layer).await?;
-        layer = jobs.values().flat_map(crate::jobs::children_of).collect();
-        found.extend(jobs.into_values());
-    }
-    Ok(found)
+    Ok(Json(
+        service::jobs::update(&state.scheduler, &current, &spec).await?,
+    ))
 }
 
 /// Most jobs in one page of `GET /api/v1/jobs`.
@@ -187,42 +78,6 @@ pub(super) async fn visible_job(
         Some(job) if caller.sees(&job.tenant) => Ok(job),
         _ => Err(unknown_job(id)),
     }
-}
-
-/// Sets the digest of a job that names a module: its pinned version, or
-/// the latest; checks that the job's tenant has the module it names.
-pub(super) async fn resolve_module(state: &AdminState, row: &mut JobRow) -> Result<(), Failure> {
-    let store = state.scheduler.store();
-    let Some(name) = &row.module_name else {
-        if !store.owns_module(&row.tenant, &row.module_digest).await? {
-            return Err(Failure::new(
-                StatusCode::BAD_REQUEST,
-                ErrorCode::InvalidJob,
-                format!("no module {} was uploaded", row.module_digest),
-            )
-            .field("module_digest"));
-        }
-        return Ok(());
-    };
-    let versions = store.module_versions(&row.tenant, name).await?;
-    let chosen = match row.module_version {
-        Some(version) => versions.iter().find(|v| v.version == version),
-        None => versions.first(),
-    };
-    let Some(chosen) = chosen else {
-        let what = match row.module_version {
-            Some(version) => format!("version {version} of module {name:?}"),
-            None => format!("module {name:?}"),
-        };
-        return Err(Failure::new(
-            StatusCode::BAD_REQUEST,
-            ErrorCode::InvalidJob,
-            format!("no {what} was pushed (or it was pruned)"),
-        )
-        .field("module"));
-    };
-    row.module_digest = chosen.digest.clone();
-    Ok(())
 }
 
 pub(super) fn unknown_job(id: JobId) -> Failure {
@@ -438,25 +293,8 @@ pub(super) async fn delete_job(
     Extension(caller): Extension<Caller>,
     Path(id): Path<JobId>,
 ) -> Result<impl IntoResponse, Failure> {
-    let store = state.scheduler.store();
-    visible_job(&state, &caller, id).await?;
-    let parents: Vec<String> = store
-        .parents_of(id)
-        .await?
-        .into_iter()
-        .map(|(parent, name)| format!("{parent} ({name})"))
-        .collect();
-    if !parents.is_empty() {
-        return Err(Failure::new(
-            StatusCode::CONFLICT,
-            ErrorCode::JobInUse,
-            format!(
-                "job {id} is a child of {}; remove it from their children first",
-                parents.join(", ")
-            ),
-        ));
-    }
-    store.delete_job(id).await?;
+    let job = visible_job(&state, &caller, id).await?;
+    service::jobs::delete(state.scheduler.store(), &job).await?;
     Ok(Json(bodies::Deleted { deleted: id }))
 }
 

@@ -29,8 +29,9 @@ use serde::de::DeserializeOwned;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::jobs::{JobSpec, child_cycle, schedule_of};
+use crate::jobs::{JobSpec, schedule_of};
 use crate::scheduler::Scheduler;
+use crate::service::{self, ServiceError};
 use crate::store::{JobId, JobRow, RunFilter, RunId, RunRow, RunStatus, StoreError, VersionPush};
 
 pub mod bodies;
@@ -229,16 +230,24 @@ impl IntoResponse for Failure {
     }
 }
 
+impl From<ServiceError> for Failure {
+    fn from(error: ServiceError) -> Self {
+        match error {
+            ServiceError::InvalidJob { field, message } => {
+                Failure::new(StatusCode::BAD_REQUEST, ErrorCode::InvalidJob, message).field(field)
+            }
+            in_use @ ServiceError::JobInUse { .. } => Failure::new(
+                StatusCode::CONFLICT,
+                ErrorCode::JobInUse,
+                in_use.to_string(),
+            ),
+            ServiceError::Store(error) => error.into(),
+        }
+    }
+}
+
 impl From<StoreError> for Failure {
     fn from(error: StoreError) -> Self {
-        if let StoreError::ChildCycle(_) = error {
-            return Failure::new(
-                StatusCode::BAD_REQUEST,
-                ErrorCode::InvalidJob,
-                error.to_string(),
-            )
-            .field("children");
-        }
         tracing::error!(%error, "store error");
         // The detail (database text) stays in the admin's log.
         Failure::new(

@@ -1,0 +1,189 @@
+//! Job definitions: creating and replacing one (validation, the group, the
+//! module, the children), and deleting one no other job names.
+
+use std::collections::HashSet;
+
+use super::ServiceError;
+use crate::jobs::{JobSpec, child_cycle, children_of};
+use crate::model::JobId;
+use crate::scheduler::Scheduler;
+use crate::store::{JobRow, Store, StoreError};
+
+/// Creates a job of `tenant` from `spec` (stopped); returns it as stored.
+pub async fn create(
+    scheduler: &Scheduler,
+    tenant: &str,
+    spec: &JobSpec,
+) -> Result<JobRow, ServiceError> {
+    let (mut row, _) = spec
+        .validate(tenant)
+        .map_err(|invalid| ServiceError::invalid(invalid.field, invalid.message))?;
+    let store = scheduler.store();
+    known_group(store, &row.group_name).await?;
+    resolve_module(store, &mut row).await?;
+    // A new job cannot close a cycle (nothing names it yet); its children
+    // must be jobs of its tenant.
+    let children = store.jobs_by_id(&row.children).await?;
+    if let Some(child) = row
+        .children
+        .iter()
+        .find(|child| children.get(child).is_none_or(|job| job.tenant != tenant))
+    {
+        return Err(ServiceError::invalid(
+            "children",
+            format!("child job {child} does not exist"),
+        ));
+    }
+    let id = store.insert_job(&row, scheduler.now_ms()).await?;
+    stored(store, id).await
+}
+
+/// Replaces the definition of `current` with `spec`. Children must be jobs
+/// of its tenant and must not form a cycle (checked here with a path to
+/// show, and again inside the write). A running job's next fire is planned
+/// again from now only when its schedule (type, expression or time zone)
+/// changed, so that an edit of anything else keeps a FIX_RATE job's phase.
+pub async fn update(
+    scheduler: &Scheduler,
+    current: &JobRow,
+    spec: &JobSpec,
+) -> Result<JobRow, ServiceError> {
+    let (mut row, schedule) = spec
+        .validate(&current.tenant)
+        .map_err(|invalid| ServiceError::invalid(invalid.field, invalid.message))?;
+    let store = scheduler.store();
+    known_group(store, &row.group_name).await?;
+    resolve_module(store, &mut row).await?;
+    // The jobs reachable through child links from the new children: all a
+    // cycle check needs, read layer by layer (never the whole table).
+    let reachable = reachable_jobs(store, &row.children).await?;
+    for child in &row.children {
+        if !reachable
+            .iter()
+            .any(|job| job.id == *child && job.tenant == current.tenant)
+        {
+            return Err(ServiceError::invalid(
+                "children",
+                format!("child job {child} does not exist"),
+            ));
+        }
+    }
+    if let Some(cycle) = child_cycle(current.id, &row.children, &reachable) {
+        let path: Vec<String> = cycle.iter().map(JobId::to_string).collect();
+        return Err(ServiceError::invalid(
+            "children",
+            format!("child jobs would form a cycle: {}", path.join(" → ")),
+        ));
+    }
+    let same_schedule = current.schedule_type == row.schedule_type
+        && current.schedule_conf == row.schedule_conf
+        && current.time_zone == row.time_zone;
+    let next = if !current.enabled {
+        None
+    } else if same_schedule {
+        current.next_fire_at_ms
+    } else {
+        schedule
+            .first_fire(scheduler.now())
+            .map(|at| at.timestamp_millis())
+    };
+    match store
+        .update_job(current.id, &row, next, scheduler.now_ms())
+        .await
+    {
+        Ok(_) => {}
+        Err(StoreError::ChildCycle(_)) => {
+            return Err(ServiceError::invalid(
+                "children",
+                "child jobs would form a cycle (with a change saved meanwhile)",
+            ));
+        }
+        Err(error) => return Err(error.into()),
+    }
+    scheduler.wake();
+    stored(store, current.id).await
+}
+
+/// Deletes `job` (its runs stay as history); refused while another job
+/// names it as a child.
+pub async fn delete(store: &Store, job: &JobRow) -> Result<(), ServiceError> {
+    let parents = store.parents_of(job.id).await?;
+    if !parents.is_empty() {
+        return Err(ServiceError::JobInUse {
+            id: job.id,
+            parents,
+        });
+    }
+    store.delete_job(job.id).await?;
+    Ok(())
+}
+
+/// Refuses a job naming an executor group nobody configured or registered
+/// in (it would fail at every fire).
+async fn known_group(store: &Store, group: &str) -> Result<(), ServiceError> {
+    if store.group_exists(group).await? {
+        return Ok(());
+    }
+    Err(ServiceError::invalid(
+        "group",
+        format!(
+            "unknown executor group {group:?}: a group exists once an executor registers in it \
+             or the operator configures it (PUT /api/v1/groups/{group})"
+        ),
+    ))
+}
+
+/// Sets the digest of a job that names a module: its pinned version, or
+/// the latest; checks that the job's tenant has the module it names.
+async fn resolve_module(store: &Store, row: &mut JobRow) -> Result<(), ServiceError> {
+    let Some(name) = &row.module_name else {
+        if !store.owns_module(&row.tenant, &row.module_digest).await? {
+            return Err(ServiceError::invalid(
+                "module_digest",
+                format!("no module {} was uploaded", row.module_digest),
+            ));
+        }
+        return Ok(());
+    };
+    let versions = store.module_versions(&row.tenant, name).await?;
+    let chosen = match row.module_version {
+        Some(version) => versions.iter().find(|v| v.version == version),
+        None => versions.first(),
+    };
+    let Some(chosen) = chosen else {
+        let what = match row.module_version {
+            Some(version) => format!("version {version} of module {name:?}"),
+            None => format!("module {name:?}"),
+        };
+        return Err(ServiceError::invalid(
+            "module",
+            format!("no {what} was pushed (or it was pruned)"),
+        ));
+    };
+    row.module_digest = chosen.digest.clone();
+    Ok(())
+}
+
+/// The jobs reachable from `roots` through child links (roots included).
+async fn reachable_jobs(store: &Store, roots: &[JobId]) -> Result<Vec<JobRow>, ServiceError> {
+    let mut seen = HashSet::new();
+    let mut found = Vec::new();
+    let mut layer: Vec<JobId> = roots.to_vec();
+    while !layer.is_empty() {
+        layer.retain(|id| seen.insert(*id));
+        let jobs = store.jobs_by_id(&layer).await?;
+        layer = jobs.values().flat_map(children_of).collect();
+        found.extend(jobs.into_values());
+    }
+    Ok(found)
+}
+
+/// A job just written, read back.
+async fn stored(store: &Store, id: JobId) -> Result<JobRow, ServiceError> {
+    store
+        .job(id)
+        .await?
+        .ok_or(ServiceError::Store(StoreError::Database(
+            sqlx::Error::RowNotFound,
+        )))
+}

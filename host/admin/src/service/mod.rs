@@ -1,0 +1,42 @@
+//! The rules between the HTTP layer and the store: what makes a request
+//! acceptable beyond its shape (groups that exist, modules the tenant
+//! owns, children of the same tenant without a cycle, a job in use), and
+//! the writes that follow. Handlers authenticate, scope to the caller's
+//! tenant and translate [`ServiceError`] into an HTTP answer; they hold no
+//! rules of their own.
+
+pub mod jobs;
+
+use crate::model::JobId;
+use crate::store::StoreError;
+
+/// Why a request was refused, or failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    /// A job definition refused; `field` names the field at fault.
+    #[error("{message}")]
+    InvalidJob {
+        field: &'static str,
+        message: String,
+    },
+    /// The job is named as a child by these jobs (id and name).
+    #[error(
+        "job {id} is a child of {}; remove it from their children first",
+        parents.iter().map(|(id, name)| format!("{id} ({name})")).collect::<Vec<_>>().join(", ")
+    )]
+    JobInUse {
+        id: JobId,
+        parents: Vec<(JobId, String)>,
+    },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl ServiceError {
+    fn invalid(field: &'static str, message: impl Into<String>) -> Self {
+        ServiceError::InvalidJob {
+            field,
+            message: message.into(),
+        }
+    }
+}
