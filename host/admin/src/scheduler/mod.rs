@@ -44,11 +44,13 @@ mod planner;
 mod preread;
 mod receipts;
 mod results;
+mod slow_jobs;
 
 use dispatch::*;
 pub use executors::JobKill;
 pub use planner::plan_fires;
 use planner::*;
+use slow_jobs::*;
 
 /// Timing settings of the scheduler.
 #[derive(Debug, Clone)]
