@@ -207,6 +207,34 @@ async fn runs_are_listed_by_filter_and_page() {
     }
     assert_eq!(seen.len(), 5, "every hello run once across pages: {seen:?}");
 
+    // A job's runs, oldest first, a page at a time.
+    let (_, first) = stack
+        .get(&format!("/api/v1/jobs/{hello}/runs?limit=3"))
+        .await;
+    let first: Vec<i64> = first
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(first.len(), 3);
+    assert!(
+        first.windows(2).all(|w| w[0] < w[1]),
+        "oldest first: {first:?}"
+    );
+    let (_, rest) = stack
+        .get(&format!("/api/v1/jobs/{hello}/runs?after={}", first[2]))
+        .await;
+    assert_eq!(
+        rest.as_array().unwrap().len(),
+        2,
+        "the two after the cursor: {rest}"
+    );
+    let (status, error) = stack
+        .get(&format!("/api/v1/jobs/{hello}/runs?limit=1001"))
+        .await;
+    assert_eq!((status, &error["field"]), (400, &json!("limit")), "{error}");
+
     let (_, failures) = stack.get("/api/v1/runs?status=failed").await;
     assert_eq!(ids(&failures), [failed["id"].as_i64().unwrap()]);
     let scheduled = failed["scheduled_at_ms"].as_i64().unwrap();

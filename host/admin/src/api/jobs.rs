@@ -277,14 +277,30 @@ pub(super) async fn next_fires(
     Ok(Json(fires))
 }
 
+/// A page of a job's runs, oldest first: `after` (the last id of the
+/// previous page) and `limit` (default and most 1000).
 pub(super) async fn job_runs(
     State(state): State<Arc<AdminState>>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<JobId>,
+    Query(params): Query<std::collections::HashMap<String, String>>,
 ) -> Result<impl IntoResponse, Failure> {
+    let query = ListQuery::new(params, &["after", "limit"])?;
     visible_job(&state, &caller, id).await?;
-    Ok(Json(state.scheduler.store().runs_of_job(id).await?))
+    let runs = state
+        .scheduler
+        .store()
+        .runs_of_job_page(
+            id,
+            query.number("after")?,
+            query.limit(MAX_JOB_RUNS_PAGE, MAX_JOB_RUNS_PAGE)?,
+        )
+        .await?;
+    Ok(Json(runs))
 }
+
+/// Most runs in one page of `GET /api/v1/jobs/{id}/runs`.
+const MAX_JOB_RUNS_PAGE: i64 = 1000;
 
 /// Deletes a job (its runs stay as history). Refused while another job
 /// names it as a child.

@@ -340,15 +340,25 @@ pub(super) fn operations() -> Vec<Operation> {
                 array_of(json!({ "type": "string", "format": "date-time" })),
             )
         },
-        op(
-            "get",
-            "/api/v1/jobs/{id}/runs",
-            "runs",
-            "Every run of a job, oldest first",
-            None,
-            "200",
-            array_of(schema("Run")),
-        ),
+        Operation {
+            query: &[
+                (
+                    "after",
+                    "integer",
+                    "Runs with a larger id: the last id of the previous page",
+                ),
+                ("limit", "integer", "Runs per page (default and most 1000)"),
+            ],
+            ..op(
+                "get",
+                "/api/v1/jobs/{id}/runs",
+                "runs",
+                "A page of a job's runs, oldest first",
+                None,
+                "200",
+                array_of(schema("Run")),
+            )
+        },
         op(
             "get",
             "/api/v1/jobs/{id}/state",

@@ -135,7 +135,29 @@ impl Store {
         Ok(row.as_ref().map(run_from_row).transpose()?)
     }
 
-    /// A job's runs, oldest first.
+    /// A page of a job's runs, oldest first: those after run `after`, at
+    /// most `limit` (an indexed read of one page).
+    pub async fn runs_of_job_page(
+        &self,
+        job_id: JobId,
+        after: Option<RunId>,
+        limit: i64,
+    ) -> Result<Vec<RunRow>, StoreError> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            run_columns!(),
+            " FROM run WHERE job_id = $1 AND id > $2 ORDER BY id LIMIT $3"
+        ))
+        .bind(job_id)
+        .bind(after.unwrap_or_default())
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(run_from_row).collect::<Result<_, _>>()?)
+    }
+
+    /// Every run of a job, oldest first (tests and tools; the API reads
+    /// pages).
     pub async fn runs_of_job(&self, job_id: JobId) -> Result<Vec<RunRow>, StoreError> {
         let rows = sqlx::query(concat!(
             "SELECT ",
