@@ -1,3 +1,5 @@
+use std::io::Write as _;
+
 use cronbox_guest::{Context, Job, Result, export_job, info, warn};
 
 #[derive(Default)]
@@ -5,6 +7,23 @@ struct Chatty;
 
 impl Job for Chatty {
     fn execute(&mut self, ctx: &Context) -> Result<String> {
+        // `empty:N`: a flood of empty lines — N newlines on stdout, in large
+        // writes, and N/10 empty `context.log` lines.
+        if let Some(count) = ctx.param().trim().strip_prefix("empty:") {
+            let lines: usize = count.parse().unwrap_or(1_000_000);
+            let chunk = vec![b'\n'; 64 << 10];
+            let mut left = lines;
+            let mut stdout = std::io::stdout();
+            while left > 0 {
+                let now = left.min(chunk.len());
+                let _ = stdout.write_all(&chunk[..now]);
+                left -= now;
+            }
+            for _ in 0..lines / 10 {
+                info!("");
+            }
+            return Ok(format!("wrote {lines} empty lines"));
+        }
         let lines: u64 = ctx.param().trim().parse().unwrap_or(100_000);
         let pause_every: u64 = 1_000;
         for i in 0..lines {

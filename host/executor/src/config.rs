@@ -35,8 +35,11 @@ pub struct ExecutorConfig {
     pub max_log_page: usize,
     /// Results per callback request.
     pub callback_batch: usize,
-    /// Finished runs whose logs stay readable through `log`.
+    /// Finished runs whose logs stay readable through `log`: at most this
+    /// many, and at most `retained_log_bytes` of log (charged as the
+    /// runtime charges a log: text plus a per-line overhead).
     pub retained_finished_runs: usize,
+    pub retained_log_bytes: usize,
     /// The sandbox's settings (its artifact cache goes under `data_dir`).
     pub runtime: RuntimeConfig,
 }
@@ -59,6 +62,7 @@ impl ExecutorConfig {
             max_log_page: 5_000,
             callback_batch: 200,
             retained_finished_runs: 1_000,
+            retained_log_bytes: 64 << 20,
             runtime: RuntimeConfig::default(),
         }
     }

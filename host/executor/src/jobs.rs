@@ -53,8 +53,15 @@ struct Shared {
     metrics: Arc<Metrics>,
     address: String,
     idle_retire: Duration,
-    retained_finished_runs: usize,
+    retained: Retention,
     closing: AtomicBool,
+}
+
+/// How many finished runs keep their logs readable, and how much log.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Retention {
+    pub(crate) runs: usize,
+    pub(crate) log_bytes: usize,
 }
 
 #[derive(Default)]
@@ -62,8 +69,10 @@ struct Table {
     jobs: HashMap<u64, JobEntry>,
     /// Queued and running runs.
     active: HashMap<u64, RunHandle>,
-    /// Recently finished runs, whose logs stay readable.
-    finished: VecDeque<(u64, RunHandle)>,
+    /// Recently finished runs, whose logs stay readable, with the bytes
+    /// charged for each log.
+    finished: VecDeque<(u64, RunHandle, usize)>,
+    finished_log_bytes: usize,
     /// Runs received ahead of their instant (`start_in_ms`), not yet
     /// applied to their job's queue.
     held: HashMap<u64, Pending>,
@@ -180,7 +189,10 @@ impl Shared {
         {
             let mut table = self.lock();
             table.active.remove(&run_id);
-            table.remember_finished(run_id, pending.handle.clone(), self.retained_finished_runs);
+            table.remember_finished(run_id, pending.handle.clone(), self.retained);
+            self.metrics
+                .retained_log_bytes
+                .set(table.finished_log_bytes as i64);
         }
         self.metrics.run_ended(outcome.kind(), 0.0);
         self.spool.submit(&RunResult {
@@ -231,10 +243,17 @@ impl Shared {
 }
 
 impl Table {
-    fn remember_finished(&mut self, run_id: u64, handle: RunHandle, capacity: usize) {
-        self.finished.push_back((run_id, handle));
-        while self.finished.len() > capacity {
-            self.finished.pop_front();
+    /// Keeps a finished run's log readable, forgetting the oldest ones past
+    /// the retention's count or bytes.
+    fn remember_finished(&mut self, run_id: u64, handle: RunHandle, retained: Retention) {
+        let bytes = handle.log().charged_bytes();
+        self.finished.push_back((run_id, handle, bytes));
+        self.finished_log_bytes += bytes;
+        while self.finished.len() > retained.runs || self.finished_log_bytes > retained.log_bytes {
+            let Some((_, _, bytes)) = self.finished.pop_front() else {
+                break;
+            };
+            self.finished_log_bytes -= bytes;
         }
     }
 
@@ -253,8 +272,8 @@ impl Table {
             self.finished
                 .iter()
                 .rev()
-                .find(|(id, _)| *id == run_id)
-                .map(|(_, handle)| handle.clone())
+                .find(|(id, ..)| *id == run_id)
+                .map(|(_, handle, _)| handle.clone())
         })
     }
 }
@@ -379,7 +398,7 @@ impl Jobs {
         metrics: Arc<Metrics>,
         address: String,
         idle_retire: Duration,
-        retained_finished_runs: usize,
+        retained: Retention,
     ) -> Self {
         Jobs {
             shared: Arc::new(Shared {
@@ -390,7 +409,7 @@ impl Jobs {
                 metrics,
                 address,
                 idle_retire,
-                retained_finished_runs,
+                retained,
                 closing: AtomicBool::new(false),
             }),
         }
@@ -762,7 +781,11 @@ async fn run_one(shared: Arc<Shared>, mut worker: JobWorker, pending: Pending) -
             }
         }
         table.active.remove(&run_id);
-        table.remember_finished(run_id, handle, shared.retained_finished_runs);
+        table.remember_finished(run_id, handle, shared.retained);
+        shared
+            .metrics
+            .retained_log_bytes
+            .set(table.finished_log_bytes as i64);
     }
     shared.metrics.running.dec();
     shared.report_finished(&command, report, &start);

@@ -33,7 +33,7 @@ pub use config::ExecutorConfig;
 
 use crate::admin::AdminClient;
 use crate::api::ApiState;
-use crate::jobs::Jobs;
+use crate::jobs::{Jobs, Retention};
 use crate::metrics::Metrics;
 use crate::modules::ModuleStore;
 use crate::spool::Spool;
@@ -138,7 +138,10 @@ pub async fn start(config: ExecutorConfig) -> Result<RunningExecutor, ExecutorEr
         metrics.clone(),
         address.clone(),
         config.idle_retire,
-        config.retained_finished_runs,
+        Retention {
+            runs: config.retained_finished_runs,
+            log_bytes: config.retained_log_bytes,
+        },
     );
     let state = Arc::new(ApiState {
         jobs,

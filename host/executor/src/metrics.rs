@@ -24,6 +24,7 @@ pub(crate) struct Metrics {
     pub(crate) callbacks_delivered: Counter,
     pub(crate) callback_failures: Counter,
     pub(crate) instances_retired: Counter,
+    pub(crate) retained_log_bytes: Gauge,
 }
 
 impl Metrics {
@@ -39,6 +40,12 @@ impl Metrics {
         let callbacks_delivered = Counter::default();
         let callback_failures = Counter::default();
         let instances_retired = Counter::default();
+        let retained_log_bytes = Gauge::default();
+        registry.register(
+            "retained_log_bytes",
+            "Bytes charged for the logs of finished runs kept readable",
+            retained_log_bytes.clone(),
+        );
         registry.register("runs", "Runs ended, by outcome", runs.clone());
         registry.register("running", "Runs executing now", running.clone());
         registry.register("queued", "Runs waiting in job queues", queued.clone());
@@ -69,6 +76,7 @@ impl Metrics {
         );
         Metrics {
             instances_retired,
+            retained_log_bytes,
             registry,
             runs,
             running,

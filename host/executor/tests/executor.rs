@@ -532,6 +532,41 @@ async fn a_running_log_is_read_in_pages() {
     f.executor.shutdown().await;
 }
 
+/// The logs of finished runs stay readable within a byte budget, not only
+/// a run count: past it the oldest are forgotten, and the executor's
+/// metric shows what is kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finished_logs_are_kept_within_a_byte_budget() {
+    const BUDGET: usize = 600 << 10;
+    let f = fixture_with(|config| config.retained_log_bytes = BUDGET).await;
+    let digest = f.admin.add_module(jobs::bytes("chatty"));
+    // Each run's log is about 160 kB charged (2,000 short lines, each its
+    // text plus the per-line overhead): three fit in the budget, the
+    // fourth pushes out the first.
+    for run in 1..=4 {
+        assert!(f.run(&command(12, run, &digest, "2000")).await.accepted);
+        f.admin.result_of(run, WAIT).await;
+    }
+    let fixture = &f;
+    let readable = |run: u64| async move {
+        fixture
+            .post(executor_paths::LOG, &json!({ "run_id": run }))
+            .await
+            .status()
+            .as_u16()
+    };
+    assert_eq!(readable(1).await, 404, "the oldest log was forgotten");
+    assert_eq!(readable(4).await, 200, "the newest stays readable");
+    let metrics = f.metrics().await;
+    let kept: usize = metrics
+        .lines()
+        .find(|line| line.starts_with("cronbox_executor_retained_log_bytes "))
+        .and_then(|line| line.rsplit(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no retained_log_bytes in {metrics}"));
+    assert!(kept > 0 && kept <= BUDGET, "{kept} bytes kept");
+    f.executor.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unauthenticated_and_malformed_requests_are_refused_clearly() {
     let f = fixture_with(|config| config.max_request_bytes = 64 << 10).await;

@@ -32,7 +32,7 @@ pub use cache::CacheStatus;
 pub use config::{InstanceMode, RunLimits, RuntimeConfig, StateLimits};
 pub use cronbox_protocol::{LogLevel, LogLine, LogSource, Outcome, StateChanges, Trigger};
 pub use engine::{Runtime, RuntimeError};
-pub use log::{LogPage, RunLog};
+pub use log::{LINE_OVERHEAD, LogPage, MAX_LINES, RunLog};
 pub use module::{JobModule, LoadError};
 pub use run::{RunHandle, RunReport, RunRequest, StateSnapshot};
 pub use worker::{JobWorker, RetireReport};

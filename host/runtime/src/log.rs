@@ -1,9 +1,12 @@
 //! A run's log: stdout, stderr and `context.log` lines in one ordered,
 //! size-capped buffer that can be read by offset while the run goes on.
 //!
-//! Past the cap, lines are dropped and a single host line marks the spot
-//! (updated with the final count when the run ends). Writing never fails and
-//! never traps the guest.
+//! Every kept line is charged its text plus [`LINE_OVERHEAD`] bytes against
+//! the cap (what a line costs in memory and on the wire even when empty),
+//! and at most [`MAX_LINES`] are kept, so a flood of empty lines is bounded
+//! like a flood of long ones. Past the cap, lines are dropped and a single
+//! host line marks the spot (updated with the final count when the run
+//! ends). Writing never fails and never traps the guest.
 
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -18,6 +21,13 @@ use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
 /// Longest line kept whole; longer output without a newline is split.
 const MAX_LINE_BYTES: usize = 16 << 10;
 
+/// What a kept line is charged beyond its text: its record in memory
+/// (time, source, string header) and its JSON framing, rounded up.
+pub const LINE_OVERHEAD: usize = 64;
+
+/// Most lines one run's log keeps, whatever its byte cap.
+pub const MAX_LINES: usize = 100_000;
+
 /// The log of one run. Shared: the worker writes it, readers page through it.
 #[derive(Debug, Default)]
 pub struct RunLog {
@@ -28,7 +38,8 @@ pub struct RunLog {
 struct LogInner {
     lines: Vec<LogLine>,
     cap_bytes: usize,
-    kept_bytes: usize,
+    /// Text plus [`LINE_OVERHEAD`] per line kept.
+    charged_bytes: usize,
     dropped_lines: u64,
     dropped_bytes: u64,
     marker: Option<usize>,
@@ -56,7 +67,8 @@ fn now_ms() -> i64 {
 }
 
 impl RunLog {
-    /// A log keeping at most `cap_bytes` of line text.
+    /// A log keeping at most `cap_bytes`, each line charged its text plus
+    /// [`LINE_OVERHEAD`].
     pub fn with_cap(cap_bytes: usize) -> Self {
         RunLog {
             inner: Mutex::new(LogInner {
@@ -123,9 +135,10 @@ impl RunLog {
         self.lock().marker.is_some()
     }
 
-    /// Bytes of text kept (the cap bounds it).
-    pub fn kept_bytes(&self) -> usize {
-        self.lock().kept_bytes
+    /// Bytes charged for the lines kept: their text plus [`LINE_OVERHEAD`]
+    /// each (the cap bounds it, and so the log's memory).
+    pub fn charged_bytes(&self) -> usize {
+        self.lock().charged_bytes
     }
 
     /// A stdout/stderr stream for WASI that writes into the log of whatever
@@ -137,7 +150,8 @@ impl RunLog {
 
 impl LogInner {
     fn push(&mut self, source: LogSource, text: String) {
-        if self.kept_bytes + text.len() > self.cap_bytes {
+        let charge = text.len() + LINE_OVERHEAD;
+        if self.charged_bytes + charge > self.cap_bytes || self.lines.len() >= MAX_LINES {
             self.dropped_lines += 1;
             self.dropped_bytes += text.len() as u64;
             if self.marker.is_none() {
@@ -151,7 +165,7 @@ impl LogInner {
             self.update_marker();
             return;
         }
-        self.kept_bytes += text.len();
+        self.charged_bytes += charge;
         self.lines.push(LogLine {
             at_ms: now_ms(),
             source,
@@ -162,8 +176,9 @@ impl LogInner {
     fn update_marker(&mut self) {
         if let Some(index) = self.marker {
             self.lines[index].text = format!(
-                "log truncated: the cap of {} bytes was reached; {} more lines ({} bytes) were dropped",
-                self.cap_bytes, self.dropped_lines, self.dropped_bytes
+                "log truncated: the cap of {} bytes ({} per line plus its text) or {} lines was \
+                 reached; {} more lines ({} bytes) were dropped",
+                self.cap_bytes, LINE_OVERHEAD, MAX_LINES, self.dropped_lines, self.dropped_bytes
             );
         }
     }
@@ -325,7 +340,7 @@ mod tests {
 
     #[test]
     fn cap_drops_lines_behind_one_marker() {
-        let log = RunLog::with_cap(10);
+        let log = RunLog::with_cap(10 + 2 * LINE_OVERHEAD);
         for i in 0..5 {
             log.guest(LogLevel::Info, format!("line{i}"));
         }
@@ -343,7 +358,39 @@ mod tests {
             lines[2].text
         );
         assert!(log.is_truncated());
-        assert!(log.kept_bytes() <= 10);
+        assert!(log.charged_bytes() <= 10 + 2 * LINE_OVERHEAD);
+    }
+
+    /// Empty lines cost their overhead: a flood of them fills the cap like
+    /// any other output, and the line count is capped whatever the bytes.
+    #[test]
+    fn empty_lines_are_charged_and_counted() {
+        let cap = 64 << 10;
+        let log = RunLog::with_cap(cap);
+        log.write_stream(LogSource::Stdout, &vec![b'\n'; 1_000_000]);
+        for _ in 0..1_000 {
+            log.guest(LogLevel::Info, String::new());
+        }
+        log.finish();
+        let lines = log.lines();
+        assert_eq!(lines.len(), cap / LINE_OVERHEAD + 1, "kept, and one marker");
+        assert!(log.charged_bytes() <= cap);
+        let marker = &lines[cap / LINE_OVERHEAD];
+        assert!(
+            marker
+                .text
+                .contains(&format!("{} more lines", 1_001_000 - cap / LINE_OVERHEAD)),
+            "{}",
+            marker.text
+        );
+
+        let huge = RunLog::with_cap(usize::MAX / 2);
+        huge.write_stream(LogSource::Stdout, &vec![b'\n'; MAX_LINES + 10]);
+        assert_eq!(
+            huge.lines().len(),
+            MAX_LINES + 1,
+            "capped by count, and one marker"
+        );
     }
 
     #[test]

@@ -392,6 +392,46 @@ async fn chatty_output_is_capped_with_a_visible_marker() {
     }
 }
 
+/// A guest flooding its log with empty lines (on stdout and through
+/// `context.log`) fills the cap like any other output: the lines kept and
+/// the bytes charged stay within the cap, one marker counts the rest.
+#[tokio::test]
+async fn a_flood_of_empty_lines_is_bounded_like_any_output() {
+    let runtime = runtime();
+    let mut chatty = worker(&runtime, "chatty").await;
+    let cap = 256 << 10;
+    let limits = RunLimits {
+        log_bytes: cap,
+        ..RunLimits::default()
+    };
+    let handle = RunHandle::new();
+    let report = chatty
+        .run(with_limits("empty:2000000", limits), &handle)
+        .await;
+    assert_eq!(
+        report.outcome,
+        Outcome::Success {
+            message: "wrote 2000000 empty lines".into()
+        }
+    );
+    assert!(report.log_truncated);
+    let kept = cap / cronbox_runtime::LINE_OVERHEAD;
+    assert_eq!(
+        report.log.len(),
+        kept + 1,
+        "the lines the cap allows, and a marker"
+    );
+    assert!(handle.log().charged_bytes() <= cap);
+    let marker = &report.log[kept];
+    assert_eq!(marker.source, LogSource::Host);
+    let dropped = 2_000_000 + 200_000 - kept;
+    assert!(
+        marker.text.contains(&format!("{dropped} more lines")),
+        "{}",
+        marker.text
+    );
+}
+
 #[tokio::test]
 async fn a_log_is_readable_by_offset_while_the_run_goes_on() {
     let runtime = runtime();
