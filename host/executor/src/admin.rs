@@ -14,6 +14,39 @@ pub enum AdminError {
     /// Every admin failed; the last failure is given.
     #[error("no admin answered {path}: {last}")]
     Unreachable { path: String, last: String },
+    /// Every admin answered, and each refused the body itself (400, 413 or
+    /// 422): sending it again cannot help.
+    #[error("every admin refused {path} with {status}")]
+    Refused { path: String, status: u16 },
+}
+
+/// Why one admin did not accept a request.
+#[derive(Debug)]
+enum PostError {
+    /// It answered with this status.
+    Status(u16),
+    /// It did not answer.
+    Transport(String),
+}
+
+impl PostError {
+    /// Whether the admin refused the body itself (as opposed to being
+    /// down, busy or not trusting the token).
+    fn refuses_the_body(&self) -> Option<u16> {
+        match self {
+            PostError::Status(status @ (400 | 413 | 422)) => Some(*status),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for PostError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PostError::Status(status) => write!(f, "answered {status}"),
+            PostError::Transport(error) => f.write_str(error),
+        }
+    }
 }
 
 /// Talks to every configured admin with the executor's token.
@@ -61,11 +94,23 @@ impl AdminClient {
         body: &B,
     ) -> Result<(), AdminError> {
         let mut last = None;
+        let mut refusals = Vec::new();
         for admin in &self.admins {
             match self.post(admin, path, body).await {
                 Ok(()) => return Ok(()),
-                Err(error) => last = Some(error),
+                Err(error) => {
+                    refusals.push(error.refuses_the_body());
+                    last = Some(format!("{admin} {error}"));
+                }
             }
+        }
+        if let Some(Some(status)) = refusals.first()
+            && refusals.iter().all(Option::is_some)
+        {
+            return Err(AdminError::Refused {
+                path: path.to_owned(),
+                status: *status,
+            });
         }
         Err(match last {
             None => AdminError::NoAdmins,
@@ -104,7 +149,7 @@ impl AdminClient {
         })
     }
 
-    async fn post<B: Serialize>(&self, admin: &str, path: &str, body: &B) -> Result<(), String> {
+    async fn post<B: Serialize>(&self, admin: &str, path: &str, body: &B) -> Result<(), PostError> {
         let response = self
             .http
             .post(format!("{admin}{path}"))
@@ -112,11 +157,11 @@ impl AdminClient {
             .json(body)
             .send()
             .await
-            .map_err(|error| error.to_string())?;
+            .map_err(|error| PostError::Transport(error.to_string()))?;
         if response.status().is_success() {
             Ok(())
         } else {
-            Err(format!("{admin} answered {}", response.status()))
+            Err(PostError::Status(response.status().as_u16()))
         }
     }
 }

@@ -40,6 +40,9 @@ pub struct ExecutorConfig {
     /// runtime charges a log: text plus a per-line overhead).
     pub retained_finished_runs: usize,
     pub retained_log_bytes: usize,
+    /// Largest run result sent to an admin, serialized; a larger one has
+    /// its log cut behind a marker line.
+    pub max_result_bytes: usize,
     /// The sandbox's settings (its artifact cache goes under `data_dir`).
     pub runtime: RuntimeConfig,
 }
@@ -63,6 +66,7 @@ impl ExecutorConfig {
             callback_batch: 200,
             retained_finished_runs: 1_000,
             retained_log_bytes: 64 << 20,
+            max_result_bytes: 3 << 19,
             runtime: RuntimeConfig::default(),
         }
     }

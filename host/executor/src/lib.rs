@@ -124,7 +124,8 @@ pub async fn start(config: ExecutorConfig) -> Result<RunningExecutor, ExecutorEr
 
     let admins = AdminClient::new(config.admins.clone(), config.token.clone());
     let metrics = Arc::new(Metrics::new());
-    let spool = Spool::open(config.data_dir.join("spool")).map_err(data_dir)?;
+    let spool =
+        Spool::open(config.data_dir.join("spool"), config.max_result_bytes).map_err(data_dir)?;
     let modules = ModuleStore::new(
         runtime.clone(),
         config.data_dir.join("modules"),

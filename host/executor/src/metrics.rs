@@ -25,6 +25,7 @@ pub(crate) struct Metrics {
     pub(crate) callback_failures: Counter,
     pub(crate) instances_retired: Counter,
     pub(crate) retained_log_bytes: Gauge,
+    pub(crate) results_quarantined: Counter,
 }
 
 impl Metrics {
@@ -41,6 +42,12 @@ impl Metrics {
         let callback_failures = Counter::default();
         let instances_retired = Counter::default();
         let retained_log_bytes = Gauge::default();
+        let results_quarantined = Counter::default();
+        registry.register(
+            "results_quarantined",
+            "Run results every admin refused on their own, replaced by a failure",
+            results_quarantined.clone(),
+        );
         registry.register(
             "retained_log_bytes",
             "Bytes charged for the logs of finished runs kept readable",
@@ -77,6 +84,7 @@ impl Metrics {
         Metrics {
             instances_retired,
             retained_log_bytes,
+            results_quarantined,
             registry,
             runs,
             running,

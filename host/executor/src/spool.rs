@@ -11,6 +11,13 @@
 //! outlives the segment holding its result). The admin treats a second
 //! callback for a run as a no-op (idempotent by run id).
 //!
+//! No one result can stall the others: a result is cut to
+//! `max_result_bytes` before it is spooled (its log shortened behind a
+//! marker line), batches are bounded in bytes as well as in count, and when
+//! every admin refuses a batch (400, 413, 422) its results are sent one by
+//! one; one still refused alone is quarantined: replaced by a small failed
+//! result that says so, and counted in `results_quarantined`.
+//!
 //! One `write` per record and no file per run: at thousands of runs a
 //! second, creating, renaming and deleting a file each was most of the
 //! executor's system time. Segments are not fsynced: they survive process
@@ -25,11 +32,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use cronbox_protocol::{CallbackBatch, RunResult, admin_paths};
+use cronbox_protocol::{CallbackBatch, LogLine, LogSource, Outcome, RunResult, admin_paths};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::admin::AdminClient;
+use crate::admin::{AdminClient, AdminError};
 use crate::metrics::Metrics;
 
 const FIRST_BACKOFF: Duration = Duration::from_millis(200);
@@ -38,6 +45,11 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 const SEGMENT_RESULTS: usize = 4_096;
 /// Segment file extension.
 const SEGMENT_EXTENSION: &str = "spool";
+/// Most bytes of results in one callback request (a single larger result
+/// still goes alone).
+const BATCH_BYTES: usize = 1 << 20;
+/// Longest outcome message kept in a result cut to size.
+const MAX_MESSAGE_BYTES: usize = 16 << 10;
 
 /// One line of a segment (borrowed when written, owned when read back).
 /// Records live one at a time while a line is written or read, so the
@@ -55,6 +67,8 @@ enum Record<'a> {
 #[derive(Debug)]
 pub(crate) struct Spool {
     dir: PathBuf,
+    /// Largest serialized result spooled; larger ones are cut.
+    max_result_bytes: usize,
     state: Mutex<State>,
     wake: Notify,
 }
@@ -63,8 +77,9 @@ pub(crate) struct Spool {
 struct State {
     /// Segments oldest first; the last one is appended to.
     segments: VecDeque<Segment>,
-    /// Results not yet acknowledged, in the order they were spooled.
-    unsent: VecDeque<RunResult>,
+    /// Results not yet acknowledged, in the order they were spooled, each
+    /// with its serialized size.
+    unsent: VecDeque<(RunResult, usize)>,
     /// The segment holding each unacknowledged result.
     segment_of: HashMap<u64, u64>,
     next_segment: u64,
@@ -82,7 +97,7 @@ struct Segment {
 impl Spool {
     /// Opens the spool in `dir`, replaying the segments a previous process
     /// left.
-    pub(crate) fn open(dir: PathBuf) -> std::io::Result<Arc<Self>> {
+    pub(crate) fn open(dir: PathBuf, max_result_bytes: usize) -> std::io::Result<Arc<Self>> {
         std::fs::create_dir_all(&dir)?;
         let mut state = State::default();
         let mut replayed: Vec<(u64, RunResult)> = Vec::new();
@@ -109,10 +124,12 @@ impl Spool {
                 held.unacknowledged += 1;
             }
             state.segment_of.insert(result.run_id, segment);
-            state.unsent.push_back(result);
+            let size = serialized_size(&result);
+            state.unsent.push_back((result, size));
         }
         let spool = Spool {
             dir,
+            max_result_bytes,
             state: Mutex::new(state),
             wake: Notify::new(),
         };
@@ -179,8 +196,11 @@ impl Spool {
         Ok(segment.id)
     }
 
-    /// Records a result durably and wakes the sender.
+    /// Records a result durably (cut to `max_result_bytes`) and wakes the
+    /// sender.
     pub(crate) fn submit(&self, result: &RunResult) {
+        let (result, size) = fit(result, self.max_result_bytes);
+        let result = &*result;
         let mut state = self.lock();
         let record = Record::Result(Cow::Borrowed(result));
         match self.append(&mut state, &record, true) {
@@ -191,7 +211,7 @@ impl Spool {
                 tracing::error!(run_id = result.run_id, %error, "cannot spool a run result");
             }
         }
-        state.unsent.push_back(result.clone());
+        state.unsent.push_back((result.clone(), size));
         drop(state);
         self.wake.notify_one();
     }
@@ -204,7 +224,7 @@ impl Spool {
         let run_ids: Vec<u64> = state
             .unsent
             .drain(..count)
-            .map(|result| result.run_id)
+            .map(|(result, _)| result.run_id)
             .collect();
         for run_id in &run_ids {
             if let Some(segment) = state.segment_of.remove(run_id)
@@ -246,9 +266,50 @@ impl Spool {
         self.lock().unsent.len()
     }
 
-    /// The oldest `limit` unacknowledged results.
+    /// The oldest unacknowledged results: at most `limit`, and at most
+    /// [`BATCH_BYTES`] of them unless the first alone is larger.
     fn next_batch(&self, limit: usize) -> Vec<RunResult> {
-        self.lock().unsent.iter().take(limit).cloned().collect()
+        let state = self.lock();
+        let mut bytes = 0;
+        let mut batch = Vec::new();
+        for (result, size) in state.unsent.iter().take(limit) {
+            if !batch.is_empty() && bytes + size > BATCH_BYTES {
+                break;
+            }
+            bytes += size;
+            batch.push(result.clone());
+        }
+        batch
+    }
+
+    /// Gives up on the oldest result, which every admin refused on its
+    /// own: it is acknowledged here and replaced by a small failed result
+    /// saying why, so that the run still ends, visibly.
+    fn quarantine(&self, refused: &RunResult, status: u16) {
+        tracing::error!(
+            run_id = refused.run_id,
+            status,
+            "every admin refused a run's result; it is replaced by a failure"
+        );
+        self.acknowledge(1);
+        let message = format!(
+            "the run's result was refused by every admin ({status}) and quarantined by the \
+             executor; its log and state changes are lost"
+        );
+        if matches!(&refused.outcome, Outcome::Failed { message: said } if *said == message) {
+            // The replacement itself was refused: nothing smaller to send.
+            return;
+        }
+        let outcome = Outcome::Failed { message };
+        self.submit(&RunResult {
+            code: outcome.code(),
+            outcome,
+            log: Vec::new(),
+            log_truncated: true,
+            state_changes: Default::default(),
+            state_base: Default::default(),
+            ..refused.clone()
+        });
     }
 
     /// Delivers spooled results until `stop` is cancelled and the spool is
@@ -261,8 +322,10 @@ impl Spool {
         stop: CancellationToken,
     ) {
         let mut backoff = FIRST_BACKOFF;
+        // After a refused batch, its results go one at a time.
+        let mut singly = 0_usize;
         loop {
-            let results = self.next_batch(batch_size);
+            let results = self.next_batch(if singly > 0 { 1 } else { batch_size });
             if results.is_empty() {
                 if stop.is_cancelled() {
                     return;
@@ -282,7 +345,21 @@ impl Spool {
                 Ok(()) => {
                     metrics.callbacks_delivered.inc_by(count as u64);
                     self.acknowledge(count);
+                    singly = singly.saturating_sub(count);
                     backoff = FIRST_BACKOFF;
+                }
+                Err(AdminError::Refused { status, .. }) if count > 1 => {
+                    tracing::warn!(
+                        status,
+                        count,
+                        "a batch of results was refused; sending them one by one"
+                    );
+                    singly = count;
+                }
+                Err(AdminError::Refused { status, .. }) => {
+                    metrics.results_quarantined.inc();
+                    self.quarantine(&body.results[0], status);
+                    singly = singly.saturating_sub(1);
                 }
                 Err(error) => {
                     metrics.callback_failures.inc();
@@ -298,6 +375,84 @@ impl Spool {
                 }
             }
         }
+    }
+}
+
+/// The bytes `result` takes in a callback body.
+fn serialized_size(result: &RunResult) -> usize {
+    serde_json::to_vec(result).map_or(usize::MAX, |bytes| bytes.len())
+}
+
+/// `result` cut to at most `max_bytes` serialized, with its size: the
+/// outcome's message shortened, then the log's last lines dropped behind a
+/// marker line; a result that still does not fit (its state changes) ends
+/// as failed without them.
+fn fit(result: &RunResult, max_bytes: usize) -> (Cow<'_, RunResult>, usize) {
+    let size = serialized_size(result);
+    if size <= max_bytes {
+        return (Cow::Borrowed(result), size);
+    }
+    let mut cut = result.clone();
+    shorten_message(&mut cut.outcome);
+    let marker = |dropped: usize| LogLine {
+        at_ms: result.log.last().map_or(0, |line| line.at_ms),
+        source: LogSource::Host,
+        text: format!(
+            "log cut: the run's result was {size} bytes, over the executor's limit of \
+             {max_bytes}; {dropped} more lines were dropped"
+        ),
+    };
+    // Drop lines from the end until what is left, with the marker, fits.
+    let mut over = serialized_size(&cut).saturating_sub(max_bytes);
+    let mut dropped = 0;
+    while over > 0 {
+        let Some(line) = cut.log.pop() else { break };
+        over = over.saturating_sub(serde_json::to_vec(&line).map_or(0, |bytes| bytes.len() + 1));
+        dropped += 1;
+    }
+    if dropped > 0 {
+        // Room for the marker itself.
+        while serialized_size(&cut) + 300 > max_bytes {
+            if cut.log.pop().is_none() {
+                break;
+            }
+            dropped += 1;
+        }
+        cut.log.push(marker(dropped));
+        cut.log_truncated = true;
+    }
+    let mut size = serialized_size(&cut);
+    if size > max_bytes {
+        cut.outcome = Outcome::Failed {
+            message: format!(
+                "the run's result is over the executor's limit of {max_bytes} bytes even without \
+                 its log; its state changes were dropped"
+            ),
+        };
+        cut.code = cut.outcome.code();
+        cut.state_changes = Default::default();
+        cut.state_base = Default::default();
+        size = serialized_size(&cut);
+    }
+    (Cow::Owned(cut), size)
+}
+
+/// Shortens an outcome's free-text message to [`MAX_MESSAGE_BYTES`].
+fn shorten_message(outcome: &mut Outcome) {
+    let (Outcome::Success { message }
+    | Outcome::Failed { message }
+    | Outcome::Trap { message }
+    | Outcome::Rejected { reason: message }) = outcome
+    else {
+        return;
+    };
+    if message.len() > MAX_MESSAGE_BYTES {
+        let mut end = MAX_MESSAGE_BYTES;
+        while !message.is_char_boundary(end) {
+            end -= 1;
+        }
+        message.truncate(end);
+        message.push_str(" [cut]");
     }
 }
 
@@ -374,7 +529,7 @@ mod tests {
     #[test]
     fn a_reopened_spool_sends_only_what_was_not_acknowledged() -> std::io::Result<()> {
         let dir = tempfile::tempdir()?;
-        let spool = Spool::open(dir.path().to_path_buf())?;
+        let spool = Spool::open(dir.path().to_path_buf(), 1 << 20)?;
         for run_id in 1..=4 {
             spool.submit(&result(run_id));
         }
@@ -389,7 +544,7 @@ mod tests {
             .open(segment)?
             .write_all(b"{\"result\":{\"run_")?;
 
-        let reopened = Spool::open(dir.path().to_path_buf())?;
+        let reopened = Spool::open(dir.path().to_path_buf(), 1 << 20)?;
         assert_eq!(
             run_ids(&reopened),
             [3, 4],
@@ -409,7 +564,7 @@ mod tests {
     #[test]
     fn segments_are_deleted_oldest_first_once_acknowledged() -> std::io::Result<()> {
         let dir = tempfile::tempdir()?;
-        let spool = Spool::open(dir.path().to_path_buf())?;
+        let spool = Spool::open(dir.path().to_path_buf(), 1 << 20)?;
         for run_id in 0..(SEGMENT_RESULTS as u64 * 2 + 1) {
             spool.submit(&result(run_id));
         }
@@ -421,12 +576,62 @@ mod tests {
             "the first segment is fully acknowledged"
         );
         drop(spool);
-        let reopened = Spool::open(dir.path().to_path_buf())?;
+        let reopened = Spool::open(dir.path().to_path_buf(), 1 << 20)?;
         assert_eq!(reopened.pending(), SEGMENT_RESULTS);
         assert_eq!(
             run_ids(&reopened).first().copied(),
             Some(SEGMENT_RESULTS as u64 + 1)
         );
+        Ok(())
+    }
+
+    /// A result over the limit is cut to it: message shortened, the log's
+    /// tail dropped behind one marker line; batches stop at their byte
+    /// bound.
+    #[test]
+    fn big_results_are_cut_and_batches_bounded_in_bytes() -> std::io::Result<()> {
+        let mut big = result(7);
+        big.outcome = Outcome::Success {
+            message: "m".repeat(1 << 20),
+        };
+        big.log = (0..100_000)
+            .map(|i| LogLine {
+                at_ms: 1,
+                source: LogSource::Stdout,
+                text: format!("line {i}"),
+            })
+            .collect();
+        let (cut, size) = fit(&big, 64 << 10);
+        assert!(size <= 64 << 10, "{size}");
+        assert_eq!(size, serialized_size(&cut));
+        let Outcome::Success { message } = &cut.outcome else {
+            panic!("{:?}", cut.outcome)
+        };
+        assert!(message.ends_with("[cut]") && message.len() < 17 << 10);
+        let marker = cut.log.last().unwrap();
+        assert_eq!(marker.source, LogSource::Host);
+        let dropped = 100_000 - (cut.log.len() - 1);
+        assert!(
+            marker
+                .text
+                .contains(&format!("{dropped} more lines were dropped")),
+            "{}",
+            marker.text
+        );
+        assert_eq!(cut.log[0].text, "line 0", "the head of the log is kept");
+        let small = result(8);
+        assert!(matches!(fit(&small, 64 << 10).0, Cow::Borrowed(_)));
+
+        let dir = tempfile::tempdir()?;
+        let spool = Spool::open(dir.path().to_path_buf(), 600 << 10)?;
+        for run in 1..=4 {
+            spool.submit(&RunResult {
+                run_id: run,
+                ..big.clone()
+            });
+        }
+        // Each is cut to 600 KiB: one batch of 1 MiB holds one of them.
+        assert_eq!(run_ids(&spool), [1]);
         Ok(())
     }
 }

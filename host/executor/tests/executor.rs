@@ -567,6 +567,68 @@ async fn finished_logs_are_kept_within_a_byte_budget() {
     f.executor.shutdown().await;
 }
 
+/// A run with a 4 MiB log: its result serialized is about 3.5 MiB, over
+/// the stand-in admin's 2 MiB body limit.
+fn big_log_command(run_id: u64, digest: &str) -> RunCommand {
+    let mut big = command(13, run_id, digest, "60000");
+    big.limits.log_bytes = 4 << 20;
+    big
+}
+
+/// A result no admin accepts (413) is sent alone, then quarantined:
+/// replaced by a small failure that says so; the results behind it are
+/// delivered, not stalled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_result_every_admin_refuses_is_quarantined_and_the_rest_delivered() {
+    let f = fixture_with(|config| config.max_result_bytes = 16 << 20).await;
+    let chatty = f.admin.add_module(jobs::bytes("chatty"));
+    let hello = f.admin.add_module(jobs::bytes("hello"));
+    assert!(f.run(&big_log_command(1, &chatty)).await.accepted);
+    // The same job, so it runs (and its result is spooled) after the
+    // big one.
+    assert!(f.run(&command(13, 2, &hello, "behind")).await.accepted);
+    let behind = f.admin.result_of(2, WAIT).await;
+    assert!(behind.outcome.is_success(), "{behind:?}");
+    let replaced = f.admin.result_of(1, WAIT).await;
+    let Outcome::Failed { message } = &replaced.outcome else {
+        panic!("{replaced:?}")
+    };
+    assert!(
+        message.contains("refused by every admin (413)"),
+        "{message}"
+    );
+    assert!(replaced.log.is_empty());
+    assert!(
+        f.metrics()
+            .await
+            .contains("cronbox_executor_results_quarantined_total 1"),
+        "{}",
+        f.metrics().await
+    );
+    f.executor.shutdown().await;
+}
+
+/// With the default limit, the same run's result is cut to fit: the run
+/// keeps its outcome, its log loses its tail behind a marker line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_result_is_cut_to_fit_and_delivered() {
+    let f = fixture().await;
+    let chatty = f.admin.add_module(jobs::bytes("chatty"));
+    assert!(f.run(&big_log_command(1, &chatty)).await.accepted);
+    let result = f.admin.result_of(1, WAIT).await;
+    assert_eq!(
+        result.outcome,
+        Outcome::Success {
+            message: "wrote 60000 lines".into()
+        }
+    );
+    assert!(result.log_truncated);
+    let marker = result.log.last().unwrap();
+    assert!(marker.text.starts_with("log cut:"), "{}", marker.text);
+    assert!(serde_json::to_vec(&result).unwrap().len() <= 3 << 19);
+    f.executor.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unauthenticated_and_malformed_requests_are_refused_clearly() {
     let f = fixture_with(|config| config.max_request_bytes = 64 << 10).await;
