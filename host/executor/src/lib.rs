@@ -126,6 +126,9 @@ pub async fn start(config: ExecutorConfig) -> Result<RunningExecutor, ExecutorEr
     let metrics = Arc::new(Metrics::new());
     let spool =
         Spool::open(config.data_dir.join("spool"), config.max_result_bytes).map_err(data_dir)?;
+    metrics
+        .spool_records_skipped
+        .inc_by(spool.skipped_records() as u64);
     let modules = ModuleStore::new(
         runtime.clone(),
         config.data_dir.join("modules"),

@@ -26,6 +26,7 @@ pub(crate) struct Metrics {
     pub(crate) instances_retired: Counter,
     pub(crate) retained_log_bytes: Gauge,
     pub(crate) results_quarantined: Counter,
+    pub(crate) spool_records_skipped: Counter,
 }
 
 impl Metrics {
@@ -43,6 +44,12 @@ impl Metrics {
         let instances_retired = Counter::default();
         let retained_log_bytes = Gauge::default();
         let results_quarantined = Counter::default();
+        let spool_records_skipped = Counter::default();
+        registry.register(
+            "spool_records_skipped",
+            "Unreadable lines skipped when replaying the result spool",
+            spool_records_skipped.clone(),
+        );
         registry.register(
             "results_quarantined",
             "Run results every admin refused on their own, replaced by a failure",
@@ -85,6 +92,7 @@ impl Metrics {
             instances_retired,
             retained_log_bytes,
             results_quarantined,
+            spool_records_skipped,
             registry,
             runs,
             running,

@@ -67,6 +67,8 @@ enum Record<'a> {
 #[derive(Debug)]
 pub(crate) struct Spool {
     dir: PathBuf,
+    /// Lines of the segments replayed at open that could not be read.
+    skipped_records: usize,
     /// Largest serialized result spooled; larger ones are cut.
     max_result_bytes: usize,
     state: Mutex<State>,
@@ -102,6 +104,7 @@ impl Spool {
         let mut state = State::default();
         let mut replayed: Vec<(u64, RunResult)> = Vec::new();
         let mut acknowledged = std::collections::HashSet::new();
+        let mut skipped = 0;
         for (id, path) in segment_files(&dir) {
             state.next_segment = id + 1;
             state.segments.push_back(Segment {
@@ -110,7 +113,9 @@ impl Spool {
                 results: 0,
                 unacknowledged: 0,
             });
-            for record in read_records(&path) {
+            let (records, unreadable) = read_records(&path);
+            skipped += unreadable;
+            for record in records {
                 match record {
                     Record::Result(result) => replayed.push((id, result.into_owned())),
                     Record::Acked(run_ids) => acknowledged.extend(run_ids.iter().copied()),
@@ -129,6 +134,7 @@ impl Spool {
         }
         let spool = Spool {
             dir,
+            skipped_records: skipped,
             max_result_bytes,
             state: Mutex::new(state),
             wake: Notify::new(),
@@ -188,7 +194,13 @@ impl Spool {
                 "the newest spool segment is not open",
             ));
         };
-        file.write_all(&line)?;
+        if let Err(error) = file.write_all(&line) {
+            // Part of the line may be in the file: appending after it would
+            // glue the next record to it. Close this segment; the next
+            // append starts a new one (replay skips the broken line).
+            segment.file = None;
+            return Err(error);
+        }
         if new_result {
             segment.results += 1;
             segment.unacknowledged += 1;
@@ -259,6 +271,11 @@ impl Spool {
                 tracing::warn!(segment = id, %error, "cannot delete a spool segment");
             }
         }
+    }
+
+    /// Lines of the replayed segments that could not be read (skipped).
+    pub(crate) fn skipped_records(&self) -> usize {
+        self.skipped_records
     }
 
     /// Results waiting to be acknowledged.
@@ -477,22 +494,35 @@ fn segment_files(dir: &Path) -> Vec<(u64, PathBuf)> {
 
 /// The records of one segment; a line that does not parse (the last one,
 /// cut short by a crash) is reported and skipped.
-fn read_records(path: &Path) -> Vec<Record<'static>> {
+/// The records of a segment file, and how many lines could not be read
+/// (a torn write, garbage): those are skipped, the rest still read.
+fn read_records(path: &Path) -> (Vec<Record<'static>>, usize) {
     let Ok(file) = File::open(path) else {
-        return Vec::new();
+        return (Vec::new(), 0);
     };
-    std::io::BufReader::new(file)
-        .lines()
-        .map_while(Result::ok)
-        .filter(|line| !line.trim().is_empty())
-        .filter_map(|line| match serde_json::from_str(&line) {
-            Ok(record) => Some(record),
+    let mut skipped = 0;
+    let mut records = Vec::new();
+    for line in std::io::BufReader::new(file).split(b'\n') {
+        let line = match line {
+            Ok(line) => line,
+            Err(error) => {
+                tracing::error!(path = %path.display(), %error, "spool segment unreadable past here");
+                skipped += 1;
+                break;
+            }
+        };
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match serde_json::from_slice(&line) {
+            Ok(record) => records.push(record),
             Err(error) => {
                 tracing::error!(path = %path.display(), %error, "unreadable spool record skipped");
-                None
+                skipped += 1;
             }
-        })
-        .collect()
+        }
+    }
+    (records, skipped)
 }
 
 #[cfg(test)]
@@ -632,6 +662,56 @@ mod tests {
         }
         // Each is cut to 600 KiB: one batch of 1 MiB holds one of them.
         assert_eq!(run_ids(&spool), [1]);
+        Ok(())
+    }
+
+    /// A segment with a torn or garbage line is still read past it: the
+    /// bad line is skipped and counted, every good record replayed.
+    #[test]
+    fn a_bad_line_is_skipped_and_counted_not_the_end_of_the_segment() -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let spool = Spool::open(dir.path().to_path_buf(), 1 << 20)?;
+        spool.submit(&result(1));
+        let path = spool.path(spool.lock().segments.back().unwrap().id);
+        drop(spool);
+        // A torn record and bytes that are not even UTF-8, then a good one.
+        let mut file = File::options().append(true).open(&path)?;
+        file.write_all(b"{\"result\":{\"run_id\":2,\"job\n")?;
+        file.write_all(b"\xff\xfe garbage\n")?;
+        let good = serde_json::to_vec(&Record::Result(Cow::Owned(result(3))))?;
+        file.write_all(&good)?;
+        file.write_all(b"\n")?;
+        drop(file);
+        let reopened = Spool::open(dir.path().to_path_buf(), 1 << 20)?;
+        assert_eq!(run_ids(&reopened), [1, 3]);
+        assert_eq!(reopened.skipped_records(), 2);
+        Ok(())
+    }
+
+    /// After a failed write the segment is closed: the next record goes to
+    /// a new segment, whole, instead of being glued to a torn line.
+    #[test]
+    fn a_write_error_starts_a_new_segment() -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let spool = Spool::open(dir.path().to_path_buf(), 1 << 20)?;
+        spool.submit(&result(1));
+        let first = {
+            let mut state = spool.lock();
+            let segment = state.segments.back_mut().unwrap();
+            // A handle that cannot write: the next append fails.
+            segment.file = Some(File::open(spool.path(segment.id))?);
+            segment.id
+        };
+        spool.submit(&result(2));
+        spool.submit(&result(3));
+        let newest = spool.lock().segments.back().unwrap().id;
+        assert!(newest > first, "a new segment after the failed write");
+        drop(spool);
+        let reopened = Spool::open(dir.path().to_path_buf(), 1 << 20)?;
+        // Run 2's record was never written: only what reached a file
+        // survives a restart, each record whole.
+        assert_eq!(run_ids(&reopened), [1, 3]);
+        assert_eq!(reopened.skipped_records(), 0);
         Ok(())
     }
 }
