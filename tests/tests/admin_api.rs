@@ -655,6 +655,30 @@ async fn bad_uploads_are_refused_by_name_and_nothing_is_stored() {
     stack.shutdown().await;
 }
 
+/// JSON bodies are limited to 1 MiB; an upload to the module size the
+/// admin allows (8 MiB here), so a 3 MiB upload reaches the component check.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_bodies_are_small_and_uploads_as_large_as_allowed() {
+    let stack = stack_with(SchedulerConfig::default(), 8 << 20).await;
+    let mut padded = jobs::bytes("hello");
+    padded.resize(3 << 20, 0);
+    let (status, error) = stack.upload_as(API, "?name=padded", padded).await;
+    assert_eq!(status, 400, "checked, not refused for its size: {error}");
+    let (status, error) = stack
+        .call(
+            reqwest::Method::POST,
+            "/api/v1/jobs",
+            Some(json!({ "name": "big", "module": "x", "param": "p".repeat(2 << 20) })),
+        )
+        .await;
+    assert_eq!(
+        (status, error["code"].as_str()),
+        (413, Some("payload_too_large")),
+        "{error}"
+    );
+    stack.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn push_pin_new_version_and_rollback_with_runs_naming_what_ran() {
     let stack = stack(SchedulerConfig::default()).await;

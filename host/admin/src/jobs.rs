@@ -118,6 +118,18 @@ fn invalid(field: &'static str, message: impl Into<String>) -> InvalidJob {
 /// Largest parameter accepted, in bytes.
 pub const MAX_PARAM_BYTES: usize = 64 << 10;
 
+/// Longest executor group name.
+pub const MAX_GROUP_BYTES: usize = 128;
+
+/// Longest schedule expression (cron, interval or instant).
+pub const MAX_SCHEDULE_CONF_BYTES: usize = 256;
+
+/// Longest time zone name.
+pub const MAX_TIME_ZONE_BYTES: usize = 64;
+
+/// Longest alarm webhook URL.
+pub const MAX_ALARM_URL_BYTES: usize = 2048;
+
 impl JobSpec {
     /// Checks every field; returns the row to store (disabled) and the
     /// parsed schedule.
@@ -125,8 +137,27 @@ impl JobSpec {
         if self.name.trim().is_empty() || self.name.len() > 200 {
             return Err(invalid("name", "must be 1 to 200 characters"));
         }
-        if self.group.trim().is_empty() {
-            return Err(invalid("group", "must not be empty"));
+        if self.group.trim().is_empty() || self.group.len() > MAX_GROUP_BYTES {
+            return Err(invalid(
+                "group",
+                format!("must be 1 to {MAX_GROUP_BYTES} characters"),
+            ));
+        }
+        for (field, value, max) in [
+            (
+                "schedule_conf",
+                &self.schedule_conf,
+                MAX_SCHEDULE_CONF_BYTES,
+            ),
+            ("time_zone", &self.time_zone, MAX_TIME_ZONE_BYTES),
+            ("alarm_url", &self.alarm_url, MAX_ALARM_URL_BYTES),
+        ] {
+            if value.len() > max {
+                return Err(invalid(
+                    field,
+                    format!("{} bytes; at most {max}", value.len()),
+                ));
+            }
         }
         let (module_name, module_version) = match (&self.module, self.module_digest.is_empty()) {
             (Some(_), false) => {

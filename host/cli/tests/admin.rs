@@ -644,6 +644,17 @@ async fn bad_input_is_refused_with_the_field_named_and_nothing_stored() {
             "children",
             "at most 32",
         ),
+        (
+            json!({ "schedule_type": "CRON", "schedule_conf": "*".repeat(300) }),
+            "schedule_conf",
+            "at most 256",
+        ),
+        (
+            json!({ "alarm_url": format!("https://example.com/{}", "a".repeat(3000)) }),
+            "alarm_url",
+            "at most 2048",
+        ),
+        (json!({ "group": "g".repeat(200) }), "group", "1 to 128"),
     ];
     for (overrides, field, message) in cases {
         let mut spec = json!({ "name": "bad", "module_digest": hello });

@@ -321,6 +321,10 @@ pub(super) const STATE_MAX_VALUE_BYTES: usize = 64 * 1024;
 
 pub(super) const STATE_MAX_ENTRIES: usize = 1024;
 
+/// Keys and values together: the executors' default state limit, so that
+/// an edit never makes every later dispatch of the job fail.
+pub(super) const STATE_MAX_TOTAL_BYTES: usize = 1 << 20;
+
 pub(super) async fn get_state(
     State(state): State<Arc<AdminState>>,
     Extension(caller): Extension<Caller>,
@@ -355,6 +359,16 @@ pub(super) async fn put_state(
         return Err(invalid(format!(
             "{} entries; at most {STATE_MAX_ENTRIES}",
             edit.state.len()
+        )));
+    }
+    let total: usize = edit
+        .state
+        .iter()
+        .map(|(key, value)| key.len() + value.len())
+        .sum();
+    if total > STATE_MAX_TOTAL_BYTES {
+        return Err(invalid(format!(
+            "{total} bytes of keys and values; at most {STATE_MAX_TOTAL_BYTES}"
         )));
     }
     for (key, value) in &edit.state {

@@ -129,18 +129,33 @@ fn open_routes() -> Routes {
 }
 
 /// Routes for executors (executor token).
+/// Largest body of a JSON request (job definitions, state edits, ...).
+pub(crate) const JSON_BODY_BYTES: usize = 1 << 20;
+
+/// Largest callback body: a batch of results (an executor cuts each
+/// result to 1.5 MiB and bounds its batches at 1 MiB).
+pub(crate) const CALLBACK_BODY_BYTES: usize = 16 << 20;
+
 fn executor_routes() -> Routes {
     Routes::new()
         .post(admin_paths::REGISTRY, registry)
         .post(admin_paths::REGISTRY_REMOVE, registry_remove)
-        .post(admin_paths::CALLBACK, callback)
+        .post(
+            admin_paths::CALLBACK,
+            callback.layer(DefaultBodyLimit::max(CALLBACK_BODY_BYTES)),
+        )
         .get("/api/v1/modules/{digest}/content", module_content)
 }
 
-/// Routes for users (a tenant token or the operator token).
-fn user_routes() -> Routes {
+/// Routes for users (a tenant token or the operator token); an upload may
+/// be `max_module_bytes`, every other body [`JSON_BODY_BYTES`].
+fn user_routes(max_module_bytes: usize) -> Routes {
     Routes::new()
-        .post("/api/v1/modules", upload_module)
+        .post(
+            "/api/v1/modules",
+            // Room for a multipart envelope around the largest module.
+            upload_module.layer(DefaultBodyLimit::max(max_module_bytes + (64 << 10))),
+        )
         .get("/api/v1/modules", list_modules)
         .get("/api/v1/modules/{name}/versions", list_module_versions)
         .post("/api/v1/modules/{name}/rollback", rollback_module)
@@ -176,7 +191,7 @@ fn user_routes() -> Routes {
 /// document is checked against.
 #[cfg(test)]
 pub(crate) fn route_table() -> Vec<(&'static str, &'static str)> {
-    [open_routes(), executor_routes(), user_routes()]
+    [open_routes(), executor_routes(), user_routes(0)]
         .into_iter()
         .flat_map(|routes| routes.table)
         .collect()
@@ -186,7 +201,7 @@ pub(crate) fn router(state: Arc<AdminState>, max_module_bytes: usize) -> Router 
     let executors = executor_routes()
         .router
         .layer(middleware::from_fn_with_state(state.clone(), executor_auth));
-    let users = user_routes()
+    let users = user_routes(max_module_bytes)
         .router
         .layer(middleware::from_fn_with_state(state.clone(), user_auth));
     open_routes()
@@ -196,8 +211,7 @@ pub(crate) fn router(state: Arc<AdminState>, max_module_bytes: usize) -> Router 
         .fallback(|| async {
             Failure::new(StatusCode::NOT_FOUND, ErrorCode::NotFound, "no such route")
         })
-        // Room for a multipart envelope around the largest module.
-        .layer(DefaultBodyLimit::max(max_module_bytes + (64 << 10)))
+        .layer(DefaultBodyLimit::max(JSON_BODY_BYTES))
         .with_state(state)
 }
 
