@@ -24,6 +24,20 @@ impl Job for Chatty {
             }
             return Ok(format!("wrote {lines} empty lines"));
         }
+        // `clocks`: how finely this guest can tell time apart — the
+        // sub-millisecond remainders it sees on both clocks.
+        if ctx.param().trim() == "clocks" {
+            let start = std::time::Instant::now();
+            let mut finest = 0_u128;
+            for _ in 0..10_000 {
+                let wall = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap_or_default();
+                finest = finest.max(wall.as_nanos() % 1_000_000);
+                finest = finest.max(start.elapsed().as_nanos() % 1_000_000);
+            }
+            return Ok(format!("sub-millisecond remainder {finest} ns"));
+        }
         let lines: u64 = ctx.param().trim().parse().unwrap_or(100_000);
         let pause_every: u64 = 1_000;
         for i in 0..lines {

@@ -103,11 +103,22 @@ pub fn is_granted(import: &str) -> bool {
     GRANTED_INTERFACES.contains(&interface)
 }
 
+/// The WebAssembly features a job may use: wasmparser's defaults (the
+/// component model and what the runtime's engine enables) without the two
+/// the runtime turns off — several memories in one core module and 64-bit
+/// memories. An upload is validated with exactly these, so what passes here
+/// also compiles there.
+pub fn job_features() -> WasmFeatures {
+    WasmFeatures::default()
+        .difference(WasmFeatures::MULTI_MEMORY)
+        .difference(WasmFeatures::MEMORY64)
+}
+
 /// Every check: the preamble, full validation, the top-level imports
 /// against [`GRANTED_INTERFACES`] and the exports of world `job`.
 pub fn check_component(wasm: &[u8], max_bytes: usize) -> Result<(), ComponentError> {
     check_preamble(wasm, max_bytes)?;
-    Validator::new_with_features(WasmFeatures::all())
+    Validator::new_with_features(job_features())
         .validate_all(wasm)
         .map_err(|error| ComponentError::Invalid(error.to_string()))?;
     let mut imports = Vec::new();
@@ -222,5 +233,24 @@ mod tests {
             check_component(&cut, LIMIT),
             Err(ComponentError::Invalid(_))
         ));
+    }
+
+    /// Validation uses the features the runtime enables: a component whose
+    /// core module has two memories, or a 64-bit memory, is refused at
+    /// upload, naming the feature.
+    #[test]
+    fn features_the_runtime_turns_off_are_refused_at_upload() {
+        for (memories, feature) in [
+            ("(memory 1) (memory 1)", "multiple memories"),
+            ("(memory i64 1)", "memory64"),
+        ] {
+            let wasm = wat::parse_str(format!("(component (core module {memories}))")).unwrap();
+            match check_component(&wasm, LIMIT) {
+                Err(ComponentError::Invalid(message)) => {
+                    assert!(message.contains(feature), "{memories}: {message}")
+                }
+                other => panic!("{memories}: {other:?}"),
+            }
+        }
     }
 }

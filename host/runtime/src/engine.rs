@@ -123,6 +123,14 @@ fn build_engine(config: &RuntimeConfig) -> Result<Engine, RuntimeError> {
         .max_memory_size(usize::try_from(config.memory_ceiling_bytes).unwrap_or(usize::MAX));
 
     let mut wasm = Config::new();
+    // Nothing a job needs that would let it observe the host: NaN bits and
+    // relaxed SIMD results are the same on every machine, one memory per
+    // core module (several would each get the memory limit), 32-bit
+    // memories only (the pool's reservations assume them).
+    wasm.cranelift_nan_canonicalization(true)
+        .relaxed_simd_deterministic(true)
+        .wasm_multi_memory(false)
+        .wasm_memory64(false);
     wasm.wasm_component_model(true)
         .epoch_interruption(true)
         .consume_fuel(config.fuel_metering)

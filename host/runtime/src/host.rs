@@ -53,6 +53,8 @@ impl HostState {
         let wasi = WasiCtx::builder()
             .stdout(RunLog::stream(log_sink.clone(), LogSource::Stdout))
             .stderr(RunLog::stream(log_sink.clone(), LogSource::Stderr))
+            .wall_clock(crate::clocks::CoarseWallClock)
+            .monotonic_clock(crate::clocks::CoarseMonotonicClock::new())
             .build();
         HostState {
             wasi,

@@ -19,6 +19,7 @@
 //! checksum matches, are ever deserialized.
 
 mod cache;
+mod clocks;
 mod config;
 mod engine;
 mod host;
@@ -29,6 +30,7 @@ mod validate;
 mod worker;
 
 pub use cache::CacheStatus;
+pub use clocks::CLOCK_RESOLUTION;
 pub use config::{InstanceMode, RunLimits, RuntimeConfig, StateLimits};
 pub use cronbox_protocol::{LogLevel, LogLine, LogSource, Outcome, StateChanges, Trigger};
 pub use engine::{Runtime, RuntimeError};

@@ -392,6 +392,20 @@ async fn chatty_output_is_capped_with_a_visible_marker() {
     }
 }
 
+/// A guest sees both clocks in whole milliseconds, nothing finer.
+#[tokio::test]
+async fn guests_see_clocks_in_whole_milliseconds() {
+    let runtime = runtime();
+    let mut chatty = worker(&runtime, "chatty").await;
+    let report = chatty.run(request("clocks"), &RunHandle::new()).await;
+    assert_eq!(
+        report.outcome,
+        Outcome::Success {
+            message: "sub-millisecond remainder 0 ns".into()
+        }
+    );
+}
+
 /// A guest flooding its log with empty lines (on stdout and through
 /// `context.log`) fills the cap like any other output: the lines kept and
 /// the bytes charged stay within the cap, one marker counts the rest.
