@@ -41,8 +41,10 @@ const STALE_CLAIM: Duration = Duration::from_secs(300);
 /// Sends due alarms until `stop`.
 pub(crate) async fn run(store: Store, metrics: Arc<Metrics>, clock: Arc<dyn Clock>, tasks: Tasks) {
     let stop = tasks.stopping();
+    // No redirects: a tenant's webhook must not steer the admin elsewhere.
     let http = reqwest::Client::builder()
         .timeout(TIMEOUT)
+        .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap_or_default();
     loop {
@@ -136,5 +138,11 @@ async fn send(http: &reqwest::Client, url: &str, body: &serde_json::Value) -> Re
             backoff *= 2;
         }
     }
-    Err(format!("after {ATTEMPTS} attempts: {last_error}"))
+    // The detail (status, connection error) goes to the operator's log
+    // only: shown to the tenant it would make the webhook a probe of what
+    // the admin can reach.
+    tracing::warn!(%url, last_error, "alarm webhook failed");
+    Err(format!(
+        "not delivered after {ATTEMPTS} attempts (the admin's log has the detail)"
+    ))
 }

@@ -443,13 +443,13 @@ impl Scheduler {
                 self.mark_dispatched(run.id, address, now);
             }
             Ok(response) => {
+                // The executor's answer stays in the operator's log; the
+                // run's message (a tenant reads it) gets the status only.
                 let status = response.status();
                 let body = response.text().await.unwrap_or_default();
-                self.fail(
-                    run,
-                    &format!("trigger failed: {address} answered {status}: {body}"),
-                )
-                .await?;
+                tracing::warn!(run = %run.id, %address, %status, body, "executor refused a trigger");
+                self.fail(run, &format!("trigger failed: {address} answered {status}"))
+                    .await?;
             }
             Err(error) => {
                 self.fail(run, &format!("trigger failed: {address}: {error}"))

@@ -145,6 +145,7 @@ impl Scheduler {
         let http = reqwest::Client::builder()
             .timeout(config.dispatch_timeout)
             .connect_timeout(Duration::from_secs(1))
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .unwrap_or_default();
         let (marks, mark_queue) = tokio::sync::mpsc::unbounded_channel();
