@@ -954,4 +954,46 @@ async fn sqlite_and_postgres_schemas_are_the_same() {
     for (table, columns) in &sqlite {
         assert_eq!(columns, &postgres[table], "columns of {table}");
     }
+    // The indexes the migrations create by name (not the ones each engine
+    // makes for keys and unique constraints).
+    let sqlite_pool = sqlx::AnyPool::connect(&url).await.unwrap();
+    let mut sqlite_indexes: Vec<String> = sqlx::query_scalar(
+        "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL",
+    )
+    .fetch_all(&sqlite_pool)
+    .await
+    .unwrap();
+    let postgres_pool = sqlx::AnyPool::connect(&server.url()).await.unwrap();
+    let mut postgres_indexes: Vec<String> = sqlx::query_scalar(
+        "SELECT indexname::text FROM pg_indexes WHERE schemaname = 'public' \
+         AND indexname NOT LIKE '%_pkey' AND indexname NOT LIKE '%_key'",
+    )
+    .fetch_all(&postgres_pool)
+    .await
+    .unwrap();
+    sqlite_indexes.sort();
+    postgres_indexes.sort();
+    assert!(
+        sqlite_indexes.contains(&"run_by_tenant".to_owned()),
+        "{sqlite_indexes:?}"
+    );
+    assert_eq!(sqlite_indexes, postgres_indexes, "the same indexes");
+
+    // A tenant's run listing reads its page through the tenant index.
+    let plan: Vec<String> = sqlx::query(
+        "EXPLAIN QUERY PLAN SELECT id FROM run WHERE tenant = 'a' ORDER BY id DESC LIMIT 100",
+    )
+    .fetch_all(&sqlite_pool)
+    .await
+    .unwrap()
+    .iter()
+    .map(|row| {
+        use sqlx::Row as _;
+        row.get::<String, _>("detail")
+    })
+    .collect();
+    assert!(
+        plan.iter().any(|step| step.contains("run_by_tenant")),
+        "{plan:?}"
+    );
 }
