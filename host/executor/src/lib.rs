@@ -102,6 +102,9 @@ pub async fn start(config: ExecutorConfig) -> Result<RunningExecutor, ExecutorEr
     let mut runtime_config = config.runtime.clone();
     if runtime_config.cache_dir.is_none() {
         runtime_config.cache_dir = Some(config.data_dir.join("artifacts"));
+        // Beside the cache, not in it: whoever can write the cache cannot
+        // sign an entry.
+        runtime_config.cache_key_file = Some(config.data_dir.join("artifact-cache.key"));
     }
     let runtime = Runtime::new(runtime_config)?;
 

@@ -2,14 +2,22 @@
 //!
 //! Entries are keyed by (sha256 of the module, engine compatibility hash),
 //! so an upgraded or reconfigured engine never sees another's artifacts.
-//! Each file starts with the sha256 of the artifact that follows: a file
-//! whose checksum does not match (torn write, disk damage, tampering) is
-//! never deserialized; the module is recompiled and the entry rewritten.
+//! Each file starts with an HMAC-SHA256 of the artifact that follows, under
+//! a key kept outside the cache directory: a file whose tag does not match
+//! (torn write, disk damage, or written by anyone without the key) is never
+//! deserialized; the module is recompiled and the entry rewritten.
+//!
+//! What this protects against: damage, and someone who can write the cache
+//! directory but not read the key file (a shared or mounted cache volume).
+//! It does not protect against someone who can read the key or write the
+//! executor's binary or data directory: they own the executor anyway. The
+//! directory is created 0700 and the key file 0600.
 
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
@@ -31,18 +39,32 @@ pub enum CacheStatus {
 pub(crate) struct ArtifactCache {
     dir: Option<PathBuf>,
     engine_key: String,
+    /// The key entries are signed with.
+    key: Vec<u8>,
 }
 
 const CHECKSUM_LEN: usize = 32;
+const KEY_LEN: usize = 32;
 
 impl ArtifactCache {
-    pub(crate) fn new(dir: Option<PathBuf>, engine: &Engine) -> Result<Self, RuntimeError> {
+    pub(crate) fn new(
+        dir: Option<PathBuf>,
+        key_file: Option<&Path>,
+        engine: &Engine,
+    ) -> Result<Self, RuntimeError> {
         if let Some(dir) = &dir {
-            std::fs::create_dir_all(dir).map_err(|source| RuntimeError::CacheDir {
+            create_private_dir(dir).map_err(|source| RuntimeError::CacheDir {
                 path: dir.clone(),
                 source,
             })?;
         }
+        let key = match key_file {
+            Some(path) => read_or_create_key(path).map_err(|source| RuntimeError::CacheDir {
+                path: path.to_path_buf(),
+                source,
+            })?,
+            None => rand::random::<[u8; KEY_LEN]>().to_vec(),
+        };
         // The compatibility hash covers the wasmtime version and every
         // setting that changes generated code.
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
@@ -50,6 +72,7 @@ impl ArtifactCache {
         Ok(ArtifactCache {
             dir,
             engine_key: format!("{:016x}", hasher.finish()),
+            key,
         })
     }
 
@@ -73,11 +96,11 @@ impl ArtifactCache {
         };
         let mut status = CacheStatus::Miss;
         if let Ok(file) = std::fs::read(&path) {
-            match verified_artifact(&file) {
-                // SAFETY: the bytes are an artifact this host serialized (the
-                // cache directory is ours) and their checksum matches what we
-                // wrote, so they are not damaged; wasmtime additionally checks
-                // the engine compatibility header.
+            match verified_artifact(&self.key, &file) {
+                // SAFETY: the bytes carry a tag only a holder of this
+                // executor's key can make, so they are an artifact it
+                // serialized, undamaged; wasmtime additionally checks the
+                // engine compatibility header.
                 Some(artifact) => match unsafe { Component::deserialize(engine, artifact) } {
                     Ok(component) => return Ok((component, CacheStatus::Hit)),
                     Err(error) => {
@@ -104,28 +127,79 @@ impl ArtifactCache {
         let result = component
             .serialize()
             .map_err(|error| std::io::Error::other(format!("{error:#}")))
-            .and_then(|artifact| write_atomically(&path, &artifact));
+            .and_then(|artifact| write_atomically(&path, &self.key, &artifact));
         if let Err(error) = result {
             tracing::warn!(path = %path.display(), %error, "cannot write the artifact cache");
         }
     }
 }
 
-fn verified_artifact(file: &[u8]) -> Option<&[u8]> {
+/// The tag of `artifact` under `key`.
+fn tag(key: &[u8], artifact: &[u8]) -> Hmac<Sha256> {
+    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key).expect("HMAC takes any key length");
+    mac.update(artifact);
+    mac
+}
+
+/// The artifact of a cache file, if its tag is right (compared in
+/// constant time).
+fn verified_artifact<'a>(key: &[u8], file: &'a [u8]) -> Option<&'a [u8]> {
     if file.len() <= CHECKSUM_LEN {
         return None;
     }
     let (checksum, artifact) = file.split_at(CHECKSUM_LEN);
-    (Sha256::digest(artifact).as_slice() == checksum).then_some(artifact)
+    tag(key, artifact)
+        .verify_slice(checksum)
+        .ok()
+        .map(|()| artifact)
 }
 
-fn write_atomically(path: &Path, artifact: &[u8]) -> std::io::Result<()> {
+fn write_atomically(path: &Path, key: &[u8], artifact: &[u8]) -> std::io::Result<()> {
     let temp = path.with_extension(format!("tmp{}", std::process::id()));
     let mut contents = Vec::with_capacity(CHECKSUM_LEN + artifact.len());
-    contents.extend_from_slice(&Sha256::digest(artifact));
+    contents.extend_from_slice(&tag(key, artifact).finalize().into_bytes());
     contents.extend_from_slice(artifact);
     std::fs::write(&temp, &contents)?;
     std::fs::rename(&temp, path)
+}
+
+/// Creates `dir` (and its parents) readable by this user only.
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
+}
+
+/// The cache key in `path`, made (random, 0600) when the file is missing.
+fn read_or_create_key(path: &Path) -> std::io::Result<Vec<u8>> {
+    match std::fs::read(path) {
+        Ok(key) if key.len() == KEY_LEN => return Ok(key),
+        Ok(_) => {
+            return Err(std::io::Error::other(
+                "the artifact cache key file is not a 32-byte key",
+            ));
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+        Err(error) => return Err(error),
+    }
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let key = rand::random::<[u8; KEY_LEN]>();
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    use std::io::Write as _;
+    options.open(path)?.write_all(&key)?;
+    Ok(key.to_vec())
 }
 
 #[cfg(test)]
@@ -133,14 +207,44 @@ mod tests {
     use super::*;
 
     #[test]
-    fn checksum_guards_the_artifact() {
+    fn only_a_holder_of_the_key_can_make_a_valid_entry() {
         let artifact = b"compiled code".to_vec();
-        let mut file = Sha256::digest(&artifact).to_vec();
+        let key = [7_u8; KEY_LEN];
+        let mut file = tag(&key, &artifact).finalize().into_bytes().to_vec();
         file.extend_from_slice(&artifact);
-        assert_eq!(verified_artifact(&file), Some(&artifact[..]));
+        assert_eq!(verified_artifact(&key, &file), Some(&artifact[..]));
+        assert_eq!(
+            verified_artifact(&[8_u8; KEY_LEN], &file),
+            None,
+            "another key"
+        );
         let last = file.len() - 1;
         file[last] ^= 1;
-        assert_eq!(verified_artifact(&file), None);
-        assert_eq!(verified_artifact(b"short"), None);
+        assert_eq!(verified_artifact(&key, &file), None, "damaged");
+        assert_eq!(verified_artifact(&key, b"short"), None);
+        // An unkeyed checksum, which anyone can compute, is not enough.
+        use sha2::Digest as _;
+        let mut forged = Sha256::digest(&artifact).to_vec();
+        forged.extend_from_slice(&artifact);
+        assert_eq!(verified_artifact(&key, &forged), None, "unkeyed sha256");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_cache_is_private_and_its_key_kept() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("artifacts");
+        create_private_dir(&cache).unwrap();
+        let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&cache), 0o700);
+        let key_file = dir.path().join("cache.key");
+        let key = read_or_create_key(&key_file).unwrap();
+        assert_eq!(mode(&key_file), 0o600);
+        assert_eq!(
+            read_or_create_key(&key_file).unwrap(),
+            key,
+            "kept across starts"
+        );
     }
 }

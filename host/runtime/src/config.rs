@@ -17,6 +17,10 @@ pub struct RuntimeConfig {
     pub epoch_tick: Duration,
     /// Where compiled artifacts are cached; `None` disables the disk cache.
     pub cache_dir: Option<PathBuf>,
+    /// The file holding the key the cache's entries are signed with; keep
+    /// it outside `cache_dir` (created, 0600, when missing). `None`: a key
+    /// for this process only (entries of earlier processes are recompiled).
+    pub cache_key_file: Option<PathBuf>,
     /// Count fuel in every run, so that [`RunLimits::fuel`] can be enforced
     /// and fuel use reported. Costs some speed; off means fuel budgets are
     /// refused.
@@ -39,6 +43,7 @@ impl Default for RuntimeConfig {
             memory_ceiling_bytes: 1 << 30,
             epoch_tick: Duration::from_millis(2),
             cache_dir: None,
+            cache_key_file: None,
             fuel_metering: true,
             max_module_bytes: 64 << 20,
             max_wasm_stack_bytes: 512 << 10,

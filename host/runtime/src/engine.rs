@@ -76,7 +76,11 @@ impl Runtime {
             .map_err(|error| RuntimeError::Linker(format!("{error:#}")))?;
         Job::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
             .map_err(|error| RuntimeError::Linker(format!("{error:#}")))?;
-        let cache = ArtifactCache::new(config.cache_dir.clone(), &engine)?;
+        let cache = ArtifactCache::new(
+            config.cache_dir.clone(),
+            config.cache_key_file.as_deref(),
+            &engine,
+        )?;
         let ticker = EpochTicker::start(&engine, config.epoch_tick)?;
         Ok(Runtime {
             inner: Arc::new(RuntimeInner {

@@ -5,6 +5,7 @@ use cronbox_runtime::{
     CacheStatus, InstanceMode, JobWorker, LoadError, RunHandle, RunRequest, Runtime, RuntimeConfig,
     Trigger,
 };
+use sha2::Digest as _;
 
 fn runtime() -> Runtime {
     Runtime::new(RuntimeConfig::default()).expect("runtime")
@@ -131,11 +132,38 @@ async fn every_example_job_loads() {
 }
 
 fn cached_runtime(dir: &std::path::Path) -> Runtime {
+    cached_runtime_with_key(dir, "cache.key")
+}
+
+fn cached_runtime_with_key(dir: &std::path::Path, key_file: &str) -> Runtime {
     Runtime::new(RuntimeConfig {
-        cache_dir: Some(dir.to_path_buf()),
+        cache_dir: Some(dir.join("artifacts")),
+        cache_key_file: Some(dir.join(key_file)),
         ..RuntimeConfig::default()
     })
     .expect("runtime with a disk cache")
+}
+
+/// An entry signed with another key — or with none, as anyone who can
+/// write the cache directory could make — is recompiled, never loaded.
+#[tokio::test]
+async fn a_cache_entry_not_signed_with_the_executors_key_is_not_trusted() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = cached_runtime(dir.path());
+    let module = runtime.load(jobs::bytes("hello")).await.unwrap();
+    let path = runtime.artifact_path(module.digest()).unwrap();
+    // Another key: the same file does not verify.
+    let other = cached_runtime_with_key(dir.path(), "other.key");
+    let reloaded = other.load(jobs::bytes("hello")).await.unwrap();
+    assert_eq!(reloaded.cache_status(), CacheStatus::Repaired);
+    // A forger's entry: the artifact behind a plain sha256.
+    let file = std::fs::read(&path).unwrap();
+    let artifact = &file[32..];
+    let mut forged = sha2::Sha256::digest(artifact).to_vec();
+    forged.extend_from_slice(artifact);
+    std::fs::write(&path, forged).unwrap();
+    let reloaded = runtime.load(jobs::bytes("hello")).await.unwrap();
+    assert_eq!(reloaded.cache_status(), CacheStatus::Repaired);
 }
 
 #[tokio::test]
