@@ -136,6 +136,7 @@ pub async fn start(config: ExecutorConfig) -> Result<RunningExecutor, ExecutorEr
         runtime.clone(),
         config.data_dir.join("modules"),
         admins.clone(),
+        metrics.clone(),
     )
     .map_err(data_dir)?;
     let jobs = Jobs::new(

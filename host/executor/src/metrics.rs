@@ -27,6 +27,7 @@ pub(crate) struct Metrics {
     pub(crate) retained_log_bytes: Gauge,
     pub(crate) results_quarantined: Counter,
     pub(crate) spool_records_skipped: Counter,
+    pub(crate) module_load_failures: Counter,
 }
 
 impl Metrics {
@@ -45,6 +46,12 @@ impl Metrics {
         let retained_log_bytes = Gauge::default();
         let results_quarantined = Counter::default();
         let spool_records_skipped = Counter::default();
+        let module_load_failures = Counter::default();
+        registry.register(
+            "module_load_failures",
+            "Modules that could not be loaded (each digest once; later triggers reuse the refusal)",
+            module_load_failures.clone(),
+        );
         registry.register(
             "spool_records_skipped",
             "Unreadable lines skipped when replaying the result spool",
@@ -93,6 +100,7 @@ impl Metrics {
             retained_log_bytes,
             results_quarantined,
             spool_records_skipped,
+            module_load_failures,
             registry,
             runs,
             running,

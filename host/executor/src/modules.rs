@@ -1,23 +1,36 @@
 //! Modules by digest: loaded once, fetched from the admin when unknown,
 //! verified against their digest and kept on disk (with their compiled
 //! artifacts in the runtime's cache) across restarts.
+//!
+//! Loads of different digests go on side by side (a lock per digest: one
+//! tenant's slow compile does not hold up another's module), and a module
+//! that cannot be loaded is remembered as such: later triggers get the same
+//! refusal at once instead of loading and compiling it again.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use cronbox_protocol::admin_paths;
 use cronbox_runtime::{JobModule, Runtime};
 use sha2::{Digest, Sha256};
 
 use crate::admin::AdminClient;
+use crate::metrics::Metrics;
+
+/// Digests remembered as impossible to load.
+const REMEMBERED_FAILURES: usize = 1_024;
 
 pub(crate) struct ModuleStore {
     runtime: Runtime,
     dir: PathBuf,
     admins: AdminClient,
+    metrics: Arc<Metrics>,
     loaded: Mutex<HashMap<String, JobModule>>,
-    fetching: tokio::sync::Mutex<()>,
+    /// One lock per digest being fetched or loaded.
+    loading: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Why each digest could not be loaded, oldest first.
+    failed: Mutex<(HashMap<String, String>, VecDeque<String>)>,
 }
 
 /// Whether `digest` looks like a sha256 in lowercase hex.
@@ -33,15 +46,56 @@ impl ModuleStore {
         runtime: Runtime,
         dir: PathBuf,
         admins: AdminClient,
+        metrics: Arc<Metrics>,
     ) -> std::io::Result<Self> {
         std::fs::create_dir_all(&dir)?;
         Ok(ModuleStore {
             runtime,
             dir,
             admins,
+            metrics,
             loaded: Mutex::new(HashMap::new()),
-            fetching: tokio::sync::Mutex::new(()),
+            loading: Mutex::new(HashMap::new()),
+            failed: Mutex::new((HashMap::new(), VecDeque::new())),
         })
+    }
+
+    fn known_failure(&self, digest: &str) -> Option<String> {
+        self.failed
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .0
+            .get(digest)
+            .cloned()
+    }
+
+    fn remember_failure(&self, digest: &str, error: &str) {
+        let mut failed = self
+            .failed
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        let (reasons, order) = &mut *failed;
+        if reasons
+            .insert(digest.to_owned(), error.to_owned())
+            .is_none()
+        {
+            order.push_back(digest.to_owned());
+        }
+        while order.len() > REMEMBERED_FAILURES {
+            if let Some(oldest) = order.pop_front() {
+                reasons.remove(&oldest);
+            }
+        }
+    }
+
+    /// The lock of `digest`'s load (made on first use, dropped after).
+    fn digest_lock(&self, digest: &str) -> Arc<tokio::sync::Mutex<()>> {
+        self.loading
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .entry(digest.to_owned())
+            .or_default()
+            .clone()
     }
 
     fn cached(&self, digest: &str) -> Option<JobModule> {
@@ -57,12 +111,29 @@ impl ModuleStore {
         if let Some(module) = self.cached(digest) {
             return Ok(module);
         }
-        // One fetch at a time: concurrent triggers of a new version wait for
-        // the first download instead of repeating it.
-        let _fetching = self.fetching.lock().await;
+        if let Some(error) = self.known_failure(digest) {
+            return Err(error);
+        }
+        // One load per digest at a time: concurrent triggers of a new
+        // version wait for the first download and compile instead of
+        // repeating them; other digests do not wait.
+        let lock = self.digest_lock(digest);
+        let _loading = lock.lock().await;
         if let Some(module) = self.cached(digest) {
             return Ok(module);
         }
+        if let Some(error) = self.known_failure(digest) {
+            return Err(error);
+        }
+        let result = self.fetch_and_load(digest).await;
+        self.loading
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .remove(digest);
+        result
+    }
+
+    async fn fetch_and_load(&self, digest: &str) -> Result<JobModule, String> {
         let path = self.dir.join(format!("{digest}.wasm"));
         let wasm = match tokio::fs::read(&path).await {
             Ok(bytes) if hex::encode(Sha256::digest(&bytes)) == digest => bytes,
@@ -87,11 +158,16 @@ impl ModuleStore {
                 bytes
             }
         };
-        let module = self
-            .runtime
-            .load(wasm)
-            .await
-            .map_err(|error| format!("module {digest} cannot be loaded: {error}"))?;
+        let module = match self.runtime.load(wasm).await {
+            Ok(module) => module,
+            Err(error) => {
+                // The same bytes fail the same way: remember it.
+                let error = format!("module {digest} cannot be loaded: {error}");
+                self.metrics.module_load_failures.inc();
+                self.remember_failure(digest, &error);
+                return Err(error);
+            }
+        };
         self.loaded
             .lock()
             .unwrap_or_else(|poison| poison.into_inner())

@@ -740,11 +740,21 @@ async fn a_module_that_cannot_load_is_rejected_by_callback() {
         other => panic!("expected rejected, got {other:?}"),
     }
     let refused = f.admin.add_module(jobs::bytes("fs-snooper"));
-    assert!(f.run(&command(13, 2, &refused, "")).await.accepted);
-    match f.admin.result_of(2, WAIT).await.outcome {
-        Outcome::Rejected { reason } => assert!(reason.contains("wasi:filesystem"), "{reason}"),
-        other => panic!("expected rejected, got {other:?}"),
+    for run in 2..=4 {
+        assert!(f.run(&command(13, run, &refused, "")).await.accepted);
+        match f.admin.result_of(run, WAIT).await.outcome {
+            Outcome::Rejected { reason } => {
+                assert!(reason.contains("wasi:filesystem"), "{reason}")
+            }
+            other => panic!("expected rejected, got {other:?}"),
+        }
     }
+    // Loaded (and refused) once; the later triggers reused the refusal.
+    let metrics = f.metrics().await;
+    assert!(
+        metrics.contains("cronbox_executor_module_load_failures_total 1\n"),
+        "{metrics}"
+    );
     f.executor.shutdown().await;
 }
 
