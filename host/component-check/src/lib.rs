@@ -68,7 +68,17 @@ pub enum ComponentError {
         missing: String,
         exports: Vec<String>,
     },
+    #[error(
+        "the component defines {count} functions, over the limit of {limit} (compiling it \
+         would take too long)"
+    )]
+    TooManyFunctions { count: u64, limit: u64 },
 }
+
+/// Most functions a job's core modules may define together: what bounds
+/// the work of compiling it (CPython as a component defines tens of
+/// thousands).
+pub const MAX_FUNCTIONS: u64 = 200_000;
 
 /// Cheap checks on the bytes: not empty, not over `max_bytes`, WebAssembly,
 /// a component.
@@ -93,6 +103,29 @@ pub fn check_preamble(wasm: &[u8], max_bytes: usize) -> Result<(), ComponentErro
             "unknown WebAssembly binary layer {:?} (expected a component)",
             &wasm[4..8]
         )));
+    }
+    check_function_count(wasm)
+}
+
+/// Counts the functions of every core module in the component from the
+/// section headers (no validation, no compilation) and refuses more than
+/// [`MAX_FUNCTIONS`].
+fn check_function_count(wasm: &[u8]) -> Result<(), ComponentError> {
+    let mut count: u64 = 0;
+    for payload in Parser::new(0).parse_all(wasm) {
+        // What does not parse is reported by validation, with more detail.
+        let Ok(payload) = payload else {
+            return Ok(());
+        };
+        if let Payload::FunctionSection(reader) = payload {
+            count += u64::from(reader.count());
+            if count > MAX_FUNCTIONS {
+                return Err(ComponentError::TooManyFunctions {
+                    count,
+                    limit: MAX_FUNCTIONS,
+                });
+            }
+        }
     }
     Ok(())
 }
@@ -252,5 +285,20 @@ mod tests {
                 other => panic!("{memories}: {other:?}"),
             }
         }
+    }
+
+    /// Too many functions are refused from the section headers, before
+    /// validation or compilation.
+    #[test]
+    fn too_many_functions_are_refused_before_any_compile() {
+        let functions = "(func)".repeat(MAX_FUNCTIONS as usize + 1);
+        let wasm = wat::parse_str(format!("(component (core module {functions}))")).unwrap();
+        assert_eq!(
+            check_preamble(&wasm, LIMIT),
+            Err(ComponentError::TooManyFunctions {
+                count: MAX_FUNCTIONS + 1,
+                limit: MAX_FUNCTIONS
+            })
+        );
     }
 }
