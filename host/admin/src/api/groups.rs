@@ -18,42 +18,13 @@ pub(super) async fn put_group(
     ApiJson(spec): ApiJson<GroupSpec>,
 ) -> Result<impl IntoResponse, Failure> {
     caller.require_operator("configuring an executor group")?;
-    let kind = spec.address_type.to_ascii_uppercase();
-    if kind != "AUTO" && kind != "MANUAL" {
-        return Err(Failure::new(
-            StatusCode::BAD_REQUEST,
-            ErrorCode::InvalidGroup,
-            format!(
-                "unknown address_type {:?}: use AUTO or MANUAL",
-                spec.address_type
-            ),
-        )
-        .field("address_type"));
-    }
-    if kind == "MANUAL" && spec.addresses.is_empty() {
-        return Err(Failure::new(
-            StatusCode::BAD_REQUEST,
-            ErrorCode::InvalidGroup,
-            "a MANUAL group needs addresses",
-        )
-        .field("addresses"));
-    }
-    if let Some(bad) = spec.addresses.iter().find(|address| {
-        !(address.starts_with("http://") || address.starts_with("https://"))
-            || address.contains(',')
-    }) {
-        return Err(Failure::new(
-            StatusCode::BAD_REQUEST,
-            ErrorCode::InvalidGroup,
-            format!("address {bad:?} is not an http(s) URL"),
-        )
-        .field("addresses"));
-    }
-    state
-        .scheduler
-        .store()
-        .put_group(&name, &kind, &spec.addresses)
-        .await?;
+    let kind = service::groups::put(
+        state.scheduler.store(),
+        &name,
+        &spec.address_type,
+        &spec.addresses,
+    )
+    .await?;
     Ok(Json(bodies::Group {
         name,
         address_type: kind,

@@ -314,17 +314,6 @@ pub(super) async fn delete_job(
     Ok(Json(bodies::Deleted { deleted: id }))
 }
 
-/// Keys, values and entries an operator may write into a job's state.
-pub(super) const STATE_MAX_KEY_BYTES: usize = 256;
-
-pub(super) const STATE_MAX_VALUE_BYTES: usize = 64 * 1024;
-
-pub(super) const STATE_MAX_ENTRIES: usize = 1024;
-
-/// Keys and values together: the executors' default state limit, so that
-/// an edit never makes every later dispatch of the job fail.
-pub(super) const STATE_MAX_TOTAL_BYTES: usize = 1 << 20;
-
 pub(super) async fn get_state(
     State(state): State<Arc<AdminState>>,
     Extension(caller): Extension<Caller>,
@@ -352,40 +341,6 @@ pub(super) async fn put_state(
     let store = state.scheduler.store();
     visible_job(&state, &caller, id).await?;
     caller.require_operator("editing a job's state")?;
-    let invalid = |message: String| {
-        Failure::new(StatusCode::BAD_REQUEST, ErrorCode::InvalidState, message).field("state")
-    };
-    if edit.state.len() > STATE_MAX_ENTRIES {
-        return Err(invalid(format!(
-            "{} entries; at most {STATE_MAX_ENTRIES}",
-            edit.state.len()
-        )));
-    }
-    let total: usize = edit
-        .state
-        .iter()
-        .map(|(key, value)| key.len() + value.len())
-        .sum();
-    if total > STATE_MAX_TOTAL_BYTES {
-        return Err(invalid(format!(
-            "{total} bytes of keys and values; at most {STATE_MAX_TOTAL_BYTES}"
-        )));
-    }
-    for (key, value) in &edit.state {
-        if key.is_empty() || key.len() > STATE_MAX_KEY_BYTES {
-            return Err(invalid(format!(
-                "key {key:?} must be 1 to {STATE_MAX_KEY_BYTES} bytes"
-            )));
-        }
-        if value.len() > STATE_MAX_VALUE_BYTES {
-            return Err(invalid(format!(
-                "the value of {key:?} is {} bytes; at most {STATE_MAX_VALUE_BYTES}",
-                value.len()
-            )));
-        }
-    }
-    store
-        .replace_job_state(id, &edit.state, state.scheduler.now_ms())
-        .await?;
+    service::jobs::replace_state(store, id, &edit.state, state.scheduler.now_ms()).await?;
     Ok(Json(bodies::JobStateBody::new(id, edit.state)))
 }

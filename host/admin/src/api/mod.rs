@@ -255,6 +255,13 @@ impl From<ServiceError> for Failure {
                 ErrorCode::JobInUse,
                 in_use.to_string(),
             ),
+            ServiceError::InvalidGroup { field, message } => {
+                Failure::new(StatusCode::BAD_REQUEST, ErrorCode::InvalidGroup, message).field(field)
+            }
+            ServiceError::InvalidState(message) => {
+                Failure::new(StatusCode::BAD_REQUEST, ErrorCode::InvalidState, message)
+                    .field("state")
+            }
             ServiceError::Store(error) => error.into(),
         }
     }

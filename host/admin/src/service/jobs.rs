@@ -1,7 +1,8 @@
 //! Job definitions: creating and replacing one (validation, the group, the
-//! module, the children), and deleting one no other job names.
+//! module, the children), deleting one no other job names, and an
+//! operator's edit of a job's durable state.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use super::ServiceError;
 use crate::jobs::{JobSpec, child_cycle, children_of};
@@ -115,6 +116,58 @@ pub async fn delete(store: &Store, job: &JobRow) -> Result<(), ServiceError> {
         });
     }
     store.delete_job(job.id).await?;
+    Ok(())
+}
+
+/// Keys, values and entries an operator may write into a job's state.
+pub const STATE_MAX_KEY_BYTES: usize = 256;
+
+pub const STATE_MAX_VALUE_BYTES: usize = 64 * 1024;
+
+pub const STATE_MAX_ENTRIES: usize = 1024;
+
+/// Keys and values together: the executors' default state limit, so that
+/// an edit never makes every later dispatch of the job fail.
+pub const STATE_MAX_TOTAL_BYTES: usize = 1 << 20;
+
+/// Replaces job `id`'s durable state with `values` (an operator's edit),
+/// refused past the sizes executors accept.
+pub async fn replace_state(
+    store: &Store,
+    id: JobId,
+    values: &HashMap<String, String>,
+    now_ms: i64,
+) -> Result<(), ServiceError> {
+    let invalid = |message: String| ServiceError::InvalidState(message);
+    if values.len() > STATE_MAX_ENTRIES {
+        return Err(invalid(format!(
+            "{} entries; at most {STATE_MAX_ENTRIES}",
+            values.len()
+        )));
+    }
+    let total: usize = values
+        .iter()
+        .map(|(key, value)| key.len() + value.len())
+        .sum();
+    if total > STATE_MAX_TOTAL_BYTES {
+        return Err(invalid(format!(
+            "{total} bytes of keys and values; at most {STATE_MAX_TOTAL_BYTES}"
+        )));
+    }
+    for (key, value) in values {
+        if key.is_empty() || key.len() > STATE_MAX_KEY_BYTES {
+            return Err(invalid(format!(
+                "key {key:?} must be 1 to {STATE_MAX_KEY_BYTES} bytes"
+            )));
+        }
+        if value.len() > STATE_MAX_VALUE_BYTES {
+            return Err(invalid(format!(
+                "the value of {key:?} is {} bytes; at most {STATE_MAX_VALUE_BYTES}",
+                value.len()
+            )));
+        }
+    }
+    store.replace_job_state(id, values, now_ms).await?;
     Ok(())
 }
 

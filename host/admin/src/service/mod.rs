@@ -5,6 +5,7 @@
 //! tenant and translate [`ServiceError`] into an HTTP answer; they hold no
 //! rules of their own.
 
+pub mod groups;
 pub mod jobs;
 
 use crate::model::JobId;
@@ -28,6 +29,15 @@ pub enum ServiceError {
         id: JobId,
         parents: Vec<(JobId, String)>,
     },
+    /// An executor group definition refused; `field` names the field.
+    #[error("{message}")]
+    InvalidGroup {
+        field: &'static str,
+        message: String,
+    },
+    /// A state edit refused (its sizes).
+    #[error("{0}")]
+    InvalidState(String),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
