@@ -258,6 +258,17 @@ impl From<ServiceError> for Failure {
             ServiceError::InvalidGroup { field, message } => {
                 Failure::new(StatusCode::BAD_REQUEST, ErrorCode::InvalidGroup, message).field(field)
             }
+            invalid @ ServiceError::InvalidTenant(_) => Failure::new(
+                StatusCode::BAD_REQUEST,
+                ErrorCode::InvalidTenant,
+                invalid.to_string(),
+            )
+            .field("name"),
+            exists @ ServiceError::TenantExists(_) => Failure::new(
+                StatusCode::CONFLICT,
+                ErrorCode::TenantExists,
+                exists.to_string(),
+            ),
             ServiceError::InvalidState(message) => {
                 Failure::new(StatusCode::BAD_REQUEST, ErrorCode::InvalidState, message)
                     .field("state")
@@ -456,11 +467,6 @@ impl Caller {
     }
 }
 
-/// The sha256 (hex) under which a tenant token is stored.
-pub(crate) fn token_hash(token: &str) -> String {
-    hex::encode(Sha256::digest(token.as_bytes()))
-}
-
 async fn user_auth(
     State(state): State<Arc<AdminState>>,
     mut request: Request,
@@ -479,7 +485,7 @@ async fn user_auth(
         match state
             .scheduler
             .store()
-            .tenant_of_token(&token_hash(token))
+            .tenant_of_token(&service::tenants::token_hash(token))
             .await
         {
             Ok(Some(tenant)) => Caller {

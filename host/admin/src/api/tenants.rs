@@ -15,11 +15,6 @@ pub(crate) struct TokenSpec {
     label: String,
 }
 
-/// A new random API token: shown once, stored as its sha256.
-pub(super) fn new_token() -> String {
-    format!("cbx_{}", hex::encode(rand::random::<[u8; 24]>()))
-}
-
 /// Creates a tenant and its first token (operator only).
 pub(super) async fn create_tenant(
     State(state): State<Arc<AdminState>>,
@@ -27,43 +22,12 @@ pub(super) async fn create_tenant(
     ApiJson(spec): ApiJson<TenantSpec>,
 ) -> Result<impl IntoResponse, Failure> {
     caller.require_operator("creating a tenant")?;
-    let valid = !spec.name.is_empty()
-        && spec.name.len() <= 63
-        && spec
-            .name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
-    if !valid {
-        return Err(Failure::new(
-            StatusCode::BAD_REQUEST,
-            ErrorCode::InvalidTenant,
-            format!(
-                "tenant name {:?} must be 1 to 63 lowercase letters, digits or '-'",
-                spec.name
-            ),
-        )
-        .field("name"));
-    }
-    let store = state.scheduler.store();
-    if !store
-        .create_tenant(&spec.name, state.scheduler.now_ms())
-        .await?
-    {
-        return Err(Failure::new(
-            StatusCode::CONFLICT,
-            ErrorCode::TenantExists,
-            format!("tenant {:?} already exists", spec.name),
-        ));
-    }
-    let token = new_token();
-    let id = store
-        .add_token(
-            &spec.name,
-            "first",
-            &token_hash(&token),
-            state.scheduler.now_ms(),
-        )
-        .await?;
+    let (id, token) = service::tenants::create(
+        state.scheduler.store(),
+        &spec.name,
+        state.scheduler.now_ms(),
+    )
+    .await?;
     Ok((
         StatusCode::CREATED,
         Json(bodies::TenantCreated {
@@ -119,17 +83,13 @@ pub(super) async fn create_token(
     caller.require_operator("creating a token")?;
     known_tenant(&state, &tenant).await?;
     let spec: TokenSpec = optional_json(&body)?;
-    let token = new_token();
-    let id = state
-        .scheduler
-        .store()
-        .add_token(
-            &tenant,
-            &spec.label,
-            &token_hash(&token),
-            state.scheduler.now_ms(),
-        )
-        .await?;
+    let (id, token) = service::tenants::add_token(
+        state.scheduler.store(),
+        &tenant,
+        &spec.label,
+        state.scheduler.now_ms(),
+    )
+    .await?;
     Ok((
         StatusCode::CREATED,
         Json(bodies::TokenCreated {

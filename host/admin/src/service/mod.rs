@@ -7,6 +7,7 @@
 
 pub mod groups;
 pub mod jobs;
+pub mod tenants;
 
 use crate::model::JobId;
 use crate::store::StoreError;
@@ -35,6 +36,12 @@ pub enum ServiceError {
         field: &'static str,
         message: String,
     },
+    /// A tenant name refused.
+    #[error("tenant name {0:?} must be 1 to 63 lowercase letters, digits or '-'")]
+    InvalidTenant(String),
+    /// A tenant of that name exists.
+    #[error("tenant {0:?} already exists")]
+    TenantExists(String),
     /// A state edit refused (its sizes).
     #[error("{0}")]
     InvalidState(String),

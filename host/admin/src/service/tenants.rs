@@ -1,0 +1,48 @@
+//! Tenants and their API tokens: names, creation with a first token, more
+//! tokens. A token is shown once and stored as its sha256.
+
+use sha2::{Digest, Sha256};
+
+use super::ServiceError;
+use crate::store::Store;
+
+/// A new random API token.
+pub fn new_token() -> String {
+    format!("cbx_{}", hex::encode(rand::random::<[u8; 24]>()))
+}
+
+/// The sha256 (hex) under which a tenant token is stored.
+pub fn token_hash(token: &str) -> String {
+    hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+/// Creates tenant `name` with a first token; returns the token's id and
+/// the token (to show once).
+pub async fn create(store: &Store, name: &str, now_ms: i64) -> Result<(i64, String), ServiceError> {
+    let valid = !name.is_empty()
+        && name.len() <= 63
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    if !valid {
+        return Err(ServiceError::InvalidTenant(name.to_owned()));
+    }
+    if !store.create_tenant(name, now_ms).await? {
+        return Err(ServiceError::TenantExists(name.to_owned()));
+    }
+    add_token(store, name, "first", now_ms).await
+}
+
+/// Adds a token labelled `label` to `tenant`; returns its id and the token.
+pub async fn add_token(
+    store: &Store,
+    tenant: &str,
+    label: &str,
+    now_ms: i64,
+) -> Result<(i64, String), ServiceError> {
+    let token = new_token();
+    let id = store
+        .add_token(tenant, label, &token_hash(&token), now_ms)
+        .await?;
+    Ok((id, token))
+}
