@@ -99,6 +99,14 @@ pub struct Uploaded {
     pub jobs_moved: Option<u64>,
 }
 
+/// The latest version of a module, with the tenant it belongs to.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct TenantModule {
+    pub tenant: String,
+    #[serde(flatten)]
+    pub latest: ModuleVersion,
+}
+
 /// A rollback: the new version (with an older content) and the jobs moved.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct RolledBack {

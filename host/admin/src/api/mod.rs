@@ -22,11 +22,9 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, on};
 use axum::{Json, Router};
-use cronbox_component_check::ComponentError;
 use cronbox_protocol::{ApiError, CallbackBatch, ErrorCode, Registration, admin_paths};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::jobs::{JobSpec, schedule_of};
@@ -258,6 +256,19 @@ impl From<ServiceError> for Failure {
             ServiceError::InvalidGroup { field, message } => {
                 Failure::new(StatusCode::BAD_REQUEST, ErrorCode::InvalidGroup, message).field(field)
             }
+            ServiceError::InvalidModule { field, message } => {
+                let failure =
+                    Failure::new(StatusCode::BAD_REQUEST, ErrorCode::InvalidModule, message);
+                match field {
+                    Some(field) => failure.field(field),
+                    None => failure,
+                }
+            }
+            ServiceError::ModuleTooLarge(message) => Failure::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                ErrorCode::ModuleTooLarge,
+                message,
+            ),
             invalid @ ServiceError::InvalidTenant(_) => Failure::new(
                 StatusCode::BAD_REQUEST,
                 ErrorCode::InvalidTenant,

@@ -13,28 +13,6 @@ pub(super) struct UploadQuery {
     labels: Option<String>,
 }
 
-/// Labels: the characters of module names.
-pub(super) fn parse_labels(text: Option<&str>) -> Result<Vec<String>, Failure> {
-    let labels: Vec<String> = text
-        .unwrap_or_default()
-        .split(',')
-        .map(str::trim)
-        .filter(|label| !label.is_empty())
-        .map(str::to_owned)
-        .collect();
-    for label in &labels {
-        crate::jobs::check_module_name(label).map_err(|invalid| {
-            Failure::new(
-                StatusCode::BAD_REQUEST,
-                ErrorCode::InvalidModule,
-                invalid.message.replace("module name", "label"),
-            )
-            .field("labels")
-        })?;
-    }
-    Ok(labels)
-}
-
 pub(super) fn too_large(limit: usize) -> Failure {
     Failure::new(
         StatusCode::PAYLOAD_TOO_LARGE,
@@ -125,69 +103,18 @@ pub(super) async fn upload_module(
             })?
             .to_vec()
     };
-    let labels = parse_labels(query.labels.as_deref())?;
-    if let Some(name) = &query.name {
-        crate::jobs::check_module_name(name).map_err(|invalid| {
-            Failure::new(
-                StatusCode::BAD_REQUEST,
-                ErrorCode::InvalidModule,
-                invalid.message,
-            )
-            .field("name")
-        })?;
-    } else if !labels.is_empty() {
-        return Err(Failure::new(
-            StatusCode::BAD_REQUEST,
-            ErrorCode::InvalidModule,
-            "labels belong to a named version: give a name too",
-        )
-        .field("labels"));
-    }
-    cronbox_component_check::check_component(&bytes, limit).map_err(|error| match error {
-        ComponentError::TooLarge { .. } => Failure::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            ErrorCode::ModuleTooLarge,
-            error.to_string(),
-        ),
-        _ => Failure::new(
-            StatusCode::BAD_REQUEST,
-            ErrorCode::InvalidModule,
-            error.to_string(),
-        ),
-    })?;
-    let digest = hex::encode(Sha256::digest(&bytes));
-    let store = state.scheduler.store();
-    let now = state.scheduler.now_ms();
-    store.put_module(&digest, &bytes, now).await?;
-    store.own_module(&caller.tenant, &digest).await?;
-    let mut answer = bodies::Uploaded {
-        digest: digest.clone(),
-        size: bytes.len() as u64,
-        name: None,
-        version: None,
-        labels: None,
-        jobs_moved: None,
-    };
-    if let Some(name) = &query.name {
-        let (version, moved) = store
-            .add_module_version(
-                &VersionPush {
-                    tenant: &caller.tenant,
-                    name,
-                    digest: &digest,
-                    labels: &labels,
-                    note: "",
-                },
-                state.keep_versions,
-                now,
-            )
-            .await?;
-        answer.name = Some(name.clone());
-        answer.version = Some(version.version);
-        answer.labels = Some(version.labels);
-        answer.jobs_moved = Some(moved);
-        state.scheduler.wake();
-    }
+    let answer = service::modules::upload(
+        &state.scheduler,
+        &caller.tenant,
+        &bytes,
+        &service::modules::Upload {
+            name: query.name,
+            labels: query.labels,
+        },
+        limit,
+        state.keep_versions,
+    )
+    .await?;
     Ok((StatusCode::CREATED, Json(answer)))
 }
 
@@ -195,17 +122,13 @@ pub(super) async fn list_modules(
     State(state): State<Arc<AdminState>>,
     Extension(caller): Extension<Caller>,
 ) -> Result<impl IntoResponse, Failure> {
-    let modules: Vec<serde_json::Value> = state
+    let modules: Vec<bodies::TenantModule> = state
         .scheduler
         .store()
         .latest_modules(caller.only_tenant().as_deref())
         .await?
         .into_iter()
-        .map(|(tenant, latest)| {
-            let mut module = serde_json::to_value(latest).unwrap_or_default();
-            module["tenant"] = tenant.into();
-            module
-        })
+        .map(|(tenant, latest)| bodies::TenantModule { tenant, latest })
         .collect();
     Ok(Json(modules))
 }
@@ -303,7 +226,7 @@ pub(super) async fn label_module(
     Path((name, label)): Path<(String, String)>,
     ApiJson(choice): ApiJson<VersionChoice>,
 ) -> Result<impl IntoResponse, Failure> {
-    parse_labels(Some(&label))?;
+    service::modules::parse_labels(Some(&label))?;
     module_versions(&state, &caller, &name).await?;
     let labelled = state
         .scheduler

@@ -48,6 +48,7 @@ fn schemas() -> Value {
     collect::<RunKilled>(&mut all);
     collect::<Uploaded>(&mut all);
     collect::<RolledBack>(&mut all);
+    collect::<TenantModule>(&mut all);
     collect::<RunPage>(&mut all);
     collect::<Report>(&mut all);
     collect::<Tenant>(&mut all);

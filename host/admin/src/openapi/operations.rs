@@ -134,7 +134,7 @@ pub(super) fn operations() -> Vec<Operation> {
             "The latest version of each named module",
             None,
             "200",
-            array_of(schema("ModuleVersion")),
+            array_of(schema("TenantModule")),
         ),
         op(
             "get",

@@ -7,6 +7,7 @@
 
 pub mod groups;
 pub mod jobs;
+pub mod modules;
 pub mod tenants;
 
 use crate::model::JobId;
@@ -36,6 +37,16 @@ pub enum ServiceError {
         field: &'static str,
         message: String,
     },
+    /// An uploaded module refused (not a component, another world, a bad
+    /// name or label, ...); `field` names the field when one is at fault.
+    #[error("{message}")]
+    InvalidModule {
+        field: Option<&'static str>,
+        message: String,
+    },
+    /// An upload over the module size limit.
+    #[error("{0}")]
+    ModuleTooLarge(String),
     /// A tenant name refused.
     #[error("tenant name {0:?} must be 1 to 63 lowercase letters, digits or '-'")]
     InvalidTenant(String),

@@ -1,0 +1,104 @@
+//! Module uploads: checked (the component, its name and labels) before
+//! anything is stored, then stored by digest, owned by the tenant, and
+//! added as the next version of a named module (moving the jobs that
+//! follow it).
+
+use sha2::{Digest, Sha256};
+
+use super::ServiceError;
+use crate::api::bodies::Uploaded;
+use crate::scheduler::Scheduler;
+use crate::store::VersionPush;
+use cronbox_component_check::ComponentError;
+
+/// What an upload asks for besides its bytes.
+#[derive(Debug, Clone, Default)]
+pub struct Upload {
+    /// The module name to add a version to (none: stored by digest only).
+    pub name: Option<String>,
+    /// Labels for the new version, comma-separated.
+    pub labels: Option<String>,
+}
+
+/// Labels: the characters of module names.
+pub fn parse_labels(text: Option<&str>) -> Result<Vec<String>, ServiceError> {
+    let labels: Vec<String> = text
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|label| !label.is_empty())
+        .map(str::to_owned)
+        .collect();
+    for label in &labels {
+        crate::jobs::check_module_name(label).map_err(|invalid| ServiceError::InvalidModule {
+            field: Some("labels"),
+            message: invalid.message.replace("module name", "label"),
+        })?;
+    }
+    Ok(labels)
+}
+
+/// Checks and stores `bytes` for `tenant` (see the module doc); at most
+/// `max_bytes`, keeping `keep_versions` versions per name.
+pub async fn upload(
+    scheduler: &Scheduler,
+    tenant: &str,
+    bytes: &[u8],
+    upload: &Upload,
+    max_bytes: usize,
+    keep_versions: usize,
+) -> Result<Uploaded, ServiceError> {
+    let labels = parse_labels(upload.labels.as_deref())?;
+    if let Some(name) = &upload.name {
+        crate::jobs::check_module_name(name).map_err(|invalid| ServiceError::InvalidModule {
+            field: Some("name"),
+            message: invalid.message,
+        })?;
+    } else if !labels.is_empty() {
+        return Err(ServiceError::InvalidModule {
+            field: Some("labels"),
+            message: "labels belong to a named version: give a name too".to_owned(),
+        });
+    }
+    cronbox_component_check::check_component(bytes, max_bytes).map_err(|error| match error {
+        ComponentError::TooLarge { .. } => ServiceError::ModuleTooLarge(error.to_string()),
+        _ => ServiceError::InvalidModule {
+            field: None,
+            message: error.to_string(),
+        },
+    })?;
+    let digest = hex::encode(Sha256::digest(bytes));
+    let store = scheduler.store();
+    let now = scheduler.now_ms();
+    store.put_module(&digest, bytes, now).await?;
+    store.own_module(tenant, &digest).await?;
+    let mut answer = Uploaded {
+        digest: digest.clone(),
+        size: bytes.len() as u64,
+        name: None,
+        version: None,
+        labels: None,
+        jobs_moved: None,
+    };
+    if let Some(name) = &upload.name {
+        let (version, moved) = store
+            .add_module_version(
+                &VersionPush {
+                    tenant,
+                    name,
+                    digest: &digest,
+                    labels: &labels,
+                    note: "",
+                },
+                keep_versions,
+                now,
+            )
+            .await?;
+        answer.name = Some(name.clone());
+        answer.version = Some(version.version);
+        answer.labels = Some(version.labels);
+        answer.jobs_moved = Some(moved);
+        scheduler.wake();
+    }
+    Ok(answer)
+}
