@@ -1,5 +1,5 @@
 //! A webhook receiver on loopback for alarm tests: it records every JSON
-//! body posted to it and answers with a chosen status.
+//! body posted to it and answers with a chosen status (or redirects).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU16, Ordering};
@@ -14,6 +14,8 @@ use axum::routing::post;
 struct Inbox {
     bodies: Mutex<Vec<serde_json::Value>>,
     status: AtomicU16,
+    /// Answer 307 to here instead.
+    redirect: Option<String>,
 }
 
 /// Records alarms posted to [`WebhookReceiver::url`]. Stops when dropped.
@@ -33,9 +35,20 @@ impl Drop for WebhookReceiver {
 impl WebhookReceiver {
     /// Starts a receiver that answers `status` to every post.
     pub async fn start(status: u16) -> WebhookReceiver {
+        Self::serve(status, None).await
+    }
+
+    /// Starts a receiver that answers every post with a 307 redirect to
+    /// `target` (after recording it).
+    pub async fn redirecting_to(target: &str) -> WebhookReceiver {
+        Self::serve(307, Some(target.to_owned())).await
+    }
+
+    async fn serve(status: u16, redirect: Option<String>) -> WebhookReceiver {
         let inbox = Arc::new(Inbox {
             bodies: Mutex::new(Vec::new()),
             status: AtomicU16::new(status),
+            redirect,
         });
         let app = Router::new()
             .route("/alarm", post(receive))
@@ -64,8 +77,21 @@ impl WebhookReceiver {
     }
 }
 
-async fn receive(State(inbox): State<Arc<Inbox>>, body: axum::body::Bytes) -> StatusCode {
+async fn receive(
+    State(inbox): State<Arc<Inbox>>,
+    body: axum::body::Bytes,
+) -> axum::response::Response {
+    use axum::response::IntoResponse as _;
     let value = serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
     inbox.bodies.lock().expect("lock").push(value);
-    StatusCode::from_u16(inbox.status.load(Ordering::SeqCst)).unwrap_or(StatusCode::OK)
+    if let Some(target) = &inbox.redirect {
+        return (
+            StatusCode::TEMPORARY_REDIRECT,
+            [(axum::http::header::LOCATION, target.clone())],
+        )
+            .into_response();
+    }
+    StatusCode::from_u16(inbox.status.load(Ordering::SeqCst))
+        .unwrap_or(StatusCode::OK)
+        .into_response()
 }

@@ -859,6 +859,35 @@ async fn alarm_status(stack: &Stack, run: i64) -> Value {
     }
 }
 
+/// A webhook that redirects is not followed: the alarm fails, and nothing
+/// reaches where the redirect pointed (a tenant cannot steer the admin).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_alarm_webhook_redirect_is_not_followed() {
+    let stack = stack(SchedulerConfig::default()).await;
+    let target = WebhookReceiver::start(200).await;
+    let redirector = WebhookReceiver::redirecting_to(&target.url()).await;
+    let job = stack
+        .job(
+            "redirected",
+            "fuel-burner",
+            json!({ "alarm_url": redirector.url() }),
+        )
+        .await;
+    let failed = stack.run_to_end(job, "not-a-number").await;
+    let settled = alarm_status(&stack, failed["id"].as_i64().unwrap()).await;
+    assert_eq!(settled["alarm_status"], "failed", "{settled}");
+    assert_eq!(
+        redirector.bodies().len(),
+        3,
+        "three attempts, each redirected"
+    );
+    assert!(
+        target.bodies().is_empty(),
+        "the redirect was never followed"
+    );
+    stack.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_run_alarms_its_webhook_once_and_records_how_it_went() {
     let stack = stack(SchedulerConfig::default()).await;
