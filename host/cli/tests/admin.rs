@@ -31,7 +31,7 @@ fn spawn_admin_with(
     extra: &[&str],
 ) -> (Process, SocketAddr) {
     let bind = bind.map_or_else(|| "127.0.0.1:0".to_owned(), |addr| addr.to_string());
-    let mut args: Vec<std::ffi::OsString> = [
+    let fixed = [
         "admin",
         "--bind",
         &bind,
@@ -41,22 +41,24 @@ fn spawn_admin_with(
         EXEC_TOKEN,
         "--pre-read",
         "5s",
-    ]
-    .iter()
-    .chain(extra)
-    .map(Into::into)
-    .collect();
+    ];
+    let (process, url) = cronbox_listening(&arguments(&fixed, extra, data_dir), "listening on ");
+    (process, socket_addr(&url))
+}
+
+/// `fixed`, then `extra`, then `--data-dir data_dir`.
+fn arguments(fixed: &[&str], extra: &[&str], data_dir: &Path) -> Vec<std::ffi::OsString> {
+    let mut args: Vec<std::ffi::OsString> = fixed.iter().chain(extra).map(Into::into).collect();
     args.push("--data-dir".into());
     args.push(data_dir.into());
-    let (process, url) = cronbox_listening(&args, "listening on ");
-    (process, socket_addr(&url))
+    args
 }
 
 /// `cronbox executor` on port 0 registered with `admin`, once it listens:
 /// the process and the address it advertises (`http://…`).
 fn spawn_executor(admin: SocketAddr, data_dir: &Path, extra: &[&str]) -> (Process, String) {
     let admin = format!("http://{admin}");
-    let mut args: Vec<std::ffi::OsString> = [
+    let fixed = [
         "executor",
         "--bind",
         "127.0.0.1:0",
@@ -66,14 +68,8 @@ fn spawn_executor(admin: SocketAddr, data_dir: &Path, extra: &[&str]) -> (Proces
         EXEC_TOKEN,
         "--beat-interval",
         "1s",
-    ]
-    .iter()
-    .chain(extra)
-    .map(Into::into)
-    .collect();
-    args.push("--data-dir".into());
-    args.push(data_dir.into());
-    cronbox_listening(&args, "advertised as ")
+    ];
+    cronbox_listening(&arguments(&fixed, extra, data_dir), "advertised as ")
 }
 
 fn socket_addr(url: &str) -> SocketAddr {
@@ -243,28 +239,23 @@ impl Cluster {
     /// Until a run scheduled at each of the `seconds` whole seconds from
     /// `first` has ended; returns those runs.
     async fn wait_seconds(&self, job: i64, first: i64, seconds: i64) -> Vec<Value> {
-        let deadline = Instant::now() + WAIT + Duration::from_secs(seconds as u64);
-        loop {
-            let runs = self.runs(job).await;
-            let ended: Vec<Value> = runs
-                .iter()
-                .filter(|r| {
-                    let at = r["scheduled_at_ms"].as_i64().unwrap();
-                    (first..first + seconds * 1000).contains(&at)
-                        && (r["status"] == "success" || r["status"] == "failed")
-                })
-                .cloned()
-                .collect();
-            if ended.len() as i64 >= seconds {
-                return ended;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{} of {seconds} seconds fired and ended: {runs:?}",
-                ended.len()
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        until(
+            &format!("{seconds} seconds of job {job} fired and ended"),
+            || async {
+                let ended: Vec<Value> = self
+                    .runs(job)
+                    .await
+                    .into_iter()
+                    .filter(|r| {
+                        let at = r["scheduled_at_ms"].as_i64().unwrap();
+                        (first..first + seconds * 1000).contains(&at)
+                            && (r["status"] == "success" || r["status"] == "failed")
+                    })
+                    .collect();
+                (ended.len() as i64 >= seconds).then_some(ended)
+            },
+        )
+        .await
     }
 
     async fn trigger(&self, job: i64, body: Value) -> i64 {

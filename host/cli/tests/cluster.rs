@@ -571,8 +571,19 @@ async fn admins_with_skewed_clocks_still_fire_once() {
     let ids = cluster.every_second(100).await;
     let from = second_after(5_000);
     let to = from + 10_000;
-    // Until the window has passed on the slower admin's clock (2 s behind).
-    tokio::time::sleep(Duration::from_millis((to - now_ms() + 2_500).max(0) as u64)).await;
+    // Until every second of the window has fired and ended (on the slower
+    // admin's clock, 2 s behind, it closes last).
+    let expected = ids.len() * ((to - from) / 1000) as usize;
+    until("every second of the window fired and ended", || async {
+        let ended = cluster
+            .runs(from, to)
+            .await
+            .iter()
+            .filter(|run| run.kind.as_str() == "schedule" && !run.status.is_open())
+            .count();
+        (ended >= expected).then_some(())
+    })
+    .await;
     cluster.stop_all(&ids).await;
     let runs = cluster.settle(from, to).await;
     exactly_once(&runs, &ids, from, to);

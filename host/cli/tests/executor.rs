@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use cronbox_example_jobs as jobs;
 use cronbox_protocol::{Outcome, RunCommand, Trigger, executor_paths};
-use cronbox_tests::StandInAdmin;
+use cronbox_tests::{StandInAdmin, until};
 
 const TOKEN: &str = "process-test-token";
 const WAIT: Duration = Duration::from_secs(20);
@@ -35,18 +35,15 @@ fn spawn_executor(bind: Option<SocketAddr>, admin: &str, data_dir: &Path) -> Chi
 /// Until the executor registered with `admin` for the `n`th time; returns
 /// the address it registered (where it listens).
 async fn wait_for_registration(admin: &StandInAdmin, n: usize) -> SocketAddr {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        if let Some(registration) = admin.registrations().get(n - 1) {
-            return registration
-                .address
-                .trim_start_matches("http://")
-                .parse()
-                .unwrap();
-        }
-        assert!(Instant::now() < deadline, "never registered");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until("the executor registered", || async {
+        let registration = admin.registrations().get(n - 1)?.clone();
+        registration
+            .address
+            .trim_start_matches("http://")
+            .parse()
+            .ok()
+    })
+    .await
 }
 
 async fn wait_for_beat(http: &reqwest::Client, bind: SocketAddr) {
@@ -153,11 +150,10 @@ async fn spooled_results_survive_sigkill_and_arrive_exactly_once() {
     let results = admin.wait_for_results(6, WAIT).await;
     // An acknowledged result leaves the spool; once it is empty nothing is
     // left to send again.
-    let deadline = Instant::now() + WAIT;
-    while spooled(data.path()) > 0 {
-        assert!(Instant::now() < deadline, "the spool never emptied");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until("the spool emptied", || async {
+        (spooled(data.path()) == 0).then_some(())
+    })
+    .await;
     let results_later = admin.results();
     assert_eq!(results_later.len(), results.len(), "nothing arrives twice");
     let mut ids: Vec<u64> = results_later.iter().map(|r| r.run_id).collect();
