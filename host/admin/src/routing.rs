@@ -7,72 +7,13 @@
 //! shared between admins — as in xxl-job.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::str::FromStr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use md5::{Digest, Md5};
 use rand::Rng;
-use serde::{Deserialize, Serialize};
 
-/// The route strategies, by wire name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum RouteStrategy {
-    First,
-    Last,
-    Round,
-    Random,
-    ConsistentHash,
-    LeastFrequentlyUsed,
-    LeastRecentlyUsed,
-    Failover,
-    Busyover,
-    ShardingBroadcast,
-}
-
-impl RouteStrategy {
-    /// Every strategy.
-    pub const ALL: [RouteStrategy; 10] = [
-        RouteStrategy::First,
-        RouteStrategy::Last,
-        RouteStrategy::Round,
-        RouteStrategy::Random,
-        RouteStrategy::ConsistentHash,
-        RouteStrategy::LeastFrequentlyUsed,
-        RouteStrategy::LeastRecentlyUsed,
-        RouteStrategy::Failover,
-        RouteStrategy::Busyover,
-        RouteStrategy::ShardingBroadcast,
-    ];
-
-    /// The wire name, e.g. `CONSISTENT_HASH`.
-    pub fn name(self) -> &'static str {
-        match self {
-            RouteStrategy::First => "FIRST",
-            RouteStrategy::Last => "LAST",
-            RouteStrategy::Round => "ROUND",
-            RouteStrategy::Random => "RANDOM",
-            RouteStrategy::ConsistentHash => "CONSISTENT_HASH",
-            RouteStrategy::LeastFrequentlyUsed => "LEAST_FREQUENTLY_USED",
-            RouteStrategy::LeastRecentlyUsed => "LEAST_RECENTLY_USED",
-            RouteStrategy::Failover => "FAILOVER",
-            RouteStrategy::Busyover => "BUSYOVER",
-            RouteStrategy::ShardingBroadcast => "SHARDING_BROADCAST",
-        }
-    }
-}
-
-impl FromStr for RouteStrategy {
-    type Err = RouteError;
-
-    fn from_str(text: &str) -> Result<Self, RouteError> {
-        RouteStrategy::ALL
-            .into_iter()
-            .find(|strategy| strategy.name().eq_ignore_ascii_case(text))
-            .ok_or_else(|| RouteError::UnknownStrategy(text.to_owned()))
-    }
-}
+pub use crate::model::RouteStrategy;
 
 /// Why no executor was chosen.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -436,19 +377,6 @@ mod tests {
         assert!(
             error.to_string().contains("no executor answered beat"),
             "{error}"
-        );
-    }
-
-    #[test]
-    fn strategy_names_parse_and_unknown_ones_are_refused() {
-        for strategy in RouteStrategy::ALL {
-            assert_eq!(strategy.name().parse::<RouteStrategy>().unwrap(), strategy);
-        }
-        let error = "BEST_EFFORT".parse::<RouteStrategy>().unwrap_err();
-        assert!(
-            error
-                .to_string()
-                .contains("unknown route strategy \"BEST_EFFORT\"")
         );
     }
 }

@@ -5,8 +5,8 @@
 use std::collections::HashMap;
 
 use cronbox_admin::store::{
-    AlarmState, DispatchMark, JobId, JobRow, NewRun, RunEnd, RunFilter, RunId, RunStatus, Store,
-    StoreError, VersionPush,
+    AlarmState, Digest, DispatchMark, JobId, JobRow, NewRun, RunEnd, RunFilter, RunId, RunStatus,
+    Store, StoreError, VersionPush,
 };
 use cronbox_tests::PostgresServer;
 
@@ -16,7 +16,7 @@ fn job() -> JobRow {
         tenant: "default".into(),
         group_name: "default".into(),
         name: "job".into(),
-        module_digest: "a".repeat(64),
+        module_digest: "a".repeat(64).parse().unwrap(),
         schedule_type: cronbox_admin::schedule::ScheduleType::Cron,
         schedule_conf: "* * * * * ?".into(),
         time_zone: "UTC".into(),
@@ -50,7 +50,7 @@ fn fire(job_id: JobId, at: i64) -> NewRun {
         shard_total: 1,
         attempt: 0,
         param: String::new(),
-        module_digest: "a".repeat(64),
+        module_digest: "a".repeat(64).parse().unwrap(),
     }
 }
 
@@ -275,7 +275,7 @@ async fn run_lifecycle(store: &Store) {
 /// Module versions: numbered per name, the same content twice is one
 /// version, followers move, the newest `keep` stay (and pinned ones).
 async fn module_versions(store: &Store) {
-    let digest = |c: char| c.to_string().repeat(64);
+    let digest = |c: char| c.to_string().repeat(64).parse::<Digest>().unwrap();
     let follower = store
         .insert_job(
             &JobRow {
@@ -297,7 +297,7 @@ async fn module_versions(store: &Store) {
         )
         .await
         .unwrap();
-    let push = |d: String, labels: Vec<String>| {
+    let push = |d: Digest, labels: Vec<String>| {
         let store = store.clone();
         async move {
             let push = VersionPush {
@@ -330,7 +330,7 @@ async fn module_versions(store: &Store) {
     );
     assert_eq!(
         store.job(pinned).await.unwrap().unwrap().module_digest,
-        "a".repeat(64)
+        digest('a')
     );
     assert!(
         store

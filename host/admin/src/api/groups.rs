@@ -1,15 +1,7 @@
 //! Executor groups (AUTO or MANUAL) and the registered executors.
 
 use super::*;
-
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct GroupSpec {
-    /// `AUTO` (executors that register) or `MANUAL` (the listed addresses).
-    address_type: String,
-    #[serde(default)]
-    addresses: Vec<String>,
-}
+use bodies::GroupSpec;
 
 pub(super) async fn put_group(
     State(state): State<Arc<AdminState>>,

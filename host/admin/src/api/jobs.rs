@@ -2,6 +2,8 @@
 //! schedule previews; durable state.
 
 use super::*;
+use bodies::{StateEdit, TriggerRequest};
+use cronbox_api::TriggerSource;
 
 pub(super) async fn create_job(
     State(state): State<Arc<AdminState>>,
@@ -159,30 +161,6 @@ pub(super) async fn kill_job(
     }))
 }
 
-#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct TriggerRequest {
-    #[serde(default)]
-    param: Option<String>,
-    /// Executor addresses for this run only (route strategy applied).
-    /// Operator only, and only addresses of the job's group.
-    #[serde(default)]
-    addresses: Option<Vec<String>>,
-    /// Who starts the run: `api` (a program; the default) or `manual` (a
-    /// person, through the CLI or the console). The run's trigger kind.
-    #[serde(default)]
-    kind: TriggerSource,
-}
-
-/// The trigger kinds a trigger request may give.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum TriggerSource {
-    #[default]
-    Api,
-    Manual,
-}
-
 pub(super) async fn trigger_job(
     State(state): State<Arc<AdminState>>,
     Extension(caller): Extension<Caller>,
@@ -323,12 +301,6 @@ pub(super) async fn get_state(
     visible_job(&state, &caller, id).await?;
     let values = store.job_state(id).await?.values;
     Ok(Json(bodies::JobStateBody::new(id, values)))
-}
-
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct StateEdit {
-    state: std::collections::HashMap<String, String>,
 }
 
 /// Replaces a job's durable state: what its next run will see.

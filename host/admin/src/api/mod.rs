@@ -30,18 +30,11 @@ use subtle::ConstantTimeEq;
 use crate::jobs::{JobSpec, schedule_of};
 use crate::scheduler::Scheduler;
 use crate::service::{self, ServiceError};
-use crate::store::{JobId, JobRow, RunFilter, RunId, RunRow, RunStatus, StoreError, VersionPush};
+use crate::store::{JobId, JobRow, RunFilter, RunId, RunRow, RunStatus, StoreError};
 
 pub mod bodies;
 mod executors;
 
-/// The request bodies, for the OpenAPI document.
-pub(crate) mod requests {
-    pub(crate) use super::groups::GroupSpec;
-    pub(crate) use super::jobs::{StateEdit, TriggerRequest};
-    pub(crate) use super::modules::VersionChoice;
-    pub(crate) use super::tenants::{TenantSpec, TokenSpec};
-}
 mod groups;
 mod jobs;
 mod modules;
@@ -264,6 +257,17 @@ impl From<ServiceError> for Failure {
                     None => failure,
                 }
             }
+            unknown @ ServiceError::UnknownModule(_) => Failure::new(
+                StatusCode::NOT_FOUND,
+                ErrorCode::UnknownModule,
+                unknown.to_string(),
+            ),
+            unknown @ ServiceError::UnknownVersion { .. } => Failure::new(
+                StatusCode::BAD_REQUEST,
+                ErrorCode::InvalidRequest,
+                unknown.to_string(),
+            )
+            .field("version"),
             ServiceError::ModuleTooLarge(message) => Failure::new(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 ErrorCode::ModuleTooLarge,

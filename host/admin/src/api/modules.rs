@@ -2,6 +2,7 @@
 //! labels and rollback.
 
 use super::*;
+use bodies::VersionChoice;
 
 /// Where an upload goes: the module name to add a version to (none: the
 /// content is stored by digest only), and labels for the new version.
@@ -133,90 +134,34 @@ pub(super) async fn list_modules(
     Ok(Json(modules))
 }
 
-/// The versions of one of the caller's modules, newest first.
-pub(super) async fn module_versions(
-    state: &AdminState,
-    caller: &Caller,
-    name: &str,
-) -> Result<Vec<crate::store::ModuleVersion>, Failure> {
-    let versions = state
-        .scheduler
-        .store()
-        .module_versions(&caller.tenant, name)
-        .await?;
-    if versions.is_empty() {
-        return Err(Failure::new(
-            StatusCode::NOT_FOUND,
-            ErrorCode::UnknownModule,
-            format!("no module {name:?}"),
-        ));
-    }
-    Ok(versions)
-}
-
 pub(super) async fn list_module_versions(
     State(state): State<Arc<AdminState>>,
     Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
 ) -> Result<impl IntoResponse, Failure> {
-    Ok(Json(module_versions(&state, &caller, &name).await?))
+    let store = state.scheduler.store();
+    Ok(Json(
+        service::modules::versions(store, &caller.tenant, &name).await?,
+    ))
 }
 
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct VersionChoice {
-    version: i64,
-}
-
-/// Makes an earlier version current again: a new version with its
-/// content, so history keeps both; the jobs that follow the module move to
-/// it.
+/// Makes an earlier version current again (see
+/// [`service::modules::rollback`]).
 pub(super) async fn rollback_module(
     State(state): State<Arc<AdminState>>,
     Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
     ApiJson(choice): ApiJson<VersionChoice>,
 ) -> Result<impl IntoResponse, Failure> {
-    let versions = module_versions(&state, &caller, &name).await?;
-    let Some(target) = versions.iter().find(|v| v.version == choice.version) else {
-        return Err(Failure::new(
-            StatusCode::BAD_REQUEST,
-            ErrorCode::InvalidRequest,
-            format!(
-                "module {name:?} has no version {} (it has {})",
-                choice.version,
-                versions
-                    .iter()
-                    .map(|v| v.version.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        )
-        .field("version"));
-    };
-    let (version, moved) = state
-        .scheduler
-        .store()
-        .add_module_version(
-            &VersionPush {
-                tenant: &caller.tenant,
-                name: &name,
-                digest: &target.digest,
-                labels: &[],
-                note: &format!("rollback to version {}", target.version),
-            },
-            state.keep_versions,
-            state.scheduler.now_ms(),
-        )
-        .await?;
-    state.scheduler.wake();
-    Ok((
-        StatusCode::CREATED,
-        Json(bodies::RolledBack {
-            version,
-            jobs_moved: moved,
-        }),
-    ))
+    let rolled_back = service::modules::rollback(
+        &state.scheduler,
+        &caller.tenant,
+        &name,
+        choice.version,
+        state.keep_versions,
+    )
+    .await?;
+    Ok((StatusCode::CREATED, Json(rolled_back)))
 }
 
 /// Puts a label on one version (taking it off any other).
@@ -226,20 +171,8 @@ pub(super) async fn label_module(
     Path((name, label)): Path<(String, String)>,
     ApiJson(choice): ApiJson<VersionChoice>,
 ) -> Result<impl IntoResponse, Failure> {
-    service::modules::parse_labels(Some(&label))?;
-    module_versions(&state, &caller, &name).await?;
-    let labelled = state
-        .scheduler
-        .store()
-        .set_module_label(&caller.tenant, &name, choice.version, &label)
-        .await?;
-    if !labelled {
-        return Err(Failure::new(
-            StatusCode::BAD_REQUEST,
-            ErrorCode::InvalidRequest,
-            format!("module {name:?} has no version {}", choice.version),
-        )
-        .field("version"));
-    }
-    Ok(Json(module_versions(&state, &caller, &name).await?))
+    let store = state.scheduler.store();
+    let versions =
+        service::modules::label(store, &caller.tenant, &name, &label, choice.version).await?;
+    Ok(Json(versions))
 }

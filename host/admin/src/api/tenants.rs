@@ -1,19 +1,7 @@
 //! Tenants and their tokens (operator only).
 
 use super::*;
-
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct TenantSpec {
-    name: String,
-}
-
-#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct TokenSpec {
-    #[serde(default)]
-    label: String,
-}
+use bodies::{TenantSpec, TokenSpec};
 
 /// Creates a tenant and its first token (operator only).
 pub(super) async fn create_tenant(

@@ -23,7 +23,6 @@ fn collect<T: ToSchema>(all: &mut Vec<(String, RefOr<Schema>)>) {
 /// read and answer.
 fn schemas() -> Value {
     use crate::api::bodies::*;
-    use crate::api::requests::*;
     let mut all = Vec::new();
     // Requests.
     collect::<crate::jobs::JobSpec>(&mut all);

@@ -27,49 +27,7 @@ use chrono::{DateTime, LocalResult, NaiveDateTime, Offset, TimeZone, Utc};
 use chrono_tz::Tz;
 use serde::{Deserialize, Serialize};
 
-/// The kinds of schedule, by wire name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum ScheduleType {
-    /// Cron expression in the job's time zone.
-    Cron,
-    /// Every N, counted from the previous planned fire.
-    FixRate,
-    /// N after the previous run completed.
-    FixDelay,
-    /// Once, at an instant.
-    OneShot,
-    /// Never by itself: manual, API, parent and retry triggers only.
-    None,
-}
-
-impl ScheduleType {
-    /// The wire name (`CRON`, `FIX_RATE`, ...).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ScheduleType::Cron => "CRON",
-            ScheduleType::FixRate => "FIX_RATE",
-            ScheduleType::FixDelay => "FIX_DELAY",
-            ScheduleType::OneShot => "ONE_SHOT",
-            ScheduleType::None => "NONE",
-        }
-    }
-}
-
-impl FromStr for ScheduleType {
-    type Err = ScheduleError;
-
-    fn from_str(text: &str) -> Result<Self, ScheduleError> {
-        match text.to_ascii_uppercase().as_str() {
-            "CRON" => Ok(ScheduleType::Cron),
-            "FIX_RATE" => Ok(ScheduleType::FixRate),
-            "FIX_DELAY" => Ok(ScheduleType::FixDelay),
-            "ONE_SHOT" => Ok(ScheduleType::OneShot),
-            "NONE" => Ok(ScheduleType::None),
-            _ => Err(ScheduleError::UnknownType(text.to_owned())),
-        }
-    }
-}
+pub use crate::model::ScheduleType;
 
 /// Which cron syntax an expression is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -393,7 +393,7 @@ impl Scheduler {
             // The job's module now: a version pushed or rolled back since the
             // fire was written runs from this trigger on (the result records
             // what ran).
-            module_digest: job.module_digest.clone(),
+            module_digest: job.module_digest.to_string(),
             block_strategy: job.block_strategy,
             max_concurrency: job.max_concurrency as u32,
             limits: WireLimits {

@@ -3,16 +3,7 @@
 
 use super::*;
 
-/// What a kill of a whole job did.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
-pub struct JobKill {
-    /// Runs that were waiting to be dispatched, now cancelled.
-    pub cancelled: Vec<RunId>,
-    /// Runs executors stopped or dropped from their queues.
-    pub killed: Vec<u64>,
-    /// Executors that could not be reached (their runs of the job go on).
-    pub unreachable: Vec<String>,
-}
+pub use cronbox_api::JobKill;
 
 impl Scheduler {
     /// Forwards a kill to the executor running `run`.

@@ -119,7 +119,7 @@ mod tests {
             tenant: "default".into(),
             group_name: "default".into(),
             name: "every-second".into(),
-            module_digest: "a".repeat(64),
+            module_digest: "a".repeat(64).parse().unwrap(),
             schedule_type: crate::schedule::ScheduleType::Cron,
             schedule_conf: "* * * * * ?".into(),
             time_zone: "UTC".into(),

@@ -16,8 +16,7 @@ pub async fn create(
     tenant: &str,
     spec: &JobSpec,
 ) -> Result<JobRow, ServiceError> {
-    let (mut row, _) = spec
-        .validate(tenant)
+    let (mut row, _) = crate::jobs::validate(spec, tenant)
         .map_err(|invalid| ServiceError::invalid(invalid.field, invalid.message))?;
     let store = scheduler.store();
     known_group(store, &row.group_name).await?;
@@ -49,8 +48,7 @@ pub async fn update(
     current: &JobRow,
     spec: &JobSpec,
 ) -> Result<JobRow, ServiceError> {
-    let (mut row, schedule) = spec
-        .validate(&current.tenant)
+    let (mut row, schedule) = crate::jobs::validate(spec, &current.tenant)
         .map_err(|invalid| ServiceError::invalid(invalid.field, invalid.message))?;
     let store = scheduler.store();
     known_group(store, &row.group_name).await?;
@@ -190,7 +188,10 @@ async fn known_group(store: &Store, group: &str) -> Result<(), ServiceError> {
 /// the latest; checks that the job's tenant has the module it names.
 async fn resolve_module(store: &Store, row: &mut JobRow) -> Result<(), ServiceError> {
     let Some(name) = &row.module_name else {
-        if !store.owns_module(&row.tenant, &row.module_digest).await? {
+        if !store
+            .owns_module(&row.tenant, row.module_digest.as_str())
+            .await?
+        {
             return Err(ServiceError::invalid(
                 "module_digest",
                 format!("no module {} was uploaded", row.module_digest),

@@ -44,6 +44,19 @@ pub enum ServiceError {
         field: Option<&'static str>,
         message: String,
     },
+    /// No module of that name (of the caller's tenant).
+    #[error("no module {0:?}")]
+    UnknownModule(String),
+    /// The module has no such version; it has `versions`.
+    #[error(
+        "module {name:?} has no version {version} (it has {})",
+        versions.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")
+    )]
+    UnknownVersion {
+        name: String,
+        version: i64,
+        versions: Vec<i64>,
+    },
     /// An upload over the module size limit.
     #[error("{0}")]
     ModuleTooLarge(String),

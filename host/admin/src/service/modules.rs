@@ -6,9 +6,9 @@
 use sha2::{Digest, Sha256};
 
 use super::ServiceError;
-use crate::api::bodies::Uploaded;
+use crate::api::bodies::{RolledBack, Uploaded};
 use crate::scheduler::Scheduler;
-use crate::store::VersionPush;
+use crate::store::{ModuleVersion, Store, VersionPush};
 use cronbox_component_check::ComponentError;
 
 /// What an upload asks for besides its bytes.
@@ -67,11 +67,11 @@ pub async fn upload(
             message: error.to_string(),
         },
     })?;
-    let digest = hex::encode(Sha256::digest(bytes));
+    let digest = crate::model::Digest::from_sha256(&Sha256::digest(bytes));
     let store = scheduler.store();
     let now = scheduler.now_ms();
-    store.put_module(&digest, bytes, now).await?;
-    store.own_module(tenant, &digest).await?;
+    store.put_module(digest.as_str(), bytes, now).await?;
+    store.own_module(tenant, digest.as_str()).await?;
     let mut answer = Uploaded {
         digest: digest.clone(),
         size: bytes.len() as u64,
@@ -101,4 +101,78 @@ pub async fn upload(
         scheduler.wake();
     }
     Ok(answer)
+}
+
+/// The versions of `tenant`'s module `name`, newest first; a name it has
+/// no module of is refused.
+pub async fn versions(
+    store: &Store,
+    tenant: &str,
+    name: &str,
+) -> Result<Vec<ModuleVersion>, ServiceError> {
+    let versions = store.module_versions(tenant, name).await?;
+    if versions.is_empty() {
+        return Err(ServiceError::UnknownModule(name.to_owned()));
+    }
+    Ok(versions)
+}
+
+/// Makes an earlier version current again: a new version with its
+/// content, so history keeps both; the jobs that follow the module move to
+/// it.
+pub async fn rollback(
+    scheduler: &Scheduler,
+    tenant: &str,
+    name: &str,
+    version: i64,
+    keep_versions: usize,
+) -> Result<RolledBack, ServiceError> {
+    let store = scheduler.store();
+    let versions = versions(store, tenant, name).await?;
+    let Some(target) = versions.iter().find(|v| v.version == version) else {
+        return Err(unknown_version(name, version, &versions));
+    };
+    let (version, moved) = store
+        .add_module_version(
+            &VersionPush {
+                tenant,
+                name,
+                digest: &target.digest,
+                labels: &[],
+                note: &format!("rollback to version {}", target.version),
+            },
+            keep_versions,
+            scheduler.now_ms(),
+        )
+        .await?;
+    scheduler.wake();
+    Ok(RolledBack {
+        version,
+        jobs_moved: moved,
+    })
+}
+
+/// Puts `label` on one version of a module (taking it off any other);
+/// returns the module's versions after.
+pub async fn label(
+    store: &Store,
+    tenant: &str,
+    name: &str,
+    label: &str,
+    version: i64,
+) -> Result<Vec<ModuleVersion>, ServiceError> {
+    parse_labels(Some(label))?;
+    let before = versions(store, tenant, name).await?;
+    if !store.set_module_label(tenant, name, version, label).await? {
+        return Err(unknown_version(name, version, &before));
+    }
+    versions(store, tenant, name).await
+}
+
+fn unknown_version(name: &str, version: i64, versions: &[ModuleVersion]) -> ServiceError {
+    ServiceError::UnknownVersion {
+        name: name.to_owned(),
+        version,
+        versions: versions.iter().map(|v| v.version).collect(),
+    }
 }

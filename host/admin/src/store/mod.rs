@@ -15,11 +15,9 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use cronbox_protocol::{ABSENT_REVISION, BlockStrategy, StateChanges, StateRevision, TriggerKind};
+use cronbox_protocol::{ABSENT_REVISION, StateChanges, StateRevision, TriggerKind};
 
-pub use crate::model::{AlarmState, JobId, MisfirePolicy, RunId, RunStatus};
-use crate::routing::RouteStrategy;
-use crate::schedule::ScheduleType;
+pub use crate::model::{AlarmState, Digest, JobId, MisfirePolicy, RunId, RunStatus};
 use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, Row};
 

@@ -8,25 +8,13 @@ use super::*;
 pub struct VersionPush<'a> {
     pub tenant: &'a str,
     pub name: &'a str,
-    pub digest: &'a str,
+    pub digest: &'a Digest,
     pub labels: &'a [String],
     /// Why, when not a plain push (`rollback to version 2`).
     pub note: &'a str,
 }
 
-/// A version of a named module.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
-pub struct ModuleVersion {
-    pub name: String,
-    /// 1, 2, 3, ... per (tenant, name).
-    pub version: i64,
-    pub digest: String,
-    /// Labels currently on this version (a label is on one version).
-    pub labels: Vec<String>,
-    /// Why it was made, when not a plain push (`rollback to version 2`).
-    pub note: String,
-    pub created_at_ms: i64,
-}
+pub use cronbox_api::ModuleVersion;
 
 macro_rules! module_version_columns {
     () => {
@@ -193,7 +181,7 @@ impl Store {
         .map(module_version_from_row)
         .transpose()?;
         if let Some(latest) = &latest
-            && latest.digest == digest
+            && latest.digest == *digest
             && note.is_empty()
             && labels.is_empty()
         {
@@ -254,7 +242,7 @@ impl Store {
             ModuleVersion {
                 name: name.to_owned(),
                 version,
-                digest: digest.to_owned(),
+                digest: digest.clone(),
                 labels: labels.to_vec(),
                 note: note.to_owned(),
                 created_at_ms: now_ms,

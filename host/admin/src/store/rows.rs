@@ -2,44 +2,9 @@
 
 use super::*;
 
-/// A job as stored.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
-#[schema(as = Job)]
-pub struct JobRow {
-    pub id: JobId,
-    pub tenant: String,
-    pub group_name: String,
-    pub name: String,
-    pub module_digest: String,
-    pub schedule_type: ScheduleType,
-    pub schedule_conf: String,
-    pub time_zone: String,
-    pub misfire: MisfirePolicy,
-    pub misfire_threshold_ms: i64,
-    pub route: RouteStrategy,
-    pub block_strategy: BlockStrategy,
-    pub max_concurrency: i64,
-    pub timeout_ms: i64,
-    pub fuel: Option<i64>,
-    pub memory_bytes: i64,
-    pub retry_count: i64,
-    pub retry_interval_ms: i64,
-    /// The jobs triggered after each success, in order (rows of
-    /// `job_child`, read with the job).
-    pub children: Vec<JobId>,
-    pub param: String,
-    pub enabled: bool,
-    pub next_fire_at_ms: Option<i64>,
-    /// The module name the job follows (its latest version) or pins
-    /// (`module_version`); `None` for a job that names a digest.
-    pub module_name: Option<String>,
-    pub module_version: Option<i64>,
-    /// Webhook called when a run fails (empty: no alarm).
-    pub alarm_url: String,
-    /// A new instance for every run instead of a warm one (`init` and
-    /// `destroy` around each run).
-    pub fresh_instance: bool,
-}
+/// A job as stored: the API's [`Job`](cronbox_api::Job), which the
+/// store reads and writes whole.
+pub type JobRow = cronbox_api::Job;
 
 /// The columns of a job, as a literal for `concat!` (queries stay static).
 macro_rules! job_columns {
@@ -116,32 +81,8 @@ pub(super) fn job_from_row(row: &AnyRow) -> Result<JobRow, sqlx::Error> {
     })
 }
 
-/// A run as stored.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
-#[schema(as = Run)]
-pub struct RunRow {
-    pub id: RunId,
-    pub tenant: String,
-    pub job_id: JobId,
-    pub kind: TriggerKind,
-    pub scheduled_at_ms: i64,
-    pub shard_index: i64,
-    pub shard_total: i64,
-    pub attempt: i64,
-    pub param: String,
-    pub status: RunStatus,
-    pub executor: Option<String>,
-    pub module_digest: String,
-    pub outcome: Option<String>,
-    pub code: Option<i64>,
-    pub message: Option<String>,
-    pub created_at_ms: i64,
-    pub dispatched_at_ms: Option<i64>,
-    pub started_at_ms: Option<i64>,
-    pub finished_at_ms: Option<i64>,
-    pub alarm_status: AlarmState,
-    pub alarm_message: Option<String>,
-}
+/// A run as stored: the API's [`Run`](cronbox_api::Run).
+pub type RunRow = cronbox_api::Run;
 
 /// The columns of a run, as a literal for `concat!`.
 macro_rules! run_columns {
@@ -188,7 +129,7 @@ pub struct NewRun {
     pub shard_total: i64,
     pub attempt: i64,
     pub param: String,
-    pub module_digest: String,
+    pub module_digest: Digest,
 }
 
 /// A run accepted by an executor, to be recorded as dispatched.
@@ -282,18 +223,7 @@ pub struct RunFilter {
     pub limit: i64,
 }
 
-/// One day's run counts of a tenant.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
-pub struct DailyReport {
-    /// `YYYY-MM-DD`, UTC.
-    pub day: String,
-    pub success: i64,
-    pub failed: i64,
-    /// Written and not ended when the report was refreshed.
-    pub running: i64,
-    /// Never ran: the job was stopped or killed while they waited.
-    pub cancelled: i64,
-}
+pub use cronbox_api::DailyReport;
 
 /// A job claimed by [`Store::claim_due_batch`] and the fires written for it.
 #[derive(Debug, Clone)]

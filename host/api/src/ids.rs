@@ -1,0 +1,177 @@
+//! Identifiers: job and run ids over the database's `BIGINT` keys, and the
+//! sha256 digest that names a module's content.
+
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// Defines an id newtype over the database's `BIGINT` key: serialized,
+/// parsed (from a path segment) and stored as the bare number, and never
+/// confused with another kind of id.
+macro_rules! id_type {
+    ($(#[$meta:meta])* $name:ident) => {
+        $(#[$meta])*
+        #[derive(
+            Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize,
+            Deserialize, utoipa::ToSchema,
+        )]
+        #[cfg_attr(feature = "sqlx", derive(sqlx::Type), sqlx(transparent))]
+        #[serde(transparent)]
+        pub struct $name(pub i64);
+
+        impl $name {
+            /// The number as the executor protocol carries it.
+            pub fn wire(self) -> u64 {
+                u64::try_from(self.0).unwrap_or_default()
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                self.0.fmt(f)
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = std::num::ParseIntError;
+
+            fn from_str(text: &str) -> Result<Self, Self::Err> {
+                text.parse().map($name)
+            }
+        }
+
+        impl From<u64> for $name {
+            /// From the executor protocol's number.
+            fn from(wire: u64) -> Self {
+                $name(i64::try_from(wire).unwrap_or(i64::MAX))
+            }
+        }
+    };
+}
+
+id_type! {
+    /// A job's id.
+    JobId
+}
+
+id_type! {
+    /// A run's id.
+    RunId
+}
+
+/// The sha256 of a module's bytes, as 64 lowercase hex digits: how content
+/// is stored, shared between tenants' uploads and cached on executors.
+#[derive(
+    Debug,
+    Clone,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+)]
+#[cfg_attr(feature = "sqlx", derive(sqlx::Type), sqlx(transparent))]
+#[serde(transparent)]
+pub struct Digest(String);
+
+/// Text that is not a sha256 in hex.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotADigest(pub String);
+
+impl std::fmt::Display for NotADigest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:?} is not a sha256 in hex (64 characters 0-9a-f)",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for NotADigest {}
+
+impl Digest {
+    /// A digest of bytes just hashed (trusted to be 32 bytes).
+    pub fn from_sha256(bytes: &[u8]) -> Digest {
+        let mut text = String::with_capacity(bytes.len() * 2);
+        for byte in bytes {
+            text.push_str(&format!("{byte:02x}"));
+        }
+        Digest(text)
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The first 12 digits, as people show a digest.
+    pub fn short(&self) -> &str {
+        self.0.get(..12).unwrap_or(&self.0)
+    }
+}
+
+impl FromStr for Digest {
+    type Err = NotADigest;
+
+    /// Accepts 64 hex digits in either case (kept lowercase).
+    fn from_str(text: &str) -> Result<Self, NotADigest> {
+        if text.len() == 64 && text.bytes().all(|byte| byte.is_ascii_hexdigit()) {
+            Ok(Digest(text.to_ascii_lowercase()))
+        } else {
+            Err(NotADigest(text.to_owned()))
+        }
+    }
+}
+
+impl std::fmt::Display for Digest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl AsRef<str> for Digest {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl PartialEq<str> for Digest {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<&str> for Digest {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_digest_is_64_hex_digits_kept_lowercase() {
+        let upper = "AB".repeat(32);
+        let digest: Digest = upper.parse().unwrap();
+        assert_eq!(digest.as_str(), "ab".repeat(32));
+        assert_eq!(digest.short(), "abababababab");
+        assert_eq!(Digest::from_sha256(&[0xab; 32]), digest);
+        for bad in ["", "ab", &"g".repeat(64), &"a".repeat(65)] {
+            let error = bad.parse::<Digest>().unwrap_err();
+            assert!(error.to_string().contains("not a sha256"), "{error}");
+        }
+    }
+
+    #[test]
+    fn ids_travel_as_bare_numbers() {
+        assert_eq!(serde_json::to_string(&JobId(7)).unwrap(), "7");
+        assert_eq!("12".parse::<RunId>().unwrap(), RunId(12));
+        assert_eq!(RunId::from(u64::MAX), RunId(i64::MAX));
+    }
+}

@@ -1,0 +1,304 @@
+//! Jobs: the definition a user submits ([`JobSpec`]), the job as stored
+//! and answered ([`Job`]), and the bodies of its actions (trigger, state,
+//! kill, delete).
+
+use std::collections::{BTreeMap, HashMap};
+
+use cronbox_protocol::BlockStrategy;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::{Digest, JobId, MisfirePolicy, RouteStrategy, RunId, ScheduleType};
+
+/// A job as submitted through the API. Omitted fields take defaults.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct JobSpec {
+    pub name: String,
+    #[serde(default = "default_group")]
+    pub group: String,
+    /// sha256 of an uploaded module (the job runs exactly that content), or
+    /// empty when `module` names one.
+    #[serde(default)]
+    pub module_digest: String,
+    /// A named module instead of a digest: `NAME` follows its latest
+    /// version (a push or a rollback moves the job), `NAME@N` pins version
+    /// N.
+    #[serde(default)]
+    pub module: Option<String>,
+    /// Webhook called (POST, JSON) when a run of this job fails.
+    #[serde(default)]
+    pub alarm_url: String,
+    #[serde(default = "default_schedule_type")]
+    #[schema(value_type = ScheduleType)]
+    pub schedule_type: String,
+    #[serde(default)]
+    pub schedule_conf: String,
+    #[serde(default = "default_zone")]
+    pub time_zone: String,
+    /// DO_NOTHING or FIRE_ONCE_NOW.
+    #[serde(default = "default_misfire")]
+    #[schema(value_type = MisfirePolicy)]
+    pub misfire: String,
+    #[serde(default = "default_misfire_threshold")]
+    pub misfire_threshold_ms: i64,
+    #[serde(default = "default_route")]
+    #[schema(value_type = RouteStrategy)]
+    pub route: String,
+    #[serde(default = "default_block")]
+    #[schema(value_type = BlockStrategy)]
+    pub block_strategy: String,
+    #[serde(default = "default_one")]
+    pub max_concurrency: i64,
+    #[serde(default = "default_timeout")]
+    pub timeout_ms: i64,
+    #[serde(default)]
+    pub fuel: Option<i64>,
+    #[serde(default = "default_memory")]
+    pub memory_bytes: i64,
+    #[serde(default)]
+    pub retry_count: i64,
+    #[serde(default)]
+    pub retry_interval_ms: i64,
+    /// Ids of jobs triggered when a run of this one succeeds.
+    #[serde(default)]
+    pub children: Vec<JobId>,
+    #[serde(default)]
+    pub param: String,
+    /// A new instance for every run (`init`, `execute`, `destroy` each
+    /// time) instead of a warm one kept between runs.
+    #[serde(default)]
+    pub fresh_instance: bool,
+}
+
+fn default_group() -> String {
+    "default".to_owned()
+}
+fn default_schedule_type() -> String {
+    "NONE".to_owned()
+}
+fn default_zone() -> String {
+    "UTC".to_owned()
+}
+fn default_misfire() -> String {
+    "DO_NOTHING".to_owned()
+}
+fn default_misfire_threshold() -> i64 {
+    5_000
+}
+fn default_route() -> String {
+    "FIRST".to_owned()
+}
+fn default_block() -> String {
+    "SERIAL_EXECUTION".to_owned()
+}
+fn default_one() -> i64 {
+    1
+}
+fn default_timeout() -> i64 {
+    60_000
+}
+fn default_memory() -> i64 {
+    64 << 20
+}
+
+impl JobSpec {
+    /// A definition with every default: `name` running the module
+    /// `module` (NAME or NAME@VERSION), never firing by itself.
+    pub fn new(name: impl Into<String>, module: impl Into<String>) -> JobSpec {
+        JobSpec {
+            name: name.into(),
+            group: default_group(),
+            module_digest: String::new(),
+            module: Some(module.into()),
+            alarm_url: String::new(),
+            schedule_type: default_schedule_type(),
+            schedule_conf: String::new(),
+            time_zone: default_zone(),
+            misfire: default_misfire(),
+            misfire_threshold_ms: default_misfire_threshold(),
+            route: default_route(),
+            block_strategy: default_block(),
+            max_concurrency: default_one(),
+            timeout_ms: default_timeout(),
+            fuel: None,
+            memory_bytes: default_memory(),
+            retry_count: 0,
+            retry_interval_ms: 0,
+            children: Vec::new(),
+            param: String::new(),
+            fresh_instance: false,
+        }
+    }
+
+    /// The same definition running exactly the content `digest`.
+    pub fn with_digest(mut self, digest: &Digest) -> JobSpec {
+        self.module = None;
+        self.module_digest = digest.to_string();
+        self
+    }
+
+    /// The same definition on a cron schedule.
+    pub fn with_cron(mut self, expression: impl Into<String>) -> JobSpec {
+        self.schedule_type = ScheduleType::Cron.as_str().to_owned();
+        self.schedule_conf = expression.into();
+        self
+    }
+}
+
+impl From<Job> for JobSpec {
+    /// A stored job as the definition that would store it again: a job
+    /// following a module names it (`NAME`, or `NAME@N` when pinned), one
+    /// made from a digest keeps the digest.
+    fn from(job: Job) -> JobSpec {
+        let (module, module_digest) = match job.module_name {
+            Some(name) => match job.module_version {
+                Some(version) => (Some(format!("{name}@{version}")), String::new()),
+                None => (Some(name), String::new()),
+            },
+            None => (None, job.module_digest.to_string()),
+        };
+        JobSpec {
+            name: job.name,
+            group: job.group_name,
+            module_digest,
+            module,
+            alarm_url: job.alarm_url,
+            schedule_type: job.schedule_type.as_str().to_owned(),
+            schedule_conf: job.schedule_conf,
+            time_zone: job.time_zone,
+            misfire: job.misfire.as_str().to_owned(),
+            misfire_threshold_ms: job.misfire_threshold_ms,
+            route: job.route.as_str().to_owned(),
+            block_strategy: job.block_strategy.as_str().to_owned(),
+            max_concurrency: job.max_concurrency,
+            timeout_ms: job.timeout_ms,
+            fuel: job.fuel,
+            memory_bytes: job.memory_bytes,
+            retry_count: job.retry_count,
+            retry_interval_ms: job.retry_interval_ms,
+            children: job.children,
+            param: job.param,
+            fresh_instance: job.fresh_instance,
+        }
+    }
+}
+
+/// A job as stored and answered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Job {
+    pub id: JobId,
+    pub tenant: String,
+    pub group_name: String,
+    pub name: String,
+    /// The content the job runs now.
+    pub module_digest: Digest,
+    pub schedule_type: ScheduleType,
+    pub schedule_conf: String,
+    pub time_zone: String,
+    pub misfire: MisfirePolicy,
+    pub misfire_threshold_ms: i64,
+    pub route: RouteStrategy,
+    pub block_strategy: BlockStrategy,
+    pub max_concurrency: i64,
+    pub timeout_ms: i64,
+    pub fuel: Option<i64>,
+    pub memory_bytes: i64,
+    pub retry_count: i64,
+    pub retry_interval_ms: i64,
+    /// The jobs triggered after each success, in order.
+    pub children: Vec<JobId>,
+    pub param: String,
+    /// Firing on its schedule.
+    pub enabled: bool,
+    pub next_fire_at_ms: Option<i64>,
+    /// The module name the job follows (its latest version) or pins
+    /// (`module_version`); `None` for a job that names a digest.
+    pub module_name: Option<String>,
+    pub module_version: Option<i64>,
+    /// Webhook called when a run fails (empty: no alarm).
+    pub alarm_url: String,
+    /// A new instance for every run instead of a warm one (`init` and
+    /// `destroy` around each run).
+    pub fresh_instance: bool,
+}
+
+/// `POST /api/v1/jobs/{id}/trigger`: a run now.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TriggerRequest {
+    /// Parameter of this run (default: the job's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub param: Option<String>,
+    /// Executor addresses for this run only (route strategy applied).
+    /// Operator only, and only addresses of the job's group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub addresses: Option<Vec<String>>,
+    /// Who starts the run: `api` (a program; the default) or `manual` (a
+    /// person, through the CLI or the console). The run's trigger kind.
+    #[serde(default)]
+    pub kind: TriggerSource,
+}
+
+/// The trigger kinds a trigger request may give.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TriggerSource {
+    #[default]
+    Api,
+    Manual,
+}
+
+/// A run written by a trigger.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Triggered {
+    pub run_id: RunId,
+}
+
+/// A deleted job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Deleted {
+    pub deleted: JobId,
+}
+
+/// A job's durable state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct JobStateBody {
+    pub job_id: JobId,
+    pub state: BTreeMap<String, String>,
+}
+
+impl JobStateBody {
+    pub fn new(job_id: JobId, state: HashMap<String, String>) -> Self {
+        JobStateBody {
+            job_id,
+            state: state.into_iter().collect(),
+        }
+    }
+}
+
+/// `PUT /api/v1/jobs/{id}/state`: the whole state the next run sees.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StateEdit {
+    pub state: HashMap<String, String>,
+}
+
+/// What a kill of a whole job did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct JobKill {
+    /// Runs that were waiting to be dispatched, now cancelled.
+    pub cancelled: Vec<RunId>,
+    /// Runs executors stopped or dropped from their queues.
+    pub killed: Vec<u64>,
+    /// Executors that could not be reached (their runs of the job go on).
+    pub unreachable: Vec<String>,
+}
+
+/// `POST /api/v1/jobs/{id}/kill`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct JobKilled {
+    pub job_id: JobId,
+    #[serde(flatten)]
+    pub outcome: JobKill,
+}

@@ -1,0 +1,43 @@
+//! The cronbox admin's user API as types: what a client sends
+//! ([`JobSpec`], [`TriggerRequest`], ...), what the admin answers ([`Job`],
+//! [`Run`], [`RunPage`], ...) and the error body every refusal carries
+//! ([`ApiError`] with its [`ErrorCode`]).
+//!
+//! The admin serves these types and derives its OpenAPI document from
+//! them; the CLI and the tests call it through [`Client`] (feature
+//! `client`), so a change of shape is a compile error on both sides, not a
+//! drifted JSON field.
+//!
+//! - `names` — the enumerations stored and sent as text (run status,
+//!   alarm state, misfire policy, schedule type, route strategy);
+//! - `ids` — job and run ids, and module content digests;
+//! - `jobs`, `runs`, `modules`, `cluster` — the bodies of each resource;
+//! - `client` — the typed HTTP client.
+
+mod cluster;
+mod ids;
+mod jobs;
+mod modules;
+mod names;
+mod runs;
+
+#[cfg(feature = "client")]
+mod client;
+
+#[cfg(feature = "client")]
+pub use client::{Client, ClientError, JobQuery, RunQuery};
+pub use cluster::{
+    Executor, Group, GroupSpec, Ready, Tenant, TenantCreated, TenantSpec, TokenCreated,
+    TokenRevoked, TokenSpec,
+};
+pub use cronbox_protocol::{ApiError, BlockStrategy, ErrorCode, LogLine, LogResponse, TriggerKind};
+pub use ids::{Digest, JobId, NotADigest, RunId};
+pub use jobs::{
+    Deleted, Job, JobKill, JobKilled, JobSpec, JobStateBody, StateEdit, TriggerRequest,
+    TriggerSource, Triggered,
+};
+pub use modules::{ModuleVersion, RolledBack, TenantModule, Uploaded, VersionChoice};
+pub use names::{
+    AlarmState, MisfirePolicy, RouteStrategy, RunStatus, ScheduleType, parse_ignoring_case,
+};
+pub use runs::{DailyReport, Report, Run, RunCounts, RunKilled, RunPage};

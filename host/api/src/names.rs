@@ -1,0 +1,187 @@
+//! The API's enumerations that travel and are stored as text: each has
+//! one wire name, parses strictly (an unknown name is an error naming what
+//! was being named, never a silent default) and serializes under the same
+//! name.
+
+use std::str::FromStr;
+
+use cronbox_protocol::UnknownName;
+use serde::{Deserialize, Serialize};
+
+/// Defines an enum of wire names with `ALL`, `as_str`, `FromStr`,
+/// `Display`, serde and an OpenAPI schema under those names.
+macro_rules! named_enum {
+    ($(#[$meta:meta])* $name:ident, $what:literal { $($(#[$vmeta:meta])* $variant:ident => $text:literal,)* }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        pub enum $name {
+            $($(#[$vmeta])* #[serde(rename = $text)] $variant,)*
+        }
+
+        impl $name {
+            /// Every value.
+            pub const ALL: &'static [$name] = &[$($name::$variant,)*];
+
+            /// The stored and wire name.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text,)*
+                }
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = UnknownName;
+
+            fn from_str(text: &str) -> Result<Self, UnknownName> {
+                $name::ALL
+                    .iter()
+                    .copied()
+                    .find(|value| value.as_str() == text)
+                    .ok_or_else(|| UnknownName::new($what, text))
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        // By hand: the derive cannot read the wire names through the macro.
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                utoipa::openapi::schema::ObjectBuilder::new()
+                    .schema_type(utoipa::openapi::schema::Type::String)
+                    .enum_values(Some([$($text,)*]))
+                    .into()
+            }
+        }
+
+        impl utoipa::ToSchema for $name {
+            fn name() -> std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+        }
+    };
+}
+
+named_enum! {
+    /// Where a run is in its life.
+    RunStatus, "run status" {
+        /// Written, not yet accepted by an executor.
+        Pending => "pending",
+        /// Accepted by an executor; its result is awaited.
+        Dispatched => "dispatched",
+        /// Ended successfully.
+        Success => "success",
+        /// Ended in any other way (the outcome says how).
+        Failed => "failed",
+        /// Never ran: its job was stopped or killed while it waited. Not a
+        /// failure: no alarm, no retry, counted apart.
+        Cancelled => "cancelled",
+    }
+}
+
+impl RunStatus {
+    /// Whether the run has not ended yet.
+    pub fn is_open(self) -> bool {
+        matches!(self, RunStatus::Pending | RunStatus::Dispatched)
+    }
+}
+
+named_enum! {
+    /// Where a run's failure alarm is.
+    AlarmState, "alarm state" {
+        /// No alarm is due (success, not ended yet, or ended on purpose).
+        None => "none",
+        /// Failed; its job's webhook is to be called.
+        Due => "due",
+        /// Claimed by one admin, which is calling the webhook.
+        Sending => "sending",
+        /// Delivered.
+        Sent => "sent",
+        /// No attempt was delivered.
+        Failed => "failed",
+        /// Failed, but its job has no webhook.
+        NotConfigured => "not_configured",
+    }
+}
+
+named_enum! {
+    /// What to do with a fire found later than the job's misfire threshold.
+    MisfirePolicy, "misfire policy" {
+        /// Skip it; plan the next fire from now.
+        DoNothing => "DO_NOTHING",
+        /// Run once now (kind `misfire`), then plan from now.
+        FireOnceNow => "FIRE_ONCE_NOW",
+    }
+}
+
+named_enum! {
+    /// The kinds of schedule.
+    ScheduleType, "schedule type" {
+        /// Cron expression in the job's time zone.
+        Cron => "CRON",
+        /// Every N, counted from the previous planned fire.
+        FixRate => "FIX_RATE",
+        /// N after the previous run completed.
+        FixDelay => "FIX_DELAY",
+        /// Once, at an instant.
+        OneShot => "ONE_SHOT",
+        /// Never by itself: manual, API, parent and retry triggers only.
+        None => "NONE",
+    }
+}
+
+named_enum! {
+    /// How a trigger picks its executor among its group's (xxl-job's ten
+    /// route strategies).
+    RouteStrategy, "route strategy" {
+        First => "FIRST",
+        Last => "LAST",
+        Round => "ROUND",
+        Random => "RANDOM",
+        ConsistentHash => "CONSISTENT_HASH",
+        LeastFrequentlyUsed => "LEAST_FREQUENTLY_USED",
+        LeastRecentlyUsed => "LEAST_RECENTLY_USED",
+        Failover => "FAILOVER",
+        Busyover => "BUSYOVER",
+        ShardingBroadcast => "SHARDING_BROADCAST",
+    }
+}
+
+/// Parses a name typed by a person: any letter case (`cron`, `Cron`).
+pub fn parse_ignoring_case<T: FromStr>(text: &str) -> Result<T, T::Err> {
+    text.to_ascii_uppercase()
+        .parse()
+        .or_else(|_| text.to_ascii_lowercase().parse())
+        .or_else(|_| text.parse())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_round_trips_and_an_unknown_one_is_named() {
+        for status in RunStatus::ALL {
+            assert_eq!(status.as_str().parse::<RunStatus>(), Ok(*status));
+            let json = serde_json::to_string(status).unwrap_or_default();
+            assert_eq!(json, format!("\"{status}\""));
+        }
+        for route in RouteStrategy::ALL {
+            assert_eq!(route.as_str().parse::<RouteStrategy>(), Ok(*route));
+        }
+        let error = "BEST_EFFORT".parse::<RouteStrategy>().unwrap_err();
+        assert_eq!(error.to_string(), "unknown route strategy \"BEST_EFFORT\"");
+        assert_eq!(
+            parse_ignoring_case::<ScheduleType>("fix_rate"),
+            Ok(ScheduleType::FixRate)
+        );
+        assert!(
+            "cron".parse::<ScheduleType>().is_err(),
+            "stored names are exact"
+        );
+    }
+}

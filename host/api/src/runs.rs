@@ -1,0 +1,82 @@
+//! Runs: a run as stored and answered, pages of them, counts and daily
+//! reports, and a kill's answer.
+
+use cronbox_protocol::TriggerKind;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::{AlarmState, Digest, JobId, RunId, RunStatus};
+
+/// A run as stored and answered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Run {
+    pub id: RunId,
+    pub tenant: String,
+    pub job_id: JobId,
+    pub kind: TriggerKind,
+    pub scheduled_at_ms: i64,
+    pub shard_index: i64,
+    pub shard_total: i64,
+    /// 0 for the first try, then 1, 2, ... for retries.
+    pub attempt: i64,
+    pub param: String,
+    pub status: RunStatus,
+    /// The executor that accepted it.
+    pub executor: Option<String>,
+    /// The content that ran (or will).
+    pub module_digest: Digest,
+    /// How it ended (`success`, `failed`, `timeout`, `lost`, ...).
+    pub outcome: Option<String>,
+    pub code: Option<i64>,
+    pub message: Option<String>,
+    pub created_at_ms: i64,
+    pub dispatched_at_ms: Option<i64>,
+    pub started_at_ms: Option<i64>,
+    pub finished_at_ms: Option<i64>,
+    pub alarm_status: AlarmState,
+    pub alarm_message: Option<String>,
+}
+
+/// A page of runs, newest first; `next_before` is the cursor of the next.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct RunPage {
+    pub runs: Vec<Run>,
+    pub next_before: Option<RunId>,
+}
+
+/// Run counts.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct RunCounts {
+    pub success: i64,
+    pub failed: i64,
+    pub running: i64,
+    pub cancelled: i64,
+}
+
+/// One day's run counts of a tenant.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct DailyReport {
+    /// `YYYY-MM-DD`, UTC.
+    pub day: String,
+    pub success: i64,
+    pub failed: i64,
+    /// Written and not ended when the report was refreshed.
+    pub running: i64,
+    /// Never ran: the job was stopped or killed while they waited.
+    pub cancelled: i64,
+}
+
+/// Daily run counts over a range of days, and their totals.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Report {
+    pub days: Vec<DailyReport>,
+    pub totals: RunCounts,
+}
+
+/// A kill of one run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct RunKilled {
+    pub run_id: RunId,
+    /// Whether an executor stopped it (false: it had ended).
+    pub killed: bool,
+}
