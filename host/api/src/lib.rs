@@ -30,7 +30,9 @@ pub use cluster::{
     Executor, Group, GroupSpec, Ready, Tenant, TenantCreated, TenantSpec, TokenCreated,
     TokenRevoked, TokenSpec,
 };
-pub use cronbox_protocol::{ApiError, BlockStrategy, ErrorCode, LogLine, LogResponse, TriggerKind};
+pub use cronbox_protocol::{
+    ApiError, BlockStrategy, ErrorCode, LogLevel, LogLine, LogResponse, LogSource, TriggerKind,
+};
 pub use ids::{Digest, JobId, NotADigest, RunId};
 pub use jobs::{
     Deleted, Job, JobKill, JobKilled, JobSpec, JobStateBody, StateEdit, TriggerRequest,

@@ -14,7 +14,6 @@
 mod out;
 
 mod admin;
-mod client;
 mod config;
 mod executor;
 mod manage;

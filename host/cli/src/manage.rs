@@ -10,9 +10,12 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use clap::{Args, Subcommand};
-use serde_json::{Value, json};
-
-use crate::client::ApiClient;
+use cronbox_api::{
+    Client, Job, JobId, JobQuery, JobSpec, LogSource, RunId, RunQuery, RunStatus, TriggerRequest,
+    TriggerSource,
+};
+use serde::Serialize;
+use serde_json::{Map, Value, json};
 
 /// How to reach the admin, shared by every management command.
 #[derive(Debug, Clone, Args)]
@@ -37,7 +40,7 @@ pub struct Connection {
 impl Connection {
     /// What every command starts from: a client, whether to print JSON,
     /// and a runtime to drive the requests on.
-    fn open(&self) -> anyhow::Result<(ApiClient, bool, tokio::runtime::Runtime)> {
+    fn open(&self) -> anyhow::Result<(Client, bool, tokio::runtime::Runtime)> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -45,7 +48,7 @@ impl Connection {
         Ok((self.client()?, self.json, runtime))
     }
 
-    fn client(&self) -> anyhow::Result<ApiClient> {
+    fn client(&self) -> anyhow::Result<Client> {
         let token = match &self.token {
             Some(token) => token.clone(),
             None => std::fs::read_to_string("cronbox-data/api-token")
@@ -57,7 +60,7 @@ impl Connection {
                     )
                 })?,
         };
-        Ok(ApiClient::new(&self.admin, &token))
+        Ok(Client::new(&self.admin, &token))
     }
 }
 
@@ -150,7 +153,8 @@ struct JobDefinition {
 }
 
 impl JobDefinition {
-    fn to_json(&self) -> anyhow::Result<Value> {
+    /// The file's fields, then the flags', as a JSON object.
+    fn changes(&self) -> anyhow::Result<Map<String, Value>> {
         let mut job = match &self.file {
             Some(path) => {
                 let text = std::fs::read_to_string(path)
@@ -158,11 +162,16 @@ impl JobDefinition {
                 let table: toml::Table = text
                     .parse()
                     .with_context(|| format!("{} is not valid TOML", path.display()))?;
-                serde_json::to_value(table)?
+                match serde_json::to_value(table)? {
+                    Value::Object(fields) => fields,
+                    _ => Map::new(),
+                }
             }
-            None => json!({}),
+            None => Map::new(),
         };
-        let mut set = |key: &str, value: Value| job[key] = value;
+        let mut set = |key: &str, value: Value| {
+            job.insert(key.to_owned(), value);
+        };
         if let Some(name) = &self.name {
             set("name", name.clone().into());
         }
@@ -190,6 +199,36 @@ impl JobDefinition {
         }
         Ok(job)
     }
+
+    /// A new job's definition.
+    fn spec(&self) -> anyhow::Result<JobSpec> {
+        definition(Value::Object(self.changes()?))
+    }
+
+    /// `job`'s definition with these changes on top: naming a module (or
+    /// a digest) replaces the other.
+    fn applied_to(&self, job: Job) -> anyhow::Result<JobSpec> {
+        let changes = self.changes()?;
+        let mut spec = JobSpec::from(job);
+        if changes.contains_key("module") {
+            spec.module_digest.clear();
+        }
+        if changes.contains_key("module_digest") {
+            spec.module = None;
+        }
+        let mut merged = match serde_json::to_value(spec)? {
+            Value::Object(fields) => fields,
+            _ => Map::new(),
+        };
+        merged.extend(changes);
+        definition(Value::Object(merged))
+    }
+}
+
+/// A job definition from its fields, with the name of a field that is
+/// not one or not of its type.
+fn definition(fields: Value) -> anyhow::Result<JobSpec> {
+    serde_json::from_value(fields).context("not a job definition")
 }
 
 #[derive(Debug, Subcommand)]
@@ -204,21 +243,21 @@ enum JobCommand {
     },
     /// Replace a job's definition.
     Update {
-        id: i64,
+        id: JobId,
         #[command(flatten)]
         definition: JobDefinition,
     },
     /// The jobs this token sees.
     List,
     /// One job, with its next fire times.
-    Show { id: i64 },
+    Show { id: JobId },
     /// Start firing on schedule.
-    Start { id: i64 },
+    Start { id: JobId },
     /// Stop firing.
-    Stop { id: i64 },
+    Stop { id: JobId },
     /// Run now.
     Trigger {
-        id: i64,
+        id: JobId,
         /// Parameter for this run (default: the job's).
         #[arg(long)]
         param: Option<String>,
@@ -228,7 +267,7 @@ enum JobCommand {
         addresses: Vec<String>,
     },
     /// Delete a job (its runs stay).
-    Delete { id: i64 },
+    Delete { id: JobId },
 }
 
 /// List runs, newest first.
@@ -241,7 +280,7 @@ pub struct RunsArgs {
     connection: Connection,
     /// Runs of this job.
     #[arg(long)]
-    job: Option<i64>,
+    job: Option<JobId>,
     /// pending, dispatched, success, failed or cancelled.
     #[arg(long)]
     status: Option<String>,
@@ -258,7 +297,7 @@ pub struct RunsArgs {
 pub struct LogsArgs {
     #[command(flatten)]
     connection: Connection,
-    run: i64,
+    run: RunId,
     /// Keep printing new lines until the run ends.
     #[arg(long, short)]
     follow: bool,
@@ -275,10 +314,10 @@ pub struct KillArgs {
     connection: Connection,
     /// The run to kill.
     #[arg(required_unless_present = "job", conflicts_with = "job")]
-    run: Option<i64>,
+    run: Option<RunId>,
     /// Kill every run of this job instead.
     #[arg(long)]
-    job: Option<i64>,
+    job: Option<JobId>,
 }
 
 /// Print a job's durable state.
@@ -287,14 +326,22 @@ pub struct KillArgs {
 pub struct StateArgs {
     #[command(flatten)]
     connection: Connection,
-    job: i64,
+    job: JobId,
 }
 
-fn print_json(value: &Value) {
-    outln!(
-        "{}",
-        serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
-    );
+fn print_json(value: &impl Serialize) -> anyhow::Result<()> {
+    outln!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}
+
+/// Prints an answer as the admin sent it (`--json`), or as `human` has it.
+fn show<T: Serialize>(json: bool, answer: &T, human: impl FnOnce(&T)) -> anyhow::Result<()> {
+    if json {
+        print_json(answer)
+    } else {
+        human(answer);
+        Ok(())
+    }
 }
 
 /// Prints rows under a header, columns padded to their widest cell.
@@ -319,38 +366,40 @@ fn print_table(header: &[&str], rows: &[Vec<String>]) {
     }
 }
 
-/// Prints a JSON array as the admin sent it (`--json`), or as a table with
-/// one `row` per element.
-fn print_list(json: bool, value: &Value, header: &[&str], row: impl Fn(&Value) -> Vec<String>) {
-    if json {
-        print_json(value);
-    } else {
-        let rows: Vec<Vec<String>> = list(value).iter().map(row).collect();
+/// Prints a list as the admin sent it (`--json`), or as a table with one
+/// `row` per element.
+fn print_list<T: Serialize>(
+    json: bool,
+    items: &[T],
+    header: &[&str],
+    row: impl Fn(&T) -> Vec<String>,
+) -> anyhow::Result<()> {
+    show(json, &items, |items| {
+        let rows: Vec<Vec<String>> = items.iter().map(row).collect();
         print_table(header, &rows);
-    }
+    })
 }
 
-/// A JSON field as table text.
-fn cell(value: &Value) -> String {
-    match value {
-        Value::Null => "-".to_owned(),
-        Value::String(text) => text.clone(),
-        other => other.to_string(),
-    }
-}
-
-fn short(digest: &Value) -> String {
-    cell(digest).chars().take(12).collect()
+/// An optional value as table text.
+fn or_dash(value: Option<impl ToString>) -> String {
+    value.map_or_else(|| "-".to_owned(), |value| value.to_string())
 }
 
 /// Milliseconds since the epoch as a UTC time.
-fn time(ms: &Value) -> String {
-    ms.as_i64()
-        .and_then(chrono::DateTime::from_timestamp_millis)
+fn time(ms: Option<i64>) -> String {
+    ms.and_then(chrono::DateTime::from_timestamp_millis)
         .map_or_else(
             || "-".to_owned(),
             |at| at.format("%Y-%m-%d %H:%M:%S%.3f").to_string(),
         )
+}
+
+fn labels(labels: &[String]) -> String {
+    if labels.is_empty() {
+        "-".to_owned()
+    } else {
+        labels.join(",")
+    }
 }
 
 pub fn module(args: ModuleArgs) -> anyhow::Result<()> {
@@ -361,165 +410,107 @@ pub fn module(args: ModuleArgs) -> anyhow::Result<()> {
                 let bytes = std::fs::read(&file)
                     .with_context(|| format!("cannot read {}", file.display()))?;
                 eprintln!("uploading {} ({} bytes)…", file.display(), bytes.len());
-                let answer = client.upload_named(&name, &labels, bytes).await?;
-                if json {
-                    print_json(&answer);
-                } else {
+                let answer = client.upload(bytes, Some(&name), &labels).await?;
+                show(json, &answer, |answer| {
                     outln!(
                         "{} version {} ({}), {} job(s) moved to it",
                         name,
-                        cell(&answer["version"]),
-                        short(&answer["digest"]),
-                        cell(&answer["jobs_moved"])
+                        or_dash(answer.version),
+                        answer.digest.short(),
+                        or_dash(answer.jobs_moved)
                     );
-                }
+                })
             }
             ModuleCommand::List => print_list(
                 json,
-                &client.get("/api/v1/modules").await?,
+                &client.modules().await?,
                 &["NAME", "LATEST", "DIGEST", "LABELS", "PUSHED (UTC)"],
                 |m| {
+                    let latest = &m.latest;
                     vec![
-                        cell(&m["name"]),
-                        cell(&m["version"]),
-                        short(&m["digest"]),
-                        labels(&m["labels"]),
-                        time(&m["created_at_ms"]),
+                        latest.name.clone(),
+                        latest.version.to_string(),
+                        latest.digest.short().to_owned(),
+                        labels(&latest.labels),
+                        time(Some(latest.created_at_ms)),
                     ]
                 },
             ),
             ModuleCommand::Versions { name } => print_list(
                 json,
-                &client
-                    .get(&format!("/api/v1/modules/{name}/versions"))
-                    .await?,
+                &client.module_versions(&name).await?,
                 &["VERSION", "DIGEST", "LABELS", "NOTE", "PUSHED (UTC)"],
                 |v| {
                     vec![
-                        cell(&v["version"]),
-                        short(&v["digest"]),
-                        labels(&v["labels"]),
-                        cell(&v["note"]),
-                        time(&v["created_at_ms"]),
+                        v.version.to_string(),
+                        v.digest.short().to_owned(),
+                        labels(&v.labels),
+                        if v.note.is_empty() { "-".to_owned() } else { v.note.clone() },
+                        time(Some(v.created_at_ms)),
                     ]
                 },
             ),
             ModuleCommand::Rollback { name, version } => {
-                let answer = client
-                    .post(
-                        &format!("/api/v1/modules/{name}/rollback"),
-                        &json!({ "version": version }),
-                    )
-                    .await?;
-                if json {
-                    print_json(&answer);
-                } else {
+                let answer = client.rollback(&name, version).await?;
+                show(json, &answer, |answer| {
                     outln!(
                         "{name} rolled back to version {version}: now version {} ({}), {} job(s) moved",
-                        cell(&answer["version"]["version"]),
-                        short(&answer["version"]["digest"]),
-                        cell(&answer["jobs_moved"])
+                        answer.version.version,
+                        answer.version.digest.short(),
+                        answer.jobs_moved
                     );
-                }
+                })
             }
         }
-        Ok(())
     })
 }
 
-fn list(value: &Value) -> Vec<Value> {
-    value.as_array().cloned().unwrap_or_default()
+/// What runs a job: the module it follows, or its digest.
+fn module_of(job: &Job) -> String {
+    match (&job.module_name, job.module_version) {
+        (Some(name), Some(version)) => format!("{name}@{version}"),
+        (Some(name), None) => name.clone(),
+        (None, _) => job.module_digest.short().to_owned(),
+    }
 }
 
-fn labels(value: &Value) -> String {
-    let labels: Vec<String> = list(value).iter().map(cell).collect();
-    if labels.is_empty() {
-        "-".to_owned()
-    } else {
-        labels.join(",")
-    }
+fn started(job: &Job) -> &'static str {
+    if job.enabled { "started" } else { "stopped" }
+}
+
+fn show_job(json: bool, job: &Job) -> anyhow::Result<()> {
+    show(json, job, |job| {
+        outln!(
+            "job {} {:?}: {} {} ({}), module {}, {}",
+            job.id,
+            job.name,
+            job.schedule_type,
+            job.schedule_conf,
+            job.time_zone,
+            module_of(job),
+            started(job)
+        );
+    })
 }
 
 pub fn job(args: JobArgs) -> anyhow::Result<()> {
     let (client, json, runtime) = args.connection.open()?;
     runtime.block_on(async move {
-        let show_job = |job: &Value| {
-            if json {
-                print_json(job);
-            } else {
-                outln!(
-                    "job {} {:?}: {} {} ({}), module {}, {}",
-                    cell(&job["id"]),
-                    cell(&job["name"]),
-                    cell(&job["schedule_type"]),
-                    cell(&job["schedule_conf"]),
-                    cell(&job["time_zone"]),
-                    job["module_name"]
-                        .as_str()
-                        .map_or_else(|| short(&job["module_digest"]), str::to_owned),
-                    if job["enabled"] == true {
-                        "started"
-                    } else {
-                        "stopped"
-                    }
-                );
-            }
-        };
         match args.command {
             JobCommand::Create { definition, start } => {
-                let mut job = client.post("/api/v1/jobs", &definition.to_json()?).await?;
+                let mut job = client.create_job(&definition.spec()?).await?;
                 if start {
-                    job = client
-                        .post(
-                            &format!("/api/v1/jobs/{}/start", cell(&job["id"])),
-                            &Value::Null,
-                        )
-                        .await?;
+                    job = client.start_job(job.id).await?;
                 }
-                show_job(&job);
+                show_job(json, &job)
             }
             JobCommand::Update { id, definition } => {
-                let mut body = client.get(&format!("/api/v1/jobs/{id}")).await?;
-                // The stored job as a definition, then the changes on top.
-                body["group"] = body["group_name"].clone();
-                if let Some(name) = body["module_name"].as_str() {
-                    body["module"] = match body["module_version"].as_i64() {
-                        Some(version) => format!("{name}@{version}").into(),
-                        None => name.into(),
-                    };
-                    body["module_digest"] = "".into();
-                }
-                let changes = definition.to_json()?;
-                if changes.get("module_digest").is_some() {
-                    body["module"] = Value::Null;
-                }
-                if changes.get("module").is_some() {
-                    body["module_digest"] = "".into();
-                }
-                for (key, value) in changes.as_object().into_iter().flatten() {
-                    body[key] = value.clone();
-                }
-                let object = body.as_object_mut().context("a job is an object")?;
-                for stored_only in [
-                    "id",
-                    "tenant",
-                    "group_name",
-                    "enabled",
-                    "next_fire_at_ms",
-                    "module_name",
-                    "module_version",
-                ] {
-                    object.remove(stored_only);
-                }
-                if object.get("module").is_some_and(Value::is_null) {
-                    object.remove("module");
-                }
-                let job = client.put(&format!("/api/v1/jobs/{id}"), &body).await?;
-                show_job(&job);
+                let spec = definition.applied_to(client.job(id).await?)?;
+                show_job(json, &client.update_job(id, &spec).await?)
             }
             JobCommand::List => print_list(
                 json,
-                &client.get("/api/v1/jobs").await?,
+                &client.jobs(&JobQuery::default()).await?,
                 &[
                     "ID",
                     "NAME",
@@ -530,52 +521,32 @@ pub fn job(args: JobArgs) -> anyhow::Result<()> {
                 ],
                 |job| {
                     vec![
-                        cell(&job["id"]),
-                        cell(&job["name"]),
-                        format!(
-                            "{} {}",
-                            cell(&job["schedule_type"]),
-                            cell(&job["schedule_conf"])
-                        )
-                        .trim()
-                        .to_owned(),
-                        job["module_name"]
-                            .as_str()
-                            .map_or_else(|| short(&job["module_digest"]), str::to_owned),
-                        if job["enabled"] == true {
-                            "started"
-                        } else {
-                            "stopped"
-                        }
-                        .to_owned(),
-                        time(&job["next_fire_at_ms"]),
+                        job.id.to_string(),
+                        job.name.clone(),
+                        format!("{} {}", job.schedule_type, job.schedule_conf)
+                            .trim()
+                            .to_owned(),
+                        module_of(job),
+                        started(job).to_owned(),
+                        time(job.next_fire_at_ms),
                     ]
                 },
             ),
             JobCommand::Show { id } => {
-                let job = client.get(&format!("/api/v1/jobs/{id}")).await?;
-                let fires = client
-                    .get(&format!("/api/v1/jobs/{id}/next-fires?count=5"))
-                    .await?;
+                let job = client.job(id).await?;
+                let fires = client.next_fires(id, 5).await?;
                 if json {
-                    print_json(&json!({ "job": job, "next_fires": fires }));
+                    print_json(&json!({ "job": job, "next_fires": fires }))
                 } else {
-                    show_job(&job);
-                    for fire in list(&fires) {
-                        outln!("  next: {}", cell(&fire));
+                    show_job(false, &job)?;
+                    for fire in fires {
+                        outln!("  next: {fire}");
                     }
+                    Ok(())
                 }
             }
-            JobCommand::Start { id } => show_job(
-                &client
-                    .post(&format!("/api/v1/jobs/{id}/start"), &Value::Null)
-                    .await?,
-            ),
-            JobCommand::Stop { id } => show_job(
-                &client
-                    .post(&format!("/api/v1/jobs/{id}/stop"), &Value::Null)
-                    .await?,
-            ),
+            JobCommand::Start { id } => show_job(json, &client.start_job(id).await?),
+            JobCommand::Stop { id } => show_job(json, &client.stop_job(id).await?),
             JobCommand::Trigger {
                 id,
                 param,
@@ -583,77 +554,69 @@ pub fn job(args: JobArgs) -> anyhow::Result<()> {
             } => {
                 // A person at the CLI: the run's kind is `manual` (a
                 // program calling the API gets `api`).
-                let mut body = json!({ "kind": "manual" });
-                if let Some(param) = param {
-                    body["param"] = param.into();
-                }
-                if !addresses.is_empty() {
-                    body["addresses"] = addresses.into();
-                }
-                let answer = client
-                    .post(&format!("/api/v1/jobs/{id}/trigger"), &body)
-                    .await?;
-                if json {
-                    print_json(&answer);
-                } else {
-                    outln!("run {}", cell(&answer["run_id"]));
-                }
+                let request = TriggerRequest {
+                    param,
+                    addresses: (!addresses.is_empty()).then_some(addresses),
+                    kind: TriggerSource::Manual,
+                };
+                let answer = client.trigger(id, &request).await?;
+                show(json, &answer, |answer| outln!("run {}", answer.run_id))
             }
             JobCommand::Delete { id } => {
-                let answer = client.delete(&format!("/api/v1/jobs/{id}")).await?;
-                if json {
-                    print_json(&answer);
-                } else {
-                    outln!("job {id} deleted");
-                }
+                let answer = client.delete_job(id).await?;
+                show(json, &answer, |_| outln!("job {id} deleted"))
             }
         }
-        Ok(())
     })
 }
 
 pub fn runs(args: RunsArgs) -> anyhow::Result<()> {
     let (client, json, runtime) = args.connection.open()?;
     runtime.block_on(async move {
-        let mut path = format!("/api/v1/runs?limit={}", args.limit);
-        if let Some(job) = args.job {
-            path.push_str(&format!("&job={job}"));
-        }
-        if let Some(status) = &args.status {
-            path.push_str(&format!("&status={status}"));
-        }
-        let page = client.get(&path).await?;
-        if json {
-            print_json(&page);
-            return Ok(());
-        }
-        let rows: Vec<Vec<String>> = list(&page["runs"])
-            .iter()
-            .map(|run| {
-                vec![
-                    cell(&run["id"]),
-                    cell(&run["job_id"]),
-                    cell(&run["kind"]),
-                    time(&run["scheduled_at_ms"]),
-                    cell(&run["status"]),
-                    cell(&run["outcome"]),
-                    cell(&run["message"]).chars().take(60).collect(),
-                ]
-            })
-            .collect();
-        print_table(
-            &[
-                "RUN",
-                "JOB",
-                "KIND",
-                "SCHEDULED (UTC)",
-                "STATUS",
-                "OUTCOME",
-                "MESSAGE",
-            ],
-            &rows,
-        );
-        Ok(())
+        let status = args
+            .status
+            .as_deref()
+            .map(str::parse::<RunStatus>)
+            .transpose()
+            .map_err(|error| {
+                anyhow::anyhow!("{error}: use pending, dispatched, success, failed or cancelled")
+            })?;
+        let query = RunQuery {
+            job: args.job,
+            status,
+            limit: Some(args.limit),
+            ..RunQuery::default()
+        };
+        let page = client.runs(&query).await?;
+        show(json, &page, |page| {
+            let rows: Vec<Vec<String>> = page
+                .runs
+                .iter()
+                .map(|run| {
+                    vec![
+                        run.id.to_string(),
+                        run.job_id.to_string(),
+                        run.kind.to_string(),
+                        time(Some(run.scheduled_at_ms)),
+                        run.status.to_string(),
+                        or_dash(run.outcome.as_ref()),
+                        or_dash(run.message.as_ref()).chars().take(60).collect(),
+                    ]
+                })
+                .collect();
+            print_table(
+                &[
+                    "RUN",
+                    "JOB",
+                    "KIND",
+                    "SCHEDULED (UTC)",
+                    "STATUS",
+                    "OUTCOME",
+                    "MESSAGE",
+                ],
+                &rows,
+            );
+        })
     })
 }
 
@@ -665,101 +628,89 @@ pub fn logs(args: LogsArgs) -> anyhow::Result<()> {
     runtime.block_on(async move {
         let mut offset = 0;
         loop {
-            let page = client
-                .get(&format!("/api/v1/runs/{}/log?offset={offset}", args.run))
-                .await?;
-            let lines = list(&page["lines"]);
+            let page = client.log(args.run, offset).await?;
             let mut out = std::io::stdout().lock();
-            for line in &lines {
+            for line in &page.lines {
                 if json {
-                    writeln!(out, "{line}")?;
+                    writeln!(out, "{}", serde_json::to_string(line)?)?;
                 } else {
-                    writeln!(
-                        out,
-                        "{:<6} {:<5} {}",
-                        cell(&line["source"]),
-                        cell(&line["level"]),
-                        cell(&line["text"])
-                    )?;
+                    let (source, level) = source_and_level(line.source);
+                    writeln!(out, "{source:<6} {level:<5} {}", line.text)?;
                 }
             }
             out.flush()?;
-            offset = page["next_offset"].as_u64().unwrap_or(offset as u64) as usize;
-            if !args.follow || (page["finished"] == true && lines.is_empty()) {
+            offset = page.next_offset;
+            if !args.follow || (page.finished && page.lines.is_empty()) {
                 break;
             }
-            if page["finished"] == true {
+            if page.finished {
                 continue; // read what is left
             }
             tokio::time::sleep(FOLLOW_EVERY).await;
         }
         if args.follow {
-            let run = client.get(&format!("/api/v1/runs/{}", args.run)).await?;
+            let run = client.run(args.run).await?;
             eprintln!(
                 "run {} ended: {} ({})",
                 args.run,
-                cell(&run["outcome"]),
-                cell(&run["message"])
+                or_dash(run.outcome.as_ref()),
+                or_dash(run.message.as_ref())
             );
         }
         Ok(())
     })
+}
+
+/// A log line's source and level as the admin's JSON names them.
+fn source_and_level(source: LogSource) -> (&'static str, String) {
+    match source {
+        LogSource::Stdout => ("stdout", "-".to_owned()),
+        LogSource::Stderr => ("stderr", "-".to_owned()),
+        LogSource::Guest(level) => ("guest", level.to_string().to_ascii_lowercase()),
+        LogSource::Host => ("host", "-".to_owned()),
+    }
 }
 
 pub fn kill(args: KillArgs) -> anyhow::Result<()> {
     let (client, json, runtime) = args.connection.open()?;
     runtime.block_on(async move {
         if let Some(job) = args.job {
-            let answer = client
-                .post(&format!("/api/v1/jobs/{job}/kill"), &Value::Null)
-                .await?;
-            if json {
-                print_json(&answer);
-                return Ok(());
-            }
-            let count = |key: &str| answer[key].as_array().map_or(0, Vec::len);
-            outln!(
-                "job {job}: {} runs killed, {} waiting runs cancelled",
-                count("killed"),
-                count("cancelled")
-            );
-            for executor in list(&answer["unreachable"]) {
-                outln!("  not reached: {}", cell(&executor));
-            }
-            return Ok(());
+            let answer = client.kill_job(job).await?;
+            return show(json, &answer, |answer| {
+                outln!(
+                    "job {job}: {} runs killed, {} waiting runs cancelled",
+                    answer.outcome.killed.len(),
+                    answer.outcome.cancelled.len()
+                );
+                for executor in &answer.outcome.unreachable {
+                    outln!("  not reached: {executor}");
+                }
+            });
         }
         let run = args.run.context("name a run, or --job")?;
-        let answer = client
-            .post(&format!("/api/v1/runs/{run}/kill"), &Value::Null)
-            .await?;
+        let answer = client.kill_run(run).await?;
         if json {
-            print_json(&answer);
-        } else if answer["killed"] == true {
+            print_json(&answer)
+        } else if answer.killed {
             outln!("run {run} killed");
+            Ok(())
         } else {
             bail!("run {run} was not running on its executor any more");
         }
-        Ok(())
     })
 }
 
 pub fn state(args: StateArgs) -> anyhow::Result<()> {
     let (client, json, runtime) = args.connection.open()?;
     runtime.block_on(async move {
-        let answer = client
-            .get(&format!("/api/v1/jobs/{}/state", args.job))
-            .await?;
-        if json {
-            print_json(&answer);
-        } else {
-            let rows: Vec<Vec<String>> = answer["state"]
-                .as_object()
-                .into_iter()
-                .flatten()
-                .map(|(key, value)| vec![key.clone(), cell(value)])
+        let answer = client.state(args.job).await?;
+        show(json, &answer, |answer| {
+            let rows: Vec<Vec<String>> = answer
+                .state
+                .iter()
+                .map(|(key, value)| vec![key.clone(), value.clone()])
                 .collect();
             print_table(&["KEY", "VALUE"], &rows);
-        }
-        Ok(())
+        })
     })
 }

@@ -19,9 +19,8 @@ use anyhow::{Context as _, bail};
 use clap::Args;
 use cronbox_admin::{AdminConfig, Database, SchedulerConfig};
 use cronbox_executor::ExecutorConfig;
-use serde_json::{Value, json};
 
-use crate::client::ApiClient;
+use cronbox_api::{Client, JobId, JobQuery, JobSpec};
 
 /// Run an admin and an executor in this process, with demo jobs deployed.
 ///
@@ -126,7 +125,7 @@ pub fn main(args: UpArgs) -> anyhow::Result<ExitCode> {
         executor_config.beat_interval = Duration::from_secs(10);
         let executor = cronbox_executor::start(executor_config).await?;
 
-        let client = ApiClient::new(&admin_url, &api_token);
+        let client = Client::new(&admin_url, &api_token);
         let deployed = if args.no_demo {
             Vec::new()
         } else {
@@ -174,32 +173,29 @@ fn stored_token(path: &Path) -> anyhow::Result<String> {
 /// becomes a new version, which the demo jobs follow) and creates and
 /// starts the demo jobs that do not exist yet. Returns (job id, demo) for
 /// each.
-async fn deploy_demos(client: &ApiClient) -> anyhow::Result<Vec<(i64, &'static Demo)>> {
-    let existing = client.get("/api/v1/jobs").await?;
-    let existing = existing.as_array().cloned().unwrap_or_default();
+async fn deploy_demos(client: &Client) -> anyhow::Result<Vec<(JobId, &'static Demo)>> {
     let mut deployed = Vec::new();
     for demo in DEMOS {
         let bytes = cronbox_example_jobs::embedded(demo.component)
             .with_context(|| format!("no built-in component {}", demo.component))?;
         client
-            .upload_named(demo.component, &[], bytes.to_vec())
+            .upload(bytes.to_vec(), Some(demo.component), &[])
             .await
             .with_context(|| format!("cannot push the demo component {}", demo.component))?;
-        let id = match existing.iter().find(|job| job["name"] == demo.name) {
-            Some(job) => job_id(job)?,
+        let named = JobQuery {
+            name: Some(demo.name.to_owned()),
+            ..JobQuery::default()
+        };
+        let id = match client.jobs(&named).await?.first() {
+            Some(job) => job.id,
             None => {
-                let spec = json!({
-                    "name": demo.name,
-                    "module": demo.component,
-                    "schedule_type": "CRON",
-                    "schedule_conf": demo.cron,
-                    "route": demo.route,
-                    "param": demo.param,
-                });
-                let id = job_id(&client.post("/api/v1/jobs", &spec).await?)?;
-                client
-                    .post(&format!("/api/v1/jobs/{id}/start"), &Value::Null)
-                    .await?;
+                let spec = JobSpec {
+                    route: demo.route.to_owned(),
+                    param: demo.param.to_owned(),
+                    ..JobSpec::new(demo.name, demo.component).with_cron(demo.cron)
+                };
+                let id = client.create_job(&spec).await?.id;
+                client.start_job(id).await?;
                 id
             }
         };
@@ -208,18 +204,12 @@ async fn deploy_demos(client: &ApiClient) -> anyhow::Result<Vec<(i64, &'static D
     Ok(deployed)
 }
 
-fn job_id(job: &Value) -> anyhow::Result<i64> {
-    job["id"]
-        .as_i64()
-        .with_context(|| format!("a job without an id: {job}"))
-}
-
 fn print_welcome(
     admin_url: &str,
     executor: &str,
     data_dir: &Path,
     token_source: &str,
-    demos: &[(i64, &Demo)],
+    demos: &[(JobId, &Demo)],
 ) {
     outln!("cronbox is up");
     outln!("  admin API   {admin_url}");

@@ -479,6 +479,22 @@ fn a_cli_session_against_cronbox_up() {
     let (code, _, stderr) = cli(base, "wrong", &["job", "list"]);
     assert_eq!(code, 1);
     assert!(stderr.contains("wrong token"), "{stderr}");
+    let typo = data.path().join("typo.toml");
+    std::fs::write(
+        &typo,
+        "name = \"x\"\nmodule = \"greeter\"\nshedule_type = \"CRON\"\n",
+    )
+    .unwrap();
+    let (code, _, stderr) = cli(
+        base,
+        token,
+        &["job", "create", "--file", typo.to_str().unwrap()],
+    );
+    assert_eq!(code, 1);
+    assert!(
+        stderr.contains("not a job definition") && stderr.contains("shedule_type"),
+        "the client names the unknown field before sending: {stderr}"
+    );
     let (code, _, stderr) = cli(base, token, &["job", "frobnicate"]);
     assert_eq!(code, 2);
     assert!(stderr.contains("frobnicate"), "{stderr}");
