@@ -1,10 +1,14 @@
-//! [`AdminClient`]: the admin's user API as the tests drive it, over HTTP
-//! with a token, answers as JSON; and [`until`], which polls what a test
-//! waits for (an event's effect read back from the admin) within a bound.
+//! [`AdminClient`]: the admin's user API as the tests drive it: the typed
+//! `cronbox-api` client ([`AdminClient::api`]) for what a user does, and
+//! raw requests with their status and JSON for what a test checks about
+//! HTTP itself (malformed bodies, error codes, limits); and [`until`],
+//! which polls what a test waits for (an event's effect read back from the
+//! admin) within a bound.
 
 use std::future::Future;
 use std::time::{Duration, Instant};
 
+use cronbox_api::{Client, JobId, JobSpec, Run, RunId, TriggerRequest};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -19,23 +23,24 @@ pub struct AdminClient {
     /// The token requests carry.
     pub token: String,
     pub http: reqwest::Client,
+    /// The same admin and token through the typed client.
+    pub api: Client,
 }
 
 impl AdminClient {
     pub fn new(base: impl Into<String>, token: impl Into<String>) -> Self {
+        let (base, token) = (base.into(), token.into());
         AdminClient {
-            base: base.into(),
-            token: token.into(),
+            api: Client::new(&base, &token),
+            base,
+            token,
             http: reqwest::Client::new(),
         }
     }
 
     /// The same admin as another token.
     pub fn with_token(&self, token: impl Into<String>) -> Self {
-        AdminClient {
-            token: token.into(),
-            ..self.clone()
-        }
+        AdminClient::new(self.base.clone(), token)
     }
 
     /// A request with an optional JSON body: the status and the answer (a
@@ -76,30 +81,26 @@ impl AdminClient {
     }
 
     /// Uploads `bytes` and creates a job named `name` running them, with
-    /// the fields of `extra`; its id.
-    pub async fn job(&self, name: &str, bytes: Vec<u8>, extra: Value) -> i64 {
-        let (status, uploaded) = self.upload("", bytes).await;
-        assert_eq!(status, 201, "{uploaded}");
-        let mut spec = json!({ "name": name, "module_digest": uploaded["digest"] });
+    /// the fields of `extra` (a [`JobSpec`]'s, as JSON); its id.
+    pub async fn job(&self, name: &str, bytes: Vec<u8>, extra: Value) -> JobId {
+        let uploaded = self.api.upload(bytes, None, &[]).await.expect("uploaded");
+        let mut spec = json!({ "name": name, "module_digest": uploaded.digest });
         for (key, value) in extra.as_object().expect("extra is an object") {
             spec[key] = value.clone();
         }
-        let (status, job) = self.call(Method::POST, "/api/v1/jobs", Some(spec)).await;
-        assert_eq!(status, 201, "{job}");
-        job["id"].as_i64().expect("a job id")
+        let spec: JobSpec = serde_json::from_value(spec).expect("a job definition");
+        self.api.create_job(&spec).await.expect("job created").id
     }
 
-    /// Triggers `job` with `body`; the run id.
-    pub async fn trigger(&self, job: i64, body: Value) -> i64 {
-        let (status, answer) = self
-            .call(
-                Method::POST,
-                &format!("/api/v1/jobs/{job}/trigger"),
-                Some(body),
-            )
-            .await;
-        assert_eq!(status, 202, "{answer}");
-        answer["run_id"].as_i64().expect("a run id")
+    /// Triggers `job` with `request` (a [`TriggerRequest`]'s fields, as
+    /// JSON); the run id.
+    pub async fn trigger(&self, job: JobId, request: Value) -> RunId {
+        let request: TriggerRequest = serde_json::from_value(request).expect("a trigger request");
+        self.api
+            .trigger(job, &request)
+            .await
+            .expect("triggered")
+            .run_id
     }
 
     /// The admin's Prometheus metrics (no token needed).
@@ -114,33 +115,26 @@ impl AdminClient {
             .expect("the metrics are text")
     }
 
-    pub async fn run(&self, id: i64) -> Value {
-        self.get(&format!("/api/v1/runs/{id}")).await.1
+    pub async fn run(&self, id: RunId) -> Run {
+        self.api.run(id).await.expect("the run")
     }
 
-    /// Every run of `job`.
-    pub async fn runs(&self, job: i64) -> Vec<Value> {
-        let (status, runs) = self.get(&format!("/api/v1/jobs/{job}/runs")).await;
-        assert_eq!(status, 200, "{runs}");
-        runs.as_array().expect("a list of runs").clone()
+    /// Every run of `job`, oldest first.
+    pub async fn runs(&self, job: JobId) -> Vec<Run> {
+        self.api
+            .job_runs(job, None, 1000)
+            .await
+            .expect("the job's runs")
     }
 
     /// The run once it has ended.
-    pub async fn ended(&self, id: i64) -> Value {
+    pub async fn ended(&self, id: RunId) -> Run {
         until(&format!("run {id} ends"), || async {
             let run = self.run(id).await;
-            ended(&run).then_some(run)
+            (!run.status.is_open()).then_some(run)
         })
         .await
     }
-}
-
-/// Whether a run (as the API shows it) has ended.
-pub fn ended(run: &Value) -> bool {
-    matches!(
-        run["status"].as_str(),
-        Some("success" | "failed" | "cancelled")
-    )
 }
 
 /// Polls `check` until it gives a value; panics naming `what` after

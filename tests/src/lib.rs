@@ -18,7 +18,7 @@ mod client;
 mod postgres;
 mod webhook;
 
-pub use client::{AdminClient, WAIT, ended, until};
+pub use client::{AdminClient, WAIT, until};
 pub use postgres::PostgresServer;
 pub use webhook::WebhookReceiver;
 

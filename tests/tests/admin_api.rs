@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use cronbox_admin::clock::{Clock, ManualClock};
 use cronbox_admin::{AdminConfig, Database, SchedulerConfig};
+use cronbox_api::{ErrorCode, JobId, JobSpec, Run, RunStatus, TriggerKind};
 use cronbox_example_jobs as jobs;
 use cronbox_executor::ExecutorConfig;
 use cronbox_tests::{AdminClient, PostgresServer, WebhookReceiver, until};
@@ -66,13 +67,10 @@ async fn ready(
     let api = AdminClient::new(base.clone(), API);
     let address = executor.address().to_owned();
     until("the executor registers", || async {
-        let (_, executors) = api.get("/api/v1/executors").await;
+        let executors = api.api.executors().await.unwrap();
         executors
-            .as_array()
-            .is_some_and(|all| {
-                all.iter()
-                    .any(|e| e["address"] == address.as_str() && e["alive"] == true)
-            })
+            .iter()
+            .any(|e| e.address == address && e.alive)
             .then_some(())
     })
     .await;
@@ -110,59 +108,30 @@ impl Stack {
         self.api.with_token(token).upload(query, bytes).await
     }
 
-    async fn job(&self, name: &str, module: &str, extra: Value) -> i64 {
+    async fn job(&self, name: &str, module: &str, extra: Value) -> JobId {
         self.job_as(API, name, module, extra).await
     }
 
-    async fn job_as(&self, token: &str, name: &str, module: &str, extra: Value) -> i64 {
-        let (status, uploaded) = self.upload_as(token, "", jobs::bytes(module)).await;
-        assert_eq!(status, 201, "{uploaded}");
-        let mut spec = json!({ "name": name, "module_digest": uploaded["digest"] });
-        for (key, value) in extra.as_object().unwrap() {
-            spec[key] = value.clone();
-        }
-        self.create_as(token, spec).await
+    async fn job_as(&self, token: &str, name: &str, module: &str, extra: Value) -> JobId {
+        let api = self.api.with_token(token);
+        api.job(name, jobs::bytes(module), extra).await
     }
 
-    async fn create_as(&self, token: &str, spec: Value) -> i64 {
-        let (status, job) = self
-            .call_as(token, reqwest::Method::POST, "/api/v1/jobs", Some(spec))
-            .await;
-        assert_eq!(status, 201, "{job}");
-        job["id"].as_i64().unwrap()
+    /// Creates a job from its definition as JSON, as `token`.
+    async fn create_as(&self, token: &str, spec: Value) -> JobId {
+        let spec: JobSpec = serde_json::from_value(spec).unwrap();
+        let api = self.api.api.with_token(token);
+        api.create_job(&spec).await.unwrap().id
     }
 
-    async fn run_to_end(&self, job: i64, param: &str) -> Value {
+    async fn run_to_end(&self, job: JobId, param: &str) -> Run {
         self.run_to_end_as(API, job, param).await
     }
 
-    async fn run_to_end_as(&self, token: &str, job: i64, param: &str) -> Value {
-        let (status, answer) = self
-            .call_as(
-                token,
-                reqwest::Method::POST,
-                &format!("/api/v1/jobs/{job}/trigger"),
-                Some(json!({ "param": param })),
-            )
-            .await;
-        assert_eq!(status, 202, "{answer}");
-        let id = answer["run_id"].as_i64().unwrap();
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let (_, run) = self
-                .call_as(
-                    token,
-                    reqwest::Method::GET,
-                    &format!("/api/v1/runs/{id}"),
-                    None,
-                )
-                .await;
-            if run["status"] == "success" || run["status"] == "failed" {
-                return run;
-            }
-            assert!(Instant::now() < deadline, "run {id} never ended: {run}");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+    async fn run_to_end_as(&self, token: &str, job: JobId, param: &str) -> Run {
+        let api = self.api.with_token(token);
+        let run = api.trigger(job, json!({ "param": param })).await;
+        api.ended(run).await
     }
 
     async fn shutdown(self) {
@@ -180,7 +149,7 @@ async fn runs_are_listed_by_filter_and_page() {
         stack.run_to_end(hello, &format!("n{i}")).await;
     }
     let failed = stack.run_to_end(burner, "not-a-number").await;
-    assert_eq!(failed["status"], "failed");
+    assert_eq!(failed.status, RunStatus::Failed);
 
     let (status, page) = stack
         .get(&format!("/api/v1/runs?job={hello}&limit=2"))
@@ -236,15 +205,15 @@ async fn runs_are_listed_by_filter_and_page() {
     assert_eq!((status, &error["field"]), (400, &json!("limit")), "{error}");
 
     let (_, failures) = stack.get("/api/v1/runs?status=failed").await;
-    assert_eq!(ids(&failures), [failed["id"].as_i64().unwrap()]);
-    let scheduled = failed["scheduled_at_ms"].as_i64().unwrap();
+    assert_eq!(ids(&failures), [failed.id.0]);
+    let scheduled = failed.scheduled_at_ms;
     let (_, window) = stack
         .get(&format!(
             "/api/v1/runs?from_ms={scheduled}&to_ms={}",
             scheduled + 1
         ))
         .await;
-    assert_eq!(ids(&window), [failed["id"].as_i64().unwrap()]);
+    assert_eq!(ids(&window), [failed.id.0]);
 
     for (query, field) in [
         ("status=exploded", "status"),
@@ -300,9 +269,7 @@ async fn a_job_is_deleted_unless_it_is_a_child() {
         )
         .await;
     assert_eq!(status, 404, "deleting twice");
-    let (status, kept) = stack
-        .get(&format!("/api/v1/runs/{}", run["id"].as_i64().unwrap()))
-        .await;
+    let (status, kept) = stack.get(&format!("/api/v1/runs/{}", run.id.0)).await;
     assert_eq!((status, &kept["message"]), (200, &json!("hello, once")));
     stack.shutdown().await;
 }
@@ -312,7 +279,7 @@ async fn an_operator_edits_the_state_the_next_run_sees() {
     let stack = stack(SchedulerConfig::default()).await;
     let counter = stack.job("counter", "counter", json!({})).await;
     let first = stack.run_to_end(counter, "").await;
-    assert!(first["message"].as_str().unwrap().starts_with("count=1 "));
+    assert!(first.message.as_deref().unwrap().starts_with("count=1 "));
     let (status, state) = stack.get(&format!("/api/v1/jobs/{counter}/state")).await;
     assert_eq!(status, 200);
     assert_eq!(state["state"], json!({ "count": "1" }));
@@ -327,8 +294,8 @@ async fn an_operator_edits_the_state_the_next_run_sees() {
     assert_eq!(status, 200, "{edited}");
     let next = stack.run_to_end(counter, "").await;
     assert!(
-        next["message"].as_str().unwrap().starts_with("count=42 "),
-        "{next}"
+        next.message.as_deref().unwrap().starts_with("count=42 "),
+        "{next:?}"
     );
 
     let long_key = "k".repeat(300);
@@ -397,7 +364,7 @@ async fn ended_runs_past_retention_are_deleted_and_stay_counted() {
     .await;
     let hello = stack.job("hello", "hello", json!({})).await;
     let run = stack.run_to_end(hello, "old").await;
-    let id = run["id"].as_i64().unwrap();
+    let id = run.id.0;
     let deadline = Instant::now() + WAIT;
     loop {
         let (status, _) = stack.get(&format!("/api/v1/runs/{id}")).await;
@@ -451,9 +418,9 @@ async fn a_tenant_sees_nothing_of_another_tenant() {
         .create_as(&a, json!({ "name": "a-counter", "module": "counter" }))
         .await;
     let run = stack.run_to_end_as(&a, job, "").await;
-    assert_eq!(run["status"], "success", "{run}");
-    assert_eq!(run["tenant"], "team-a");
-    let run = run["id"].as_i64().unwrap();
+    assert_eq!(run.status, RunStatus::Success, "{run:?}");
+    assert_eq!(run.tenant, "team-a");
+    let run = run.id.0;
     let digest = pushed["digest"].as_str().unwrap();
 
     // B cannot tell any of it exists.
@@ -712,10 +679,10 @@ async fn push_pin_new_version_and_rollback_with_runs_naming_what_ran() {
     let pinned = stack
         .create_as(API, json!({ "name": "pinned", "module": "greeter@1" }))
         .await;
-    let ran = |run: &Value| {
+    let ran = |run: &Run| {
         (
-            run["message"].as_str().unwrap_or_default().to_owned(),
-            run["module_digest"].clone(),
+            run.message.clone().unwrap_or_default(),
+            json!(run.module_digest),
         )
     };
     let first = stack.run_to_end(follower, "v1").await;
@@ -733,10 +700,10 @@ async fn push_pin_new_version_and_rollback_with_runs_naming_what_ran() {
     );
     let second = stack.run_to_end(follower, "").await;
     assert!(
-        second["message"].as_str().unwrap().starts_with("count=1"),
-        "{second}"
+        second.message.as_deref().unwrap().starts_with("count=1"),
+        "{second:?}"
     );
-    assert_eq!(second["module_digest"], v2["digest"]);
+    assert_eq!(json!(second.module_digest), v2["digest"]);
     let still = stack.run_to_end(pinned, "pinned").await;
     assert_eq!(
         ran(&still),
@@ -874,7 +841,7 @@ async fn an_alarm_webhook_redirect_is_not_followed() {
         )
         .await;
     let failed = stack.run_to_end(job, "not-a-number").await;
-    let settled = alarm_status(&stack, failed["id"].as_i64().unwrap()).await;
+    let settled = alarm_status(&stack, failed.id.0).await;
     assert_eq!(settled["alarm_status"], "failed", "{settled}");
     assert_eq!(
         redirector.bodies().len(),
@@ -910,9 +877,9 @@ async fn a_failed_run_alarms_its_webhook_once_and_records_how_it_went() {
         .await;
 
     let ok = stack.run_to_end(watched, "10").await;
-    assert_eq!(ok["status"], "success", "{ok}");
+    assert_eq!(ok.status, RunStatus::Success, "{ok:?}");
     let failed = stack.run_to_end(watched, "not-a-number").await;
-    let failed_id = failed["id"].as_i64().unwrap();
+    let failed_id = failed.id.0;
     let received = alarms(&receiver, 1).await;
     assert_eq!(
         received.len(),
@@ -929,17 +896,14 @@ async fn a_failed_run_alarms_its_webhook_once_and_records_how_it_went() {
         alarm_status(&stack, failed_id).await["alarm_status"],
         "sent"
     );
-    assert_eq!(
-        alarm_status(&stack, ok["id"].as_i64().unwrap()).await["alarm_status"],
-        "none"
-    );
+    assert_eq!(alarm_status(&stack, ok.id.0).await["alarm_status"], "none");
 
     let quiet = stack.run_to_end(unwatched, "x").await;
-    let quiet = alarm_status(&stack, quiet["id"].as_i64().unwrap()).await;
+    let quiet = alarm_status(&stack, quiet.id.0).await;
     assert_eq!(quiet["alarm_status"], "not_configured");
 
     let refused = stack.run_to_end(broken, "x").await;
-    let refused = alarm_status(&stack, refused["id"].as_i64().unwrap()).await;
+    let refused = alarm_status(&stack, refused.id.0).await;
     assert_eq!(refused["alarm_status"], "failed", "{refused}");
     // The webhook's answer is the operator's to see (the admin's log),
     // not the tenant's: it would make webhooks a probe of the network.
@@ -1006,7 +970,7 @@ async fn two_admins_on_one_database_send_each_alarm_once() {
         .await;
     let mut failed = Vec::new();
     for _ in 0..6 {
-        failed.push(stack.run_to_end(job, "nope").await["id"].as_i64().unwrap());
+        failed.push(stack.run_to_end(job, "nope").await.id.0);
     }
     let received = alarms(&receiver, failed.len()).await;
     let mut alarmed: Vec<i64> = received
@@ -1064,24 +1028,25 @@ async fn backoff_fixed_delay_and_misfires_follow_the_admins_clock() {
         )
         .await;
     let first = api.trigger(panicker, json!({})).await;
-    assert_eq!(api.ended(first).await["status"], "failed");
+    assert_eq!(api.ended(first).await.status, RunStatus::Failed);
     let retry = until("the retry is written", || async {
         api.runs(panicker)
             .await
             .into_iter()
-            .find(|run| run["kind"] == "retry")
+            .find(|run| run.kind == TriggerKind::Retry)
     })
     .await;
-    assert_eq!(retry["scheduled_at_ms"], json!(start + 600_000));
+    assert_eq!(retry.scheduled_at_ms, start + 600_000);
     clock.advance(Duration::from_secs(599));
-    let retry_id = retry["id"].as_i64().unwrap();
-    assert_eq!(api.run(retry_id).await["status"], "pending", "not yet due");
+    let retry_id = retry.id;
+    assert_eq!(
+        api.run(retry_id).await.status,
+        RunStatus::Pending,
+        "not yet due"
+    );
     clock.advance(Duration::from_secs(1));
     let retried = api.ended(retry_id).await;
-    assert_eq!(
-        (&retried["status"], &retried["attempt"]),
-        (&json!("failed"), &json!(1))
-    );
+    assert_eq!((retried.status, retried.attempt), (RunStatus::Failed, 1));
 
     // FIX_DELAY of an hour: the next fire is an hour after the run ended.
     let delayed = stack
@@ -1105,12 +1070,12 @@ async fn backoff_fixed_delay_and_misfires_follow_the_admins_clock() {
         api.runs(delayed)
             .await
             .into_iter()
-            .find(|r| r["status"] == "success")
+            .find(|r| r.status == RunStatus::Success)
     })
     .await;
-    let finished = run["finished_at_ms"].as_i64().unwrap();
-    let (_, job) = api.get(&format!("/api/v1/jobs/{delayed}")).await;
-    assert_eq!(job["next_fire_at_ms"], json!(finished + 3_600_000));
+    let finished = run.finished_at_ms.unwrap();
+    let job = api.api.job(delayed).await.unwrap();
+    assert_eq!(job.next_fire_at_ms, Some(finished + 3_600_000));
 
     // An hour of downtime for a per-minute cron: DO_NOTHING skips every
     // missed fire, FIRE_ONCE_NOW runs once, now.
@@ -1139,11 +1104,11 @@ async fn backoff_fixed_delay_and_misfires_follow_the_admins_clock() {
     clock.set(resumed_at);
     let fired_once = until("FIRE_ONCE_NOW fires once", || async {
         let runs = api.runs(crons[1]).await;
-        (runs.len() == 1 && runs.iter().all(cronbox_tests::ended)).then_some(runs)
+        (runs.len() == 1 && runs.iter().all(|run| !run.status.is_open())).then_some(runs)
     })
     .await;
-    assert_eq!(fired_once[0]["kind"], "misfire");
-    assert_eq!(fired_once[0]["scheduled_at_ms"], json!(resumed_at));
+    assert_eq!(fired_once[0].kind, TriggerKind::Misfire);
+    assert_eq!(fired_once[0].scheduled_at_ms, resumed_at);
     for id in &crons {
         let (_, job) = api.get(&format!("/api/v1/jobs/{id}")).await;
         let next = job["next_fire_at_ms"].as_i64().unwrap();
@@ -1202,8 +1167,8 @@ async fn jobs_are_listed_by_filter_and_page() {
         jobs.as_array()
             .unwrap()
             .iter()
-            .map(|job| job["id"].as_i64().unwrap())
-            .collect::<Vec<i64>>()
+            .map(|job| JobId(job["id"].as_i64().unwrap()))
+            .collect::<Vec<JobId>>()
     };
     // Pages of two, each after the last id of the one before.
     let first = page("?limit=2").await;
@@ -1211,11 +1176,11 @@ async fn jobs_are_listed_by_filter_and_page() {
     let (_, next) = api
         .get(&format!("/api/v1/jobs?limit=2&after={}", first[1]))
         .await;
-    let next: Vec<i64> = next
+    let next: Vec<JobId> = next
         .as_array()
         .unwrap()
         .iter()
-        .map(|job| job["id"].as_i64().unwrap())
+        .map(|job| JobId(job["id"].as_i64().unwrap()))
         .collect();
     assert_eq!(next, ids[2..4]);
     assert_eq!(page("?name=b").await, [ids[1], ids[2]]);
@@ -1224,6 +1189,15 @@ async fn jobs_are_listed_by_filter_and_page() {
     assert_eq!(page("?group=default&enabled=false").await, [ids[0], ids[2]]);
     let (status, refused) = api.get("/api/v1/jobs?colour=red").await;
     assert_eq!((status, &refused["field"]), (400, &json!("colour")));
+    // The typed client carries the admin's refusal whole: status, code,
+    // message.
+    let missing = api.api.job(JobId(i64::MAX)).await.unwrap_err();
+    assert_eq!(
+        (missing.status(), missing.code()),
+        (Some(404), Some(ErrorCode::UnknownJob)),
+        "{missing}"
+    );
+    assert!(missing.to_string().contains("no job"), "{missing}");
     let (status, refused) = api.get("/api/v1/jobs?limit=5000").await;
     assert_eq!((status, &refused["field"]), (400, &json!("limit")));
     stack.shutdown().await;

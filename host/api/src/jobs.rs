@@ -104,13 +104,30 @@ fn default_memory() -> i64 {
 
 impl JobSpec {
     /// A definition with every default: `name` running the module
-    /// `module` (NAME or NAME@VERSION), never firing by itself.
+    /// `module` (NAME follows its latest version, NAME@VERSION pins one),
+    /// never firing by itself.
     pub fn new(name: impl Into<String>, module: impl Into<String>) -> JobSpec {
         JobSpec {
-            name: name.into(),
+            module: Some(module.into()),
+            ..JobSpec::defaults(name.into())
+        }
+    }
+
+    /// A definition with every default: `name` running exactly the
+    /// content `digest`, never firing by itself.
+    pub fn of_digest(name: impl Into<String>, digest: &Digest) -> JobSpec {
+        JobSpec {
+            module_digest: digest.to_string(),
+            ..JobSpec::defaults(name.into())
+        }
+    }
+
+    fn defaults(name: String) -> JobSpec {
+        JobSpec {
+            name,
             group: default_group(),
             module_digest: String::new(),
-            module: Some(module.into()),
+            module: None,
             alarm_url: String::new(),
             schedule_type: default_schedule_type(),
             schedule_conf: String::new(),
@@ -129,13 +146,6 @@ impl JobSpec {
             param: String::new(),
             fresh_instance: false,
         }
-    }
-
-    /// The same definition running exactly the content `digest`.
-    pub fn with_digest(mut self, digest: &Digest) -> JobSpec {
-        self.module = None;
-        self.module_digest = digest.to_string();
-        self
     }
 
     /// The same definition on a cron schedule.
@@ -301,4 +311,82 @@ pub struct JobKilled {
     pub job_id: JobId,
     #[serde(flatten)]
     pub outcome: JobKill,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_constructors_defaults_are_the_servers() {
+        let sent: JobSpec =
+            serde_json::from_str(r#"{ "name": "x", "module": "greeter" }"#).unwrap();
+        assert_eq!(sent, JobSpec::new("x", "greeter"));
+        let digest: Digest = "ab".repeat(32).parse().unwrap();
+        let json = format!(r#"{{ "name": "x", "module_digest": "{digest}" }}"#);
+        let sent: JobSpec = serde_json::from_str(&json).unwrap();
+        assert_eq!(sent, JobSpec::of_digest("x", &digest));
+        let spec = JobSpec::new("x", "greeter@2").with_cron("0 * * * * ?");
+        let again: JobSpec = serde_json::from_value(serde_json::to_value(&spec).unwrap()).unwrap();
+        assert_eq!(
+            again, spec,
+            "what the client sends is what the server reads"
+        );
+    }
+
+    #[test]
+    fn a_stored_job_gives_back_its_definition() {
+        let job = Job {
+            id: JobId(3),
+            tenant: "acme".into(),
+            group_name: "batch".into(),
+            name: "nightly".into(),
+            module_digest: "cd".repeat(32).parse().unwrap(),
+            schedule_type: ScheduleType::Cron,
+            schedule_conf: "0 0 3 * * ?".into(),
+            time_zone: "Europe/Berlin".into(),
+            misfire: MisfirePolicy::FireOnceNow,
+            misfire_threshold_ms: 1_000,
+            route: RouteStrategy::Round,
+            block_strategy: BlockStrategy::DiscardLater,
+            max_concurrency: 2,
+            timeout_ms: 5_000,
+            fuel: Some(10),
+            memory_bytes: 1 << 20,
+            retry_count: 1,
+            retry_interval_ms: 100,
+            children: vec![JobId(4)],
+            param: "p".into(),
+            enabled: true,
+            next_fire_at_ms: Some(1),
+            module_name: Some("nightly".into()),
+            module_version: Some(2),
+            alarm_url: String::new(),
+            fresh_instance: true,
+        };
+        let spec = JobSpec::from(job.clone());
+        assert_eq!(
+            spec.module.as_deref(),
+            Some("nightly@2"),
+            "pinned stays pinned"
+        );
+        assert_eq!(spec.module_digest, "", "a named module, not its digest");
+        assert_eq!(
+            (
+                spec.route.as_str(),
+                spec.block_strategy.as_str(),
+                spec.misfire.as_str()
+            ),
+            ("ROUND", "DISCARD_LATER", "FIRE_ONCE_NOW")
+        );
+        let by_digest = JobSpec::from(Job {
+            module_name: None,
+            module_version: None,
+            ..job
+        });
+        assert_eq!(
+            (by_digest.module, by_digest.module_digest),
+            (None, "cd".repeat(32))
+        );
+    }
 }

@@ -10,8 +10,9 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use cronbox_api::{Digest, JobId, JobSpec, Run, RunId, RunStatus, TriggerKind};
 use cronbox_example_jobs as jobs;
-use cronbox_tests::until;
+use cronbox_tests::{AdminClient, until};
 use serde_json::{Value, json};
 use support::{Process, cronbox_listening};
 
@@ -82,6 +83,8 @@ struct Cluster {
     executor: Option<Process>,
     data: tempfile::TempDir,
     http: reqwest::Client,
+    /// The admin's API as the operator sees it.
+    api: AdminClient,
 }
 
 impl Cluster {
@@ -99,6 +102,7 @@ impl Cluster {
             executor: Some(executor),
             data,
             http: reqwest::Client::new(),
+            api: AdminClient::new(format!("http://{admin_addr}"), API_TOKEN),
         };
         cluster.wait_for_executors(&[]).await;
         cluster
@@ -124,27 +128,16 @@ impl Cluster {
     /// `addresses` (read from `GET /api/v1/executors`, not waited for).
     async fn wait_for_executors(&self, addresses: &[&str]) {
         self.wait_until_up().await;
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let (_, executors) = self
-                .call(reqwest::Method::GET, "/api/v1/executors", None)
-                .await;
+        until("the executors register", || async {
+            let executors = self.api.api.executors().await.ok()?;
             let alive: Vec<&str> = executors
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter(|e| e["alive"] == true)
-                .filter_map(|e| e["address"].as_str())
+                .iter()
+                .filter(|e| e.alive)
+                .map(|e| e.address.as_str())
                 .collect();
-            if !alive.is_empty() && addresses.iter().all(|a| alive.contains(a)) {
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "executors {addresses:?} never registered: {executors}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+            (!alive.is_empty() && addresses.iter().all(|a| alive.contains(a))).then_some(())
+        })
+        .await;
     }
 
     /// Until the admin is ready (`GET /readyz`).
@@ -166,90 +159,47 @@ impl Cluster {
     }
 
     async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
-        let mut request = self
-            .http
-            .request(method, self.url(path))
-            .bearer_auth(API_TOKEN);
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        let response = request.send().await.unwrap();
-        let status = response.status().as_u16();
-        let text = response.text().await.unwrap();
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        )
+        self.api.call(method, path, body).await
     }
 
-    async fn upload(&self, job: &str) -> String {
-        let response = self
-            .http
-            .post(self.url("/api/v1/modules"))
-            .bearer_auth(API_TOKEN)
-            .body(jobs::bytes(job))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 201);
-        response.json::<Value>().await.unwrap()["digest"]
-            .as_str()
-            .unwrap()
-            .to_owned()
+    async fn upload(&self, job: &str) -> Digest {
+        let uploaded = self.api.api.upload(jobs::bytes(job), None, &[]).await;
+        uploaded.unwrap().digest
     }
 
-    async fn create(&self, spec: Value) -> i64 {
-        let (status, body) = self
-            .call(reqwest::Method::POST, "/api/v1/jobs", Some(spec))
-            .await;
-        assert_eq!(status, 201, "{body}");
-        body["id"].as_i64().unwrap()
+    /// Creates a job from its definition as JSON.
+    async fn create(&self, spec: Value) -> JobId {
+        let spec: JobSpec = serde_json::from_value(spec).unwrap();
+        self.api.api.create_job(&spec).await.unwrap().id
     }
 
-    async fn runs(&self, job: i64) -> Vec<Value> {
-        let (_, body) = self
-            .call(
-                reqwest::Method::GET,
-                &format!("/api/v1/jobs/{job}/runs"),
-                None,
-            )
-            .await;
-        body.as_array().unwrap().clone()
+    async fn runs(&self, job: JobId) -> Vec<Run> {
+        self.api.runs(job).await
     }
 
-    async fn wait_runs(&self, job: i64, count: usize) -> Vec<Value> {
-        let deadline = Instant::now() + WAIT;
-        loop {
+    /// Until `count` runs of `job` ended; every run of the job.
+    async fn wait_runs(&self, job: JobId, count: usize) -> Vec<Run> {
+        until(&format!("{count} runs of job {job} ended"), || async {
             let runs = self.runs(job).await;
-            let done = runs
-                .iter()
-                .filter(|r| r["status"] == "success" || r["status"] == "failed")
-                .count();
-            if done >= count {
-                return runs;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{done} of {count} runs ended: {runs:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+            let done = runs.iter().filter(|r| !r.status.is_open()).count();
+            (done >= count).then_some(runs)
+        })
+        .await
     }
 
     /// Until a run scheduled at each of the `seconds` whole seconds from
     /// `first` has ended; returns those runs.
-    async fn wait_seconds(&self, job: i64, first: i64, seconds: i64) -> Vec<Value> {
+    async fn wait_seconds(&self, job: JobId, first: i64, seconds: i64) -> Vec<Run> {
         until(
             &format!("{seconds} seconds of job {job} fired and ended"),
             || async {
-                let ended: Vec<Value> = self
+                let ended: Vec<Run> = self
                     .runs(job)
                     .await
                     .into_iter()
                     .filter(|r| {
-                        let at = r["scheduled_at_ms"].as_i64().unwrap();
-                        (first..first + seconds * 1000).contains(&at)
-                            && (r["status"] == "success" || r["status"] == "failed")
+                        (first..first + seconds * 1000).contains(&r.scheduled_at_ms)
+                            && !r.status.is_open()
                     })
                     .collect();
                 (ended.len() as i64 >= seconds).then_some(ended)
@@ -258,30 +208,13 @@ impl Cluster {
         .await
     }
 
-    async fn trigger(&self, job: i64, body: Value) -> i64 {
-        let (status, body) = self
-            .call(
-                reqwest::Method::POST,
-                &format!("/api/v1/jobs/{job}/trigger"),
-                Some(body),
-            )
-            .await;
-        assert_eq!(status, 202, "{body}");
-        body["run_id"].as_i64().unwrap()
+    async fn trigger(&self, job: JobId, request: Value) -> RunId {
+        self.api.trigger(job, request).await
     }
 
-    async fn run(&self, id: i64) -> Value {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let (_, run) = self
-                .call(reqwest::Method::GET, &format!("/api/v1/runs/{id}"), None)
-                .await;
-            if run["status"] == "success" || run["status"] == "failed" {
-                return run;
-            }
-            assert!(Instant::now() < deadline, "run {id} never ended: {run}");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+    /// The run once it has ended.
+    async fn run(&self, id: RunId) -> Run {
+        self.api.ended(id).await
     }
 }
 
@@ -316,10 +249,7 @@ async fn a_seconds_cron_job_fires_on_time_every_second() {
             None,
         )
         .await;
-    let mut seconds: Vec<i64> = window
-        .iter()
-        .map(|r| r["scheduled_at_ms"].as_i64().unwrap())
-        .collect();
+    let mut seconds: Vec<i64> = window.iter().map(|r| r.scheduled_at_ms).collect();
     seconds.sort();
     let expected: Vec<i64> = (0..SECONDS).map(|i| first + i * 1000).collect();
     assert_eq!(
@@ -329,9 +259,9 @@ async fn a_seconds_cron_job_fires_on_time_every_second() {
     let mut lateness: Vec<i64> = window
         .iter()
         .map(|r| {
-            assert_eq!(r["status"], "success", "{r}");
-            assert_eq!(r["message"], "hello, tick");
-            r["started_at_ms"].as_i64().unwrap() - r["scheduled_at_ms"].as_i64().unwrap()
+            assert_eq!(r.status, RunStatus::Success, "{r:?}");
+            assert_eq!(r.message.as_deref(), Some("hello, tick"));
+            r.started_at_ms.unwrap() - r.scheduled_at_ms
         })
         .collect();
     lateness.sort();
@@ -368,10 +298,13 @@ async fn fixed_rate_fixed_delay_one_shot_and_manual_triggers() {
     assert_eq!(status, 400, "a NONE job cannot be started: {body}");
     let run = cluster.trigger(none, json!({ "param": "given" })).await;
     let run = cluster.run(run).await;
-    assert_eq!(run["message"], "hello, given");
-    assert_eq!(run["kind"], "api", "triggered through the API");
+    assert_eq!(run.message.as_deref(), Some("hello, given"));
+    assert_eq!(run.kind, TriggerKind::Api, "triggered through the API");
     let run = cluster.trigger(none, json!({})).await;
-    assert_eq!(cluster.run(run).await["message"], "hello, stored");
+    assert_eq!(
+        cluster.run(run).await.message.as_deref(),
+        Some("hello, stored")
+    );
 
     let rate = cluster
         .create(json!({ "name": "rate", "module_digest": hello, "schedule_type": "FIX_RATE", "schedule_conf": "1" }))
@@ -409,22 +342,19 @@ async fn fixed_rate_fixed_delay_one_shot_and_manual_triggers() {
             )
             .await;
     }
-    let times: Vec<i64> = rate_runs
-        .iter()
-        .map(|r| r["scheduled_at_ms"].as_i64().unwrap())
-        .collect();
+    let times: Vec<i64> = rate_runs.iter().map(|r| r.scheduled_at_ms).collect();
     assert!(
         times.windows(2).all(|w| w[1] - w[0] == 1000),
         "fixed rate: {times:?}"
     );
 
-    let ended: Vec<&Value> = delay_runs
+    let ended: Vec<&Run> = delay_runs
         .iter()
-        .filter(|r| r["status"] == "success")
+        .filter(|r| r.status == RunStatus::Success)
         .collect();
     for pair in ended.windows(2) {
-        let finished = pair[0]["finished_at_ms"].as_i64().unwrap();
-        let next = pair[1]["scheduled_at_ms"].as_i64().unwrap();
+        let finished = pair[0].finished_at_ms.unwrap();
+        let next = pair[1].scheduled_at_ms;
         assert!(
             next - finished >= 950,
             "fixed delay counts from completion: {pair:?}"
@@ -490,7 +420,7 @@ async fn a_run_written_before_a_crash_is_dispatched_after_restart() {
     let deadline = Instant::now() + WAIT;
     loop {
         let runs = cluster.runs(shot).await;
-        if runs.iter().any(|r| r["status"] == "pending") {
+        if runs.iter().any(|r| r.status == RunStatus::Pending) {
             break;
         }
         assert!(
@@ -503,8 +433,8 @@ async fn a_run_written_before_a_crash_is_dispatched_after_restart() {
     cluster.restart_admin(&[]).await;
     let runs = cluster.wait_runs(shot, 1).await;
     assert_eq!(runs.len(), 1, "recovered once, not fired again: {runs:?}");
-    assert_eq!(runs[0]["status"], "success");
-    assert_eq!(runs[0]["message"], "hello, after the crash");
+    assert_eq!(runs[0].status, RunStatus::Success);
+    assert_eq!(runs[0].message.as_deref(), Some("hello, after the crash"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -519,15 +449,17 @@ async fn state_commits_on_success_only_and_retries_and_children_follow_results()
         .await;
     let first = cluster.trigger(count, json!({})).await;
     assert_eq!(
-        cluster.run(first).await["message"],
-        "count=1 instance_runs=1"
+        cluster.run(first).await.message.as_deref(),
+        Some("count=1 instance_runs=1")
     );
     let failing = cluster.trigger(count, json!({ "param": "fail" })).await;
-    assert_eq!(cluster.run(failing).await["status"], "failed");
+    assert_eq!(cluster.run(failing).await.status, RunStatus::Failed);
     let third = cluster.trigger(count, json!({})).await;
     assert!(
-        cluster.run(third).await["message"]
-            .as_str()
+        cluster
+            .run(third)
+            .await
+            .message
             .unwrap()
             .starts_with("count=2 "),
         "the failed run's write was not committed"
@@ -542,16 +474,11 @@ async fn state_commits_on_success_only_and_retries_and_children_follow_results()
     cluster.trigger(retried, json!({})).await;
     let runs = cluster.wait_runs(retried, 3).await;
     assert_eq!(runs.len(), 3, "{runs:?}");
-    let kinds: Vec<&str> = runs.iter().map(|r| r["kind"].as_str().unwrap()).collect();
+    let kinds: Vec<&str> = runs.iter().map(|r| r.kind.as_str()).collect();
     assert_eq!(kinds, ["api", "retry", "retry"]);
-    let attempts: Vec<i64> = runs
-        .iter()
-        .map(|r| r["attempt"].as_i64().unwrap())
-        .collect();
+    let attempts: Vec<i64> = runs.iter().map(|r| r.attempt).collect();
     assert_eq!(attempts, [0, 1, 2]);
-    let gap = |a: &Value, b: &Value| {
-        b["scheduled_at_ms"].as_i64().unwrap() - a["finished_at_ms"].as_i64().unwrap()
-    };
+    let gap = |a: &Run, b: &Run| b.scheduled_at_ms - a.finished_at_ms.unwrap();
     assert!(
         gap(&runs[0], &runs[1]) >= 290,
         "first retry after the interval"
@@ -569,8 +496,8 @@ async fn state_commits_on_success_only_and_retries_and_children_follow_results()
         .await;
     cluster.trigger(parent, json!({})).await;
     let child_runs = cluster.wait_runs(child, 1).await;
-    assert_eq!(child_runs[0]["kind"], "parent");
-    assert_eq!(child_runs[0]["message"], "hello, from parent");
+    assert_eq!(child_runs[0].kind, TriggerKind::Parent);
+    assert_eq!(child_runs[0].message.as_deref(), Some("hello, from parent"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -765,12 +692,12 @@ async fn misfires_after_downtime_follow_each_strategy() {
             .await;
         jobs.push(job);
     }
-    let ended = |run: &Value| run["status"] == "success" || run["status"] == "failed";
+    let ended = |run: &Run| run.status == RunStatus::Success || run.status == RunStatus::Failed;
     for job in &jobs {
         until("each job fired on schedule", || async {
             let runs = cluster.runs(*job).await;
             runs.iter()
-                .any(|r| r["kind"] == "schedule" && ended(r))
+                .any(|r| r.kind == TriggerKind::Schedule && ended(r))
                 .then_some(())
         })
         .await;
@@ -784,9 +711,13 @@ async fn misfires_after_downtime_follow_each_strategy() {
     for job in &jobs {
         until("each job fires again after the outage", || async {
             let runs = cluster.runs(*job).await;
-            let misfired = runs.iter().any(|r| r["kind"] == "misfire" && ended(r));
+            let misfired = runs
+                .iter()
+                .any(|r| r.kind == TriggerKind::Misfire && ended(r));
             let fired_again = runs.iter().any(|r| {
-                r["kind"] == "schedule" && ended(r) && r["scheduled_at_ms"].as_i64() > Some(back_at)
+                r.kind == TriggerKind::Schedule
+                    && ended(r)
+                    && Some(r.scheduled_at_ms) > Some(back_at)
             });
             (fired_again && (misfired || *job == jobs[0])).then_some(())
         })
@@ -802,12 +733,16 @@ async fn misfires_after_downtime_follow_each_strategy() {
             .await;
     }
 
-    let misfires = |runs: &[Value]| runs.iter().filter(|r| r["kind"] == "misfire").count();
-    let largest_gap = |runs: &[Value]| {
+    let misfires = |runs: &[Run]| {
+        runs.iter()
+            .filter(|r| r.kind == TriggerKind::Misfire)
+            .count()
+    };
+    let largest_gap = |runs: &[Run]| {
         let mut times: Vec<i64> = runs
             .iter()
-            .filter(|r| r["kind"] == "schedule")
-            .map(|r| r["scheduled_at_ms"].as_i64().unwrap())
+            .filter(|r| r.kind == TriggerKind::Schedule)
+            .map(|r| r.scheduled_at_ms)
             .collect();
         times.sort();
         times.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0)
@@ -826,17 +761,13 @@ async fn misfires_after_downtime_follow_each_strategy() {
     assert_eq!(misfires(&once), 1, "FIRE_ONCE_NOW fires once: {once:?}");
     for runs in [&nothing, &once] {
         let mut seen = std::collections::HashSet::new();
-        for run in runs.iter().filter(|r| r["kind"] == "schedule") {
-            assert!(
-                seen.insert(run["scheduled_at_ms"].as_i64().unwrap()),
-                "fired twice: {run}"
-            );
+        for run in runs.iter().filter(|r| r.kind == TriggerKind::Schedule) {
+            assert!(seen.insert(run.scheduled_at_ms), "fired twice: {run:?}");
         }
         let now = now_ms() + DOWNTIME_MS;
         assert!(
             runs.iter()
-                .all(|r| r["status"] != "pending"
-                    || r["scheduled_at_ms"].as_i64().unwrap() > now - 1000),
+                .all(|r| r.status != RunStatus::Pending || r.scheduled_at_ms > now - 1000),
             "every run written before the crash was dispatched: {runs:?}"
         );
     }
@@ -881,7 +812,7 @@ async fn a_run_is_killed_and_its_log_read_through_the_admin() {
     assert_eq!(status, 200, "{killed}");
     assert_eq!(killed["killed"], true);
     let ended = cluster.run(run).await;
-    assert_eq!(ended["outcome"], "killed");
+    assert_eq!(ended.outcome.as_deref(), Some("killed"));
     let (_, stored) = cluster
         .call(
             reqwest::Method::GET,
@@ -929,14 +860,14 @@ async fn a_run_lost_with_its_executor_is_failed_and_retried_elsewhere() {
         &[],
     );
     let lost = cluster.run(run).await;
-    assert_eq!(lost["status"], "failed");
-    assert_eq!(lost["outcome"], "lost", "{lost}");
+    assert_eq!(lost.status, RunStatus::Failed);
+    assert_eq!(lost.outcome.as_deref(), Some("lost"), "{lost:?}");
     let runs = cluster.wait_runs(job, 2).await;
     let retry = &runs[1];
-    assert_eq!(retry["kind"], "retry");
-    assert_eq!(retry["status"], "success", "{retry}");
+    assert_eq!(retry.kind, TriggerKind::Retry);
+    assert_eq!(retry.status, RunStatus::Success, "{retry:?}");
     assert_ne!(
-        retry["executor"], lost["executor"],
+        retry.executor, lost.executor,
         "retried on the live executor"
     );
 }
@@ -966,14 +897,14 @@ async fn routing_over_three_executors() {
         .wait_runs(probe, 3)
         .await
         .iter()
-        .map(|r| r["executor"].as_str().unwrap().to_owned())
+        .map(|r| r.executor.as_deref().unwrap().to_owned())
         .collect();
     addresses.sort();
     addresses.dedup();
     assert_eq!(addresses.len(), 3, "{addresses:?}");
 
-    let executor_of = |run: &Value| run["executor"].as_str().unwrap().to_owned();
-    let once = |route: &'static str, digest: &str, param: &str| json!({ "name": route, "module_digest": digest, "route": route, "param": param });
+    let executor_of = |run: &Run| run.executor.as_deref().unwrap().to_owned();
+    let once = |route: &'static str, digest: &Digest, param: &str| json!({ "name": route, "module_digest": digest, "route": route, "param": param });
 
     let broadcast = cluster
         .create(once("SHARDING_BROADCAST", &sharded, ""))
@@ -984,9 +915,9 @@ async fn routing_over_three_executors() {
         .iter()
         .map(|r| {
             (
-                r["shard_index"].as_i64().unwrap(),
+                r.shard_index,
                 executor_of(r),
-                r["message"].as_str().unwrap().to_owned(),
+                r.message.as_deref().unwrap().to_owned(),
             )
         })
         .collect();
@@ -1000,12 +931,12 @@ async fn routing_over_three_executors() {
     for (route, expected) in [("FIRST", &addresses[0]), ("LAST", &addresses[2])] {
         let job = cluster.create(once(route, &hello, "")).await;
         let run = cluster.trigger(job, json!({})).await;
-        assert_eq!(executor_of(&cluster.run(run).await), *expected, "{route}");
+        assert_eq!(executor_of(&cluster.run(run).await), *expected, "{route:?}");
     }
 
     let hashed = cluster.create(once("CONSISTENT_HASH", &hello, "")).await;
     let run = cluster.trigger(hashed, json!({})).await;
-    let expected = cronbox_admin::routing::consistent_hash_pick(hashed as u64, &addresses).unwrap();
+    let expected = cronbox_admin::routing::consistent_hash_pick(hashed.wire(), &addresses).unwrap();
     assert_eq!(executor_of(&cluster.run(run).await), *expected);
 
     // LFU starts new executors at a random count below the list's size
@@ -1078,7 +1009,7 @@ async fn routing_over_three_executors() {
     cluster.wait_for_executors(&[&survivor]).await;
     let run = cluster.trigger(failover, json!({})).await;
     let run = cluster.run(run).await;
-    assert_eq!(run["status"], "success", "{run}");
+    assert_eq!(run.status, RunStatus::Success, "{run:?}");
     assert_eq!(
         executor_of(&run),
         survivor,
@@ -1142,8 +1073,8 @@ async fn a_saved_child_cycle_is_refused() {
     // The chain c → b → a runs on success.
     cluster.trigger(c, json!({})).await;
     let runs = cluster.wait_runs(a, 1).await;
-    assert_eq!(runs[0]["kind"], "parent");
-    assert_eq!(runs[0]["message"], "hello, renamed");
+    assert_eq!(runs[0].kind, TriggerKind::Parent);
+    assert_eq!(runs[0].message.as_deref(), Some("hello, renamed"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1171,8 +1102,8 @@ async fn a_manual_group_routes_to_its_listed_addresses() {
         .await;
     let run = cluster.trigger(job, json!({})).await;
     let run = cluster.run(run).await;
-    assert_eq!(run["status"], "success", "{run}");
-    assert_eq!(run["executor"], pinned_addr);
+    assert_eq!(run.status, RunStatus::Success, "{run:?}");
+    assert_eq!(run.executor.as_deref(), Some(pinned_addr.as_str()));
     let (status, body) = cluster
         .call(
             reqwest::Method::PUT,
@@ -1235,10 +1166,7 @@ async fn firing_results_and_state_on_postgresql() {
         .await;
     for expected in 1..=3 {
         let run = cluster.trigger(count, json!({})).await;
-        let message = cluster.run(run).await["message"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+        let message = cluster.run(run).await.message.unwrap();
         assert!(
             message.starts_with(&format!("count={expected} ")),
             "{message}"
@@ -1255,8 +1183,8 @@ async fn firing_results_and_state_on_postgresql() {
         .await;
     let mut seconds: Vec<i64> = runs
         .iter()
-        .filter(|r| r["status"] == "success")
-        .map(|r| r["scheduled_at_ms"].as_i64().unwrap())
+        .filter(|r| r.status == RunStatus::Success)
+        .map(|r| r.scheduled_at_ms)
         .collect();
     seconds.sort();
     let expected: Vec<i64> = (0..8).map(|i| first + i * 1000).collect();

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use cronbox_admin::Store;
 use cronbox_admin::store::WRITE_LEASE_MS;
 use cronbox_admin::store::{JobId, RunFilter, RunId, RunRow};
+use cronbox_api::{AlarmState, Client, JobSpec, RunStatus, TriggerKind, TriggerRequest};
 use cronbox_example_jobs as jobs;
 use cronbox_tests::until;
 use cronbox_tests::{PostgresServer, WebhookReceiver};
@@ -120,47 +121,25 @@ impl Cluster {
         args.extend(admin.extra.iter().cloned());
         let (process, url) = cronbox_listening(&args, "listening on ");
         admin.process = Some(process);
-        let ready: Value = until("the admin is ready", || async {
-            let response = self.http.get(format!("{url}/readyz")).send().await.ok()?;
-            response.status().is_success().then_some(())?;
-            response.json().await.ok()
+        let api = Client::new(&url, API);
+        let ready = until("the admin is ready", || async {
+            api.ready().await.ok().filter(|ready| ready.ready)
         })
         .await;
         let admin = &mut self.admins[index];
-        admin.instance = ready["instance"].as_str().unwrap().to_owned();
+        admin.instance = ready.instance;
         admin.url = url;
     }
 
     /// Until the first admin counts `count` executors alive (read from
     /// `GET /api/v1/executors`, not waited for).
     async fn wait_for_executors(&self, count: usize) {
-        let base = &self.admins[0].url;
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let alive = match self
-                .http
-                .get(format!("{base}/api/v1/executors"))
-                .bearer_auth(API)
-                .send()
-                .await
-            {
-                Ok(response) => response
-                    .json::<serde_json::Value>()
-                    .await
-                    .ok()
-                    .and_then(|all| all.as_array().cloned())
-                    .map_or(0, |all| all.iter().filter(|e| e["alive"] == true).count()),
-                Err(_) => 0,
-            };
-            if alive >= count {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{alive} of {count} executors registered"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let api = self.api(0);
+        until(&format!("{count} executors register"), || async {
+            let executors = api.executors().await.ok()?;
+            (executors.iter().filter(|e| e.alive).count() >= count).then_some(())
+        })
+        .await;
     }
 
     /// Starts executor `index` on port 0, registered with every admin:
@@ -216,76 +195,54 @@ impl Cluster {
         &self.admins[admin].url
     }
 
-    async fn call(&self, admin: usize, method: reqwest::Method, path: &str, body: Value) -> Value {
-        let response = self
-            .http
-            .request(method, format!("{}{path}", self.base(admin)))
-            .bearer_auth(API)
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        let status = response.status();
-        let body: Value = response.json().await.unwrap_or(Value::Null);
-        assert!(status.is_success(), "{path}: {status} {body}");
-        body
+    /// The API of admin `admin` as the operator.
+    fn api(&self, admin: usize) -> Client {
+        Client::new(self.base(admin), API)
     }
 
+    /// Pushes the example job `job` as module `name`.
     async fn push(&self, name: &str, job: &str) {
-        let response = self
-            .http
-            .post(format!("{}/api/v1/modules?name={name}", self.base(0)))
-            .bearer_auth(API)
-            .body(jobs::bytes(job))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 201);
+        let api = self.api(0);
+        api.upload(jobs::bytes(job), Some(name), &[]).await.unwrap();
+    }
+
+    /// Creates a job through admin `admin` from its definition as JSON.
+    async fn create(&self, admin: usize, spec: Value) -> JobId {
+        let spec: JobSpec = serde_json::from_value(spec).unwrap();
+        self.api(admin).create_job(&spec).await.unwrap().id
+    }
+
+    /// Triggers `job` through admin `admin`; the run's id.
+    async fn trigger(&self, admin: usize, job: JobId) -> RunId {
+        let request = TriggerRequest::default();
+        self.api(admin).trigger(job, &request).await.unwrap().run_id
     }
 
     /// `count` jobs running `hello` every second, started.
-    async fn every_second(&self, count: usize) -> Vec<i64> {
+    async fn every_second(&self, count: usize) -> Vec<JobId> {
         self.push("hello", "hello").await;
         let mut ids = Vec::with_capacity(count);
         for i in 0..count {
-            let job = self
-                .call(
-                    0,
-                    reqwest::Method::POST,
-                    "/api/v1/jobs",
-                    json!({ "name": format!("tick-{i}"), "module": "hello",
-                            "schedule_type": "CRON", "schedule_conf": "* * * * * ?" }),
-                )
-                .await;
-            ids.push(job["id"].as_i64().unwrap());
+            let spec = json!({ "name": format!("tick-{i}"), "module": "hello",
+                               "schedule_type": "CRON", "schedule_conf": "* * * * * ?" });
+            ids.push(self.create(0, spec).await);
         }
         for (i, id) in ids.iter().enumerate() {
             // Spread the starts over the admins.
-            self.call(
-                i % self.admins.len(),
-                reqwest::Method::POST,
-                &format!("/api/v1/jobs/{id}/start"),
-                Value::Null,
-            )
-            .await;
+            let api = self.api(i % self.admins.len());
+            api.start_job(*id).await.unwrap();
         }
         ids
     }
 
-    async fn stop_all(&self, ids: &[i64]) {
+    async fn stop_all(&self, ids: &[JobId]) {
         let alive = self
             .admins
             .iter()
             .position(|admin| admin.process.is_some())
             .unwrap();
         for id in ids {
-            self.call(
-                alive,
-                reqwest::Method::POST,
-                &format!("/api/v1/jobs/{id}/stop"),
-                Value::Null,
-            )
-            .await;
+            self.api(alive).stop_job(*id).await.unwrap();
         }
     }
 
@@ -312,7 +269,7 @@ impl Cluster {
             let open = runs
                 .iter()
                 .filter(|run| {
-                    run.status.as_str() == "pending" || run.status.as_str() == "dispatched"
+                    run.status == RunStatus::Pending || run.status == RunStatus::Dispatched
                 })
                 .count();
             if open == 0 {
@@ -322,8 +279,8 @@ impl Cluster {
                 Instant::now() < deadline,
                 "{open} runs never ended: {:?}",
                 runs.iter()
-                    .filter(|run| run.status.as_str() == "pending"
-                        || run.status.as_str() == "dispatched")
+                    .filter(|run| run.status == RunStatus::Pending
+                        || run.status == RunStatus::Dispatched)
                     .take(5)
                     .collect::<Vec<_>>()
             );
@@ -334,11 +291,11 @@ impl Cluster {
 
 /// Checks the scheduled runs of `jobs` in whole seconds [from, to): each
 /// (job, second) fired exactly once and succeeded. Prints the counts.
-fn exactly_once(runs: &[RunRow], jobs: &[i64], from: i64, to: i64) {
-    let mut fires: HashMap<(i64, i64), Vec<&RunRow>> = HashMap::new();
-    for run in runs.iter().filter(|run| run.kind.as_str() == "schedule") {
+fn exactly_once(runs: &[RunRow], jobs: &[JobId], from: i64, to: i64) {
+    let mut fires: HashMap<(JobId, i64), Vec<&RunRow>> = HashMap::new();
+    for run in runs.iter().filter(|run| run.kind == TriggerKind::Schedule) {
         fires
-            .entry((run.job_id.0, run.scheduled_at_ms))
+            .entry((run.job_id, run.scheduled_at_ms))
             .or_default()
             .push(run);
     }
@@ -350,7 +307,7 @@ fn exactly_once(runs: &[RunRow], jobs: &[i64], from: i64, to: i64) {
         while second < to {
             match fires.get(&(*job, second)).map(Vec::as_slice) {
                 None | Some([]) => missing.push((*job, second)),
-                Some([run]) if run.status.as_str() != "success" => failed.push((*run).clone()),
+                Some([run]) if run.status != RunStatus::Success => failed.push((*run).clone()),
                 Some([_]) => {}
                 Some(more) => doubled.push((*job, second, more.len())),
             }
@@ -405,7 +362,7 @@ async fn three_admins_fire_every_second_of_500_jobs_exactly_once() {
     let every_run = cluster.settle(0, i64::MAX).await;
     let succeeded = every_run
         .iter()
-        .filter(|run| run.status.as_str() == "success")
+        .filter(|run| run.status == RunStatus::Success)
         .count() as u64;
     assert_eq!(cluster.executions_succeeded().await, succeeded);
 }
@@ -469,30 +426,17 @@ async fn a_run_on_a_killed_executor_is_lost_and_retried_on_another() {
     let mut cluster = Cluster::start(&[&[], &[]], 2).await;
     cluster.push("sleeper", "sleeper").await;
     let job = cluster
-        .call(
+        .create(
             0,
-            reqwest::Method::POST,
-            "/api/v1/jobs",
             json!({ "name": "nap", "module": "sleeper", "param": "6000",
                     "retry_count": 1, "retry_interval_ms": 100 }),
         )
-        .await["id"]
-        .as_i64()
-        .unwrap();
-    let run = cluster
-        .call(
-            1,
-            reqwest::Method::POST,
-            &format!("/api/v1/jobs/{job}/trigger"),
-            json!({}),
-        )
-        .await["run_id"]
-        .as_i64()
-        .unwrap();
+        .await;
+    let run = cluster.trigger(1, job).await;
     let store = Store::connect(&cluster.url).await.unwrap();
     let deadline = Instant::now() + WAIT;
     let executor = loop {
-        let row = store.run(RunId(run)).await.unwrap().unwrap();
+        let row = store.run(run).await.unwrap().unwrap();
         if let (Some(executor), Some(_)) = (&row.executor, row.dispatched_at_ms) {
             break executor.clone();
         }
@@ -507,11 +451,11 @@ async fn a_run_on_a_killed_executor_is_lost_and_retried_on_another() {
     cluster.executors[index].as_mut().unwrap().kill();
     let deadline = Instant::now() + WAIT;
     let (first, retry) = loop {
-        let runs = store.runs_of_job(JobId(job)).await.unwrap();
+        let runs = store.runs_of_job(job).await.unwrap();
         if runs.len() == 2
             && runs
                 .iter()
-                .all(|r| r.status.as_str() == "success" || r.status.as_str() == "failed")
+                .all(|r| r.status == RunStatus::Success || r.status == RunStatus::Failed)
         {
             break (runs[0].clone(), runs[1].clone());
         }
@@ -579,7 +523,7 @@ async fn admins_with_skewed_clocks_still_fire_once() {
             .runs(from, to)
             .await
             .iter()
-            .filter(|run| run.kind.as_str() == "schedule" && !run.status.is_open())
+            .filter(|run| run.kind == TriggerKind::Schedule && !run.status.is_open())
             .count();
         (ended >= expected).then_some(())
     })
@@ -596,35 +540,24 @@ async fn racing_admins_send_each_alarm_and_retry_once() {
     let receiver = WebhookReceiver::start(200).await;
     cluster.push("burner", "fuel-burner").await;
     let job = cluster
-        .call(
+        .create(
             0,
-            reqwest::Method::POST,
-            "/api/v1/jobs",
             json!({ "name": "failing", "module": "burner", "param": "not-a-number",
                     "retry_count": 2, "retry_interval_ms": 200, "alarm_url": receiver.url() }),
         )
-        .await["id"]
-        .as_i64()
-        .unwrap();
+        .await;
     for i in 0..5 {
-        cluster
-            .call(
-                i % 2,
-                reqwest::Method::POST,
-                &format!("/api/v1/jobs/{job}/trigger"),
-                json!({}),
-            )
-            .await;
+        cluster.trigger(i % 2, job).await;
     }
     let store = Store::connect(&cluster.url).await.unwrap();
     let deadline = Instant::now() + WAIT;
     let runs = loop {
-        let runs = store.runs_of_job(JobId(job)).await.unwrap();
+        let runs = store.runs_of_job(job).await.unwrap();
         let settled = runs.len() >= 15
             && runs.iter().all(|r| {
-                r.status.as_str() == "failed"
-                    && r.alarm_status.as_str() != "due"
-                    && r.alarm_status.as_str() != "sending"
+                r.status == RunStatus::Failed
+                    && r.alarm_status != AlarmState::Due
+                    && r.alarm_status != AlarmState::Sending
             });
         if settled {
             break runs;
@@ -635,7 +568,7 @@ async fn racing_admins_send_each_alarm_and_retry_once() {
     // Every run ended and alarmed: every result was handled (a retry is
     // written by the one admin that recorded the failure it follows, right
     // after), so a duplicate would show now.
-    let runs_now = store.runs_of_job(JobId(job)).await.unwrap();
+    let runs_now = store.runs_of_job(job).await.unwrap();
     assert_eq!(runs_now.len(), 15, "5 runs and 2 retries each, no more");
     let attempts: Vec<i64> = runs.iter().map(|r| r.attempt).collect();
     assert_eq!(
@@ -652,5 +585,5 @@ async fn racing_admins_send_each_alarm_and_retry_once() {
     let mut failed: Vec<i64> = runs.iter().map(|r| r.id.0).collect();
     failed.sort();
     assert_eq!(alarmed, failed, "one alarm per failed run");
-    assert!(runs.iter().all(|r| r.alarm_status.as_str() == "sent"));
+    assert!(runs.iter().all(|r| r.alarm_status == AlarmState::Sent));
 }

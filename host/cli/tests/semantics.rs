@@ -15,12 +15,18 @@
 
 mod support;
 
-use cronbox_tests::{AdminClient, ended, until};
+use cronbox_api::{AlarmState, JobId, Run, RunId, RunStatus, TriggerKind};
+use cronbox_tests::{AdminClient, until};
 use reqwest::Method;
 use serde_json::{Value, json};
 use support::{Process, cronbox_listening};
 
 const API_TOKEN: &str = "api-token";
+
+/// Whether a run has ended (any way).
+fn ended(run: &Run) -> bool {
+    !run.status.is_open()
+}
 const EXEC_TOKEN: &str = "exec-token";
 
 /// An admin process and its executor processes, and the admin's API as the
@@ -95,12 +101,10 @@ impl Stack {
         );
         self.executors.push((process, address.clone()));
         until("the executor registers", || async {
-            let (_, executors) = self.call(Method::GET, "/api/v1/executors", None).await;
+            let executors = self.api.api.executors().await.unwrap();
             executors
-                .as_array()
-                .unwrap()
                 .iter()
-                .any(|e| e["address"] == address.as_str() && e["alive"] == true)
+                .any(|e| e.address == address && e.alive)
                 .then_some(())
         })
         .await;
@@ -113,7 +117,7 @@ impl Stack {
 
     /// Uploads an example job and creates a job running it with the fields
     /// of `extra`; its id.
-    async fn job(&self, name: &str, module: &str, extra: Value) -> i64 {
+    async fn job(&self, name: &str, module: &str, extra: Value) -> JobId {
         self.api
             .job(name, cronbox_example_jobs::bytes(module), extra)
             .await
@@ -213,7 +217,7 @@ async fn the_executor_token_goes_only_to_executors_and_forged_results_are_refuse
     let run = stack
         .trigger(job, json!({ "addresses": [stack.address(0)] }))
         .await;
-    assert_eq!(stack.ended(run).await["status"], "success");
+    assert_eq!(stack.ended(run).await.status, RunStatus::Success);
     assert_eq!(
         stack.runs(job).await.len(),
         1,
@@ -230,12 +234,12 @@ async fn the_executor_token_goes_only_to_executors_and_forged_results_are_refuse
     let sleeper = stack.job("sleeper", "sleeper", json!({})).await;
     let run = stack.trigger(sleeper, json!({ "param": "1500" })).await;
     until("the sleeper is dispatched", || async {
-        (stack.run(run).await["status"] == "dispatched").then_some(())
+        (stack.run(run).await.status == RunStatus::Dispatched).then_some(())
     })
     .await;
     let forged = cronbox_protocol::RunResult {
-        run_id: run as u64,
-        job_id: sleeper as u64,
+        run_id: run.wire(),
+        job_id: sleeper.wire(),
         outcome: cronbox_protocol::Outcome::Success {
             message: "forged".into(),
         },
@@ -263,9 +267,9 @@ async fn the_executor_token_goes_only_to_executors_and_forged_results_are_refuse
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
-    assert_eq!(stack.run(run).await["status"], "dispatched");
+    assert_eq!(stack.run(run).await.status, RunStatus::Dispatched);
     let real = stack.ended(run).await;
-    assert_eq!(real["message"], "slept 1500 ms", "{real}");
+    assert_eq!(real.message.as_deref(), Some("slept 1500 ms"), "{real:?}");
     let (_, state) = stack
         .call(Method::GET, &format!("/api/v1/jobs/{sleeper}/state"), None)
         .await;
@@ -296,7 +300,7 @@ async fn a_broadcast_retry_reruns_only_the_failed_shard() {
         let runs = stack.runs(job).await;
         let retried = runs
             .iter()
-            .any(|r| r["kind"] == "retry" && r["status"] == "success");
+            .any(|r| r.kind == TriggerKind::Retry && r.status == RunStatus::Success);
         (retried && runs.iter().all(ended)).then_some(runs)
     })
     .await;
@@ -304,11 +308,11 @@ async fn a_broadcast_retry_reruns_only_the_failed_shard() {
         .iter()
         .map(|r| {
             (
-                r["kind"].as_str().unwrap().to_owned(),
-                r["attempt"].as_i64().unwrap(),
-                r["shard_index"].as_i64().unwrap(),
-                r["shard_total"].as_i64().unwrap(),
-                r["status"].as_str().unwrap().to_owned(),
+                r.kind.to_string(),
+                r.attempt,
+                r.shard_index,
+                r.shard_total,
+                r.status.to_string(),
             )
         })
         .collect();
@@ -343,7 +347,7 @@ async fn fixed_delay_carries_on_through_failed_dispatches_with_one_chain() {
         let runs = stack.runs(job).await;
         (runs
             .iter()
-            .filter(|r| r["status"] == "failed" && r["kind"] == "schedule")
+            .filter(|r| r.status == RunStatus::Failed && r.kind == TriggerKind::Schedule)
             .count()
             >= 2)
             .then_some(())
@@ -352,12 +356,12 @@ async fn fixed_delay_carries_on_through_failed_dispatches_with_one_chain() {
     stack.add_executor().await;
     // A manual run in between must not start a second chain.
     let manual = stack.trigger(job, json!({ "kind": "manual" })).await;
-    assert_eq!(stack.ended(manual).await["kind"], "manual");
+    assert_eq!(stack.ended(manual).await.kind, TriggerKind::Manual);
     let runs = until("three scheduled runs succeed", || async {
         let runs = stack.runs(job).await;
         (runs
             .iter()
-            .filter(|r| r["status"] == "success" && r["kind"] == "schedule")
+            .filter(|r| r.status == RunStatus::Success && r.kind == TriggerKind::Schedule)
             .count()
             >= 3)
             .then_some(runs)
@@ -365,13 +369,8 @@ async fn fixed_delay_carries_on_through_failed_dispatches_with_one_chain() {
     .await;
     let mut chain: Vec<(i64, i64)> = runs
         .iter()
-        .filter(|r| r["kind"] == "schedule" && ended(r))
-        .map(|r| {
-            (
-                r["scheduled_at_ms"].as_i64().unwrap(),
-                r["finished_at_ms"].as_i64().unwrap(),
-            )
-        })
+        .filter(|r| r.kind == TriggerKind::Schedule && ended(r))
+        .map(|r| (r.scheduled_at_ms, r.finished_at_ms.unwrap()))
         .collect();
     chain.sort();
     for pair in chain.windows(2) {
@@ -406,7 +405,7 @@ async fn stopping_a_job_cancels_its_waiting_fires_without_alarms() {
             .runs(job)
             .await
             .iter()
-            .filter(|r| r["status"] == "pending")
+            .filter(|r| r.status == RunStatus::Pending)
             .count();
         (pending >= 3).then_some(())
     })
@@ -420,18 +419,25 @@ async fn stopping_a_job_cancels_its_waiting_fires_without_alarms() {
         runs.iter().all(ended).then_some(runs)
     })
     .await;
-    let cancelled: Vec<&Value> = runs.iter().filter(|r| r["status"] == "cancelled").collect();
+    let cancelled: Vec<&Run> = runs
+        .iter()
+        .filter(|r| r.status == RunStatus::Cancelled)
+        .collect();
     assert!(cancelled.len() >= 3, "{runs:?}");
     for run in &runs {
-        assert_ne!(run["status"], "failed", "{run}");
-        assert_eq!(run["alarm_status"], "none", "{run}");
+        assert_ne!(run.status, RunStatus::Failed, "{run:?}");
+        assert_eq!(run.alarm_status, AlarmState::None, "{run:?}");
     }
     for run in cancelled {
-        assert_eq!(run["outcome"], "cancelled");
-        assert_eq!(run["kind"], "schedule");
+        assert_eq!(run.outcome.as_deref(), Some("cancelled"));
+        assert_eq!(run.kind, TriggerKind::Schedule);
     }
     assert!(
-        stack.runs(job).await.iter().all(|r| r["kind"] != "retry"),
+        stack
+            .runs(job)
+            .await
+            .iter()
+            .all(|r| r.kind != TriggerKind::Retry),
         "a cancelled fire is not retried"
     );
     assert!(webhook.bodies().is_empty());
@@ -454,17 +460,23 @@ async fn two_executors_writing_one_key_lose_no_update() {
     }
     let runs = until("ten runs have counted", || async {
         let runs = stack.runs(job).await;
-        let successes = runs.iter().filter(|r| r["status"] == "success").count();
+        let successes = runs
+            .iter()
+            .filter(|r| r.status == RunStatus::Success)
+            .count();
         (successes >= 10 && runs.iter().all(ended)).then_some(runs)
     })
     .await;
-    let successes = runs.iter().filter(|r| r["status"] == "success").count();
+    let successes = runs
+        .iter()
+        .filter(|r| r.status == RunStatus::Success)
+        .count();
     let conflicts = runs
         .iter()
-        .filter(|r| r["outcome"] == "state_conflict")
+        .filter(|r| r.outcome.as_deref() == Some("state_conflict"))
         .count();
     let executors: std::collections::HashSet<&str> =
-        runs.iter().filter_map(|r| r["executor"].as_str()).collect();
+        runs.iter().filter_map(|r| r.executor.as_deref()).collect();
     assert_eq!(executors.len(), 2, "both executors ran the job");
     let (_, state) = stack
         .call(Method::GET, &format!("/api/v1/jobs/{job}/state"), None)
@@ -556,7 +568,7 @@ async fn killing_a_job_stops_its_runs_queued_runs_and_pending_retries() {
     until("both are at the executor", || async {
         let runs = stack.runs(sleeper).await;
         runs.iter()
-            .all(|r| r["status"] == "dispatched")
+            .all(|r| r.status == RunStatus::Dispatched)
             .then_some(())
     })
     .await;
@@ -568,12 +580,12 @@ async fn killing_a_job_stops_its_runs_queued_runs_and_pending_retries() {
         )
         .await;
     let failed = stack.trigger(panicker, json!({})).await;
-    assert_eq!(stack.ended(failed).await["status"], "failed");
+    assert_eq!(stack.ended(failed).await.status, RunStatus::Failed);
     let retry = until("a retry waits ten minutes ahead", || async {
         let runs = stack.runs(panicker).await;
         runs.iter()
-            .find(|r| r["kind"] == "retry" && r["status"] == "pending")
-            .map(|r| r["id"].as_i64().unwrap())
+            .find(|r| r.kind == TriggerKind::Retry && r.status == RunStatus::Pending)
+            .map(|r| r.id)
     })
     .await;
 
@@ -582,21 +594,21 @@ async fn killing_a_job_stops_its_runs_queued_runs_and_pending_retries() {
     for run in [first, second] {
         let run = stack.ended(run).await;
         assert_eq!(
-            (&run["outcome"], &run["alarm_status"]),
-            (&json!("killed"), &json!("none")),
-            "{run}"
+            (run.outcome.as_deref(), run.alarm_status),
+            (Some("killed"), AlarmState::None),
+            "{run:?}"
         );
     }
     let said = stack.cli(&["kill", "--job", &panicker.to_string()]);
     assert!(said.contains("1 waiting runs cancelled"), "{said}");
-    assert_eq!(stack.run(retry).await["status"], "cancelled");
+    assert_eq!(stack.run(retry).await.status, RunStatus::Cancelled);
     // Killed runs are not retried.
     assert!(
         stack
             .runs(sleeper)
             .await
             .iter()
-            .all(|r| r["kind"] != "retry"),
+            .all(|r| r.kind != TriggerKind::Retry),
         "{:?}",
         stack.runs(sleeper).await
     );
@@ -611,27 +623,21 @@ async fn runs_say_who_started_them_and_jobs_may_ask_for_fresh_instances() {
         .await;
     // Through the API: `api`; through the CLI, by a person: `manual`.
     let by_api = stack.trigger(warm, json!({})).await;
-    assert_eq!(stack.ended(by_api).await["kind"], "api");
+    assert_eq!(stack.ended(by_api).await.kind, TriggerKind::Api);
     let said = stack.cli(&["job", "trigger", &warm.to_string()]);
-    let by_person: i64 = said.trim().strip_prefix("run ").unwrap().parse().unwrap();
+    let by_person: RunId = said.trim().strip_prefix("run ").unwrap().parse().unwrap();
     let run = stack.ended(by_person).await;
-    assert_eq!(run["kind"], "manual");
+    assert_eq!(run.kind, TriggerKind::Manual);
     assert!(
-        run["message"]
-            .as_str()
-            .unwrap()
-            .ends_with("instance_runs=2"),
-        "a warm instance served both: {run}"
+        run.message.as_deref().unwrap().ends_with("instance_runs=2"),
+        "a warm instance served both: {run:?}"
     );
     for _ in 0..2 {
         let run = stack.trigger(fresh, json!({})).await;
         let run = stack.ended(run).await;
         assert!(
-            run["message"]
-                .as_str()
-                .unwrap()
-                .ends_with("instance_runs=1"),
-            "a new instance for every run: {run}"
+            run.message.as_deref().unwrap().ends_with("instance_runs=1"),
+            "a new instance for every run: {run:?}"
         );
     }
 }

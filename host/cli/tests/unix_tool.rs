@@ -8,6 +8,7 @@ mod support;
 use std::io::Read as _;
 use std::process::{Command, Stdio};
 
+use cronbox_api::{Client, JobSpec, TriggerRequest};
 use support::cronbox_listening;
 
 const TOKEN: &str = "api-token";
@@ -46,39 +47,13 @@ async fn a_listing_cut_short_by_its_reader_ends_quietly() {
         "listening on ",
     );
     // 300 runs of a job without an executor: each ends at once, refused.
-    let http = reqwest::Client::new();
-    let digest = http
-        .post(format!("{url}/api/v1/modules"))
-        .bearer_auth(TOKEN)
-        .body(cronbox_example_jobs::bytes("hello"))
-        .send()
-        .await
-        .unwrap()
-        .json::<serde_json::Value>()
-        .await
-        .unwrap()["digest"]
-        .clone();
-    let job = http
-        .post(format!("{url}/api/v1/jobs"))
-        .bearer_auth(TOKEN)
-        .json(&serde_json::json!({ "name": "many", "module_digest": digest }))
-        .send()
-        .await
-        .unwrap()
-        .json::<serde_json::Value>()
-        .await
-        .unwrap()["id"]
-        .as_i64()
-        .unwrap();
+    let api = Client::new(&url, TOKEN);
+    let uploaded = api.upload(cronbox_example_jobs::bytes("hello"), None, &[]);
+    let digest = uploaded.await.unwrap().digest;
+    let spec = JobSpec::of_digest("many", &digest);
+    let job = api.create_job(&spec).await.unwrap().id;
     for _ in 0..300 {
-        let status = http
-            .post(format!("{url}/api/v1/jobs/{job}/trigger"))
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .unwrap()
-            .status();
-        assert_eq!(status, 202);
+        api.trigger(job, &TriggerRequest::default()).await.unwrap();
     }
 
     for format in [&["--json"][..], &[][..]] {

@@ -11,7 +11,9 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use cronbox_api::{Client, JobId, JobQuery, Run, RunStatus, TriggerKind};
+use cronbox_tests::AdminClient;
+use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -83,86 +85,30 @@ fn terminate(child: &mut Child) {
     assert!(exit.success(), "cronbox up exited with {exit:?}");
 }
 
-struct Api {
-    base: String,
-    token: String,
-    http: reqwest::Client,
+/// The demo jobs by name: (name, id, enabled).
+async fn jobs(api: &Client) -> Vec<(String, JobId, bool)> {
+    let mut jobs: Vec<(String, JobId, bool)> = api
+        .jobs(&JobQuery::default())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|job| (job.name, job.id, job.enabled))
+        .collect();
+    jobs.sort();
+    jobs
 }
 
-impl Api {
-    async fn get(&self, path: &str) -> Value {
-        let response = self
-            .http
-            .get(format!("{}{path}", self.base))
-            .bearer_auth(&self.token)
-            .send()
-            .await
-            .unwrap();
-        assert!(response.status().is_success(), "GET {path}");
-        response.json().await.unwrap()
-    }
-
-    async fn trigger(&self, job: i64) -> i64 {
-        let response = self
-            .http
-            .post(format!("{}/api/v1/jobs/{job}/trigger", self.base))
-            .bearer_auth(&self.token)
-            .json(&serde_json::json!({}))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 202);
-        response.json::<Value>().await.unwrap()["run_id"]
-            .as_i64()
-            .unwrap()
-    }
-
-    async fn ended(&self, run: i64) -> Value {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let run = self.get(&format!("/api/v1/runs/{run}")).await;
-            if run["status"] == "success" || run["status"] == "failed" {
-                return run;
-            }
-            assert!(Instant::now() < deadline, "run never ended: {run}");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
-    /// Jobs by name: (name, id, enabled).
-    async fn jobs(&self) -> Vec<(String, i64, bool)> {
-        let mut jobs: Vec<(String, i64, bool)> = self
-            .get("/api/v1/jobs")
-            .await
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|job| {
-                (
-                    job["name"].as_str().unwrap().to_owned(),
-                    job["id"].as_i64().unwrap(),
-                    job["enabled"].as_bool().unwrap(),
-                )
-            })
-            .collect();
-        jobs.sort();
-        jobs
-    }
-
-    /// Successful scheduled runs of `job`.
-    async fn scheduled_successes(&self, job: i64) -> usize {
-        self.get(&format!("/api/v1/jobs/{job}/runs"))
-            .await
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|run| run["kind"] == "schedule" && run["status"] == "success")
-            .count()
-    }
+/// Successful scheduled runs of `job`.
+async fn scheduled_successes(api: &AdminClient, job: JobId) -> usize {
+    api.runs(job)
+        .await
+        .iter()
+        .filter(|run| run.kind == TriggerKind::Schedule && run.status == RunStatus::Success)
+        .count()
 }
 
-fn count_of(run: &Value) -> u64 {
-    let message = run["message"].as_str().unwrap();
+fn count_of(run: &Run) -> u64 {
+    let message = run.message.as_deref().unwrap_or_default();
     message
         .strip_prefix("count=")
         .and_then(|rest| rest.split_whitespace().next())
@@ -182,13 +128,9 @@ async fn up_runs_the_demo_jobs_and_a_restart_carries_on() {
     let token = std::fs::read_to_string(data.path().join("api-token")).unwrap();
     assert!(token.len() >= 32, "a generated token: {token:?}");
     assert!(printed.contains("api-token"), "{printed}");
-    let api = Api {
-        base: format!("http://{bind}"),
-        token: token.trim().to_owned(),
-        http: reqwest::Client::new(),
-    };
+    let api = AdminClient::new(format!("http://{bind}"), token.trim());
 
-    let jobs = api.jobs().await;
+    let jobs = jobs(&api.api).await;
     let names: Vec<&str> = jobs.iter().map(|(name, _, _)| name.as_str()).collect();
     assert_eq!(names, ["counter", "hello", "sharded"]);
     assert!(jobs.iter().all(|(_, _, enabled)| *enabled), "{jobs:?}");
@@ -196,27 +138,31 @@ async fn up_runs_the_demo_jobs_and_a_restart_carries_on() {
 
     // hello fires every 5 s: its runs show up through the API.
     let deadline = Instant::now() + Duration::from_secs(15);
-    while api.scheduled_successes(id("hello")).await == 0 {
+    while scheduled_successes(&api, id("hello")).await == 0 {
         assert!(Instant::now() < deadline, "hello never ran on schedule");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let run = api.trigger(id("counter")).await;
+    let run = api.trigger(id("counter"), json!({})).await;
     let before = count_of(&api.ended(run).await);
 
     terminate(&mut first);
     let (mut second, printed, _) = up(data.path(), Some(at));
     assert!(printed.contains("cronbox is up"), "{printed}");
-    assert_eq!(api.jobs().await, jobs, "the same jobs, none added twice");
-    let run = api.trigger(id("counter")).await;
+    assert_eq!(
+        self::jobs(&api.api).await,
+        jobs,
+        "the same jobs, none added twice"
+    );
+    let run = api.trigger(id("counter"), json!({})).await;
     let after = api.ended(run).await;
     assert_eq!(
         count_of(&after),
         before + 1,
-        "the counter's durable state survived the restart: {after}"
+        "the counter's durable state survived the restart: {after:?}"
     );
-    let hello_runs = api.scheduled_successes(id("hello")).await;
+    let hello_runs = scheduled_successes(&api, id("hello")).await;
     let deadline = Instant::now() + Duration::from_secs(15);
-    while api.scheduled_successes(id("hello")).await == hello_runs {
+    while scheduled_successes(&api, id("hello")).await == hello_runs {
         assert!(
             Instant::now() < deadline,
             "hello stopped firing after the restart"
