@@ -826,11 +826,62 @@ async fn alarm_status(stack: &Stack, run: i64) -> Value {
     }
 }
 
+/// An admin whose alarms may reach this machine's loopback, where the
+/// tests' webhook receivers listen.
+fn loopback_alarms() -> SchedulerConfig {
+    SchedulerConfig {
+        alarm_nets: "127.0.0.1/32".parse().unwrap(),
+        ..SchedulerConfig::default()
+    }
+}
+
+/// By default an alarm webhook may only point at the public internet: a
+/// tenant's URL on loopback (the admin's own network), or the cloud
+/// metadata address, is never called, and the alarm fails with a message
+/// that does not say what is there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_alarm_webhook_on_a_private_address_is_never_called() {
+    let stack = stack(SchedulerConfig::default()).await;
+    let receiver = WebhookReceiver::start(200).await;
+    let named = receiver.url().replace("127.0.0.1", "localhost");
+    let mut failed = Vec::new();
+    for (name, url) in [
+        ("loopback", receiver.url()),
+        ("by-name", named),
+        (
+            "mapped",
+            receiver.url().replace("127.0.0.1", "[::ffff:127.0.0.1]"),
+        ),
+        (
+            "metadata",
+            "http://169.254.169.254/latest/meta-data/".to_owned(),
+        ),
+    ] {
+        let job = stack
+            .job(name, "fuel-burner", json!({ "alarm_url": url }))
+            .await;
+        failed.push(stack.run_to_end(job, "not-a-number").await.id.0);
+    }
+    for run in failed {
+        let settled = alarm_status(&stack, run).await;
+        assert_eq!(settled["alarm_status"], "failed", "{settled}");
+        assert!(
+            settled["alarm_message"]
+                .as_str()
+                .unwrap()
+                .contains("not one the admin may call"),
+            "{settled}"
+        );
+    }
+    assert!(receiver.bodies().is_empty(), "nothing reached loopback");
+    stack.shutdown().await;
+}
+
 /// A webhook that redirects is not followed: the alarm fails, and nothing
 /// reaches where the redirect pointed (a tenant cannot steer the admin).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_alarm_webhook_redirect_is_not_followed() {
-    let stack = stack(SchedulerConfig::default()).await;
+    let stack = stack(loopback_alarms()).await;
     let target = WebhookReceiver::start(200).await;
     let redirector = WebhookReceiver::redirecting_to(&target.url()).await;
     let job = stack
@@ -857,7 +908,7 @@ async fn an_alarm_webhook_redirect_is_not_followed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_run_alarms_its_webhook_once_and_records_how_it_went() {
-    let stack = stack(SchedulerConfig::default()).await;
+    let stack = stack(loopback_alarms()).await;
     let receiver = WebhookReceiver::start(200).await;
     let refusing = WebhookReceiver::start(500).await;
     let watched = stack
@@ -941,7 +992,7 @@ async fn two_admins_on_one_database_send_each_alarm_once() {
                 database: Database::Url(url.clone()),
                 api_token: API.into(),
                 executor_token: EXEC.into(),
-                scheduler: SchedulerConfig::default(),
+                scheduler: loopback_alarms(),
                 max_request_bytes: 16 << 20,
             })
             .await

@@ -10,6 +10,14 @@
 //! (its admin died mid-send) goes back to `due`: an alarm is sent at least
 //! once, and exactly once unless an admin dies while sending it.
 //!
+//! The webhook's URL is the tenant's, so the admin calls it only where the
+//! operator allows: its host is resolved once, the address checked against
+//! the admin's [`NetPolicy`] (no loopback, private, link-local or metadata
+//! address unless the operator allowed that network), and the connection
+//! made to that very address, with no proxy and no redirect followed. A
+//! refusal fails the alarm with a generic message; the detail goes to the
+//! operator's log.
+//!
 //! The body (POST, `content-type: application/json`):
 //!
 //! ```json
@@ -23,6 +31,8 @@
 
 use std::sync::Arc;
 use std::time::Duration;
+
+use cronbox_net_policy::NetPolicy;
 
 use crate::clock::Clock;
 use crate::metrics::Metrics;
@@ -38,17 +48,18 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(500);
 /// A claim older than this is taken back.
 const STALE_CLAIM: Duration = Duration::from_secs(300);
 
-/// Sends due alarms until `stop`.
-pub(crate) async fn run(store: Store, metrics: Arc<Metrics>, clock: Arc<dyn Clock>, tasks: Tasks) {
+/// Sends due alarms until `stop`, to the addresses `nets` allows.
+pub(crate) async fn run(
+    store: Store,
+    metrics: Arc<Metrics>,
+    clock: Arc<dyn Clock>,
+    nets: NetPolicy,
+    tasks: Tasks,
+) {
     let stop = tasks.stopping();
-    // No redirects: a tenant's webhook must not steer the admin elsewhere.
-    let http = reqwest::Client::builder()
-        .timeout(TIMEOUT)
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap_or_default();
+    let nets = Arc::new(nets);
     loop {
-        if let Err(error) = pass(&store, &http, &metrics, clock.as_ref(), &tasks).await {
+        if let Err(error) = pass(&store, &nets, &metrics, clock.as_ref(), &tasks).await {
             tracing::warn!(%error, "alarm pass failed; trying again");
         }
         tokio::select! {
@@ -60,7 +71,7 @@ pub(crate) async fn run(store: Store, metrics: Arc<Metrics>, clock: Arc<dyn Cloc
 
 async fn pass(
     store: &Store,
-    http: &reqwest::Client,
+    nets: &Arc<NetPolicy>,
     metrics: &Arc<Metrics>,
     clock: &dyn Clock,
     tasks: &Tasks,
@@ -78,10 +89,10 @@ async fn pass(
             continue; // another admin has it
         }
         let store = store.clone();
-        let http = http.clone();
+        let nets = nets.clone();
         let metrics = metrics.clone();
         tasks.spawn(async move {
-            let (status, message) = match send(&http, &url, &body(&run, &job_name)).await {
+            let (status, message) = match send(&nets, &url, &body(&run, &job_name)).await {
                 Ok(()) => {
                     metrics.alarms_sent.inc();
                     (AlarmState::Sent, String::new())
@@ -123,8 +134,43 @@ fn body(run: &RunRow, job_name: &str) -> serde_json::Value {
     })
 }
 
+/// A client that reaches `url`'s host only at an address `nets` allows,
+/// resolved once here; no proxy, no redirects (a tenant's webhook must not
+/// steer the admin elsewhere).
+async fn client_for(nets: &NetPolicy, url: &str) -> Result<reqwest::Client, String> {
+    let parsed = reqwest::Url::parse(url).map_err(|error| format!("{url}: {error}"))?;
+    let host = parsed
+        .host_str()
+        .ok_or_else(|| format!("{url} has no host"))?;
+    let port = parsed
+        .port_or_known_default()
+        .ok_or_else(|| format!("{url} has no port"))?;
+    let address = nets
+        .resolve(host, port)
+        .await
+        .map_err(|denied| format!("{url}: {denied}"))?;
+    reqwest::Client::builder()
+        .timeout(TIMEOUT)
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .resolve(host, address)
+        .build()
+        .map_err(|error| format!("{url}: {error}"))
+}
+
 /// POSTs `body`, retrying; the last error if no attempt got a 2xx.
-async fn send(http: &reqwest::Client, url: &str, body: &serde_json::Value) -> Result<(), String> {
+async fn send(nets: &NetPolicy, url: &str, body: &serde_json::Value) -> Result<(), String> {
+    let http = match client_for(nets, url).await {
+        Ok(http) => http,
+        Err(refused) => {
+            tracing::warn!(%url, refused, "alarm webhook address refused");
+            return Err(
+                "not delivered: the webhook's address is not one the admin may call (the \
+                 admin's log has the detail)"
+                    .to_owned(),
+            );
+        }
+    };
     let mut backoff = FIRST_BACKOFF;
     let mut last_error = String::new();
     for attempt in 1..=ATTEMPTS {

@@ -141,6 +141,7 @@ pub async fn start(config: AdminConfig) -> Result<RunningAdmin, AdminError> {
         scheduler.store().clone(),
         scheduler.metrics().clone(),
         scheduler.config().clock.clone(),
+        scheduler.config().alarm_nets.clone(),
         tasks.clone(),
     ));
     tasks.spawn_loop(scheduler.run());

@@ -56,6 +56,11 @@ pub struct AdminArgs {
     /// that admins whose clocks disagree still fire each run once.
     #[arg(long, hide = true, default_value = "0s", allow_hyphen_values = true, value_parser = parse_offset)]
     clock_offset: i64,
+    /// Networks a tenant's alarm webhook may reach beyond the public
+    /// internet, comma-separated (`127.0.0.1/32,10.0.0.0/8`). Loopback,
+    /// private, link-local and metadata addresses are refused otherwise.
+    #[arg(long, env = "CRONBOX_ADMIN_ALARM_ALLOW_NETS", default_value = "")]
+    alarm_allow_nets: cronbox_net_policy::NetPolicy,
     /// Largest module upload.
     #[arg(long, env = "CRONBOX_ADMIN_MAX_MODULE_SIZE", default_value = "64MiB")]
     max_module_size: bytesize::ByteSize,
@@ -93,6 +98,7 @@ pub fn main(args: AdminArgs) -> anyhow::Result<ExitCode> {
             clock: std::sync::Arc::new(cronbox_admin::clock::SystemClock::with_offset(
                 args.clock_offset,
             )),
+            alarm_nets: args.alarm_allow_nets,
             ..SchedulerConfig::default()
         },
         max_request_bytes: usize::try_from(args.max_module_size.as_u64()).unwrap_or(usize::MAX),

@@ -48,6 +48,11 @@ pub struct UpArgs {
     /// Deploy no demo jobs.
     #[arg(long)]
     no_demo: bool,
+    /// Networks a tenant's alarm webhook may reach beyond the public
+    /// internet, comma-separated (`127.0.0.1/32,10.0.0.0/8`). Loopback,
+    /// private, link-local and metadata addresses are refused otherwise.
+    #[arg(long, env = "CRONBOX_ADMIN_ALARM_ALLOW_NETS", default_value = "")]
+    alarm_allow_nets: cronbox_net_policy::NetPolicy,
 }
 
 /// A demo job: (name, built-in component, schedule, route, parameter, what
@@ -111,7 +116,10 @@ pub fn main(args: UpArgs) -> anyhow::Result<ExitCode> {
             database: Database::Sqlite(args.data_dir.join("admin")),
             api_token: api_token.clone(),
             executor_token: executor_token.clone(),
-            scheduler: SchedulerConfig::default(),
+            scheduler: SchedulerConfig {
+                alarm_nets: args.alarm_allow_nets,
+                ..SchedulerConfig::default()
+            },
             max_request_bytes: 64 << 20,
         })
         .await?;

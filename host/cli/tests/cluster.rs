@@ -108,6 +108,9 @@ impl Cluster {
             API,
             "--executor-token",
             EXEC,
+            // The alarm receivers of these tests listen on loopback.
+            "--alarm-allow-nets",
+            "127.0.0.1/32",
         ]
         .iter()
         .map(|arg| arg.to_string())

@@ -62,6 +62,9 @@ impl Stack {
                 EXEC_TOKEN,
                 "--data-dir",
                 admin_dir.to_str().unwrap(),
+                // The alarm receivers of these tests listen on loopback.
+                "--alarm-allow-nets",
+                "127.0.0.1/32",
             ],
             "listening on ",
         );

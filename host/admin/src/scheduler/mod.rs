@@ -78,6 +78,9 @@ pub struct SchedulerConfig {
     pub housekeeping_interval: Duration,
     /// The time every scheduling decision reads, and its timers wait on.
     pub clock: Arc<dyn Clock>,
+    /// Where tenants' alarm webhooks may point: the public internet, and
+    /// the networks the operator allows.
+    pub alarm_nets: cronbox_net_policy::NetPolicy,
 }
 
 impl Default for SchedulerConfig {
@@ -93,6 +96,7 @@ impl Default for SchedulerConfig {
             run_retention: Duration::from_secs(30 * 24 * 3600),
             housekeeping_interval: Duration::from_secs(60),
             clock: Arc::new(SystemClock::default()),
+            alarm_nets: cronbox_net_policy::NetPolicy::public_only(),
         }
     }
 }
