@@ -83,7 +83,7 @@ pub struct RunLimits {
     /// Fuel budget (a deterministic measure of executed instructions);
     /// `None` for no budget.
     pub fuel: Option<u64>,
-    /// Largest linear memory of the instance, in bytes.
+    /// Memory of the instance: all its linear memories together, in bytes.
     pub memory_bytes: u64,
     /// Largest table of the instance, in elements.
     pub table_elements: u32,

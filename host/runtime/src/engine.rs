@@ -10,6 +10,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
+use crate::host::{MAX_CORE_INSTANCES, MAX_MEMORIES, MAX_TABLES};
+
 use crate::cache::ArtifactCache;
 use crate::config::RuntimeConfig;
 use crate::host::{HostState, Job};
@@ -119,10 +121,16 @@ impl Runtime {
 fn build_engine(config: &RuntimeConfig) -> Result<Engine, RuntimeError> {
     let slots = config.max_instances.max(1);
     let mut pool = PoolingAllocationConfig::default();
+    // Each slot holds one component's share, and no component may take
+    // more (the store's limiter says the same): one tenant's component
+    // cannot exhaust what another's instantiation needs.
     pool.total_component_instances(slots)
-        .total_core_instances(slots * 8)
-        .total_memories(slots * 2)
-        .total_tables(slots * 4)
+        .total_core_instances(slots * MAX_CORE_INSTANCES as u32)
+        .total_memories(slots * MAX_MEMORIES as u32)
+        .total_tables(slots * MAX_TABLES as u32)
+        .max_core_instances_per_component(MAX_CORE_INSTANCES as u32)
+        .max_memories_per_component(MAX_MEMORIES as u32)
+        .max_tables_per_component(MAX_TABLES as u32)
         .total_stacks(slots)
         .max_memory_size(usize::try_from(config.memory_ceiling_bytes).unwrap_or(usize::MAX));
 

@@ -217,25 +217,38 @@ impl StateView {
 
 /// Per-store resource limits, which also remember whether a memory growth
 /// was refused (to tell a memory-limit death from any other trap) and the
-/// largest linear memory seen.
+/// most memory the instance held.
+///
+/// The memory limit is the instance's, not a linear memory's: a component
+/// made of several core instances, each with its own memory, gets the
+/// limit once for all of them together.
 pub(crate) struct JobLimiter {
     memory_bytes: usize,
     table_elements: usize,
+    /// The bytes of every linear memory of this store together.
+    memory_in_use: usize,
+    /// The growth approved last, taken back if the memory then fails to
+    /// grow.
+    last_growth: usize,
     pub(crate) memory_refused: bool,
     pub(crate) peak_memory_bytes: usize,
 }
 
-/// Core instances, tables and memories one job component may create: a
-/// Rust `wasm32-wasip2` component uses about 3, 2 and 1.
-const MAX_CORE_INSTANCES: usize = 32;
-const MAX_TABLES: usize = 16;
-const MAX_MEMORIES: usize = 4;
+/// Core instances, memories and tables one job component may create: its
+/// share of the pooling allocator (the pool holds this many per instance
+/// slot, so that no component can take another's). A Rust `wasm32-wasip2`
+/// component uses about 3, 1 and 2.
+pub(crate) const MAX_CORE_INSTANCES: usize = 8;
+pub(crate) const MAX_MEMORIES: usize = 2;
+pub(crate) const MAX_TABLES: usize = 4;
 
 impl JobLimiter {
     fn new(limits: &RunLimits) -> Self {
         let mut limiter = JobLimiter {
             memory_bytes: 0,
             table_elements: 0,
+            memory_in_use: 0,
+            last_growth: 0,
             memory_refused: false,
             peak_memory_bytes: 0,
         };
@@ -253,16 +266,26 @@ impl JobLimiter {
 impl ResourceLimiter for JobLimiter {
     fn memory_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
         maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        if desired > self.memory_bytes || maximum.is_some_and(|max| desired > max) {
+        let growth = desired.saturating_sub(current);
+        let total = self.memory_in_use.saturating_add(growth);
+        if total > self.memory_bytes || maximum.is_some_and(|max| desired > max) {
             self.memory_refused = true;
             return Ok(false);
         }
-        self.peak_memory_bytes = self.peak_memory_bytes.max(desired);
+        self.memory_in_use = total;
+        self.last_growth = growth;
+        self.peak_memory_bytes = self.peak_memory_bytes.max(total);
         Ok(true)
+    }
+
+    fn memory_grow_failed(&mut self, _error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.memory_in_use = self.memory_in_use.saturating_sub(self.last_growth);
+        self.last_growth = 0;
+        Ok(())
     }
 
     fn table_growing(
@@ -290,6 +313,32 @@ impl ResourceLimiter for JobLimiter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_memory_limit_holds_for_all_of_an_instances_memories_together() {
+        const MIB: usize = 1 << 20;
+        let limits = RunLimits {
+            memory_bytes: 64 << 20,
+            ..RunLimits::default()
+        };
+        let mut limiter = JobLimiter::new(&limits);
+        // Two memories (two core instances), each created then grown.
+        assert!(limiter.memory_growing(0, 40 * MIB, None).unwrap());
+        assert!(limiter.memory_growing(0, 20 * MIB, None).unwrap());
+        assert!(!limiter.memory_refused);
+        // Growing the second by 8 MiB would make 68 MiB together.
+        assert!(!limiter.memory_growing(20 * MIB, 28 * MIB, None).unwrap());
+        assert!(limiter.memory_refused);
+        assert!(limiter.memory_growing(20 * MIB, 24 * MIB, None).unwrap());
+        assert_eq!(limiter.peak_memory_bytes, 64 * MIB);
+        // A growth approved but failed in the allocator is given back.
+        let mut limiter = JobLimiter::new(&limits);
+        assert!(limiter.memory_growing(0, 60 * MIB, None).unwrap());
+        limiter
+            .memory_grow_failed(wasmtime::Error::msg("pool exhausted"))
+            .unwrap();
+        assert!(limiter.memory_growing(0, 60 * MIB, None).unwrap());
+    }
 
     fn view(pairs: &[(&str, &str)], limits: StateLimits) -> StateView {
         let snapshot = pairs
