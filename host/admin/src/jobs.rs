@@ -156,8 +156,10 @@ pub fn validate(spec: &JobSpec, tenant: &str) -> Result<(JobRow, Schedule), Inva
     if spec.fuel.is_some_and(|fuel| fuel <= 0) {
         return Err(invalid("fuel", "must be positive when given"));
     }
-    if !((1 << 20)..=(16_i64 << 30)).contains(&spec.memory_bytes) {
-        return Err(invalid("memory_bytes", "must be between 1 MiB and 16 GiB"));
+    // 4 GiB is all a 32-bit memory can address; an executor clamps a
+    // run's limit further to its own ceiling.
+    if !((1 << 20)..=(4_i64 << 30)).contains(&spec.memory_bytes) {
+        return Err(invalid("memory_bytes", "must be between 1 MiB and 4 GiB"));
     }
     if !(0..=100).contains(&spec.retry_count) {
         return Err(invalid("retry_count", "must be between 0 and 100"));

@@ -60,9 +60,13 @@ pub struct ExecutorArgs {
     /// Instances (warm or running) alive at once; more wait for a slot.
     #[arg(long, env = "CRONBOX_EXECUTOR_MAX_INSTANCES", default_value_t = 64)]
     max_instances: u32,
-    /// Largest linear memory any run may be given.
+    /// Largest memory any run may be given.
     #[arg(long, env = "CRONBOX_EXECUTOR_MEMORY_CEILING", default_value = "1GiB")]
     memory_ceiling: bytesize::ByteSize,
+    /// Memory all live instances may be given together: each reserves its
+    /// job's memory limit while it lives; more wait.
+    #[arg(long, env = "CRONBOX_EXECUTOR_MEMORY_BUDGET", default_value = "4GiB")]
+    memory_budget: bytesize::ByteSize,
 }
 
 pub fn main(args: ExecutorArgs) -> anyhow::Result<ExitCode> {
@@ -78,6 +82,7 @@ pub fn main(args: ExecutorArgs) -> anyhow::Result<ExitCode> {
     config.runtime = RuntimeConfig {
         max_instances: args.max_instances,
         memory_ceiling_bytes: args.memory_ceiling.as_u64(),
+        memory_budget_bytes: args.memory_budget.as_u64(),
         ..RuntimeConfig::default()
     };
     let threads = tokio::runtime::Builder::new_multi_thread()

@@ -573,6 +573,11 @@ async fn bad_input_is_refused_with_the_field_named_and_nothing_stored() {
             "at most 2048",
         ),
         (json!({ "group": "g".repeat(200) }), "group", "1 to 128"),
+        (
+            json!({ "memory_bytes": 8_i64 << 30 }),
+            "memory_bytes",
+            "1 MiB and 4 GiB",
+        ),
     ];
     for (overrides, field, message) in cases {
         let mut spec = json!({ "name": "bad", "module_digest": hello });

@@ -13,6 +13,12 @@ pub struct RuntimeConfig {
     /// The largest linear memory any run may be given; a run's own
     /// [`RunLimits::memory_bytes`] is clamped to it.
     pub memory_ceiling_bytes: u64,
+    /// The memory every live instance (warm or running) may be given
+    /// together: an instance reserves its run's memory limit from it for
+    /// as long as it lives, and waits (like a full pool) when it does not
+    /// fit; a limit larger than the whole budget is refused. Rounded up to
+    /// whole MiB.
+    pub memory_budget_bytes: u64,
     /// Interval of the epoch ticker: the latency of timeouts and kills.
     pub epoch_tick: Duration,
     /// Where compiled artifacts are cached; `None` disables the disk cache.
@@ -41,6 +47,8 @@ impl Default for RuntimeConfig {
         RuntimeConfig {
             max_instances: 64,
             memory_ceiling_bytes: 1 << 30,
+            // The default pool (64 slots) at the default limit (64 MiB).
+            memory_budget_bytes: 4 << 30,
             epoch_tick: Duration::from_millis(2),
             cache_dir: None,
             cache_key_file: None,

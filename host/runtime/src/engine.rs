@@ -56,6 +56,8 @@ pub(crate) struct RuntimeInner {
     pub(crate) config: RuntimeConfig,
     pub(crate) cache: ArtifactCache,
     instance_slots: Arc<Semaphore>,
+    /// The memory budget in MiB (one permit each).
+    memory_budget: Arc<Semaphore>,
     ticker: EpochTicker,
 }
 
@@ -87,6 +89,7 @@ impl Runtime {
         Ok(Runtime {
             inner: Arc::new(RuntimeInner {
                 instance_slots: Arc::new(Semaphore::new(config.max_instances as usize)),
+                memory_budget: Arc::new(Semaphore::new(mebibytes(config.memory_budget_bytes))),
                 engine,
                 linker,
                 config,
@@ -106,6 +109,35 @@ impl Runtime {
         self.inner.instance_slots.available_permits()
     }
 
+    /// Memory of the budget not reserved by a live instance, in bytes.
+    pub fn free_memory_budget_bytes(&self) -> u64 {
+        self.inner.memory_budget.available_permits() as u64 * MIB
+    }
+
+    /// Waits until `bytes` of the memory budget are free and reserves them
+    /// for an instance's life; refused when they could never be.
+    pub(crate) async fn reserve_memory(
+        &self,
+        bytes: u64,
+    ) -> Result<OwnedSemaphorePermit, MemoryOverBudget> {
+        let wanted = mebibytes(bytes);
+        let budget = mebibytes(self.inner.config.memory_budget_bytes);
+        let permits = u32::try_from(wanted)
+            .ok()
+            .filter(|_| wanted <= budget)
+            .ok_or(MemoryOverBudget {
+                limit_bytes: bytes,
+                budget_bytes: self.inner.config.memory_budget_bytes,
+            })?;
+        Ok(self
+            .inner
+            .memory_budget
+            .clone()
+            .acquire_many_owned(permits)
+            .await
+            .expect("the memory budget is never closed"))
+    }
+
     /// Waits for a free instance slot: the back-pressure in front of the
     /// pooling allocator, which would otherwise fail when full.
     pub(crate) async fn instance_slot(&self) -> OwnedSemaphorePermit {
@@ -116,6 +148,21 @@ impl Runtime {
             .await
             .expect("the instance semaphore is never closed")
     }
+}
+
+const MIB: u64 = 1 << 20;
+
+/// Bytes as whole MiB, rounded up (the memory budget's unit).
+fn mebibytes(bytes: u64) -> usize {
+    usize::try_from(bytes.div_ceil(MIB)).unwrap_or(usize::MAX)
+}
+
+/// A run's memory limit that the executor's whole memory budget could
+/// never hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct MemoryOverBudget {
+    pub(crate) limit_bytes: u64,
+    pub(crate) budget_bytes: u64,
 }
 
 fn build_engine(config: &RuntimeConfig) -> Result<Engine, RuntimeError> {

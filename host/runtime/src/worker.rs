@@ -40,12 +40,17 @@ impl std::fmt::Debug for JobWorker {
     }
 }
 
-/// An instance and the pool slot it occupies.
+/// An instance, the pool slot it occupies and the memory it reserved from
+/// the executor's budget.
 struct LiveInstance {
     store: Store<HostState>,
     bindings: Job,
     runs: u64,
     _slot: OwnedSemaphorePermit,
+    _memory: OwnedSemaphorePermit,
+    /// The memory limit reserved: a run asking for more needs a new
+    /// instance.
+    reserved_bytes: u64,
 }
 
 /// What a retired instance's `destroy` did.
@@ -169,7 +174,17 @@ impl JobWorker {
         deadline: Instant,
         report: &mut RunReport,
     ) -> Outcome {
-        let instance = match self.instance.take() {
+        let warm = match self.instance.take() {
+            // A raised memory limit needs a bigger reservation: a new
+            // instance (the old one is destroyed first, freeing its own).
+            Some(old) if old.reserved_bytes < limits.memory_bytes => {
+                let timeout = self.runtime.config().destroy_timeout;
+                destroy(old, RunHandle::new(), timeout).await;
+                None
+            }
+            warm => warm,
+        };
+        let instance = match warm {
             Some(mut instance) => {
                 instance.store.data_mut().begin_run(scope, limits);
                 instance
@@ -248,6 +263,25 @@ impl JobWorker {
             }
             slot = self.runtime.instance_slot() => slot,
         };
+        let memory = tokio::select! {
+            biased;
+            _ = handle.cancelled() => return Err(handle.stopped_outcome().unwrap_or(Outcome::Killed)),
+            _ = tokio::time::sleep_until(deadline.into()) => {
+                return Err(Outcome::Timeout { timeout_ms: limits.timeout.as_millis() as u64 })
+            }
+            reserved = self.runtime.reserve_memory(limits.memory_bytes) => match reserved {
+                Ok(memory) => memory,
+                Err(over) => {
+                    return Err(Outcome::Rejected {
+                        reason: format!(
+                            "the job's memory limit ({} bytes) is over this executor's memory \
+                             budget ({} bytes)",
+                            over.limit_bytes, over.budget_bytes
+                        ),
+                    })
+                }
+            },
+        };
         let mut store = self.new_store(scope, limits);
         // `init` gets whatever fuel the run's budget allows.
         self.arm_fuel(&mut store, limits);
@@ -262,6 +296,8 @@ impl JobWorker {
                 bindings,
                 runs: 0,
                 _slot: slot,
+                _memory: memory,
+                reserved_bytes: limits.memory_bytes,
             }),
             Raced::Done(Ok(Err(message))) => Err(Outcome::Failed {
                 message: format!("init failed: {message}"),

@@ -590,3 +590,65 @@ async fn fuel_budget_without_metering_is_rejected() {
     assert!(unmetered.outcome.is_success());
     assert_eq!(unmetered.fuel_consumed, None);
 }
+
+/// Live instances share the executor's memory budget: each reserves its
+/// memory limit while it lives; one that does not fit waits for another
+/// to go (a run that cannot wait times out), and a limit over the whole
+/// budget is refused at once.
+#[tokio::test]
+async fn instances_share_the_executors_memory_budget() {
+    const MIB: u64 = 1 << 20;
+    let runtime = Runtime::new(RuntimeConfig {
+        memory_budget_bytes: 100 * MIB,
+        ..RuntimeConfig::default()
+    })
+    .unwrap();
+    let limits = |memory_mib: u64, timeout_ms: u64| RunLimits {
+        memory_bytes: memory_mib * MIB,
+        timeout: Duration::from_millis(timeout_ms),
+        ..RunLimits::default()
+    };
+    let mut first = worker(&runtime, "hello").await;
+    let report = first
+        .run(with_limits("a", limits(64, 10_000)), &RunHandle::new())
+        .await;
+    assert!(report.outcome.is_success(), "{:?}", report.outcome);
+    assert_eq!(runtime.free_memory_budget_bytes(), 36 * MIB, "kept warm");
+
+    // 64 MiB more does not fit beside the warm instance.
+    let mut second = worker(&runtime, "hello").await;
+    let waited = second
+        .run(with_limits("b", limits(64, 100)), &RunHandle::new())
+        .await;
+    assert_eq!(waited.outcome, Outcome::Timeout { timeout_ms: 100 });
+    // 32 MiB does.
+    let small = second
+        .run(with_limits("b", limits(32, 10_000)), &RunHandle::new())
+        .await;
+    assert!(small.outcome.is_success(), "{:?}", small.outcome);
+    assert_eq!(runtime.free_memory_budget_bytes(), 4 * MIB);
+    // A raised limit on a warm instance needs a new, bigger reservation:
+    // it waits too.
+    let raised = second
+        .run(with_limits("b", limits(64, 100)), &RunHandle::new())
+        .await;
+    assert_eq!(raised.outcome, Outcome::Timeout { timeout_ms: 100 });
+
+    // Once the first instance is gone, 64 MiB fit.
+    first.retire().await;
+    assert_eq!(runtime.free_memory_budget_bytes(), 100 * MIB);
+    let report = second
+        .run(with_limits("b", limits(64, 10_000)), &RunHandle::new())
+        .await;
+    assert!(report.outcome.is_success(), "{:?}", report.outcome);
+
+    // More than the whole budget could never run here: refused, not queued.
+    let mut greedy = worker(&runtime, "hello").await;
+    let refused = greedy
+        .run(with_limits("c", limits(200, 10_000)), &RunHandle::new())
+        .await;
+    match refused.outcome {
+        Outcome::Rejected { reason } => assert!(reason.contains("memory budget"), "{reason}"),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
