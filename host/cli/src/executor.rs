@@ -64,9 +64,10 @@ pub struct ExecutorArgs {
     #[arg(long, env = "CRONBOX_EXECUTOR_MEMORY_CEILING", default_value = "1GiB")]
     memory_ceiling: bytesize::ByteSize,
     /// Memory all live instances may be given together: each reserves its
-    /// job's memory limit while it lives; more wait.
-    #[arg(long, env = "CRONBOX_EXECUTOR_MEMORY_BUDGET", default_value = "4GiB")]
-    memory_budget: bytesize::ByteSize,
+    /// job's memory limit while it lives; more wait (default: 64 MiB per
+    /// instance slot).
+    #[arg(long, env = "CRONBOX_EXECUTOR_MEMORY_BUDGET")]
+    memory_budget: Option<bytesize::ByteSize>,
 }
 
 pub fn main(args: ExecutorArgs) -> anyhow::Result<ExitCode> {
@@ -82,7 +83,7 @@ pub fn main(args: ExecutorArgs) -> anyhow::Result<ExitCode> {
     config.runtime = RuntimeConfig {
         max_instances: args.max_instances,
         memory_ceiling_bytes: args.memory_ceiling.as_u64(),
-        memory_budget_bytes: args.memory_budget.as_u64(),
+        memory_budget_bytes: args.memory_budget.map(|budget| budget.as_u64()),
         ..RuntimeConfig::default()
     };
     let threads = tokio::runtime::Builder::new_multi_thread()

@@ -45,7 +45,7 @@ pub struct RunArgs {
     /// Fuel budget (deterministic instruction count); unlimited when absent.
     #[arg(long)]
     fuel: Option<u64>,
-    /// Linear memory limit (e.g. 64MiB, 1GiB).
+    /// Memory limit of the instance (e.g. 64MiB, 1GiB).
     #[arg(long, default_value = "64MiB")]
     memory: bytesize::ByteSize,
     /// Cap on the run's log (stdout, stderr and log calls).
@@ -155,8 +155,10 @@ async fn run_once(
     args: &RunArgs,
     wasm: Vec<u8>,
 ) -> anyhow::Result<Result<RunReport, cronbox_runtime::LoadError>> {
+    // One run here: its memory limit is the whole budget.
     let runtime = Runtime::new(RuntimeConfig {
         max_instances: 2,
+        memory_budget_bytes: Some(args.memory.as_u64()),
         ..RuntimeConfig::default()
     })?;
     eprintln!("compiling the component ({} bytes)…", wasm.len());

@@ -17,8 +17,8 @@ pub struct RuntimeConfig {
     /// together: an instance reserves its run's memory limit from it for
     /// as long as it lives, and waits (like a full pool) when it does not
     /// fit; a limit larger than the whole budget is refused. Rounded up to
-    /// whole MiB.
-    pub memory_budget_bytes: u64,
+    /// whole MiB. `None`: [`DEFAULT_INSTANCE_MEMORY`] per instance slot.
+    pub memory_budget_bytes: Option<u64>,
     /// Interval of the epoch ticker: the latency of timeouts and kills.
     pub epoch_tick: Duration,
     /// Where compiled artifacts are cached; `None` disables the disk cache.
@@ -42,13 +42,24 @@ pub struct RuntimeConfig {
     pub state_limits: StateLimits,
 }
 
+/// The memory budget per instance slot when none is given: the default
+/// memory limit of a run.
+pub const DEFAULT_INSTANCE_MEMORY: u64 = 64 << 20;
+
+impl RuntimeConfig {
+    /// The memory budget in bytes (see [`RuntimeConfig::memory_budget_bytes`]).
+    pub fn memory_budget(&self) -> u64 {
+        self.memory_budget_bytes
+            .unwrap_or(u64::from(self.max_instances.max(1)) * DEFAULT_INSTANCE_MEMORY)
+    }
+}
+
 impl Default for RuntimeConfig {
     fn default() -> Self {
         RuntimeConfig {
             max_instances: 64,
             memory_ceiling_bytes: 1 << 30,
-            // The default pool (64 slots) at the default limit (64 MiB).
-            memory_budget_bytes: 4 << 30,
+            memory_budget_bytes: None,
             epoch_tick: Duration::from_millis(2),
             cache_dir: None,
             cache_key_file: None,

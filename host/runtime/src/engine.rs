@@ -89,7 +89,7 @@ impl Runtime {
         Ok(Runtime {
             inner: Arc::new(RuntimeInner {
                 instance_slots: Arc::new(Semaphore::new(config.max_instances as usize)),
-                memory_budget: Arc::new(Semaphore::new(mebibytes(config.memory_budget_bytes))),
+                memory_budget: Arc::new(Semaphore::new(mebibytes(config.memory_budget()))),
                 engine,
                 linker,
                 config,
@@ -121,13 +121,14 @@ impl Runtime {
         bytes: u64,
     ) -> Result<OwnedSemaphorePermit, MemoryOverBudget> {
         let wanted = mebibytes(bytes);
-        let budget = mebibytes(self.inner.config.memory_budget_bytes);
+        let budget_bytes = self.inner.config.memory_budget();
+        let budget = mebibytes(budget_bytes);
         let permits = u32::try_from(wanted)
             .ok()
             .filter(|_| wanted <= budget)
             .ok_or(MemoryOverBudget {
                 limit_bytes: bytes,
-                budget_bytes: self.inner.config.memory_budget_bytes,
+                budget_bytes,
             })?;
         Ok(self
             .inner

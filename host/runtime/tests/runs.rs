@@ -599,7 +599,7 @@ async fn fuel_budget_without_metering_is_rejected() {
 async fn instances_share_the_executors_memory_budget() {
     const MIB: u64 = 1 << 20;
     let runtime = Runtime::new(RuntimeConfig {
-        memory_budget_bytes: 100 * MIB,
+        memory_budget_bytes: Some(100 * MIB),
         ..RuntimeConfig::default()
     })
     .unwrap();
@@ -651,4 +651,11 @@ async fn instances_share_the_executors_memory_budget() {
         Outcome::Rejected { reason } => assert!(reason.contains("memory budget"), "{reason}"),
         other => panic!("expected a refusal, got {other:?}"),
     }
+    // Without a budget given, each instance slot brings the default limit.
+    let default = Runtime::new(RuntimeConfig {
+        max_instances: 3,
+        ..RuntimeConfig::default()
+    })
+    .unwrap();
+    assert_eq!(default.free_memory_budget_bytes(), 3 * 64 * MIB);
 }
