@@ -191,10 +191,22 @@ async fn log(
 }
 
 async fn metrics(State(state): State<Arc<ApiState>>) -> impl IntoResponse {
-    state
-        .metrics
-        .pool_free
-        .set(state.jobs.pool_free_slots() as i64);
+    let runtime = state.jobs.runtime();
+    let metrics = &state.metrics;
+    let scrape = metrics
+        .scrape
+        .lock()
+        .unwrap_or_else(|poison| poison.into_inner());
+    metrics.pool_free.set(runtime.free_instance_slots() as i64);
+    metrics.idle_instances.set(runtime.idle_instances() as i64);
+    metrics
+        .memory_budget_free
+        .set(i64::try_from(runtime.free_memory_budget_bytes()).unwrap_or(i64::MAX));
+    let evicted = runtime.instances_evicted();
+    metrics
+        .instances_evicted
+        .inc_by(evicted.saturating_sub(metrics.instances_evicted.get()));
+    drop(scrape);
     (
         [(
             header::CONTENT_TYPE,

@@ -560,8 +560,9 @@ impl Jobs {
         })
     }
 
-    pub(crate) fn pool_free_slots(&self) -> usize {
-        self.shared.runtime.free_instance_slots()
+    /// The sandbox runtime, for its pool figures.
+    pub(crate) fn runtime(&self) -> &cronbox_runtime::Runtime {
+        &self.shared.runtime
     }
 
     /// Stops taking runs, reports queued runs as not executed, lets running

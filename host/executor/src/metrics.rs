@@ -28,6 +28,12 @@ pub(crate) struct Metrics {
     pub(crate) results_quarantined: Counter,
     pub(crate) spool_records_skipped: Counter,
     pub(crate) module_load_failures: Counter,
+    pub(crate) idle_instances: Gauge,
+    pub(crate) instances_evicted: Counter,
+    pub(crate) memory_budget_free: Gauge,
+    /// Held while figures read from the runtime are copied in, so that two
+    /// scrapes never add the same evictions twice.
+    pub(crate) scrape: std::sync::Mutex<()>,
 }
 
 impl Metrics {
@@ -47,6 +53,24 @@ impl Metrics {
         let results_quarantined = Counter::default();
         let spool_records_skipped = Counter::default();
         let module_load_failures = Counter::default();
+        let idle_instances = Gauge::default();
+        let instances_evicted = Counter::default();
+        let memory_budget_free = Gauge::default();
+        registry.register(
+            "idle_instances",
+            "Warm instances waiting for their job's next run",
+            idle_instances.clone(),
+        );
+        registry.register(
+            "instances_evicted",
+            "Idle instances destroyed to let a waiting run have their slot or memory",
+            instances_evicted.clone(),
+        );
+        registry.register(
+            "memory_budget_free_bytes",
+            "Memory of the budget not reserved by a live instance",
+            memory_budget_free.clone(),
+        );
         registry.register(
             "module_load_failures",
             "Modules that could not be loaded (each digest once; later triggers reuse the refusal)",
@@ -96,6 +120,10 @@ impl Metrics {
             instances_retired.clone(),
         );
         Metrics {
+            scrape: std::sync::Mutex::new(()),
+            idle_instances,
+            instances_evicted,
+            memory_budget_free,
             instances_retired,
             retained_log_bytes,
             results_quarantined,

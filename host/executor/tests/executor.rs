@@ -832,5 +832,12 @@ async fn metrics_count_runs_by_outcome() {
         "{text}"
     );
     assert!(text.contains("cronbox_executor_pool_free_slots"), "{text}");
+    for figure in [
+        "cronbox_executor_idle_instances",
+        "cronbox_executor_instances_evicted_total",
+        "cronbox_executor_memory_budget_free_bytes",
+    ] {
+        assert!(text.contains(figure), "{figure} missing: {text}");
+    }
     f.executor.shutdown().await;
 }

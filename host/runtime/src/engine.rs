@@ -11,6 +11,7 @@ use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use crate::host::{MAX_CORE_INSTANCES, MAX_MEMORIES, MAX_TABLES};
+use crate::idle::IdleInstances;
 
 use crate::cache::ArtifactCache;
 use crate::config::RuntimeConfig;
@@ -58,6 +59,8 @@ pub(crate) struct RuntimeInner {
     instance_slots: Arc<Semaphore>,
     /// The memory budget in MiB (one permit each).
     memory_budget: Arc<Semaphore>,
+    /// Warm instances between runs, evictable by a waiting run.
+    pub(crate) idle: IdleInstances,
     ticker: EpochTicker,
 }
 
@@ -90,6 +93,7 @@ impl Runtime {
             inner: Arc::new(RuntimeInner {
                 instance_slots: Arc::new(Semaphore::new(config.max_instances as usize)),
                 memory_budget: Arc::new(Semaphore::new(mebibytes(config.memory_budget()))),
+                idle: IdleInstances::new(),
                 engine,
                 linker,
                 config,
@@ -114,29 +118,53 @@ impl Runtime {
         self.inner.memory_budget.available_permits() as u64 * MIB
     }
 
-    /// Waits until `bytes` of the memory budget are free and reserves them
-    /// for an instance's life; refused when they could never be.
-    pub(crate) async fn reserve_memory(
-        &self,
-        bytes: u64,
-    ) -> Result<OwnedSemaphorePermit, MemoryOverBudget> {
-        let wanted = mebibytes(bytes);
+    /// Warm instances waiting for their next run now.
+    pub fn idle_instances(&self) -> usize {
+        self.inner.idle.len()
+    }
+
+    /// Idle instances evicted so far to let a waiting run start.
+    pub fn instances_evicted(&self) -> u64 {
+        self.inner.idle.evictions()
+    }
+
+    /// `bytes` of the memory budget in permits; refused when the whole
+    /// budget could never hold them.
+    pub(crate) fn memory_permits(&self, bytes: u64) -> Result<u32, MemoryOverBudget> {
         let budget_bytes = self.inner.config.memory_budget();
-        let budget = mebibytes(budget_bytes);
-        let permits = u32::try_from(wanted)
+        let wanted = mebibytes(bytes);
+        u32::try_from(wanted)
             .ok()
-            .filter(|_| wanted <= budget)
+            .filter(|_| wanted <= mebibytes(budget_bytes))
             .ok_or(MemoryOverBudget {
                 limit_bytes: bytes,
                 budget_bytes,
-            })?;
-        Ok(self
-            .inner
+            })
+    }
+
+    /// `permits` MiB of the memory budget, if free now.
+    pub(crate) fn try_reserve_memory(&self, permits: u32) -> Option<OwnedSemaphorePermit> {
+        self.inner
+            .memory_budget
+            .clone()
+            .try_acquire_many_owned(permits)
+            .ok()
+    }
+
+    /// Waits until `permits` MiB of the memory budget are free and reserves
+    /// them for an instance's life.
+    pub(crate) async fn reserve_memory(&self, permits: u32) -> OwnedSemaphorePermit {
+        self.inner
             .memory_budget
             .clone()
             .acquire_many_owned(permits)
             .await
-            .expect("the memory budget is never closed"))
+            .expect("the memory budget is never closed")
+    }
+
+    /// An instance slot, if one is free now.
+    pub(crate) fn try_instance_slot(&self) -> Option<OwnedSemaphorePermit> {
+        self.inner.instance_slots.clone().try_acquire_owned().ok()
     }
 
     /// Waits for a free instance slot: the back-pressure in front of the

@@ -23,6 +23,7 @@ mod clocks;
 mod config;
 mod engine;
 mod host;
+mod idle;
 mod log;
 mod module;
 mod run;

@@ -2,7 +2,9 @@
 //!
 //! A worker creates an instance on its first run (`init`), calls `execute`
 //! once per run and keeps the instance warm between runs (or makes a fresh
-//! one per run, see [`InstanceMode`]). Any trap, timeout or kill drops the
+//! one per run, see [`InstanceMode`]). Between runs the warm instance is
+//! parked with the runtime (`idle`), where a run waiting for a slot or for
+//! memory may evict it; the worker then instantiates anew. Any trap, timeout or kill drops the
 //! instance: its store is never entered again and `destroy` is not called;
 //! the next run instantiates anew. [`JobWorker::retire`] calls `destroy` on
 //! a healthy instance.
@@ -27,7 +29,15 @@ pub struct JobWorker {
     runtime: Runtime,
     module: JobModule,
     mode: InstanceMode,
-    instance: Option<LiveInstance>,
+    /// Its warm instance's key among the runtime's idle instances.
+    id: u64,
+}
+
+impl Drop for JobWorker {
+    fn drop(&mut self) {
+        // A warm instance dies with its worker (no `destroy`: see `retire`).
+        drop(self.runtime.inner.idle.take(self.id));
+    }
 }
 
 impl std::fmt::Debug for JobWorker {
@@ -35,14 +45,14 @@ impl std::fmt::Debug for JobWorker {
         f.debug_struct("JobWorker")
             .field("module", &self.module.digest())
             .field("mode", &self.mode)
-            .field("warm", &self.instance.is_some())
+            .field("warm", &self.is_warm())
             .finish()
     }
 }
 
 /// An instance, the pool slot it occupies and the memory it reserved from
 /// the executor's budget.
-struct LiveInstance {
+pub(crate) struct LiveInstance {
     store: Store<HostState>,
     bindings: Job,
     runs: u64,
@@ -94,7 +104,7 @@ impl JobWorker {
             runtime: runtime.clone(),
             module,
             mode,
-            instance: None,
+            id: runtime.inner.idle.worker_id(),
         }
     }
 
@@ -110,7 +120,7 @@ impl JobWorker {
 
     /// Whether a warm instance is waiting for the next run.
     pub fn is_warm(&self) -> bool {
-        self.instance.is_some()
+        self.runtime.inner.idle.holds(self.id)
     }
 
     /// Runs the job once. `handle` kills the run or reads its log meanwhile.
@@ -174,7 +184,7 @@ impl JobWorker {
         deadline: Instant,
         report: &mut RunReport,
     ) -> Outcome {
-        let warm = match self.instance.take() {
+        let warm = match self.runtime.inner.idle.take(self.id) {
             // A raised memory limit needs a bigger reservation: a new
             // instance (the old one is destroyed first, freeing its own).
             Some(old) if old.reserved_bytes < limits.memory_bytes => {
@@ -232,7 +242,7 @@ impl JobWorker {
         (report.state_changes, report.state_reads) = state.into_changes();
 
         match self.mode {
-            InstanceMode::Warm => self.instance = Some(instance),
+            InstanceMode::Warm => self.runtime.inner.idle.park(self.id, instance),
             InstanceMode::FreshPerRun => {
                 let timeout = self.runtime.config().destroy_timeout;
                 let retired = destroy(instance, handle.clone(), timeout).await;
@@ -254,34 +264,42 @@ impl JobWorker {
         handle: &RunHandle,
         deadline: Instant,
     ) -> Result<LiveInstance, Outcome> {
-        // Back-pressure: wait for a pool slot rather than fail when full.
-        let slot = tokio::select! {
-            biased;
-            _ = handle.cancelled() => return Err(handle.stopped_outcome().unwrap_or(Outcome::Killed)),
-            _ = tokio::time::sleep_until(deadline.into()) => {
-                return Err(Outcome::Timeout { timeout_ms: limits.timeout.as_millis() as u64 })
-            }
-            slot = self.runtime.instance_slot() => slot,
-        };
-        let memory = tokio::select! {
-            biased;
-            _ = handle.cancelled() => return Err(handle.stopped_outcome().unwrap_or(Outcome::Killed)),
-            _ = tokio::time::sleep_until(deadline.into()) => {
-                return Err(Outcome::Timeout { timeout_ms: limits.timeout.as_millis() as u64 })
-            }
-            reserved = self.runtime.reserve_memory(limits.memory_bytes) => match reserved {
-                Ok(memory) => memory,
-                Err(over) => {
-                    return Err(Outcome::Rejected {
-                        reason: format!(
-                            "the job's memory limit ({} bytes) is over this executor's memory \
-                             budget ({} bytes)",
-                            over.limit_bytes, over.budget_bytes
-                        ),
-                    })
-                }
+        // Back-pressure: wait for a pool slot and for memory rather than
+        // fail when full, evicting idle instances first.
+        let runtime = &self.runtime;
+        let stopped = |outcome: Option<Outcome>| match outcome {
+            Some(outcome) => outcome,
+            None => Outcome::Timeout {
+                timeout_ms: limits.timeout.as_millis() as u64,
             },
         };
+        let slot = acquire_evicting(
+            runtime,
+            handle,
+            deadline,
+            || runtime.try_instance_slot(),
+            || runtime.instance_slot(),
+        )
+        .await
+        .map_err(stopped)?;
+        let permits = runtime
+            .memory_permits(limits.memory_bytes)
+            .map_err(|over| Outcome::Rejected {
+                reason: format!(
+                    "the job's memory limit ({} bytes) is over this executor's memory budget \
+                     ({} bytes)",
+                    over.limit_bytes, over.budget_bytes
+                ),
+            })?;
+        let memory = acquire_evicting(
+            runtime,
+            handle,
+            deadline,
+            || runtime.try_reserve_memory(permits),
+            || runtime.reserve_memory(permits),
+        )
+        .await
+        .map_err(stopped)?;
         let mut store = self.new_store(scope, limits);
         // `init` gets whatever fuel the run's budget allows.
         self.arm_fuel(&mut store, limits);
@@ -380,10 +398,52 @@ impl JobWorker {
 
     /// Retires the warm instance, calling the guest's `destroy`. Returns
     /// `None` when there was no instance.
-    pub async fn retire(mut self) -> Option<RetireReport> {
-        let instance = self.instance.take()?;
+    pub async fn retire(self) -> Option<RetireReport> {
+        let instance = self.runtime.inner.idle.take(self.id)?;
         let timeout = self.runtime.config().destroy_timeout;
         Some(destroy(instance, RunHandle::new(), timeout).await)
+    }
+}
+
+/// A permit from `try_now`, evicting idle instances (longest idle first)
+/// while none is free; with none left to evict, waits for `wait` or for an
+/// instance to be parked (then evicts it). `Err` carries the run's stop
+/// outcome if it was killed, `None` if its deadline passed.
+async fn acquire_evicting<Wait>(
+    runtime: &Runtime,
+    handle: &RunHandle,
+    deadline: Instant,
+    try_now: impl Fn() -> Option<OwnedSemaphorePermit>,
+    wait: impl Fn() -> Wait,
+) -> Result<OwnedSemaphorePermit, Option<Outcome>>
+where
+    Wait: Future<Output = OwnedSemaphorePermit>,
+{
+    let idle = &runtime.inner.idle;
+    let timeout = runtime.config().destroy_timeout;
+    loop {
+        let parked = idle.parked_one.notified();
+        tokio::pin!(parked);
+        parked.as_mut().enable();
+        if let Some(permit) = try_now() {
+            return Ok(permit);
+        }
+        if let Some(evicted) = idle.evict_oldest() {
+            let report = destroy(evicted, RunHandle::new(), timeout).await;
+            if let Some(error) = report.error {
+                tracing::warn!(%error, "an evicted instance's destroy did not complete");
+            }
+            continue;
+        }
+        tokio::select! {
+            biased;
+            _ = handle.cancelled() => {
+                return Err(Some(handle.stopped_outcome().unwrap_or(Outcome::Killed)))
+            }
+            _ = tokio::time::sleep_until(deadline.into()) => return Err(None),
+            permit = wait() => return Ok(permit),
+            _ = &mut parked => {}
+        }
     }
 }
 

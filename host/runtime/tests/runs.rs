@@ -528,43 +528,55 @@ async fn retire_calls_destroy_on_a_warm_instance() {
     assert_eq!(retired.log[0].text, "counter instance retired after 3 runs");
 }
 
+/// A full pool: an idle warm instance is evicted for a run that needs its
+/// slot; a slot held by a running instance makes the run wait (bounded by
+/// its deadline), never fail.
 #[tokio::test]
-async fn a_full_pool_makes_new_instances_wait_instead_of_failing() {
+async fn a_full_pool_evicts_idle_instances_and_otherwise_waits() {
     let runtime = Runtime::new(RuntimeConfig {
         max_instances: 1,
         ..RuntimeConfig::default()
     })
     .unwrap();
     let mut first = worker(&runtime, "hello").await;
-    assert!(
-        first
-            .run(request("a"), &RunHandle::new())
-            .await
-            .outcome
-            .is_success()
-    );
+    let report = first.run(request("a"), &RunHandle::new()).await;
+    assert!(report.outcome.is_success());
+    assert!(first.is_warm());
     assert_eq!(runtime.free_instance_slots(), 0);
 
+    // Another job's run takes the idle instance's slot.
     let mut second = worker(&runtime, "hello").await;
+    let report = second.run(request("b"), &RunHandle::new()).await;
+    assert!(report.outcome.is_success(), "{:?}", report.outcome);
+    assert_eq!(runtime.instances_evicted(), 1);
+    assert!(!first.is_warm(), "its instance was evicted");
+    assert!(second.is_warm());
+
+    // A running instance is not evicted: a run needing its slot waits.
+    let mut sleeper = worker(&runtime, "sleeper").await;
+    let sleeping = RunHandle::new();
+    let running = {
+        let sleeping = sleeping.clone();
+        tokio::spawn(async move { sleeper.run(request("60000"), &sleeping).await })
+    };
+    cronbox_tests::until("the sleeper holds the only slot", || async {
+        let log = sleeping.log().lines();
+        log.iter()
+            .any(|line| line.text == "sleeping 60000 ms")
+            .then_some(())
+    })
+    .await;
     let limits = RunLimits {
         timeout: Duration::from_millis(100),
         ..RunLimits::default()
     };
-    // No slot within the deadline: the run times out waiting, nothing crashes.
-    let waited = second
-        .run(with_limits("b", limits), &RunHandle::new())
-        .await;
+    let waited = first.run(with_limits("c", limits), &RunHandle::new()).await;
     assert_eq!(waited.outcome, Outcome::Timeout { timeout_ms: 100 });
 
-    // Once the first instance retires, the second gets its slot.
-    let pending = tokio::spawn(async move {
-        let report = second.run(request("b"), &RunHandle::new()).await;
-        (second, report)
-    });
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    assert!(!pending.is_finished(), "waits for a free slot");
-    first.retire().await;
-    let (_second, report) = pending.await.unwrap();
+    // Once the sleeper is gone, the slot is free again.
+    sleeping.kill();
+    assert_eq!(running.await.unwrap().outcome, Outcome::Killed);
+    let report = first.run(request("c"), &RunHandle::new()).await;
     assert!(report.outcome.is_success(), "{:?}", report.outcome);
 }
 
@@ -592,9 +604,9 @@ async fn fuel_budget_without_metering_is_rejected() {
 }
 
 /// Live instances share the executor's memory budget: each reserves its
-/// memory limit while it lives; one that does not fit waits for another
-/// to go (a run that cannot wait times out), and a limit over the whole
-/// budget is refused at once.
+/// memory limit while it lives; one that does not fit evicts idle
+/// instances, or waits for running ones (a run that cannot wait times out),
+/// and a limit over the whole budget is refused at once.
 #[tokio::test]
 async fn instances_share_the_executors_memory_budget() {
     const MIB: u64 = 1 << 20;
@@ -615,32 +627,50 @@ async fn instances_share_the_executors_memory_budget() {
     assert!(report.outcome.is_success(), "{:?}", report.outcome);
     assert_eq!(runtime.free_memory_budget_bytes(), 36 * MIB, "kept warm");
 
-    // 64 MiB more does not fit beside the warm instance.
+    // 32 MiB fit beside the warm instance.
     let mut second = worker(&runtime, "hello").await;
-    let waited = second
-        .run(with_limits("b", limits(64, 100)), &RunHandle::new())
-        .await;
-    assert_eq!(waited.outcome, Outcome::Timeout { timeout_ms: 100 });
-    // 32 MiB does.
     let small = second
         .run(with_limits("b", limits(32, 10_000)), &RunHandle::new())
         .await;
     assert!(small.outcome.is_success(), "{:?}", small.outcome);
     assert_eq!(runtime.free_memory_budget_bytes(), 4 * MIB);
-    // A raised limit on a warm instance needs a new, bigger reservation:
-    // it waits too.
-    let raised = second
-        .run(with_limits("b", limits(64, 100)), &RunHandle::new())
-        .await;
-    assert_eq!(raised.outcome, Outcome::Timeout { timeout_ms: 100 });
+    assert_eq!(runtime.instances_evicted(), 0);
 
-    // Once the first instance is gone, 64 MiB fit.
-    first.retire().await;
-    assert_eq!(runtime.free_memory_budget_bytes(), 100 * MIB);
-    let report = second
-        .run(with_limits("b", limits(64, 10_000)), &RunHandle::new())
+    // 64 MiB more do not: the instance idle longest (the first) goes.
+    let mut third = worker(&runtime, "hello").await;
+    let big = third
+        .run(with_limits("c", limits(64, 10_000)), &RunHandle::new())
         .await;
-    assert!(report.outcome.is_success(), "{:?}", report.outcome);
+    assert!(big.outcome.is_success(), "{:?}", big.outcome);
+    assert_eq!(runtime.instances_evicted(), 1);
+    assert!(!first.is_warm() && second.is_warm() && third.is_warm());
+
+    // Held by a running instance, memory is waited for, not taken.
+    let mut sleeper = worker(&runtime, "sleeper").await;
+    let sleeping = RunHandle::new();
+    let running = {
+        let sleeping = sleeping.clone();
+        tokio::spawn(async move {
+            sleeper
+                .run(with_limits("60000", limits(90, 120_000)), &sleeping)
+                .await
+        })
+    };
+    cronbox_tests::until("the sleeper holds 90 MiB", || async {
+        let log = sleeping.log().lines();
+        log.iter()
+            .any(|line| line.text == "sleeping 60000 ms")
+            .then_some(())
+    })
+    .await;
+    assert_eq!(runtime.idle_instances(), 0, "both idle instances evicted");
+    let waited = first
+        .run(with_limits("d", limits(64, 100)), &RunHandle::new())
+        .await;
+    assert_eq!(waited.outcome, Outcome::Timeout { timeout_ms: 100 });
+    sleeping.kill();
+    assert_eq!(running.await.unwrap().outcome, Outcome::Killed);
+    assert_eq!(runtime.free_memory_budget_bytes(), 100 * MIB);
 
     // More than the whole budget could never run here: refused, not queued.
     let mut greedy = worker(&runtime, "hello").await;
