@@ -1,8 +1,9 @@
 //! Housekeeping, as xxl-job's admin does it in the background: the daily
 //! report rows of the last three days recounted every pass (before
 //! retention runs, and no longer for a day it thinned), ended runs older
-//! than the retention deleted, and executors silent for twice the dead time
-//! forgotten. (Which days were thinned is kept in memory: with a retention
+//! than the retention deleted, executors silent for twice the dead time
+//! forgotten, and module content that nothing refers to any more (no job,
+//! no kept version, no open run) deleted a day after it was last uploaded. (Which days were thinned is kept in memory: with a retention
 //! under three days, a restarted admin may recount a thinned day lower.)
 //!
 //! Every step is idempotent, so several admins on one database may all run
@@ -18,6 +19,10 @@ use crate::store::{Store, StoreError};
 /// Days recounted every pass (today and the two before, for runs that end
 /// after midnight).
 const REPORT_DAYS: u64 = 3;
+
+/// How long unreferenced module content is kept after its last upload (an
+/// upload is followed by the job or version that uses it).
+const MODULE_GRACE: Duration = Duration::from_secs(24 * 3600);
 
 /// Runs housekeeping every `config.housekeeping_interval` until `stop`.
 /// Runs until the admin stops (its task is cut short then).
@@ -66,6 +71,12 @@ async fn pass(
     if deleted > 0 {
         *thinned_before = now_ms - retention;
         tracing::info!(deleted, "ended runs past the retention deleted");
+    }
+    let collected = store
+        .collect_unused_modules(now_ms - millis(MODULE_GRACE))
+        .await?;
+    if collected > 0 {
+        tracing::info!(collected, "module content nothing refers to deleted");
     }
     let reference = store.liveness_reference(now_ms).await?;
     store

@@ -406,6 +406,91 @@ async fn registry(store: &Store) {
     assert_eq!(store.forget_silent_executors(50).await.unwrap(), 1);
 }
 
+/// Module content is collected once nothing refers to it: not a job, not
+/// a kept version, not an open run; and never within its grace after an
+/// upload (a second upload of the same bytes restarts it). Its owners go
+/// with it.
+async fn module_collection(store: &Store) {
+    let digest = |c: char| c.to_string().repeat(64).parse::<Digest>().unwrap();
+    for c in ['1', '2', '3', '4', '5', '6'] {
+        store
+            .put_module(digest(c).as_str(), b"wasm", 100)
+            .await
+            .unwrap();
+        store.own_module("acme", digest(c).as_str()).await.unwrap();
+    }
+    // 2 runs a job; 3 is a kept version; 4 an open run's; 5 was one of an
+    // ended run only; 6 was uploaded again later.
+    let job = store
+        .insert_job(
+            &JobRow {
+                module_digest: digest('2'),
+                ..job()
+            },
+            0,
+        )
+        .await
+        .unwrap();
+    let push = VersionPush {
+        tenant: "acme",
+        name: "kept",
+        digest: &digest('3'),
+        labels: &[],
+        note: "",
+    };
+    store.add_module_version(&push, 5, 100).await.unwrap();
+    let open = NewRun {
+        module_digest: digest('4'),
+        ..fire(job, 1_000)
+    };
+    store.insert_run(&open, 100).await.unwrap();
+    let ended = NewRun {
+        module_digest: digest('5'),
+        ..fire(job, 2_000)
+    };
+    let ended = store.insert_run(&ended, 100).await.unwrap();
+    store
+        .finish_run(&RunEnd::failed(ended, "failed", "no", 200))
+        .await
+        .unwrap();
+    store
+        .put_module(digest('6').as_str(), b"wasm", 5_000)
+        .await
+        .unwrap();
+
+    assert_eq!(
+        store.collect_unused_modules(100).await.unwrap(),
+        0,
+        "in grace"
+    );
+    assert_eq!(
+        store.collect_unused_modules(1_000).await.unwrap(),
+        2,
+        "1 and 5"
+    );
+    for (c, kept) in [
+        ('1', false),
+        ('2', true),
+        ('3', true),
+        ('4', true),
+        ('5', false),
+        ('6', true),
+    ] {
+        let d = digest(c);
+        assert_eq!(
+            store.module(d.as_str()).await.unwrap().is_some(),
+            kept,
+            "{c}"
+        );
+        assert_eq!(
+            store.owns_module("acme", d.as_str()).await.unwrap(),
+            kept,
+            "owner of {c}"
+        );
+    }
+    assert_eq!(store.collect_unused_modules(1_000).await.unwrap(), 0);
+}
+
 /// One test per guarantee and engine: a fresh SQLite file, or a fresh
 /// PostgreSQL server.
 macro_rules! on_both_engines {
@@ -425,6 +510,8 @@ macro_rules! on_both_engines {
 }
 
 on_both_engines! {
+    sqlite_unreferenced_module_content_is_collected,
+        postgres_unreferenced_module_content_is_collected => module_collection;
     sqlite_module_versions_are_numbered_kept_and_followed,
         postgres_module_versions_are_numbered_kept_and_followed => module_versions;
     sqlite_tenant_tokens_are_hashed_and_revocable,

@@ -103,8 +103,9 @@ impl Store {
         now_ms: i64,
     ) -> Result<(), StoreError> {
         sqlx::query(
+            // The same content again restarts its grace before collection.
             "INSERT INTO module (digest, size, content, created_at_ms) VALUES ($1, $2, $3, $4) \
-             ON CONFLICT (digest) DO NOTHING",
+             ON CONFLICT (digest) DO UPDATE SET created_at_ms = excluded.created_at_ms",
         )
         .bind(digest)
         .bind(content.len() as i64)
@@ -113,6 +114,34 @@ impl Store {
         .execute(&self.writer)
         .await?;
         Ok(())
+    }
+
+    /// Deletes module content stored before `stored_before_ms` that no
+    /// job runs, no kept version names and no open run will fetch, with
+    /// its owners; how many contents went.
+    pub async fn collect_unused_modules(&self, stored_before_ms: i64) -> Result<u64, StoreError> {
+        let mut tx = self.writer.begin().await?;
+        let deleted = sqlx::query(
+            "DELETE FROM module WHERE created_at_ms < $1 \
+             AND NOT EXISTS (SELECT 1 FROM job WHERE job.module_digest = module.digest) \
+             AND NOT EXISTS (SELECT 1 FROM module_version v WHERE v.digest = module.digest) \
+             AND NOT EXISTS (SELECT 1 FROM run WHERE run.status IN ('pending', 'dispatched') \
+                             AND run.module_digest = module.digest)",
+        )
+        .bind(stored_before_ms)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if deleted > 0 {
+            sqlx::query(
+                "DELETE FROM module_owner WHERE NOT EXISTS \
+                 (SELECT 1 FROM module WHERE module.digest = module_owner.digest)",
+            )
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(deleted)
     }
 
     /// A module's bytes.
