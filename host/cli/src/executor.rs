@@ -68,6 +68,13 @@ pub struct ExecutorArgs {
     /// instance slot).
     #[arg(long, env = "CRONBOX_EXECUTOR_MEMORY_BUDGET")]
     memory_budget: Option<bytesize::ByteSize>,
+    /// Disk kept for downloaded modules and compiled artifacts (least
+    /// recently written deleted first, never a loaded module's).
+    #[arg(long, env = "CRONBOX_EXECUTOR_DISK_CACHE", default_value = "4GiB")]
+    disk_cache: bytesize::ByteSize,
+    /// Modules kept loaded in memory (least recently used dropped).
+    #[arg(long, env = "CRONBOX_EXECUTOR_LOADED_MODULES", default_value_t = 256)]
+    loaded_modules: usize,
 }
 
 pub fn main(args: ExecutorArgs) -> anyhow::Result<ExitCode> {
@@ -80,6 +87,8 @@ pub fn main(args: ExecutorArgs) -> anyhow::Result<ExitCode> {
     config.beat_interval = args.beat_interval;
     config.idle_retire = args.idle_retire;
     config.shutdown_grace = args.shutdown_grace;
+    config.disk_cache_bytes = args.disk_cache.as_u64();
+    config.max_loaded_modules = args.loaded_modules;
     config.runtime = RuntimeConfig {
         max_instances: args.max_instances,
         memory_ceiling_bytes: args.memory_ceiling.as_u64(),

@@ -43,6 +43,11 @@ pub struct ExecutorConfig {
     /// Largest run result sent to an admin, serialized; a larger one has
     /// its log cut behind a marker line.
     pub max_result_bytes: usize,
+    /// Modules kept loaded in memory (least recently used dropped).
+    pub max_loaded_modules: usize,
+    /// Bytes of module files and compiled artifacts kept on disk (least
+    /// recently written deleted first, never a loaded module's).
+    pub disk_cache_bytes: u64,
     /// The sandbox's settings (its artifact cache goes under `data_dir`).
     pub runtime: RuntimeConfig,
 }
@@ -67,6 +72,8 @@ impl ExecutorConfig {
             retained_finished_runs: 1_000,
             retained_log_bytes: 64 << 20,
             max_result_bytes: 3 << 19,
+            max_loaded_modules: 256,
+            disk_cache_bytes: 4 << 30,
             runtime: RuntimeConfig::default(),
         }
     }

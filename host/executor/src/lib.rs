@@ -15,6 +15,7 @@
 mod admin;
 mod api;
 mod config;
+mod disk;
 mod jobs;
 mod metrics;
 mod modules;
@@ -35,7 +36,7 @@ use crate::admin::AdminClient;
 use crate::api::ApiState;
 use crate::jobs::{Jobs, Retention};
 use crate::metrics::Metrics;
-use crate::modules::ModuleStore;
+use crate::modules::{ModuleBounds, ModuleStore};
 use crate::spool::Spool;
 
 /// Why an executor could not start.
@@ -137,6 +138,10 @@ pub async fn start(config: ExecutorConfig) -> Result<RunningExecutor, ExecutorEr
         config.data_dir.join("modules"),
         admins.clone(),
         metrics.clone(),
+        ModuleBounds {
+            max_loaded: config.max_loaded_modules,
+            disk_bytes: config.disk_cache_bytes,
+        },
     )
     .map_err(data_dir)?;
     let jobs = Jobs::new(

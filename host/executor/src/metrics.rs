@@ -31,6 +31,7 @@ pub(crate) struct Metrics {
     pub(crate) idle_instances: Gauge,
     pub(crate) instances_evicted: Counter,
     pub(crate) memory_budget_free: Gauge,
+    pub(crate) disk_cache_trimmed: Counter,
     /// Held while figures read from the runtime are copied in, so that two
     /// scrapes never add the same evictions twice.
     pub(crate) scrape: std::sync::Mutex<()>,
@@ -56,6 +57,12 @@ impl Metrics {
         let idle_instances = Gauge::default();
         let instances_evicted = Counter::default();
         let memory_budget_free = Gauge::default();
+        let disk_cache_trimmed = Counter::default();
+        registry.register(
+            "disk_cache_trimmed_files",
+            "Module and artifact files deleted to keep the disk caches within their bound",
+            disk_cache_trimmed.clone(),
+        );
         registry.register(
             "idle_instances",
             "Warm instances waiting for their job's next run",
@@ -124,6 +131,7 @@ impl Metrics {
             idle_instances,
             instances_evicted,
             memory_budget_free,
+            disk_cache_trimmed,
             instances_retired,
             retained_log_bytes,
             results_quarantined,

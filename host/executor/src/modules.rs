@@ -5,9 +5,11 @@
 //! Loads of different digests go on side by side (a lock per digest: one
 //! tenant's slow compile does not hold up another's module), and a module
 //! that cannot be loaded is remembered as such: later triggers get the same
-//! refusal at once instead of loading and compiling it again.
+//! refusal at once instead of loading and compiling it again. What is kept
+//! is bounded: the modules loaded in memory (least recently used dropped)
+//! and the files on disk (see `disk`).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -16,7 +18,17 @@ use cronbox_runtime::{JobModule, Runtime};
 use sha2::{Digest, Sha256};
 
 use crate::admin::AdminClient;
+use crate::disk::DiskBound;
 use crate::metrics::Metrics;
+
+/// How much the module store keeps.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ModuleBounds {
+    /// Modules kept loaded in memory.
+    pub(crate) max_loaded: usize,
+    /// Bytes of module files and compiled artifacts kept on disk.
+    pub(crate) disk_bytes: u64,
+}
 
 /// Digests remembered as impossible to load.
 const REMEMBERED_FAILURES: usize = 1_024;
@@ -26,7 +38,13 @@ pub(crate) struct ModuleStore {
     dir: PathBuf,
     admins: AdminClient,
     metrics: Arc<Metrics>,
-    loaded: Mutex<HashMap<String, JobModule>>,
+    /// Modules ready to run, least recently used first; at most
+    /// `max_loaded` (workers hold their own module, so one dropped here
+    /// lives on while a job uses it).
+    loaded: Mutex<VecDeque<(String, JobModule)>>,
+    max_loaded: usize,
+    /// The module and artifact directories' size bound.
+    disk: DiskBound,
     /// One lock per digest being fetched or loaded.
     loading: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// Why each digest could not be loaded, oldest first.
@@ -47,14 +65,19 @@ impl ModuleStore {
         dir: PathBuf,
         admins: AdminClient,
         metrics: Arc<Metrics>,
+        bounds: ModuleBounds,
     ) -> std::io::Result<Self> {
         std::fs::create_dir_all(&dir)?;
+        let mut disk_dirs = vec![dir.clone()];
+        disk_dirs.extend(runtime.config().cache_dir.clone());
         Ok(ModuleStore {
             runtime,
             dir,
             admins,
             metrics,
-            loaded: Mutex::new(HashMap::new()),
+            loaded: Mutex::new(VecDeque::new()),
+            max_loaded: bounds.max_loaded.max(1),
+            disk: DiskBound::new(disk_dirs, bounds.disk_bytes),
             loading: Mutex::new(HashMap::new()),
             failed: Mutex::new((HashMap::new(), VecDeque::new())),
         })
@@ -98,12 +121,31 @@ impl ModuleStore {
             .clone()
     }
 
+    /// A loaded module, now the most recently used.
     fn cached(&self, digest: &str) -> Option<JobModule> {
+        let mut loaded = self.lock_loaded();
+        let index = loaded.iter().position(|(loaded, _)| loaded == digest)?;
+        let entry = loaded.remove(index)?;
+        let module = entry.1.clone();
+        loaded.push_back(entry);
+        Some(module)
+    }
+
+    /// Keeps `module` loaded, dropping the least recently used past the
+    /// bound; the digests loaded now.
+    fn keep_loaded(&self, digest: &str, module: JobModule) -> HashSet<String> {
+        let mut loaded = self.lock_loaded();
+        loaded.push_back((digest.to_owned(), module));
+        while loaded.len() > self.max_loaded {
+            loaded.pop_front();
+        }
+        loaded.iter().map(|(digest, _)| digest.clone()).collect()
+    }
+
+    fn lock_loaded(&self) -> std::sync::MutexGuard<'_, VecDeque<(String, JobModule)>> {
         self.loaded
             .lock()
             .unwrap_or_else(|poison| poison.into_inner())
-            .get(digest)
-            .cloned()
     }
 
     /// The module with `digest`, ready to run. The error says why not.
@@ -168,10 +210,22 @@ impl ModuleStore {
                 return Err(error);
             }
         };
-        self.loaded
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
-            .insert(digest.to_owned(), module.clone());
+        let in_use = self.keep_loaded(digest, module.clone());
+        // A new module and artifact may be on disk now: keep within bound.
+        let disk = self.disk.clone();
+        match tokio::task::spawn_blocking(move || disk.trim(&in_use)).await {
+            Ok(Ok(trimmed)) if trimmed.files > 0 => {
+                self.metrics.disk_cache_trimmed.inc_by(trimmed.files);
+                tracing::info!(
+                    files = trimmed.files,
+                    bytes = trimmed.bytes,
+                    "disk caches trimmed"
+                );
+            }
+            Ok(Ok(_)) => {}
+            Ok(Err(error)) => tracing::warn!(%error, "cannot trim the disk caches"),
+            Err(error) => tracing::warn!(%error, "the disk cache trim panicked"),
+        }
         Ok(module)
     }
 }

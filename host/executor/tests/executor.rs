@@ -841,3 +841,64 @@ async fn metrics_count_runs_by_outcome() {
     }
     f.executor.shutdown().await;
 }
+
+/// What an executor keeps of modules is bounded: past `max_loaded_modules`
+/// the least recently used leaves memory, and then its files leave the disk
+/// caches when they are over their bound; it runs again by fetching and
+/// compiling anew.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn module_caches_stay_within_their_bounds() {
+    let mut data_dir = std::path::PathBuf::new();
+    let f = fixture_with(|config| {
+        config.max_loaded_modules = 1;
+        config.disk_cache_bytes = 1; // nothing beyond the loaded module
+        data_dir = config.data_dir.clone();
+    })
+    .await;
+    let files_of = |digest: &str| -> usize {
+        ["modules", "artifacts"]
+            .iter()
+            .filter_map(|dir| std::fs::read_dir(data_dir.join(dir)).ok())
+            .flatten()
+            .filter(|entry| {
+                entry
+                    .as_ref()
+                    .is_ok_and(|entry| entry.file_name().to_string_lossy().starts_with(digest))
+            })
+            .count()
+    };
+    let hello = f.admin.add_module(jobs::bytes("hello"));
+    let counter = f.admin.add_module(jobs::bytes("counter"));
+    f.run(&command(1, 1, &hello, "a")).await;
+    assert!(f.admin.result_of(1, WAIT).await.outcome.is_success());
+    assert_eq!(files_of(&hello), 2, "module and artifact kept while loaded");
+
+    f.run(&command(2, 2, &counter, "")).await;
+    assert!(f.admin.result_of(2, WAIT).await.outcome.is_success());
+    assert_eq!(files_of(&counter), 2);
+    assert_eq!(
+        files_of(&hello),
+        0,
+        "no longer loaded, over the bound: gone"
+    );
+
+    // Another job of the same module: fetched and compiled again.
+    f.run(&command(3, 3, &hello, "again")).await;
+    let again = f.admin.result_of(3, WAIT).await;
+    assert!(again.outcome.is_success(), "{:?}", again.outcome);
+    assert_eq!((files_of(&hello), files_of(&counter)), (2, 0));
+    let metrics = f
+        .http
+        .get(f.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("cronbox_executor_disk_cache_trimmed_files_total 4"),
+        "{metrics}"
+    );
+    f.executor.shutdown().await;
+}
