@@ -39,9 +39,34 @@ pub const MAX_TIME_ZONE_BYTES: usize = 64;
 /// Longest alarm webhook URL.
 pub const MAX_ALARM_URL_BYTES: usize = 2048;
 
-/// Checks every field of a definition; returns the row to store (disabled)
-/// and the parsed schedule.
-pub fn validate(spec: &JobSpec, tenant: &str) -> Result<(JobRow, Schedule), InvalidJob> {
+/// The most a job may ask for, set by the operator: a tenant's jobs cannot
+/// hold an executor's slots for days, or reserve its memory budget whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JobMaxima {
+    pub timeout_ms: i64,
+    pub concurrency: i64,
+    /// At most 4 GiB, all a 32-bit memory can address (an executor clamps
+    /// a run's limit further to its own ceiling).
+    pub memory_bytes: i64,
+}
+
+impl Default for JobMaxima {
+    fn default() -> Self {
+        JobMaxima {
+            timeout_ms: 24 * 3_600_000,
+            concurrency: 64,
+            memory_bytes: 1 << 30,
+        }
+    }
+}
+
+/// Checks every field of a definition within `maxima`; returns the row to
+/// store (disabled) and the parsed schedule.
+pub fn validate(
+    spec: &JobSpec,
+    tenant: &str,
+    maxima: &JobMaxima,
+) -> Result<(JobRow, Schedule), InvalidJob> {
     if spec.name.trim().is_empty() || spec.name.len() > 200 {
         return Err(invalid("name", "must be 1 to 200 characters"));
     }
@@ -147,19 +172,35 @@ pub fn validate(spec: &JobSpec, tenant: &str) -> Result<(JobRow, Schedule), Inva
                     ),
                 )
             })?;
-    if !(1..=1000).contains(&spec.max_concurrency) {
-        return Err(invalid("max_concurrency", "must be between 1 and 1000"));
+    if !(1..=maxima.concurrency).contains(&spec.max_concurrency) {
+        return Err(invalid(
+            "max_concurrency",
+            format!(
+                "must be between 1 and {} (this admin's maximum)",
+                maxima.concurrency
+            ),
+        ));
     }
-    if !(1..=7 * 86_400_000).contains(&spec.timeout_ms) {
-        return Err(invalid("timeout_ms", "must be between 1 ms and 7 days"));
+    if !(1..=maxima.timeout_ms).contains(&spec.timeout_ms) {
+        return Err(invalid(
+            "timeout_ms",
+            format!(
+                "must be between 1 and {} ms (this admin's maximum)",
+                maxima.timeout_ms
+            ),
+        ));
     }
     if spec.fuel.is_some_and(|fuel| fuel <= 0) {
         return Err(invalid("fuel", "must be positive when given"));
     }
-    // 4 GiB is all a 32-bit memory can address; an executor clamps a
-    // run's limit further to its own ceiling.
-    if !((1 << 20)..=(4_i64 << 30)).contains(&spec.memory_bytes) {
-        return Err(invalid("memory_bytes", "must be between 1 MiB and 4 GiB"));
+    if !((1 << 20)..=maxima.memory_bytes).contains(&spec.memory_bytes) {
+        return Err(invalid(
+            "memory_bytes",
+            format!(
+                "must be between 1 MiB and {} bytes (this admin's maximum)",
+                maxima.memory_bytes
+            ),
+        ));
     }
     if !(0..=100).contains(&spec.retry_count) {
         return Err(invalid("retry_count", "must be between 0 and 100"));

@@ -61,9 +61,37 @@ pub struct AdminArgs {
     /// private, link-local and metadata addresses are refused otherwise.
     #[arg(long, env = "CRONBOX_ADMIN_ALARM_ALLOW_NETS", default_value = "")]
     alarm_allow_nets: cronbox_net_policy::NetPolicy,
+    /// Longest timeout a job may have.
+    #[arg(long, env = "CRONBOX_ADMIN_MAX_JOB_TIMEOUT", default_value = "24h", value_parser = humantime::parse_duration)]
+    max_job_timeout: Duration,
+    /// Most runs of one job at once (CONCURRENT) a job may ask for.
+    #[arg(long, env = "CRONBOX_ADMIN_MAX_JOB_CONCURRENCY", default_value_t = 64)]
+    max_job_concurrency: u32,
+    /// Most memory a job may ask for (at most 4GiB).
+    #[arg(long, env = "CRONBOX_ADMIN_MAX_JOB_MEMORY", default_value = "1GiB")]
+    max_job_memory: bytesize::ByteSize,
     /// Largest module upload.
     #[arg(long, env = "CRONBOX_ADMIN_MAX_MODULE_SIZE", default_value = "64MiB")]
     max_module_size: bytesize::ByteSize,
+}
+
+/// The operator's maxima of a job's limits, checked.
+pub(crate) fn job_maxima(
+    timeout: Duration,
+    concurrency: u32,
+    memory: bytesize::ByteSize,
+) -> anyhow::Result<cronbox_admin::jobs::JobMaxima> {
+    if memory.as_u64() > 4 << 30 || memory.as_u64() < 1 << 20 {
+        bail!("--max-job-memory must be between 1MiB and 4GiB (a 32-bit memory's reach)");
+    }
+    if concurrency == 0 || timeout.is_zero() {
+        bail!("--max-job-concurrency and --max-job-timeout must be positive");
+    }
+    Ok(cronbox_admin::jobs::JobMaxima {
+        timeout_ms: i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX),
+        concurrency: i64::from(concurrency),
+        memory_bytes: memory.as_u64() as i64,
+    })
 }
 
 /// A signed duration in milliseconds: `2s`, `-1500ms`.
@@ -99,6 +127,11 @@ pub fn main(args: AdminArgs) -> anyhow::Result<ExitCode> {
                 args.clock_offset,
             )),
             alarm_nets: args.alarm_allow_nets,
+            job_maxima: job_maxima(
+                args.max_job_timeout,
+                args.max_job_concurrency,
+                args.max_job_memory,
+            )?,
             ..SchedulerConfig::default()
         },
         max_request_bytes: usize::try_from(args.max_module_size.as_u64()).unwrap_or(usize::MAX),

@@ -500,6 +500,45 @@ async fn state_commits_on_success_only_and_retries_and_children_follow_results()
     assert_eq!(child_runs[0].message.as_deref(), Some("hello, from parent"));
 }
 
+/// The operator sets how much a job may ask for: past the maxima a job is
+/// refused (see the bad-input test); raised, the same job is accepted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operator_sets_the_maxima_of_a_jobs_limits() {
+    let cluster = Cluster::start_with(&[
+        "--max-job-timeout",
+        "2days",
+        "--max-job-concurrency",
+        "100",
+        "--max-job-memory",
+        "2GiB",
+    ])
+    .await;
+    let digest = cluster.upload("hello").await;
+    let (status, body) = cluster
+        .call(
+            reqwest::Method::POST,
+            "/api/v1/jobs",
+            Some(json!({ "name": "long", "module_digest": digest,
+                         "timeout_ms": 25 * 3_600_000, "max_concurrency": 100,
+                         "memory_bytes": 2_i64 << 30 })),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let (status, body) = cluster
+        .call(
+            reqwest::Method::POST,
+            "/api/v1/jobs",
+            Some(json!({ "name": "longer", "module_digest": digest,
+                         "timeout_ms": 3 * 86_400_000 })),
+        )
+        .await;
+    assert_eq!(
+        (status, &body["field"]),
+        (400, &json!("timeout_ms")),
+        "{body}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_input_is_refused_with_the_field_named_and_nothing_stored() {
     let cluster = Cluster::start().await;
@@ -574,9 +613,19 @@ async fn bad_input_is_refused_with_the_field_named_and_nothing_stored() {
         ),
         (json!({ "group": "g".repeat(200) }), "group", "1 to 128"),
         (
-            json!({ "memory_bytes": 8_i64 << 30 }),
+            json!({ "memory_bytes": 2_i64 << 30 }),
             "memory_bytes",
-            "1 MiB and 4 GiB",
+            "this admin's maximum",
+        ),
+        (
+            json!({ "timeout_ms": 25 * 3_600_000 }),
+            "timeout_ms",
+            "between 1 and 86400000 ms",
+        ),
+        (
+            json!({ "max_concurrency": 65 }),
+            "max_concurrency",
+            "between 1 and 64",
         ),
     ];
     for (overrides, field, message) in cases {

@@ -81,6 +81,8 @@ pub struct SchedulerConfig {
     /// Where tenants' alarm webhooks may point: the public internet, and
     /// the networks the operator allows.
     pub alarm_nets: cronbox_net_policy::NetPolicy,
+    /// The most a job may ask for (timeout, concurrency, memory).
+    pub job_maxima: crate::jobs::JobMaxima,
 }
 
 impl Default for SchedulerConfig {
@@ -97,6 +99,7 @@ impl Default for SchedulerConfig {
             housekeeping_interval: Duration::from_secs(60),
             clock: Arc::new(SystemClock::default()),
             alarm_nets: cronbox_net_policy::NetPolicy::public_only(),
+            job_maxima: crate::jobs::JobMaxima::default(),
         }
     }
 }

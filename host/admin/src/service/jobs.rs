@@ -16,7 +16,7 @@ pub async fn create(
     tenant: &str,
     spec: &JobSpec,
 ) -> Result<JobRow, ServiceError> {
-    let (mut row, _) = crate::jobs::validate(spec, tenant)
+    let (mut row, _) = crate::jobs::validate(spec, tenant, &scheduler.config().job_maxima)
         .map_err(|invalid| ServiceError::invalid(invalid.field, invalid.message))?;
     let store = scheduler.store();
     known_group(store, &row.group_name).await?;
@@ -48,8 +48,9 @@ pub async fn update(
     current: &JobRow,
     spec: &JobSpec,
 ) -> Result<JobRow, ServiceError> {
-    let (mut row, schedule) = crate::jobs::validate(spec, &current.tenant)
-        .map_err(|invalid| ServiceError::invalid(invalid.field, invalid.message))?;
+    let (mut row, schedule) =
+        crate::jobs::validate(spec, &current.tenant, &scheduler.config().job_maxima)
+            .map_err(|invalid| ServiceError::invalid(invalid.field, invalid.message))?;
     let store = scheduler.store();
     known_group(store, &row.group_name).await?;
     resolve_module(store, &mut row).await?;
