@@ -75,6 +75,10 @@ pub struct ExecutorArgs {
     /// Modules kept loaded in memory (least recently used dropped).
     #[arg(long, env = "CRONBOX_EXECUTOR_LOADED_MODULES", default_value_t = 256)]
     loaded_modules: usize,
+    /// Runs of one tenant executing at once (default: three quarters of
+    /// --max-instances), so that no tenant fills every slot.
+    #[arg(long, env = "CRONBOX_EXECUTOR_MAX_TENANT_INSTANCES")]
+    max_tenant_instances: Option<u32>,
 }
 
 pub fn main(args: ExecutorArgs) -> anyhow::Result<ExitCode> {
@@ -89,6 +93,7 @@ pub fn main(args: ExecutorArgs) -> anyhow::Result<ExitCode> {
     config.shutdown_grace = args.shutdown_grace;
     config.disk_cache_bytes = args.disk_cache.as_u64();
     config.max_loaded_modules = args.loaded_modules;
+    config.max_tenant_instances = args.max_tenant_instances;
     config.runtime = RuntimeConfig {
         max_instances: args.max_instances,
         memory_ceiling_bytes: args.memory_ceiling.as_u64(),

@@ -81,6 +81,7 @@ async fn send_run(http: &reqwest::Client, bind: SocketAddr, run_id: u64, digest:
         receipt: String::new(),
         fresh_instance: false,
         start_in_ms: 0,
+        tenant: "default".to_owned(),
     };
     let response = http
         .post(format!("http://{bind}{}", executor_paths::RUN))

@@ -43,6 +43,9 @@ pub struct ExecutorConfig {
     /// Largest run result sent to an admin, serialized; a larger one has
     /// its log cut behind a marker line.
     pub max_result_bytes: usize,
+    /// Runs of one tenant executing at once (`None`: three quarters of the
+    /// instance slots), so that no tenant fills every slot.
+    pub max_tenant_instances: Option<u32>,
     /// Modules kept loaded in memory (least recently used dropped).
     pub max_loaded_modules: usize,
     /// Bytes of module files and compiled artifacts kept on disk (least
@@ -53,6 +56,14 @@ pub struct ExecutorConfig {
 }
 
 impl ExecutorConfig {
+    /// A tenant's share of the instance slots (at least one).
+    pub fn tenant_share(&self) -> usize {
+        let share = self
+            .max_tenant_instances
+            .unwrap_or(self.runtime.max_instances.saturating_mul(3) / 4);
+        share.max(1) as usize
+    }
+
     /// Defaults for everything but where to listen, whom to talk to and the
     /// token.
     pub fn new(bind: SocketAddr, admins: Vec<String>, token: String, data_dir: PathBuf) -> Self {
@@ -72,6 +83,7 @@ impl ExecutorConfig {
             retained_finished_runs: 1_000,
             retained_log_bytes: 64 << 20,
             max_result_bytes: 3 << 19,
+            max_tenant_instances: None,
             max_loaded_modules: 256,
             disk_cache_bytes: 4 << 30,
             runtime: RuntimeConfig::default(),

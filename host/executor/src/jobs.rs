@@ -55,6 +55,39 @@ struct Shared {
     idle_retire: Duration,
     retained: Retention,
     closing: AtomicBool,
+    /// Each tenant's share of the instance slots: the runs it may have
+    /// executing at once.
+    tenant_slots: TenantSlots,
+}
+
+/// Per-tenant semaphores of `share` permits each: no tenant's running
+/// instances can fill every slot of the executor, so another tenant's run
+/// always finds one (idle instances are evicted for it by the runtime).
+struct TenantSlots {
+    share: usize,
+    by_tenant: Mutex<HashMap<String, Arc<tokio::sync::Semaphore>>>,
+}
+
+impl TenantSlots {
+    fn new(share: usize) -> Self {
+        TenantSlots {
+            share: share.max(1),
+            by_tenant: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn of(&self, tenant: &str) -> Arc<tokio::sync::Semaphore> {
+        let mut by_tenant = self
+            .by_tenant
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        // Tenants with nothing running are forgotten.
+        by_tenant.retain(|_, slots| slots.available_permits() < self.share);
+        by_tenant
+            .entry(tenant.to_owned())
+            .or_insert_with(|| Arc::new(tokio::sync::Semaphore::new(self.share)))
+            .clone()
+    }
 }
 
 /// How many finished runs keep their logs readable, and how much log.
@@ -399,6 +432,7 @@ impl Jobs {
         address: String,
         idle_retire: Duration,
         retained: Retention,
+        tenant_share: usize,
     ) -> Self {
         Jobs {
             shared: Arc::new(Shared {
@@ -411,6 +445,7 @@ impl Jobs {
                 idle_retire,
                 retained,
                 closing: AtomicBool::new(false),
+                tenant_slots: TenantSlots::new(tenant_share),
             }),
         }
     }
@@ -745,6 +780,15 @@ async fn retire_all(shared: &Shared, workers: Vec<JobWorker>) {
     }
 }
 
+/// The report of a run that never got its tenant's share: killed while
+/// waiting, or out of time.
+fn unstarted_report(handle: &RunHandle, worker: &JobWorker, timeout_ms: u64) -> RunReport {
+    let outcome = handle
+        .stopped_outcome()
+        .unwrap_or(Outcome::Timeout { timeout_ms });
+    RunReport::unstarted(outcome, worker.module().digest())
+}
+
 async fn run_one(shared: Arc<Shared>, mut worker: JobWorker, pending: Pending) -> JobWorker {
     let Pending {
         command,
@@ -766,12 +810,30 @@ async fn run_one(shared: Arc<Shared>, mut worker: JobWorker, pending: Pending) -
         },
         |entry| entry.current_state(&command, received),
     );
-    let request = RunRequest {
+    let timeout_ms = command.limits.timeout_ms;
+    let mut request = RunRequest {
         trigger: command.trigger.clone(),
         limits,
         state: start.values.clone(),
     };
-    let report = worker.run(request, &handle).await;
+    // The tenant's share first: waiting for it counts against the run's
+    // timeout and ends on a kill, like waiting for a slot.
+    let waiting_since = tokio::time::Instant::now();
+    let slots = shared.tenant_slots.of(&command.tenant);
+    let share = tokio::select! {
+        biased;
+        _ = handle.cancelled() => None,
+        _ = tokio::time::sleep(request.limits.timeout) => None,
+        permit = slots.acquire_owned() => permit.ok(),
+    };
+    request.limits.timeout = request
+        .limits
+        .timeout
+        .saturating_sub(waiting_since.elapsed());
+    let report = match share {
+        Some(_share) if !request.limits.timeout.is_zero() => worker.run(request, &handle).await,
+        _ => unstarted_report(&handle, &worker, timeout_ms),
+    };
     let run_id = command.trigger.run_id;
     {
         let mut table = shared.lock();

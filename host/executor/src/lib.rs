@@ -155,6 +155,7 @@ pub async fn start(config: ExecutorConfig) -> Result<RunningExecutor, ExecutorEr
             runs: config.retained_finished_runs,
             log_bytes: config.retained_log_bytes,
         },
+        config.tenant_share(),
     );
     let state = Arc::new(ApiState {
         jobs,

@@ -64,6 +64,7 @@ fn command(job_id: u64, run_id: u64, digest: &str, param: &str) -> RunCommand {
         receipt: String::new(),
         fresh_instance: false,
         start_in_ms: 0,
+        tenant: "default".to_owned(),
     }
 }
 
@@ -900,5 +901,51 @@ async fn module_caches_stay_within_their_bounds() {
         metrics.contains("cronbox_executor_disk_cache_trimmed_files_total 4"),
         "{metrics}"
     );
+    f.executor.shutdown().await;
+}
+
+/// No tenant fills every instance slot: with four slots a tenant runs at
+/// most three at once, so another tenant's run starts at once instead of
+/// waiting behind it; the tenant's fourth run waits for its share.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_tenant_gets_a_share_of_the_slots_not_all_of_them() {
+    let f = fixture_with(|config| config.runtime.max_instances = 4).await;
+    let sleeper = f.admin.add_module(jobs::bytes("sleeper"));
+    let hello = f.admin.add_module(jobs::bytes("hello"));
+    let of_tenant = |tenant: &str, mut command: RunCommand| {
+        command.tenant = tenant.to_owned();
+        command
+    };
+    for job in 1..=4 {
+        let busy = of_tenant("busy", command(job, job, &sleeper, "60000"));
+        assert!(f.run(&busy).await.accepted);
+    }
+    for job in 1..=3 {
+        f.wait_until_running(job).await;
+    }
+    let other = of_tenant("other", command(9, 9, &hello, "other"));
+    assert!(f.run(&other).await.accepted);
+    let result = f.admin.result_of(9, WAIT).await;
+    assert!(result.outcome.is_success(), "{:?}", result.outcome);
+
+    // Stopped now (the waiting one first, or it would take a freed share),
+    // the busy tenant's three ran and its fourth never began.
+    for job in [4, 1, 2, 3] {
+        f.post(executor_paths::KILL, &KillCommand::Job { job_id: job })
+            .await;
+    }
+    let mut started = 0;
+    for run in 1..=4 {
+        let result = f.admin.result_of(run, WAIT).await;
+        assert_eq!(result.outcome, Outcome::Killed, "run {run}");
+        if result
+            .log
+            .iter()
+            .any(|line| line.text == "sleeping 60000 ms")
+        {
+            started += 1;
+        }
+    }
+    assert_eq!(started, 3, "three of four slots for one tenant");
     f.executor.shutdown().await;
 }

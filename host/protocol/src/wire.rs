@@ -157,6 +157,10 @@ pub struct RunCommand {
     /// agree.
     #[serde(default)]
     pub start_in_ms: u64,
+    /// The tenant the job belongs to: an executor gives each tenant a
+    /// share of its instance slots.
+    #[serde(default)]
+    pub tenant: String,
 }
 
 fn one() -> u32 {

@@ -67,6 +67,26 @@ pub struct RunReport {
     pub new_instance: bool,
 }
 
+impl RunReport {
+    /// The report of a run that ended before the guest was called (killed
+    /// or out of time while it waited to start).
+    pub fn unstarted(outcome: Outcome, module_digest: &str) -> RunReport {
+        RunReport {
+            outcome,
+            started_at: SystemTime::now(),
+            duration: Duration::ZERO,
+            fuel_consumed: None,
+            peak_memory_bytes: 0,
+            log: Vec::new(),
+            log_truncated: false,
+            state_changes: StateChanges::new(),
+            state_reads: Default::default(),
+            module_digest: module_digest.to_owned(),
+            new_instance: false,
+        }
+    }
+}
+
 const ACTIVE: u8 = 0;
 const KILLED: u8 = 1;
 const COVERED: u8 = 2;
@@ -130,7 +150,8 @@ impl RunHandle {
         self.inner.reason.load(Ordering::Relaxed) != ACTIVE
     }
 
-    pub(crate) fn stopped_outcome(&self) -> Option<Outcome> {
+    /// How the run was stopped (killed or covered), if it was.
+    pub fn stopped_outcome(&self) -> Option<Outcome> {
         match self.inner.reason.load(Ordering::SeqCst) {
             KILLED => Some(Outcome::Killed),
             COVERED => Some(Outcome::Covered),
@@ -138,7 +159,8 @@ impl RunHandle {
         }
     }
 
-    pub(crate) fn cancelled(&self) -> tokio_util::sync::WaitForCancellationFuture<'_> {
+    /// Completes when the run is killed or covered.
+    pub fn cancelled(&self) -> tokio_util::sync::WaitForCancellationFuture<'_> {
         self.inner.cancel.cancelled()
     }
 

@@ -407,6 +407,7 @@ impl Scheduler {
             receipt: self.receipt(run.id.wire(), address),
             fresh_instance: job.fresh_instance,
             start_in_ms: (run.scheduled_at_ms - self.now_ms()).max(0) as u64,
+            tenant: job.tenant.clone(),
         };
         let response = self
             .http
