@@ -90,6 +90,16 @@ impl TenantSlots {
     }
 }
 
+/// How the job table treats runs and instances.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct JobSettings {
+    /// An idle job's workers are retired after this long.
+    pub(crate) idle_retire: Duration,
+    pub(crate) retained: Retention,
+    /// Runs of one tenant executing at once.
+    pub(crate) tenant_share: usize,
+}
+
 /// How many finished runs keep their logs readable, and how much log.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Retention {
@@ -430,9 +440,7 @@ impl Jobs {
         spool: Arc<Spool>,
         metrics: Arc<Metrics>,
         address: String,
-        idle_retire: Duration,
-        retained: Retention,
-        tenant_share: usize,
+        settings: JobSettings,
     ) -> Self {
         Jobs {
             shared: Arc::new(Shared {
@@ -442,10 +450,10 @@ impl Jobs {
                 spool,
                 metrics,
                 address,
-                idle_retire,
-                retained,
+                idle_retire: settings.idle_retire,
+                retained: settings.retained,
                 closing: AtomicBool::new(false),
-                tenant_slots: TenantSlots::new(tenant_share),
+                tenant_slots: TenantSlots::new(settings.tenant_share),
             }),
         }
     }

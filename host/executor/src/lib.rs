@@ -34,7 +34,7 @@ pub use config::ExecutorConfig;
 
 use crate::admin::AdminClient;
 use crate::api::ApiState;
-use crate::jobs::{Jobs, Retention};
+use crate::jobs::{JobSettings, Jobs, Retention};
 use crate::metrics::Metrics;
 use crate::modules::{ModuleBounds, ModuleStore};
 use crate::spool::Spool;
@@ -150,12 +150,14 @@ pub async fn start(config: ExecutorConfig) -> Result<RunningExecutor, ExecutorEr
         spool.clone(),
         metrics.clone(),
         address.clone(),
-        config.idle_retire,
-        Retention {
-            runs: config.retained_finished_runs,
-            log_bytes: config.retained_log_bytes,
+        JobSettings {
+            idle_retire: config.idle_retire,
+            retained: Retention {
+                runs: config.retained_finished_runs,
+                log_bytes: config.retained_log_bytes,
+            },
+            tenant_share: config.tenant_share(),
         },
-        config.tenant_share(),
     );
     let state = Arc::new(ApiState {
         jobs,
