@@ -838,10 +838,14 @@ async fn run_one(shared: Arc<Shared>, mut worker: JobWorker, pending: Pending) -
         .limits
         .timeout
         .saturating_sub(waiting_since.elapsed());
-    let report = match share {
+    let mut report = match share {
         Some(_share) if !request.limits.timeout.is_zero() => worker.run(request, &handle).await,
         _ => unstarted_report(&handle, &worker, timeout_ms),
     };
+    // The runtime saw what was left of the timeout; the job's is reported.
+    if let Outcome::Timeout { timeout_ms: left } = &mut report.outcome {
+        *left = timeout_ms;
+    }
     let run_id = command.trigger.run_id;
     {
         let mut table = shared.lock();
