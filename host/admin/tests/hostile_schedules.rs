@@ -14,9 +14,44 @@ use rand::{Rng, SeedableRng};
 const SEED: u64 = 0x5eed_cb0c;
 
 const TOKENS: &[&str] = &[
-    "*", "?", "0", "1", "7", "12", "23", "31", "59", "60", "99999999999999", "-1", "1-5",
-    "5-1", "*/7", "*/0", "0/15", "1,3,5", ",", "-", "/", "L", "W", "15W", "LW", "L-3", "5L",
-    "6#3", "6#9", "MON-FRI", "SUN", "JAN", "FEB-DEC", "2024", "2099", "1970-2100", "#", "é",
+    "*",
+    "?",
+    "0",
+    "1",
+    "7",
+    "12",
+    "23",
+    "31",
+    "59",
+    "60",
+    "99999999999999",
+    "-1",
+    "1-5",
+    "5-1",
+    "*/7",
+    "*/0",
+    "0/15",
+    "1,3,5",
+    ",",
+    "-",
+    "/",
+    "L",
+    "W",
+    "15W",
+    "LW",
+    "L-3",
+    "5L",
+    "6#3",
+    "6#9",
+    "MON-FRI",
+    "SUN",
+    "JAN",
+    "FEB-DEC",
+    "2024",
+    "2099",
+    "1970-2100",
+    "#",
+    "é",
     "",
 ];
 
@@ -75,27 +110,54 @@ fn random_cron_expressions_parse_or_are_refused_and_never_hang() {
                 let now = instant(&mut rng);
                 let fires = schedule.preview(now, 5);
                 assert!(fires.iter().all(|fire| *fire > now), "{expression:?}");
-                assert!(fires.windows(2).all(|pair| pair[0] < pair[1]), "{expression:?}");
+                assert!(
+                    fires.windows(2).all(|pair| pair[0] < pair[1]),
+                    "{expression:?}"
+                );
             }
             Err(error) => assert!(!error.to_string().is_empty(), "{expression:?}"),
         }
     }
-    assert!(parsed > 100, "only {parsed} expressions parsed: the test lost its teeth");
+    assert!(
+        parsed > 100,
+        "only {parsed} expressions parsed: the test lost its teeth"
+    );
 }
 
 #[test]
 fn random_intervals_and_instants_parse_or_are_refused() {
     let mut rng = StdRng::seed_from_u64(SEED);
     let pieces = [
-        "0", "1", "59", "3600", "-5", "1.5", "90s", "5m", "1h", "400d", "1e9", "soon", "",
-        "18446744073709551616", "2026-11-23T00:00:00Z", "2026-02-30T00:00:00Z",
-        "2026-03-29T02:30:00+01:00", "9999-12-31T23:59:59Z", "T", ":",
+        "0",
+        "1",
+        "59",
+        "3600",
+        "-5",
+        "1.5",
+        "90s",
+        "5m",
+        "1h",
+        "400d",
+        "1e9",
+        "soon",
+        "",
+        "18446744073709551616",
+        "2026-11-23T00:00:00Z",
+        "2026-02-30T00:00:00Z",
+        "2026-03-29T02:30:00+01:00",
+        "9999-12-31T23:59:59Z",
+        "T",
+        ":",
     ];
     for _ in 0..3_000 {
         let conf: String = (0..rng.random_range(1..=3))
             .map(|_| *pieces.choose(&mut rng).unwrap())
             .collect();
-        for kind in [ScheduleType::FixRate, ScheduleType::FixDelay, ScheduleType::OneShot] {
+        for kind in [
+            ScheduleType::FixRate,
+            ScheduleType::FixDelay,
+            ScheduleType::OneShot,
+        ] {
             let zone = *ZONES.choose(&mut rng).unwrap();
             if let Ok(schedule) = Schedule::parse(kind, &conf, zone) {
                 let now = instant(&mut rng);

@@ -232,3 +232,45 @@ async fn a_corrupted_cache_entry_is_recompiled_not_trusted() {
         CacheStatus::Repaired
     );
 }
+
+/// A job component with bytes flipped, seeded: the loader refuses it with
+/// a typed error, or loads it and a run of it ends in an outcome; nothing
+/// panics or hangs the host.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn components_with_flipped_bytes_are_refused_or_run_to_an_outcome() {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0x5eed_cb0c);
+    let runtime = runtime();
+    let hello = jobs::bytes("hello");
+    let (mut loaded, mut refused) = (0, 0);
+    for _ in 0..40 {
+        let mut mutated = hello.clone();
+        for _ in 0..rng.random_range(1..=4) {
+            let at = rng.random_range(0..mutated.len());
+            mutated[at] ^= rng.random_range(1..=255_u8);
+        }
+        match runtime.load(mutated).await {
+            Err(error) => {
+                refused += 1;
+                assert!(!error.to_string().is_empty());
+            }
+            Ok(module) => {
+                loaded += 1;
+                let mut worker = JobWorker::new(&runtime, module, InstanceMode::FreshPerRun);
+                let limits = cronbox_runtime::RunLimits {
+                    timeout: std::time::Duration::from_secs(5),
+                    ..Default::default()
+                };
+                let request = RunRequest {
+                    trigger: Trigger::manual("flipped", 0),
+                    limits,
+                    state: Default::default(),
+                };
+                // Any outcome will do; ending in one is the point.
+                let _ = worker.run(request, &RunHandle::new()).await.outcome;
+            }
+        }
+    }
+    assert_eq!(loaded + refused, 40);
+    assert!(refused > 0, "some flips must be refused");
+}
