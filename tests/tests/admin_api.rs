@@ -835,44 +835,53 @@ fn loopback_alarms() -> SchedulerConfig {
     }
 }
 
-/// By default an alarm webhook may only point at the public internet: a
-/// tenant's URL on loopback (the admin's own network), or the cloud
-/// metadata address, is never called, and the alarm fails with a message
-/// that does not say what is there.
+/// By default an alarm webhook may only point at the public internet: an
+/// address written out that is not (loopback, the cloud metadata address,
+/// their IPv6-mapped forms) is refused when the job is saved, naming the
+/// field; a name that resolves to one is never called, and the alarm fails
+/// with a message that does not say what is there.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_alarm_webhook_on_a_private_address_is_never_called() {
     let stack = stack(SchedulerConfig::default()).await;
     let receiver = WebhookReceiver::start(200).await;
-    let named = receiver.url().replace("127.0.0.1", "localhost");
-    let mut failed = Vec::new();
-    for (name, url) in [
-        ("loopback", receiver.url()),
-        ("by-name", named),
-        (
-            "mapped",
-            receiver.url().replace("127.0.0.1", "[::ffff:127.0.0.1]"),
-        ),
-        (
-            "metadata",
-            "http://169.254.169.254/latest/meta-data/".to_owned(),
-        ),
+    let (status, uploaded) = stack.upload_as(API, "", jobs::bytes("fuel-burner")).await;
+    assert_eq!(status, 201, "{uploaded}");
+    for url in [
+        receiver.url(),
+        receiver.url().replace("127.0.0.1", "[::ffff:127.0.0.1]"),
+        "http://169.254.169.254/latest/meta-data/".to_owned(),
+        "http://[fd00:ec2::254]/".to_owned(),
     ] {
-        let job = stack
-            .job(name, "fuel-burner", json!({ "alarm_url": url }))
+        let spec = json!({ "name": "refused", "module_digest": uploaded["digest"],
+                           "alarm_url": url });
+        let (status, refused) = stack
+            .call(reqwest::Method::POST, "/api/v1/jobs", Some(spec))
             .await;
-        failed.push(stack.run_to_end(job, "not-a-number").await.id.0);
-    }
-    for run in failed {
-        let settled = alarm_status(&stack, run).await;
-        assert_eq!(settled["alarm_status"], "failed", "{settled}");
+        assert_eq!(
+            (status, &refused["field"]),
+            (400, &json!("alarm_url")),
+            "{url}"
+        );
         assert!(
-            settled["alarm_message"]
-                .as_str()
-                .unwrap()
-                .contains("not one the admin may call"),
-            "{settled}"
+            refused["message"].as_str().unwrap().contains("not allowed"),
+            "{refused}"
         );
     }
+
+    let named = receiver.url().replace("127.0.0.1", "localhost");
+    let job = stack
+        .job("by-name", "fuel-burner", json!({ "alarm_url": named }))
+        .await;
+    let failed = stack.run_to_end(job, "not-a-number").await;
+    let settled = alarm_status(&stack, failed.id.0).await;
+    assert_eq!(settled["alarm_status"], "failed", "{settled}");
+    assert!(
+        settled["alarm_message"]
+            .as_str()
+            .unwrap()
+            .contains("not one the admin may call"),
+        "{settled}"
+    );
     assert!(receiver.bodies().is_empty(), "nothing reached loopback");
     stack.shutdown().await;
 }

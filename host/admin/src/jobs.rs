@@ -3,6 +3,7 @@
 
 pub use cronbox_api::JobSpec;
 use cronbox_api::parse_ignoring_case;
+use cronbox_net_policy::NetPolicy;
 
 use crate::model::{BlockStrategy, Digest, JobId, MisfirePolicy, RouteStrategy};
 use crate::routing::RouteError;
@@ -66,6 +67,7 @@ pub fn validate(
     spec: &JobSpec,
     tenant: &str,
     maxima: &JobMaxima,
+    alarm_nets: &NetPolicy,
 ) -> Result<(JobRow, Schedule), InvalidJob> {
     if spec.name.trim().is_empty() || spec.name.len() > 200 {
         return Err(invalid("name", "must be 1 to 200 characters"));
@@ -118,14 +120,8 @@ pub fn validate(
                 (None, None, digest)
             }
         };
-    let alarm_url_ok = spec.alarm_url.is_empty()
-        || spec.alarm_url.starts_with("http://")
-        || spec.alarm_url.starts_with("https://");
-    if !alarm_url_ok {
-        return Err(invalid(
-            "alarm_url",
-            format!("{:?} is not an http(s) URL", spec.alarm_url),
-        ));
+    if !spec.alarm_url.is_empty() {
+        check_alarm_url(&spec.alarm_url, alarm_nets)?;
     }
     let kind: ScheduleType = parse_ignoring_case(&spec.schedule_type).map_err(|_| {
         invalid(
@@ -246,6 +242,25 @@ pub fn validate(
         fresh_instance: spec.fresh_instance,
     };
     Ok((row, schedule))
+}
+
+/// An alarm webhook: an http(s) URL with a host; an address written out
+/// must be one the admin may call (a name is checked when it is called,
+/// after it is resolved).
+fn check_alarm_url(url: &str, alarm_nets: &NetPolicy) -> Result<(), InvalidJob> {
+    let not_http = || invalid("alarm_url", format!("{url:?} is not an http(s) URL"));
+    let parsed = reqwest::Url::parse(url).map_err(|_| not_http())?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(not_http());
+    }
+    let host = parsed.host_str().ok_or_else(not_http)?;
+    let literal = host.trim_start_matches('[').trim_end_matches(']');
+    let Ok(address) = literal.parse::<std::net::IpAddr>() else {
+        return Ok(()); // a name
+    };
+    alarm_nets
+        .check(address)
+        .map_err(|denied| invalid("alarm_url", format!("{url:?}: {denied}")))
 }
 
 /// Module names: what `cronbox module push NAME` accepts.

@@ -16,7 +16,8 @@ pub async fn create(
     tenant: &str,
     spec: &JobSpec,
 ) -> Result<JobRow, ServiceError> {
-    let (mut row, _) = crate::jobs::validate(spec, tenant, &scheduler.config().job_maxima)
+    let config = scheduler.config();
+    let (mut row, _) = crate::jobs::validate(spec, tenant, &config.job_maxima, &config.alarm_nets)
         .map_err(|invalid| ServiceError::invalid(invalid.field, invalid.message))?;
     let store = scheduler.store();
     known_group(store, &row.group_name).await?;
@@ -48,9 +49,14 @@ pub async fn update(
     current: &JobRow,
     spec: &JobSpec,
 ) -> Result<JobRow, ServiceError> {
-    let (mut row, schedule) =
-        crate::jobs::validate(spec, &current.tenant, &scheduler.config().job_maxima)
-            .map_err(|invalid| ServiceError::invalid(invalid.field, invalid.message))?;
+    let config = scheduler.config();
+    let (mut row, schedule) = crate::jobs::validate(
+        spec,
+        &current.tenant,
+        &config.job_maxima,
+        &config.alarm_nets,
+    )
+    .map_err(|invalid| ServiceError::invalid(invalid.field, invalid.message))?;
     let store = scheduler.store();
     known_group(store, &row.group_name).await?;
     resolve_module(store, &mut row).await?;
