@@ -56,6 +56,17 @@ pub struct AdminArgs {
     /// that admins whose clocks disagree still fire each run once.
     #[arg(long, hide = true, default_value = "0s", allow_hyphen_values = true, value_parser = parse_offset)]
     clock_offset: i64,
+    #[command(flatten)]
+    tenant_policy: TenantPolicyArgs,
+    /// Largest module upload.
+    #[arg(long, env = "CRONBOX_ADMIN_MAX_MODULE_SIZE", default_value = "64MiB")]
+    max_module_size: bytesize::ByteSize,
+}
+
+/// What the operator lets a tenant's jobs ask for and reach, shared by
+/// `cronbox admin` and `cronbox up`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct TenantPolicyArgs {
     /// Networks a tenant's alarm webhook may reach beyond the public
     /// internet, comma-separated (`127.0.0.1/32,10.0.0.0/8`). Loopback,
     /// private, link-local and metadata addresses are refused otherwise.
@@ -70,28 +81,28 @@ pub struct AdminArgs {
     /// Most memory a job may ask for (at most 4GiB).
     #[arg(long, env = "CRONBOX_ADMIN_MAX_JOB_MEMORY", default_value = "1GiB")]
     max_job_memory: bytesize::ByteSize,
-    /// Largest module upload.
-    #[arg(long, env = "CRONBOX_ADMIN_MAX_MODULE_SIZE", default_value = "64MiB")]
-    max_module_size: bytesize::ByteSize,
 }
 
-/// The operator's maxima of a job's limits, checked.
-pub(crate) fn job_maxima(
-    timeout: Duration,
-    concurrency: u32,
-    memory: bytesize::ByteSize,
-) -> anyhow::Result<cronbox_admin::jobs::JobMaxima> {
-    if memory.as_u64() > 4 << 30 || memory.as_u64() < 1 << 20 {
-        bail!("--max-job-memory must be between 1MiB and 4GiB (a 32-bit memory's reach)");
+impl TenantPolicyArgs {
+    /// `scheduler` with this policy, checked.
+    pub(crate) fn apply(self, scheduler: SchedulerConfig) -> anyhow::Result<SchedulerConfig> {
+        let memory = self.max_job_memory.as_u64();
+        if !(1 << 20..=4 << 30).contains(&memory) {
+            bail!("--max-job-memory must be between 1MiB and 4GiB (a 32-bit memory's reach)");
+        }
+        if self.max_job_concurrency == 0 || self.max_job_timeout.is_zero() {
+            bail!("--max-job-concurrency and --max-job-timeout must be positive");
+        }
+        Ok(SchedulerConfig {
+            alarm_nets: self.alarm_allow_nets,
+            job_maxima: cronbox_admin::jobs::JobMaxima {
+                timeout_ms: i64::try_from(self.max_job_timeout.as_millis()).unwrap_or(i64::MAX),
+                concurrency: i64::from(self.max_job_concurrency),
+                memory_bytes: memory as i64,
+            },
+            ..scheduler
+        })
     }
-    if concurrency == 0 || timeout.is_zero() {
-        bail!("--max-job-concurrency and --max-job-timeout must be positive");
-    }
-    Ok(cronbox_admin::jobs::JobMaxima {
-        timeout_ms: i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX),
-        concurrency: i64::from(concurrency),
-        memory_bytes: memory.as_u64() as i64,
-    })
 }
 
 /// A signed duration in milliseconds: `2s`, `-1500ms`.
@@ -117,7 +128,7 @@ pub fn main(args: AdminArgs) -> anyhow::Result<ExitCode> {
         },
         api_token: args.token,
         executor_token: args.executor_token,
-        scheduler: SchedulerConfig {
+        scheduler: args.tenant_policy.apply(SchedulerConfig {
             pre_read: args.pre_read,
             dead_after: args.dead_after,
             lost_after: args.lost_after,
@@ -126,14 +137,8 @@ pub fn main(args: AdminArgs) -> anyhow::Result<ExitCode> {
             clock: std::sync::Arc::new(cronbox_admin::clock::SystemClock::with_offset(
                 args.clock_offset,
             )),
-            alarm_nets: args.alarm_allow_nets,
-            job_maxima: job_maxima(
-                args.max_job_timeout,
-                args.max_job_concurrency,
-                args.max_job_memory,
-            )?,
             ..SchedulerConfig::default()
-        },
+        })?,
         max_request_bytes: usize::try_from(args.max_module_size.as_u64()).unwrap_or(usize::MAX),
     };
     let threads = tokio::runtime::Builder::new_multi_thread()

@@ -48,20 +48,8 @@ pub struct UpArgs {
     /// Deploy no demo jobs.
     #[arg(long)]
     no_demo: bool,
-    /// Networks a tenant's alarm webhook may reach beyond the public
-    /// internet, comma-separated (`127.0.0.1/32,10.0.0.0/8`). Loopback,
-    /// private, link-local and metadata addresses are refused otherwise.
-    #[arg(long, env = "CRONBOX_ADMIN_ALARM_ALLOW_NETS", default_value = "")]
-    alarm_allow_nets: cronbox_net_policy::NetPolicy,
-    /// Longest timeout a job may have.
-    #[arg(long, env = "CRONBOX_ADMIN_MAX_JOB_TIMEOUT", default_value = "24h", value_parser = humantime::parse_duration)]
-    max_job_timeout: Duration,
-    /// Most runs of one job at once (CONCURRENT) a job may ask for.
-    #[arg(long, env = "CRONBOX_ADMIN_MAX_JOB_CONCURRENCY", default_value_t = 64)]
-    max_job_concurrency: u32,
-    /// Most memory a job may ask for (at most 4GiB).
-    #[arg(long, env = "CRONBOX_ADMIN_MAX_JOB_MEMORY", default_value = "1GiB")]
-    max_job_memory: bytesize::ByteSize,
+    #[command(flatten)]
+    tenant_policy: crate::admin::TenantPolicyArgs,
 }
 
 /// A demo job: (name, built-in component, schedule, route, parameter, what
@@ -125,15 +113,7 @@ pub fn main(args: UpArgs) -> anyhow::Result<ExitCode> {
             database: Database::Sqlite(args.data_dir.join("admin")),
             api_token: api_token.clone(),
             executor_token: executor_token.clone(),
-            scheduler: SchedulerConfig {
-                alarm_nets: args.alarm_allow_nets,
-                job_maxima: crate::admin::job_maxima(
-                    args.max_job_timeout,
-                    args.max_job_concurrency,
-                    args.max_job_memory,
-                )?,
-                ..SchedulerConfig::default()
-            },
+            scheduler: args.tenant_policy.apply(SchedulerConfig::default())?,
             max_request_bytes: 64 << 20,
         })
         .await?;

@@ -81,8 +81,6 @@ impl TenantSlots {
             .by_tenant
             .lock()
             .unwrap_or_else(|poison| poison.into_inner());
-        // Tenants with nothing running are forgotten.
-        by_tenant.retain(|_, slots| slots.available_permits() < self.share);
         by_tenant
             .entry(tenant.to_owned())
             .or_insert_with(|| Arc::new(tokio::sync::Semaphore::new(self.share)))
@@ -818,8 +816,8 @@ async fn run_one(shared: Arc<Shared>, mut worker: JobWorker, pending: Pending) -
         },
         |entry| entry.current_state(&command, received),
     );
-    let timeout_ms = command.limits.timeout_ms;
-    let mut request = RunRequest {
+    let timeout = limits.timeout;
+    let request = RunRequest {
         trigger: command.trigger.clone(),
         limits,
         state: start.values.clone(),
@@ -831,21 +829,14 @@ async fn run_one(shared: Arc<Shared>, mut worker: JobWorker, pending: Pending) -
     let share = tokio::select! {
         biased;
         _ = handle.cancelled() => None,
-        _ = tokio::time::sleep(request.limits.timeout) => None,
+        _ = tokio::time::sleep(timeout) => None,
         permit = slots.acquire_owned() => permit.ok(),
     };
-    request.limits.timeout = request
-        .limits
-        .timeout
-        .saturating_sub(waiting_since.elapsed());
-    let mut report = match share {
-        Some(_share) if !request.limits.timeout.is_zero() => worker.run(request, &handle).await,
-        _ => unstarted_report(&handle, &worker, timeout_ms),
+    let waited = waiting_since.elapsed();
+    let report = match share {
+        Some(_share) if waited < timeout => worker.run_after_wait(request, &handle, waited).await,
+        _ => unstarted_report(&handle, &worker, command.limits.timeout_ms),
     };
-    // The runtime saw what was left of the timeout; the job's is reported.
-    if let Outcome::Timeout { timeout_ms: left } = &mut report.outcome {
-        *left = timeout_ms;
-    }
     let run_id = command.trigger.run_id;
     {
         let mut table = shared.lock();

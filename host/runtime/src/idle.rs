@@ -8,7 +8,7 @@
 //! any tenant — from starting. Its worker simply instantiates anew on its
 //! next run.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -16,10 +16,12 @@ use tokio::sync::Notify;
 
 use crate::worker::LiveInstance;
 
-/// Parked instances, oldest first, by the id of the worker they belong to.
+/// Parked instances by the id of the worker they belong to, with the order
+/// they were parked in: every operation is a map lookup, since a park and
+/// a take come with every run.
 pub(crate) struct IdleInstances {
     next_worker: AtomicU64,
-    parked: Mutex<VecDeque<(u64, LiveInstance)>>,
+    parked: Mutex<Parked>,
     /// Woken when an instance is parked: one that a waiting run may evict.
     pub(crate) parked_one: Notify,
     evicted: AtomicU64,
@@ -29,7 +31,7 @@ impl IdleInstances {
     pub(crate) fn new() -> Self {
         IdleInstances {
             next_worker: AtomicU64::new(1),
-            parked: Mutex::new(VecDeque::new()),
+            parked: Mutex::new(Parked::default()),
             parked_one: Notify::new(),
             evicted: AtomicU64::new(0),
         }
@@ -41,24 +43,32 @@ impl IdleInstances {
     }
 
     pub(crate) fn park(&self, worker: u64, instance: LiveInstance) {
-        self.lock().push_back((worker, instance));
+        {
+            let mut parked = self.lock();
+            let order = parked.next_order;
+            parked.next_order += 1;
+            parked.order.insert(order, worker);
+            parked.by_worker.insert(worker, (order, instance));
+        }
         self.parked_one.notify_waiters();
     }
 
     /// The worker's parked instance, if it was not evicted.
     pub(crate) fn take(&self, worker: u64) -> Option<LiveInstance> {
-        let mut parked = self.lock();
-        let index = parked.iter().position(|(id, _)| *id == worker)?;
-        parked.remove(index).map(|(_, instance)| instance)
+        self.lock().remove(worker)
     }
 
     pub(crate) fn holds(&self, worker: u64) -> bool {
-        self.lock().iter().any(|(id, _)| *id == worker)
+        self.lock().by_worker.contains_key(&worker)
     }
 
     /// The instance idle longest, taken to be destroyed.
     pub(crate) fn evict_oldest(&self) -> Option<LiveInstance> {
-        let evicted = self.lock().pop_front().map(|(_, instance)| instance);
+        let evicted = {
+            let mut parked = self.lock();
+            let oldest = parked.order.first_key_value().map(|(_, worker)| *worker);
+            oldest.and_then(|worker| parked.remove(worker))
+        };
         if evicted.is_some() {
             self.evicted.fetch_add(1, Ordering::Relaxed);
         }
@@ -67,7 +77,7 @@ impl IdleInstances {
 
     /// Instances parked now.
     pub(crate) fn len(&self) -> usize {
-        self.lock().len()
+        self.lock().by_worker.len()
     }
 
     /// Instances evicted so far.
@@ -75,9 +85,26 @@ impl IdleInstances {
         self.evicted.load(Ordering::Relaxed)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<(u64, LiveInstance)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Parked> {
         self.parked
             .lock()
             .unwrap_or_else(|poison| poison.into_inner())
+    }
+}
+
+/// The parked instances and the order they came in.
+#[derive(Default)]
+struct Parked {
+    by_worker: HashMap<u64, (u64, LiveInstance)>,
+    /// Park order → worker, oldest first.
+    order: BTreeMap<u64, u64>,
+    next_order: u64,
+}
+
+impl Parked {
+    fn remove(&mut self, worker: u64) -> Option<LiveInstance> {
+        let (order, instance) = self.by_worker.remove(&worker)?;
+        self.order.remove(&order);
+        Some(instance)
     }
 }

@@ -12,9 +12,9 @@
 //! Every run ends in a [`RunReport`]; nothing here returns an error.
 
 use std::future::Future;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
-use cronbox_protocol::{LogLine, LogSource, Outcome, StateChanges, Trigger};
+use cronbox_protocol::{LogLine, LogSource, Outcome, Trigger};
 use tokio::sync::OwnedSemaphorePermit;
 use wasmtime::{Store, Trap, UpdateDeadline};
 
@@ -125,27 +125,26 @@ impl JobWorker {
 
     /// Runs the job once. `handle` kills the run or reads its log meanwhile.
     pub async fn run(&mut self, request: RunRequest, handle: &RunHandle) -> RunReport {
-        let started_at = SystemTime::now();
+        self.run_after_wait(request, handle, Duration::ZERO).await
+    }
+
+    /// Runs the job once, after it already `waited` for its turn: the
+    /// wait counts against its timeout (a timeout is still reported as the
+    /// request's).
+    pub async fn run_after_wait(
+        &mut self,
+        request: RunRequest,
+        handle: &RunHandle,
+        waited: Duration,
+    ) -> RunReport {
         let started = Instant::now();
         let config = self.runtime.config();
         let mut limits = request.limits;
         limits.memory_bytes = limits.memory_bytes.min(config.memory_ceiling_bytes);
-        let deadline = started + limits.timeout;
+        let deadline = started + limits.timeout.saturating_sub(waited);
         handle.log().set_cap(limits.log_bytes);
 
-        let mut report = RunReport {
-            outcome: Outcome::Killed,
-            started_at,
-            duration: Duration::ZERO,
-            fuel_consumed: None,
-            peak_memory_bytes: 0,
-            log: Vec::new(),
-            log_truncated: false,
-            state_changes: StateChanges::new(),
-            state_reads: Default::default(),
-            module_digest: self.module.digest().to_owned(),
-            new_instance: false,
-        };
+        let mut report = RunReport::unstarted(Outcome::Killed, self.module.digest());
 
         let scope = RunScope {
             trigger: request.trigger,
