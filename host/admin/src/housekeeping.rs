@@ -3,8 +3,9 @@
 //! retention runs, and no longer for a day it thinned), ended runs older
 //! than the retention deleted, executors silent for twice the dead time
 //! forgotten, and module content that nothing refers to any more (no job,
-//! no kept version, no open run) deleted a day after it was last uploaded. (Which days were thinned is kept in memory: with a retention
-//! under three days, a restarted admin may recount a thinned day lower.)
+//! no kept version, no open run) deleted a day after it was last uploaded.
+//! (Which days were thinned is kept in memory: with a retention under three
+//! days, a restarted admin may recount a thinned day lower.)
 //!
 //! Every step is idempotent, so several admins on one database may all run
 //! it.

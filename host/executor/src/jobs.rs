@@ -63,6 +63,9 @@ struct Shared {
 /// Per-tenant semaphores of `share` permits each: no tenant's running
 /// instances can fill every slot of the executor, so another tenant's run
 /// always finds one (idle instances are evicted for it by the runtime).
+/// A tenant's semaphore is kept once made (one per tenant seen): dropping
+/// it while a run holds or awaits a permit would let the tenant past its
+/// share.
 struct TenantSlots {
     share: usize,
     by_tenant: Mutex<HashMap<String, Arc<tokio::sync::Semaphore>>>,

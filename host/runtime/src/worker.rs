@@ -4,10 +4,10 @@
 //! once per run and keeps the instance warm between runs (or makes a fresh
 //! one per run, see [`InstanceMode`]). Between runs the warm instance is
 //! parked with the runtime (`idle`), where a run waiting for a slot or for
-//! memory may evict it; the worker then instantiates anew. Any trap, timeout or kill drops the
-//! instance: its store is never entered again and `destroy` is not called;
-//! the next run instantiates anew. [`JobWorker::retire`] calls `destroy` on
-//! a healthy instance.
+//! memory may evict it; the worker then instantiates anew. Any trap,
+//! timeout or kill drops the instance: its store is never entered again and
+//! `destroy` is not called; the next run instantiates anew.
+//! [`JobWorker::retire`] calls `destroy` on a healthy instance.
 //!
 //! Every run ends in a [`RunReport`]; nothing here returns an error.
 
