@@ -112,6 +112,17 @@ impl Fixture {
             .unwrap()
     }
 
+    /// Whether run `run` has logged `text` so far.
+    async fn has_logged(&self, run: u64, text: &str) -> bool {
+        let page: LogResponse = self
+            .post(executor_paths::LOG, &json!({ "run_id": run }))
+            .await
+            .json()
+            .await
+            .unwrap();
+        page.lines.iter().any(|line| line.text == text)
+    }
+
     async fn wait_until_running(&self, job_id: u64) {
         let deadline = Instant::now() + Duration::from_secs(10);
         while self.idle_beat(job_id).await.running == 0 {
@@ -920,9 +931,17 @@ async fn each_tenant_gets_a_share_of_the_slots_not_all_of_them() {
         let busy = of_tenant("busy", command(job, job, &sleeper, "60000"));
         assert!(f.run(&busy).await.accepted);
     }
-    for job in 1..=3 {
-        f.wait_until_running(job).await;
-    }
+    // Three of the four start sleeping; the fourth waits for a share.
+    let waiting = cronbox_tests::until("three busy runs sleep", || async {
+        let mut waiting = Vec::new();
+        for run in 1..=4 {
+            if !f.has_logged(run, "sleeping 60000 ms").await {
+                waiting.push(run);
+            }
+        }
+        (waiting.len() == 1).then(|| waiting[0])
+    })
+    .await;
     let other = of_tenant("other", command(9, 9, &hello, "other"));
     assert!(f.run(&other).await.accepted);
     let result = f.admin.result_of(9, WAIT).await;
@@ -930,7 +949,9 @@ async fn each_tenant_gets_a_share_of_the_slots_not_all_of_them() {
 
     // Stopped now (the waiting one first, or it would take a freed share),
     // the busy tenant's three ran and its fourth never began.
-    for job in [4, 1, 2, 3] {
+    let mut order = vec![waiting];
+    order.extend((1..=4).filter(|run| *run != waiting));
+    for job in order {
         f.post(executor_paths::KILL, &KillCommand::Job { job_id: job })
             .await;
     }
@@ -938,11 +959,12 @@ async fn each_tenant_gets_a_share_of_the_slots_not_all_of_them() {
     for run in 1..=4 {
         let result = f.admin.result_of(run, WAIT).await;
         assert_eq!(result.outcome, Outcome::Killed, "run {run}");
-        if result
+        let slept = result
             .log
             .iter()
-            .any(|line| line.text == "sleeping 60000 ms")
-        {
+            .any(|line| line.text == "sleeping 60000 ms");
+        assert_eq!(slept, run != waiting, "run {run}");
+        if slept {
             started += 1;
         }
     }
