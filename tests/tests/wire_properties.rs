@@ -121,6 +121,7 @@ fn executor_protocol_types_survive_hostile_json() {
         fresh_instance: true,
         start_in_ms: 7,
         tenant: "acme".into(),
+        tenant_max_instances: Some(3),
     };
     let accepted = hostile::<RunCommand>(serde_json::to_value(&command).unwrap());
     assert!(accepted > 0, "no mutation decoded: the test lost its teeth");

@@ -3,7 +3,8 @@
 //! retention runs, and no longer for a day it thinned), ended runs older
 //! than the retention deleted, executors silent for twice the dead time
 //! forgotten, and module content that nothing refers to any more (no job,
-//! no kept version, no open run) deleted a day after it was last uploaded.
+//! no kept version, no open run) deleted a day after it was last uploaded,
+//! and tenants' per-day usage (run time, log bytes) older than a week.
 //! (Which days were thinned is kept in memory: with a retention under three
 //! days, a restarted admin may recount a thinned day lower.)
 //!
@@ -79,12 +80,19 @@ async fn pass(
     if collected > 0 {
         tracing::info!(collected, "module content nothing refers to deleted");
     }
+    // Only today's counts are read (the quotas); a week is kept to look at.
+    store
+        .delete_day_usage_before(now_ms.div_euclid(crate::store::DAY_MS) - USAGE_DAYS_KEPT)
+        .await?;
     let reference = store.liveness_reference(now_ms).await?;
     store
         .forget_silent_executors(reference - 2 * millis(config.dead_after))
         .await?;
     Ok(())
 }
+
+/// Days of tenants' per-day usage kept.
+const USAGE_DAYS_KEPT: i64 = 7;
 
 fn millis(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX / 4)

@@ -31,6 +31,7 @@ pub mod jobs;
 mod metrics;
 pub mod model;
 mod openapi;
+pub mod quotas;
 pub mod routing;
 pub mod schedule;
 pub mod scheduler;

@@ -1,15 +1,23 @@
 //! Prometheus metrics of an admin, served at `/metrics`: fires written,
-//! start lateness, dispatch failures, runs by outcome, alarms.
+//! start lateness, dispatch failures, runs by outcome, alarms, and each
+//! tenant's quota limits and use (set afresh on every scrape).
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct OutcomeLabel {
     outcome: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct QuotaLabel {
+    tenant: String,
+    quota: String,
 }
 
 #[derive(Debug)]
@@ -27,6 +35,8 @@ pub(crate) struct Metrics {
     /// Results refused because their receipt did not match the run's
     /// dispatch (forged, or sent by an executor the run never went to).
     pub(crate) results_refused: Counter,
+    quota_limit: Family<QuotaLabel, Gauge>,
+    quota_used: Family<QuotaLabel, Gauge>,
 }
 
 impl Metrics {
@@ -68,7 +78,21 @@ impl Metrics {
             "Results refused: their receipt does not match the run's dispatch",
             results_refused.clone(),
         );
+        let quota_limit = Family::<QuotaLabel, Gauge>::default();
+        let quota_used = Family::<QuotaLabel, Gauge>::default();
+        registry.register(
+            "tenant_quota_limit",
+            "Each tenant's limit of each quota",
+            quota_limit.clone(),
+        );
+        registry.register(
+            "tenant_quota_used",
+            "Each tenant's use of each quota the admin counts (per-day ones: today, UTC)",
+            quota_used.clone(),
+        );
         Metrics {
+            quota_limit,
+            quota_used,
             results_refused,
             registry,
             fires,
@@ -86,6 +110,24 @@ impl Metrics {
                 outcome: outcome.to_owned(),
             })
             .inc();
+    }
+
+    /// Replaces the quota gauges with `quotas`: (tenant, quota, limit,
+    /// use).
+    pub(crate) fn set_quotas(&self, quotas: &[(String, cronbox_api::Quota, u64, Option<u64>)]) {
+        self.quota_limit.clear();
+        self.quota_used.clear();
+        let gauge = |value: u64| i64::try_from(value).unwrap_or(i64::MAX);
+        for (tenant, quota, limit, used) in quotas {
+            let label = QuotaLabel {
+                tenant: tenant.clone(),
+                quota: quota.as_str().to_owned(),
+            };
+            self.quota_limit.get_or_create(&label).set(gauge(*limit));
+            if let Some(used) = used {
+                self.quota_used.get_or_create(&label).set(gauge(*used));
+            }
+        }
     }
 
     pub(crate) fn encode(&self) -> String {

@@ -5,8 +5,8 @@
 use std::collections::HashMap;
 
 use cronbox_admin::store::{
-    AlarmState, Digest, DispatchMark, JobId, JobRow, NewRun, RunEnd, RunFilter, RunId, RunStatus,
-    Store, StoreError, VersionPush,
+    AlarmState, DayUsage, Digest, DispatchMark, JobId, JobRow, NewRun, QUOTA_EXCEEDED, RunEnd,
+    RunFilter, RunId, RunStatus, Store, StoreError, TenantUsage, VersionPush,
 };
 use cronbox_tests::PostgresServer;
 
@@ -121,6 +121,7 @@ async fn run_lifecycle(store: &Store) {
         state_base: [("count".to_owned(), cronbox_protocol::ABSENT_REVISION)].into(),
         finished_at_ms: 30,
         module_digest: None,
+        state_quota: Some(("default".into(), 1 << 20)),
     };
     let ended = store.finish_run(&success).await.unwrap().unwrap();
     assert_eq!(
@@ -524,6 +525,148 @@ on_both_engines! {
         postgres_child_links_are_unique_ordered_and_never_a_cycle => child_links;
     sqlite_manual_group_addresses_keep_their_order,
         postgres_manual_group_addresses_keep_their_order => group_addresses;
+    sqlite_quotas_are_kept_and_usage_counted,
+        postgres_quotas_are_kept_and_usage_counted => quotas_and_usage;
+}
+
+/// A tenant's own quotas are replaced as a set; its usage is counted from
+/// its jobs, module names and bytes, open runs and state (keys and values
+/// in bytes, not characters), and per day from what its ended runs added;
+/// state that would grow past the quota is not committed.
+async fn quotas_and_usage(store: &Store) {
+    use cronbox_api::{Quota, QuotaSettings};
+    let mut settings = QuotaSettings::default();
+    settings.set(Quota::Jobs, Some(3));
+    settings.set(Quota::StateBytes, Some(u64::MAX >> 1));
+    store.set_tenant_quotas("acme", &settings).await.unwrap();
+    assert_eq!(store.tenant_quotas("acme").await.unwrap(), settings);
+    settings = QuotaSettings::default();
+    settings.set(Quota::Modules, Some(2));
+    store.set_tenant_quotas("acme", &settings).await.unwrap();
+    assert_eq!(store.tenant_quotas("acme").await.unwrap(), settings);
+    assert_eq!(
+        store.tenant_quotas("other").await.unwrap(),
+        QuotaSettings::default()
+    );
+
+    let digest = |c: char| c.to_string().repeat(64).parse::<Digest>().unwrap();
+    store
+        .put_module(digest('1').as_str(), b"wasm!", 1)
+        .await
+        .unwrap();
+    store
+        .own_module("acme", digest('1').as_str())
+        .await
+        .unwrap();
+    for name in ["one", "two"] {
+        let push = VersionPush {
+            tenant: "acme",
+            name,
+            digest: &digest('1'),
+            labels: &[],
+            note: "",
+        };
+        store.add_module_version(&push, 5, 1).await.unwrap();
+    }
+    assert!(store.has_module_name("acme", "one").await.unwrap());
+    assert!(!store.has_module_name("other", "one").await.unwrap());
+    let acme = JobRow {
+        tenant: "acme".into(),
+        ..job()
+    };
+    let first = store.insert_job(&acme, 0).await.unwrap();
+    store.insert_job(&acme, 0).await.unwrap();
+    store.insert_job(&job(), 0).await.unwrap();
+    let run = store.insert_run(&fire(first, 10), 10).await.unwrap();
+    assert!(store.mark_dispatched(run, "http://e1", 20).await.unwrap());
+    let mut state = HashMap::new();
+    state.insert("clé".to_owned(), "värde".to_owned());
+    store.replace_job_state(first, &state, 5).await.unwrap();
+
+    let day = 19_000;
+    let usage = |tenant: &str, run_ms: i64, log_bytes: i64| DayUsage {
+        tenant: tenant.into(),
+        day,
+        run_ms,
+        log_bytes,
+    };
+    store
+        .add_day_usage(&[usage("acme", 100, 1_000), usage("other", 1, 1)])
+        .await
+        .unwrap();
+    store.add_day_usage(&[usage("acme", 50, 24)]).await.unwrap();
+    let counted = store.tenant_usage("acme", day).await.unwrap();
+    assert_eq!(
+        counted,
+        TenantUsage {
+            jobs: 2,
+            modules: 2,
+            module_bytes: 5,
+            running_runs: 1,
+            // "clé" and "värde": 4 and 6 bytes.
+            state_bytes: 10,
+            run_ms: 150,
+            log_bytes: 1_024,
+        }
+    );
+    let all = store.usage_by_tenant(day).await.unwrap();
+    assert_eq!(
+        store.tenant_run_usage("acme", day).await.unwrap(),
+        TenantUsage {
+            running_runs: 1,
+            run_ms: 150,
+            log_bytes: 1_024,
+            ..TenantUsage::default()
+        }
+    );
+    assert_eq!(all["acme"], counted);
+    assert_eq!((all["other"].run_ms, all["other"].jobs), (1, 0));
+    assert_eq!(all["default"].jobs, 1);
+    assert_eq!(store.tenant_usage("acme", day + 1).await.unwrap().run_ms, 0);
+
+    // 10 bytes now; replacing "clé" with 7 bytes of value and adding a
+    // 1-byte key with a 1-byte value: 4 + 7 + 2 = 13 bytes.
+    let mut changes = cronbox_protocol::StateChanges::new();
+    changes.insert("clé".into(), Some("1234567".into()));
+    changes.insert("k".into(), Some("v".into()));
+    let end = |limit: u64| RunEnd {
+        run_id: run,
+        success: true,
+        outcome: "success".into(),
+        code: 200,
+        message: "ok".into(),
+        log: "[]".into(),
+        started_at_ms: Some(25),
+        state_changes: changes.clone(),
+        finished_at_ms: 30,
+        state_quota: Some(("acme".into(), limit)),
+        ..RunEnd::default()
+    };
+    let refused = store.finish_run(&end(12)).await.unwrap().unwrap();
+    assert_eq!(refused.outcome.as_deref(), Some(QUOTA_EXCEEDED));
+    assert_eq!(refused.status, RunStatus::Failed);
+    assert!(refused.message.unwrap().contains("13 bytes (limit 12)"));
+    assert_eq!(
+        store.tenant_usage("acme", day).await.unwrap().state_bytes,
+        10
+    );
+    let run = store.insert_run(&fire(first, 40), 40).await.unwrap();
+    let allowed = store
+        .finish_run(&RunEnd {
+            run_id: run,
+            ..end(13)
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(allowed.status, RunStatus::Success);
+    assert_eq!(
+        store.tenant_usage("acme", day).await.unwrap().state_bytes,
+        13
+    );
+
+    assert_eq!(store.delete_day_usage_before(day + 1).await.unwrap(), 2);
+    assert_eq!(store.tenant_usage("acme", day).await.unwrap().run_ms, 0);
 }
 
 /// Children are rows: kept in order, each once, found from the child's

@@ -173,6 +173,23 @@ impl Client {
         self.call(Method::DELETE, &path, None::<&()>).await
     }
 
+    /// A tenant's quotas with its usage (the operator for any tenant, a
+    /// tenant for itself).
+    pub async fn quotas(&self, tenant: &str) -> Result<TenantQuotas, ClientError> {
+        let path = format!("/api/v1/tenants/{tenant}/quotas");
+        self.call(Method::GET, &path, None::<&()>).await
+    }
+
+    /// Replaces a tenant's own quotas (operator).
+    pub async fn set_quotas(
+        &self,
+        tenant: &str,
+        settings: &QuotaSettings,
+    ) -> Result<TenantQuotas, ClientError> {
+        let path = format!("/api/v1/tenants/{tenant}/quotas");
+        self.call(Method::PUT, &path, Some(settings)).await
+    }
+
     // Modules.
 
     /// Uploads a component: stored by digest, and with `name` the next

@@ -4,6 +4,8 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use crate::names::Quota;
+
 /// `GET /readyz`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Ready {
@@ -86,4 +88,83 @@ pub struct TokenCreated {
 pub struct TokenRevoked {
     pub tenant: String,
     pub revoked: i64,
+}
+
+/// `PUT /api/v1/tenants/{name}/quotas`: a tenant's own limits, replacing
+/// those set before; a quota left out (or `null`) follows the operator's
+/// default.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct QuotaSettings {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jobs: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modules: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub module_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_interval_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running_runs: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executor_instances: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_ms_per_day: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_bytes_per_day: Option<u64>,
+}
+
+impl QuotaSettings {
+    fn slot(&mut self, quota: Quota) -> &mut Option<u64> {
+        match quota {
+            Quota::Jobs => &mut self.jobs,
+            Quota::Modules => &mut self.modules,
+            Quota::ModuleBytes => &mut self.module_bytes,
+            Quota::MinIntervalMs => &mut self.min_interval_ms,
+            Quota::RunningRuns => &mut self.running_runs,
+            Quota::ExecutorInstances => &mut self.executor_instances,
+            Quota::RunMsPerDay => &mut self.run_ms_per_day,
+            Quota::StateBytes => &mut self.state_bytes,
+            Quota::LogBytesPerDay => &mut self.log_bytes_per_day,
+        }
+    }
+
+    /// The value set for `quota`, if any.
+    pub fn get(&self, quota: Quota) -> Option<u64> {
+        *self.clone().slot(quota)
+    }
+
+    /// Sets (or with `None` clears) `quota`.
+    pub fn set(&mut self, quota: Quota, value: Option<u64>) {
+        *self.slot(quota) = value;
+    }
+
+    /// The quotas set, in [`Quota::ALL`]'s order.
+    pub fn entries(&self) -> impl Iterator<Item = (Quota, u64)> + '_ {
+        Quota::ALL
+            .iter()
+            .filter_map(|quota| Some((*quota, self.get(*quota)?)))
+    }
+}
+
+/// One quota of a tenant: its limit, whether the tenant has its own, and
+/// what the tenant uses of it now (absent where the admin cannot count it:
+/// a shortest interval, or instances, which each executor counts).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct QuotaUse {
+    pub quota: Quota,
+    pub limit: u64,
+    /// Set for this tenant (else the operator's default).
+    pub own: bool,
+    pub used: Option<u64>,
+}
+
+/// `GET /api/v1/tenants/{name}/quotas`: every quota of a tenant with its
+/// usage (today's, UTC, for the per-day ones).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct TenantQuotas {
+    pub tenant: String,
+    pub quotas: Vec<QuotaUse>,
 }

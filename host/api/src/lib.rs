@@ -27,8 +27,8 @@ mod client;
 #[cfg(feature = "client")]
 pub use client::{Client, ClientError, JobQuery, RunQuery};
 pub use cluster::{
-    Executor, Group, GroupSpec, Ready, Tenant, TenantCreated, TenantSpec, TokenCreated,
-    TokenRevoked, TokenSpec,
+    Executor, Group, GroupSpec, QuotaSettings, QuotaUse, Ready, Tenant, TenantCreated,
+    TenantQuotas, TenantSpec, TokenCreated, TokenRevoked, TokenSpec,
 };
 pub use cronbox_protocol::{
     ApiError, BlockStrategy, ErrorCode, LogLevel, LogLine, LogResponse, LogSource, TriggerKind,
@@ -40,6 +40,6 @@ pub use jobs::{
 };
 pub use modules::{ModuleVersion, RolledBack, TenantModule, Uploaded, VersionChoice};
 pub use names::{
-    AlarmState, MisfirePolicy, RouteStrategy, RunStatus, ScheduleType, parse_ignoring_case,
+    AlarmState, MisfirePolicy, Quota, RouteStrategy, RunStatus, ScheduleType, parse_ignoring_case,
 };
 pub use runs::{DailyReport, Report, Run, RunCounts, RunKilled, RunPage};

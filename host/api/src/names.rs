@@ -151,6 +151,33 @@ named_enum! {
     }
 }
 
+named_enum! {
+    /// A tenant's quotas: each has an operator-wide default and may be set
+    /// per tenant.
+    Quota, "quota" {
+        /// Jobs defined.
+        Jobs => "jobs",
+        /// Module names (each with its versions).
+        Modules => "modules",
+        /// Bytes of module content the tenant has uploaded (each distinct
+        /// content counted once).
+        ModuleBytes => "module_bytes",
+        /// Shortest interval between two fires of one job, in milliseconds
+        /// (checked over a cron expression's next 1,000 fires).
+        MinIntervalMs => "min_interval_ms",
+        /// Runs dispatched and not yet ended, across the cluster.
+        RunningRuns => "running_runs",
+        /// Instances one executor runs at once for the tenant.
+        ExecutorInstances => "executor_instances",
+        /// Milliseconds of run time (wall clock, start to end) per UTC day.
+        RunMsPerDay => "run_ms_per_day",
+        /// Bytes of durable state (keys and values) over all its jobs.
+        StateBytes => "state_bytes",
+        /// Bytes of run logs stored per UTC day.
+        LogBytesPerDay => "log_bytes_per_day",
+    }
+}
+
 /// Parses a name typed by a person: any letter case (`cron`, `Cron`).
 pub fn parse_ignoring_case<T: FromStr>(text: &str) -> Result<T, T::Err> {
     text.to_ascii_uppercase()

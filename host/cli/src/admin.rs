@@ -81,6 +81,11 @@ pub(crate) struct TenantPolicyArgs {
     /// Most memory a job may ask for (at most 4GiB).
     #[arg(long, env = "CRONBOX_ADMIN_MAX_JOB_MEMORY", default_value = "1GiB")]
     max_job_memory: bytesize::ByteSize,
+    /// A default quota for every tenant without its own, `NAME=VALUE`
+    /// (repeatable; `cronbox quota --help` lists the names), e.g.
+    /// `jobs=500`, `state_bytes=64MiB`, `min_interval_ms=10s`.
+    #[arg(long = "quota-default", env = "CRONBOX_ADMIN_QUOTA_DEFAULTS", value_delimiter = ',', value_parser = crate::manage::parse_quota_change)]
+    quota_defaults: Vec<(cronbox_api::Quota, Option<u64>)>,
 }
 
 impl TenantPolicyArgs {
@@ -93,7 +98,15 @@ impl TenantPolicyArgs {
         if self.max_job_concurrency == 0 || self.max_job_timeout.is_zero() {
             bail!("--max-job-concurrency and --max-job-timeout must be positive");
         }
+        let mut quotas = cronbox_api::QuotaSettings::default();
+        for (quota, limit) in self.quota_defaults {
+            let Some(limit) = limit else {
+                bail!("--quota-default {quota}=default: give the default a value");
+            };
+            quotas.set(quota, Some(limit));
+        }
         Ok(SchedulerConfig {
+            quota_defaults: cronbox_admin::quotas::QuotaDefaults::default().with(&quotas),
             alarm_nets: self.alarm_allow_nets,
             job_maxima: cronbox_admin::jobs::JobMaxima {
                 timeout_ms: i64::try_from(self.max_job_timeout.as_millis()).unwrap_or(i64::MAX),

@@ -56,6 +56,7 @@ enum Command {
     Logs(manage::LogsArgs),
     Kill(manage::KillArgs),
     State(manage::StateArgs),
+    Quota(manage::QuotaArgs),
     Config(ConfigArgs),
 }
 
@@ -117,6 +118,7 @@ fn main() -> ExitCode {
         Command::Logs(args) => (manage::logs(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
         Command::Kill(args) => (manage::kill(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
         Command::State(args) => (manage::state(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
+        Command::Quota(args) => (manage::quota(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
         Command::Config(ConfigArgs {
             command: ConfigCommand::Show { json },
         }) => (

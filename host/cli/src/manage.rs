@@ -1,5 +1,5 @@
-//! The management commands: `module`, `job`, `runs`, `logs`, `kill` and
-//! `state`, each a thin layer over the admin's API ([`ApiClient`]).
+//! The management commands: `module`, `job`, `runs`, `logs`, `kill`,
+//! `state` and `quota`, each a thin layer over the admin's API ([`ApiClient`]).
 //!
 //! Output is a readable table or summary by default and the admin's JSON
 //! with `--json`. Errors print one line naming what went wrong and exit 1.
@@ -11,8 +11,8 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use clap::{Args, Subcommand};
 use cronbox_api::{
-    Client, Job, JobId, JobQuery, JobSpec, LogSource, RunId, RunQuery, RunStatus, TriggerRequest,
-    TriggerSource,
+    Client, Job, JobId, JobQuery, JobSpec, LogSource, Quota, QuotaSettings, RunId, RunQuery,
+    RunStatus, TriggerRequest, TriggerSource,
 };
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -327,6 +327,111 @@ pub struct StateArgs {
     #[command(flatten)]
     connection: Connection,
     job: JobId,
+}
+
+/// Show or set a tenant's quotas.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  cronbox quota show acme\n  cronbox quota set acme jobs=500 \
+                        state_bytes=64MiB min_interval_ms=1m running_runs=default"
+)]
+pub struct QuotaArgs {
+    #[command(flatten)]
+    connection: Connection,
+    #[command(subcommand)]
+    command: QuotaCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum QuotaCommand {
+    /// Every quota of a tenant: its limit, whether the tenant has its own,
+    /// and its use.
+    Show {
+        /// The tenant (a tenant's token may read its own).
+        #[arg(default_value = "default")]
+        tenant: String,
+    },
+    /// Set some of a tenant's quotas (operator token); `NAME=default`
+    /// returns one to the operator's default.
+    Set {
+        tenant: String,
+        /// `NAME=VALUE`: a number, a size for the byte quotas (`64MiB`), a
+        /// duration for the millisecond ones (`1m`), or `default`.
+        #[arg(required = true, value_parser = parse_quota_change)]
+        changes: Vec<(Quota, Option<u64>)>,
+    },
+}
+
+/// `NAME=VALUE` for a quota: a number; a size (`64MiB`) for the byte
+/// quotas; a duration (`1m`, `2h`) for the millisecond ones; `default`
+/// for none of the tenant's own.
+pub(crate) fn parse_quota_change(text: &str) -> Result<(Quota, Option<u64>), String> {
+    let (name, value) = text
+        .split_once('=')
+        .ok_or_else(|| format!("{text:?} is not NAME=VALUE"))?;
+    let quota: Quota = name.trim().parse().map_err(|error| format!("{error}"))?;
+    let value = value.trim();
+    if value == "default" {
+        return Ok((quota, None));
+    }
+    if let Ok(number) = value.parse::<u64>() {
+        return Ok((quota, Some(number)));
+    }
+    let unit = quota.as_str();
+    let parsed = if unit.contains("bytes") {
+        value
+            .parse::<bytesize::ByteSize>()
+            .map(|size| size.as_u64())
+            .map_err(|_| "a number of bytes or a size such as 64MiB")
+    } else if unit.contains("ms") {
+        humantime::parse_duration(value)
+            .map(|duration| u64::try_from(duration.as_millis()).unwrap_or(u64::MAX))
+            .map_err(|_| "a number of milliseconds or a duration such as 1m")
+    } else {
+        Err("a number")
+    };
+    parsed
+        .map(|limit| (quota, Some(limit)))
+        .map_err(|expected| format!("quota {quota}: {value:?} is not {expected}"))
+}
+
+pub fn quota(args: QuotaArgs) -> anyhow::Result<()> {
+    let (client, json, runtime) = args.connection.open()?;
+    runtime.block_on(async move {
+        let answer = match args.command {
+            QuotaCommand::Show { tenant } => client.quotas(&tenant).await?,
+            QuotaCommand::Set { tenant, changes } => {
+                // The tenant's own quotas stay unless changed (the API
+                // replaces them all).
+                let mut own = QuotaSettings::default();
+                for quota in client.quotas(&tenant).await?.quotas {
+                    if quota.own {
+                        own.set(quota.quota, Some(quota.limit));
+                    }
+                }
+                for (quota, limit) in changes {
+                    own.set(quota, limit);
+                }
+                client.set_quotas(&tenant, &own).await?
+            }
+        };
+        show(json, &answer, |answer| {
+            outln!("tenant {}", answer.tenant);
+            let rows: Vec<Vec<String>> = answer
+                .quotas
+                .iter()
+                .map(|quota| {
+                    vec![
+                        quota.quota.to_string(),
+                        quota.limit.to_string(),
+                        if quota.own { "tenant" } else { "default" }.to_owned(),
+                        or_dash(quota.used),
+                    ]
+                })
+                .collect();
+            print_table(&["QUOTA", "LIMIT", "SET BY", "USED"], &rows);
+        })
+    })
 }
 
 fn print_json(value: &impl Serialize) -> anyhow::Result<()> {

@@ -82,6 +82,7 @@ async fn send_run(http: &reqwest::Client, bind: SocketAddr, run_id: u64, digest:
         fresh_instance: false,
         start_in_ms: 0,
         tenant: "default".to_owned(),
+        tenant_max_instances: None,
     };
     let response = http
         .post(format!("http://{bind}{}", executor_paths::RUN))

@@ -10,7 +10,9 @@
 //! - stopping a job cancels what waits, without alarms;
 //! - two executors writing one key lose no update;
 //! - unknown groups are refused; edits keep a FIX_RATE phase;
-//! - kill of a whole job; `api` and `manual` kinds; fresh instances.
+//! - kill of a whole job; `api` and `manual` kinds; fresh instances;
+//! - quota defaults from `cronbox admin`'s flags, `cronbox quota` to read
+//!   and change a tenant's.
 #![allow(clippy::unwrap_used)] // in tests a failed unwrap is a failed test
 
 mod support;
@@ -49,23 +51,32 @@ impl std::ops::Deref for Stack {
 impl Stack {
     /// An admin and `executors` executors in group `default`.
     async fn start(executors: usize) -> Stack {
+        Stack::start_with(executors, &[]).await
+    }
+
+    /// [`Stack::start`] with more arguments for `cronbox admin`.
+    async fn start_with(executors: usize, admin_args: &[&str]) -> Stack {
         let data = tempfile::tempdir().unwrap();
         let admin_dir = data.path().join("admin");
         let (admin_process, admin) = cronbox_listening(
             &[
-                "admin",
-                "--bind",
-                "127.0.0.1:0",
-                "--token",
-                API_TOKEN,
-                "--executor-token",
-                EXEC_TOKEN,
-                "--data-dir",
-                admin_dir.to_str().unwrap(),
-                // The alarm receivers of these tests listen on loopback.
-                "--alarm-allow-nets",
-                "127.0.0.1/32",
-            ],
+                &[
+                    "admin",
+                    "--bind",
+                    "127.0.0.1:0",
+                    "--token",
+                    API_TOKEN,
+                    "--executor-token",
+                    EXEC_TOKEN,
+                    "--data-dir",
+                    admin_dir.to_str().unwrap(),
+                    // The alarm receivers of these tests listen on loopback.
+                    "--alarm-allow-nets",
+                    "127.0.0.1/32",
+                ],
+                admin_args,
+            ]
+            .concat(),
             "listening on ",
         );
         let mut stack = Stack {
@@ -128,17 +139,22 @@ impl Stack {
 
     /// Runs `cronbox ARGS` against this admin; its stdout.
     fn cli(&self, args: &[&str]) -> String {
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_cronbox"))
-            .args(args)
-            .args(["--admin", &self.api.base, "--token", API_TOKEN])
-            .output()
-            .unwrap();
+        let output = self.try_cli(args);
         assert!(
             output.status.success(),
             "cronbox {args:?}: {}",
             String::from_utf8_lossy(&output.stderr)
         );
         String::from_utf8(output.stdout).unwrap()
+    }
+
+    /// Runs `cronbox ARGS` against this admin, however it ends.
+    fn try_cli(&self, args: &[&str]) -> std::process::Output {
+        std::process::Command::new(env!("CARGO_BIN_EXE_cronbox"))
+            .args(args)
+            .args(["--admin", &self.api.base, "--token", API_TOKEN])
+            .output()
+            .unwrap()
     }
 }
 
@@ -642,5 +658,62 @@ async fn runs_say_who_started_them_and_jobs_may_ask_for_fresh_instances() {
             run.message.as_deref().unwrap().ends_with("instance_runs=1"),
             "a new instance for every run: {run:?}"
         );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quota_defaults_come_from_flags_and_the_cli_changes_a_tenants() {
+    let stack = Stack::start_with(
+        0,
+        &[
+            "--quota-default",
+            "min_interval_ms=1m",
+            "--quota-default",
+            "jobs=7",
+        ],
+    )
+    .await;
+    let row = |table: &str, quota: &str| -> Vec<String> {
+        table
+            .lines()
+            .find(|line| line.split_whitespace().next() == Some(quota))
+            .unwrap_or_else(|| panic!("no {quota} in {table}"))
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect()
+    };
+    let shown = stack.cli(&["quota", "show"]);
+    assert_eq!(
+        row(&shown, "min_interval_ms"),
+        ["min_interval_ms", "60000", "default", "-"]
+    );
+    assert_eq!(row(&shown, "jobs"), ["jobs", "7", "default", "0"]);
+
+    let set = stack.cli(&["quota", "set", "default", "jobs=2", "state_bytes=1KiB"]);
+    assert_eq!(row(&set, "jobs"), ["jobs", "2", "tenant", "0"]);
+    assert_eq!(
+        row(&set, "state_bytes"),
+        ["state_bytes", "1024", "tenant", "0"]
+    );
+    // One changed, the other kept.
+    let set = stack.cli(&["quota", "set", "default", "jobs=default"]);
+    assert_eq!(row(&set, "jobs"), ["jobs", "7", "default", "0"]);
+    assert_eq!(
+        row(&set, "state_bytes"),
+        ["state_bytes", "1024", "tenant", "0"]
+    );
+    let json: Value = serde_json::from_str(&stack.cli(&["quota", "show", "--json"])).unwrap();
+    assert_eq!(json["tenant"], "default");
+
+    for (bad, says) in [
+        ("jobz=1", "jobz"),
+        ("jobs=lots", "jobs"),
+        ("state_bytes=huge", "state_bytes"),
+        ("jobs", "NAME=VALUE"),
+    ] {
+        let output = stack.try_cli(&["quota", "set", "default", bad]);
+        assert!(!output.status.success(), "{bad} refused");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(says), "{bad}: {stderr}");
     }
 }

@@ -133,6 +133,7 @@ fn command(job: u64, run: u64, digest: &str, sent_ms: i64) -> RunCommand {
         fresh_instance: false,
         start_in_ms: 0,
         tenant: "default".to_owned(),
+        tenant_max_instances: None,
     }
 }
 

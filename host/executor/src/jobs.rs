@@ -60,7 +60,8 @@ struct Shared {
     tenant_slots: TenantSlots,
 }
 
-/// Per-tenant semaphores of `share` permits each: no tenant's running
+/// Per-tenant semaphores of `share` permits each (fewer where a tenant's
+/// quota of instances per executor is smaller): no tenant's running
 /// instances can fill every slot of the executor, so another tenant's run
 /// always finds one (idle instances are evicted for it by the runtime).
 /// A tenant's semaphore is kept once made (one per tenant seen): dropping
@@ -68,7 +69,14 @@ struct Shared {
 /// share.
 struct TenantSlots {
     share: usize,
-    by_tenant: Mutex<HashMap<String, Arc<tokio::sync::Semaphore>>>,
+    by_tenant: Mutex<HashMap<String, TenantSlot>>,
+}
+
+/// One tenant's semaphore and how many permits it has in all (given out
+/// or not).
+struct TenantSlot {
+    semaphore: Arc<tokio::sync::Semaphore>,
+    permits: usize,
 }
 
 impl TenantSlots {
@@ -79,15 +87,32 @@ impl TenantSlots {
         }
     }
 
-    fn of(&self, tenant: &str) -> Arc<tokio::sync::Semaphore> {
+    /// `tenant`'s semaphore, resized to its quota when the admin sent one
+    /// (a shrink takes back free permits now and the others as they are
+    /// returned, at the tenant's next runs).
+    fn of(&self, tenant: &str, quota: Option<u32>) -> Arc<tokio::sync::Semaphore> {
+        let wanted = quota.map_or(self.share, |quota| {
+            self.share
+                .min(usize::try_from(quota).unwrap_or(usize::MAX))
+                .max(1)
+        });
         let mut by_tenant = self
             .by_tenant
             .lock()
             .unwrap_or_else(|poison| poison.into_inner());
-        by_tenant
+        let slot = by_tenant
             .entry(tenant.to_owned())
-            .or_insert_with(|| Arc::new(tokio::sync::Semaphore::new(self.share)))
-            .clone()
+            .or_insert_with(|| TenantSlot {
+                semaphore: Arc::new(tokio::sync::Semaphore::new(wanted)),
+                permits: wanted,
+            });
+        if wanted > slot.permits {
+            slot.semaphore.add_permits(wanted - slot.permits);
+            slot.permits = wanted;
+        } else if wanted < slot.permits {
+            slot.permits -= slot.semaphore.forget_permits(slot.permits - wanted);
+        }
+        slot.semaphore.clone()
     }
 }
 
@@ -828,7 +853,9 @@ async fn run_one(shared: Arc<Shared>, mut worker: JobWorker, pending: Pending) -
     // The tenant's share first: waiting for it counts against the run's
     // timeout and ends on a kill, like waiting for a slot.
     let waiting_since = tokio::time::Instant::now();
-    let slots = shared.tenant_slots.of(&command.tenant);
+    let slots = shared
+        .tenant_slots
+        .of(&command.tenant, command.tenant_max_instances);
     let share = tokio::select! {
         biased;
         _ = handle.cancelled() => None,

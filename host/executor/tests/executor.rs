@@ -65,6 +65,7 @@ fn command(job_id: u64, run_id: u64, digest: &str, param: &str) -> RunCommand {
         fresh_instance: false,
         start_in_ms: 0,
         tenant: "default".to_owned(),
+        tenant_max_instances: None,
     }
 }
 
@@ -969,5 +970,69 @@ async fn each_tenant_gets_a_share_of_the_slots_not_all_of_them() {
         }
     }
     assert_eq!(started, 3, "three of four slots for one tenant");
+    f.executor.shutdown().await;
+}
+
+/// A tenant's quota of instances, sent with each of its runs, caps it below
+/// its share of the slots; a larger quota sent later lets more start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenants_instance_quota_caps_its_runs_on_an_executor() {
+    let f = fixture_with(|config| config.runtime.max_instances = 8).await;
+    let sleeper = f.admin.add_module(jobs::bytes("sleeper"));
+    let capped = |job: u64, quota: u32| RunCommand {
+        tenant: "capped".to_owned(),
+        tenant_max_instances: Some(quota),
+        ..command(job, job, &sleeper, "60000")
+    };
+    let sleeping = |runs: std::ops::RangeInclusive<u64>| {
+        let f = &f;
+        async move {
+            let mut sleeping = Vec::new();
+            for run in runs {
+                if f.has_logged(run, "sleeping 60000 ms").await {
+                    sleeping.push(run);
+                }
+            }
+            sleeping
+        }
+    };
+    for job in 1..=2 {
+        assert!(f.run(&capped(job, 1)).await.accepted);
+    }
+    let running = cronbox_tests::until("one capped run sleeps", || async {
+        let sleeping = sleeping(1..=2).await;
+        (sleeping.len() == 1).then(|| sleeping[0])
+    })
+    .await;
+    let waiting = 3 - running;
+    // Stopped while it waits, it never began.
+    f.post(executor_paths::KILL, &KillCommand::Job { job_id: waiting })
+        .await;
+    let result = f.admin.result_of(waiting, WAIT).await;
+    assert_eq!(result.outcome, Outcome::Killed);
+    assert!(
+        !result
+            .log
+            .iter()
+            .any(|line| line.text == "sleeping 60000 ms"),
+        "run {waiting} waited for the tenant's one instance: {:?}",
+        result.log
+    );
+
+    // A quota of three, sent with the next runs: both start beside the
+    // first.
+    for job in 3..=4 {
+        assert!(f.run(&capped(job, 3)).await.accepted);
+    }
+    cronbox_tests::until("three capped runs sleep", || async {
+        (sleeping(3..=4).await.len() == 2).then_some(())
+    })
+    .await;
+    for job in [running, 3, 4] {
+        f.post(executor_paths::KILL, &KillCommand::Job { job_id: job })
+            .await;
+        let result = f.admin.result_of(job, WAIT).await;
+        assert_eq!(result.outcome, Outcome::Killed, "run {job}");
+    }
     f.executor.shutdown().await;
 }

@@ -161,6 +161,11 @@ pub struct RunCommand {
     /// share of its instance slots.
     #[serde(default)]
     pub tenant: String,
+    /// The tenant's quota of instances per executor: the executor runs at
+    /// most this many of its runs at once (and never more than its own
+    /// share per tenant).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant_max_instances: Option<u32>,
 }
 
 fn one() -> u32 {
@@ -376,6 +381,9 @@ pub enum ErrorCode {
     NotReady,
     /// The executor is shutting down.
     ShuttingDown,
+    /// A tenant's quota would be exceeded; the message names the quota
+    /// and its limit, `field` the quota.
+    QuotaExceeded,
     /// An unexpected error on the server (its detail is logged there, not sent).
     Internal,
 }
@@ -412,6 +420,7 @@ impl ErrorCode {
         ErrorCode::ExecutorUnreachable,
         ErrorCode::NotReady,
         ErrorCode::ShuttingDown,
+        ErrorCode::QuotaExceeded,
         ErrorCode::Internal,
     ];
 
@@ -447,6 +456,7 @@ impl ErrorCode {
             ErrorCode::ExecutorUnreachable => "executor_unreachable",
             ErrorCode::NotReady => "not_ready",
             ErrorCode::ShuttingDown => "shutting_down",
+            ErrorCode::QuotaExceeded => "quota_exceeded",
             ErrorCode::Internal => "internal",
         }
     }

@@ -155,6 +155,8 @@ fn user_routes(max_module_bytes: usize) -> Routes {
         .get("/api/v1/tenants", list_tenants)
         .post("/api/v1/tenants/{name}/tokens", create_token)
         .delete("/api/v1/tenants/{name}/tokens/{id}", revoke_token)
+        .get("/api/v1/tenants/{name}/quotas", get_quotas)
+        .put("/api/v1/tenants/{name}/quotas", put_quotas)
         .get("/api/v1/groups", list_groups)
         .get("/api/v1/executors", list_executors)
         .put("/api/v1/groups/{name}", put_group)
@@ -288,6 +290,12 @@ impl From<ServiceError> for Failure {
                 Failure::new(StatusCode::BAD_REQUEST, ErrorCode::InvalidState, message)
                     .field("state")
             }
+            ServiceError::QuotaExceeded(exceeded) => Failure::new(
+                StatusCode::FORBIDDEN,
+                ErrorCode::QuotaExceeded,
+                exceeded.to_string(),
+            )
+            .field(exceeded.quota.as_str()),
             ServiceError::Store(error) => error.into(),
         }
     }
@@ -439,6 +447,9 @@ async fn executor_auth(
     }
 }
 
+/// The operator's own tenant (objects it creates belong to it).
+pub(crate) const DEFAULT_TENANT: &str = "default";
+
 /// Who is calling the user API: a tenant, through one of its tokens, or the
 /// operator.
 #[derive(Debug, Clone)]
@@ -493,7 +504,7 @@ async fn user_auth(
     };
     let caller = if same_token(token, &state.api_token) {
         Caller {
-            tenant: "default".to_owned(),
+            tenant: DEFAULT_TENANT.to_owned(),
             operator: true,
         }
     } else {
@@ -515,8 +526,12 @@ async fn user_auth(
     next.run(request).await
 }
 
-/// Prometheus text format; no token (like the executor's).
+/// Prometheus text format; no token (like the executor's). The quota
+/// gauges are read from the database on each scrape.
 async fn metrics(State(state): State<Arc<AdminState>>) -> impl IntoResponse {
+    if let Err(error) = refresh_quota_metrics(&state).await {
+        tracing::warn!(%error, "quota metrics not refreshed");
+    }
     (
         [(
             header::CONTENT_TYPE,
@@ -524,6 +539,24 @@ async fn metrics(State(state): State<Arc<AdminState>>) -> impl IntoResponse {
         )],
         state.scheduler.metrics().encode(),
     )
+}
+
+async fn refresh_quota_metrics(state: &AdminState) -> Result<(), crate::store::StoreError> {
+    let store = state.scheduler.store();
+    let mut tenants: Vec<String> = store
+        .tenants()
+        .await?
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect();
+    tenants.push(DEFAULT_TENANT.to_owned());
+    let quotas = state
+        .scheduler
+        .quotas()
+        .all(store, &tenants, state.scheduler.now_ms())
+        .await?;
+    state.scheduler.metrics().set_quotas(&quotas);
+    Ok(())
 }
 
 /// Readiness, for orchestrators and tests instead of fixed waits: 200 once

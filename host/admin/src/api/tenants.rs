@@ -53,12 +53,60 @@ pub(super) async fn known_tenant(state: &AdminState, name: &str) -> Result<(), F
     if known {
         Ok(())
     } else {
-        Err(Failure::new(
-            StatusCode::NOT_FOUND,
-            ErrorCode::UnknownTenant,
-            format!("no tenant {name:?}"),
-        ))
+        Err(unknown_tenant(name))
     }
+}
+
+fn unknown_tenant(name: &str) -> Failure {
+    Failure::new(
+        StatusCode::NOT_FOUND,
+        ErrorCode::UnknownTenant,
+        format!("no tenant {name:?}"),
+    )
+}
+
+/// A tenant's quotas with its use (the operator, or the tenant itself).
+pub(super) async fn get_quotas(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path(tenant): Path<String>,
+) -> Result<impl IntoResponse, Failure> {
+    if !caller.sees(&tenant) {
+        // As for any object the caller may not see.
+        return Err(unknown_tenant(&tenant));
+    }
+    if tenant != DEFAULT_TENANT {
+        known_tenant(&state, &tenant).await?;
+    }
+    let report = state
+        .scheduler
+        .quotas()
+        .report(state.scheduler.store(), &tenant, state.scheduler.now_ms())
+        .await?;
+    Ok(Json(report))
+}
+
+/// Sets a tenant's own quotas (operator only): the quotas named replace
+/// the defaults, the others follow them; answers as [`get_quotas`].
+pub(super) async fn put_quotas(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path(tenant): Path<String>,
+    ApiJson(settings): ApiJson<cronbox_api::QuotaSettings>,
+) -> Result<impl IntoResponse, Failure> {
+    caller.require_operator("setting a tenant's quotas")?;
+    if tenant != DEFAULT_TENANT {
+        known_tenant(&state, &tenant).await?;
+    }
+    let store = state.scheduler.store();
+    store.set_tenant_quotas(&tenant, &settings).await?;
+    let quotas = state.scheduler.quotas();
+    quotas.forget(&tenant);
+    Ok(Json(
+        quotas
+            .report(store, &tenant, state.scheduler.now_ms())
+            .await?,
+    ))
 }
 
 /// Adds a token to a tenant (operator only); the token is shown once.

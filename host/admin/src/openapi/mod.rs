@@ -32,6 +32,7 @@ fn schemas() -> Value {
     collect::<VersionChoice>(&mut all);
     collect::<TenantSpec>(&mut all);
     collect::<TokenSpec>(&mut all);
+    collect::<cronbox_api::QuotaSettings>(&mut all);
     // Stored rows, as answered.
     collect::<crate::store::JobRow>(&mut all);
     collect::<crate::store::RunRow>(&mut all);
@@ -54,6 +55,7 @@ fn schemas() -> Value {
     collect::<TenantCreated>(&mut all);
     collect::<TokenCreated>(&mut all);
     collect::<TokenRevoked>(&mut all);
+    collect::<cronbox_api::TenantQuotas>(&mut all);
     collect::<cronbox_protocol::LogResponse>(&mut all);
     collect::<cronbox_protocol::ApiError>(&mut all);
     // The executors' side.

@@ -259,6 +259,11 @@ impl Scheduler {
             }
             return Ok(());
         }
+        if let Err(exceeded) = self.quotas.admit_run(&self.store, &job.tenant, now).await? {
+            self.fail_with(run, crate::quotas::QUOTA_EXCEEDED, &exceeded.to_string())
+                .await?;
+            return Ok(());
+        }
         let addresses = match addresses {
             Some(addresses) => addresses,
             None => self.live_addresses(&job.group_name, now).await?,
@@ -408,6 +413,19 @@ impl Scheduler {
             fresh_instance: job.fresh_instance,
             start_in_ms: (run.scheduled_at_ms - self.now_ms()).max(0) as u64,
             tenant: job.tenant.clone(),
+            tenant_max_instances: Some(
+                u32::try_from(
+                    self.quotas
+                        .limit(
+                            &self.store,
+                            &job.tenant,
+                            cronbox_api::Quota::ExecutorInstances,
+                            self.now_ms(),
+                        )
+                        .await?,
+                )
+                .unwrap_or(u32::MAX),
+            ),
         };
         let response = self
             .http
@@ -469,11 +487,24 @@ impl Scheduler {
         });
     }
 
-    /// Ends a run that could not be dispatched, then applies the retry
-    /// policy.
+    /// Ends a run that could not be dispatched (outcome `rejected`), then
+    /// applies the retry policy.
     pub(super) async fn fail(
         self: &Arc<Self>,
         run: &RunRow,
+        message: &str,
+    ) -> Result<(), StoreError> {
+        // Its tenant's quotas counted it as in progress (a drift, should it
+        // not have been, lasts until they are read again within a second).
+        self.quotas.ended(&run.tenant, 0, 0);
+        self.fail_with(run, "rejected", message).await
+    }
+
+    /// [`Scheduler::fail`] with another outcome.
+    pub(super) async fn fail_with(
+        self: &Arc<Self>,
+        run: &RunRow,
+        outcome: &str,
         message: &str,
     ) -> Result<(), StoreError> {
         tracing::warn!(
@@ -485,10 +516,10 @@ impl Scheduler {
         self.metrics.dispatch_failures.inc();
         let ended = self
             .store
-            .finish_run(&RunEnd::failed(run.id, "rejected", message, self.now_ms()))
+            .finish_run(&RunEnd::failed(run.id, outcome, message, self.now_ms()))
             .await?;
         if let Some(ended) = ended {
-            self.metrics.run_ended("rejected");
+            self.metrics.run_ended(outcome);
             self.after_end(&ended, None).await?;
         }
         Ok(())

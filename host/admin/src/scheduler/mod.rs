@@ -83,6 +83,8 @@ pub struct SchedulerConfig {
     pub alarm_nets: cronbox_net_policy::NetPolicy,
     /// The most a job may ask for (timeout, concurrency, memory).
     pub job_maxima: crate::jobs::JobMaxima,
+    /// Each tenant's quotas unless the operator set its own.
+    pub quota_defaults: crate::quotas::QuotaDefaults,
 }
 
 impl Default for SchedulerConfig {
@@ -100,6 +102,7 @@ impl Default for SchedulerConfig {
             clock: Arc::new(SystemClock::default()),
             alarm_nets: cronbox_net_policy::NetPolicy::public_only(),
             job_maxima: crate::jobs::JobMaxima::default(),
+            quota_defaults: crate::quotas::QuotaDefaults::default(),
         }
     }
 }
@@ -138,6 +141,7 @@ pub struct Scheduler {
     /// Every task the scheduler spawns (timers, dispatches, the mark
     /// writer), ended and awaited when the admin stops.
     tasks: Tasks,
+    quotas: crate::quotas::Quotas,
 }
 
 impl Scheduler {
@@ -168,6 +172,7 @@ impl Scheduler {
             store,
             router: Router::default(),
             http,
+            quotas: crate::quotas::Quotas::new(config.quota_defaults.clone()),
             config,
             receipt_key,
             tasks,
@@ -184,6 +189,11 @@ impl Scheduler {
 
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// Tenants' quotas as this admin enforces them.
+    pub fn quotas(&self) -> &crate::quotas::Quotas {
+        &self.quotas
     }
 
     /// Runs the pre-read loop until the admin stops. First recovers runs

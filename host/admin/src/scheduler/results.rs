@@ -2,6 +2,11 @@
 //! commit, children, retries, the FIX_DELAY chain; the lost-run monitor.
 
 use super::*;
+use std::collections::HashMap;
+
+use cronbox_protocol::{LogLine, LogSource};
+
+use crate::store::DayUsage;
 
 impl Scheduler {
     /// Records results from an executor (idempotent by run id) and acts on
@@ -25,9 +30,42 @@ impl Scheduler {
                 "result refused: its receipt does not match the run's dispatch"
             );
         }
-        let ends: Vec<RunEnd> = results
-            .into_iter()
-            .map(|result| RunEnd {
+        let mut job_ids: Vec<JobId> = results
+            .iter()
+            .map(|result| JobId::from(result.job_id))
+            .collect();
+        job_ids.sort_unstable();
+        job_ids.dedup();
+        let jobs = self.store.jobs_by_id(&job_ids).await?;
+        // What each tenant may still log today, spent as the batch goes.
+        let mut log_room: HashMap<String, (u64, u64)> = HashMap::new();
+        let mut ends: Vec<RunEnd> = Vec::with_capacity(results.len());
+        // What each result costs its tenant: run time, log bytes.
+        let mut charges = Vec::with_capacity(results.len());
+        for mut result in results {
+            let tenant = jobs
+                .get(&JobId::from(result.job_id))
+                .map(|job| job.tenant.clone());
+            let mut state_quota = None;
+            let mut log_charge = None;
+            if let Some(tenant) = &tenant {
+                let room = match log_room.get_mut(tenant) {
+                    Some(room) => room,
+                    None => {
+                        let room = self.quotas.log_room(&self.store, tenant, now).await?;
+                        log_room.entry(tenant.clone()).or_insert(room)
+                    }
+                };
+                log_charge = Some(cut_log_to_quota(&mut result.log, room, tenant));
+                if !result.state_changes.is_empty() {
+                    let limit = self
+                        .quotas
+                        .limit(&self.store, tenant, cronbox_api::Quota::StateBytes, now)
+                        .await?;
+                    state_quota = Some((tenant.clone(), limit));
+                }
+            }
+            let end = RunEnd {
                 module_digest: (!result.module_digest.is_empty())
                     .then(|| result.module_digest.clone()),
                 run_id: RunId::from(result.run_id),
@@ -41,15 +79,40 @@ impl Scheduler {
                 state_changes: result.state_changes,
                 state_base: result.state_base,
                 finished_at_ms: now,
-            })
-            .collect();
+                state_quota,
+            };
+            charges.push((
+                result.duration_ms,
+                log_charge.unwrap_or(end.log.len() as u64),
+            ));
+            ends.push(end);
+        }
         // One transaction for the batch; a repeated callback finds its run
         // already ended and changes nothing.
         let ended = self.store.finish_runs(&ends).await?;
-        let mut job_ids: Vec<JobId> = ended.iter().flatten().map(|run| run.job_id).collect();
-        job_ids.sort_unstable();
-        job_ids.dedup();
-        let jobs = self.store.jobs_by_id(&job_ids).await?;
+        // Run time and log bytes of the runs that ended, per tenant.
+        let mut usage: HashMap<String, (u64, u64)> = HashMap::new();
+        for (run, (ms, log_bytes)) in ended.iter().zip(&charges) {
+            if let Some(run) = run {
+                let entry = usage.entry(run.tenant.clone()).or_default();
+                entry.0 += ms;
+                entry.1 += log_bytes;
+            }
+        }
+        let day = now.div_euclid(crate::store::DAY_MS);
+        let days: Vec<DayUsage> = usage
+            .iter()
+            .map(|(tenant, (ms, bytes))| DayUsage {
+                tenant: tenant.clone(),
+                day,
+                run_ms: i64::try_from(*ms).unwrap_or(i64::MAX),
+                log_bytes: i64::try_from(*bytes).unwrap_or(i64::MAX),
+            })
+            .collect();
+        self.store.add_day_usage(&days).await?;
+        for (tenant, (ms, bytes)) in &usage {
+            self.quotas.ended(tenant, *ms, *bytes);
+        }
         for (run, end) in ended.into_iter().zip(&ends) {
             let Some(run) = run else {
                 continue;
@@ -62,9 +125,7 @@ impl Scheduler {
                 let late = (started - run.scheduled_at_ms).max(0) as f64 / 1000.0;
                 self.metrics.lateness.observe(late);
             }
-            if let Some(job) = jobs.get(&run.job_id) {
-                self.after_end(&run, Some(job)).await?;
-            }
+            self.after_end(&run, jobs.get(&run.job_id)).await?;
         }
         Ok(())
     }
@@ -177,4 +238,44 @@ impl Scheduler {
         let reference = self.store.liveness_reference(now).await?;
         Ok(reference - self.config.dead_after.as_millis() as i64)
     }
+}
+
+/// Cuts `log` so that its serialized size fits in what `tenant` may still
+/// log today (`room`: what is left, and the quota), behind a marker line;
+/// the bytes to charge the tenant: the log's, or when it was cut all that
+/// was left (the day's quota is used up).
+fn cut_log_to_quota(log: &mut Vec<LogLine>, room: &mut (u64, u64), tenant: &str) -> u64 {
+    /// Room kept for the marker line.
+    const MARKER_BYTES: u64 = 300;
+    let line_bytes =
+        |line: &LogLine| serde_json::to_vec(line).map_or(0, |bytes| bytes.len() as u64 + 1);
+    let total: u64 = log.iter().map(line_bytes).sum::<u64>() + 2;
+    if total <= room.0 {
+        room.0 -= total;
+        return total;
+    }
+    let budget = room.0.saturating_sub(MARKER_BYTES + 2);
+    let mut kept = 0;
+    let mut used = 0;
+    for line in log.iter() {
+        let bytes = line_bytes(line);
+        if used + bytes > budget {
+            break;
+        }
+        used += bytes;
+        kept += 1;
+    }
+    let dropped = log.len() - kept;
+    let at_ms = log.last().map_or(0, |line| line.at_ms);
+    log.truncate(kept);
+    log.push(LogLine {
+        at_ms,
+        source: LogSource::Host,
+        text: format!(
+            "log cut: quota log_bytes_per_day of tenant {tenant:?} (limit {}) reached today; \
+             {dropped} lines were dropped",
+            room.1
+        ),
+    });
+    std::mem::take(&mut room.0).max(used + MARKER_BYTES)
 }

@@ -8,7 +8,8 @@ use super::ServiceError;
 use crate::jobs::{JobSpec, child_cycle, children_of};
 use crate::model::JobId;
 use crate::scheduler::Scheduler;
-use crate::store::{JobRow, Store, StoreError};
+use crate::store::{DAY_MS, JobRow, Store, StoreError};
+use cronbox_api::Quota;
 
 /// Creates a job of `tenant` from `spec` (stopped); returns it as stored.
 pub async fn create(
@@ -17,11 +18,24 @@ pub async fn create(
     spec: &JobSpec,
 ) -> Result<JobRow, ServiceError> {
     let config = scheduler.config();
-    let (mut row, _) = crate::jobs::validate(spec, tenant, &config.job_maxima, &config.alarm_nets)
-        .map_err(|invalid| ServiceError::invalid(invalid.field, invalid.message))?;
+    let (mut row, schedule) =
+        crate::jobs::validate(spec, tenant, &config.job_maxima, &config.alarm_nets)
+            .map_err(|invalid| ServiceError::invalid(invalid.field, invalid.message))?;
     let store = scheduler.store();
     known_group(store, &row.group_name).await?;
     resolve_module(store, &mut row).await?;
+    let quotas = scheduler.quotas();
+    let now = scheduler.now();
+    let jobs = store
+        .tenant_usage(tenant, now.timestamp_millis().div_euclid(DAY_MS))
+        .await?
+        .jobs;
+    quotas
+        .check_one_more(store, tenant, Quota::Jobs, jobs, now.timestamp_millis())
+        .await??;
+    quotas
+        .check_interval(store, tenant, &schedule, now)
+        .await??;
     // A new job cannot close a cycle (nothing names it yet); its children
     // must be jobs of its tenant.
     let children = store.jobs_by_id(&row.children).await?;
@@ -60,6 +74,10 @@ pub async fn update(
     let store = scheduler.store();
     known_group(store, &row.group_name).await?;
     resolve_module(store, &mut row).await?;
+    scheduler
+        .quotas()
+        .check_interval(store, &current.tenant, &schedule, scheduler.now())
+        .await??;
     // The jobs reachable through child links from the new children: all a
     // cycle check needs, read layer by layer (never the whole table).
     let reachable = reachable_jobs(store, &row.children).await?;

@@ -69,6 +69,9 @@ pub enum ServiceError {
     /// A state edit refused (its sizes).
     #[error("{0}")]
     InvalidState(String),
+    /// The tenant is past one of its quotas.
+    #[error(transparent)]
+    QuotaExceeded(#[from] crate::quotas::QuotaExceeded),
     #[error(transparent)]
     Store(#[from] StoreError),
 }

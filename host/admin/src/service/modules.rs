@@ -70,6 +70,14 @@ pub async fn upload(
     let digest = crate::model::Digest::from_sha256(&Sha256::digest(bytes));
     let store = scheduler.store();
     let now = scheduler.now_ms();
+    check_quotas(
+        scheduler,
+        tenant,
+        &digest,
+        bytes.len(),
+        upload.name.as_deref(),
+    )
+    .await?;
     store.put_module(digest.as_str(), bytes, now).await?;
     store.own_module(tenant, digest.as_str()).await?;
     let mut answer = Uploaded {
@@ -101,6 +109,37 @@ pub async fn upload(
         scheduler.wake();
     }
     Ok(answer)
+}
+
+/// Refuses an upload past `tenant`'s quotas: a new module name past its
+/// modules, new bytes (content it does not own yet) past its module bytes.
+async fn check_quotas(
+    scheduler: &Scheduler,
+    tenant: &str,
+    digest: &crate::model::Digest,
+    size: usize,
+    name: Option<&str>,
+) -> Result<(), ServiceError> {
+    let store = scheduler.store();
+    let quotas = scheduler.quotas();
+    let now = scheduler.now_ms();
+    if let Some(name) = name
+        && !store.has_module_name(tenant, name).await?
+    {
+        let modules = store
+            .tenant_usage(tenant, now.div_euclid(crate::store::DAY_MS))
+            .await?
+            .modules;
+        quotas
+            .check_one_more(store, tenant, cronbox_api::Quota::Modules, modules, now)
+            .await??;
+    }
+    if !store.owns_module(tenant, digest.as_str()).await? {
+        quotas
+            .check_module_bytes(store, tenant, size as u64, now)
+            .await??;
+    }
+    Ok(())
 }
 
 /// The versions of `tenant`'s module `name`, newest first; a name it has

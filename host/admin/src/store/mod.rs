@@ -26,11 +26,13 @@ mod rows;
 mod history;
 mod jobs;
 mod modules;
+mod quotas;
 mod registry;
 mod runs;
 mod tenants;
 
 pub use modules::{ModuleVersion, VersionPush};
+pub use quotas::{DAY_MS, DayUsage, TenantUsage};
 pub use rows::{
     ClaimedJob, DailyReport, DispatchMark, JobFilter, JobRow, JobState, NewRun, RunEnd, RunFilter,
     RunRow,
@@ -102,6 +104,9 @@ static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migratio
 /// The outcome of a successful run whose state changes conflicted with a
 /// commit it did not see (a failure: alarm and retry apply).
 pub const STATE_CONFLICT: &str = "state_conflict";
+
+/// The outcome of a run ended because its tenant was past a quota.
+pub const QUOTA_EXCEEDED: &str = "quota_exceeded";
 
 /// Outcomes of runs that a person or the system ended on purpose: no
 /// alarm, no retry.

@@ -164,6 +164,10 @@ pub struct RunEnd {
     /// The module that ran, when it differs from the one written (a job
     /// moved to another version between the fire and its dispatch).
     pub module_digest: Option<String>,
+    /// The run's tenant and its state bytes quota: state changes that
+    /// would grow the tenant's state past it are not committed (the run
+    /// fails `quota_exceeded`). `None`: not checked.
+    pub state_quota: Option<(String, u64)>,
 }
 
 impl RunEnd {

@@ -2,6 +2,7 @@
 //! once (with the state commit and its conflict check), cancelling what
 //! waits, and the lost-run query.
 
+use super::quotas::state_over_quota;
 use super::*;
 
 /// Ends the pending runs of `job_id` (of `kinds`, or all) as cancelled: no
@@ -446,6 +447,17 @@ impl Store {
                          (revision {based_on}, now {now}); the run's changes were dropped"
                     );
                     conflict.state_changes.clear();
+                } else if let Some((tenant, limit)) = &end.state_quota
+                    && let Some(message) =
+                        state_over_quota(&mut tx, self.backend, end.as_ref(), tenant, *limit)
+                            .await?
+                {
+                    let over = end.to_mut();
+                    over.success = false;
+                    over.outcome = QUOTA_EXCEEDED.to_owned();
+                    over.code = 500;
+                    over.message = message;
+                    over.state_changes.clear();
                 }
             }
             let end = end.as_ref();

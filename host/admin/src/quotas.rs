@@ -1,0 +1,417 @@
+//! Tenants' quotas as the admin enforces them: the operator's defaults,
+//! each tenant's own limits (read at most once a second), and the checks —
+//! when a job or module is saved (jobs, modules, module bytes, shortest
+//! interval), when a run is dispatched (runs in progress across the
+//! cluster, run time and log bytes today) and when a result commits state
+//! (state bytes). Instances per executor travel with each run, for the
+//! executor to enforce.
+//!
+//! Counts used at dispatch are read at most once a second and kept up to
+//! date in between with what this admin dispatched and saw end, so a check
+//! costs no query; with several admins each may admit up to a second's
+//! worth of runs past a limit before it reads the others' (documented in
+//! ARCHITECTURE.md).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use cronbox_api::{Quota, QuotaSettings, QuotaUse, TenantQuotas};
+
+use crate::schedule::Schedule;
+use crate::store::{DAY_MS, Store, StoreError, TenantUsage};
+
+pub use crate::store::QUOTA_EXCEEDED;
+
+/// How long limits and counts read from the database are reused.
+const REFRESH: Duration = Duration::from_secs(1);
+
+/// Fires of a cron schedule examined for its shortest interval.
+const INTERVAL_FIRES: usize = 1_000;
+
+/// A tenant past one of its quotas: which, its limit and the use.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("quota {quota} of tenant {tenant:?} exceeded: {detail} (limit {limit})")]
+pub struct QuotaExceeded {
+    pub tenant: String,
+    pub quota: Quota,
+    pub limit: u64,
+    /// What the request or run would have made of it.
+    pub detail: String,
+}
+
+/// The operator's defaults: every quota has one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuotaDefaults(QuotaSettings);
+
+impl Default for QuotaDefaults {
+    fn default() -> Self {
+        let mut settings = QuotaSettings::default();
+        for (quota, limit) in [
+            (Quota::Jobs, 10_000),
+            (Quota::Modules, 1_000),
+            (Quota::ModuleBytes, 10 << 30),
+            (Quota::MinIntervalMs, 1_000),
+            (Quota::RunningRuns, 1_000),
+            (Quota::ExecutorInstances, 64),
+            // 2,000 hours: 83 runs busy all day.
+            (Quota::RunMsPerDay, 7_200_000_000),
+            (Quota::StateBytes, 1 << 30),
+            (Quota::LogBytesPerDay, 10 << 30),
+        ] {
+            settings.set(quota, Some(limit));
+        }
+        QuotaDefaults(settings)
+    }
+}
+
+impl QuotaDefaults {
+    /// The defaults with `changes` applied (the operator's flags).
+    pub fn with(mut self, changes: &QuotaSettings) -> Self {
+        for (quota, limit) in changes.entries() {
+            self.0.set(quota, Some(limit));
+        }
+        self
+    }
+
+    pub fn get(&self, quota: Quota) -> u64 {
+        self.0.get(quota).unwrap_or(u64::MAX)
+    }
+}
+
+/// What one tenant's dispatch checks read: its own limits and its use.
+#[derive(Debug, Clone)]
+struct Cached {
+    read_at: Instant,
+    own: QuotaSettings,
+    /// Runs in progress, run time and log bytes today (the rest is 0).
+    usage: TenantUsage,
+    day: i64,
+}
+
+/// The quotas of every tenant, as this admin enforces them.
+#[derive(Debug)]
+pub struct Quotas {
+    defaults: QuotaDefaults,
+    cache: Mutex<HashMap<String, Cached>>,
+}
+
+impl Quotas {
+    pub fn new(defaults: QuotaDefaults) -> Self {
+        Quotas {
+            defaults,
+            cache: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Cached>> {
+        self.cache
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    /// `tenant`'s limit of `quota`, given the limits it has of its own.
+    fn limit_in(&self, own: &QuotaSettings, quota: Quota) -> u64 {
+        own.get(quota).unwrap_or_else(|| self.defaults.get(quota))
+    }
+
+    /// `tenant`'s own limits and its use, from the cache when it is fresh
+    /// (and of today).
+    async fn cached(&self, store: &Store, tenant: &str, now_ms: i64) -> Result<Cached, StoreError> {
+        let day = now_ms.div_euclid(DAY_MS);
+        if let Some(cached) = self.lock().get(tenant)
+            && cached.read_at.elapsed() < REFRESH
+            && cached.day == day
+        {
+            return Ok(cached.clone());
+        }
+        let fresh = Cached {
+            read_at: Instant::now(),
+            own: store.tenant_quotas(tenant).await?,
+            usage: store.tenant_run_usage(tenant, day).await?,
+            day,
+        };
+        self.lock().insert(tenant.to_owned(), fresh.clone());
+        Ok(fresh)
+    }
+
+    /// Forgets what was read of `tenant` (its limits were just changed).
+    pub fn forget(&self, tenant: &str) {
+        self.lock().remove(tenant);
+    }
+
+    /// `tenant`'s limit of `quota` now.
+    pub async fn limit(
+        &self,
+        store: &Store,
+        tenant: &str,
+        quota: Quota,
+        now_ms: i64,
+    ) -> Result<u64, StoreError> {
+        let cached = self.cached(store, tenant, now_ms).await?;
+        Ok(self.limit_in(&cached.own, quota))
+    }
+
+    /// Every quota of `tenant` with its use, read now.
+    pub async fn report(
+        &self,
+        store: &Store,
+        tenant: &str,
+        now_ms: i64,
+    ) -> Result<TenantQuotas, StoreError> {
+        let own = store.tenant_quotas(tenant).await?;
+        let usage = store
+            .tenant_usage(tenant, now_ms.div_euclid(DAY_MS))
+            .await?;
+        Ok(TenantQuotas {
+            tenant: tenant.to_owned(),
+            quotas: Quota::ALL
+                .iter()
+                .map(|quota| QuotaUse {
+                    quota: *quota,
+                    limit: self.limit_in(&own, *quota),
+                    own: own.get(*quota).is_some(),
+                    used: usage.of(*quota),
+                })
+                .collect(),
+        })
+    }
+
+    /// Every tenant's limits and use, for the metrics: (tenant, quota,
+    /// limit, use).
+    pub async fn all(
+        &self,
+        store: &Store,
+        tenants: &[String],
+        now_ms: i64,
+    ) -> Result<Vec<(String, Quota, u64, Option<u64>)>, StoreError> {
+        let usage = store.usage_by_tenant(now_ms.div_euclid(DAY_MS)).await?;
+        let mut all = Vec::new();
+        for tenant in tenants {
+            let own = store.tenant_quotas(tenant).await?;
+            let used = usage.get(tenant).copied().unwrap_or_default();
+            for quota in Quota::ALL {
+                all.push((
+                    tenant.clone(),
+                    *quota,
+                    self.limit_in(&own, *quota),
+                    used.of(*quota),
+                ));
+            }
+        }
+        Ok(all)
+    }
+
+    /// Refuses one more of a counted thing (`quota` is `jobs` or
+    /// `modules`) when `used` already reaches the limit.
+    pub async fn check_one_more(
+        &self,
+        store: &Store,
+        tenant: &str,
+        quota: Quota,
+        used: u64,
+        now_ms: i64,
+    ) -> Result<Result<(), QuotaExceeded>, StoreError> {
+        let limit = self.limit(store, tenant, quota, now_ms).await?;
+        Ok(if used >= limit {
+            Err(QuotaExceeded {
+                tenant: tenant.to_owned(),
+                quota,
+                limit,
+                detail: format!("it has {used}"),
+            })
+        } else {
+            Ok(())
+        })
+    }
+
+    /// Refuses an upload of `adding` new bytes past the module bytes quota.
+    pub async fn check_module_bytes(
+        &self,
+        store: &Store,
+        tenant: &str,
+        adding: u64,
+        now_ms: i64,
+    ) -> Result<Result<(), QuotaExceeded>, StoreError> {
+        let limit = self
+            .limit(store, tenant, Quota::ModuleBytes, now_ms)
+            .await?;
+        let used = store
+            .tenant_usage(tenant, now_ms.div_euclid(DAY_MS))
+            .await?
+            .module_bytes;
+        Ok(if used.saturating_add(adding) > limit {
+            Err(QuotaExceeded {
+                tenant: tenant.to_owned(),
+                quota: Quota::ModuleBytes,
+                limit,
+                detail: format!("{used} bytes stored, and this upload adds {adding}"),
+            })
+        } else {
+            Ok(())
+        })
+    }
+
+    /// Refuses a schedule that can fire more often than the tenant's
+    /// shortest interval.
+    pub async fn check_interval(
+        &self,
+        store: &Store,
+        tenant: &str,
+        schedule: &Schedule,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Result<(), QuotaExceeded>, StoreError> {
+        let limit = self
+            .limit(store, tenant, Quota::MinIntervalMs, now.timestamp_millis())
+            .await?;
+        let Some(shortest) = shortest_interval_ms(schedule, now) else {
+            return Ok(Ok(()));
+        };
+        Ok(if shortest < limit {
+            Err(QuotaExceeded {
+                tenant: tenant.to_owned(),
+                quota: Quota::MinIntervalMs,
+                limit,
+                detail: format!("the schedule fires {shortest} ms apart"),
+            })
+        } else {
+            Ok(())
+        })
+    }
+
+    /// Whether a run of `tenant` may be dispatched now: runs in progress
+    /// across the cluster, run time and log bytes today. An admitted run is
+    /// counted as in progress until [`Quotas::ended`].
+    pub async fn admit_run(
+        &self,
+        store: &Store,
+        tenant: &str,
+        now_ms: i64,
+    ) -> Result<Result<(), QuotaExceeded>, StoreError> {
+        let cached = self.cached(store, tenant, now_ms).await?;
+        let checks = [
+            (
+                Quota::RunningRuns,
+                cached.usage.running_runs,
+                "runs in progress",
+            ),
+            (
+                Quota::RunMsPerDay,
+                cached.usage.run_ms,
+                "ms of run time today",
+            ),
+            (
+                Quota::LogBytesPerDay,
+                cached.usage.log_bytes,
+                "bytes of logs today",
+            ),
+        ];
+        for (quota, used, what) in checks {
+            let limit = self.limit_in(&cached.own, quota);
+            if used >= limit {
+                return Ok(Err(QuotaExceeded {
+                    tenant: tenant.to_owned(),
+                    quota,
+                    limit,
+                    detail: format!("{used} {what}"),
+                }));
+            }
+        }
+        if let Some(cached) = self.lock().get_mut(tenant) {
+            cached.usage.running_runs += 1;
+        }
+        Ok(Ok(()))
+    }
+
+    /// A run of `tenant` admitted by [`Quotas::admit_run`] was not sent
+    /// after all, or ended.
+    pub fn ended(&self, tenant: &str, run_ms: u64, log_bytes: u64) {
+        if let Some(cached) = self.lock().get_mut(tenant) {
+            cached.usage.running_runs = cached.usage.running_runs.saturating_sub(1);
+            cached.usage.run_ms += run_ms;
+            cached.usage.log_bytes += log_bytes;
+        }
+    }
+
+    /// How many more log bytes `tenant` may store today (for cutting the
+    /// log of a result that would pass the quota).
+    pub async fn log_room(
+        &self,
+        store: &Store,
+        tenant: &str,
+        now_ms: i64,
+    ) -> Result<(u64, u64), StoreError> {
+        let cached = self.cached(store, tenant, now_ms).await?;
+        let limit = self.limit_in(&cached.own, Quota::LogBytesPerDay);
+        Ok((limit.saturating_sub(cached.usage.log_bytes), limit))
+    }
+}
+
+/// The shortest time between two fires of `schedule` (over a cron
+/// expression's next [`INTERVAL_FIRES`] fires); `None` for a schedule that
+/// fires at most once.
+pub fn shortest_interval_ms(
+    schedule: &Schedule,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Option<u64> {
+    match schedule {
+        Schedule::FixRate(every) | Schedule::FixDelay(every) => {
+            Some(u64::try_from(every.as_millis()).unwrap_or(u64::MAX))
+        }
+        Schedule::Cron { .. } => schedule
+            .preview(now, INTERVAL_FIRES)
+            .windows(2)
+            .map(|pair| u64::try_from((pair[1] - pair[0]).num_milliseconds()).unwrap_or(0))
+            .min(),
+        Schedule::OneShot(_) | Schedule::None => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schedule::ScheduleType;
+
+    fn cron(expression: &str) -> Schedule {
+        Schedule::parse(ScheduleType::Cron, expression, "UTC").expect("a valid cron expression")
+    }
+
+    #[test]
+    fn the_shortest_interval_of_a_schedule_is_found_across_its_fields() {
+        let now = chrono::Utc::now();
+        assert_eq!(
+            shortest_interval_ms(&cron("*/5 * * * * ?"), now),
+            Some(5_000)
+        );
+        // Seconds 0 and 59 of every minute: one second apart across minutes.
+        assert_eq!(
+            shortest_interval_ms(&cron("0,59 * * * * ?"), now),
+            Some(1_000)
+        );
+        assert_eq!(
+            shortest_interval_ms(&cron("0 0 3 * * ?"), now),
+            Some(86_400_000)
+        );
+        // A burst on one day of the year shows within the next fires.
+        assert_eq!(shortest_interval_ms(&cron("* * * 1 1 ?"), now), Some(1_000));
+        let every = Schedule::parse(ScheduleType::FixRate, "90s", "UTC").expect("an interval");
+        assert_eq!(shortest_interval_ms(&every, now), Some(90_000));
+        let once = Schedule::parse(ScheduleType::OneShot, "2030-01-01T00:00:00Z", "UTC")
+            .expect("an instant");
+        assert_eq!(shortest_interval_ms(&once, now), None);
+    }
+
+    #[test]
+    fn a_tenants_own_limit_wins_over_the_default() {
+        let mut changes = QuotaSettings::default();
+        changes.set(Quota::Jobs, Some(5));
+        let defaults = QuotaDefaults::default().with(&changes);
+        assert_eq!(defaults.get(Quota::Jobs), 5);
+        let quotas = Quotas::new(defaults);
+        let mut own = QuotaSettings::default();
+        assert_eq!(quotas.limit_in(&own, Quota::Jobs), 5);
+        own.set(Quota::Jobs, Some(7));
+        assert_eq!(quotas.limit_in(&own, Quota::Jobs), 7);
+        assert_eq!(quotas.limit_in(&own, Quota::Modules), 1_000);
+    }
+}
