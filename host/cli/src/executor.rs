@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use clap::Args;
 use cronbox_executor::ExecutorConfig;
-use cronbox_runtime::RuntimeConfig;
+use cronbox_runtime::{Compiler, CompilerProcess, RuntimeConfig};
 
 /// Run an executor: register with the admins and run the jobs they send.
 ///
@@ -79,6 +79,34 @@ pub struct ExecutorArgs {
     /// --max-instances), so that no tenant fills every slot.
     #[arg(long, env = "CRONBOX_EXECUTOR_MAX_TENANT_INSTANCES")]
     max_tenant_instances: Option<u32>,
+    #[command(flatten)]
+    compiler: CompilerArgs,
+}
+
+/// How an executor compiles components: each in a child process, bounded.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct CompilerArgs {
+    /// Longest a component's compilation may take; the compiler process
+    /// is killed then and the module refused.
+    #[arg(long, env = "CRONBOX_EXECUTOR_COMPILE_TIMEOUT", default_value = "2m", value_parser = humantime::parse_duration)]
+    compile_timeout: Duration,
+    /// Address space a compiler process may use.
+    #[arg(long, env = "CRONBOX_EXECUTOR_COMPILE_MEMORY", default_value = "4GiB")]
+    compile_memory: bytesize::ByteSize,
+}
+
+impl CompilerArgs {
+    /// Compilation in a child process of this very binary.
+    pub(crate) fn compiler(&self) -> anyhow::Result<Compiler> {
+        let program = std::env::current_exe()
+            .context("cannot find this program's path to start compiler processes")?;
+        Ok(Compiler::Subprocess(CompilerProcess {
+            program,
+            args: vec!["compile-worker".to_owned()],
+            timeout: self.compile_timeout,
+            memory_bytes: self.compile_memory.as_u64(),
+        }))
+    }
 }
 
 pub fn main(args: ExecutorArgs) -> anyhow::Result<ExitCode> {
@@ -98,6 +126,7 @@ pub fn main(args: ExecutorArgs) -> anyhow::Result<ExitCode> {
         max_instances: args.max_instances,
         memory_ceiling_bytes: args.memory_ceiling.as_u64(),
         memory_budget_bytes: args.memory_budget.map(|budget| budget.as_u64()),
+        compiler: args.compiler.compiler()?,
         ..RuntimeConfig::default()
     };
     let threads = tokio::runtime::Builder::new_multi_thread()

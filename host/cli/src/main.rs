@@ -5,8 +5,10 @@
 //! - `cronbox executor`: the executor role (see `host/executor`);
 //! - `cronbox admin`: the admin role (see `host/admin`);
 //! - `cronbox up`: both roles in one process with demo jobs (`up.rs`);
-//! - `cronbox module|job|runs|logs|kill|state`: management over the admin
-//!   API (`manage.rs`, through `client.rs`);
+//! - `cronbox module|job|runs|logs|kill|state|quota`: management over the
+//!   admin API (`manage.rs`, through `client.rs`);
+//! - `cronbox compile-worker` (hidden): the child process an executor
+//!   compiles each component in, bounded in time and memory.
 //! - `cronbox config show`: every setting and where its value came from
 //!   (`config.rs`: flags > `CRONBOX_*` variables > `cronbox.toml`).
 
@@ -58,6 +60,13 @@ enum Command {
     State(manage::StateArgs),
     Quota(manage::QuotaArgs),
     Config(ConfigArgs),
+    /// Compiles the component on stdin to an artifact on stdout (the
+    /// executor's compiler child process).
+    #[command(hide = true)]
+    CompileWorker {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 /// Inspect the configuration.
@@ -119,6 +128,19 @@ fn main() -> ExitCode {
         Command::Kill(args) => (manage::kill(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
         Command::State(args) => (manage::state(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
         Command::Quota(args) => (manage::quota(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
+        Command::CompileWorker { args } => {
+            return match cronbox_runtime::compile_worker(
+                &args,
+                &mut std::io::stdin().lock(),
+                &mut std::io::stdout().lock(),
+            ) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(message) => {
+                    eprintln!("{message}");
+                    ExitCode::from(EXIT_FAILED)
+                }
+            };
+        }
         Command::Config(ConfigArgs {
             command: ConfigCommand::Show { json },
         }) => (

@@ -60,6 +60,8 @@ pub struct RunArgs {
     /// Print the report as JSON instead of text.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    compiler: crate::executor::CompilerArgs,
 }
 
 fn parse_state_entry(text: &str) -> Result<(String, String), String> {
@@ -159,6 +161,7 @@ async fn run_once(
     let runtime = Runtime::new(RuntimeConfig {
         max_instances: 2,
         memory_budget_bytes: Some(args.memory.as_u64()),
+        compiler: args.compiler.compiler()?,
         ..RuntimeConfig::default()
     })?;
     eprintln!("compiling the component ({} bytes)…", wasm.len());

@@ -50,6 +50,8 @@ pub struct UpArgs {
     no_demo: bool,
     #[command(flatten)]
     tenant_policy: crate::admin::TenantPolicyArgs,
+    #[command(flatten)]
+    compiler: crate::executor::CompilerArgs,
 }
 
 /// A demo job: (name, built-in component, schedule, route, parameter, what
@@ -125,6 +127,7 @@ pub fn main(args: UpArgs) -> anyhow::Result<ExitCode> {
             args.data_dir.join("executor"),
         );
         executor_config.beat_interval = Duration::from_secs(10);
+        executor_config.runtime.compiler = args.compiler.compiler()?;
         let executor = cronbox_executor::start(executor_config).await?;
 
         let client = Client::new(&admin_url, &api_token);

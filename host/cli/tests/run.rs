@@ -142,3 +142,23 @@ fn refused_modules_and_bad_flags_exit_two_with_a_message() {
         stderr(&output)
     );
 }
+
+/// Compilation runs in a child process bounded in time and memory: past
+/// either bound the module is refused, naming the bound, and nothing ran.
+#[test]
+fn compilation_is_bounded_in_time_and_memory() {
+    for (flag, value, says) in [
+        ("--compile-timeout", "1ms", "--compile-timeout"),
+        ("--compile-memory", "16MiB", "--compile-memory"),
+    ] {
+        let output = cronbox(&["run", &path("hello"), flag, value]);
+        let text = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{flag} {value}: {text}");
+        assert!(text.contains("cannot compile the component"), "{text}");
+        assert!(text.contains(says), "{flag} {value}: {text}");
+        assert!(!stdout(&output).contains("outcome"), "nothing ran");
+    }
+    // Within the bounds (the defaults), the child's artifact runs.
+    let output = cronbox(&["run", &path("hello"), "--compile-memory", "1GiB"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+}

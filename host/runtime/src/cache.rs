@@ -83,16 +83,16 @@ impl ArtifactCache {
             .map(|dir| dir.join(format!("{digest}-{}.cwasm", self.engine_key)))
     }
 
-    /// Loads the compiled component for `digest`, compiling `wasm` when the
+    /// Loads the compiled component for `digest`, with `compile` when the
     /// cache has no valid entry. Blocking: call it off the async threads.
     pub(crate) fn load_or_compile(
         &self,
         engine: &Engine,
         digest: &str,
-        wasm: &[u8],
+        compile: impl FnOnce() -> wasmtime::Result<Component>,
     ) -> wasmtime::Result<(Component, CacheStatus)> {
         let Some(path) = self.entry_path(digest) else {
-            return Ok((Component::new(engine, wasm)?, CacheStatus::Disabled));
+            return Ok((compile()?, CacheStatus::Disabled));
         };
         let mut status = CacheStatus::Miss;
         if let Ok(file) = std::fs::read(&path) {
@@ -114,8 +114,7 @@ impl ArtifactCache {
                 }
             }
         }
-        let component = Component::new(engine, wasm)?;
-        Ok((component, status))
+        Ok((compile()?, status))
     }
 
     /// Writes the artifact of a validated component (best effort: a cache

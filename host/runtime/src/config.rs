@@ -40,6 +40,35 @@ pub struct RuntimeConfig {
     pub destroy_timeout: Duration,
     /// Size limits on a job's durable state.
     pub state_limits: StateLimits,
+    /// Where components are compiled: in this process, or in a child
+    /// process bounded in time and memory.
+    pub compiler: Compiler,
+}
+
+/// Where components are compiled.
+#[derive(Debug, Clone, Default)]
+pub enum Compiler {
+    /// On a blocking thread of this process: bounded only by the module's
+    /// size and function count (checked first). For tools and tests that
+    /// compile their own code.
+    #[default]
+    InProcess,
+    /// In a child process with a memory limit and a deadline, so that a
+    /// component whose compilation explodes ends that load only.
+    Subprocess(CompilerProcess),
+}
+
+/// A child process that compiles one component: `program` with `args`
+/// runs [`compile_worker`](crate::compile_worker), reading the component on
+/// its stdin and writing the compiled artifact to its stdout.
+#[derive(Debug, Clone)]
+pub struct CompilerProcess {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    /// Wall-clock time a compilation may take; the child is killed then.
+    pub timeout: Duration,
+    /// Address space the child may use (`RLIMIT_AS`).
+    pub memory_bytes: u64,
 }
 
 /// The memory budget per instance slot when none is given: the default
@@ -68,6 +97,7 @@ impl Default for RuntimeConfig {
             max_wasm_stack_bytes: 512 << 10,
             destroy_timeout: Duration::from_secs(2),
             state_limits: StateLimits::default(),
+            compiler: Compiler::InProcess,
         }
     }
 }

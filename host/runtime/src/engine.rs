@@ -210,6 +210,15 @@ fn build_engine(config: &RuntimeConfig) -> Result<Engine, RuntimeError> {
         .total_stacks(slots)
         .max_memory_size(usize::try_from(config.memory_ceiling_bytes).unwrap_or(usize::MAX));
 
+    let mut wasm = code_config(config.fuel_metering, config.max_wasm_stack_bytes);
+    wasm.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    Engine::new(&wasm).map_err(|error| RuntimeError::Engine(format!("{error:#}")))
+}
+
+/// What decides the compiled code (the same in a compiler child process,
+/// which allocates no instances): the features a job may use, fuel and
+/// epoch checks, the stack limit.
+pub(crate) fn code_config(fuel_metering: bool, max_wasm_stack_bytes: usize) -> Config {
     let mut wasm = Config::new();
     // Nothing a job needs that would let it observe the host: NaN bits and
     // relaxed SIMD results are the same on every machine, one memory per
@@ -221,10 +230,9 @@ fn build_engine(config: &RuntimeConfig) -> Result<Engine, RuntimeError> {
         .wasm_memory64(false);
     wasm.wasm_component_model(true)
         .epoch_interruption(true)
-        .consume_fuel(config.fuel_metering)
-        .max_wasm_stack(config.max_wasm_stack_bytes)
-        .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-    Engine::new(&wasm).map_err(|error| RuntimeError::Engine(format!("{error:#}")))
+        .consume_fuel(fuel_metering)
+        .max_wasm_stack(max_wasm_stack_bytes);
+    wasm
 }
 
 /// Advances the engine's epoch every tick from a dedicated OS thread, so

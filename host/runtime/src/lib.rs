@@ -20,6 +20,7 @@
 
 mod cache;
 mod clocks;
+mod compiler;
 mod config;
 mod engine;
 mod host;
@@ -32,7 +33,8 @@ mod worker;
 
 pub use cache::CacheStatus;
 pub use clocks::CLOCK_RESOLUTION;
-pub use config::{InstanceMode, RunLimits, RuntimeConfig, StateLimits};
+pub use compiler::{CompileError, compile_worker};
+pub use config::{Compiler, CompilerProcess, InstanceMode, RunLimits, RuntimeConfig, StateLimits};
 pub use cronbox_protocol::{LogLevel, LogLine, LogSource, Outcome, StateChanges, Trigger};
 pub use engine::{Runtime, RuntimeError};
 pub use log::{LINE_OVERHEAD, LogPage, MAX_LINES, RunLog};

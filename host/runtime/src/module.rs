@@ -6,7 +6,11 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
+use wasmtime::component::Component;
+
 use crate::cache::CacheStatus;
+use crate::compiler::{self, CompileError};
+use crate::config::Compiler;
 use crate::engine::Runtime;
 use crate::host::{HostState, JobPre};
 use crate::validate::{self, GRANTED_INTERFACES};
@@ -32,6 +36,10 @@ pub enum LoadError {
     /// Malformed, or refused by the compiler.
     #[error("invalid component: {0}")]
     Invalid(String),
+    /// Its compilation took more time or memory than a compiler child
+    /// process may, or the process could not run.
+    #[error("cannot compile the component: {0}")]
+    Compile(String),
     /// A component, but not for world `cronbox:job/job`.
     #[error(
         "not a component for world cronbox:job/job: it does not export the function `{missing}` \
@@ -120,11 +128,31 @@ impl Runtime {
         validate::check_preamble(wasm, self.inner.config.max_module_bytes)?;
         let digest = digest_of(wasm);
         let engine = &self.inner.engine;
+        let config = &self.inner.config;
+        let compile = || match &config.compiler {
+            Compiler::InProcess => Component::new(engine, wasm),
+            Compiler::Subprocess(process) => {
+                let artifact = compiler::compile_in_child(
+                    process,
+                    config.fuel_metering,
+                    config.max_wasm_stack_bytes,
+                    wasm,
+                )?;
+                // SAFETY: the artifact was just made by this executor's own
+                // compiler process from `wasm`, as trusted as compiling it
+                // here; wasmtime checks it was made for this engine's
+                // settings.
+                unsafe { Component::deserialize(engine, &artifact) }
+            }
+        };
         let (component, cache_status) = self
             .inner
             .cache
-            .load_or_compile(engine, &digest, wasm)
-            .map_err(|error| LoadError::Invalid(format!("{error:#}")))?;
+            .load_or_compile(engine, &digest, compile)
+            .map_err(|error| match error.downcast_ref::<CompileError>() {
+                Some(bound) => LoadError::Compile(bound.to_string()),
+                None => LoadError::Invalid(format!("{error:#}")),
+            })?;
         validate::check_world(engine, &component)?;
         let instance_pre = self
             .inner

@@ -1,0 +1,200 @@
+//! Compilation in a child process, bounded in time and memory.
+//!
+//! Cranelift's time and memory grow with what a component holds, and the
+//! upload check bounds only its size and function count. With
+//! [`Compiler::Subprocess`](crate::Compiler::Subprocess) each compilation
+//! runs in a child (the executor's own binary, started with a hidden
+//! command that calls [`compile_worker`]) under `RLIMIT_AS` and a deadline:
+//! a component that takes too long or too much is killed with its
+//! compilation and refused with an error that says which, and the
+//! executor, its runs and its other loads carry on. The child writes the
+//! serialized artifact; the parent deserializes it into its own engine,
+//! whose compatibility header check refuses an artifact made with other
+//! settings.
+
+use std::io::{Read, Write};
+use std::os::unix::process::CommandExt as _;
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::config::CompilerProcess;
+
+/// Most of a compiler child's error output kept for the message.
+const MAX_STDERR_BYTES: u64 = 16 << 10;
+
+/// How often a running compilation is checked for its end.
+const POLL: Duration = Duration::from_millis(5);
+
+/// Why a compilation in a child process gave no artifact.
+#[derive(Debug, thiserror::Error)]
+pub enum CompileError {
+    #[error(
+        "cannot start the compiler process {program} within {memory_bytes} bytes of address \
+         space (the executor's --compile-memory): {source}"
+    )]
+    Spawn {
+        program: String,
+        memory_bytes: u64,
+        source: std::io::Error,
+    },
+    #[error("compiling took longer than {timeout:?}: stopped (the executor's --compile-timeout)")]
+    Timeout { timeout: Duration },
+    #[error("the compiler process failed ({status}): {message}")]
+    Failed { status: ExitStatus, message: String },
+    #[error("cannot talk to the compiler process: {0}")]
+    Pipe(#[from] std::io::Error),
+}
+
+/// The compiled artifact of `wasm`, made by a child process as `process`
+/// says, with the code settings given.
+pub(crate) fn compile_in_child(
+    process: &CompilerProcess,
+    fuel_metering: bool,
+    max_wasm_stack_bytes: usize,
+    wasm: &[u8],
+) -> Result<Vec<u8>, CompileError> {
+    let mut command = Command::new(&process.program);
+    command
+        .args(&process.args)
+        .arg(format!("--max-wasm-stack={max_wasm_stack_bytes}"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if fuel_metering {
+        command.arg("--fuel-metering");
+    }
+    let memory = process.memory_bytes;
+    // CPU time past the deadline (every core busy) as a backstop to the
+    // parent's kill.
+    let cpu_seconds = process
+        .timeout
+        .as_secs()
+        .saturating_mul(4)
+        .saturating_add(1);
+    // SAFETY: between fork and exec the closure only calls setrlimit,
+    // which is async-signal-safe, and allocates nothing.
+    unsafe {
+        command.pre_exec(move || {
+            set_limit(libc::RLIMIT_AS, memory)?;
+            set_limit(libc::RLIMIT_CPU, cpu_seconds)?;
+            set_limit(libc::RLIMIT_CORE, 0)
+        });
+    }
+    let mut child = command.spawn().map_err(|source| CompileError::Spawn {
+        program: process.program.display().to_string(),
+        memory_bytes: memory,
+        source,
+    })?;
+    let started = Instant::now();
+    let (Some(mut stdin), Some(mut stdout), Some(stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(CompileError::Pipe(std::io::Error::other(
+            "the child's pipes are missing",
+        )));
+    };
+    // Each pipe on its own thread: a component of megabytes fills a pipe
+    // before the child has read it all, and the artifact fills the other.
+    let wasm = wasm.to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&wasm));
+    let reader = std::thread::spawn(move || {
+        let mut artifact = Vec::new();
+        stdout.read_to_end(&mut artifact).map(|_| artifact)
+    });
+    let errors = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.take(MAX_STDERR_BYTES).read_to_string(&mut text);
+        text
+    });
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if started.elapsed() >= process.timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(CompileError::Timeout {
+                timeout: process.timeout,
+            });
+        }
+        std::thread::sleep(POLL);
+    };
+    // The child has exited: its pipes are closed, so the threads end.
+    let written = writer.join().unwrap_or(Ok(()));
+    let artifact = reader
+        .join()
+        .unwrap_or_else(|_| Err(std::io::Error::other("the reader panicked")));
+    let message = errors.join().unwrap_or_default();
+    if !status.success() {
+        // Exit code 1 is the worker's own refusal, with its reason; any
+        // other end (a signal, an abort on a failed allocation) is the
+        // bound or a crash.
+        let message = match (status.code(), message.trim()) {
+            (Some(1), reason) if !reason.is_empty() => reason.to_owned(),
+            (_, text) => {
+                let first = text.lines().next().unwrap_or_default();
+                format!(
+                    "{first}{}it ran out of its {memory} bytes of address space (the \
+                     executor's --compile-memory), or crashed",
+                    if first.is_empty() { "" } else { "; " }
+                )
+            }
+        };
+        return Err(CompileError::Failed { status, message });
+    }
+    written?;
+    Ok(artifact?)
+}
+
+fn set_limit(resource: libc::__rlimit_resource_t, value: u64) -> std::io::Result<()> {
+    let limit = libc::rlimit {
+        rlim_cur: value,
+        rlim_max: value,
+    };
+    // SAFETY: a plain system call with a valid pointer to a local.
+    if unsafe { libc::setrlimit(resource, &limit) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// The compiler child's side: reads a component from `input`, compiles it
+/// with the code settings the parent named (`--fuel-metering`,
+/// `--max-wasm-stack=N` in `args`) and writes the serialized artifact to
+/// `output`. An error is the text to print on stderr before exiting
+/// non-zero.
+pub fn compile_worker(
+    args: &[String],
+    input: &mut impl Read,
+    output: &mut impl Write,
+) -> Result<(), String> {
+    let mut fuel_metering = false;
+    let mut max_wasm_stack = crate::RuntimeConfig::default().max_wasm_stack_bytes;
+    for arg in args {
+        if arg == "--fuel-metering" {
+            fuel_metering = true;
+        } else if let Some(bytes) = arg.strip_prefix("--max-wasm-stack=") {
+            max_wasm_stack = bytes
+                .parse()
+                .map_err(|_| format!("--max-wasm-stack={bytes}: not a number of bytes"))?;
+        } else {
+            return Err(format!("unknown argument {arg:?}"));
+        }
+    }
+    let mut wasm = Vec::new();
+    input
+        .read_to_end(&mut wasm)
+        .map_err(|error| format!("cannot read the component: {error}"))?;
+    let engine = wasmtime::Engine::new(&crate::engine::code_config(fuel_metering, max_wasm_stack))
+        .map_err(|error| format!("cannot make the engine: {error:#}"))?;
+    let artifact = engine
+        .precompile_component(&wasm)
+        .map_err(|error| format!("{error:#}"))?;
+    output
+        .write_all(&artifact)
+        .and_then(|()| output.flush())
+        .map_err(|error| format!("cannot write the artifact: {error}"))
+}
