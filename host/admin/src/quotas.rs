@@ -213,16 +213,9 @@ impl Quotas {
         now_ms: i64,
     ) -> Result<Result<(), QuotaExceeded>, StoreError> {
         let limit = self.limit(store, tenant, quota, now_ms).await?;
-        Ok(if used >= limit {
-            Err(QuotaExceeded {
-                tenant: tenant.to_owned(),
-                quota,
-                limit,
-                detail: format!("it has {used}"),
-            })
-        } else {
-            Ok(())
-        })
+        Ok(refuse_if(used >= limit, tenant, quota, limit, || {
+            format!("it has {used}")
+        }))
     }
 
     /// Refuses an upload of `adding` new bytes past the module bytes quota.
@@ -240,16 +233,10 @@ impl Quotas {
             .tenant_usage(tenant, now_ms.div_euclid(DAY_MS))
             .await?
             .module_bytes;
-        Ok(if used.saturating_add(adding) > limit {
-            Err(QuotaExceeded {
-                tenant: tenant.to_owned(),
-                quota: Quota::ModuleBytes,
-                limit,
-                detail: format!("{used} bytes stored, and this upload adds {adding}"),
-            })
-        } else {
-            Ok(())
-        })
+        let over = used.saturating_add(adding) > limit;
+        Ok(refuse_if(over, tenant, Quota::ModuleBytes, limit, || {
+            format!("{used} bytes stored, and this upload adds {adding}")
+        }))
     }
 
     /// Refuses a schedule that can fire more often than the tenant's
@@ -267,16 +254,13 @@ impl Quotas {
         let Some(shortest) = shortest_interval_ms(schedule, now) else {
             return Ok(Ok(()));
         };
-        Ok(if shortest < limit {
-            Err(QuotaExceeded {
-                tenant: tenant.to_owned(),
-                quota: Quota::MinIntervalMs,
-                limit,
-                detail: format!("the schedule fires {shortest} ms apart"),
-            })
-        } else {
-            Ok(())
-        })
+        Ok(refuse_if(
+            shortest < limit,
+            tenant,
+            Quota::MinIntervalMs,
+            limit,
+            || format!("the schedule fires {shortest} ms apart"),
+        ))
     }
 
     /// Whether a run of `tenant` may be dispatched now: runs in progress
@@ -308,13 +292,11 @@ impl Quotas {
         ];
         for (quota, used, what) in checks {
             let limit = self.limit_in(&cached.own, quota);
-            if used >= limit {
-                return Ok(Err(QuotaExceeded {
-                    tenant: tenant.to_owned(),
-                    quota,
-                    limit,
-                    detail: format!("{used} {what}"),
-                }));
+            let refusal = refuse_if(used >= limit, tenant, quota, limit, || {
+                format!("{used} {what}")
+            });
+            if refusal.is_err() {
+                return Ok(refusal);
             }
         }
         if let Some(cached) = self.lock().get_mut(tenant) {
@@ -345,6 +327,25 @@ impl Quotas {
         let limit = self.limit_in(&cached.own, Quota::LogBytesPerDay);
         Ok((limit.saturating_sub(cached.usage.log_bytes), limit))
     }
+}
+
+/// A refusal of `quota` when `over`, with what the use would be.
+fn refuse_if(
+    over: bool,
+    tenant: &str,
+    quota: Quota,
+    limit: u64,
+    detail: impl FnOnce() -> String,
+) -> Result<(), QuotaExceeded> {
+    if !over {
+        return Ok(());
+    }
+    Err(QuotaExceeded {
+        tenant: tenant.to_owned(),
+        quota,
+        limit,
+        detail: detail(),
+    })
 }
 
 /// The shortest time between two fires of `schedule` (over a cron
