@@ -16,7 +16,9 @@
 //! that run only); a run stops within one epoch tick of its deadline or kill,
 //! including a guest blocked in a host call; a store that saw any error is
 //! dropped, never entered again; only artifacts this host wrote, and whose
-//! checksum matches, are ever deserialized.
+//! checksum matches, or that its own compiler child process just made, are
+//! ever deserialized; compilation in a child (see `compiler`) is bounded in
+//! time and memory.
 
 mod cache;
 mod clocks;
