@@ -83,6 +83,10 @@ impl QuotaDefaults {
 #[derive(Debug, Clone)]
 struct Cached {
     read_at: Instant,
+    /// When a dispatch began reading it again: meanwhile (for at most
+    /// [`REFRESH`], should that read never end) the others use this copy
+    /// rather than each reading too.
+    refreshing_since: Option<Instant>,
     own: QuotaSettings,
     /// Runs in progress, run time and log bytes today (the rest is 0).
     usage: TenantUsage,
@@ -116,23 +120,41 @@ impl Quotas {
     }
 
     /// `tenant`'s own limits and its use, from the cache when it is fresh
-    /// (and of today).
+    /// (and of today), or while another caller reads them again.
     async fn cached(&self, store: &Store, tenant: &str, now_ms: i64) -> Result<Cached, StoreError> {
         let day = now_ms.div_euclid(DAY_MS);
-        if let Some(cached) = self.lock().get(tenant)
-            && cached.read_at.elapsed() < REFRESH
+        if let Some(cached) = self.lock().get_mut(tenant)
             && cached.day == day
         {
-            return Ok(cached.clone());
+            let refreshing = cached
+                .refreshing_since
+                .is_some_and(|since| since.elapsed() < REFRESH);
+            if cached.read_at.elapsed() < REFRESH || refreshing {
+                return Ok(cached.clone());
+            }
+            cached.refreshing_since = Some(Instant::now());
         }
-        let fresh = Cached {
-            read_at: Instant::now(),
-            own: store.tenant_quotas(tenant).await?,
-            usage: store.tenant_run_usage(tenant, day).await?,
-            day,
+        let read = async {
+            Ok::<_, StoreError>(Cached {
+                read_at: Instant::now(),
+                refreshing_since: None,
+                own: store.tenant_quotas(tenant).await?,
+                usage: store.tenant_run_usage(tenant, day).await?,
+                day,
+            })
         };
-        self.lock().insert(tenant.to_owned(), fresh.clone());
-        Ok(fresh)
+        match read.await {
+            Ok(fresh) => {
+                self.lock().insert(tenant.to_owned(), fresh.clone());
+                Ok(fresh)
+            }
+            Err(error) => {
+                if let Some(cached) = self.lock().get_mut(tenant) {
+                    cached.refreshing_since = None;
+                }
+                Err(error)
+            }
+        }
     }
 
     /// Forgets what was read of `tenant` (its limits were just changed).
@@ -186,9 +208,10 @@ impl Quotas {
         now_ms: i64,
     ) -> Result<Vec<(String, Quota, u64, Option<u64>)>, StoreError> {
         let usage = store.usage_by_tenant(now_ms.div_euclid(DAY_MS)).await?;
+        let mut own_quotas = store.all_tenant_quotas().await?;
         let mut all = Vec::new();
         for tenant in tenants {
-            let own = store.tenant_quotas(tenant).await?;
+            let own = own_quotas.remove(tenant).unwrap_or_default();
             let used = usage.get(tenant).copied().unwrap_or_default();
             for quota in Quota::ALL {
                 all.push((
@@ -203,16 +226,20 @@ impl Quotas {
     }
 
     /// Refuses one more of a counted thing (`quota` is `jobs` or
-    /// `modules`) when `used` already reaches the limit.
+    /// `modules`) when the tenant already has as many as its limit.
     pub async fn check_one_more(
         &self,
         store: &Store,
         tenant: &str,
         quota: Quota,
-        used: u64,
         now_ms: i64,
     ) -> Result<Result<(), QuotaExceeded>, StoreError> {
         let limit = self.limit(store, tenant, quota, now_ms).await?;
+        let used = store
+            .tenant_usage_of(tenant, now_ms.div_euclid(DAY_MS), &[quota])
+            .await?
+            .of(quota)
+            .unwrap_or(0);
         Ok(refuse_if(used >= limit, tenant, quota, limit, || {
             format!("it has {used}")
         }))
@@ -230,7 +257,7 @@ impl Quotas {
             .limit(store, tenant, Quota::ModuleBytes, now_ms)
             .await?;
         let used = store
-            .tenant_usage(tenant, now_ms.div_euclid(DAY_MS))
+            .tenant_usage_of(tenant, now_ms.div_euclid(DAY_MS), &[Quota::ModuleBytes])
             .await?
             .module_bytes;
         let over = used.saturating_add(adding) > limit;
@@ -305,18 +332,19 @@ impl Quotas {
         Ok(Ok(()))
     }
 
-    /// A run of `tenant` admitted by [`Quotas::admit_run`] was not sent
-    /// after all, or ended.
-    pub fn ended(&self, tenant: &str, run_ms: u64, log_bytes: u64) {
+    /// `runs` runs of `tenant` admitted by [`Quotas::admit_run`] ended,
+    /// taking `run_ms` and logging `log_bytes` together. (Runs refused
+    /// after their admission stay counted until the next read.)
+    pub fn ended(&self, tenant: &str, runs: u64, run_ms: u64, log_bytes: u64) {
         if let Some(cached) = self.lock().get_mut(tenant) {
-            cached.usage.running_runs = cached.usage.running_runs.saturating_sub(1);
+            cached.usage.running_runs = cached.usage.running_runs.saturating_sub(runs);
             cached.usage.run_ms += run_ms;
             cached.usage.log_bytes += log_bytes;
         }
     }
 
-    /// How many more log bytes `tenant` may store today (for cutting the
-    /// log of a result that would pass the quota).
+    /// How many more log bytes `tenant` may store today, and its quota
+    /// (for cutting the log of a result that would pass it).
     pub async fn log_room(
         &self,
         store: &Store,

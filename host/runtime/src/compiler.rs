@@ -97,36 +97,31 @@ pub(crate) fn compile_in_child(
     };
     // Each pipe on its own thread: a component of megabytes fills a pipe
     // before the child has read it all, and the artifact fills the other.
-    let wasm = wasm.to_vec();
-    let writer = std::thread::spawn(move || stdin.write_all(&wasm));
-    let reader = std::thread::spawn(move || {
-        let mut artifact = Vec::new();
-        stdout.read_to_end(&mut artifact).map(|_| artifact)
+    // Once the child has exited (or been killed) its pipes are closed, so
+    // the threads end and the scope returns.
+    let (status, written, artifact, message) = std::thread::scope(|scope| {
+        let writer = scope.spawn(move || stdin.write_all(wasm));
+        let reader = scope.spawn(move || {
+            let mut artifact = Vec::new();
+            stdout.read_to_end(&mut artifact).map(|_| artifact)
+        });
+        let errors = scope.spawn(move || {
+            let mut text = String::new();
+            let _ = stderr.take(MAX_STDERR_BYTES).read_to_string(&mut text);
+            text
+        });
+        let status = wait_until(&mut child, started + process.timeout);
+        let written = writer.join().unwrap_or(Ok(()));
+        let artifact = reader
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("the reader panicked")));
+        (status, written, artifact, errors.join().unwrap_or_default())
     });
-    let errors = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stderr.take(MAX_STDERR_BYTES).read_to_string(&mut text);
-        text
-    });
-    let status = loop {
-        if let Some(status) = child.try_wait()? {
-            break status;
-        }
-        if started.elapsed() >= process.timeout {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(CompileError::Timeout {
-                timeout: process.timeout,
-            });
-        }
-        std::thread::sleep(POLL);
+    let Some(status) = status? else {
+        return Err(CompileError::Timeout {
+            timeout: process.timeout,
+        });
     };
-    // The child has exited: its pipes are closed, so the threads end.
-    let written = writer.join().unwrap_or(Ok(()));
-    let artifact = reader
-        .join()
-        .unwrap_or_else(|_| Err(std::io::Error::other("the reader panicked")));
-    let message = errors.join().unwrap_or_default();
     if !status.success() {
         // Exit code 1 is the worker's own refusal, with its reason; any
         // other end (a signal, an abort on a failed allocation) is the
@@ -146,6 +141,28 @@ pub(crate) fn compile_in_child(
     }
     written?;
     Ok(artifact?)
+}
+
+/// Waits for `child` to exit until `deadline`; past it (or when it cannot
+/// be waited for) the child is killed and reaped, and the answer is `None`
+/// (or the error).
+fn wait_until(
+    child: &mut std::process::Child,
+    deadline: Instant,
+) -> std::io::Result<Option<ExitStatus>> {
+    loop {
+        let exited = child.try_wait();
+        if !matches!(exited, Ok(None)) || Instant::now() >= deadline {
+            // Killed whenever it is not known to have exited, so that its
+            // pipes close and their threads end.
+            if !matches!(exited, Ok(Some(_))) {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+            return exited;
+        }
+        std::thread::sleep(POLL);
+    }
 }
 
 fn set_limit(resource: libc::__rlimit_resource_t, value: u64) -> std::io::Result<()> {

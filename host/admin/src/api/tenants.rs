@@ -65,6 +65,14 @@ fn unknown_tenant(name: &str) -> Failure {
     )
 }
 
+/// A tenant that has quotas: a created one, or the operator's own.
+async fn known_quota_tenant(state: &AdminState, name: &str) -> Result<(), Failure> {
+    if name == DEFAULT_TENANT {
+        return Ok(());
+    }
+    known_tenant(state, name).await
+}
+
 /// A tenant's quotas with its use (the operator, or the tenant itself).
 pub(super) async fn get_quotas(
     State(state): State<Arc<AdminState>>,
@@ -75,9 +83,7 @@ pub(super) async fn get_quotas(
         // As for any object the caller may not see.
         return Err(unknown_tenant(&tenant));
     }
-    if tenant != DEFAULT_TENANT {
-        known_tenant(&state, &tenant).await?;
-    }
+    known_quota_tenant(&state, &tenant).await?;
     let report = state
         .scheduler
         .quotas()
@@ -95,9 +101,7 @@ pub(super) async fn put_quotas(
     ApiJson(settings): ApiJson<cronbox_api::QuotaSettings>,
 ) -> Result<impl IntoResponse, Failure> {
     caller.require_operator("setting a tenant's quotas")?;
-    if tenant != DEFAULT_TENANT {
-        known_tenant(&state, &tenant).await?;
-    }
+    known_quota_tenant(&state, &tenant).await?;
     let store = state.scheduler.store();
     store.set_tenant_quotas(&tenant, &settings).await?;
     let quotas = state.scheduler.quotas();

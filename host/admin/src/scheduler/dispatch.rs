@@ -494,9 +494,6 @@ impl Scheduler {
         run: &RunRow,
         message: &str,
     ) -> Result<(), StoreError> {
-        // Its tenant's quotas counted it as in progress (a drift, should it
-        // not have been, lasts until they are read again within a second).
-        self.quotas.ended(&run.tenant, 0, 0);
         self.fail_with(run, "rejected", message).await
     }
 

@@ -38,7 +38,7 @@ impl Scheduler {
         job_ids.dedup();
         let jobs = self.store.jobs_by_id(&job_ids).await?;
         // What each tenant may still log today, spent as the batch goes.
-        let mut log_room: HashMap<String, (u64, u64)> = HashMap::new();
+        let mut log_room: HashMap<String, LogRoom> = HashMap::new();
         let mut ends: Vec<RunEnd> = Vec::with_capacity(results.len());
         // What each result costs its tenant: run time, log bytes.
         let mut charges = Vec::with_capacity(results.len());
@@ -46,17 +46,28 @@ impl Scheduler {
             let tenant = jobs
                 .get(&JobId::from(result.job_id))
                 .map(|job| job.tenant.clone());
+            let mut log = serde_json::to_string(&result.log).unwrap_or_default();
+            let mut log_charge = log.len() as u64;
             let mut state_quota = None;
-            let mut log_charge = None;
             if let Some(tenant) = &tenant {
                 let room = match log_room.get_mut(tenant) {
                     Some(room) => room,
                     None => {
-                        let room = self.quotas.log_room(&self.store, tenant, now).await?;
-                        log_room.entry(tenant.clone()).or_insert(room)
+                        let (left, limit) = self.quotas.log_room(&self.store, tenant, now).await?;
+                        log_room
+                            .entry(tenant.clone())
+                            .or_insert(LogRoom { left, limit })
                     }
                 };
-                log_charge = Some(cut_log_to_quota(&mut result.log, room, tenant));
+                if log_charge <= room.left {
+                    room.left -= log_charge;
+                } else {
+                    // Past what is left today: cut, and the day is used up.
+                    cut_log(&mut result.log, room.left, tenant, room.limit);
+                    log = serde_json::to_string(&result.log).unwrap_or_default();
+                    log_charge = room.left.max(log.len() as u64);
+                    room.left = 0;
+                }
                 if !result.state_changes.is_empty() {
                     let limit = self
                         .quotas
@@ -65,7 +76,8 @@ impl Scheduler {
                     state_quota = Some((tenant.clone(), limit));
                 }
             }
-            let end = RunEnd {
+            charges.push((result.duration_ms, log_charge));
+            ends.push(RunEnd {
                 module_digest: (!result.module_digest.is_empty())
                     .then(|| result.module_digest.clone()),
                 run_id: RunId::from(result.run_id),
@@ -73,36 +85,32 @@ impl Scheduler {
                 outcome: result.outcome.kind().as_str().to_owned(),
                 code: i64::from(result.code),
                 message: result.outcome.message(),
-                log: serde_json::to_string(&result.log).unwrap_or_default(),
+                log,
                 executor: Some(result.executor),
                 started_at_ms: (result.started_at_ms > 0).then_some(result.started_at_ms),
                 state_changes: result.state_changes,
                 state_base: result.state_base,
                 finished_at_ms: now,
                 state_quota,
-            };
-            charges.push((
-                result.duration_ms,
-                log_charge.unwrap_or(end.log.len() as u64),
-            ));
-            ends.push(end);
+            });
         }
         // One transaction for the batch; a repeated callback finds its run
         // already ended and changes nothing.
         let ended = self.store.finish_runs(&ends).await?;
-        // Run time and log bytes of the runs that ended, per tenant.
-        let mut usage: HashMap<String, (u64, u64)> = HashMap::new();
+        // Runs, run time and log bytes of the runs that ended, per tenant.
+        let mut usage: HashMap<String, (u64, u64, u64)> = HashMap::new();
         for (run, (ms, log_bytes)) in ended.iter().zip(&charges) {
             if let Some(run) = run {
                 let entry = usage.entry(run.tenant.clone()).or_default();
-                entry.0 += ms;
-                entry.1 += log_bytes;
+                entry.0 += 1;
+                entry.1 += ms;
+                entry.2 += log_bytes;
             }
         }
         let day = now.div_euclid(crate::store::DAY_MS);
         let days: Vec<DayUsage> = usage
             .iter()
-            .map(|(tenant, (ms, bytes))| DayUsage {
+            .map(|(tenant, (_, ms, bytes))| DayUsage {
                 tenant: tenant.clone(),
                 day,
                 run_ms: i64::try_from(*ms).unwrap_or(i64::MAX),
@@ -110,8 +118,8 @@ impl Scheduler {
             })
             .collect();
         self.store.add_day_usage(&days).await?;
-        for (tenant, (ms, bytes)) in &usage {
-            self.quotas.ended(tenant, *ms, *bytes);
+        for (tenant, (runs, ms, bytes)) in &usage {
+            self.quotas.ended(tenant, *runs, *ms, *bytes);
         }
         for (run, end) in ended.into_iter().zip(&ends) {
             let Some(run) = run else {
@@ -240,25 +248,23 @@ impl Scheduler {
     }
 }
 
-/// Cuts `log` so that its serialized size fits in what `tenant` may still
-/// log today (`room`: what is left, and the quota), behind a marker line;
-/// the bytes to charge the tenant: the log's, or when it was cut all that
-/// was left (the day's quota is used up).
-fn cut_log_to_quota(log: &mut Vec<LogLine>, room: &mut (u64, u64), tenant: &str) -> u64 {
-    /// Room kept for the marker line.
+/// What a tenant may still log today (bytes) and its quota.
+struct LogRoom {
+    left: u64,
+    limit: u64,
+}
+
+/// Cuts `log` to about `left` bytes serialized, behind a marker line naming
+/// `tenant`'s log quota (`limit`).
+fn cut_log(log: &mut Vec<LogLine>, left: u64, tenant: &str, limit: u64) {
+    /// Room kept for the marker line and the brackets.
     const MARKER_BYTES: u64 = 300;
-    let line_bytes =
-        |line: &LogLine| serde_json::to_vec(line).map_or(0, |bytes| bytes.len() as u64 + 1);
-    let total: u64 = log.iter().map(line_bytes).sum::<u64>() + 2;
-    if total <= room.0 {
-        room.0 -= total;
-        return total;
-    }
-    let budget = room.0.saturating_sub(MARKER_BYTES + 2);
+    let budget = left.saturating_sub(MARKER_BYTES);
     let mut kept = 0;
     let mut used = 0;
     for line in log.iter() {
-        let bytes = line_bytes(line);
+        // The line and its comma.
+        let bytes = serde_json::to_vec(line).map_or(0, |bytes| bytes.len() as u64 + 1);
         if used + bytes > budget {
             break;
         }
@@ -272,10 +278,8 @@ fn cut_log_to_quota(log: &mut Vec<LogLine>, room: &mut (u64, u64), tenant: &str)
         at_ms,
         source: LogSource::Host,
         text: format!(
-            "log cut: quota log_bytes_per_day of tenant {tenant:?} (limit {}) reached today; \
-             {dropped} lines were dropped",
-            room.1
+            "log cut: quota log_bytes_per_day of tenant {tenant:?} (limit {limit}) reached \
+             today; {dropped} lines were dropped"
         ),
     });
-    std::mem::take(&mut room.0).max(used + MARKER_BYTES)
 }

@@ -8,7 +8,7 @@ use super::ServiceError;
 use crate::jobs::{JobSpec, child_cycle, children_of};
 use crate::model::JobId;
 use crate::scheduler::Scheduler;
-use crate::store::{DAY_MS, JobRow, Store, StoreError};
+use crate::store::{JobRow, Store, StoreError};
 use cronbox_api::Quota;
 
 /// Creates a job of `tenant` from `spec` (stopped); returns it as stored.
@@ -26,12 +26,8 @@ pub async fn create(
     resolve_module(store, &mut row).await?;
     let quotas = scheduler.quotas();
     let now = scheduler.now();
-    let jobs = store
-        .tenant_usage(tenant, now.timestamp_millis().div_euclid(DAY_MS))
-        .await?
-        .jobs;
     quotas
-        .check_one_more(store, tenant, Quota::Jobs, jobs, now.timestamp_millis())
+        .check_one_more(store, tenant, Quota::Jobs, now.timestamp_millis())
         .await??;
     quotas
         .check_interval(store, tenant, &schedule, now)

@@ -126,12 +126,8 @@ async fn check_quotas(
     if let Some(name) = name
         && !store.has_module_name(tenant, name).await?
     {
-        let modules = store
-            .tenant_usage(tenant, now.div_euclid(crate::store::DAY_MS))
-            .await?
-            .modules;
         quotas
-            .check_one_more(store, tenant, cronbox_api::Quota::Modules, modules, now)
+            .check_one_more(store, tenant, cronbox_api::Quota::Modules, now)
             .await??;
     }
     if !store.owns_module(tenant, digest.as_str()).await? {

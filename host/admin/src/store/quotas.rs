@@ -67,6 +67,25 @@ fn count(row: &AnyRow, column: &str) -> Result<u64, StoreError> {
     Ok(u64::try_from(value.unwrap_or(0)).unwrap_or(0))
 }
 
+/// `tenant_quota` rows as each tenant's settings.
+fn quota_settings(rows: &[AnyRow]) -> Result<HashMap<String, QuotaSettings>, StoreError> {
+    let mut settings: HashMap<String, QuotaSettings> = HashMap::new();
+    for row in rows {
+        let tenant: String = row.try_get("tenant")?;
+        let name: String = row.try_get("quota")?;
+        let limit: i64 = row.try_get("quota_limit")?;
+        // A quota this admin does not know (written by a newer one) is left
+        // to that admin.
+        if let Ok(quota) = name.parse::<Quota>() {
+            settings
+                .entry(tenant)
+                .or_default()
+                .set(quota, Some(u64::try_from(limit).unwrap_or(0)));
+        }
+    }
+    Ok(settings)
+}
+
 /// The bytes of durable state (keys and values) of `tenant`'s jobs, read
 /// on `connection` (inside a transaction that is about to add some).
 pub(super) async fn state_bytes_on(
@@ -149,21 +168,20 @@ pub(super) async fn state_over_quota(
 impl Store {
     /// The quotas set for `tenant` (the others follow the defaults).
     pub async fn tenant_quotas(&self, tenant: &str) -> Result<QuotaSettings, StoreError> {
-        let rows = sqlx::query("SELECT quota, quota_limit FROM tenant_quota WHERE tenant = $1")
-            .bind(tenant)
+        let rows =
+            sqlx::query("SELECT tenant, quota, quota_limit FROM tenant_quota WHERE tenant = $1")
+                .bind(tenant)
+                .fetch_all(&self.pool)
+                .await?;
+        Ok(quota_settings(&rows)?.remove(tenant).unwrap_or_default())
+    }
+
+    /// The quotas set for every tenant that has set some.
+    pub async fn all_tenant_quotas(&self) -> Result<HashMap<String, QuotaSettings>, StoreError> {
+        let rows = sqlx::query("SELECT tenant, quota, quota_limit FROM tenant_quota")
             .fetch_all(&self.pool)
             .await?;
-        let mut settings = QuotaSettings::default();
-        for row in rows {
-            let name: String = row.try_get("quota")?;
-            let limit: i64 = row.try_get("quota_limit")?;
-            // A quota this admin does not know (written by a newer one) is
-            // left to that admin.
-            if let Ok(quota) = name.parse::<Quota>() {
-                settings.set(quota, Some(u64::try_from(limit).unwrap_or(0)));
-            }
-        }
-        Ok(settings)
+        quota_settings(&rows)
     }
 
     /// Replaces the quotas set for `tenant`.
@@ -193,11 +211,7 @@ impl Store {
 
     /// What `tenant` uses now (run time and log bytes of day `day`).
     pub async fn tenant_usage(&self, tenant: &str, day: i64) -> Result<TenantUsage, StoreError> {
-        Ok(self
-            .usage_of(Some(tenant), day, false)
-            .await?
-            .remove(tenant)
-            .unwrap_or_default())
+        self.tenant_usage_of(tenant, day, Quota::ALL).await
     }
 
     /// What a dispatch checks of `tenant`'s usage: its runs in progress,
@@ -209,8 +223,24 @@ impl Store {
         tenant: &str,
         day: i64,
     ) -> Result<TenantUsage, StoreError> {
+        let runs = [
+            Quota::RunningRuns,
+            Quota::RunMsPerDay,
+            Quota::LogBytesPerDay,
+        ];
+        self.tenant_usage_of(tenant, day, &runs).await
+    }
+
+    /// What `tenant` uses of `quotas` (the rest left at 0): only their
+    /// queries run.
+    pub async fn tenant_usage_of(
+        &self,
+        tenant: &str,
+        day: i64,
+        quotas: &[Quota],
+    ) -> Result<TenantUsage, StoreError> {
         Ok(self
-            .usage_of(Some(tenant), day, true)
+            .usage_of(Some(tenant), day, quotas)
             .await?
             .remove(tenant)
             .unwrap_or_default())
@@ -221,16 +251,16 @@ impl Store {
         &self,
         day: i64,
     ) -> Result<HashMap<String, TenantUsage>, StoreError> {
-        self.usage_of(None, day, false).await
+        self.usage_of(None, day, Quota::ALL).await
     }
 
-    /// What each tenant, or only `tenant`, uses (only what runs use when
-    /// `runs_only`): one grouped query per kind of usage.
+    /// What each tenant, or only `tenant`, uses of `quotas`: one grouped
+    /// query per kind of usage.
     async fn usage_of(
         &self,
         tenant: Option<&str>,
         day: i64,
-        runs_only: bool,
+        quotas: &[Quota],
     ) -> Result<HashMap<String, TenantUsage>, StoreError> {
         let mut usage: HashMap<String, TenantUsage> = HashMap::new();
         // `AND <column> = $1` when one tenant is asked for.
@@ -239,60 +269,58 @@ impl Store {
             None => String::new(),
         };
         type Field = fn(&mut TenantUsage) -> &mut u64;
-        // (query, the usage it counts, whether a dispatch reads it)
-        let counts: [(String, Field, bool); 5] = [
-            (
-                format!(
-                    "SELECT tenant, COUNT(*) AS n FROM job WHERE 1 = 1{} GROUP BY tenant",
-                    only("tenant")
+        for quota in quotas {
+            let (sql, field): (String, Field) = match quota {
+                Quota::Jobs => (
+                    format!(
+                        "SELECT tenant, COUNT(*) AS n FROM job WHERE 1 = 1{} GROUP BY tenant",
+                        only("tenant")
+                    ),
+                    |usage| &mut usage.jobs,
                 ),
-                |usage| &mut usage.jobs,
-                false,
-            ),
-            (
-                format!(
-                    "SELECT tenant, COUNT(DISTINCT name) AS n FROM module_version \
-                     WHERE 1 = 1{} GROUP BY tenant",
-                    only("tenant")
+                Quota::Modules => (
+                    format!(
+                        "SELECT tenant, COUNT(DISTINCT name) AS n FROM module_version \
+                         WHERE 1 = 1{} GROUP BY tenant",
+                        only("tenant")
+                    ),
+                    |usage| &mut usage.modules,
                 ),
-                |usage| &mut usage.modules,
-                false,
-            ),
-            (
-                format!(
-                    "SELECT module_owner.tenant AS tenant, CAST(SUM(module.size) AS BIGINT) AS n \
-                     FROM module_owner JOIN module ON module.digest = module_owner.digest \
-                     WHERE 1 = 1{} GROUP BY module_owner.tenant",
-                    only("module_owner.tenant")
+                Quota::ModuleBytes => (
+                    format!(
+                        "SELECT module_owner.tenant AS tenant, \
+                         CAST(SUM(module.size) AS BIGINT) AS n \
+                         FROM module_owner JOIN module ON module.digest = module_owner.digest \
+                         WHERE 1 = 1{} GROUP BY module_owner.tenant",
+                        only("module_owner.tenant")
+                    ),
+                    |usage| &mut usage.module_bytes,
                 ),
-                |usage| &mut usage.module_bytes,
-                false,
-            ),
-            (
-                format!(
-                    "SELECT tenant, COUNT(*) AS n FROM run WHERE status = 'dispatched'{} \
-                     GROUP BY tenant",
-                    only("tenant")
+                Quota::RunningRuns => (
+                    format!(
+                        "SELECT tenant, COUNT(*) AS n FROM run WHERE status = 'dispatched'{} \
+                         GROUP BY tenant",
+                        only("tenant")
+                    ),
+                    |usage| &mut usage.running_runs,
                 ),
-                |usage| &mut usage.running_runs,
-                true,
-            ),
-            (
-                format!(
-                    "SELECT job.tenant AS tenant, CAST(SUM({} + {}) AS BIGINT) AS n FROM job_state \
-                     JOIN job ON job.id = job_state.job_id WHERE 1 = 1{} GROUP BY job.tenant",
-                    byte_length(self.backend, "job_state.key"),
-                    byte_length(self.backend, "job_state.value"),
-                    only("job.tenant"),
+                Quota::StateBytes => (
+                    format!(
+                        "SELECT job.tenant AS tenant, CAST(SUM({} + {}) AS BIGINT) AS n \
+                         FROM job_state JOIN job ON job.id = job_state.job_id \
+                         WHERE 1 = 1{} GROUP BY job.tenant",
+                        byte_length(self.backend, "job_state.key"),
+                        byte_length(self.backend, "job_state.value"),
+                        only("job.tenant"),
+                    ),
+                    |usage| &mut usage.state_bytes,
                 ),
-                |usage| &mut usage.state_bytes,
-                false,
-            ),
-        ];
-        for (sql, field, at_dispatch) in counts {
-            if runs_only && !at_dispatch {
-                continue;
-            }
+                // Added up per day (below), or not counted here.
+                Quota::RunMsPerDay
+                | Quota::LogBytesPerDay
+                | Quota::MinIntervalMs
+                | Quota::ExecutorInstances => continue,
+            };
             let mut query = sqlx::query(sqlx::AssertSqlSafe(sql.as_str()));
             if let Some(tenant) = tenant {
                 query = query.bind(tenant);
@@ -301,6 +329,12 @@ impl Store {
                 let name: String = row.try_get("tenant")?;
                 *field(usage.entry(name).or_default()) = count(&row, "n")?;
             }
+        }
+        if !quotas
+            .iter()
+            .any(|quota| matches!(quota, Quota::RunMsPerDay | Quota::LogBytesPerDay))
+        {
+            return Ok(usage);
         }
         let sql = match tenant {
             Some(_) => {
