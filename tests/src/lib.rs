@@ -11,10 +11,14 @@
 //!
 //! [`WebhookReceiver`] records alarm webhooks.
 //!
+//! [`hostile`] builds job components no toolchain makes, to attack the
+//! host's limits with.
+//!
 //! [`AdminClient`] drives the admin's user API over HTTP; [`until`] polls
 //! what a test waits for within a bound.
 
 mod client;
+pub mod hostile;
 mod postgres;
 mod webhook;
 

@@ -7,6 +7,13 @@ struct Chatty;
 
 impl Job for Chatty {
     fn execute(&mut self, ctx: &Context) -> Result<String> {
+        // `big:N`: one log line and a result message of N bytes each.
+        if let Some(size) = ctx.param().trim().strip_prefix("big:") {
+            let size: usize = size.parse().unwrap_or(1 << 20);
+            let text = "x".repeat(size);
+            info!("{text}");
+            return Ok(text);
+        }
         // `empty:N`: a flood of empty lines — N newlines on stdout, in large
         // writes, and N/10 empty `context.log` lines.
         if let Some(count) = ctx.param().trim().strip_prefix("empty:") {

@@ -68,17 +68,31 @@ pub enum ComponentError {
         missing: String,
         exports: Vec<String>,
     },
-    #[error(
-        "the component defines {count} functions, over the limit of {limit} (compiling it \
-         would take too long)"
-    )]
-    TooManyFunctions { count: u64, limit: u64 },
+    /// More functions (which bound the work of compiling it), or more core
+    /// instances, memories or tables (which a job's share of the instance
+    /// pool holds) than a job may have.
+    #[error("the component has {count} {what}, over the limit of {limit} for a job")]
+    OverLimit {
+        what: &'static str,
+        count: u64,
+        limit: u64,
+    },
 }
 
 /// Most functions a job's core modules may define together: what bounds
 /// the work of compiling it (CPython as a component defines tens of
 /// thousands).
 pub const MAX_FUNCTIONS: u64 = 200_000;
+
+/// Core instances, linear memories and tables one job component may
+/// create: its share of the runtime's pooling allocator, which holds this
+/// many per instance slot so that no component can take another's. A Rust
+/// `wasm32-wasip2` component creates about 3, 1 and 2.
+pub const MAX_CORE_INSTANCES: usize = 8;
+/// See [`MAX_CORE_INSTANCES`].
+pub const MAX_MEMORIES: usize = 2;
+/// See [`MAX_CORE_INSTANCES`].
+pub const MAX_TABLES: usize = 4;
 
 /// Cheap checks on the bytes: not empty, not over `max_bytes`, WebAssembly,
 /// a component.
@@ -104,26 +118,84 @@ pub fn check_preamble(wasm: &[u8], max_bytes: usize) -> Result<(), ComponentErro
             &wasm[4..8]
         )));
     }
-    check_function_count(wasm)
+    check_counts(wasm)
 }
 
-/// Counts the functions of every core module in the component from the
-/// section headers (no validation, no compilation) and refuses more than
-/// [`MAX_FUNCTIONS`].
-fn check_function_count(wasm: &[u8]) -> Result<(), ComponentError> {
-    let mut count: u64 = 0;
+/// Counts, from the section headers (no validation, no compilation), the
+/// functions of every core module and the core instances, memories and
+/// tables the component creates when instantiated, and refuses more than
+/// [`MAX_FUNCTIONS`], [`MAX_CORE_INSTANCES`], [`MAX_MEMORIES`] or
+/// [`MAX_TABLES`].
+///
+/// A core instantiation counts the memories and tables its module defines.
+/// A module reached through an alias or an import counts none, and a nested
+/// component counts once however often it is instantiated: the figures are
+/// a lower bound, exact for the flat components toolchains make. The
+/// runtime's pooling allocator checks the exact figures at load.
+fn check_counts(wasm: &[u8]) -> Result<(), ComponentError> {
+    /// What one core module defines.
+    #[derive(Default, Clone, Copy)]
+    struct Defines {
+        memories: u32,
+        tables: u32,
+    }
+    enum Scope {
+        Module(Defines),
+        /// The modules defined in a component, in index order.
+        Component(Vec<Defines>),
+    }
+    let mut scopes = vec![Scope::Component(Vec::new())];
+    let (mut functions, mut instances, mut memories, mut tables) = (0_u64, 0_u64, 0_u64, 0_u64);
     for payload in Parser::new(0).parse_all(wasm) {
         // What does not parse is reported by validation, with more detail.
         let Ok(payload) = payload else {
             return Ok(());
         };
-        if let Payload::FunctionSection(reader) = payload {
-            count += u64::from(reader.count());
-            if count > MAX_FUNCTIONS {
-                return Err(ComponentError::TooManyFunctions {
-                    count,
-                    limit: MAX_FUNCTIONS,
-                });
+        match payload {
+            Payload::ModuleSection { .. } => scopes.push(Scope::Module(Defines::default())),
+            Payload::ComponentSection { .. } => scopes.push(Scope::Component(Vec::new())),
+            Payload::End(_) => {
+                if let Some(Scope::Module(defines)) = scopes.pop()
+                    && let Some(Scope::Component(modules)) = scopes.last_mut()
+                {
+                    modules.push(defines);
+                }
+            }
+            Payload::FunctionSection(reader) => functions += u64::from(reader.count()),
+            Payload::MemorySection(reader) => {
+                if let Some(Scope::Module(defines)) = scopes.last_mut() {
+                    defines.memories += reader.count();
+                }
+            }
+            Payload::TableSection(reader) => {
+                if let Some(Scope::Module(defines)) = scopes.last_mut() {
+                    defines.tables += reader.count();
+                }
+            }
+            Payload::InstanceSection(reader) => {
+                let Some(Scope::Component(modules)) = scopes.last() else {
+                    continue;
+                };
+                for instance in reader.into_iter().flatten() {
+                    if let wasmparser::Instance::Instantiate { module_index, .. } = instance {
+                        instances += 1;
+                        let defines = modules.get(module_index as usize).copied();
+                        let defines = defines.unwrap_or_default();
+                        memories += u64::from(defines.memories);
+                        tables += u64::from(defines.tables);
+                    }
+                }
+            }
+            _ => {}
+        }
+        for (what, count, limit) in [
+            ("functions", functions, MAX_FUNCTIONS),
+            ("core instances", instances, MAX_CORE_INSTANCES as u64),
+            ("linear memories", memories, MAX_MEMORIES as u64),
+            ("tables", tables, MAX_TABLES as u64),
+        ] {
+            if count > limit {
+                return Err(ComponentError::OverLimit { what, count, limit });
             }
         }
     }
@@ -295,10 +367,59 @@ mod tests {
         let wasm = wat::parse_str(format!("(component (core module {functions}))")).unwrap();
         assert_eq!(
             check_preamble(&wasm, LIMIT),
-            Err(ComponentError::TooManyFunctions {
+            Err(ComponentError::OverLimit {
+                what: "functions",
                 count: MAX_FUNCTIONS + 1,
                 limit: MAX_FUNCTIONS
             })
         );
+    }
+
+    /// Core instances, and the memories and tables their modules define,
+    /// are counted from the headers; a module defined but never
+    /// instantiated counts nothing.
+    #[test]
+    fn more_instances_memories_or_tables_than_a_job_may_have_are_refused() {
+        let component = |modules: &str, instances: &str| {
+            wat::parse_str(format!("(component {modules} {instances})")).unwrap()
+        };
+        let instantiate = |module: &str, times: usize| {
+            format!("(core instance (instantiate {module}))").repeat(times)
+        };
+        let over = |what, count, limit| Err(ComponentError::OverLimit { what, count, limit });
+        let cases = [
+            (
+                "(core module $m)",
+                instantiate("$m", 9),
+                over("core instances", 9, 8),
+            ),
+            (
+                "(core module $m (memory 1))",
+                instantiate("$m", 3),
+                over("linear memories", 3, 2),
+            ),
+            (
+                "(core module $m (table 1 funcref))",
+                instantiate("$m", 5),
+                over("tables", 5, 4),
+            ),
+            (
+                "(core module $m (memory 1) (table 1 funcref))",
+                instantiate("$m", 2),
+                Ok(()),
+            ),
+            (
+                "(core module $m) (core module $unused (memory 1))",
+                instantiate("$m", 8),
+                Ok(()),
+            ),
+        ];
+        for (modules, instances, expected) in cases {
+            assert_eq!(
+                check_preamble(&component(modules, &instances), LIMIT),
+                expected,
+                "{modules} {instances}"
+            );
+        }
     }
 }

@@ -206,6 +206,7 @@ async fn metrics(State(state): State<Arc<ApiState>>) -> impl IntoResponse {
     metrics
         .instances_evicted
         .inc_by(evicted.saturating_sub(metrics.instances_evicted.get()));
+    metrics.read_resident_memory();
     drop(scrape);
     (
         [(

@@ -32,6 +32,8 @@ pub(crate) struct Metrics {
     pub(crate) instances_evicted: Counter,
     pub(crate) memory_budget_free: Gauge,
     pub(crate) disk_cache_trimmed: Counter,
+    resident_memory: Gauge,
+    resident_memory_peak: Gauge,
     /// Held while figures read from the runtime are copied in, so that two
     /// scrapes never add the same evictions twice.
     pub(crate) scrape: std::sync::Mutex<()>,
@@ -58,6 +60,18 @@ impl Metrics {
         let instances_evicted = Counter::default();
         let memory_budget_free = Gauge::default();
         let disk_cache_trimmed = Counter::default();
+        let resident_memory = Gauge::default();
+        let resident_memory_peak = Gauge::default();
+        registry.register(
+            "resident_memory_bytes",
+            "Resident memory of the executor process (Linux only)",
+            resident_memory.clone(),
+        );
+        registry.register(
+            "resident_memory_peak_bytes",
+            "Most resident memory the executor process has held since it started (Linux only)",
+            resident_memory_peak.clone(),
+        );
         registry.register(
             "disk_cache_trimmed_files",
             "Module and artifact files deleted to keep the disk caches within their bound",
@@ -132,6 +146,8 @@ impl Metrics {
             instances_evicted,
             memory_budget_free,
             disk_cache_trimmed,
+            resident_memory,
+            resident_memory_peak,
             instances_retired,
             retained_log_bytes,
             results_quarantined,
@@ -155,6 +171,32 @@ impl Metrics {
             })
             .inc();
         self.duration.observe(seconds);
+    }
+
+    /// Reads the process's resident memory, now and at its peak, from
+    /// `/proc/self/status` (left at 0 where there is none).
+    pub(crate) fn read_resident_memory(&self) {
+        let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+            return;
+        };
+        let kib_of = |field: &str| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix(field))
+                .and_then(|rest| {
+                    rest.trim()
+                        .trim_end_matches("kB")
+                        .trim()
+                        .parse::<i64>()
+                        .ok()
+                })
+        };
+        if let Some(kib) = kib_of("VmRSS:") {
+            self.resident_memory.set(kib.saturating_mul(1024));
+        }
+        if let Some(kib) = kib_of("VmHWM:") {
+            self.resident_memory_peak.set(kib.saturating_mul(1024));
+        }
     }
 
     pub(crate) fn encode(&self) -> String {

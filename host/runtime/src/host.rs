@@ -5,6 +5,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Instant;
 
+pub(crate) use cronbox_component_check::{MAX_CORE_INSTANCES, MAX_MEMORIES, MAX_TABLES};
 use cronbox_protocol::{LogLevel, LogSource, StateChanges, Trigger};
 use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
@@ -233,14 +234,6 @@ pub(crate) struct JobLimiter {
     pub(crate) memory_refused: bool,
     pub(crate) peak_memory_bytes: usize,
 }
-
-/// Core instances, memories and tables one job component may create: its
-/// share of the pooling allocator (the pool holds this many per instance
-/// slot, so that no component can take another's). A Rust `wasm32-wasip2`
-/// component uses about 3, 1 and 2.
-pub(crate) const MAX_CORE_INSTANCES: usize = 8;
-pub(crate) const MAX_MEMORIES: usize = 2;
-pub(crate) const MAX_TABLES: usize = 4;
 
 impl JobLimiter {
     fn new(limits: &RunLimits) -> Self {

@@ -33,6 +33,14 @@ pub enum LoadError {
          wasm32-wasip2 target (or wrap it with `wasm-tools component new`)"
     )]
     CoreModule,
+    /// More functions, core instances, memories or tables than a job may
+    /// have.
+    #[error("the component has {count} {what}, over the limit of {limit} for a job")]
+    OverLimit {
+        what: &'static str,
+        count: u64,
+        limit: u64,
+    },
     /// Malformed, or refused by the compiler.
     #[error("invalid component: {0}")]
     Invalid(String),

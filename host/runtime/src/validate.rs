@@ -19,6 +19,9 @@ pub(crate) fn check_preamble(wasm: &[u8], max_bytes: usize) -> Result<(), LoadEr
         ComponentError::TooLarge { size, limit } => LoadError::TooLarge { size, limit },
         ComponentError::NotWasm => LoadError::NotWasm,
         ComponentError::CoreModule => LoadError::CoreModule,
+        ComponentError::OverLimit { what, count, limit } => {
+            LoadError::OverLimit { what, count, limit }
+        }
         other => LoadError::Invalid(other.to_string()),
     })
 }

@@ -122,6 +122,43 @@ async fn an_oversized_module_is_refused_before_compiling() {
     );
 }
 
+/// A component that would create more core instances or memories than a
+/// job's share of the pool is refused before compiling, naming the count
+/// and the limit; at the limits it loads and runs.
+#[tokio::test]
+async fn more_core_instances_or_memories_than_a_job_may_have_are_refused() {
+    use cronbox_tests::hostile;
+    let runtime = runtime();
+    for (wasm, what, count, limit) in [
+        (hostile::many_core_instances(9), "core instances", 9, 8),
+        (
+            hostile::many_core_instances(1000),
+            "core instances",
+            1000,
+            8,
+        ),
+        (hostile::many_memories(2, 1), "linear memories", 3, 2),
+    ] {
+        let error = refusal(&runtime, wasm).await;
+        assert!(matches!(error, LoadError::OverLimit { .. }), "{error:?}");
+        assert_eq!(
+            error.to_string(),
+            format!("the component has {count} {what}, over the limit of {limit} for a job")
+        );
+    }
+    for wasm in [
+        hostile::many_core_instances(8),
+        hostile::many_memories(1, 1),
+    ] {
+        let module = runtime.load(wasm).await.expect("at the limits it loads");
+        let mut worker = JobWorker::new(&runtime, module, InstanceMode::Warm);
+        let report = worker
+            .run(RunRequest::new(Trigger::manual("", 0)), &RunHandle::new())
+            .await;
+        assert!(report.outcome.is_success(), "{:?}", report.outcome);
+    }
+}
+
 #[tokio::test]
 async fn every_example_job_loads() {
     let runtime = runtime();
