@@ -478,7 +478,7 @@ async fn a_tenant_sees_nothing_of_another_tenant() {
         .await;
     assert_eq!(
         (status, error["field"].as_str()),
-        (400, Some("module_digest")),
+        (422, Some("module_digest")),
         "{error}"
     );
     // B's own objects stay B's.
@@ -566,32 +566,32 @@ async fn bad_uploads_are_refused_by_name_and_nothing_is_stored() {
         (
             "random bytes",
             b"definitely not wasm".to_vec(),
-            400,
+            422,
             "\\0asm magic",
         ),
-        ("an empty body", Vec::new(), 400, "empty"),
+        ("an empty body", Vec::new(), 422, "empty"),
         (
             "a core module",
             b"\0asm\x01\0\0\0".to_vec(),
-            400,
+            422,
             "core WebAssembly module",
         ),
         (
             "another world",
             jobs::bytes("wrong-world"),
-            400,
+            422,
             "world cronbox:job/job",
         ),
         (
             "a forbidden import",
             jobs::bytes("fs-snooper"),
-            400,
+            422,
             "wasi:filesystem",
         ),
         (
             "a cut component",
             jobs::bytes("hello")[..2000].to_vec(),
-            400,
+            422,
             "not a valid component",
         ),
         ("over the size limit", oversized, 413, "limit"),
@@ -612,7 +612,7 @@ async fn bad_uploads_are_refused_by_name_and_nothing_is_stored() {
         .await;
     assert_eq!(
         (status, error["field"].as_str()),
-        (400, Some("name")),
+        (422, Some("name")),
         "{error}"
     );
     let (_, modules) = stack.get("/api/v1/modules").await;
@@ -630,7 +630,7 @@ async fn json_bodies_are_small_and_uploads_as_large_as_allowed() {
     let mut padded = jobs::bytes("hello");
     padded.resize(3 << 20, 0);
     let (status, error) = stack.upload_as(API, "?name=padded", padded).await;
-    assert_eq!(status, 400, "checked, not refused for its size: {error}");
+    assert_eq!(status, 422, "checked, not refused for its size: {error}");
     let (status, error) = stack
         .call(
             reqwest::Method::POST,
@@ -643,6 +643,99 @@ async fn json_bodies_are_small_and_uploads_as_large_as_allowed() {
         (413, Some("payload_too_large")),
         "{error}"
     );
+    stack.shutdown().await;
+}
+
+/// Every refusal is JSON with the part named, as the OpenAPI document
+/// says: a path or query that does not parse, a method the route lacks, a
+/// body that is not an object, an integer past 64 bits; an integer written
+/// `5.0` is read as 5, and what the body type ignores is not checked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_are_json_naming_the_part_and_integers_are_json_schemas() {
+    use reqwest::Method as M;
+    let stack = stack(SchedulerConfig::default()).await;
+    let refusals = [
+        (
+            M::GET,
+            "/api/v1/jobs/not-a-number",
+            None,
+            400,
+            "bad_request",
+        ),
+        (
+            M::GET,
+            "/api/v1/runs/1/log?limit=x",
+            None,
+            400,
+            "invalid_query",
+        ),
+        (
+            M::GET,
+            "/api/v1/jobs/1/next-fires?count=101",
+            None,
+            400,
+            "invalid_query",
+        ),
+        (M::PATCH, "/api/v1/jobs", None, 405, "method_not_allowed"),
+        (
+            M::PUT,
+            "/api/v1/tenants/default/quotas",
+            Some(json!([null, null])),
+            400,
+            "invalid_request",
+        ),
+        (
+            M::PUT,
+            "/api/v1/tenants/default/quotas",
+            Some(json!({ "jobs": 9_223_372_036_854_775_808_u64 })),
+            400,
+            "invalid_request",
+        ),
+    ];
+    for (method, path, body, status, code) in refusals {
+        let (got, error) = stack.call(method.clone(), path, body).await;
+        assert_eq!(
+            (got, error["code"].as_str()),
+            (status, Some(code)),
+            "{method} {path}: {error}"
+        );
+    }
+    let (_, past) = stack
+        .call(
+            M::PUT,
+            "/api/v1/tenants/default/quotas",
+            Some(json!({ "jobs": 9_223_372_036_854_775_808_u64 })),
+        )
+        .await;
+    assert_eq!(past["field"], "jobs", "{past}");
+
+    let (status, quotas) = stack
+        .call(
+            M::PUT,
+            "/api/v1/tenants/default/quotas",
+            Some(json!({ "jobs": 5.0 })),
+        )
+        .await;
+    assert_eq!(status, 200, "{quotas}");
+    let jobs = quotas["quotas"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|quota| quota["quota"] == "jobs")
+        .unwrap();
+    assert_eq!((&jobs["limit"], &jobs["own"]), (&json!(5), &json!(true)));
+    // An executor's result may carry fields this admin does not know.
+    let (status, answer) = stack
+        .api
+        .with_token(EXEC)
+        .call(
+            M::POST,
+            "/api/v1/registry",
+            Some(json!({ "group": "default", "address": "http://127.0.0.1:9",
+                         "later": [9_223_372_036_854_775_808_u64] })),
+        )
+        .await;
+    assert_eq!(status, 200, "{answer}");
     stack.shutdown().await;
 }
 
@@ -741,7 +834,7 @@ async fn push_pin_new_version_and_rollback_with_runs_naming_what_ran() {
         .await;
     assert_eq!(
         (status, error["field"].as_str()),
-        (400, Some("version")),
+        (404, Some("version")),
         "{error}"
     );
 
@@ -791,7 +884,7 @@ async fn push_pin_new_version_and_rollback_with_runs_naming_what_ran() {
         .await;
     assert_eq!(
         (status, error["field"].as_str()),
-        (400, Some("module")),
+        (422, Some("module")),
         "{error}"
     );
     stack.shutdown().await;
@@ -859,7 +952,7 @@ async fn an_alarm_webhook_on_a_private_address_is_never_called() {
             .await;
         assert_eq!(
             (status, &refused["field"]),
-            (400, &json!("alarm_url")),
+            (422, &json!("alarm_url")),
             "{url}"
         );
         assert!(
@@ -1331,7 +1424,7 @@ async fn saving_past_a_quota_is_refused_naming_it_and_usage_is_readable() {
         .await;
     assert_eq!(status, 403, "{answer}");
     let (status, answer) = stack.call(M::PUT, path, Some(json!({ "jobz": 1 }))).await;
-    assert_eq!(status, 422, "an unknown quota is named: {answer}");
+    assert_eq!(status, 400, "an unknown quota is named: {answer}");
     assert!(
         answer["message"].as_str().unwrap().contains("jobz"),
         "{answer}"

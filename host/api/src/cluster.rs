@@ -48,6 +48,8 @@ pub struct Executor {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TenantSpec {
+    /// 1 to 63 lowercase letters, digits or `-`.
+    #[schema(pattern = "^[a-z0-9-]{1,63}$")]
     pub name: String,
 }
 

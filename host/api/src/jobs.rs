@@ -14,8 +14,12 @@ use crate::{Digest, JobId, MisfirePolicy, RouteStrategy, RunId, ScheduleType};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct JobSpec {
+    /// 1 to 200 characters, not all blank.
+    #[schema(min_length = 1, max_length = 200)]
     pub name: String,
+    /// The executor group that runs it (1 to 128 characters).
     #[serde(default = "default_group")]
+    #[schema(min_length = 1, max_length = 128)]
     pub group: String,
     /// sha256 of an uploaded module (the job runs exactly that content), or
     /// empty when `module` names one.
@@ -25,6 +29,7 @@ pub struct JobSpec {
     /// version (a push or a rollback moves the job), `NAME@N` pins version
     /// N.
     #[serde(default)]
+    #[schema(pattern = "^[A-Za-z0-9._-]{1,100}(@[0-9]+)?$")]
     pub module: Option<String>,
     /// Webhook called (POST, JSON) when a run of this job fails.
     #[serde(default)]

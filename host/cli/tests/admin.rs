@@ -295,7 +295,7 @@ async fn fixed_rate_fixed_delay_one_shot_and_manual_triggers() {
             None,
         )
         .await;
-    assert_eq!(status, 400, "a NONE job cannot be started: {body}");
+    assert_eq!(status, 409, "a NONE job cannot be started: {body}");
     let run = cluster.trigger(none, json!({ "param": "given" })).await;
     let run = cluster.run(run).await;
     assert_eq!(run.message.as_deref(), Some("hello, given"));
@@ -534,7 +534,7 @@ async fn the_operator_sets_the_maxima_of_a_jobs_limits() {
         .await;
     assert_eq!(
         (status, &body["field"]),
-        (400, &json!("timeout_ms")),
+        (422, &json!("timeout_ms")),
         "{body}"
     );
 }
@@ -636,7 +636,7 @@ async fn bad_input_is_refused_with_the_field_named_and_nothing_stored() {
         let (status, body) = cluster
             .call(reqwest::Method::POST, "/api/v1/jobs", Some(spec))
             .await;
-        assert_eq!(status, 400, "{body}");
+        assert_eq!(status, 422, "{body}");
         assert_eq!(body["field"], field, "{body}");
         assert!(
             body["message"].as_str().unwrap().contains(message),
@@ -685,7 +685,7 @@ async fn bad_input_is_refused_with_the_field_named_and_nothing_stored() {
         .send()
         .await
         .unwrap();
-    assert_eq!(response.status(), 400);
+    assert_eq!(response.status(), 422);
     assert!(
         response
             .text()
@@ -1092,7 +1092,7 @@ async fn a_saved_child_cycle_is_refused() {
             Some(json!({ "name": "a", "module_digest": hello, "children": [c] })),
         )
         .await;
-    assert_eq!(status, 400, "{body}");
+    assert_eq!(status, 422, "{body}");
     assert_eq!(body["field"], "children");
     assert!(
         body["message"]
@@ -1113,7 +1113,7 @@ async fn a_saved_child_cycle_is_refused() {
             Some(json!({ "name": "c", "module_digest": hello, "children": [c] })),
         )
         .await;
-    assert_eq!(status, 400);
+    assert_eq!(status, 422);
     // A chain without a cycle is saved.
     let (status, saved) = cluster
         .call(
@@ -1165,7 +1165,7 @@ async fn a_manual_group_routes_to_its_listed_addresses() {
             Some(json!({ "address_type": "SOMETIMES" })),
         )
         .await;
-    assert_eq!(status, 400);
+    assert_eq!(status, 422);
     assert_eq!(body["field"], "address_type");
     let (_, groups) = cluster
         .call(reqwest::Method::GET, "/api/v1/groups", None)

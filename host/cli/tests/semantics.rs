@@ -227,7 +227,7 @@ async fn the_executor_token_goes_only_to_executors_and_forged_results_are_refuse
             Some(json!({ "addresses": [recorder.url] })),
         )
         .await;
-    assert_eq!((status, &refused["field"]), (400, &json!("addresses")));
+    assert_eq!((status, &refused["field"]), (422, &json!("addresses")));
     assert!(
         refused["message"].as_str().unwrap().contains(&recorder.url),
         "{refused}"
@@ -520,7 +520,7 @@ async fn jobs_name_known_groups_and_edits_keep_a_fixed_rate_phase() {
     let (status, refused) = stack
         .call(Method::POST, "/api/v1/jobs", Some(spec.clone()))
         .await;
-    assert_eq!((status, &refused["field"]), (400, &json!("group")));
+    assert_eq!((status, &refused["field"]), (422, &json!("group")));
     assert!(
         refused["message"].as_str().unwrap().contains("nowhere"),
         "{refused}"
@@ -561,7 +561,7 @@ async fn jobs_name_known_groups_and_edits_keep_a_fixed_rate_phase() {
             Some(spec.clone()),
         )
         .await;
-    assert_eq!((status, &refused["field"]), (400, &json!("group")));
+    assert_eq!((status, &refused["field"]), (422, &json!("group")));
     // The schedule changes: planned again.
     spec["group"] = json!("default");
     spec["schedule_conf"] = json!("1800");

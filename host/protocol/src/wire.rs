@@ -255,6 +255,7 @@ pub struct RunResult {
     #[serde(flatten)]
     pub outcome: Outcome,
     /// xxl-job code: 200, 500 or 502.
+    #[schema(maximum = 65535)]
     pub code: u16,
     /// Start of execution (ms since the epoch); 0 when it never started.
     pub started_at_ms: i64,
@@ -339,6 +340,8 @@ pub enum ErrorCode {
     Forbidden,
     /// No such route.
     NotFound,
+    /// The route exists, not with this method.
+    MethodNotAllowed,
     /// No such job (or another tenant's).
     UnknownJob,
     /// No such run (or another tenant's).
@@ -399,6 +402,7 @@ impl ErrorCode {
         ErrorCode::Unauthorized,
         ErrorCode::Forbidden,
         ErrorCode::NotFound,
+        ErrorCode::MethodNotAllowed,
         ErrorCode::UnknownJob,
         ErrorCode::UnknownRun,
         ErrorCode::UnknownModule,
@@ -435,6 +439,7 @@ impl ErrorCode {
             ErrorCode::Unauthorized => "unauthorized",
             ErrorCode::Forbidden => "forbidden",
             ErrorCode::NotFound => "not_found",
+            ErrorCode::MethodNotAllowed => "method_not_allowed",
             ErrorCode::UnknownJob => "unknown_job",
             ErrorCode::UnknownRun => "unknown_run",
             ErrorCode::UnknownModule => "unknown_module",

@@ -99,7 +99,7 @@ pub(super) async fn start_job(
     let job = visible_job(&state, &caller, id).await?;
     let schedule = schedule_of(&job).map_err(|error| {
         Failure::new(
-            StatusCode::BAD_REQUEST,
+            StatusCode::UNPROCESSABLE_ENTITY,
             ErrorCode::InvalidJob,
             error.to_string(),
         )
@@ -107,7 +107,7 @@ pub(super) async fn start_job(
     let now = state.scheduler.now();
     let Some(first) = schedule.first_fire(now) else {
         return Err(Failure::new(
-            StatusCode::BAD_REQUEST,
+            StatusCode::CONFLICT,
             ErrorCode::CannotStart,
             "a job with schedule NONE (or a one-shot in the past) cannot be started; trigger it instead",
         ));
@@ -174,7 +174,7 @@ pub(super) async fn trigger_job(
         .is_some_and(|param| param.len() > crate::jobs::MAX_PARAM_BYTES)
     {
         return Err(Failure::new(
-            StatusCode::BAD_REQUEST,
+            StatusCode::UNPROCESSABLE_ENTITY,
             ErrorCode::InvalidRequest,
             "param is too long",
         )
@@ -188,7 +188,7 @@ pub(super) async fn trigger_job(
         let allowed = state.scheduler.group_addresses_now(&job.group_name).await?;
         if addresses.is_empty() {
             return Err(Failure::new(
-                StatusCode::BAD_REQUEST,
+                StatusCode::UNPROCESSABLE_ENTITY,
                 ErrorCode::InvalidRequest,
                 "addresses, when given, must name at least one executor",
             )
@@ -196,7 +196,7 @@ pub(super) async fn trigger_job(
         }
         if let Some(outside) = addresses.iter().find(|a| !allowed.contains(a)) {
             return Err(Failure::new(
-                StatusCode::BAD_REQUEST,
+                StatusCode::UNPROCESSABLE_ENTITY,
                 ErrorCode::InvalidRequest,
                 format!(
                     "address {outside:?} is not a live executor of group {:?}; a run may only \
@@ -223,32 +223,27 @@ pub(super) async fn trigger_job(
     Ok((StatusCode::ACCEPTED, Json(bodies::Triggered { run_id })))
 }
 
-#[derive(Debug, Deserialize)]
-pub(super) struct CountQuery {
-    #[serde(default = "five")]
-    count: usize,
-}
-
-pub(super) fn five() -> usize {
-    5
-}
+/// Most fire times one `next-fires` request may ask for.
+pub(crate) const MAX_NEXT_FIRES: i64 = 100;
 
 pub(super) async fn next_fires(
     State(state): State<Arc<AdminState>>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<JobId>,
-    Query(query): Query<CountQuery>,
+    Query(params): Query<std::collections::HashMap<String, String>>,
 ) -> Result<impl IntoResponse, Failure> {
+    let query = ListQuery::new(params, &["count"])?;
+    let count = query.bounded("count", 5, 1, MAX_NEXT_FIRES)? as usize;
     let job = visible_job(&state, &caller, id).await?;
     let schedule = schedule_of(&job).map_err(|error| {
         Failure::new(
-            StatusCode::BAD_REQUEST,
+            StatusCode::UNPROCESSABLE_ENTITY,
             ErrorCode::InvalidJob,
             error.to_string(),
         )
     })?;
     let fires: Vec<String> = schedule
-        .preview(state.scheduler.now(), query.count.min(100))
+        .preview(state.scheduler.now(), count)
         .into_iter()
         .map(|at| at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
         .collect();

@@ -23,8 +23,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, on};
 use axum::{Json, Router};
 use cronbox_protocol::{ApiError, CallbackBatch, ErrorCode, Registration, admin_paths};
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use subtle::ConstantTimeEq;
 
 use crate::jobs::{JobSpec, schedule_of};
@@ -46,6 +47,9 @@ use groups::*;
 use jobs::*;
 use modules::*;
 use runs::*;
+
+pub(crate) use jobs::MAX_NEXT_FIRES;
+pub(crate) use runs::MAX_LOG_PAGE;
 use tenants::*;
 
 pub(crate) struct AdminState {
@@ -205,6 +209,7 @@ pub(crate) fn router(state: Arc<AdminState>, max_module_bytes: usize) -> Router 
             Failure::new(StatusCode::NOT_FOUND, ErrorCode::NotFound, "no such route")
         })
         .layer(DefaultBodyLimit::max(JSON_BODY_BYTES))
+        .layer(middleware::from_fn(errors_as_json))
         .with_state(state)
 }
 
@@ -240,20 +245,29 @@ impl IntoResponse for Failure {
 impl From<ServiceError> for Failure {
     fn from(error: ServiceError) -> Self {
         match error {
-            ServiceError::InvalidJob { field, message } => {
-                Failure::new(StatusCode::BAD_REQUEST, ErrorCode::InvalidJob, message).field(field)
-            }
+            ServiceError::InvalidJob { field, message } => Failure::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ErrorCode::InvalidJob,
+                message,
+            )
+            .field(field),
             in_use @ ServiceError::JobInUse { .. } => Failure::new(
                 StatusCode::CONFLICT,
                 ErrorCode::JobInUse,
                 in_use.to_string(),
             ),
-            ServiceError::InvalidGroup { field, message } => {
-                Failure::new(StatusCode::BAD_REQUEST, ErrorCode::InvalidGroup, message).field(field)
-            }
+            ServiceError::InvalidGroup { field, message } => Failure::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ErrorCode::InvalidGroup,
+                message,
+            )
+            .field(field),
             ServiceError::InvalidModule { field, message } => {
-                let failure =
-                    Failure::new(StatusCode::BAD_REQUEST, ErrorCode::InvalidModule, message);
+                let failure = Failure::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    ErrorCode::InvalidModule,
+                    message,
+                );
                 match field {
                     Some(field) => failure.field(field),
                     None => failure,
@@ -265,8 +279,8 @@ impl From<ServiceError> for Failure {
                 unknown.to_string(),
             ),
             unknown @ ServiceError::UnknownVersion { .. } => Failure::new(
-                StatusCode::BAD_REQUEST,
-                ErrorCode::InvalidRequest,
+                StatusCode::NOT_FOUND,
+                ErrorCode::UnknownModule,
                 unknown.to_string(),
             )
             .field("version"),
@@ -276,7 +290,7 @@ impl From<ServiceError> for Failure {
                 message,
             ),
             invalid @ ServiceError::InvalidTenant(_) => Failure::new(
-                StatusCode::BAD_REQUEST,
+                StatusCode::UNPROCESSABLE_ENTITY,
                 ErrorCode::InvalidTenant,
                 invalid.to_string(),
             )
@@ -286,10 +300,12 @@ impl From<ServiceError> for Failure {
                 ErrorCode::TenantExists,
                 exists.to_string(),
             ),
-            ServiceError::InvalidState(message) => {
-                Failure::new(StatusCode::BAD_REQUEST, ErrorCode::InvalidState, message)
-                    .field("state")
-            }
+            ServiceError::InvalidState(message) => Failure::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ErrorCode::InvalidState,
+                message,
+            )
+            .field("state"),
             ServiceError::QuotaExceeded(exceeded) => Failure::new(
                 StatusCode::FORBIDDEN,
                 ErrorCode::QuotaExceeded,
@@ -313,45 +329,131 @@ impl From<StoreError> for Failure {
     }
 }
 
+/// A JSON request body (`Content-Type: application/json`), read by
+/// [`decode_json`].
 pub(crate) struct ApiJson<T>(T);
 
-impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
+impl<S: Send + Sync, T: DeserializeOwned + Serialize> FromRequest<S> for ApiJson<T> {
     type Rejection = Failure;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, Failure> {
-        match Json::<T>::from_request(request, state).await {
-            Ok(Json(value)) => Ok(ApiJson(value)),
+        match Json::<Value>::from_request(request, state).await {
+            Ok(Json(value)) => decode_json(value).map(ApiJson),
             Err(rejection) => {
                 let status = rejection.status();
                 let code = match rejection {
                     JsonRejection::JsonSyntaxError(_) => ErrorCode::MalformedJson,
-                    JsonRejection::JsonDataError(_) => ErrorCode::InvalidRequest,
                     JsonRejection::MissingJsonContentType(_) => ErrorCode::UnsupportedMediaType,
                     _ if status == StatusCode::PAYLOAD_TOO_LARGE => ErrorCode::PayloadTooLarge,
                     _ => ErrorCode::BadRequest,
                 };
-                Err(Failure::new(
-                    rejection.status(),
-                    code,
-                    rejection.body_text(),
-                ))
+                Err(Failure::new(status, code, rejection.body_text()))
             }
         }
     }
 }
 
-/// A JSON body that may be left out (then `T::default()`).
-fn optional_json<T: DeserializeOwned + Default>(body: &[u8]) -> Result<T, Failure> {
+/// A request body as `T`. Every request body is one JSON object; every
+/// integer in it that `T` reads is a signed 64-bit one (as the document
+/// says), and may be written with a zero fraction (`5.0`), as JSON
+/// Schema's `integer` allows. A body of the wrong shape is a 400
+/// `invalid_request` whose `field` is the path to the part that is wrong.
+fn decode_json<T: DeserializeOwned + Serialize>(mut value: Value) -> Result<T, Failure> {
+    let shape_error = |path: &str, message: String| {
+        let failure = Failure::new(StatusCode::BAD_REQUEST, ErrorCode::InvalidRequest, message);
+        if path.is_empty() || path == "." {
+            failure
+        } else {
+            failure.field(path)
+        }
+    };
+    if !value.is_object() {
+        return Err(shape_error("", "the body must be a JSON object".to_owned()));
+    }
+    integral_floats_as_integers(&mut value);
+    let decoded: T = serde_path_to_error::deserialize(value).map_err(|error| {
+        let path = error.path().to_string();
+        shape_error(&path, format!("{path}: {}", error.inner()))
+    })?;
+    // What was read, written back: the fields `T` ignores are gone.
+    let mut path = String::new();
+    if let Some(number) = serde_json::to_value(&decoded)
+        .ok()
+        .and_then(|read| integer_past_i64(&read, &mut path))
+    {
+        return Err(shape_error(
+            &path,
+            format!("{path}: {number} is past the largest integer {}", i64::MAX),
+        ));
+    }
+    Ok(decoded)
+}
+
+/// Rewrites every number with a zero fraction that fits an `i64` (`5.0`)
+/// as that integer.
+fn integral_floats_as_integers(value: &mut Value) {
+    match value {
+        Value::Number(number) => {
+            if let Some(float) = number.as_f64().filter(|_| number.is_f64())
+                && float.fract() == 0.0
+                && float >= i64::MIN as f64
+                && float < i64::MAX as f64
+            {
+                *value = Value::from(float as i64);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(integral_floats_as_integers),
+        Value::Object(fields) => fields.values_mut().for_each(integral_floats_as_integers),
+        _ => {}
+    }
+}
+
+/// The first integer past `i64::MAX`, with `path` left at it
+/// (`results[0].run_id`).
+fn integer_past_i64(value: &Value, path: &mut String) -> Option<serde_json::Number> {
+    match value {
+        Value::Number(number) if number.is_u64() && number.as_i64().is_none() => {
+            Some(number.clone())
+        }
+        Value::Array(items) => items.iter().enumerate().find_map(|(index, item)| {
+            let length = path.len();
+            path.push_str(&format!("[{index}]"));
+            let found = integer_past_i64(item, path);
+            if found.is_none() {
+                path.truncate(length);
+            }
+            found
+        }),
+        Value::Object(fields) => fields.iter().find_map(|(name, field)| {
+            let length = path.len();
+            if !path.is_empty() {
+                path.push('.');
+            }
+            path.push_str(name);
+            let found = integer_past_i64(field, path);
+            if found.is_none() {
+                path.truncate(length);
+            }
+            found
+        }),
+        _ => None,
+    }
+}
+
+/// A JSON body that may be left out (then `T::default()`), read like
+/// [`ApiJson`] otherwise.
+fn optional_json<T: DeserializeOwned + Serialize + Default>(body: &[u8]) -> Result<T, Failure> {
     if body.is_empty() {
         return Ok(T::default());
     }
-    serde_json::from_slice(body).map_err(|error| {
+    let value = serde_json::from_slice(body).map_err(|error| {
         Failure::new(
             StatusCode::BAD_REQUEST,
-            ErrorCode::InvalidRequest,
+            ErrorCode::MalformedJson,
             error.to_string(),
         )
-    })
+    })?;
+    decode_json(value)
 }
 
 /// The query parameters of a listing: only the `known` names, numbers
@@ -396,15 +498,62 @@ impl ListQuery {
 
     /// `limit`, `default` when absent, refused outside 1..=`max`.
     fn limit(&self, default: i64, max: i64) -> Result<i64, Failure> {
-        let limit = self.number::<i64>("limit")?.unwrap_or(default);
-        if !(1..=max).contains(&limit) {
+        self.bounded("limit", default, 1, max)
+    }
+
+    /// The integer `field`, `default` when absent, refused outside
+    /// `min..=max` (the bounds the OpenAPI document states).
+    fn bounded(&self, field: &str, default: i64, min: i64, max: i64) -> Result<i64, Failure> {
+        let value = self.number::<i64>(field)?.unwrap_or(default);
+        if !(min..=max).contains(&value) {
             return Err(ListQuery::invalid(
-                "limit",
-                format!("limit must be between 1 and {max}, got {limit}"),
+                field,
+                format!("{field} must be between {min} and {max}, got {value}"),
             ));
         }
-        Ok(limit)
+        Ok(value)
     }
+}
+
+/// Answers every error as JSON, as the document says: axum's own
+/// rejections (a path segment or query string that does not parse, a
+/// method the route does not serve) are plain text, and become an
+/// [`ApiError`] carrying that text. Other headers (`Allow`) are kept.
+async fn errors_as_json(request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|value| value.as_bytes().starts_with(b"application/json"));
+    if is_json || !(status.is_client_error() || status.is_server_error()) {
+        return response;
+    }
+    let code = match status {
+        StatusCode::NOT_FOUND => ErrorCode::NotFound,
+        StatusCode::METHOD_NOT_ALLOWED => ErrorCode::MethodNotAllowed,
+        StatusCode::PAYLOAD_TOO_LARGE => ErrorCode::PayloadTooLarge,
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => ErrorCode::UnsupportedMediaType,
+        StatusCode::UNAUTHORIZED => ErrorCode::Unauthorized,
+        status if status.is_server_error() => ErrorCode::Internal,
+        _ => ErrorCode::BadRequest,
+    };
+    let (mut parts, body) = response.into_parts();
+    let text = axum::body::to_bytes(body, 16 << 10)
+        .await
+        .map(|bytes| String::from_utf8_lossy(&bytes).trim().to_owned())
+        .unwrap_or_default();
+    let message = if text.is_empty() {
+        status.canonical_reason().unwrap_or("error").to_owned()
+    } else {
+        text
+    };
+    let (json_parts, json_body) = Failure::new(status, code, message)
+        .into_response()
+        .into_parts();
+    parts.headers.remove(header::CONTENT_LENGTH);
+    parts.headers.extend(json_parts.headers);
+    Response::from_parts(parts, json_body)
 }
 
 /// The bearer token of a request.

@@ -50,17 +50,8 @@ pub(super) async fn kill_run(
     Ok(Json(bodies::RunKilled { run_id: id, killed }))
 }
 
-#[derive(Debug, Deserialize)]
-pub(super) struct LogParams {
-    #[serde(default)]
-    offset: usize,
-    #[serde(default = "thousand")]
-    limit: usize,
-}
-
-pub(super) fn thousand() -> usize {
-    1000
-}
+/// Most log lines one page may hold.
+pub(crate) const MAX_LOG_PAGE: i64 = 5000;
 
 /// A run's log by line offset: forwarded to its executor while it runs,
 /// read from the store once it ended.
@@ -68,14 +59,16 @@ pub(super) async fn run_log(
     State(state): State<Arc<AdminState>>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<RunId>,
-    Query(params): Query<LogParams>,
+    Query(params): Query<std::collections::HashMap<String, String>>,
 ) -> Result<impl IntoResponse, Failure> {
+    let query = ListQuery::new(params, &["offset", "limit"])?;
+    let offset = query.bounded("offset", 0, 0, i64::MAX)? as usize;
+    let limit = query.limit(1000, MAX_LOG_PAGE)? as usize;
     let run = visible_run(&state, &caller, id).await?;
-    let limit = params.limit.min(5000);
     if run.status == crate::store::RunStatus::Dispatched {
         let page = state
             .scheduler
-            .live_log(&run, params.offset, limit)
+            .live_log(&run, offset, limit)
             .await
             .map_err(|error| {
                 Failure::new(
@@ -92,8 +85,8 @@ pub(super) async fn run_log(
         .run_log(id)
         .await?
         .unwrap_or_default();
-    let (lines, total) = log_page(&stored, params.offset, limit);
-    let end = params.offset.min(total) + lines.len();
+    let (lines, total) = log_page(&stored, offset, limit);
+    let end = offset.min(total) + lines.len();
     let finished = run.status != crate::store::RunStatus::Pending;
     Ok(Json(cronbox_protocol::LogResponse {
         run_id: id.wire(),

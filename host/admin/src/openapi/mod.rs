@@ -77,13 +77,17 @@ pub(crate) fn document() -> Value {
             .split('/')
             .filter_map(|segment| segment.strip_prefix('{')?.strip_suffix('}'))
             .map(|name| {
-                let kind = if name == "id" { "integer" } else { "string" };
-                json!({ "name": name, "in": "path", "required": true, "schema": { "type": kind } })
+                let kind = if name == "id" {
+                    operations::integer(i64::MIN, i64::MAX)
+                } else {
+                    json!({ "type": "string" })
+                };
+                json!({ "name": name, "in": "path", "required": true, "schema": kind })
             })
             .collect();
         parameters.extend(operation.query.iter().map(|(name, kind, description)| {
             json!({ "name": name, "in": "query", "required": false,
-                    "description": description, "schema": { "type": kind } })
+                    "description": description, "schema": kind })
         }));
         let security = match operation.tag {
             "observability" => json!([]),
@@ -97,20 +101,29 @@ pub(crate) fn document() -> Value {
             "parameters": parameters,
             "security": security,
             "responses": {
-                operation.status: {
-                    "description": "Success",
-                    "content": { "application/json": { "schema": operation.response } }
+                operation.status: if operation.response.is_null() {
+                    json!({ "description": "Success, with no body" })
+                } else {
+                    json!({
+                        "description": "Success",
+                        "content": { operation.response_media: { "schema": operation.response } }
+                    })
                 },
                 "default": {
-                    "description": "An error: 400 invalid input (naming the field), 401 missing or wrong token, 403 operator only, 404 unknown or another tenant's, 409 conflict, 413 too large",
+                    "description": "An error: 400 a request not of the documented shape (the field named), 401 missing or wrong token, 403 operator only or over a quota, 404 unknown or another tenant's, 405 a method the path does not serve, 409 conflict, 413 too large, 415 not JSON, 422 of the documented shape but refused for what it says (a cron expression that does not parse, an unknown time zone, bytes that are not a job component: the field named)",
                     "content": { "application/json": { "schema": schema("ApiError") } }
                 }
             }
         });
-        if let Some(body) = operation.body {
+        let content = match (operation.body_content, operation.body) {
+            (Some(content), _) => Some(content),
+            (None, Some(body)) => Some(json!({ "application/json": { "schema": body } })),
+            (None, None) => None,
+        };
+        if let Some(content) = content {
             entry["requestBody"] = json!({
-                "required": true,
-                "content": { "application/json": { "schema": body } }
+                "required": !operation.body_optional,
+                "content": content
             });
         }
         let item = paths

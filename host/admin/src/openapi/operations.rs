@@ -13,8 +13,34 @@ pub(super) struct Operation {
     pub(super) summary: &'static str,
     pub(super) body: Option<Value>,
     pub(super) status: &'static str,
+    /// The success response's schema; `Null` for a response with no body.
     pub(super) response: Value,
-    pub(super) query: &'static [(&'static str, &'static str, &'static str)],
+    /// The media type of the success response.
+    pub(super) response_media: &'static str,
+    /// Whether the body may be left out.
+    pub(super) body_optional: bool,
+    /// The body's media types and schemas, when not JSON (`body` unused).
+    pub(super) body_content: Option<Value>,
+    /// Query parameters: name, schema, description.
+    pub(super) query: Vec<(&'static str, Value, &'static str)>,
+}
+
+impl Operation {
+    /// The success response in `media` instead of JSON.
+    fn with_media(self, media: &'static str) -> Operation {
+        Operation {
+            response_media: media,
+            ..self
+        }
+    }
+
+    /// The body may be left out.
+    fn body_optional(self) -> Operation {
+        Operation {
+            body_optional: true,
+            ..self
+        }
+    }
 }
 
 pub(super) fn schema(name: &str) -> Value {
@@ -29,6 +55,20 @@ fn object() -> Value {
     json!({ "type": "object" })
 }
 
+/// An integer from `min` to `max`, as the handler checks it.
+pub(super) fn integer(min: i64, max: i64) -> Value {
+    json!({ "type": "integer", "format": "int64", "minimum": min, "maximum": max })
+}
+
+fn text() -> Value {
+    json!({ "type": "string" })
+}
+
+/// A day as `YYYY-MM-DD`.
+fn day() -> Value {
+    json!({ "type": "string", "format": "date", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$" })
+}
+
 pub(super) fn operations() -> Vec<Operation> {
     let op = |method, path, tag, summary, body, status, response| Operation {
         method,
@@ -38,7 +78,10 @@ pub(super) fn operations() -> Vec<Operation> {
         body,
         status,
         response,
-        query: &[],
+        response_media: "application/json",
+        body_optional: false,
+        body_content: None,
+        query: Vec::new(),
     };
     vec![
         op(
@@ -49,7 +92,8 @@ pub(super) fn operations() -> Vec<Operation> {
             None,
             "200",
             json!({ "type": "string" }),
-        ),
+        )
+        .with_media("application/openmetrics-text"),
         op(
             "get",
             "/readyz",
@@ -75,7 +119,7 @@ pub(super) fn operations() -> Vec<Operation> {
             "Register or beat an executor (executor token)",
             Some(schema("Registration")),
             "200",
-            object(),
+            Value::Null,
         ),
         op(
             "post",
@@ -84,7 +128,7 @@ pub(super) fn operations() -> Vec<Operation> {
             "Deregister an executor (executor token)",
             Some(schema("Registration")),
             "200",
-            object(),
+            Value::Null,
         ),
         op(
             "post",
@@ -93,7 +137,7 @@ pub(super) fn operations() -> Vec<Operation> {
             "Deliver run results, idempotent by run id (executor token)",
             Some(schema("CallbackBatch")),
             "200",
-            object(),
+            Value::Null,
         ),
         op(
             "get",
@@ -103,26 +147,40 @@ pub(super) fn operations() -> Vec<Operation> {
             None,
             "200",
             json!({ "type": "string", "format": "binary" }),
-        ),
+        )
+        .with_media("application/octet-stream"),
         Operation {
-            query: &[
+            query: vec![
                 (
                     "name",
-                    "string",
+                    text(),
                     "Module name: the upload becomes its next version",
                 ),
                 (
                     "labels",
-                    "string",
+                    text(),
                     "Comma-separated labels for the new version",
                 ),
             ],
+            body_content: Some(json!({
+                "application/octet-stream": { "schema": { "type": "string", "format": "binary" } },
+                "multipart/form-data": { "schema": {
+                    "type": "object",
+                    "required": ["module"],
+                    "additionalProperties": false,
+                    "properties": {
+                        "module": { "type": "string", "format": "binary" },
+                        "name": { "type": "string" },
+                        "labels": { "type": "string" }
+                    }
+                } }
+            })),
             ..op(
                 "post",
                 "/api/v1/modules",
                 "modules",
                 "Upload a component (raw body or multipart field `module`), checked before it is stored",
-                Some(json!({ "type": "string", "format": "binary" })),
+                None,
                 "201",
                 schema("Uploaded"),
             )
@@ -189,7 +247,8 @@ pub(super) fn operations() -> Vec<Operation> {
             Some(schema("TokenSpec")),
             "201",
             schema("TokenCreated"),
-        ),
+        )
+        .body_optional(),
         op(
             "delete",
             "/api/v1/tenants/{name}/tokens/{id}",
@@ -254,20 +313,24 @@ pub(super) fn operations() -> Vec<Operation> {
             schema("Job"),
         ),
         Operation {
-            query: &[
-                ("group", "string", "Jobs of this executor group"),
-                ("name", "string", "Jobs with exactly this name"),
+            query: vec![
+                ("group", text(), "Jobs of this executor group"),
+                ("name", text(), "Jobs with exactly this name"),
                 (
                     "enabled",
-                    "boolean",
+                    json!({ "type": "boolean" }),
                     "Started (true) or stopped (false) jobs",
                 ),
                 (
                     "after",
-                    "integer",
+                    integer(i64::MIN, i64::MAX),
                     "Ids above this one: the last id of the previous page",
                 ),
-                ("limit", "integer", "Jobs per page (default and most 1000)"),
+                (
+                    "limit",
+                    integer(1, 1000),
+                    "Jobs per page (default and most 1000)",
+                ),
             ],
             ..op(
                 "get",
@@ -341,11 +404,12 @@ pub(super) fn operations() -> Vec<Operation> {
             Some(schema("TriggerRequest")),
             "202",
             schema("Triggered"),
-        ),
+        )
+        .body_optional(),
         Operation {
-            query: &[(
+            query: vec![(
                 "count",
-                "integer",
+                integer(1, crate::api::MAX_NEXT_FIRES),
                 "How many fire times (default 5, at most 100)",
             )],
             ..op(
@@ -359,13 +423,17 @@ pub(super) fn operations() -> Vec<Operation> {
             )
         },
         Operation {
-            query: &[
+            query: vec![
                 (
                     "after",
-                    "integer",
+                    integer(i64::MIN, i64::MAX),
                     "Runs with a larger id: the last id of the previous page",
                 ),
-                ("limit", "integer", "Runs per page (default and most 1000)"),
+                (
+                    "limit",
+                    integer(1, 1000),
+                    "Runs per page (default and most 1000)",
+                ),
             ],
             ..op(
                 "get",
@@ -396,26 +464,26 @@ pub(super) fn operations() -> Vec<Operation> {
             schema("JobStateBody"),
         ),
         Operation {
-            query: &[
-                ("job", "integer", "Runs of this job"),
-                ("group", "string", "Runs of the jobs of this executor group"),
-                (
-                    "status",
-                    "string",
-                    "pending, dispatched, success, failed or cancelled",
-                ),
+            query: vec![
+                ("job", integer(i64::MIN, i64::MAX), "Runs of this job"),
+                ("group", text(), "Runs of the jobs of this executor group"),
+                ("status", schema("RunStatus"), "Runs in this status"),
                 (
                     "from_ms",
-                    "integer",
+                    integer(i64::MIN, i64::MAX),
                     "Scheduled at or after (ms since the epoch)",
                 ),
-                ("to_ms", "integer", "Scheduled before (ms since the epoch)"),
+                (
+                    "to_ms",
+                    integer(i64::MIN, i64::MAX),
+                    "Scheduled before (ms since the epoch)",
+                ),
                 (
                     "before",
-                    "integer",
+                    integer(i64::MIN, i64::MAX),
                     "Runs with a smaller id: the previous page's next_before",
                 ),
-                ("limit", "integer", "Page size, 1 to 1000 (default 100)"),
+                ("limit", integer(1, 1000), "Page size, 1 to 1000 (default 100)"),
             ],
             ..op(
                 "get",
@@ -446,9 +514,13 @@ pub(super) fn operations() -> Vec<Operation> {
             schema("RunKilled"),
         ),
         Operation {
-            query: &[
-                ("offset", "integer", "First line (default 0)"),
-                ("limit", "integer", "Lines (default 1000, at most 5000)"),
+            query: vec![
+                ("offset", integer(0, i64::MAX), "First line (default 0)"),
+                (
+                    "limit",
+                    integer(1, crate::api::MAX_LOG_PAGE),
+                    "Lines (default 1000, at most 5000)",
+                ),
             ],
             ..op(
                 "get",
@@ -461,13 +533,13 @@ pub(super) fn operations() -> Vec<Operation> {
             )
         },
         Operation {
-            query: &[
+            query: vec![
                 (
                     "from",
-                    "string",
+                    day(),
                     "First day, YYYY-MM-DD (default: a week before `to`)",
                 ),
-                ("to", "string", "Last day, YYYY-MM-DD (default: today, UTC)"),
+                ("to", day(), "Last day, YYYY-MM-DD (default: today, UTC)"),
             ],
             ..op(
                 "get",
