@@ -5,75 +5,16 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader};
-use std::net::{SocketAddr, TcpListener};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::net::TcpListener;
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use cronbox_api::{Client, JobId, JobQuery, Run, RunStatus, TriggerKind};
 use cronbox_tests::AdminClient;
 use serde_json::{Value, json};
+use support::up;
 
 const WAIT: Duration = Duration::from_secs(30);
-
-/// `cronbox up` on `data_dir`; returns the process and what it printed up
-/// to its last welcome line.
-/// Where `cronbox up` listens, as it printed it.
-#[derive(Debug, Clone, Copy)]
-struct Listening {
-    admin: SocketAddr,
-    executor: SocketAddr,
-}
-
-/// `cronbox up` on `at` (`None`: port 0 for both), once it printed its
-/// summary: the process, what it printed, and where it listens.
-fn up(data_dir: &Path, at: Option<Listening>) -> (Child, String, Listening) {
-    let (bind, executor_bind) = at.map_or_else(
-        || ("127.0.0.1:0".to_owned(), "127.0.0.1:0".to_owned()),
-        |at| (at.admin.to_string(), at.executor.to_string()),
-    );
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cronbox"))
-        .arg("up")
-        .arg("--data-dir")
-        .arg(data_dir)
-        .args(["--bind", &bind])
-        .args(["--executor-bind", &executor_bind])
-        .env_remove("CRONBOX_API_TOKEN")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut printed = String::new();
-    for line in lines.by_ref() {
-        let line = line.unwrap();
-        printed.push_str(&line);
-        printed.push('\n');
-        if line.starts_with("Ctrl-C") {
-            break;
-        }
-    }
-    // Keep reading so that the process never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines {});
-    let address_after = |label: &str| -> SocketAddr {
-        let line = printed
-            .lines()
-            .find(|line| line.trim_start().starts_with(label))
-            .unwrap_or_else(|| panic!("no {label} line in {printed}"));
-        line.split_whitespace()
-            .last()
-            .unwrap()
-            .trim_start_matches("http://")
-            .parse()
-            .unwrap_or_else(|_| panic!("no address in {line:?}"))
-    };
-    let listening = Listening {
-        admin: address_after("admin API"),
-        executor: address_after("executor"),
-    };
-    (child, printed, listening)
-}
 
 fn terminate(child: &mut Child) {
     let status = Command::new("kill")

@@ -1,7 +1,11 @@
 //! What the process tests share: child processes that are killed when
-//! dropped, and starting one on port 0 to read back where it listens.
+//! dropped, starting one on port 0 to read back where it listens, and
+//! `cronbox up` the same way.
 #![allow(dead_code)] // each test file uses its own part of it
 
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 /// A child process, SIGKILLed and reaped when dropped.
@@ -70,4 +74,60 @@ pub fn cronbox_listening<S: AsRef<std::ffi::OsStr>>(args: &[S], marker: &str) ->
     // Keep draining stderr so the process never blocks on a full pipe.
     std::thread::spawn(move || for _ in lines {});
     (process, address)
+}
+
+/// Where `cronbox up` listens, as it printed it.
+#[derive(Debug, Clone, Copy)]
+pub struct Listening {
+    pub admin: SocketAddr,
+    pub executor: SocketAddr,
+}
+
+/// `cronbox up` on `at` (`None`: port 0 for both), once it printed its
+/// summary: the process, what it printed, and where it listens.
+pub fn up(data_dir: &Path, at: Option<Listening>) -> (Child, String, Listening) {
+    let (bind, executor_bind) = at.map_or_else(
+        || ("127.0.0.1:0".to_owned(), "127.0.0.1:0".to_owned()),
+        |at| (at.admin.to_string(), at.executor.to_string()),
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cronbox"))
+        .arg("up")
+        .arg("--data-dir")
+        .arg(data_dir)
+        .args(["--bind", &bind])
+        .args(["--executor-bind", &executor_bind])
+        .env_remove("CRONBOX_API_TOKEN")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut printed = String::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        printed.push_str(&line);
+        printed.push('\n');
+        if line.starts_with("Ctrl-C") {
+            break;
+        }
+    }
+    // Keep reading so that the process never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    let address_after = |label: &str| -> SocketAddr {
+        let line = printed
+            .lines()
+            .find(|line| line.trim_start().starts_with(label))
+            .unwrap_or_else(|| panic!("no {label} line in {printed}"));
+        line.split_whitespace()
+            .last()
+            .unwrap()
+            .trim_start_matches("http://")
+            .parse()
+            .unwrap_or_else(|_| panic!("no address in {line:?}"))
+    };
+    let listening = Listening {
+        admin: address_after("admin API"),
+        executor: address_after("executor"),
+    };
+    (child, printed, listening)
 }

@@ -1,0 +1,180 @@
+//! The admin's HTTP API against its own OpenAPI document: schemathesis
+//! (from PyPI) drives a real `cronbox up`, seeded and bounded, with the
+//! operator token over the user API and the executor token over the
+//! executors' routes. It must find no server error and no answer that
+//! contradicts the document: a wrong status, body, media type or schema,
+//! a valid request refused or an invalid one accepted.
+//!
+//! schemathesis is installed on first use into `target/tools/` (Python 3
+//! with `venv` needed), or taken from `CRONBOX_SCHEMATHESIS` (the path of
+//! its `st` command). Its configuration is `tests/api-contract/`.
+#![allow(clippy::unwrap_used)] // in tests a failed unwrap is a failed test
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The schemathesis release the contract is checked with.
+const SCHEMATHESIS: &str = "schemathesis==4.32.5";
+/// Examples per operation and phase.
+const EXAMPLES: &str = "25";
+/// Longest a pass may take (each takes seconds here); it is stopped and
+/// fails past this.
+const PASS_TIMEOUT: Duration = Duration::from_secs(300);
+/// The same cases every run.
+const SEED: &str = "20261124";
+
+/// The `st` command: `CRONBOX_SCHEMATHESIS`, or a virtualenv in
+/// `target/tools/` made on first use.
+fn schemathesis() -> PathBuf {
+    if let Some(path) = std::env::var_os("CRONBOX_SCHEMATHESIS") {
+        return PathBuf::from(path);
+    }
+    // target/<profile>/deps/<this test> → target/tools/
+    let exe = std::env::current_exe().unwrap();
+    let target = exe.ancestors().nth(3).unwrap();
+    let venv = target.join("tools").join(SCHEMATHESIS.replace("==", "-"));
+    let st = venv.join("bin").join("st");
+    // Written once pip finished: a venv without it was cut short.
+    let complete = venv.join("installed");
+    if complete.exists() {
+        return st;
+    }
+    eprintln!("installing {SCHEMATHESIS} into {} (once)", venv.display());
+    let _ = std::fs::remove_dir_all(&venv);
+    run_ok(
+        Command::new("python3").args(["-m", "venv"]).arg(&venv),
+        "python3 -m venv (Python 3 with venv is needed for this test)",
+    );
+    run_ok(
+        Command::new(venv.join("bin").join("pip")).args([
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            SCHEMATHESIS,
+        ]),
+        "pip install schemathesis",
+    );
+    std::fs::write(&complete, SCHEMATHESIS).unwrap();
+    st
+}
+
+fn run_ok(command: &mut Command, what: &str) -> Output {
+    let output = command
+        .output()
+        .unwrap_or_else(|error| panic!("{what}: cannot run: {error}"));
+    assert!(
+        output.status.success(),
+        "{what} failed:\n{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+/// One schemathesis pass over the operations `filter` selects, with
+/// `token`; panics with its report unless it found nothing.
+fn check_contract(st: &Path, admin: &str, token: &str, filter: [&str; 2]) {
+    let config =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/api-contract/schemathesis.toml");
+    let report = tempfile::tempdir().unwrap();
+    let mut child = Command::new(st)
+        .arg("--config-file")
+        .arg(&config)
+        .arg("--no-color")
+        .args(["run", &format!("{admin}/api/v1/openapi.json")])
+        .args(["--header", &format!("Authorization: Bearer {token}")])
+        .args(["--checks", "all"])
+        .args(["--seed", SEED, "--max-examples", EXAMPLES])
+        .args(filter)
+        .args(["--generation-database", "none"])
+        .arg("--report-dir")
+        .arg(report.path())
+        // Its caches land in the working directory: a temporary one.
+        .current_dir(report.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("schemathesis runs");
+    // Its output is read to the end on threads, so that it never blocks.
+    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut text = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut text);
+            }
+            text
+        })
+    };
+    let stdout = drain(child.stdout.take().map(|pipe| Box::new(pipe) as _));
+    let stderr = drain(child.stderr.take().map(|pipe| Box::new(pipe) as _));
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > PASS_TIMEOUT {
+            let _ = child.kill();
+            panic!("schemathesis ran past {PASS_TIMEOUT:?} ({filter:?})");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let output = Output {
+        status,
+        stdout: stdout.join().unwrap(),
+        stderr: stderr.join().unwrap(),
+    };
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "schemathesis found contract failures ({filter:?}):\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // A pass that tested nothing would succeed too.
+    let tested = stdout
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("Tested: "))
+        .and_then(|count| count.trim().parse::<usize>().ok())
+        .unwrap_or(0);
+    assert!(tested > 0, "schemathesis tested no operation:\n{stdout}");
+    eprintln!(
+        "{}",
+        stdout
+            .lines()
+            .filter(|line| line.contains("generated") || line.starts_with("Seed"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
+#[test]
+fn the_admin_api_keeps_to_its_openapi_document() {
+    let st = schemathesis();
+    let data = tempfile::tempdir().unwrap();
+    let (mut stack, _, at) = support::up(data.path(), None);
+    let admin = format!("http://{}", at.admin);
+    let read = |file: &str| {
+        std::fs::read_to_string(data.path().join(file))
+            .unwrap()
+            .trim()
+            .to_owned()
+    };
+    check_contract(
+        &st,
+        &admin,
+        &read("api-token"),
+        ["--exclude-tag", "executors"],
+    );
+    check_contract(
+        &st,
+        &admin,
+        &read("executor-token"),
+        ["--include-tag", "executors"],
+    );
+    // The admin served every case without falling over.
+    assert!(stack.try_wait().unwrap().is_none(), "cronbox up exited");
+    let _ = stack.kill();
+    let _ = stack.wait();
+}
