@@ -66,24 +66,12 @@ async fn wait_for_beat(http: &reqwest::Client, bind: SocketAddr) {
 }
 
 async fn send_run(http: &reqwest::Client, bind: SocketAddr, run_id: u64, digest: &str) {
-    let command = RunCommand {
-        trigger: Trigger {
-            job_id: 1,
-            run_id,
-            ..Trigger::manual("spool", 0)
-        },
-        module_digest: digest.to_owned(),
-        block_strategy: Default::default(),
-        max_concurrency: 1,
-        limits: Default::default(),
-        state: Default::default(),
-        state_revisions: Default::default(),
-        receipt: String::new(),
-        fresh_instance: false,
-        start_in_ms: 0,
-        tenant: "default".to_owned(),
-        tenant_max_instances: None,
+    let trigger = Trigger {
+        job_id: 1,
+        run_id,
+        ..Trigger::manual("spool", 0)
     };
+    let command = RunCommand::new(trigger, digest);
     let response = http
         .post(format!("http://{bind}{}", executor_paths::RUN))
         .bearer_auth(TOKEN)

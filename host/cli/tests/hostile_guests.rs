@@ -74,26 +74,18 @@ impl Executor {
 }
 
 fn command(tenant: &str, job_id: u64, run_id: u64, digest: &str, param: &str) -> RunCommand {
+    let trigger = Trigger {
+        job_id,
+        run_id,
+        ..Trigger::manual(param, 0)
+    };
     RunCommand {
-        trigger: Trigger {
-            job_id,
-            run_id,
-            ..Trigger::manual(param, 0)
-        },
-        module_digest: digest.to_owned(),
-        block_strategy: Default::default(),
-        max_concurrency: 1,
         limits: WireLimits {
             timeout_ms: 5_000,
             ..WireLimits::default()
         },
-        state: Default::default(),
-        state_revisions: Default::default(),
-        receipt: String::new(),
-        fresh_instance: false,
-        start_in_ms: 0,
         tenant: tenant.to_owned(),
-        tenant_max_instances: None,
+        ..RunCommand::new(trigger, digest)
     }
 }
 

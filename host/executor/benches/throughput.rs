@@ -117,24 +117,12 @@ async fn round(runs: u64, jobs_count: u64, senders: u64) {
 }
 
 fn command(job: u64, run: u64, digest: &str, sent_ms: i64) -> RunCommand {
-    RunCommand {
-        trigger: Trigger {
-            job_id: job,
-            run_id: run,
-            ..Trigger::manual("bench", sent_ms)
-        },
-        module_digest: digest.to_owned(),
-        block_strategy: Default::default(),
-        max_concurrency: 1,
-        limits: Default::default(),
-        state: Default::default(),
-        state_revisions: Default::default(),
-        receipt: String::new(),
-        fresh_instance: false,
-        start_in_ms: 0,
-        tenant: "default".to_owned(),
-        tenant_max_instances: None,
-    }
+    let trigger = Trigger {
+        job_id: job,
+        run_id: run,
+        ..Trigger::manual("bench", sent_ms)
+    };
+    RunCommand::new(trigger, digest)
 }
 
 fn main() {

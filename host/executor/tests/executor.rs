@@ -8,7 +8,7 @@ use cronbox_example_jobs as jobs;
 use cronbox_executor::{ExecutorConfig, RunningExecutor};
 use cronbox_protocol::{
     BlockStrategy, IdleBeatResponse, KillCommand, KillResponse, LogResponse, Outcome, RunCommand,
-    RunResponse, Trigger, WireLimits, executor_paths,
+    RunResponse, Trigger, executor_paths,
 };
 use cronbox_tests::StandInAdmin;
 use serde_json::json;
@@ -49,23 +49,14 @@ async fn fixture() -> Fixture {
 }
 
 fn command(job_id: u64, run_id: u64, digest: &str, param: &str) -> RunCommand {
+    let trigger = Trigger {
+        job_id,
+        run_id,
+        ..Trigger::manual(param, 0)
+    };
     RunCommand {
-        trigger: Trigger {
-            job_id,
-            run_id,
-            ..Trigger::manual(param, 0)
-        },
-        module_digest: digest.to_owned(),
         block_strategy: BlockStrategy::SerialExecution,
-        max_concurrency: 1,
-        limits: WireLimits::default(),
-        state: Default::default(),
-        state_revisions: Default::default(),
-        receipt: String::new(),
-        fresh_instance: false,
-        start_in_ms: 0,
-        tenant: "default".to_owned(),
-        tenant_max_instances: None,
+        ..RunCommand::new(trigger, digest)
     }
 }
 

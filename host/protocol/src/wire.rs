@@ -172,6 +172,28 @@ fn one() -> u32 {
     1
 }
 
+impl RunCommand {
+    /// `trigger` on the module `module_digest`, with every other field as
+    /// a command without it reads: serial execution, default limits, no
+    /// state, sent now, tenant `default`.
+    pub fn new(trigger: Trigger, module_digest: impl Into<String>) -> RunCommand {
+        RunCommand {
+            trigger,
+            module_digest: module_digest.into(),
+            block_strategy: BlockStrategy::default(),
+            max_concurrency: one(),
+            limits: WireLimits::default(),
+            state: HashMap::new(),
+            state_revisions: HashMap::new(),
+            receipt: String::new(),
+            fresh_instance: false,
+            start_in_ms: 0,
+            tenant: "default".to_owned(),
+            tenant_max_instances: None,
+        }
+    }
+}
+
 /// The answer to `run`: accepted (the result follows by callback) or not.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunResponse {
