@@ -332,6 +332,16 @@ impl Quotas {
         Ok(Ok(()))
     }
 
+    /// A run admitted by [`Quotas::admit_run`] fanned out into `extra`
+    /// more runs (the shards of a broadcast after the first): each counts
+    /// as in progress too. (A fire is admitted while one run fits; its
+    /// fan-out may then go past the limit, and the next fire waits.)
+    pub fn admitted_more(&self, tenant: &str, extra: u64) {
+        if let Some(cached) = self.lock().get_mut(tenant) {
+            cached.usage.running_runs += extra;
+        }
+    }
+
     /// `runs` runs of `tenant` admitted by [`Quotas::admit_run`] ended,
     /// taking `run_ms` and logging `log_bytes` together. (Runs refused
     /// after their admission stay counted until the next read.)

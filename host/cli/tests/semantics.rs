@@ -347,6 +347,53 @@ async fn a_broadcast_retry_reruns_only_the_failed_shard() {
     );
 }
 
+/// A broadcast counts every shard it sends against the tenant's runs in
+/// progress: with a quota of two, a fan-out to two executors fills it, and
+/// the next fire is refused at once, not only once the admin rereads its
+/// counts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broadcast_counts_each_shard_against_the_running_runs_quota() {
+    let stack = Stack::start(2).await;
+    let (status, answer) = stack
+        .call(
+            Method::PUT,
+            "/api/v1/tenants/default/quotas",
+            Some(json!({ "running_runs": 2 })),
+        )
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    let job = stack
+        .job(
+            "fan-out",
+            "sleeper",
+            json!({ "route": "SHARDING_BROADCAST", "param": "600000", "timeout_ms": 600_000 }),
+        )
+        .await;
+    stack.trigger(job, json!({})).await;
+    until("both shards are at their executors", || async {
+        let runs = stack.runs(job).await;
+        (runs
+            .iter()
+            .filter(|run| run.status == RunStatus::Dispatched)
+            .count()
+            == 2)
+            .then_some(())
+    })
+    .await;
+    let next = stack.trigger(job, json!({})).await;
+    let refused = stack.ended(next).await;
+    assert_eq!(
+        refused.outcome.as_deref(),
+        Some("quota_exceeded"),
+        "{refused:?}"
+    );
+    assert!(refused.executor.is_none(), "never sent: {refused:?}");
+    let (status, _) = stack
+        .call(Method::POST, &format!("/api/v1/jobs/{job}/kill"), None)
+        .await;
+    assert_eq!(status, 200);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fixed_delay_carries_on_through_failed_dispatches_with_one_chain() {
     // No executor yet: every dispatch fails.

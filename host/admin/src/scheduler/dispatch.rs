@@ -296,6 +296,10 @@ impl Scheduler {
             Route::One(address) => vec![(run.clone(), address)],
             Route::Broadcast(addresses) => self.broadcast_runs(run, addresses, now).await?,
         };
+        if targets.len() > 1 {
+            self.quotas
+                .admitted_more(&job.tenant, targets.len() as u64 - 1);
+        }
         for (run, address) in targets {
             self.send(&job, &run, &address, &state).await?;
         }
