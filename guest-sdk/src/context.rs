@@ -82,6 +82,14 @@ impl Context {
     pub fn remove(&self, key: &str) {
         host::remove(key)
     }
+
+    /// The job's configuration for `key` (set in the job's definition,
+    /// or with `cronbox run --job-config KEY=VALUE`); none when it is not set.
+    pub fn config(&self, key: &str) -> Option<String> {
+        crate::__private::config_bindings::wasi::config::store::get(key)
+            .ok()
+            .flatten()
+    }
 }
 
 /// A state write the host refused because of its size limits.

@@ -146,6 +146,16 @@ pub mod __private {
         });
     }
 
+    /// `wasi:config/store`, which serves the job's configuration.
+    #[allow(missing_docs, missing_debug_implementations, clippy::all)]
+    pub mod config_bindings {
+        wit_bindgen::generate!({
+            path: "../wit/deps/config",
+            world: "wasi:config/imports",
+            runtime_path: "::cronbox_guest::__private::wit_bindgen::rt",
+        });
+    }
+
     use crate::{Context, Job};
 
     type Slot<J> = LocalKey<RefCell<Option<J>>>;

@@ -646,6 +646,49 @@ async fn json_bodies_are_small_and_uploads_as_large_as_allowed() {
     stack.shutdown().await;
 }
 
+/// A job's configuration is stored with it, answered with it, sent with
+/// each run and read by the guest; past its bounds it is refused naming
+/// `config`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jobs_configuration_reaches_its_runs() {
+    let stack = stack(SchedulerConfig::default()).await;
+    let job = stack
+        .job_as(
+            API,
+            "greeter",
+            "config-echo",
+            json!({ "config": { "greeting": "hi" } }),
+        )
+        .await;
+    let (_, stored) = stack.get(&format!("/api/v1/jobs/{job}")).await;
+    assert_eq!(stored["config"], json!({ "greeting": "hi" }), "{stored}");
+    let run = stack.run_to_end(job, "greeting").await;
+    assert_eq!(run.message.as_deref(), Some("hi"), "{run:?}");
+
+    let many: serde_json::Map<String, Value> = (0..65)
+        .map(|key| (format!("k{key}"), Value::from("v")))
+        .collect();
+    for config in [
+        json!({ "": "empty key" }),
+        json!({ "big": "v".repeat(5000) }),
+        Value::Object(many),
+    ] {
+        let (status, refused) = stack
+            .call(
+                reqwest::Method::PUT,
+                &format!("/api/v1/jobs/{job}"),
+                Some(json!({ "name": "greeter", "module": "config-echo", "config": config })),
+            )
+            .await;
+        assert_eq!(
+            (status, &refused["field"]),
+            (422, &json!("config")),
+            "{refused}"
+        );
+    }
+    stack.shutdown().await;
+}
+
 /// Every refusal is JSON with the part named, as the OpenAPI document
 /// says: a path or query that does not parse, a method the route lacks, a
 /// body that is not an object, an integer past 64 bits; an integer written

@@ -122,6 +122,7 @@ fn executor_protocol_types_survive_hostile_json() {
         start_in_ms: 7,
         tenant: "acme".into(),
         tenant_max_instances: Some(3),
+        config: [("greeting".to_owned(), "hi".to_owned())].into(),
     };
     let accepted = hostile::<RunCommand>(serde_json::to_value(&command).unwrap());
     assert!(accepted > 0, "no mutation decoded: the test lost its teeth");

@@ -1,6 +1,8 @@
 //! Job definitions as users submit them, validated before anything is
 //! stored.
 
+use std::collections::BTreeMap;
+
 pub use cronbox_api::JobSpec;
 use cronbox_api::parse_ignoring_case;
 use cronbox_net_policy::NetPolicy;
@@ -27,6 +29,15 @@ fn invalid(field: &'static str, message: impl Into<String>) -> InvalidJob {
 
 /// Largest parameter accepted, in bytes.
 pub const MAX_PARAM_BYTES: usize = 64 << 10;
+
+/// Most keys of a job's configuration.
+pub const MAX_CONFIG_KEYS: usize = 64;
+/// Longest configuration key.
+pub const MAX_CONFIG_KEY_BYTES: usize = 128;
+/// Longest configuration value.
+pub const MAX_CONFIG_VALUE_BYTES: usize = 4 << 10;
+/// Most bytes of a job's configuration, keys and values together.
+pub const MAX_CONFIG_BYTES: usize = 16 << 10;
 
 /// Longest executor group name.
 pub const MAX_GROUP_BYTES: usize = 128;
@@ -240,6 +251,7 @@ pub fn validate(
         module_version,
         alarm_url: spec.alarm_url.clone(),
         fresh_instance: spec.fresh_instance,
+        config: checked_config(&spec.config)?,
     };
     Ok((row, schedule))
 }
@@ -310,6 +322,46 @@ pub fn children_of(job: &JobRow) -> Vec<JobId> {
 
 /// Most children a job may have: each success writes one run per child.
 pub const MAX_CHILDREN: usize = 32;
+
+/// A job's configuration within [`MAX_CONFIG_KEYS`],
+/// [`MAX_CONFIG_KEY_BYTES`], [`MAX_CONFIG_VALUE_BYTES`] and
+/// [`MAX_CONFIG_BYTES`]; keys not empty.
+fn checked_config(
+    config: &BTreeMap<String, String>,
+) -> Result<BTreeMap<String, String>, InvalidJob> {
+    if config.len() > MAX_CONFIG_KEYS {
+        return Err(invalid(
+            "config",
+            format!("{} keys; at most {MAX_CONFIG_KEYS}", config.len()),
+        ));
+    }
+    let mut total = 0;
+    for (key, value) in config {
+        if key.is_empty() || key.len() > MAX_CONFIG_KEY_BYTES {
+            return Err(invalid(
+                "config",
+                format!("key {key:?} must be 1 to {MAX_CONFIG_KEY_BYTES} bytes"),
+            ));
+        }
+        if value.len() > MAX_CONFIG_VALUE_BYTES {
+            return Err(invalid(
+                "config",
+                format!(
+                    "the value of {key:?} is {} bytes; at most {MAX_CONFIG_VALUE_BYTES}",
+                    value.len()
+                ),
+            ));
+        }
+        total += key.len() + value.len();
+    }
+    if total > MAX_CONFIG_BYTES {
+        return Err(invalid(
+            "config",
+            format!("{total} bytes in all; at most {MAX_CONFIG_BYTES}"),
+        ));
+    }
+    Ok(config.clone())
+}
 
 /// A job's children as given, each once (in the order of first mention),
 /// refused beyond [`MAX_CHILDREN`].

@@ -38,6 +38,7 @@ fn job() -> JobRow {
         module_version: None,
         alarm_url: String::new(),
         fresh_instance: false,
+        config: Default::default(),
     }
 }
 

@@ -74,6 +74,11 @@ pub struct JobSpec {
     /// time) instead of a warm one kept between runs.
     #[serde(default)]
     pub fresh_instance: bool,
+    /// Plain configuration the job reads through `wasi:config/store`: at
+    /// most 64 keys of 1 to 128 bytes, values of at most 4 KiB, 16 KiB in
+    /// all. Not for secrets: it is shown to whoever may read the job.
+    #[serde(default)]
+    pub config: BTreeMap<String, String>,
 }
 
 fn default_group() -> String {
@@ -150,6 +155,7 @@ impl JobSpec {
             children: Vec::new(),
             param: String::new(),
             fresh_instance: false,
+            config: BTreeMap::new(),
         }
     }
 
@@ -195,6 +201,7 @@ impl From<Job> for JobSpec {
             children: job.children,
             param: job.param,
             fresh_instance: job.fresh_instance,
+            config: job.config,
         }
     }
 }
@@ -236,6 +243,9 @@ pub struct Job {
     /// A new instance for every run instead of a warm one (`init` and
     /// `destroy` around each run).
     pub fresh_instance: bool,
+    /// Plain configuration, read by the job through `wasi:config/store`.
+    #[serde(default)]
+    pub config: BTreeMap<String, String>,
 }
 
 /// `POST /api/v1/jobs/{id}/trigger`: a run now.
@@ -368,6 +378,7 @@ mod tests {
             module_version: Some(2),
             alarm_url: String::new(),
             fresh_instance: true,
+            config: [("greeting".to_owned(), "hi".to_owned())].into(),
         };
         let spec = JobSpec::from(job.clone());
         assert_eq!(

@@ -150,6 +150,10 @@ struct JobDefinition {
     /// instead of a warm one.
     #[arg(long)]
     fresh_instance: bool,
+    /// A configuration entry the job reads through wasi:config/store, as
+    /// KEY=VALUE (repeatable; on update, added to the job's others).
+    #[arg(long = "job-config", value_name = "KEY=VALUE", value_parser = crate::run::parse_key_value)]
+    job_config: Vec<(String, String)>,
 }
 
 impl JobDefinition {
@@ -197,6 +201,16 @@ impl JobDefinition {
         if self.fresh_instance {
             set("fresh_instance", true.into());
         }
+        if !self.job_config.is_empty() {
+            let mut config = match job.remove("config") {
+                Some(Value::Object(config)) => config,
+                _ => Map::new(),
+            };
+            for (key, value) in &self.job_config {
+                config.insert(key.clone(), value.clone().into());
+            }
+            job.insert("config".to_owned(), Value::Object(config));
+        }
         Ok(job)
     }
 
@@ -215,6 +229,17 @@ impl JobDefinition {
         }
         if changes.contains_key("module_digest") {
             spec.module = None;
+        }
+        // Configuration flags add to the job's configuration.
+        let mut changes = changes;
+        if let (Some(Value::Object(config)), false) =
+            (changes.get_mut("config"), self.file.is_some())
+        {
+            for (key, value) in &spec.config {
+                config
+                    .entry(key.clone())
+                    .or_insert_with(|| value.clone().into());
+            }
         }
         let mut merged = match serde_json::to_value(spec)? {
             Value::Object(fields) => fields,

@@ -52,8 +52,12 @@ pub struct RunArgs {
     #[arg(long, default_value = "1MiB")]
     log_limit: bytesize::ByteSize,
     /// Initial job state, as key=value (repeatable).
-    #[arg(long = "state", value_name = "KEY=VALUE", value_parser = parse_state_entry)]
+    #[arg(long = "state", value_name = "KEY=VALUE", value_parser = parse_key_value)]
     state: Vec<(String, String)>,
+    /// Job configuration, read through wasi:config/store, as key=value
+    /// (repeatable).
+    #[arg(long = "job-config", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    job_config: Vec<(String, String)>,
     /// Shard index and total, as INDEX/TOTAL (e.g. 1/3).
     #[arg(long, default_value = "0/1", value_parser = parse_shard)]
     shard: (u32, u32),
@@ -64,7 +68,7 @@ pub struct RunArgs {
     compiler: crate::executor::CompilerArgs,
 }
 
-fn parse_state_entry(text: &str) -> Result<(String, String), String> {
+pub(crate) fn parse_key_value(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
         Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value.to_owned())),
         _ => Err(format!("expected KEY=VALUE, got {text:?}")),
@@ -189,6 +193,7 @@ async fn run_once(
             ..RunLimits::default()
         },
         state: Arc::new(args.state.iter().cloned().collect::<HashMap<_, _>>()),
+        config: args.job_config.iter().cloned().collect(),
     };
     let mut worker = JobWorker::new(&runtime, module, InstanceMode::FreshPerRun);
     Ok(Ok(worker.run(request, &RunHandle::new()).await))

@@ -37,6 +37,22 @@ fn a_successful_run_prints_its_log_and_outcome_and_exits_zero() {
 }
 
 #[test]
+fn a_jobs_configuration_is_given_with_job_config() {
+    let output = cronbox(&[
+        "run",
+        "--example",
+        "config-echo",
+        "--job-config",
+        "greeting=hi",
+        "--param",
+        "greeting",
+    ]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    assert!(text.contains("success (200): hi"), "{text}");
+}
+
+#[test]
 fn examples_run_by_name_with_state() {
     let output = cronbox(&["run", "--example", "counter", "--state", "count=41"]);
     let text = stdout(&output);

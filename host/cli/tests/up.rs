@@ -304,6 +304,23 @@ fn a_cli_session_against_cronbox_up() {
         .as_i64()
         .unwrap();
     assert_eq!(ended(base, token, &id, run)["message"], "hello, again");
+
+    // Configuration flags add to the job's configuration.
+    json(
+        base,
+        token,
+        &["job", "update", &id, "--job-config", "greeting=hi"],
+    );
+    let updated = json(
+        base,
+        token,
+        &["job", "update", &id, "--job-config", "other=x"],
+    );
+    assert_eq!(
+        updated["config"],
+        json!({ "greeting": "hi", "other": "x" }),
+        "{updated}"
+    );
     let versions = ok(base, token, &["module", "versions", "greeter"]);
     assert_eq!(
         versions.lines().count(),

@@ -13,6 +13,7 @@ use wasmparser::{ComponentExternalKind, Parser, Payload, Validator, WasmFeatures
 /// (filesystem, sockets, http, ...) is refused.
 pub const GRANTED_INTERFACES: &[&str] = &[
     "cronbox:job/context",
+    "wasi:config/store",
     "wasi:io/error",
     "wasi:io/poll",
     "wasi:io/streams",

@@ -17,6 +17,7 @@ pub const JOBS: &[&str] = &[
     "fuel-burner",
     "chatty",
     "sleeper",
+    "config-echo",
 ];
 
 /// Components that cronbox must refuse (see `example-jobs/fixtures/`).

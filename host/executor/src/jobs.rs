@@ -849,6 +849,7 @@ async fn run_one(shared: Arc<Shared>, mut worker: JobWorker, pending: Pending) -
         trigger: command.trigger.clone(),
         limits,
         state: start.values.clone(),
+        config: command.config.clone(),
     };
     // The tenant's share first: waiting for it counts against the run's
     // timeout and ends on a kill, like waiting for a slot.

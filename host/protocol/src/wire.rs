@@ -166,6 +166,9 @@ pub struct RunCommand {
     /// share per tenant).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tenant_max_instances: Option<u32>,
+    /// The job's plain configuration, for `wasi:config/store`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub config: BTreeMap<String, String>,
 }
 
 fn one() -> u32 {
@@ -190,6 +193,7 @@ impl RunCommand {
             start_in_ms: 0,
             tenant: "default".to_owned(),
             tenant_max_instances: None,
+            config: BTreeMap::new(),
         }
     }
 }

@@ -83,6 +83,9 @@ impl Runtime {
             .map_err(|error| RuntimeError::Linker(format!("{error:#}")))?;
         Job::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
             .map_err(|error| RuntimeError::Linker(format!("{error:#}")))?;
+        // The job's configuration (`wasi:config/store`), per run.
+        wasmtime_wasi_config::add_to_linker(&mut linker, HostState::config)
+            .map_err(|error| RuntimeError::Linker(format!("{error:#}")))?;
         let cache = ArtifactCache::new(
             config.cache_dir.clone(),
             config.cache_key_file.as_deref(),

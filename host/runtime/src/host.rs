@@ -10,6 +10,7 @@ use cronbox_protocol::{LogLevel, LogSource, StateChanges, Trigger};
 use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi_config::{WasiConfig, WasiConfigVariables};
 
 use crate::config::{RunLimits, StateLimits};
 use crate::log::{LogSink, RunLog};
@@ -39,6 +40,8 @@ pub(crate) struct RunScope {
     pub(crate) handle: RunHandle,
     pub(crate) deadline: Instant,
     pub(crate) state: StateView,
+    /// The job's configuration, as `wasi:config/store` answers it.
+    pub(crate) config: WasiConfigVariables,
 }
 
 impl RunScope {
@@ -76,6 +79,13 @@ impl HostState {
     /// Whether the epoch callback must stop the guest now.
     pub(crate) fn must_stop(&self) -> bool {
         self.run.handle.is_killed() || Instant::now() >= self.run.deadline
+    }
+}
+
+impl HostState {
+    /// The run's configuration, for `wasi:config/store`.
+    pub(crate) fn config(&mut self) -> WasiConfig<'_> {
+        WasiConfig::new(&self.run.config)
     }
 }
 

@@ -1,6 +1,6 @@
 //! The inputs and outputs of one run, and the handle to control it.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, SystemTime};
@@ -23,6 +23,9 @@ pub struct RunRequest {
     pub limits: RunLimits,
     /// The job's durable state before the run.
     pub state: StateSnapshot,
+    /// The job's configuration, read by the guest through
+    /// `wasi:config/store`.
+    pub config: BTreeMap<String, String>,
 }
 
 impl RunRequest {
@@ -32,6 +35,7 @@ impl RunRequest {
             trigger,
             limits: RunLimits::default(),
             state: StateSnapshot::default(),
+            config: BTreeMap::new(),
         }
     }
 }

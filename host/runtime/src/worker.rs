@@ -151,6 +151,7 @@ impl JobWorker {
             handle: handle.clone(),
             deadline,
             state: StateView::new(request.state, config.state_limits),
+            config: request.config.into_iter().collect(),
         };
         report.outcome = if limits.fuel.is_some() && !config.fuel_metering {
             Outcome::Rejected {
@@ -506,6 +507,7 @@ impl HostState {
             handle,
             deadline,
             state: StateView::new(Default::default(), limits),
+            config: std::mem::take(&mut self.run.config),
         };
         self.log_sink.switch_to(scope.handle.log_arc());
         self.run = scope;

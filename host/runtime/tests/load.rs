@@ -299,9 +299,8 @@ async fn components_with_flipped_bytes_are_refused_or_run_to_an_outcome() {
                     ..Default::default()
                 };
                 let request = RunRequest {
-                    trigger: Trigger::manual("flipped", 0),
                     limits,
-                    state: Default::default(),
+                    ..RunRequest::new(Trigger::manual("flipped", 0))
                 };
                 // Any outcome will do; ending in one is the point.
                 let _ = worker.run(request, &RunHandle::new()).await.outcome;

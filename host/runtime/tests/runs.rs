@@ -689,3 +689,30 @@ async fn instances_share_the_executors_memory_budget() {
     .unwrap();
     assert_eq!(default.free_memory_budget_bytes(), 3 * 64 * MIB);
 }
+
+/// A run's configuration reaches the guest through `wasi:config/store`,
+/// and a warm instance sees each run's own: none is left from the last.
+#[tokio::test]
+async fn each_run_reads_its_own_configuration() {
+    let runtime = runtime();
+    let mut echo = worker(&runtime, "config-echo").await;
+    let configured = RunRequest {
+        config: [("greeting".to_owned(), "hi".to_owned())].into(),
+        ..request("greeting")
+    };
+    let report = echo.run(configured, &RunHandle::new()).await;
+    assert_eq!(
+        report.outcome,
+        Outcome::Success {
+            message: "hi".to_owned()
+        }
+    );
+    assert!(echo.is_warm());
+    let report = echo.run(request("greeting"), &RunHandle::new()).await;
+    assert_eq!(
+        report.outcome,
+        Outcome::Failed {
+            message: "no configuration \"greeting\"".to_owned()
+        }
+    );
+}

@@ -430,6 +430,7 @@ impl Scheduler {
                 )
                 .unwrap_or(u32::MAX),
             ),
+            config: job.config.clone(),
         };
         let response = self
             .http

@@ -141,6 +141,7 @@ mod tests {
             module_version: None,
             alarm_url: String::new(),
             fresh_instance: false,
+            config: Default::default(),
         }
     }
 

@@ -12,7 +12,7 @@ macro_rules! job_columns {
         "id, tenant, group_name, name, module_digest, schedule_type, schedule_conf, time_zone, \
          misfire, misfire_threshold_ms, route, block_strategy, max_concurrency, timeout_ms, fuel, \
          memory_bytes, retry_count, retry_interval_ms, param, enabled, next_fire_at_ms, \
-         module_name, module_version, alarm_url, fresh_instance"
+         module_name, module_version, alarm_url, fresh_instance, config"
     };
 }
 
@@ -78,6 +78,13 @@ pub(super) fn job_from_row(row: &AnyRow) -> Result<JobRow, sqlx::Error> {
         module_version: row.try_get("module_version")?,
         alarm_url: row.try_get("alarm_url")?,
         fresh_instance: row.try_get::<i64, _>("fresh_instance")? != 0,
+        config: {
+            let text: String = row.try_get("config")?;
+            serde_json::from_str(&text).map_err(|error| sqlx::Error::ColumnDecode {
+                index: "config".to_owned(),
+                source: Box::new(error),
+            })?
+        },
     })
 }
 
