@@ -14,15 +14,18 @@
 //! [`hostile`] builds job components no toolchain makes, to attack the
 //! host's limits with.
 //!
-//! [`AdminClient`] drives the admin's user API over HTTP; [`until`] polls
-//! what a test waits for within a bound.
+//! [`AdminClient`] drives the admin's user API over HTTP, and
+//! [`ExecutorClient`] an executor's; [`until`] polls what a test waits for
+//! within a bound.
 
 mod client;
+mod executor_client;
 pub mod hostile;
 mod postgres;
 mod webhook;
 
 pub use client::{AdminClient, WAIT, until};
+pub use executor_client::ExecutorClient;
 pub use postgres::PostgresServer;
 pub use webhook::WebhookReceiver;
 

@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use cronbox_example_jobs as jobs;
 use cronbox_protocol::{
-    KillCommand, Outcome, RunCommand, RunResponse, RunResult, Trigger, WireLimits, executor_paths,
+    KillCommand, Outcome, RunCommand, RunResult, Trigger, WireLimits, executor_paths,
 };
-use cronbox_tests::{StandInAdmin, hostile, until};
+use cronbox_tests::{ExecutorClient, StandInAdmin, hostile, until};
 use support::Process;
 
 const TOKEN: &str = "hostile-test-token";
@@ -19,59 +19,6 @@ const WAIT: Duration = Duration::from_secs(60);
 const MIB: u64 = 1 << 20;
 /// Instance slots of the executor: the hostile tenant's share is three.
 const SLOTS: u32 = 4;
-
-struct Executor {
-    _process: Process,
-    base: String,
-    http: reqwest::Client,
-}
-
-impl Executor {
-    async fn run(&self, command: &RunCommand) {
-        let response: RunResponse = self
-            .http
-            .post(format!("{}{}", self.base, executor_paths::RUN))
-            .bearer_auth(TOKEN)
-            .json(command)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        assert!(response.accepted, "{response:?}");
-    }
-
-    async fn kill(&self, job_id: u64) {
-        let response = self
-            .http
-            .post(format!("{}{}", self.base, executor_paths::KILL))
-            .bearer_auth(TOKEN)
-            .json(&KillCommand::Job { job_id })
-            .send()
-            .await
-            .unwrap();
-        assert!(response.status().is_success());
-    }
-
-    /// A figure of the executor's `/metrics`.
-    async fn metric(&self, name: &str) -> u64 {
-        let text = self
-            .http
-            .get(format!("{}/metrics", self.base))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        text.lines()
-            .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
-            .unwrap_or_else(|| panic!("no {name} in {text}"))
-            .parse()
-            .unwrap()
-    }
-}
 
 fn command(tenant: &str, job_id: u64, run_id: u64, digest: &str, param: &str) -> RunCommand {
     let trigger = Trigger {
@@ -131,7 +78,8 @@ async fn hostile_guests_end_their_own_runs_only_and_the_executors_memory_stays_b
     let slots = SLOTS.to_string();
     let admin_url = admin.url();
     let data_dir = data.path().to_str().unwrap();
-    let process = Process::cronbox(&[
+    // Killed when dropped, at the end of the test.
+    let _executor_process = Process::cronbox(&[
         "executor",
         "--bind",
         "127.0.0.1:0",
@@ -150,17 +98,13 @@ async fn hostile_guests_end_their_own_runs_only_and_the_executors_memory_stays_b
         Some(admin.registrations().first()?.address.clone())
     })
     .await;
-    let executor = Executor {
-        _process: process,
-        base: address,
-        http: reqwest::Client::new(),
-    };
+    let executor = ExecutorClient::new(address, TOKEN);
 
     // The other tenant's job, loaded and run once before the attack: the
     // executor's memory from here on is what the hostile guests add.
     let hello = admin.add_module(jobs::bytes("hello"));
     let good = |run_id: u64| command("good", 1000, run_id, &hello, "good");
-    executor.run(&good(1000)).await;
+    assert!(executor.run(&good(1000)).await.accepted);
     assert!(admin.result_of(1000, WAIT).await.outcome.is_success());
     let resident_before = executor
         .metric("cronbox_executor_resident_memory_peak_bytes")
@@ -226,18 +170,19 @@ async fn hostile_guests_end_their_own_runs_only_and_the_executors_memory_stays_b
     let sleeper_job = 99;
     let mut sleeper = command("hostile", sleeper_job, 99, &slow_sleeper, "600000");
     sleeper.limits.timeout_ms = 600_000;
-    executor.run(&sleeper).await;
+    assert!(executor.run(&sleeper).await.accepted);
     for (index, (_, digest, param, _)) in attacks.iter().enumerate() {
         let id = index as u64 + 1;
-        executor
+        let response = executor
             .run(&command("hostile", id, id, digest, param))
             .await;
+        assert!(response.accepted, "{response:?}");
     }
 
     // The other tenant's runs go on meanwhile, one after another, on the
     // slot the hostile tenant may not take.
     for run_id in 1001..=1005 {
-        executor.run(&good(run_id)).await;
+        assert!(executor.run(&good(run_id)).await.accepted);
         let result = admin.result_of(run_id, WAIT).await;
         assert!(
             result.outcome.is_success(),
@@ -251,7 +196,15 @@ async fn hostile_guests_end_their_own_runs_only_and_the_executors_memory_stays_b
     }
     // The sleeper slept all along, and stops when killed.
     assert!(admin.results().iter().all(|result| result.run_id != 99));
-    executor.kill(sleeper_job).await;
+    let killed = executor
+        .post(
+            executor_paths::KILL,
+            &KillCommand::Job {
+                job_id: sleeper_job,
+            },
+        )
+        .await;
+    assert!(killed.status().is_success());
     assert_eq!(admin.result_of(99, WAIT).await.outcome, Outcome::Killed);
 
     let resident_after = executor

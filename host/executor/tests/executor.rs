@@ -10,7 +10,7 @@ use cronbox_protocol::{
     BlockStrategy, IdleBeatResponse, KillCommand, KillResponse, LogResponse, Outcome, RunCommand,
     RunResponse, Trigger, executor_paths,
 };
-use cronbox_tests::StandInAdmin;
+use cronbox_tests::{ExecutorClient, StandInAdmin};
 use serde_json::json;
 
 const TOKEN: &str = "executor-test-token";
@@ -65,24 +65,16 @@ impl Fixture {
         format!("http://{}{path}", self.executor.local_addr())
     }
 
+    fn client(&self) -> ExecutorClient {
+        ExecutorClient::new(format!("http://{}", self.executor.local_addr()), TOKEN)
+    }
+
     async fn post(&self, path: &str, body: &impl serde::Serialize) -> reqwest::Response {
-        self.http
-            .post(self.url(path))
-            .bearer_auth(TOKEN)
-            .json(body)
-            .send()
-            .await
-            .unwrap()
+        self.client().post(path, body).await
     }
 
     async fn run(&self, command: &RunCommand) -> RunResponse {
-        let response = self.post(executor_paths::RUN, command).await;
-        assert!(
-            response.status().is_success(),
-            "{}",
-            response.text().await.unwrap()
-        );
-        response.json().await.unwrap()
+        self.client().run(command).await
     }
 
     async fn idle_beat(&self, job_id: u64) -> IdleBeatResponse {
@@ -94,14 +86,7 @@ impl Fixture {
     }
 
     async fn metrics(&self) -> String {
-        self.http
-            .get(self.url(executor_paths::METRICS))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap()
+        self.client().metrics().await
     }
 
     /// Whether run `run` has logged `text` so far.
@@ -891,15 +876,7 @@ async fn module_caches_stay_within_their_bounds() {
     let again = f.admin.result_of(3, WAIT).await;
     assert!(again.outcome.is_success(), "{:?}", again.outcome);
     assert_eq!((files_of(&hello), files_of(&counter)), (2, 0));
-    let metrics = f
-        .http
-        .get(f.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = f.metrics().await;
     assert!(
         metrics.contains("cronbox_executor_disk_cache_trimmed_files_total 4"),
         "{metrics}"
