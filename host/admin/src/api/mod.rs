@@ -371,14 +371,17 @@ fn decode_json<T: DeserializeOwned + Serialize>(mut value: Value) -> Result<T, F
         return Err(shape_error("", "the body must be a JSON object".to_owned()));
     }
     integral_floats_as_integers(&mut value);
+    // Only a body holding such an integer somewhere is checked again.
+    let has_wide_integer = integer_past_i64(&value, &mut String::new()).is_some();
     let decoded: T = serde_path_to_error::deserialize(value).map_err(|error| {
         let path = error.path().to_string();
         shape_error(&path, format!("{path}: {}", error.inner()))
     })?;
     // What was read, written back: the fields `T` ignores are gone.
     let mut path = String::new();
-    if let Some(number) = serde_json::to_value(&decoded)
-        .ok()
+    if let Some(number) = has_wide_integer
+        .then(|| serde_json::to_value(&decoded).ok())
+        .flatten()
         .and_then(|read| integer_past_i64(&read, &mut path))
     {
         return Err(shape_error(
