@@ -10,7 +10,7 @@
 /// A job component whose `execute` returns `ok("hostile")`, made of
 /// `1 + fillers` core instances; each filler owns a linear memory of
 /// `filler_pages` 64 KiB pages (no memory when 0).
-pub fn component(fillers: usize, filler_pages: u32) -> Vec<u8> {
+fn component(fillers: usize, filler_pages: u32) -> Vec<u8> {
     let filler_memory = if filler_pages == 0 {
         String::new()
     } else {

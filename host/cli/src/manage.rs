@@ -201,22 +201,18 @@ impl JobDefinition {
         if self.fresh_instance {
             set("fresh_instance", true.into());
         }
-        if !self.job_config.is_empty() {
-            let mut config = match job.remove("config") {
-                Some(Value::Object(config)) => config,
-                _ => Map::new(),
-            };
-            for (key, value) in &self.job_config {
-                config.insert(key.clone(), value.clone().into());
-            }
-            job.insert("config".to_owned(), Value::Object(config));
-        }
         Ok(job)
+    }
+
+    /// `spec` with the configuration flags added to its configuration.
+    fn with_job_config(&self, mut spec: JobSpec) -> JobSpec {
+        spec.config.extend(self.job_config.iter().cloned());
+        spec
     }
 
     /// A new job's definition.
     fn spec(&self) -> anyhow::Result<JobSpec> {
-        definition(Value::Object(self.changes()?))
+        Ok(self.with_job_config(definition(Value::Object(self.changes()?))?))
     }
 
     /// `job`'s definition with these changes on top: naming a module (or
@@ -230,23 +226,12 @@ impl JobDefinition {
         if changes.contains_key("module_digest") {
             spec.module = None;
         }
-        // Configuration flags add to the job's configuration.
-        let mut changes = changes;
-        if let (Some(Value::Object(config)), false) =
-            (changes.get_mut("config"), self.file.is_some())
-        {
-            for (key, value) in &spec.config {
-                config
-                    .entry(key.clone())
-                    .or_insert_with(|| value.clone().into());
-            }
-        }
         let mut merged = match serde_json::to_value(spec)? {
             Value::Object(fields) => fields,
             _ => Map::new(),
         };
         merged.extend(changes);
-        definition(Value::Object(merged))
+        Ok(self.with_job_config(definition(Value::Object(merged))?))
     }
 }
 

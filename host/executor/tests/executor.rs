@@ -19,6 +19,8 @@ struct Fixture {
     admin: StandInAdmin,
     executor: RunningExecutor,
     http: reqwest::Client,
+    /// The executor's API with its token.
+    client: ExecutorClient,
     _data: tempfile::TempDir,
 }
 
@@ -36,10 +38,12 @@ async fn fixture_with(adjust: impl FnOnce(&mut ExecutorConfig)) -> Fixture {
     let executor = cronbox_executor::start(config)
         .await
         .expect("executor starts");
+    let client = ExecutorClient::new(format!("http://{}", executor.local_addr()), TOKEN);
     Fixture {
         admin,
         executor,
         http: reqwest::Client::new(),
+        client,
         _data: data,
     }
 }
@@ -65,16 +69,12 @@ impl Fixture {
         format!("http://{}{path}", self.executor.local_addr())
     }
 
-    fn client(&self) -> ExecutorClient {
-        ExecutorClient::new(format!("http://{}", self.executor.local_addr()), TOKEN)
-    }
-
     async fn post(&self, path: &str, body: &impl serde::Serialize) -> reqwest::Response {
-        self.client().post(path, body).await
+        self.client.post(path, body).await
     }
 
     async fn run(&self, command: &RunCommand) -> RunResponse {
-        self.client().run(command).await
+        self.client.run(command).await
     }
 
     async fn idle_beat(&self, job_id: u64) -> IdleBeatResponse {
@@ -86,7 +86,7 @@ impl Fixture {
     }
 
     async fn metrics(&self) -> String {
-        self.client().metrics().await
+        self.client.metrics().await
     }
 
     /// Whether run `run` has logged `text` so far.
