@@ -60,11 +60,19 @@
 //! [`Context::get`], [`Context::set`] and [`Context::remove`] read and write
 //! the job's durable key/value state. Writes are visible to later `get`s at
 //! once and are committed only if the run succeeds.
+//!
+//! # Configuration and HTTP
+//!
+//! [`Context::config`] reads the job's configuration (`wasi:config/store`).
+//! [`http::Request`] calls the origins the job's definition grants
+//! (`wasi:http/outgoing-handler`); any HTTP client over `wasi:http` works
+//! the same way.
 
 // Lets the generated bindings name this crate the way job crates do.
 extern crate self as cronbox_guest;
 
 mod context;
+pub mod http;
 mod logger;
 
 pub use anyhow::{Error, Result, anyhow, bail, ensure};

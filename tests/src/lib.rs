@@ -21,11 +21,13 @@
 mod client;
 mod executor_client;
 pub mod hostile;
+mod origin;
 mod postgres;
 mod webhook;
 
 pub use client::{AdminClient, WAIT, until};
 pub use executor_client::ExecutorClient;
+pub use origin::{SeenRequest, TestOrigin};
 pub use postgres::PostgresServer;
 pub use webhook::WebhookReceiver;
 

@@ -584,9 +584,9 @@ async fn bad_uploads_are_refused_by_name_and_nothing_is_stored() {
         ),
         (
             "a forbidden import",
-            jobs::bytes("fs-snooper"),
+            jobs::bytes("foreign-import"),
             422,
-            "wasi:filesystem",
+            "acme:vault/keys",
         ),
         (
             "a cut component",

@@ -123,6 +123,11 @@ fn executor_protocol_types_survive_hostile_json() {
         tenant: "acme".into(),
         tenant_max_instances: Some(3),
         config: [("greeting".to_owned(), "hi".to_owned())].into(),
+        http_allow: vec!["https://*.example.com".to_owned()],
+        http_limits: cronbox_protocol::HttpLimits {
+            max_requests: 3,
+            ..Default::default()
+        },
     };
     let accepted = hostile::<RunCommand>(serde_json::to_value(&command).unwrap());
     assert!(accepted > 0, "no mutation decoded: the test lost its teeth");

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use cronbox_api::HttpLimits;
 pub use cronbox_api::JobSpec;
 use cronbox_api::parse_ignoring_case;
 use cronbox_net_policy::NetPolicy;
@@ -252,6 +253,8 @@ pub fn validate(
         alarm_url: spec.alarm_url.clone(),
         fresh_instance: spec.fresh_instance,
         config: checked_config(&spec.config)?,
+        http_allow: checked_http_allow(&spec.http_allow)?,
+        http_limits: checked_http_limits(&spec.http_limits)?,
     };
     Ok((row, schedule))
 }
@@ -361,6 +364,40 @@ fn checked_config(
         ));
     }
     Ok(config.clone())
+}
+
+/// Most origins a job may be granted.
+pub const MAX_HTTP_GRANTS: usize = 32;
+
+/// A job's HTTP grants, each parsed and written in its canonical form
+/// (`HTTPS://Api.Example.com:443/` is stored as `https://api.example.com`).
+fn checked_http_allow(origins: &[String]) -> Result<Vec<String>, InvalidJob> {
+    if origins.len() > MAX_HTTP_GRANTS {
+        return Err(invalid(
+            "http_allow",
+            format!("{} origins; at most {MAX_HTTP_GRANTS}", origins.len()),
+        ));
+    }
+    let parsed = cronbox_net_policy::parse_origins(origins)
+        .map_err(|error| invalid("http_allow", error.to_string()))?;
+    let mut canonical: Vec<String> = Vec::with_capacity(parsed.len());
+    for origin in parsed.iter().map(ToString::to_string) {
+        if !canonical.contains(&origin) {
+            canonical.push(origin);
+        }
+    }
+    Ok(canonical)
+}
+
+/// A job's HTTP limits, each from 1 to [`HttpLimits::MAX`]'s.
+fn checked_http_limits(limits: &HttpLimits) -> Result<HttpLimits, InvalidJob> {
+    match limits.first_outside(&HttpLimits::MAX) {
+        Some((name, value, max)) => Err(invalid(
+            "http_limits",
+            format!("{name} is {value}; it must be 1 to {max}"),
+        )),
+        None => Ok(*limits),
+    }
 }
 
 /// A job's children as given, each once (in the order of first mention),

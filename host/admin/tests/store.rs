@@ -39,6 +39,8 @@ fn job() -> JobRow {
         alarm_url: String::new(),
         fresh_instance: false,
         config: Default::default(),
+        http_allow: vec!["https://api.example.com".to_owned()],
+        http_limits: Default::default(),
     }
 }
 

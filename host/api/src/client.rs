@@ -190,6 +190,22 @@ impl Client {
         self.call(Method::PUT, &path, Some(settings)).await
     }
 
+    /// The origins a tenant's jobs may be granted.
+    pub async fn http_ceiling(&self, tenant: &str) -> Result<HttpCeiling, ClientError> {
+        let path = format!("/api/v1/tenants/{tenant}/http-ceiling");
+        self.call(Method::GET, &path, None::<&()>).await
+    }
+
+    /// Replaces a tenant's HTTP ceiling (operator).
+    pub async fn set_http_ceiling(
+        &self,
+        tenant: &str,
+        ceiling: &HttpCeiling,
+    ) -> Result<HttpCeiling, ClientError> {
+        let path = format!("/api/v1/tenants/{tenant}/http-ceiling");
+        self.call(Method::PUT, &path, Some(ceiling)).await
+    }
+
     // Modules.
 
     /// Uploads a component: stored by digest, and with `name` the next

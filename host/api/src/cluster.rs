@@ -69,6 +69,15 @@ pub struct Tenant {
     pub tokens: i64,
 }
 
+/// `PUT`/`GET /api/v1/tenants/{name}/http-ceiling`: the origins a
+/// tenant's jobs may be granted (`https://*.example.com`, `https://*` for
+/// any public host). Empty: none.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HttpCeiling {
+    pub origins: Vec<String>,
+}
+
 /// A new tenant with its first token (shown once).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct TenantCreated {

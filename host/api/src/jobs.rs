@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use cronbox_protocol::BlockStrategy;
+use cronbox_protocol::{BlockStrategy, HttpLimits};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -79,6 +79,16 @@ pub struct JobSpec {
     /// all. Not for secrets: it is shown to whoever may read the job.
     #[serde(default)]
     pub config: BTreeMap<String, String>,
+    /// The origins the job may call over HTTP: `scheme://host[:port]`,
+    /// where host may be `*.example.com` (names below it) or `*`; no port
+    /// means the scheme's default. Each must lie within the tenant's
+    /// ceiling. Empty: no network.
+    #[serde(default)]
+    pub http_allow: Vec<String>,
+    /// Limits of the job's outbound HTTP per run (omitted fields take
+    /// their defaults).
+    #[serde(default)]
+    pub http_limits: HttpLimits,
 }
 
 fn default_group() -> String {
@@ -156,6 +166,8 @@ impl JobSpec {
             param: String::new(),
             fresh_instance: false,
             config: BTreeMap::new(),
+            http_allow: Vec::new(),
+            http_limits: HttpLimits::default(),
         }
     }
 
@@ -202,6 +214,8 @@ impl From<Job> for JobSpec {
             param: job.param,
             fresh_instance: job.fresh_instance,
             config: job.config,
+            http_allow: job.http_allow,
+            http_limits: job.http_limits,
         }
     }
 }
@@ -246,6 +260,12 @@ pub struct Job {
     /// Plain configuration, read by the job through `wasi:config/store`.
     #[serde(default)]
     pub config: BTreeMap<String, String>,
+    /// The origins the job may call over HTTP (empty: no network).
+    #[serde(default)]
+    pub http_allow: Vec<String>,
+    /// Limits of its outbound HTTP per run.
+    #[serde(default)]
+    pub http_limits: HttpLimits,
 }
 
 /// `POST /api/v1/jobs/{id}/trigger`: a run now.
@@ -379,6 +399,11 @@ mod tests {
             alarm_url: String::new(),
             fresh_instance: true,
             config: [("greeting".to_owned(), "hi".to_owned())].into(),
+            http_allow: vec!["https://*.example.com".to_owned()],
+            http_limits: HttpLimits {
+                max_requests: 5,
+                ..HttpLimits::default()
+            },
         };
         let spec = JobSpec::from(job.clone());
         assert_eq!(

@@ -27,11 +27,12 @@ mod client;
 #[cfg(feature = "client")]
 pub use client::{Client, ClientError, JobQuery, RunQuery};
 pub use cluster::{
-    Executor, Group, GroupSpec, QuotaSettings, QuotaUse, Ready, Tenant, TenantCreated,
+    Executor, Group, GroupSpec, HttpCeiling, QuotaSettings, QuotaUse, Ready, Tenant, TenantCreated,
     TenantQuotas, TenantSpec, TokenCreated, TokenRevoked, TokenSpec,
 };
 pub use cronbox_protocol::{
-    ApiError, BlockStrategy, ErrorCode, LogLevel, LogLine, LogResponse, LogSource, TriggerKind,
+    ApiError, BlockStrategy, ErrorCode, HttpLimits, LogLevel, LogLine, LogResponse, LogSource,
+    TriggerKind,
 };
 pub use ids::{Digest, JobId, NotADigest, RunId};
 pub use jobs::{

@@ -57,6 +57,12 @@ pub struct ExecutorArgs {
     /// Time running runs get to finish on shutdown before they are killed.
     #[arg(long, env = "CRONBOX_EXECUTOR_SHUTDOWN_GRACE", default_value = "10s", value_parser = humantime::parse_duration)]
     shutdown_grace: Duration,
+    /// Networks a job's outbound HTTP may reach beyond the public internet,
+    /// comma-separated (`127.0.0.1/32,10.0.0.0/8`). Loopback, private,
+    /// link-local and metadata addresses are refused otherwise, whatever
+    /// a job's grants say.
+    #[arg(long, env = "CRONBOX_EXECUTOR_HTTP_ALLOW_NETS", default_value = "")]
+    http_allow_nets: cronbox_net_policy::NetPolicy,
     /// Instances (warm or running) alive at once; more wait for a slot.
     #[arg(long, env = "CRONBOX_EXECUTOR_MAX_INSTANCES", default_value_t = 64)]
     max_instances: u32,
@@ -127,6 +133,7 @@ pub fn main(args: ExecutorArgs) -> anyhow::Result<ExitCode> {
         memory_ceiling_bytes: args.memory_ceiling.as_u64(),
         memory_budget_bytes: args.memory_budget.map(|budget| budget.as_u64()),
         compiler: args.compiler.compiler()?,
+        http_nets: args.http_allow_nets.clone(),
         ..RuntimeConfig::default()
     };
     let threads = tokio::runtime::Builder::new_multi_thread()

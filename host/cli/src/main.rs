@@ -59,6 +59,7 @@ enum Command {
     Kill(manage::KillArgs),
     State(manage::StateArgs),
     Quota(manage::QuotaArgs),
+    Ceiling(manage::CeilingArgs),
     Config(ConfigArgs),
     /// Compiles the component on stdin to an artifact on stdout (the
     /// executor's compiler child process).
@@ -128,6 +129,10 @@ fn main() -> ExitCode {
         Command::Kill(args) => (manage::kill(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
         Command::State(args) => (manage::state(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
         Command::Quota(args) => (manage::quota(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
+        Command::Ceiling(args) => (
+            manage::ceiling(args).map(|()| ExitCode::SUCCESS),
+            EXIT_FAILED,
+        ),
         Command::CompileWorker { args } => {
             return match cronbox_runtime::compile_worker(
                 &args,

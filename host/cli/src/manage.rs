@@ -154,6 +154,14 @@ struct JobDefinition {
     /// KEY=VALUE (repeatable; on update, added to the job's others).
     #[arg(long = "job-config", value_name = "KEY=VALUE", value_parser = crate::run::parse_key_value)]
     job_config: Vec<(String, String)>,
+    /// An origin the job may call over HTTP (`https://api.example.com`,
+    /// `https://*.example.com`; repeatable, replacing the job's grants).
+    /// Each must lie within the tenant's ceiling.
+    #[arg(long = "http-allow", value_name = "ORIGIN")]
+    http_allow: Vec<String>,
+    /// Take away every HTTP grant of the job.
+    #[arg(long, conflicts_with = "http_allow")]
+    no_http: bool,
 }
 
 impl JobDefinition {
@@ -200,6 +208,9 @@ impl JobDefinition {
         }
         if self.fresh_instance {
             set("fresh_instance", true.into());
+        }
+        if !self.http_allow.is_empty() || self.no_http {
+            set("http_allow", self.http_allow.clone().into());
         }
         Ok(job)
     }
@@ -337,6 +348,45 @@ pub struct StateArgs {
     #[command(flatten)]
     connection: Connection,
     job: JobId,
+}
+
+/// Show or set the origins a tenant's jobs may be granted for HTTP.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  cronbox ceiling acme\n  cronbox ceiling acme --set \
+                        'https://*.example.com' https://hooks.slack.com\n  cronbox ceiling acme --clear"
+)]
+pub struct CeilingArgs {
+    #[command(flatten)]
+    connection: Connection,
+    /// The tenant (`default` for the operator's own jobs).
+    tenant: String,
+    /// Replace the ceiling with these origins (operator token).
+    #[arg(long, num_args = 1.., value_name = "ORIGIN")]
+    set: Vec<String>,
+    /// Allow no origin at all (operator token).
+    #[arg(long, conflicts_with = "set")]
+    clear: bool,
+}
+
+pub fn ceiling(args: CeilingArgs) -> anyhow::Result<()> {
+    let (client, json, runtime) = args.connection.open()?;
+    runtime.block_on(async move {
+        let answer = if args.set.is_empty() && !args.clear {
+            client.http_ceiling(&args.tenant).await?
+        } else {
+            let ceiling = cronbox_api::HttpCeiling { origins: args.set };
+            client.set_http_ceiling(&args.tenant, &ceiling).await?
+        };
+        show(json, &answer, |answer| {
+            if answer.origins.is_empty() {
+                outln!("tenant {}: no origin (jobs may not use HTTP)", args.tenant);
+            }
+            for origin in &answer.origins {
+                outln!("{origin}");
+            }
+        })
+    })
 }
 
 /// Show or set a tenant's quotas.

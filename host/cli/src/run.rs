@@ -58,6 +58,15 @@ pub struct RunArgs {
     /// (repeatable).
     #[arg(long = "job-config", value_name = "KEY=VALUE", value_parser = parse_key_value)]
     job_config: Vec<(String, String)>,
+    /// An origin the job may call over HTTP (`https://api.example.com`,
+    /// `https://*.example.com`; repeatable). None: no network.
+    #[arg(long = "http-allow", value_name = "ORIGIN")]
+    http_allow: Vec<cronbox_net_policy::OriginPattern>,
+    /// Networks the job's HTTP may reach beyond the public internet
+    /// (`127.0.0.1/32`); loopback, private and link-local addresses are
+    /// refused otherwise.
+    #[arg(long, value_name = "NETS", default_value = "")]
+    http_allow_nets: cronbox_net_policy::NetPolicy,
     /// Shard index and total, as INDEX/TOTAL (e.g. 1/3).
     #[arg(long, default_value = "0/1", value_parser = parse_shard)]
     shard: (u32, u32),
@@ -166,6 +175,7 @@ async fn run_once(
         max_instances: 2,
         memory_budget_bytes: Some(args.memory.as_u64()),
         compiler: args.compiler.compiler()?,
+        http_nets: args.http_allow_nets.clone(),
         ..RuntimeConfig::default()
     })?;
     eprintln!("compiling the component ({} bytes)…", wasm.len());
@@ -194,6 +204,8 @@ async fn run_once(
         },
         state: Arc::new(args.state.iter().cloned().collect::<HashMap<_, _>>()),
         config: args.job_config.iter().cloned().collect(),
+        http_allow: args.http_allow.clone().into(),
+        http_limits: Default::default(),
     };
     let mut worker = JobWorker::new(&runtime, module, InstanceMode::FreshPerRun);
     Ok(Ok(worker.run(request, &RunHandle::new()).await))

@@ -122,10 +122,10 @@ fn json_output_parses() {
 
 #[test]
 fn refused_modules_and_bad_flags_exit_two_with_a_message() {
-    let output = cronbox(&["run", &path("fs-snooper")]);
+    let output = cronbox(&["run", &path("foreign-import")]);
     assert_eq!(output.status.code(), Some(2));
     assert!(
-        stderr(&output).contains("wasi:filesystem"),
+        stderr(&output).contains("acme:vault/keys"),
         "{}",
         stderr(&output)
     );

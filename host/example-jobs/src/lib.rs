@@ -18,10 +18,19 @@ pub const JOBS: &[&str] = &[
     "chatty",
     "sleeper",
     "config-echo",
+    "http-fetch",
 ];
 
 /// Components that cronbox must refuse (see `example-jobs/fixtures/`).
-pub const REFUSED_FIXTURES: &[&str] = &["wrong-world", "fs-snooper", "net-snooper"];
+pub const REFUSED_FIXTURES: &[&str] = &["wrong-world", "foreign-import"];
+
+/// Components that load but whose filesystem or socket use is denied
+/// inside the guest (see `example-jobs/fixtures/`).
+pub const DENIED_FIXTURES: &[&str] = &["fs-snooper", "net-snooper"];
+
+/// Components that drive a capability from a test (see
+/// `example-jobs/fixtures/`).
+pub const PROBE_FIXTURES: &[&str] = &["http-probe"];
 
 /// The directory holding the built components.
 pub fn dir() -> &'static Path {
@@ -80,7 +89,12 @@ mod tests {
 
     #[test]
     fn every_job_and_fixture_was_built_as_a_component() {
-        for name in JOBS.iter().chain(REFUSED_FIXTURES) {
+        for name in JOBS
+            .iter()
+            .chain(REFUSED_FIXTURES)
+            .chain(DENIED_FIXTURES)
+            .chain(PROBE_FIXTURES)
+        {
             let bytes = bytes(name);
             // A component's preamble: magic, version 0x0d, layer 1.
             assert_eq!(

@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use cronbox_protocol::{
-    ABSENT_REVISION, BlockStrategy, IdleBeatResponse, KillCommand, LogQuery, LogResponse, Outcome,
-    RunCommand, RunResponse, RunResult, StateChanges, StateRevision,
+    ABSENT_REVISION, BlockStrategy, HttpLimits, IdleBeatResponse, KillCommand, LogQuery,
+    LogResponse, Outcome, RunCommand, RunResponse, RunResult, StateChanges, StateRevision,
 };
 use cronbox_runtime::{
     InstanceMode, JobWorker, RunHandle, RunLimits, RunReport, RunRequest, Runtime,
@@ -366,6 +366,15 @@ fn validate(command: &RunCommand) -> Result<(), SubmitError> {
                 "shard {} of {} is impossible: need shard_index < shard_total",
                 trigger.shard_index, trigger.shard_total
             ),
+        );
+    }
+    if let Err(error) = cronbox_runtime::parse_origins(&command.http_allow) {
+        return invalid("http_allow", error.to_string());
+    }
+    if let Some((name, value, max)) = command.http_limits.first_outside(&HttpLimits::MAX) {
+        return invalid(
+            "http_limits",
+            format!("http_limits.{name} is {value}, outside 1..={max}"),
         );
     }
     if command.limits.timeout_ms == 0 {
@@ -850,6 +859,11 @@ async fn run_one(shared: Arc<Shared>, mut worker: JobWorker, pending: Pending) -
         limits,
         state: start.values.clone(),
         config: command.config.clone(),
+        // Checked when the command was submitted.
+        http_allow: cronbox_runtime::parse_origins(&command.http_allow)
+            .unwrap_or_default()
+            .into(),
+        http_limits: command.http_limits,
     };
     // The tenant's share first: waiting for it counts against the run's
     // timeout and ends on a kill, like waiting for a slot.

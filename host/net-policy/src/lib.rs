@@ -17,6 +17,10 @@
 //! second time (DNS rebinding) gains nothing. Redirects are the caller's to
 //! refuse, or to check hop by hop.
 
+mod origin;
+
+pub use origin::{BadOrigin, OriginPattern, Scheme, first_outside, parse_origins};
+
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::str::FromStr;
 

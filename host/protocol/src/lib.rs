@@ -8,11 +8,13 @@
 //! Names follow the `wit/job.wit` contract where the guest sees the same
 //! concept (trigger kinds, log levels).
 
+mod http;
 mod log;
 mod outcome;
 mod trigger;
 mod wire;
 
+pub use http::HttpLimits;
 pub use log::{LogLevel, LogLine, LogSource};
 pub use outcome::{Outcome, OutcomeKind};
 pub use trigger::{Trigger, TriggerKind, UnknownName};

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
-use crate::{LogLine, Outcome, StateChanges, Trigger};
+use crate::{HttpLimits, LogLine, Outcome, StateChanges, Trigger};
 
 /// Paths served by an executor.
 pub mod executor_paths {
@@ -169,6 +169,13 @@ pub struct RunCommand {
     /// The job's plain configuration, for `wasi:config/store`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub config: BTreeMap<String, String>,
+    /// The origins the run may call over HTTP (`https://api.example.com`,
+    /// `https://*.example.com`); empty: no network.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub http_allow: Vec<String>,
+    /// The limits of its outbound HTTP.
+    #[serde(default, skip_serializing_if = "HttpLimits::is_default")]
+    pub http_limits: HttpLimits,
 }
 
 fn one() -> u32 {
@@ -194,6 +201,8 @@ impl RunCommand {
             tenant: "default".to_owned(),
             tenant_max_instances: None,
             config: BTreeMap::new(),
+            http_allow: Vec::new(),
+            http_limits: HttpLimits::default(),
         }
     }
 }

@@ -43,6 +43,13 @@ pub struct RuntimeConfig {
     /// Where components are compiled: in this process, or in a child
     /// process bounded in time and memory.
     pub compiler: Compiler,
+    /// The networks a job's outbound HTTP may reach beyond the public
+    /// internet (none by default: no loopback, private or link-local
+    /// address, whatever the job's grants say).
+    pub http_nets: cronbox_net_policy::NetPolicy,
+    /// The operator's maximum for each of a run's HTTP limits: a job
+    /// asking for more gets this.
+    pub http_max: cronbox_protocol::HttpLimits,
 }
 
 /// Where components are compiled.
@@ -98,6 +105,8 @@ impl Default for RuntimeConfig {
             destroy_timeout: Duration::from_secs(2),
             state_limits: StateLimits::default(),
             compiler: Compiler::InProcess,
+            http_nets: cronbox_net_policy::NetPolicy::public_only(),
+            http_max: cronbox_protocol::HttpLimits::MAX,
         }
     }
 }

@@ -62,6 +62,10 @@ pub(crate) struct RuntimeInner {
     /// Warm instances between runs, evictable by a waiting run.
     pub(crate) idle: IdleInstances,
     ticker: EpochTicker,
+    /// Where a job's outbound HTTP may go beyond the public internet.
+    pub(crate) http_nets: Arc<cronbox_net_policy::NetPolicy>,
+    /// Outbound HTTP of every run.
+    pub(crate) http_stats: Arc<crate::http::HttpStats>,
 }
 
 impl Drop for RuntimeInner {
@@ -76,10 +80,13 @@ impl Runtime {
         let engine = build_engine(&config)?;
         let mut linker = Linker::<HostState>::new(&engine);
         // Every WASI p2 interface is linked, but the context grants nothing:
-        // no preopened directories, no environment, no network. Components
-        // importing filesystem or sockets are refused at load anyway
-        // (validate.rs), so those links are never reached.
+        // no preopened directory, no environment, no socket address. A
+        // job importing filesystem or sockets loads, and each use fails
+        // inside the guest with the interface's own error.
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
+            .map_err(|error| RuntimeError::Linker(format!("{error:#}")))?;
+        // Outbound HTTP, through each run's grants (see `http`).
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
             .map_err(|error| RuntimeError::Linker(format!("{error:#}")))?;
         Job::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
             .map_err(|error| RuntimeError::Linker(format!("{error:#}")))?;
@@ -97,6 +104,8 @@ impl Runtime {
                 instance_slots: Arc::new(Semaphore::new(config.max_instances as usize)),
                 memory_budget: Arc::new(Semaphore::new(mebibytes(config.memory_budget()))),
                 idle: IdleInstances::new(),
+                http_nets: Arc::new(config.http_nets.clone()),
+                http_stats: Arc::default(),
                 engine,
                 linker,
                 config,
@@ -109,6 +118,11 @@ impl Runtime {
     /// The settings this runtime was built with.
     pub fn config(&self) -> &RuntimeConfig {
         &self.inner.config
+    }
+
+    /// Outbound HTTP of every run so far.
+    pub fn http_stats(&self) -> crate::http::HttpStatsSnapshot {
+        self.inner.http_stats.snapshot()
     }
 
     /// Instance slots free right now (out of `max_instances`).

@@ -11,8 +11,10 @@ use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_config::{WasiConfig, WasiConfigVariables};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use crate::config::{RunLimits, StateLimits};
+use crate::http::HttpGate;
 use crate::log::{LogSink, RunLog};
 use crate::run::RunHandle;
 
@@ -28,6 +30,7 @@ use cronbox::job::context as wit;
 /// The data of one store: one instance of a job.
 pub(crate) struct HostState {
     wasi: WasiCtx,
+    http: WasiHttpCtx,
     table: ResourceTable,
     pub(crate) limiter: JobLimiter,
     pub(crate) log_sink: LogSink,
@@ -42,6 +45,8 @@ pub(crate) struct RunScope {
     pub(crate) state: StateView,
     /// The job's configuration, as `wasi:config/store` answers it.
     pub(crate) config: WasiConfigVariables,
+    /// Its outbound HTTP: grants, limits, use so far.
+    pub(crate) http: HttpGate,
 }
 
 impl RunScope {
@@ -62,6 +67,7 @@ impl HostState {
             .build();
         HostState {
             wasi,
+            http: WasiHttpCtx::new(),
             table: ResourceTable::new(),
             limiter: JobLimiter::new(limits),
             log_sink,
@@ -94,6 +100,16 @@ impl WasiView for HostState {
         WasiCtxView {
             ctx: &mut self.wasi,
             table: &mut self.table,
+        }
+    }
+}
+
+impl WasiHttpView for HostState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.run.http,
         }
     }
 }

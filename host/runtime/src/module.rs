@@ -60,9 +60,11 @@ pub enum LoadError {
     },
     /// Imports something the host never grants (every such import listed).
     #[error(
-        "the component imports {}, which cronbox does not grant; jobs may import only {}",
+        "the component imports {}, which cronbox does not grant; jobs may import only {} \
+         (and {}, which link but grant nothing)",
         imports.iter().map(|name| format!("`{name}`")).collect::<Vec<_>>().join(", "),
-        GRANTED_INTERFACES.join(", ")
+        GRANTED_INTERFACES.join(", "),
+        cronbox_component_check::DENIED_INTERFACES.join(", ")
     )]
     ForbiddenImport { imports: Vec<String> },
     /// Imports and exports have the right names but the wrong types.

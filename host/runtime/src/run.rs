@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, SystemTime};
 
-use cronbox_protocol::{LogLine, Outcome, StateChanges, Trigger};
+use cronbox_net_policy::OriginPattern;
+use cronbox_protocol::{HttpLimits, LogLine, Outcome, StateChanges, Trigger};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::RunLimits;
@@ -26,6 +27,11 @@ pub struct RunRequest {
     /// The job's configuration, read by the guest through
     /// `wasi:config/store`.
     pub config: BTreeMap<String, String>,
+    /// The origins the run may call over HTTP; none: no network.
+    pub http_allow: Arc<[OriginPattern]>,
+    /// The limits of its outbound HTTP (each lowered to the runtime's
+    /// maximum).
+    pub http_limits: HttpLimits,
 }
 
 impl RunRequest {
@@ -36,6 +42,8 @@ impl RunRequest {
             limits: RunLimits::default(),
             state: StateSnapshot::default(),
             config: BTreeMap::new(),
+            http_allow: Arc::new([]),
+            http_limits: HttpLimits::default(),
         }
     }
 }

@@ -8,7 +8,7 @@ use wasmtime::component::types::ComponentItem;
 
 use crate::module::LoadError;
 
-use cronbox_component_check::{ComponentError, is_granted};
+use cronbox_component_check::{ComponentError, is_denied_at_use, is_granted};
 pub(crate) use cronbox_component_check::{GRANTED_INTERFACES, REQUIRED_EXPORTS};
 
 /// Cheap checks on the bytes, before any compilation (shared with the
@@ -32,7 +32,7 @@ pub(crate) fn check_world(engine: &Engine, component: &Component) -> Result<(), 
     let forbidden: Vec<String> = ty
         .imports(engine)
         .map(|(name, _)| name)
-        .filter(|name| !is_granted(name))
+        .filter(|name| !is_granted(name) && !is_denied_at_use(name))
         .map(str::to_owned)
         .collect();
     if !forbidden.is_empty() {

@@ -21,6 +21,7 @@ use wasmtime::{Store, Trap, UpdateDeadline};
 use crate::config::{InstanceMode, RunLimits};
 use crate::engine::Runtime;
 use crate::host::{HostState, Job, RunScope, StateView};
+use crate::http::HttpGate;
 use crate::module::JobModule;
 use crate::run::{RunHandle, RunReport, RunRequest};
 
@@ -152,6 +153,14 @@ impl JobWorker {
             deadline,
             state: StateView::new(request.state, config.state_limits),
             config: request.config.into_iter().collect(),
+            http: HttpGate::new(
+                request.http_allow,
+                request.http_limits.min(&config.http_max),
+                self.runtime.inner.http_nets.clone(),
+                deadline,
+                handle.clone(),
+                self.runtime.inner.http_stats.clone(),
+            ),
         };
         report.outcome = if limits.fuel.is_some() && !config.fuel_metering {
             Outcome::Rejected {
@@ -503,6 +512,7 @@ impl HostState {
         let trigger: Trigger = self.run.trigger.clone();
         let limits = self.run.state_limits();
         let scope = RunScope {
+            http: HttpGate::closed(handle.clone(), self.run.http.stats()),
             trigger,
             handle,
             deadline,

@@ -99,13 +99,8 @@ async fn assert_refused_import(fixture: &str, interface: &str) {
 }
 
 #[tokio::test]
-async fn a_filesystem_import_is_refused_by_name() {
-    assert_refused_import("fs-snooper", "wasi:filesystem/").await;
-}
-
-#[tokio::test]
-async fn a_sockets_import_is_refused_by_name() {
-    assert_refused_import("net-snooper", "wasi:sockets/").await;
+async fn an_import_cronbox_does_not_link_is_refused_by_name() {
+    assert_refused_import("foreign-import", "acme:vault/keys").await;
 }
 
 #[tokio::test]

@@ -161,6 +161,8 @@ fn user_routes(max_module_bytes: usize) -> Routes {
         .delete("/api/v1/tenants/{name}/tokens/{id}", revoke_token)
         .get("/api/v1/tenants/{name}/quotas", get_quotas)
         .put("/api/v1/tenants/{name}/quotas", put_quotas)
+        .get("/api/v1/tenants/{name}/http-ceiling", get_http_ceiling)
+        .put("/api/v1/tenants/{name}/http-ceiling", put_http_ceiling)
         .get("/api/v1/groups", list_groups)
         .get("/api/v1/executors", list_executors)
         .put("/api/v1/groups/{name}", put_group)

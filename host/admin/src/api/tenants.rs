@@ -113,6 +113,41 @@ pub(super) async fn put_quotas(
     ))
 }
 
+/// The origins a tenant's jobs may be granted (the operator, or the
+/// tenant itself).
+pub(super) async fn get_http_ceiling(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path(tenant): Path<String>,
+) -> Result<impl IntoResponse, Failure> {
+    if !caller.sees(&tenant) {
+        return Err(unknown_tenant(&tenant));
+    }
+    known_quota_tenant(&state, &tenant).await?;
+    let origins = state.scheduler.store().http_ceiling(&tenant).await?;
+    Ok(Json(cronbox_api::HttpCeiling { origins }))
+}
+
+/// Replaces a tenant's HTTP ceiling (operator only). Jobs saved earlier
+/// keep their grants, but a run is sent only the grants within the
+/// ceiling of its dispatch.
+pub(super) async fn put_http_ceiling(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path(tenant): Path<String>,
+    ApiJson(ceiling): ApiJson<cronbox_api::HttpCeiling>,
+) -> Result<impl IntoResponse, Failure> {
+    caller.require_operator("setting a tenant's HTTP ceiling")?;
+    known_quota_tenant(&state, &tenant).await?;
+    let origins = service::tenants::checked_ceiling(&ceiling.origins)?;
+    state
+        .scheduler
+        .store()
+        .set_http_ceiling(&tenant, &origins)
+        .await?;
+    Ok(Json(cronbox_api::HttpCeiling { origins }))
+}
+
 /// Adds a token to a tenant (operator only); the token is shown once.
 pub(super) async fn create_token(
     State(state): State<Arc<AdminState>>,

@@ -33,6 +33,8 @@ fn schemas() -> Value {
     collect::<TenantSpec>(&mut all);
     collect::<TokenSpec>(&mut all);
     collect::<cronbox_api::QuotaSettings>(&mut all);
+    collect::<cronbox_api::HttpCeiling>(&mut all);
+    collect::<cronbox_api::HttpLimits>(&mut all);
     // Stored rows, as answered.
     collect::<crate::store::JobRow>(&mut all);
     collect::<crate::store::RunRow>(&mut all);

@@ -381,6 +381,27 @@ impl Scheduler {
         Ok(targets)
     }
 
+    /// The job's HTTP grants that lie within its tenant's ceiling now: a
+    /// ceiling lowered after the job was saved takes effect from the next
+    /// dispatch. A job without grants costs no read.
+    async fn grants_within_ceiling(&self, job: &JobRow) -> Result<Vec<String>, StoreError> {
+        if job.http_allow.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ceiling = self.store.http_ceiling(&job.tenant).await?;
+        let ceiling = cronbox_net_policy::parse_origins(&ceiling).unwrap_or_default();
+        Ok(job
+            .http_allow
+            .iter()
+            .filter(|grant| {
+                grant
+                    .parse::<cronbox_net_policy::OriginPattern>()
+                    .is_ok_and(|grant| ceiling.iter().any(|top| grant.is_within(top)))
+            })
+            .cloned()
+            .collect())
+    }
+
     pub(super) async fn send(
         self: &Arc<Self>,
         job: &JobRow,
@@ -431,6 +452,8 @@ impl Scheduler {
                 .unwrap_or(u32::MAX),
             ),
             config: job.config.clone(),
+            http_allow: self.grants_within_ceiling(job).await?,
+            http_limits: job.http_limits,
         };
         let response = self
             .http

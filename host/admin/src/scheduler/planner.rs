@@ -142,6 +142,8 @@ mod tests {
             alarm_url: String::new(),
             fresh_instance: false,
             config: Default::default(),
+            http_allow: Vec::new(),
+            http_limits: Default::default(),
         }
     }
 

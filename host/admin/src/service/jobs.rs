@@ -23,6 +23,7 @@ pub async fn create(
             .map_err(|invalid| ServiceError::invalid(invalid.field, invalid.message))?;
     let store = scheduler.store();
     known_group(store, &row.group_name).await?;
+    super::tenants::check_within_ceiling(store, tenant, &row.http_allow).await?;
     resolve_module(store, &mut row).await?;
     let quotas = scheduler.quotas();
     let now = scheduler.now();
@@ -69,6 +70,7 @@ pub async fn update(
     .map_err(|invalid| ServiceError::invalid(invalid.field, invalid.message))?;
     let store = scheduler.store();
     known_group(store, &row.group_name).await?;
+    super::tenants::check_within_ceiling(store, &current.tenant, &row.http_allow).await?;
     resolve_module(store, &mut row).await?;
     scheduler
         .quotas()

@@ -77,7 +77,7 @@ pub enum ServiceError {
 }
 
 impl ServiceError {
-    fn invalid(field: &'static str, message: impl Into<String>) -> Self {
+    pub(crate) fn invalid(field: &'static str, message: impl Into<String>) -> Self {
         ServiceError::InvalidJob {
             field,
             message: message.into(),

@@ -46,3 +46,49 @@ pub async fn add_token(
         .await?;
     Ok((id, token))
 }
+
+/// Most origins in a tenant's HTTP ceiling.
+pub const MAX_CEILING_ORIGINS: usize = 64;
+
+/// A tenant's HTTP ceiling, each origin parsed and in its canonical form.
+pub fn checked_ceiling(origins: &[String]) -> Result<Vec<String>, ServiceError> {
+    if origins.len() > MAX_CEILING_ORIGINS {
+        return Err(ServiceError::invalid(
+            "origins",
+            format!("{} origins; at most {MAX_CEILING_ORIGINS}", origins.len()),
+        ));
+    }
+    let parsed = cronbox_net_policy::parse_origins(origins)
+        .map_err(|error| ServiceError::invalid("origins", error.to_string()))?;
+    Ok(parsed.iter().map(ToString::to_string).collect())
+}
+
+/// Refuses grants that do not lie within `tenant`'s ceiling, naming the
+/// first such origin.
+pub async fn check_within_ceiling(
+    store: &Store,
+    tenant: &str,
+    grants: &[String],
+) -> Result<(), ServiceError> {
+    if grants.is_empty() {
+        return Ok(());
+    }
+    let ceiling = store.http_ceiling(tenant).await?;
+    let grants = cronbox_net_policy::parse_origins(grants)
+        .map_err(|error| ServiceError::invalid("http_allow", error.to_string()))?;
+    let top = cronbox_net_policy::parse_origins(&ceiling).unwrap_or_default();
+    if let Some(outside) = cronbox_net_policy::first_outside(&grants, &top) {
+        let allowed = if ceiling.is_empty() {
+            "none (the operator sets it: PUT /api/v1/tenants/{name}/http-ceiling)".to_owned()
+        } else {
+            ceiling.join(", ")
+        };
+        return Err(ServiceError::invalid(
+            "http_allow",
+            format!(
+                "{outside} is outside the HTTP ceiling of tenant {tenant:?}, which allows {allowed}"
+            ),
+        ));
+    }
+    Ok(())
+}

@@ -12,7 +12,7 @@ macro_rules! job_columns {
         "id, tenant, group_name, name, module_digest, schedule_type, schedule_conf, time_zone, \
          misfire, misfire_threshold_ms, route, block_strategy, max_concurrency, timeout_ms, fuel, \
          memory_bytes, retry_count, retry_interval_ms, param, enabled, next_fire_at_ms, \
-         module_name, module_version, alarm_url, fresh_instance, config"
+         module_name, module_version, alarm_url, fresh_instance, config, http"
     };
 }
 
@@ -50,8 +50,17 @@ pub(super) fn decode_due_jobs(rows: &[AnyRow]) -> (Vec<JobRow>, Vec<JobId>) {
     (jobs, corrupt)
 }
 
+/// The `http` column of a job.
+#[derive(serde::Deserialize)]
+struct StoredHttp {
+    #[serde(default)]
+    allow: Vec<String>,
+    #[serde(default)]
+    limits: cronbox_api::HttpLimits,
+}
+
 pub(super) fn job_from_row(row: &AnyRow) -> Result<JobRow, sqlx::Error> {
-    Ok(JobRow {
+    let mut job = JobRow {
         id: row.try_get("id")?,
         tenant: row.try_get("tenant")?,
         group_name: row.try_get("group_name")?,
@@ -85,7 +94,18 @@ pub(super) fn job_from_row(row: &AnyRow) -> Result<JobRow, sqlx::Error> {
                 source: Box::new(error),
             })?
         },
-    })
+        http_allow: Vec::new(),
+        http_limits: Default::default(),
+    };
+    let text: String = row.try_get("http")?;
+    let http: StoredHttp =
+        serde_json::from_str(&text).map_err(|error| sqlx::Error::ColumnDecode {
+            index: "http".to_owned(),
+            source: Box::new(error),
+        })?;
+    job.http_allow = http.allow;
+    job.http_limits = http.limits;
+    Ok(job)
 }
 
 /// A run as stored: the API's [`Run`](cronbox_api::Run).

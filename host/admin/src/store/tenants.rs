@@ -75,3 +75,41 @@ impl Store {
         )
     }
 }
+
+impl Store {
+    /// The origins `tenant`'s jobs may be granted (none when never set).
+    pub async fn http_ceiling(&self, tenant: &str) -> Result<Vec<String>, StoreError> {
+        let row = sqlx::query("SELECT origins FROM tenant_http_ceiling WHERE tenant = $1")
+            .bind(tenant)
+            .fetch_optional(&self.pool)
+            .await?;
+        let Some(row) = row else {
+            return Ok(Vec::new());
+        };
+        let text: String = row.try_get("origins")?;
+        serde_json::from_str(&text).map_err(|error| {
+            StoreError::from(sqlx::Error::ColumnDecode {
+                index: "origins".to_owned(),
+                source: Box::new(error),
+            })
+        })
+    }
+
+    /// Replaces `tenant`'s ceiling.
+    pub async fn set_http_ceiling(
+        &self,
+        tenant: &str,
+        origins: &[String],
+    ) -> Result<(), StoreError> {
+        let text = serde_json::to_string(origins).unwrap_or_else(|_| "[]".to_owned());
+        sqlx::query(
+            "INSERT INTO tenant_http_ceiling (tenant, origins) VALUES ($1, $2) \
+             ON CONFLICT (tenant) DO UPDATE SET origins = excluded.origins",
+        )
+        .bind(tenant)
+        .bind(text)
+        .execute(&self.writer)
+        .await?;
+        Ok(())
+    }
+}
