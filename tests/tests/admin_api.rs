@@ -33,6 +33,15 @@ async fn stack(scheduler: SchedulerConfig) -> Stack {
 }
 
 async fn stack_with(scheduler: SchedulerConfig, max_module_bytes: usize) -> Stack {
+    stack_configured(scheduler, max_module_bytes, |_| {}).await
+}
+
+/// A stack whose executor's settings `configure` changes.
+async fn stack_configured(
+    scheduler: SchedulerConfig,
+    max_module_bytes: usize,
+    configure: impl FnOnce(&mut ExecutorConfig),
+) -> Stack {
     let data = tempfile::tempdir().unwrap();
     let admin = cronbox_admin::start(AdminConfig {
         bind: "127.0.0.1:0".parse().unwrap(),
@@ -52,6 +61,7 @@ async fn stack_with(scheduler: SchedulerConfig, max_module_bytes: usize) -> Stac
         data.path().join("executor"),
     );
     config.beat_interval = Duration::from_millis(300);
+    configure(&mut config);
     let executor = cronbox_executor::start(config).await.unwrap();
     ready(admin, executor, base, data).await
 }
@@ -685,6 +695,161 @@ async fn a_jobs_configuration_reaches_its_runs() {
             (422, &json!("config")),
             "{refused}"
         );
+    }
+    stack.shutdown().await;
+}
+
+/// A job's HTTP grants must lie within its tenant's ceiling, which only
+/// the operator sets; a granted run reaches the origin and its log says
+/// so; a ceiling lowered later takes the grant away from the next run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_grants_lie_within_the_tenants_ceiling_and_reach_the_runs() {
+    use reqwest::Method as M;
+    let origin = cronbox_tests::TestOrigin::start().await;
+    let stack = stack_configured(SchedulerConfig::default(), 16 << 20, |config| {
+        config.runtime.http_nets = "127.0.0.1/32".parse().unwrap();
+    })
+    .await;
+    let granted = json!({ "http_allow": [origin.origin()] });
+    let (status, _) = stack
+        .upload_as(API, "?name=http-probe", jobs::bytes("http-probe"))
+        .await;
+    assert_eq!(status, 201);
+    let definition = |extra: &Value| {
+        let mut job = json!({ "name": "prober", "module": "http-probe" });
+        job.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        job
+    };
+    let (status, refused) = stack
+        .call(M::POST, "/api/v1/jobs", Some(definition(&granted)))
+        .await;
+    assert_eq!((status, &refused["field"]), (422, &json!("http_allow")));
+    let message = refused["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!(
+            "{} is outside the HTTP ceiling of tenant \"default\", which allows none",
+            origin.origin()
+        )),
+        "{message}"
+    );
+
+    // Only the operator sets a ceiling; a tenant may read its own.
+    let acme = tenant(&stack, "acme").await;
+    let ceiling = json!({ "origins": [origin.origin()] });
+    let path = "/api/v1/tenants/acme/http-ceiling";
+    let (status, _) = stack
+        .call_as(&acme, M::PUT, path, Some(ceiling.clone()))
+        .await;
+    assert_eq!(status, 403);
+    let (status, bad) = stack
+        .call(
+            M::PUT,
+            path,
+            Some(json!({ "origins": ["ftp://files.example.com"] })),
+        )
+        .await;
+    assert_eq!((status, &bad["field"]), (422, &json!("origins")), "{bad}");
+    let (status, set) = stack.call(M::PUT, path, Some(ceiling.clone())).await;
+    assert_eq!((status, &set), (200, &ceiling));
+    let (status, seen) = stack.call_as(&acme, M::GET, path, None).await;
+    assert_eq!((status, &seen), (200, &ceiling));
+
+    // Within the ceiling, a job is saved (grants in canonical form) and
+    // its runs reach the origin.
+    let (status, _) = stack
+        .upload_as(&acme, "?name=http-probe", jobs::bytes("http-probe"))
+        .await;
+    assert_eq!(status, 201);
+    let spelled = origin.origin().replace("http://", "HTTP://") + "/";
+    let limited = json!({ "http_allow": [spelled], "http_limits": { "max_requests": 1 } });
+    let job = stack.create_as(&acme, definition(&limited)).await;
+    let (_, stored) = stack
+        .call_as(&acme, M::GET, &format!("/api/v1/jobs/{job}"), None)
+        .await;
+    assert_eq!(stored["http_allow"], json!([origin.origin()]), "{stored}");
+    assert_eq!(stored["http_limits"]["max_requests"], 1, "{stored}");
+    let twice = format!(
+        "GET {}\nGET {}",
+        origin.url("/bytes/10"),
+        origin.url("/bytes/10")
+    );
+    let run = stack.run_to_end_as(&acme, job, &twice).await;
+    let message = run.message.clone().unwrap_or_default();
+    assert!(
+        message.starts_with("200 10 | error: the request was denied"),
+        "{run:?}"
+    );
+    let (_, log) = stack
+        .call_as(&acme, M::GET, &format!("/api/v1/runs/{}/log", run.id), None)
+        .await;
+    let text: Vec<&str> = log["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|line| line["text"].as_str())
+        .collect();
+    let port = origin.port();
+    assert!(
+        text.iter().any(|line| line.starts_with(&format!(
+            "http GET http://127.0.0.1:{port} 200, 0 B sent, 10 B received"
+        ))),
+        "{text:?}"
+    );
+    assert!(
+        text.iter()
+            .any(|line| line.ends_with("denied: the run's limit of 1 requests is reached")),
+        "{text:?}"
+    );
+    for (limits, field) in [
+        (json!({ "max_requests": 0 }), "http_limits"),
+        (json!({ "max_concurrent": 65 }), "http_limits"),
+    ] {
+        let (status, refused) = stack
+            .call_as(
+                &acme,
+                M::PUT,
+                &format!("/api/v1/jobs/{job}"),
+                Some(definition(&json!({ "http_limits": limits }))),
+            )
+            .await;
+        assert_eq!(
+            (status, &refused["field"]),
+            (422, &json!(field)),
+            "{refused}"
+        );
+    }
+
+    // The operator lowers the ceiling: the saved job keeps its grant, but
+    // the next run is sent none.
+    let (status, _) = stack
+        .call(M::PUT, path, Some(json!({ "origins": [] })))
+        .await;
+    assert_eq!(status, 200);
+    let run = stack
+        .run_to_end_as(&acme, job, &format!("GET {}", origin.url("/bytes/10")))
+        .await;
+    assert!(
+        run.message
+            .clone()
+            .unwrap_or_default()
+            .starts_with("error: the request was denied"),
+        "{run:?}"
+    );
+    assert_eq!(origin.requests().len(), 1, "only the first run reached it");
+    let metrics = reqwest::get(format!("{}/metrics", stack.executor.address()))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for expected in [
+        "cronbox_executor_http_requests_total 1\n",
+        "cronbox_executor_http_denied_total 2\n",
+        "cronbox_executor_http_received_bytes_total 10\n",
+    ] {
+        assert!(metrics.contains(expected), "{expected} in {metrics}");
     }
     stack.shutdown().await;
 }

@@ -52,6 +52,67 @@ fn a_jobs_configuration_is_given_with_job_config() {
     assert!(text.contains("success (200): hi"), "{text}");
 }
 
+/// http-fetch reaches a loopback server only with a grant and with the
+/// network allowed; the log holds the request's line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_fetch_needs_a_grant_and_an_allowed_network() {
+    let origin = cronbox_tests::TestOrigin::start().await;
+    let url = origin.url("/bytes/42");
+    let grant = origin.origin();
+    let run = |args: Vec<String>| {
+        tokio::task::spawn_blocking(move || {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            cronbox(&args)
+        })
+    };
+    let base = ["run", "--example", "http-fetch", "--param", &url];
+    let with = |extra: &[&str]| -> Vec<String> {
+        base.iter()
+            .chain(extra)
+            .map(|arg| arg.to_string())
+            .collect()
+    };
+    let granted = run(with(&[
+        "--http-allow",
+        &grant,
+        "--http-allow-nets",
+        "127.0.0.1/32",
+    ]))
+    .await
+    .unwrap();
+    let text = stdout(&granted);
+    assert_eq!(granted.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("success (200): status 200, 42 bytes"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "http GET http://127.0.0.1:{} 200, 0 B sent, 42 B received",
+            origin.port()
+        )),
+        "{text}"
+    );
+    for extra in [&["--http-allow", &grant][..], &[][..]] {
+        let denied = run(with(extra)).await.unwrap();
+        let text = stdout(&denied);
+        assert_eq!(denied.status.code(), Some(1), "{text}");
+        assert!(text.contains("the request was denied"), "{text}");
+    }
+    assert_eq!(
+        origin.requests().len(),
+        1,
+        "only the allowed run reached it"
+    );
+    let bad = run(with(&["--http-allow", "ftp://x"])).await.unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        stderr(&bad).contains("the scheme must be http or https"),
+        "{}",
+        stderr(&bad)
+    );
+}
+
 #[test]
 fn examples_run_by_name_with_state() {
     let output = cronbox(&["run", "--example", "counter", "--state", "count=41"]);

@@ -207,6 +207,7 @@ async fn metrics(State(state): State<Arc<ApiState>>) -> impl IntoResponse {
         .instances_evicted
         .inc_by(evicted.saturating_sub(metrics.instances_evicted.get()));
     metrics.read_resident_memory();
+    metrics.copy_http(&runtime.http_stats());
     drop(scrape);
     (
         [(

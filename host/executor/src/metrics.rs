@@ -34,6 +34,11 @@ pub(crate) struct Metrics {
     pub(crate) disk_cache_trimmed: Counter,
     resident_memory: Gauge,
     resident_memory_peak: Gauge,
+    http_requests: Counter,
+    http_denied: Counter,
+    http_failed: Counter,
+    http_bytes_sent: Counter,
+    http_bytes_received: Counter,
     /// Held while figures read from the runtime are copied in, so that two
     /// scrapes never add the same evictions twice.
     pub(crate) scrape: std::sync::Mutex<()>,
@@ -62,6 +67,40 @@ impl Metrics {
         let disk_cache_trimmed = Counter::default();
         let resident_memory = Gauge::default();
         let resident_memory_peak = Gauge::default();
+        let http_requests = Counter::default();
+        let http_denied = Counter::default();
+        let http_failed = Counter::default();
+        let http_bytes_sent = Counter::default();
+        let http_bytes_received = Counter::default();
+        for (name, help, counter) in [
+            (
+                "http_requests",
+                "Outbound HTTP requests jobs sent (whatever their response)",
+                &http_requests,
+            ),
+            (
+                "http_denied",
+                "Outbound HTTP requests refused: no grant, a run limit reached, a forbidden address",
+                &http_denied,
+            ),
+            (
+                "http_failed",
+                "Outbound HTTP requests that got no response (connection, TLS, timeout, run ended)",
+                &http_failed,
+            ),
+            (
+                "http_sent_bytes",
+                "Request body bytes jobs sent over HTTP",
+                &http_bytes_sent,
+            ),
+            (
+                "http_received_bytes",
+                "Response body bytes jobs received over HTTP",
+                &http_bytes_received,
+            ),
+        ] {
+            registry.register(name, help, counter.clone());
+        }
         registry.register(
             "resident_memory_bytes",
             "Resident memory of the executor process (Linux only)",
@@ -148,6 +187,11 @@ impl Metrics {
             disk_cache_trimmed,
             resident_memory,
             resident_memory_peak,
+            http_requests,
+            http_denied,
+            http_failed,
+            http_bytes_sent,
+            http_bytes_received,
             instances_retired,
             retained_log_bytes,
             results_quarantined,
@@ -196,6 +240,19 @@ impl Metrics {
         }
         if let Some(kib) = kib_of("VmHWM:") {
             self.resident_memory_peak.set(kib.saturating_mul(1024));
+        }
+    }
+
+    /// Copies the runtime's outbound HTTP counters in.
+    pub(crate) fn copy_http(&self, stats: &cronbox_runtime::HttpStatsSnapshot) {
+        for (counter, value) in [
+            (&self.http_requests, stats.requests),
+            (&self.http_denied, stats.denied),
+            (&self.http_failed, stats.failed),
+            (&self.http_bytes_sent, stats.bytes_sent),
+            (&self.http_bytes_received, stats.bytes_received),
+        ] {
+            counter.inc_by(value.saturating_sub(counter.get()));
         }
     }
 
