@@ -90,6 +90,15 @@ impl Context {
             .ok()
             .flatten()
     }
+
+    /// The value of the tenant's secret `name`, when the job's definition
+    /// references it (`"secrets": ["NAME"]`, or `cronbox run --secret
+    /// NAME=VALUE`); none otherwise. Read through `wasi:config/store`, as
+    /// configuration is. The value is masked (`********`) wherever the
+    /// run prints it: its log and its result message.
+    pub fn secret(&self, name: &str) -> Option<String> {
+        self.config(name)
+    }
 }
 
 /// A state write the host refused because of its size limits.

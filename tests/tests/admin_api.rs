@@ -145,8 +145,14 @@ impl Stack {
     }
 
     async fn shutdown(self) {
+        self.shutdown_keeping_data().await;
+    }
+
+    /// Stops both; the data directory lives on while its handle does.
+    async fn shutdown_keeping_data(self) -> tempfile::TempDir {
         self.executor.shutdown().await;
         self.admin.shutdown().await;
+        self._data
     }
 }
 
@@ -674,6 +680,18 @@ async fn a_jobs_configuration_reaches_its_runs() {
     assert_eq!(stored["config"], json!({ "greeting": "hi" }), "{stored}");
     let run = stack.run_to_end(job, "greeting").await;
     assert_eq!(run.message.as_deref(), Some("hi"), "{run:?}");
+    // This admin has no secrets key: secrets cannot be set.
+    let (status, refused) = stack
+        .call(
+            reqwest::Method::PUT,
+            "/api/v1/secrets/TOKEN",
+            Some(json!({ "value": "x" })),
+        )
+        .await;
+    assert_eq!(
+        (status, &refused["code"]),
+        (409, &json!("secrets_disabled"))
+    );
 
     let many: serde_json::Map<String, Value> = (0..65)
         .map(|key| (format!("k{key}"), Value::from("v")))
@@ -852,6 +870,204 @@ async fn http_grants_lie_within_the_tenants_ceiling_and_reach_the_runs() {
         assert!(metrics.contains(expected), "{expected} in {metrics}");
     }
     stack.shutdown().await;
+}
+
+/// A secret is sealed at rest, write-only through the API, sent only with
+/// the runs of its own tenant's jobs that reference it, masked in their
+/// log and result, never on the executor's disk; a rotation reaches the
+/// next run; deleting one a job references needs force.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secrets_reach_only_their_tenants_runs_and_are_never_shown() {
+    use reqwest::Method as M;
+    let origin = cronbox_tests::TestOrigin::start().await;
+    let scheduler = SchedulerConfig {
+        secrets: Some(std::sync::Arc::new(cronbox_admin::secrets::SecretBox::new(
+            &[42; 32],
+        ))),
+        ..SchedulerConfig::default()
+    };
+    let stack = stack_configured(scheduler, 16 << 20, |config| {
+        config.runtime.http_nets = "127.0.0.1/32".parse().unwrap();
+    })
+    .await;
+    const ACME: &str = "acme-secret-value-1";
+    const ACME_ROTATED: &str = "acme-secret-value-2";
+    const BETA: &str = "beta-secret-value-1";
+    let mut jobs_of = Vec::new();
+    for (name, value) in [("acme", ACME), ("beta", BETA)] {
+        let token = tenant(&stack, name).await;
+        let (status, set) = stack
+            .call(
+                M::PUT,
+                &format!("/api/v1/tenants/{name}/http-ceiling"),
+                Some(json!({ "origins": [origin.origin()] })),
+            )
+            .await;
+        assert_eq!(status, 200, "{set}");
+        let (status, secret) = stack
+            .call_as(
+                &token,
+                M::PUT,
+                "/api/v1/secrets/NOTIFY_TOKEN",
+                Some(json!({ "value": value })),
+            )
+            .await;
+        assert_eq!(status, 200, "{secret}");
+        assert_eq!(secret["name"], "NOTIFY_TOKEN");
+        assert!(!secret.to_string().contains(value), "{secret}");
+        for module in ["notify", "config-echo"] {
+            let (status, _) = stack
+                .upload_as(&token, &format!("?name={module}"), jobs::bytes(module))
+                .await;
+            assert_eq!(status, 201);
+        }
+        let notify = stack
+            .create_as(
+                &token,
+                json!({
+                    "name": "notify", "module": "notify", "secrets": ["NOTIFY_TOKEN"],
+                    "config": { "url": origin.url("/echo") },
+                    "http_allow": [origin.origin()],
+                }),
+            )
+            .await;
+        let echo = stack
+            .create_as(
+                &token,
+                json!({ "name": "echo", "module": "config-echo", "secrets": ["NOTIFY_TOKEN"] }),
+            )
+            .await;
+        jobs_of.push((token, notify, echo));
+    }
+    let (acme, acme_notify, acme_echo) = &jobs_of[0];
+    let (beta, beta_notify, _) = &jobs_of[1];
+
+    // Each tenant's job sends its own tenant's value.
+    for (token, job) in [(acme, acme_notify), (beta, beta_notify)] {
+        let run = stack.run_to_end_as(token, *job, "deployed").await;
+        assert_eq!(run.message.as_deref(), Some("notified (200)"), "{run:?}");
+    }
+    let authorizations: Vec<String> = origin
+        .requests()
+        .iter()
+        .map(|request| request.headers["authorization"].clone())
+        .collect();
+    assert_eq!(
+        authorizations,
+        [format!("Bearer {ACME}"), format!("Bearer {BETA}")]
+    );
+
+    // Printed by the job, it is masked in the log and the result.
+    let run = stack.run_to_end_as(acme, *acme_echo, "NOTIFY_TOKEN").await;
+    assert_eq!(run.message.as_deref(), Some("********"), "{run:?}");
+    let (_, log) = stack
+        .call_as(acme, M::GET, &format!("/api/v1/runs/{}/log", run.id), None)
+        .await;
+    assert!(log.to_string().contains("NOTIFY_TOKEN = ********"), "{log}");
+    let mut answers = vec![log];
+    for path in [
+        format!("/api/v1/runs/{}", run.id),
+        format!("/api/v1/jobs/{acme_echo}"),
+        "/api/v1/secrets".to_owned(),
+        format!("/api/v1/jobs/{acme_echo}/runs"),
+    ] {
+        let (status, answer) = stack.call_as(acme, M::GET, &path, None).await;
+        assert_eq!(status, 200, "{path}: {answer}");
+        answers.push(answer);
+    }
+    assert_eq!(answers[2]["secrets"], json!(["NOTIFY_TOKEN"]));
+    let listed = &answers[3][0];
+    assert_eq!(
+        (&listed["name"], &listed["used_by"]),
+        (&json!("NOTIFY_TOKEN"), &json!([acme_notify, acme_echo]))
+    );
+    for answer in &answers {
+        for value in [ACME, BETA] {
+            assert!(!answer.to_string().contains(value), "{answer}");
+        }
+    }
+
+    // A name the tenant does not have is refused; a rotation reaches the
+    // next run.
+    let (status, refused) = stack
+        .call_as(
+            beta,
+            M::POST,
+            "/api/v1/jobs",
+            Some(json!({ "name": "x", "module": "config-echo", "secrets": ["ACME_ONLY"] })),
+        )
+        .await;
+    assert_eq!(
+        (status, &refused["field"]),
+        (422, &json!("secrets")),
+        "{refused}"
+    );
+    let (status, _) = stack
+        .call_as(
+            acme,
+            M::PUT,
+            "/api/v1/secrets/NOTIFY_TOKEN",
+            Some(json!({ "value": ACME_ROTATED })),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let run = stack.run_to_end_as(acme, *acme_notify, "rotated").await;
+    assert_eq!(run.message.as_deref(), Some("notified (200)"), "{run:?}");
+    assert_eq!(
+        origin.requests()[2].headers["authorization"],
+        format!("Bearer {ACME_ROTATED}")
+    );
+
+    // Deleting a referenced secret needs force.
+    let (status, refused) = stack
+        .call_as(acme, M::DELETE, "/api/v1/secrets/NOTIFY_TOKEN", None)
+        .await;
+    assert_eq!(
+        (status, &refused["code"]),
+        (409, &json!("secret_in_use")),
+        "{refused}"
+    );
+    let (status, deleted) = stack
+        .call_as(
+            acme,
+            M::DELETE,
+            "/api/v1/secrets/NOTIFY_TOKEN?force=true",
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{deleted}");
+    assert_eq!(
+        deleted["still_referenced_by"],
+        json!([acme_notify, acme_echo])
+    );
+
+    // Nothing on disk holds a value: the admin's database (a stolen copy
+    // reveals nothing without the key) and the executor's spool and cache.
+    let data = stack.shutdown_keeping_data().await;
+    let mut files = vec![data.path().to_owned()];
+    let mut seen = 0;
+    while let Some(path) = files.pop() {
+        if path.is_dir() {
+            files.extend(
+                std::fs::read_dir(&path)
+                    .unwrap()
+                    .map(|entry| entry.unwrap().path()),
+            );
+            continue;
+        }
+        let bytes = std::fs::read(&path).unwrap();
+        seen += 1;
+        for value in [ACME, ACME_ROTATED, BETA] {
+            assert!(
+                !bytes
+                    .windows(value.len())
+                    .any(|window| window == value.as_bytes()),
+                "{value} in {}",
+                path.display()
+            );
+        }
+    }
+    assert!(seen > 3, "the data directory held the database and spool");
 }
 
 /// Every refusal is JSON with the part named, as the OpenAPI document

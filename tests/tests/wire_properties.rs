@@ -128,7 +128,12 @@ fn executor_protocol_types_survive_hostile_json() {
             max_requests: 3,
             ..Default::default()
         },
+        secrets: cronbox_protocol::Secrets([("TOKEN".to_owned(), "s3cret".to_owned())].into()),
     };
+    assert!(
+        !format!("{command:?}").contains("s3cret"),
+        "a command's Debug never shows a secret's value"
+    );
     let accepted = hostile::<RunCommand>(serde_json::to_value(&command).unwrap());
     assert!(accepted > 0, "no mutation decoded: the test lost its teeth");
     let batch = json!({ "results": [{

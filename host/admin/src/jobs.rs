@@ -255,6 +255,7 @@ pub fn validate(
         config: checked_config(&spec.config)?,
         http_allow: checked_http_allow(&spec.http_allow)?,
         http_limits: checked_http_limits(&spec.http_limits)?,
+        secrets: checked_secret_names(&spec.secrets, &spec.config)?,
     };
     Ok((row, schedule))
 }
@@ -398,6 +399,41 @@ fn checked_http_limits(limits: &HttpLimits) -> Result<HttpLimits, InvalidJob> {
         )),
         None => Ok(*limits),
     }
+}
+
+/// The names of the secrets a job references: each a secret name, once,
+/// at most [`MAX_JOB_SECRETS`](crate::secrets::MAX_JOB_SECRETS), none also
+/// a configuration key (both are read through `wasi:config/store`).
+fn checked_secret_names(
+    names: &[String],
+    config: &BTreeMap<String, String>,
+) -> Result<Vec<String>, InvalidJob> {
+    use crate::secrets::{MAX_JOB_SECRETS, is_secret_name};
+    if names.len() > MAX_JOB_SECRETS {
+        return Err(invalid(
+            "secrets",
+            format!("{} secrets; at most {MAX_JOB_SECRETS}", names.len()),
+        ));
+    }
+    let mut unique: Vec<String> = Vec::with_capacity(names.len());
+    for name in names {
+        if !is_secret_name(name) {
+            return Err(invalid(
+                "secrets",
+                format!("{name:?} is not a secret name (1 to 64 of A-Z a-z 0-9 _ - .)"),
+            ));
+        }
+        if config.contains_key(name) {
+            return Err(invalid(
+                "secrets",
+                format!("{name:?} is also a config key; a job reads both by name"),
+            ));
+        }
+        if !unique.contains(name) {
+            unique.push(name.clone());
+        }
+    }
+    Ok(unique)
 }
 
 /// A job's children as given, each once (in the order of first mention),

@@ -35,6 +35,7 @@ pub mod quotas;
 pub mod routing;
 pub mod schedule;
 pub mod scheduler;
+pub mod secrets;
 pub mod service;
 pub mod store;
 pub mod tasks;

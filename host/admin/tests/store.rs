@@ -41,6 +41,7 @@ fn job() -> JobRow {
         config: Default::default(),
         http_allow: vec!["https://api.example.com".to_owned()],
         http_limits: Default::default(),
+        secrets: Vec::new(),
     }
 }
 

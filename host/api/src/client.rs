@@ -206,6 +206,30 @@ impl Client {
         self.call(Method::PUT, &path, Some(ceiling)).await
     }
 
+    /// Sets a secret of the caller's tenant (new or replaced).
+    pub async fn set_secret(&self, name: &str, value: &str) -> Result<Secret, ClientError> {
+        let path = format!("/api/v1/secrets/{name}");
+        let body = SecretValue {
+            value: value.to_owned(),
+        };
+        self.call(Method::PUT, &path, Some(&body)).await
+    }
+
+    /// The caller's secrets (names and dates, never values).
+    pub async fn secrets(&self) -> Result<Vec<Secret>, ClientError> {
+        self.call(Method::GET, "/api/v1/secrets", None::<&()>).await
+    }
+
+    /// Deletes a secret; with `force`, even while jobs reference it.
+    pub async fn delete_secret(
+        &self,
+        name: &str,
+        force: bool,
+    ) -> Result<SecretDeleted, ClientError> {
+        let path = format!("/api/v1/secrets/{name}?force={force}");
+        self.call(Method::DELETE, &path, None::<&()>).await
+    }
+
     // Modules.
 
     /// Uploads a component: stored by digest, and with `name` the next

@@ -78,6 +78,43 @@ pub struct HttpCeiling {
     pub origins: Vec<String>,
 }
 
+/// `PUT /api/v1/secrets/{name}`: a secret's value (write-only: no route
+/// answers it).
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SecretValue {
+    /// At most 16 KiB.
+    pub value: String,
+}
+
+impl std::fmt::Debug for SecretValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SecretValue(..)")
+    }
+}
+
+/// A secret as listed: its name and dates, and the jobs that reference
+/// it; never its value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Secret {
+    pub tenant: String,
+    pub name: String,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+    /// Ids of the jobs that reference it.
+    #[serde(default)]
+    pub used_by: Vec<i64>,
+}
+
+/// The answer to `DELETE /api/v1/secrets/{name}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct SecretDeleted {
+    pub name: String,
+    /// Jobs that still reference it (a forced delete): their runs read
+    /// nothing under its name.
+    pub still_referenced_by: Vec<i64>,
+}
+
 /// A new tenant with its first token (shown once).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct TenantCreated {

@@ -89,6 +89,11 @@ pub struct JobSpec {
     /// their defaults).
     #[serde(default)]
     pub http_limits: HttpLimits,
+    /// Names of the tenant's secrets the job reads through
+    /// `wasi:config/store` (at most 32; each must exist, and must not also
+    /// be a `config` key). Their values are sent only with this job's runs.
+    #[serde(default)]
+    pub secrets: Vec<String>,
 }
 
 fn default_group() -> String {
@@ -168,6 +173,7 @@ impl JobSpec {
             config: BTreeMap::new(),
             http_allow: Vec::new(),
             http_limits: HttpLimits::default(),
+            secrets: Vec::new(),
         }
     }
 
@@ -216,6 +222,7 @@ impl From<Job> for JobSpec {
             config: job.config,
             http_allow: job.http_allow,
             http_limits: job.http_limits,
+            secrets: job.secrets,
         }
     }
 }
@@ -266,6 +273,9 @@ pub struct Job {
     /// Limits of its outbound HTTP per run.
     #[serde(default)]
     pub http_limits: HttpLimits,
+    /// Names of the secrets it references (never their values).
+    #[serde(default)]
+    pub secrets: Vec<String>,
 }
 
 /// `POST /api/v1/jobs/{id}/trigger`: a run now.
@@ -404,6 +414,7 @@ mod tests {
                 max_requests: 5,
                 ..HttpLimits::default()
             },
+            secrets: vec!["TOKEN".to_owned()],
         };
         let spec = JobSpec::from(job.clone());
         assert_eq!(

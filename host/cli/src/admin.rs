@@ -56,6 +56,12 @@ pub struct AdminArgs {
     /// that admins whose clocks disagree still fire each run once.
     #[arg(long, hide = true, default_value = "0s", allow_hyphen_values = true, value_parser = parse_offset)]
     clock_offset: i64,
+    /// File holding the key tenants' secrets are sealed under (64 hex
+    /// digits; `openssl rand -hex 32`). Keep it apart from the database:
+    /// without it secrets cannot be set or used. Every admin of a cluster
+    /// needs the same key.
+    #[arg(long, env = "CRONBOX_ADMIN_SECRETS_KEY_FILE")]
+    secrets_key_file: Option<PathBuf>,
     #[command(flatten)]
     tenant_policy: TenantPolicyArgs,
     /// Largest module upload.
@@ -150,6 +156,12 @@ pub fn main(args: AdminArgs) -> anyhow::Result<ExitCode> {
             clock: std::sync::Arc::new(cronbox_admin::clock::SystemClock::with_offset(
                 args.clock_offset,
             )),
+            secrets: match &args.secrets_key_file {
+                Some(path) => Some(std::sync::Arc::new(
+                    cronbox_admin::secrets::SecretBox::from_key_file(path)?,
+                )),
+                None => None,
+            },
             ..SchedulerConfig::default()
         })?,
         max_request_bytes: usize::try_from(args.max_module_size.as_u64()).unwrap_or(usize::MAX),

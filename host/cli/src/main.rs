@@ -60,6 +60,7 @@ enum Command {
     State(manage::StateArgs),
     Quota(manage::QuotaArgs),
     Ceiling(manage::CeilingArgs),
+    Secret(manage::SecretArgs),
     Config(ConfigArgs),
     /// Compiles the component on stdin to an artifact on stdout (the
     /// executor's compiler child process).
@@ -129,6 +130,10 @@ fn main() -> ExitCode {
         Command::Kill(args) => (manage::kill(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
         Command::State(args) => (manage::state(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
         Command::Quota(args) => (manage::quota(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
+        Command::Secret(args) => (
+            manage::secret(args).map(|()| ExitCode::SUCCESS),
+            EXIT_FAILED,
+        ),
         Command::Ceiling(args) => (
             manage::ceiling(args).map(|()| ExitCode::SUCCESS),
             EXIT_FAILED,

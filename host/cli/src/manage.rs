@@ -162,6 +162,10 @@ struct JobDefinition {
     /// Take away every HTTP grant of the job.
     #[arg(long, conflicts_with = "http_allow")]
     no_http: bool,
+    /// A secret of your tenant the job reads (repeatable, replacing the
+    /// job's list); `cronbox secret set NAME` first.
+    #[arg(long = "secret", value_name = "NAME")]
+    secrets: Vec<String>,
 }
 
 impl JobDefinition {
@@ -211,6 +215,9 @@ impl JobDefinition {
         }
         if !self.http_allow.is_empty() || self.no_http {
             set("http_allow", self.http_allow.clone().into());
+        }
+        if !self.secrets.is_empty() {
+            set("secrets", self.secrets.clone().into());
         }
         Ok(job)
     }
@@ -348,6 +355,104 @@ pub struct StateArgs {
     #[command(flatten)]
     connection: Connection,
     job: JobId,
+}
+
+/// Set, list and delete your tenant's secrets (values are write-only).
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  printf %s \"$SLACK_TOKEN\" | cronbox secret set SLACK_TOKEN\n  \
+                        cronbox secret set DB_PASSWORD --file ./db-password\n  cronbox secret list\n  \
+                        cronbox secret delete SLACK_TOKEN [--force]\n\nA job reads a secret it references \
+                        (\"secrets\": [\"SLACK_TOKEN\"] in its definition, or --secret on job \
+                        create|update) with ctx.secret(\"SLACK_TOKEN\")."
+)]
+pub struct SecretArgs {
+    #[command(flatten)]
+    connection: Connection,
+    #[command(subcommand)]
+    command: SecretCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum SecretCommand {
+    /// Set a secret from stdin (or --file), replacing any value it had;
+    /// runs dispatched from now on read the new value.
+    Set {
+        name: String,
+        /// Read the value from this file instead of stdin (taken as is,
+        /// with no trailing newline removed).
+        #[arg(long)]
+        file: Option<PathBuf>,
+    },
+    /// Names, dates and the jobs referencing each; never values.
+    List,
+    /// Delete a secret (refused while a job references it).
+    Delete {
+        name: String,
+        /// Delete even while jobs reference it.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+pub fn secret(args: SecretArgs) -> anyhow::Result<()> {
+    let (client, json, runtime) = args.connection.open()?;
+    runtime.block_on(async move {
+        match args.command {
+            SecretCommand::Set { name, file } => {
+                let value = match &file {
+                    Some(path) => std::fs::read_to_string(path)
+                        .with_context(|| format!("cannot read {}", path.display()))?,
+                    None => {
+                        let mut value = String::new();
+                        std::io::Read::read_to_string(&mut std::io::stdin(), &mut value)
+                            .context("cannot read the secret from stdin")?;
+                        value
+                    }
+                };
+                let secret = client.set_secret(&name, &value).await?;
+                show(json, &secret, |secret| {
+                    outln!("secret {} set ({} bytes)", secret.name, value.len());
+                })
+            }
+            SecretCommand::List => {
+                let secrets = client.secrets().await?;
+                show(json, &secrets, |secrets| {
+                    for secret in secrets {
+                        let used: Vec<String> = secret.used_by.iter().map(i64::to_string).collect();
+                        outln!(
+                            "{:<10} {:<32} updated {}  jobs: {}",
+                            secret.tenant,
+                            secret.name,
+                            time(Some(secret.updated_at_ms)),
+                            if used.is_empty() {
+                                "-".to_owned()
+                            } else {
+                                used.join(", ")
+                            }
+                        );
+                    }
+                })
+            }
+            SecretCommand::Delete { name, force } => {
+                let deleted = client.delete_secret(&name, force).await?;
+                show(json, &deleted, |deleted| {
+                    outln!("secret {} deleted", deleted.name);
+                    if !deleted.still_referenced_by.is_empty() {
+                        let ids: Vec<String> = deleted
+                            .still_referenced_by
+                            .iter()
+                            .map(i64::to_string)
+                            .collect();
+                        outln!(
+                            "still referenced by job(s) {}: they read nothing under it",
+                            ids.join(", ")
+                        );
+                    }
+                })
+            }
+        }
+    })
 }
 
 /// Show or set the origins a tenant's jobs may be granted for HTTP.

@@ -58,6 +58,10 @@ pub struct RunArgs {
     /// (repeatable).
     #[arg(long = "job-config", value_name = "KEY=VALUE", value_parser = parse_key_value)]
     job_config: Vec<(String, String)>,
+    /// A secret the job reads through wasi:config/store, as NAME=VALUE
+    /// (repeatable); masked in the log and outcome like an executor's.
+    #[arg(long = "secret", value_name = "NAME=VALUE", value_parser = parse_key_value)]
+    secrets: Vec<(String, String)>,
     /// An origin the job may call over HTTP (`https://api.example.com`,
     /// `https://*.example.com`; repeatable). None: no network.
     #[arg(long = "http-allow", value_name = "ORIGIN")]
@@ -206,6 +210,7 @@ async fn run_once(
         config: args.job_config.iter().cloned().collect(),
         http_allow: args.http_allow.clone().into(),
         http_limits: Default::default(),
+        secrets: args.secrets.iter().cloned().collect(),
     };
     let mut worker = JobWorker::new(&runtime, module, InstanceMode::FreshPerRun);
     Ok(Ok(worker.run(request, &RunHandle::new()).await))

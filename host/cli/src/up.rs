@@ -115,7 +115,15 @@ pub fn main(args: UpArgs) -> anyhow::Result<ExitCode> {
             database: Database::Sqlite(args.data_dir.join("admin")),
             api_token: api_token.clone(),
             executor_token: executor_token.clone(),
-            scheduler: args.tenant_policy.apply(SchedulerConfig::default())?,
+            scheduler: args.tenant_policy.apply(SchedulerConfig {
+                // Kept beside the database, not in it.
+                secrets: Some(std::sync::Arc::new(
+                    cronbox_admin::secrets::SecretBox::generate_key_file(
+                        &args.data_dir.join("secrets.key"),
+                    )?,
+                )),
+                ..SchedulerConfig::default()
+            })?,
             max_request_bytes: 64 << 20,
         })
         .await?;
@@ -221,6 +229,10 @@ fn print_welcome(
     outln!("  executor    {executor}");
     outln!("  data        {}", data_dir.display());
     outln!("  API token   {token_source}");
+    outln!(
+        "  secrets key {} (secrets are sealed under it)",
+        data_dir.join("secrets.key").display()
+    );
     if !demos.is_empty() {
         outln!("  demo jobs");
         for (id, demo) in demos {

@@ -19,6 +19,7 @@ pub const JOBS: &[&str] = &[
     "sleeper",
     "config-echo",
     "http-fetch",
+    "notify",
 ];
 
 /// Components that cronbox must refuse (see `example-jobs/fixtures/`).

@@ -864,6 +864,7 @@ async fn run_one(shared: Arc<Shared>, mut worker: JobWorker, pending: Pending) -
             .unwrap_or_default()
             .into(),
         http_limits: command.http_limits,
+        secrets: command.secrets.0.clone(),
     };
     // The tenant's share first: waiting for it counts against the run's
     // timeout and ends on a kill, like waiting for a slot.

@@ -176,6 +176,29 @@ pub struct RunCommand {
     /// The limits of its outbound HTTP.
     #[serde(default, skip_serializing_if = "HttpLimits::is_default")]
     pub http_limits: HttpLimits,
+    /// The values of the secrets the job references, by name, for
+    /// `wasi:config/store`. Never logged, never written to disk.
+    #[serde(default, skip_serializing_if = "Secrets::is_empty")]
+    pub secrets: Secrets,
+}
+
+/// Secret values by name. Its `Debug` shows names only, so that no log of
+/// a command prints a value.
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Secrets(pub BTreeMap<String, String>);
+
+impl Secrets {
+    /// Whether there is none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl std::fmt::Debug for Secrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.0.keys()).finish()
+    }
 }
 
 fn one() -> u32 {
@@ -203,6 +226,7 @@ impl RunCommand {
             config: BTreeMap::new(),
             http_allow: Vec::new(),
             http_limits: HttpLimits::default(),
+            secrets: Secrets::default(),
         }
     }
 }
@@ -422,6 +446,12 @@ pub enum ErrorCode {
     /// A tenant's quota would be exceeded; the message names the quota
     /// and its limit, `field` the quota.
     QuotaExceeded,
+    /// No such secret (of the caller's tenant).
+    UnknownSecret,
+    /// The secret is referenced by jobs (delete with `force=true`).
+    SecretInUse,
+    /// The admin has no secrets key, so no secret can be set or used.
+    SecretsDisabled,
     /// An unexpected error on the server (its detail is logged there, not sent).
     Internal,
 }
@@ -460,6 +490,9 @@ impl ErrorCode {
         ErrorCode::NotReady,
         ErrorCode::ShuttingDown,
         ErrorCode::QuotaExceeded,
+        ErrorCode::UnknownSecret,
+        ErrorCode::SecretInUse,
+        ErrorCode::SecretsDisabled,
         ErrorCode::Internal,
     ];
 
@@ -497,6 +530,9 @@ impl ErrorCode {
             ErrorCode::NotReady => "not_ready",
             ErrorCode::ShuttingDown => "shutting_down",
             ErrorCode::QuotaExceeded => "quota_exceeded",
+            ErrorCode::UnknownSecret => "unknown_secret",
+            ErrorCode::SecretInUse => "secret_in_use",
+            ErrorCode::SecretsDisabled => "secrets_disabled",
             ErrorCode::Internal => "internal",
         }
     }

@@ -46,6 +46,44 @@ struct LogInner {
     partial_stdout: Vec<u8>,
     partial_stderr: Vec<u8>,
     finished: bool,
+    /// Secret values to mask in every line, longest first.
+    masks: Vec<String>,
+}
+
+/// What a secret's value becomes in the log.
+pub const MASK: &str = "********";
+
+/// `text` with every occurrence of each of `masks` (longest first)
+/// replaced by [`MASK`].
+pub(crate) fn mask(text: &str, masks: &[String]) -> String {
+    let mut text = text.to_owned();
+    for secret in masks {
+        if text.contains(secret.as_str()) {
+            text = text.replace(secret.as_str(), MASK);
+        }
+    }
+    text
+}
+
+/// `bytes` with every occurrence of each of `masks` replaced by [`MASK`].
+fn mask_bytes(bytes: &[u8], masks: &[String]) -> Vec<u8> {
+    let mut out = bytes.to_vec();
+    for secret in masks {
+        let needle = secret.as_bytes();
+        let mut masked = Vec::with_capacity(out.len());
+        let mut at = 0;
+        while at < out.len() {
+            if out[at..].starts_with(needle) {
+                masked.extend_from_slice(MASK.as_bytes());
+                at += needle.len();
+            } else {
+                masked.push(out[at]);
+                at += 1;
+            }
+        }
+        out = masked;
+    }
+    out
 }
 
 /// A page of log lines read from an offset.
@@ -88,6 +126,22 @@ impl RunLog {
 
     pub(crate) fn set_cap(&self, cap_bytes: usize) {
         self.lock().cap_bytes = cap_bytes;
+    }
+
+    /// The values this log masks.
+    pub(crate) fn masks(&self) -> Vec<String> {
+        self.lock().masks.clone()
+    }
+
+    /// Masks these values (the run's secrets) in every line from now on.
+    pub(crate) fn set_masks(&self, secrets: impl IntoIterator<Item = String>) {
+        let mut masks: Vec<String> = secrets
+            .into_iter()
+            .filter(|secret| !secret.is_empty())
+            .collect();
+        masks.sort_by_key(|secret| std::cmp::Reverse(secret.len()));
+        masks.dedup();
+        self.lock().masks = masks;
     }
 
     /// Appends a `context.log` line.
@@ -150,6 +204,11 @@ impl RunLog {
 
 impl LogInner {
     fn push(&mut self, source: LogSource, text: String) {
+        let text = if self.masks.is_empty() {
+            text
+        } else {
+            mask(&text, &self.masks)
+        };
         let charge = text.len() + LINE_OVERHEAD;
         if self.charged_bytes + charge > self.cap_bytes || self.lines.len() >= MAX_LINES {
             self.dropped_lines += 1;
@@ -202,8 +261,34 @@ impl LogInner {
         let partial = self.partial(source);
         partial.extend_from_slice(bytes);
         if partial.len() >= MAX_LINE_BYTES {
-            self.flush_partial(source);
+            self.split_partial(source);
         }
+    }
+
+    /// Pushes a partial line that grew past [`MAX_LINE_BYTES`]. With
+    /// secrets to mask, the partial is masked first and its last bytes —
+    /// too few to hold a whole secret, perhaps the start of one — stay
+    /// for the next write, so that no secret is cut in two unmasked.
+    fn split_partial(&mut self, source: LogSource) {
+        let keep = self
+            .masks
+            .iter()
+            .map(|secret| secret.len().saturating_sub(1))
+            .max()
+            .unwrap_or(0);
+        if keep == 0 {
+            self.flush_partial(source);
+            return;
+        }
+        let masks = std::mem::take(&mut self.masks);
+        let masked = mask_bytes(self.partial(source), &masks);
+        self.masks = masks;
+        let split = masked.len().saturating_sub(keep);
+        *self.partial(source) = masked[split..].to_vec();
+        self.push(
+            source,
+            String::from_utf8_lossy(&masked[..split]).into_owned(),
+        );
     }
 
     fn flush_partial(&mut self, source: LogSource) {
@@ -312,6 +397,39 @@ impl tokio::io::AsyncWrite for GuestOutput {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn secrets_are_masked_in_lines_and_across_split_writes() {
+        let log = RunLog::with_cap(1 << 20);
+        log.set_masks([
+            "hunter2".to_owned(),
+            "hunter2-long".to_owned(),
+            String::new(),
+        ]);
+        log.write_stream(LogSource::Stdout, b"token=hunt");
+        log.write_stream(LogSource::Stdout, b"er2 and hunter2-long\n");
+        log.guest(LogLevel::Info, "guest says hunter2".into());
+        // A line split at the length limit with a secret across the cut.
+        let mut long = vec![b'x'; MAX_LINE_BYTES - 3];
+        long.extend_from_slice(b"hunter2\n");
+        log.write_stream(LogSource::Stderr, &long[..MAX_LINE_BYTES]);
+        log.write_stream(LogSource::Stderr, &long[MAX_LINE_BYTES..]);
+        log.finish();
+        let lines = log.lines();
+        assert_eq!(lines[0].text, "token=******** and ********");
+        assert_eq!(lines[1].text, "guest says ********");
+        let stderr: String = lines[2..].iter().map(|line| line.text.as_str()).collect();
+        assert!(
+            !stderr.contains("hunter"),
+            "{}",
+            &stderr[stderr.len() - 40..]
+        );
+        assert!(
+            stderr.ends_with("x********"),
+            "{}",
+            &stderr[stderr.len() - 40..]
+        );
+    }
 
     #[test]
     fn splits_lines_across_writes_and_sources() {

@@ -32,6 +32,10 @@ pub struct RunRequest {
     /// The limits of its outbound HTTP (each lowered to the runtime's
     /// maximum).
     pub http_limits: HttpLimits,
+    /// The job's secrets by name, read by the guest through
+    /// `wasi:config/store` like its configuration; every value is masked
+    /// in the run's log and outcome message.
+    pub secrets: BTreeMap<String, String>,
 }
 
 impl RunRequest {
@@ -44,6 +48,7 @@ impl RunRequest {
             config: BTreeMap::new(),
             http_allow: Arc::new([]),
             http_limits: HttpLimits::default(),
+            secrets: BTreeMap::new(),
         }
     }
 }

@@ -144,6 +144,8 @@ impl JobWorker {
         limits.memory_bytes = limits.memory_bytes.min(config.memory_ceiling_bytes);
         let deadline = started + limits.timeout.saturating_sub(waited);
         handle.log().set_cap(limits.log_bytes);
+        let secrets: Vec<String> = request.secrets.values().cloned().collect();
+        handle.log().set_masks(secrets.iter().cloned());
 
         let mut report = RunReport::unstarted(Outcome::Killed, self.module.digest());
 
@@ -152,7 +154,9 @@ impl JobWorker {
             handle: handle.clone(),
             deadline,
             state: StateView::new(request.state, config.state_limits),
-            config: request.config.into_iter().collect(),
+            // Secrets after configuration: a name in both (refused when a
+            // job is saved) reads the secret.
+            config: request.config.into_iter().chain(request.secrets).collect(),
             http: HttpGate::new(
                 request.http_allow,
                 request.http_limits.min(&config.http_max),
@@ -177,6 +181,9 @@ impl JobWorker {
         if !report.outcome.is_success() {
             report.state_changes.clear();
             report.state_reads.clear();
+        }
+        if !secrets.is_empty() {
+            mask_outcome(&mut report.outcome, &secrets);
         }
         handle.log().finish();
         report.log = handle.log().lines();
@@ -483,6 +490,20 @@ async fn destroy(mut instance: LiveInstance, handle: RunHandle, timeout: Duratio
     }
 }
 
+/// Masks the run's secrets in its outcome's message.
+fn mask_outcome(outcome: &mut Outcome, secrets: &[String]) {
+    let mut masks = secrets.to_vec();
+    masks.sort_by_key(|secret| std::cmp::Reverse(secret.len()));
+    masks.retain(|secret| !secret.is_empty());
+    match outcome {
+        Outcome::Success { message }
+        | Outcome::Failed { message }
+        | Outcome::Trap { message }
+        | Outcome::Rejected { reason: message } => *message = crate::log::mask(message, &masks),
+        _ => {}
+    }
+}
+
 /// The guest's panic message, from the stderr lines Rust's panic hook wrote
 /// (`panicked at file:line:col:` then the message).
 fn panic_message(lines: &[LogLine]) -> Option<String> {
@@ -511,6 +532,8 @@ impl HostState {
     fn begin_destroy(&mut self, handle: RunHandle, deadline: Instant) {
         let trigger: Trigger = self.run.trigger.clone();
         let limits = self.run.state_limits();
+        // The last run's secrets stay readable, so they stay masked.
+        handle.log().set_masks(self.run.handle.log().masks());
         let scope = RunScope {
             http: HttpGate::closed(handle.clone(), self.run.http.stats()),
             trigger,

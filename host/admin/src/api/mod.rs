@@ -40,6 +40,7 @@ mod groups;
 mod jobs;
 mod modules;
 mod runs;
+mod secrets;
 mod tenants;
 
 use executors::*;
@@ -50,6 +51,7 @@ use runs::*;
 
 pub(crate) use jobs::MAX_NEXT_FIRES;
 pub(crate) use runs::MAX_LOG_PAGE;
+use secrets::*;
 use tenants::*;
 
 pub(crate) struct AdminState {
@@ -161,6 +163,9 @@ fn user_routes(max_module_bytes: usize) -> Routes {
         .delete("/api/v1/tenants/{name}/tokens/{id}", revoke_token)
         .get("/api/v1/tenants/{name}/quotas", get_quotas)
         .put("/api/v1/tenants/{name}/quotas", put_quotas)
+        .get("/api/v1/secrets", list_secrets)
+        .put("/api/v1/secrets/{name}", put_secret)
+        .delete("/api/v1/secrets/{name}", delete_secret)
         .get("/api/v1/tenants/{name}/http-ceiling", get_http_ceiling)
         .put("/api/v1/tenants/{name}/http-ceiling", put_http_ceiling)
         .get("/api/v1/groups", list_groups)
@@ -275,6 +280,21 @@ impl From<ServiceError> for Failure {
                     None => failure,
                 }
             }
+            unknown @ ServiceError::UnknownSecret(_) => Failure::new(
+                StatusCode::NOT_FOUND,
+                ErrorCode::UnknownSecret,
+                unknown.to_string(),
+            ),
+            in_use @ ServiceError::SecretInUse { .. } => Failure::new(
+                StatusCode::CONFLICT,
+                ErrorCode::SecretInUse,
+                in_use.to_string(),
+            ),
+            disabled @ ServiceError::SecretsDisabled => Failure::new(
+                StatusCode::CONFLICT,
+                ErrorCode::SecretsDisabled,
+                disabled.to_string(),
+            ),
             unknown @ ServiceError::UnknownModule(_) => Failure::new(
                 StatusCode::NOT_FOUND,
                 ErrorCode::UnknownModule,

@@ -35,6 +35,9 @@ fn schemas() -> Value {
     collect::<cronbox_api::QuotaSettings>(&mut all);
     collect::<cronbox_api::HttpCeiling>(&mut all);
     collect::<cronbox_api::HttpLimits>(&mut all);
+    collect::<cronbox_api::SecretValue>(&mut all);
+    collect::<cronbox_api::Secret>(&mut all);
+    collect::<cronbox_api::SecretDeleted>(&mut all);
     // Stored rows, as answered.
     collect::<crate::store::JobRow>(&mut all);
     collect::<crate::store::RunRow>(&mut all);

@@ -278,6 +278,40 @@ pub(super) fn operations() -> Vec<Operation> {
         ),
         op(
             "get",
+            "/api/v1/secrets",
+            "secrets",
+            "The caller's secrets (every tenant's for the operator): names, dates and the jobs referencing each; never values",
+            None,
+            "200",
+            array_of(schema("Secret")),
+        ),
+        op(
+            "put",
+            "/api/v1/secrets/{name}",
+            "secrets",
+            "Set a secret of the caller's tenant, new or replaced (write-only: no route answers its value)",
+            Some(schema("SecretValue")),
+            "200",
+            schema("Secret"),
+        ),
+        Operation {
+            query: vec![(
+                "force",
+                json!({ "type": "boolean" }),
+                "Delete even while jobs reference it (their runs then read nothing under its name)",
+            )],
+            ..op(
+                "delete",
+                "/api/v1/secrets/{name}",
+                "secrets",
+                "Delete a secret (409 while jobs reference it, unless force=true)",
+                None,
+                "200",
+                schema("SecretDeleted"),
+            )
+        },
+        op(
+            "get",
             "/api/v1/tenants/{name}/http-ceiling",
             "tenants",
             "The origins a tenant's jobs may be granted (the operator, or the tenant itself)",

@@ -402,6 +402,33 @@ impl Scheduler {
             .collect())
     }
 
+    /// The values of the secrets the job references, opened now (so that
+    /// a rotation takes effect from the next dispatch). A secret deleted
+    /// meanwhile is left out; one that does not open under this admin's
+    /// key is left out and reported to the operator's log, never to the
+    /// tenant.
+    async fn secret_values(&self, job: &JobRow) -> Result<cronbox_protocol::Secrets, StoreError> {
+        let mut values = std::collections::BTreeMap::new();
+        if job.secrets.is_empty() {
+            return Ok(cronbox_protocol::Secrets(values));
+        }
+        let Some(keys) = &self.config.secrets else {
+            tracing::warn!(job = %job.id, "the job references secrets but the admin has no secrets key");
+            return Ok(cronbox_protocol::Secrets(values));
+        };
+        for (name, sealed) in self.store.sealed_secrets(&job.tenant, &job.secrets).await? {
+            match keys.open(&job.tenant, &name, &sealed) {
+                Ok(value) => {
+                    values.insert(name, value);
+                }
+                Err(error) => {
+                    tracing::warn!(job = %job.id, %error, "a secret was left out of a run")
+                }
+            }
+        }
+        Ok(cronbox_protocol::Secrets(values))
+    }
+
     pub(super) async fn send(
         self: &Arc<Self>,
         job: &JobRow,
@@ -453,6 +480,7 @@ impl Scheduler {
             ),
             config: job.config.clone(),
             http_allow: self.grants_within_ceiling(job).await?,
+            secrets: self.secret_values(job).await?,
             http_limits: job.http_limits,
         };
         let response = self

@@ -85,6 +85,9 @@ pub struct SchedulerConfig {
     pub job_maxima: crate::jobs::JobMaxima,
     /// Each tenant's quotas unless the operator set its own.
     pub quota_defaults: crate::quotas::QuotaDefaults,
+    /// The key tenants' secrets are sealed under; none: secrets cannot be
+    /// set, and a job referencing one cannot be saved.
+    pub secrets: Option<Arc<crate::secrets::SecretBox>>,
 }
 
 impl Default for SchedulerConfig {
@@ -103,6 +106,7 @@ impl Default for SchedulerConfig {
             alarm_nets: cronbox_net_policy::NetPolicy::public_only(),
             job_maxima: crate::jobs::JobMaxima::default(),
             quota_defaults: crate::quotas::QuotaDefaults::default(),
+            secrets: None,
         }
     }
 }

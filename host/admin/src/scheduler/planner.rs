@@ -144,6 +144,7 @@ mod tests {
             config: Default::default(),
             http_allow: Vec::new(),
             http_limits: Default::default(),
+            secrets: Vec::new(),
         }
     }
 

@@ -24,6 +24,8 @@ pub async fn create(
     let store = scheduler.store();
     known_group(store, &row.group_name).await?;
     super::tenants::check_within_ceiling(store, tenant, &row.http_allow).await?;
+    super::secrets::check_references(store, config.secrets.as_deref(), tenant, &row.secrets)
+        .await?;
     resolve_module(store, &mut row).await?;
     let quotas = scheduler.quotas();
     let now = scheduler.now();
@@ -71,6 +73,13 @@ pub async fn update(
     let store = scheduler.store();
     known_group(store, &row.group_name).await?;
     super::tenants::check_within_ceiling(store, &current.tenant, &row.http_allow).await?;
+    super::secrets::check_references(
+        store,
+        config.secrets.as_deref(),
+        &current.tenant,
+        &row.secrets,
+    )
+    .await?;
     resolve_module(store, &mut row).await?;
     scheduler
         .quotas()

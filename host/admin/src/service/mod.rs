@@ -8,6 +8,7 @@
 pub mod groups;
 pub mod jobs;
 pub mod modules;
+pub mod secrets;
 pub mod tenants;
 
 use crate::model::JobId;
@@ -69,6 +70,20 @@ pub enum ServiceError {
     /// A state edit refused (its sizes).
     #[error("{0}")]
     InvalidState(String),
+    /// No secret of that name (of the caller's tenant).
+    #[error("no secret {0:?}")]
+    UnknownSecret(String),
+    /// A secret jobs still reference.
+    #[error(
+        "secret {name:?} is referenced by job(s) {jobs}; remove it from them, or delete with force"
+    )]
+    SecretInUse { name: String, jobs: String },
+    /// No key to seal secrets under.
+    #[error(
+        "this admin has no secrets key, so secrets cannot be set or used: start it with \
+         --secrets-key-file (cronbox up makes one in its data directory)"
+    )]
+    SecretsDisabled,
     /// The tenant is past one of its quotas.
     #[error(transparent)]
     QuotaExceeded(#[from] crate::quotas::QuotaExceeded),

@@ -29,6 +29,7 @@ mod modules;
 mod quotas;
 mod registry;
 mod runs;
+mod secrets;
 mod tenants;
 
 pub use modules::{ModuleVersion, VersionPush};

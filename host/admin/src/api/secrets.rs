@@ -1,0 +1,87 @@
+//! Tenants' secrets: write-only values, listed by name and dates. The
+//! caller acts on its own tenant's secrets (the operator on `default`'s);
+//! the operator lists every tenant's names.
+
+use super::*;
+
+/// Sets a secret's value, new or replaced; answers its name and dates
+/// (equal when it is new), never its value.
+pub(super) async fn put_secret(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path(name): Path<String>,
+    ApiJson(body): ApiJson<cronbox_api::SecretValue>,
+) -> Result<impl IntoResponse, Failure> {
+    let store = state.scheduler.store();
+    service::secrets::set(
+        store,
+        state.scheduler.config().secrets.as_deref(),
+        &caller.tenant,
+        &name,
+        &body.value,
+        state.scheduler.now_ms(),
+    )
+    .await?;
+    let secret = listed(&state, Some(&caller.tenant))
+        .await?
+        .into_iter()
+        .find(|secret| secret.name == name)
+        .ok_or_else(|| Failure::from(ServiceError::UnknownSecret(name)))?;
+    Ok(Json(secret))
+}
+
+/// The caller's secrets (every tenant's for the operator): names, dates
+/// and the jobs referencing each.
+pub(super) async fn list_secrets(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+) -> Result<impl IntoResponse, Failure> {
+    let tenant = caller.only_tenant();
+    Ok(Json(listed(&state, tenant.as_deref()).await?))
+}
+
+async fn listed(
+    state: &AdminState,
+    tenant: Option<&str>,
+) -> Result<Vec<cronbox_api::Secret>, Failure> {
+    let store = state.scheduler.store();
+    let mut secrets = Vec::new();
+    for (tenant, name, created_at_ms, updated_at_ms) in store.secrets(tenant).await? {
+        let used_by = store.jobs_referencing_secret(&tenant, &name).await?;
+        secrets.push(cronbox_api::Secret {
+            tenant,
+            name,
+            created_at_ms,
+            updated_at_ms,
+            used_by,
+        });
+    }
+    Ok(secrets)
+}
+
+/// Deletes a secret; refused (409) while jobs reference it, unless
+/// `force=true`.
+pub(super) async fn delete_secret(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path(name): Path<String>,
+    Query(params): Query<std::collections::HashMap<String, String>>,
+) -> Result<impl IntoResponse, Failure> {
+    let query = ListQuery::new(params, &["force"])?;
+    let force = match query.text("force").as_deref() {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(other) => {
+            return Err(ListQuery::invalid(
+                "force",
+                format!("force must be true or false, got {other:?}"),
+            ));
+        }
+    };
+    let still_referenced_by =
+        service::secrets::delete(state.scheduler.store(), &caller.tenant, &name, force).await?;
+    Ok(Json(cronbox_api::SecretDeleted {
+        name,
+        still_referenced_by,
+    }))
+}
