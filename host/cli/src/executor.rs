@@ -63,6 +63,13 @@ pub struct ExecutorArgs {
     /// a job's grants say.
     #[arg(long, env = "CRONBOX_EXECUTOR_HTTP_ALLOW_NETS", default_value = "")]
     http_allow_nets: cronbox_net_policy::NetPolicy,
+    /// The operator's maximum for a run's HTTP limits, `NAME=VALUE`
+    /// (repeatable): a job asking for more gets this. Names:
+    /// max_requests, max_concurrent, max_bytes_sent (a size, 8MiB),
+    /// max_bytes_received, connect_timeout_ms (a duration, 10s),
+    /// first_byte_timeout_ms.
+    #[arg(long = "http-limit-max", env = "CRONBOX_EXECUTOR_HTTP_LIMIT_MAX", value_delimiter = ',', value_parser = parse_http_limit)]
+    http_limit_max: Vec<(String, u64)>,
     /// Instances (warm or running) alive at once; more wait for a slot.
     #[arg(long, env = "CRONBOX_EXECUTOR_MAX_INSTANCES", default_value_t = 64)]
     max_instances: u32,
@@ -134,6 +141,13 @@ pub fn main(args: ExecutorArgs) -> anyhow::Result<ExitCode> {
         memory_budget_bytes: args.memory_budget.map(|budget| budget.as_u64()),
         compiler: args.compiler.compiler()?,
         http_nets: args.http_allow_nets.clone(),
+        http_max: {
+            let mut max = cronbox_protocol::HttpLimits::MAX;
+            for (name, value) in &args.http_limit_max {
+                max.set_field(name, *value);
+            }
+            max
+        },
         ..RuntimeConfig::default()
     };
     let threads = tokio::runtime::Builder::new_multi_thread()
@@ -152,4 +166,67 @@ pub fn main(args: ExecutorArgs) -> anyhow::Result<ExitCode> {
         executor.shutdown().await;
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// `NAME=VALUE` for one of a run's HTTP limits: a number; a size
+/// (`64MiB`) for the byte limits; a duration (`10s`) for the timeouts.
+fn parse_http_limit(text: &str) -> Result<(String, u64), String> {
+    let (name, value) = text
+        .split_once('=')
+        .ok_or_else(|| format!("expected NAME=VALUE, got {text:?}"))?;
+    let name = name.trim();
+    let value = value.trim();
+    let parsed = if let Ok(number) = value.parse::<u64>() {
+        Some(number)
+    } else if name.contains("bytes") {
+        value
+            .parse::<bytesize::ByteSize>()
+            .ok()
+            .map(|size| size.as_u64())
+    } else if name.ends_with("_ms") {
+        humantime::parse_duration(value)
+            .ok()
+            .map(|duration| u64::try_from(duration.as_millis()).unwrap_or(u64::MAX))
+    } else {
+        None
+    };
+    let value =
+        parsed.ok_or_else(|| format!("{name}: {value:?} is not a number, size or duration"))?;
+    let mut probe = cronbox_protocol::HttpLimits::default();
+    if !probe.set_field(name, value) || value == 0 {
+        return Err(format!(
+            "{name}={value}: the names are max_requests, max_concurrent, max_bytes_sent, \
+             max_bytes_received, connect_timeout_ms, first_byte_timeout_ms, each above 0"
+        ));
+    }
+    Ok((name.to_owned(), value))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn http_limit_maxima_read_numbers_sizes_and_durations() {
+        assert_eq!(
+            parse_http_limit("max_requests=50"),
+            Ok(("max_requests".to_owned(), 50))
+        );
+        assert_eq!(
+            parse_http_limit("max_bytes_received=1MiB"),
+            Ok(("max_bytes_received".to_owned(), 1 << 20))
+        );
+        assert_eq!(
+            parse_http_limit("connect_timeout_ms=2s"),
+            Ok(("connect_timeout_ms".to_owned(), 2_000))
+        );
+        for bad in [
+            "max_requests",
+            "max_request=5",
+            "max_requests=0",
+            "max_requests=lots",
+        ] {
+            assert!(parse_http_limit(bad).is_err(), "{bad}");
+        }
+    }
 }

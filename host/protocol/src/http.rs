@@ -72,6 +72,33 @@ impl HttpLimits {
             .map(|((name, value), (_, max))| (name, value, max))
     }
 
+    /// Sets the field `name` to `value`; false when there is no such
+    /// field or the value does not fit it.
+    pub fn set_field(&mut self, name: &str, value: u64) -> bool {
+        let narrow = |value: u64| u32::try_from(value).ok();
+        match name {
+            "max_requests" => narrow(value).map(|v| self.max_requests = v).is_some(),
+            "max_concurrent" => narrow(value).map(|v| self.max_concurrent = v).is_some(),
+            "max_bytes_sent" => {
+                self.max_bytes_sent = value;
+                true
+            }
+            "max_bytes_received" => {
+                self.max_bytes_received = value;
+                true
+            }
+            "connect_timeout_ms" => {
+                self.connect_timeout_ms = value;
+                true
+            }
+            "first_byte_timeout_ms" => {
+                self.first_byte_timeout_ms = value;
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Each field the smaller of the two.
     pub fn min(&self, other: &HttpLimits) -> HttpLimits {
         HttpLimits {
@@ -122,6 +149,22 @@ mod tests {
             lower.min(&HttpLimits::default()).max_bytes_sent,
             HttpLimits::default().max_bytes_sent
         );
+    }
+
+    #[test]
+    fn every_field_can_be_set_by_name() {
+        let mut limits = HttpLimits::default();
+        for (index, (name, _)) in HttpLimits::default().fields().into_iter().enumerate() {
+            assert!(limits.set_field(name, index as u64 + 1), "{name}");
+        }
+        let values: Vec<u64> = limits
+            .fields()
+            .into_iter()
+            .map(|(_, value)| value)
+            .collect();
+        assert_eq!(values, [1, 2, 3, 4, 5, 6]);
+        assert!(!limits.set_field("max_request", 1));
+        assert!(!limits.set_field("max_requests", u64::MAX));
     }
 
     #[test]

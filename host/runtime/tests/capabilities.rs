@@ -390,3 +390,37 @@ async fn a_sockets_import_loads_and_can_open_no_socket() {
         std::io::ErrorKind::WouldBlock
     );
 }
+
+#[tokio::test]
+async fn the_operators_maximum_lowers_a_jobs_limits() {
+    let origin = TestOrigin::start().await;
+    let runtime = Runtime::new(RuntimeConfig {
+        http_nets: "127.0.0.1/32".parse().expect("networks"),
+        http_max: HttpLimits {
+            max_requests: 1,
+            ..HttpLimits::MAX
+        },
+        ..RuntimeConfig::default()
+    })
+    .expect("runtime");
+    let mut probe_job = worker(&runtime, "http-probe").await;
+    let twice = [
+        format!("GET {}", origin.url("/bytes/1")),
+        format!("GET {}", origin.url("/bytes/1")),
+    ];
+    let report = probe_job
+        .run(
+            probe(&twice, &[&origin.origin()], HttpLimits::default()),
+            &RunHandle::new(),
+        )
+        .await;
+    assert!(
+        message(&report).starts_with("200 1 | error: the request was denied"),
+        "{report:?}"
+    );
+    assert!(
+        host_lines(&report)[1].ends_with("the run's limit of 1 requests is reached"),
+        "{:?}",
+        host_lines(&report)
+    );
+}
