@@ -27,6 +27,14 @@ wasmtime::component::bindgen!({
 
 use cronbox::job::context as wit;
 
+/// Most host resources (streams, pollables, HTTP requests, fields, ...)
+/// one instance holds at once; past it, creating one more traps.
+pub(crate) const MAX_RESOURCES: usize = 4096;
+
+/// Most bytes of one set of HTTP headers or trailers a guest builds (as
+/// the host holds them).
+pub(crate) const MAX_FIELDS_BYTES: usize = 16 << 10;
+
 /// The data of one store: one instance of a job.
 pub(crate) struct HostState {
     wasi: WasiCtx,
@@ -65,10 +73,14 @@ impl HostState {
             .wall_clock(crate::clocks::CoarseWallClock)
             .monotonic_clock(crate::clocks::CoarseMonotonicClock::new())
             .build();
+        let mut http = WasiHttpCtx::new();
+        http.set_field_size_limit(MAX_FIELDS_BYTES);
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(MAX_RESOURCES);
         HostState {
             wasi,
-            http: WasiHttpCtx::new(),
-            table: ResourceTable::new(),
+            http,
+            table,
             limiter: JobLimiter::new(limits),
             log_sink,
             run,

@@ -155,7 +155,16 @@ type SendFuture = Box<
         > + Send,
 >;
 
+/// Most bytes of a request body the host buffers per write: with the
+/// resource table's bound, what a guest holding many unsent requests can
+/// make the host keep stays small (4096 × 16 KiB).
+const OUTGOING_CHUNK_BYTES: usize = 16 << 10;
+
 impl WasiHttpHooks for HttpGate {
+    fn p2_outgoing_body_chunk_size(&mut self) -> usize {
+        OUTGOING_CHUNK_BYTES
+    }
+
     fn send_request(
         &mut self,
         request: http::Request<WasiBody>,

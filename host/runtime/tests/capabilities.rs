@@ -424,3 +424,36 @@ async fn the_operators_maximum_lowers_a_jobs_limits() {
         host_lines(&report)
     );
 }
+
+/// A guest holding more host resources than an instance may have traps
+/// (that run only); the next run gets a new instance and goes through.
+#[tokio::test]
+async fn hoarding_host_resources_ends_the_run_not_the_host() {
+    let runtime = loopback_runtime();
+    let mut probe_job = worker(&runtime, "http-probe").await;
+    let few = probe_job
+        .run(
+            probe(&["HOARD 100".to_owned()], &[], HttpLimits::default()),
+            &RunHandle::new(),
+        )
+        .await;
+    assert_eq!(message(&few), "hoarded 100");
+    let many = probe_job
+        .run(
+            probe(&["HOARD 100000".to_owned()], &[], HttpLimits::default()),
+            &RunHandle::new(),
+        )
+        .await;
+    let Outcome::Trap { message: trap } = &many.outcome else {
+        panic!("expected a trap, got {:?}", many.outcome);
+    };
+    assert!(trap.contains("resource table"), "{trap}");
+    let again = probe_job
+        .run(
+            probe(&["HOARD 1".to_owned()], &[], HttpLimits::default()),
+            &RunHandle::new(),
+        )
+        .await;
+    assert_eq!(message(&again), "hoarded 1");
+    assert!(again.new_instance);
+}
