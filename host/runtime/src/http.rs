@@ -98,6 +98,9 @@ struct RunUsage {
     in_flight: AtomicU32,
     bytes_sent: AtomicU64,
     bytes_received: AtomicU64,
+    /// A request body went past the run's limit of bytes sent (hyper
+    /// reports the cut body as its own error; this says what it was).
+    sent_over: std::sync::atomic::AtomicBool,
 }
 
 impl HttpGate {
@@ -270,6 +273,7 @@ impl WasiHttpHooks for HttpGate {
         let stats = self.stats.clone();
         let usage = self.usage.clone();
         let limit_received = self.limits.max_bytes_received;
+        let limit_sent = self.limits.max_bytes_sent;
         let handle = self.handle.clone();
         let deadline = self.deadline;
         let request = http::Request::from_parts(parts, sent);
@@ -316,6 +320,15 @@ impl WasiHttpHooks for HttpGate {
                             info_code: None,
                         },
                     })
+                }
+                Err(Failure::Error(_)) if usage.sent_over.load(Ordering::SeqCst) => {
+                    stats.requests.fetch_add(1, Ordering::Relaxed);
+                    stats.failed.fetch_add(1, Ordering::Relaxed);
+                    record.error = Some(format!(
+                        "cut: the run's limit of {limit_sent} bytes sent is reached"
+                    ));
+                    drop(in_flight);
+                    Err(Error::HttpRequestBodySize(Some(limit_sent)))
                 }
                 Err(Failure::Error(error)) => {
                     stats.requests.fetch_add(1, Ordering::Relaxed);
@@ -486,6 +499,9 @@ impl Body for Metered {
                 request.fetch_add(bytes, Ordering::Relaxed);
                 self.stats.bytes_sent.fetch_add(bytes, Ordering::Relaxed);
                 let total = self.usage.bytes_sent.fetch_add(bytes, Ordering::SeqCst) + bytes;
+                if total > self.limit {
+                    self.usage.sent_over.store(true, Ordering::SeqCst);
+                }
                 (total, Error::HttpRequestBodySize(Some(self.limit)))
             }
             Direction::Received => {

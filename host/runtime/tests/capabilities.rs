@@ -457,3 +457,69 @@ async fn hoarding_host_resources_ends_the_run_not_the_host() {
     assert_eq!(message(&again), "hoarded 1");
     assert!(again.new_instance);
 }
+
+#[tokio::test]
+async fn concurrency_and_bytes_sent_limits_hold() {
+    let origin = TestOrigin::start().await;
+    let runtime = loopback_runtime();
+    let mut probe_job = worker(&runtime, "http-probe").await;
+    let pair = format!("PAIR {} {}", origin.url("/bytes/5"), origin.url("/bytes/6"));
+    // Two at once allowed: both answered.
+    let report = probe_job
+        .run(
+            probe(
+                std::slice::from_ref(&pair),
+                &[&origin.origin()],
+                HttpLimits::default(),
+            ),
+            &RunHandle::new(),
+        )
+        .await;
+    assert_eq!(message(&report), "200 5 & 200 6");
+    // One at a time: the second is refused while the first is in flight.
+    let one_at_a_time = HttpLimits {
+        max_concurrent: 1,
+        ..HttpLimits::default()
+    };
+    let report = probe_job
+        .run(
+            probe(
+                std::slice::from_ref(&pair),
+                &[&origin.origin()],
+                one_at_a_time,
+            ),
+            &RunHandle::new(),
+        )
+        .await;
+    assert_eq!(message(&report), "200 5 & error: ErrorCode::ConnectionLimitReached");
+    assert!(
+        host_lines(&report)
+            .iter()
+            .any(|line| line.ends_with("denied: the run's limit of 1 requests at once is reached")),
+        "{:?}",
+        host_lines(&report)
+    );
+
+    // Bytes sent: the body over the run's limit is cut, named.
+    let small = HttpLimits {
+        max_bytes_sent: 10,
+        ..HttpLimits::default()
+    };
+    let posts = [
+        format!("POST {} 12345", origin.url("/echo")),
+        format!("POST {} {}", origin.url("/echo"), "x".repeat(5000)),
+    ];
+    let report = probe_job
+        .run(probe(&posts, &[&origin.origin()], small), &RunHandle::new())
+        .await;
+    let answer = message(&report);
+    assert!(
+        answer.starts_with("200 5 | error: the request is over the run's limit of 10 bytes sent"),
+        "{answer}"
+    );
+    let logged = host_lines(&report);
+    assert!(
+        logged[1].contains("(cut: the run's limit of 10 bytes sent is reached)"),
+        "{logged:?}"
+    );
+}
