@@ -47,6 +47,18 @@ fn probe(lines: &[String], origins: &[&str], limits: HttpLimits) -> RunRequest {
     }
 }
 
+/// Runs http-probe on `worker` sending `lines`, granted `origins`.
+async fn run_probe(
+    worker: &mut JobWorker,
+    lines: &[String],
+    origins: &[&str],
+    limits: HttpLimits,
+) -> RunReport {
+    worker
+        .run(probe(lines, origins, limits), &RunHandle::new())
+        .await
+}
+
 fn message(report: &RunReport) -> String {
     match &report.outcome {
         Outcome::Success { message } => message.clone(),
@@ -72,12 +84,13 @@ async fn granted_requests_succeed_and_each_is_logged_without_headers_or_bodies()
         format!("GET {}", origin.url("/bytes/1234")),
         format!("POST {} top-secret-body", origin.url("/echo")),
     ];
-    let report = probe_job
-        .run(
-            probe(&lines, &[&origin.origin()], HttpLimits::default()),
-            &RunHandle::new(),
-        )
-        .await;
+    let report = run_probe(
+        &mut probe_job,
+        &lines,
+        &[&origin.origin()],
+        HttpLimits::default(),
+    )
+    .await;
     assert_eq!(message(&report), "200 1234 | 200 15");
     let seen = origin.requests();
     assert_eq!(seen.len(), 2);
@@ -110,12 +123,7 @@ async fn an_origin_outside_the_grants_is_denied_inside_the_guest_and_logged() {
     let mut probe_job = worker(&runtime, "http-probe").await;
     let lines = [format!("GET {}", origin.url("/bytes/1"))];
     for granted in [&[][..], &["http://127.0.0.1:1"][..]] {
-        let report = probe_job
-            .run(
-                probe(&lines, granted, HttpLimits::default()),
-                &RunHandle::new(),
-            )
-            .await;
+        let report = run_probe(&mut probe_job, &lines, granted, HttpLimits::default()).await;
         assert!(
             message(&report).starts_with("error: the request was denied"),
             "{report:?}"
@@ -146,16 +154,13 @@ async fn private_and_metadata_addresses_are_denied_even_when_granted() {
     let strict = runtime_allowing("");
     let mut probe_job = worker(&strict, "http-probe").await;
     let by_name = format!("http://localhost:{}", origin.port());
-    let report = probe_job
-        .run(
-            probe(
-                &[format!("GET {by_name}/bytes/1")],
-                &[&by_name],
-                HttpLimits::default(),
-            ),
-            &RunHandle::new(),
-        )
-        .await;
+    let report = run_probe(
+        &mut probe_job,
+        &[format!("GET {by_name}/bytes/1")],
+        &[&by_name],
+        HttpLimits::default(),
+    )
+    .await;
     assert!(
         message(&report).contains("an address the operator does not allow"),
         "{report:?}"
@@ -167,16 +172,13 @@ async fn private_and_metadata_addresses_are_denied_even_when_granted() {
     // link-local, still refused, with no connection attempted.
     let runtime = loopback_runtime();
     let mut probe_job = worker(&runtime, "http-probe").await;
-    let report = probe_job
-        .run(
-            probe(
-                &["GET http://169.254.169.254/latest/meta-data/".to_owned()],
-                &["http://169.254.169.254"],
-                HttpLimits::default(),
-            ),
-            &RunHandle::new(),
-        )
-        .await;
+    let report = run_probe(
+        &mut probe_job,
+        &["GET http://169.254.169.254/latest/meta-data/".to_owned()],
+        &["http://169.254.169.254"],
+        HttpLimits::default(),
+    )
+    .await;
     assert!(
         message(&report).contains("an address the operator does not allow"),
         "{report:?}"
@@ -201,12 +203,13 @@ async fn a_redirect_to_an_ungranted_origin_is_denied_on_the_second_hop() {
             origin.url(&format!("/redirect?to={}", origin.url("/bytes/7")))
         ),
     ];
-    let report = probe_job
-        .run(
-            probe(&lines, &[&origin.origin()], HttpLimits::default()),
-            &RunHandle::new(),
-        )
-        .await;
+    let report = run_probe(
+        &mut probe_job,
+        &lines,
+        &[&origin.origin()],
+        HttpLimits::default(),
+    )
+    .await;
     let answer = message(&report);
     let (first, second) = answer.split_once(" | ").expect("two results");
     assert!(
@@ -241,12 +244,7 @@ async fn byte_and_request_limits_hold_with_clear_errors() {
         format!("GET {}", origin.url("/bytes/600")),
         format!("GET {}", origin.url("/bytes/1")),
     ];
-    let report = probe_job
-        .run(
-            probe(&lines, &[&origin.origin()], limits),
-            &RunHandle::new(),
-        )
-        .await;
+    let report = run_probe(&mut probe_job, &lines, &[&origin.origin()], limits).await;
     let answer = message(&report);
     let results: Vec<&str> = answer.split(" | ").collect();
     assert_eq!(results[0], "200 600", "{answer}");
@@ -318,16 +316,13 @@ async fn a_slow_server_is_cut_off_by_the_run_timeout_and_by_a_kill() {
 
     // The runtime is healthy: the next run of the same job goes through.
     let mut probe_job = worker(&runtime, "http-probe").await;
-    let report = probe_job
-        .run(
-            probe(
-                &[format!("GET {}", origin.url("/bytes/3"))],
-                &[&origin.origin()],
-                HttpLimits::default(),
-            ),
-            &RunHandle::new(),
-        )
-        .await;
+    let report = run_probe(
+        &mut probe_job,
+        &[format!("GET {}", origin.url("/bytes/3"))],
+        &[&origin.origin()],
+        HttpLimits::default(),
+    )
+    .await;
     assert_eq!(message(&report), "200 3");
 }
 
@@ -408,12 +403,13 @@ async fn the_operators_maximum_lowers_a_jobs_limits() {
         format!("GET {}", origin.url("/bytes/1")),
         format!("GET {}", origin.url("/bytes/1")),
     ];
-    let report = probe_job
-        .run(
-            probe(&twice, &[&origin.origin()], HttpLimits::default()),
-            &RunHandle::new(),
-        )
-        .await;
+    let report = run_probe(
+        &mut probe_job,
+        &twice,
+        &[&origin.origin()],
+        HttpLimits::default(),
+    )
+    .await;
     assert!(
         message(&report).starts_with("200 1 | error: the request was denied"),
         "{report:?}"
@@ -431,29 +427,32 @@ async fn the_operators_maximum_lowers_a_jobs_limits() {
 async fn hoarding_host_resources_ends_the_run_not_the_host() {
     let runtime = loopback_runtime();
     let mut probe_job = worker(&runtime, "http-probe").await;
-    let few = probe_job
-        .run(
-            probe(&["HOARD 100".to_owned()], &[], HttpLimits::default()),
-            &RunHandle::new(),
-        )
-        .await;
+    let few = run_probe(
+        &mut probe_job,
+        &["HOARD 100".to_owned()],
+        &[],
+        HttpLimits::default(),
+    )
+    .await;
     assert_eq!(message(&few), "hoarded 100");
-    let many = probe_job
-        .run(
-            probe(&["HOARD 100000".to_owned()], &[], HttpLimits::default()),
-            &RunHandle::new(),
-        )
-        .await;
+    let many = run_probe(
+        &mut probe_job,
+        &["HOARD 100000".to_owned()],
+        &[],
+        HttpLimits::default(),
+    )
+    .await;
     let Outcome::Trap { message: trap } = &many.outcome else {
         panic!("expected a trap, got {:?}", many.outcome);
     };
     assert!(trap.contains("resource table"), "{trap}");
-    let again = probe_job
-        .run(
-            probe(&["HOARD 1".to_owned()], &[], HttpLimits::default()),
-            &RunHandle::new(),
-        )
-        .await;
+    let again = run_probe(
+        &mut probe_job,
+        &["HOARD 1".to_owned()],
+        &[],
+        HttpLimits::default(),
+    )
+    .await;
     assert_eq!(message(&again), "hoarded 1");
     assert!(again.new_instance);
 }
@@ -465,33 +464,30 @@ async fn concurrency_and_bytes_sent_limits_hold() {
     let mut probe_job = worker(&runtime, "http-probe").await;
     let pair = format!("PAIR {} {}", origin.url("/bytes/5"), origin.url("/bytes/6"));
     // Two at once allowed: both answered.
-    let report = probe_job
-        .run(
-            probe(
-                std::slice::from_ref(&pair),
-                &[&origin.origin()],
-                HttpLimits::default(),
-            ),
-            &RunHandle::new(),
-        )
-        .await;
+    let report = run_probe(
+        &mut probe_job,
+        std::slice::from_ref(&pair),
+        &[&origin.origin()],
+        HttpLimits::default(),
+    )
+    .await;
     assert_eq!(message(&report), "200 5 & 200 6");
     // One at a time: the second is refused while the first is in flight.
     let one_at_a_time = HttpLimits {
         max_concurrent: 1,
         ..HttpLimits::default()
     };
-    let report = probe_job
-        .run(
-            probe(
-                std::slice::from_ref(&pair),
-                &[&origin.origin()],
-                one_at_a_time,
-            ),
-            &RunHandle::new(),
-        )
-        .await;
-    assert_eq!(message(&report), "200 5 & error: ErrorCode::ConnectionLimitReached");
+    let report = run_probe(
+        &mut probe_job,
+        std::slice::from_ref(&pair),
+        &[&origin.origin()],
+        one_at_a_time,
+    )
+    .await;
+    assert_eq!(
+        message(&report),
+        "200 5 & error: ErrorCode::ConnectionLimitReached"
+    );
     assert!(
         host_lines(&report)
             .iter()
@@ -509,9 +505,7 @@ async fn concurrency_and_bytes_sent_limits_hold() {
         format!("POST {} 12345", origin.url("/echo")),
         format!("POST {} {}", origin.url("/echo"), "x".repeat(5000)),
     ];
-    let report = probe_job
-        .run(probe(&posts, &[&origin.origin()], small), &RunHandle::new())
-        .await;
+    let report = run_probe(&mut probe_job, &posts, &[&origin.origin()], small).await;
     let answer = message(&report);
     assert!(
         answer.starts_with("200 5 | error: the request is over the run's limit of 10 bytes sent"),

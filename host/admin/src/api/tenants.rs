@@ -73,17 +73,23 @@ async fn known_quota_tenant(state: &AdminState, name: &str) -> Result<(), Failur
     known_tenant(state, name).await
 }
 
+/// A tenant the caller may read the settings of: the operator any, a
+/// tenant itself (any other is unknown to it, as any object it may not
+/// see).
+async fn visible_tenant(state: &AdminState, caller: &Caller, tenant: &str) -> Result<(), Failure> {
+    if !caller.sees(tenant) {
+        return Err(unknown_tenant(tenant));
+    }
+    known_quota_tenant(state, tenant).await
+}
+
 /// A tenant's quotas with its use (the operator, or the tenant itself).
 pub(super) async fn get_quotas(
     State(state): State<Arc<AdminState>>,
     Extension(caller): Extension<Caller>,
     Path(tenant): Path<String>,
 ) -> Result<impl IntoResponse, Failure> {
-    if !caller.sees(&tenant) {
-        // As for any object the caller may not see.
-        return Err(unknown_tenant(&tenant));
-    }
-    known_quota_tenant(&state, &tenant).await?;
+    visible_tenant(&state, &caller, &tenant).await?;
     let report = state
         .scheduler
         .quotas()
@@ -120,10 +126,7 @@ pub(super) async fn get_http_ceiling(
     Extension(caller): Extension<Caller>,
     Path(tenant): Path<String>,
 ) -> Result<impl IntoResponse, Failure> {
-    if !caller.sees(&tenant) {
-        return Err(unknown_tenant(&tenant));
-    }
-    known_quota_tenant(&state, &tenant).await?;
+    visible_tenant(&state, &caller, &tenant).await?;
     let origins = state.scheduler.store().http_ceiling(&tenant).await?;
     Ok(Json(cronbox_api::HttpCeiling { origins }))
 }
