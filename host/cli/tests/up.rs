@@ -321,6 +321,77 @@ fn a_cli_session_against_cronbox_up() {
         json!({ "greeting": "hi", "other": "x" }),
         "{updated}"
     );
+
+    // Secrets: up made a key beside its database; set from a file, listed
+    // by name only, referenced by a job, deleted only with force.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let key = std::fs::metadata(data.path().join("secrets.key")).unwrap();
+        assert_eq!(key.permissions().mode() & 0o777, 0o600);
+    }
+    let value_file = data.path().join("token-value");
+    std::fs::write(&value_file, "cli-secret-value").unwrap();
+    ok(
+        base,
+        token,
+        &[
+            "secret",
+            "set",
+            "TOKEN",
+            "--file",
+            value_file.to_str().unwrap(),
+        ],
+    );
+    let updated = json(base, token, &["job", "update", &id, "--secret", "TOKEN"]);
+    assert_eq!(updated["secrets"], json!(["TOKEN"]), "{updated}");
+    let listed = ok(base, token, &["secret", "list"]);
+    assert!(
+        listed.contains("TOKEN") && !listed.contains("cli-secret-value"),
+        "{listed}"
+    );
+    let (code, _, refused) = cli(base, token, &["secret", "delete", "TOKEN"]);
+    assert_eq!(code, 1);
+    assert!(refused.contains("is referenced by job(s)"), "{refused}");
+    let deleted = ok(base, token, &["secret", "delete", "TOKEN", "--force"]);
+    assert!(deleted.contains("still referenced by job(s)"), "{deleted}");
+
+    // HTTP grants need the tenant's ceiling first.
+    let (code, _, refused) = cli(
+        base,
+        token,
+        &[
+            "job",
+            "update",
+            &id,
+            "--http-allow",
+            "https://api.example.com",
+        ],
+    );
+    assert_eq!(code, 1);
+    assert!(refused.contains("outside the HTTP ceiling"), "{refused}");
+    ok(
+        base,
+        token,
+        &["ceiling", "default", "--set", "https://*.example.com"],
+    );
+    assert_eq!(
+        ok(base, token, &["ceiling", "default"]).trim(),
+        "https://*.example.com"
+    );
+    let granted = json(
+        base,
+        token,
+        &[
+            "job",
+            "update",
+            &id,
+            "--http-allow",
+            "https://api.example.com",
+        ],
+    );
+    assert_eq!(granted["http_allow"], json!(["https://api.example.com"]));
+
     let versions = ok(base, token, &["module", "versions", "greeter"]);
     assert_eq!(
         versions.lines().count(),

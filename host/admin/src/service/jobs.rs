@@ -73,13 +73,16 @@ pub async fn update(
     let store = scheduler.store();
     known_group(store, &row.group_name).await?;
     super::tenants::check_within_ceiling(store, &current.tenant, &row.http_allow).await?;
-    super::secrets::check_references(
-        store,
-        config.secrets.as_deref(),
-        &current.tenant,
-        &row.secrets,
-    )
-    .await?;
+    // Only names the job did not reference before must exist: one deleted
+    // with force since does not block other edits of the job.
+    let added: Vec<String> = row
+        .secrets
+        .iter()
+        .filter(|name| !current.secrets.contains(name))
+        .cloned()
+        .collect();
+    super::secrets::check_references(store, config.secrets.as_deref(), &current.tenant, &added)
+        .await?;
     resolve_module(store, &mut row).await?;
     scheduler
         .quotas()
