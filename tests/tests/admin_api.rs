@@ -633,6 +633,23 @@ async fn bad_uploads_are_refused_by_name_and_nothing_is_stored() {
     );
     let (_, modules) = stack.get("/api/v1/modules").await;
     assert_eq!(modules, json!([]), "nothing stored");
+    // The filesystem and sockets link but grant nothing: the upload is
+    // stored and its answer names those imports; a plain job's has none.
+    let (status, uploaded) = stack
+        .upload_as(API, "?name=snooper", jobs::bytes("fs-snooper"))
+        .await;
+    assert_eq!(status, 201, "{uploaded}");
+    let denied = uploaded["denied_imports"].as_array().expect("listed");
+    assert!(
+        denied
+            .iter()
+            .any(|import| import.as_str().unwrap().starts_with("wasi:filesystem/")),
+        "{uploaded}"
+    );
+    let (_, uploaded) = stack
+        .upload_as(API, "?name=hello", jobs::bytes("hello"))
+        .await;
+    assert!(uploaded.get("denied_imports").is_none(), "{uploaded}");
     let (status, _) = stack.get("/api/v1/modules/bad/versions").await;
     assert_eq!(status, 404);
     stack.shutdown().await;

@@ -33,6 +33,10 @@ pub struct Uploaded {
     /// Jobs following the module that moved to the new version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jobs_moved: Option<u64>,
+    /// Its imports that link but grant nothing (filesystem, sockets):
+    /// every use fails inside the job.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub denied_imports: Vec<String>,
 }
 
 /// The latest version of a module, with the tenant it belongs to.

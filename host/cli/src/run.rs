@@ -188,6 +188,13 @@ async fn run_once(
         Err(error) => return Ok(Err(error)),
     };
     eprintln!("compiled in {} ms", module.load_time().as_millis());
+    if !module.denied_imports().is_empty() {
+        eprintln!(
+            "note: the component imports {}, which cronbox links but grants nothing: every use \
+             fails inside the job (no files, no sockets)",
+            module.denied_imports().join(", ")
+        );
+    }
     let now_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|now| now.as_millis() as i64)

@@ -170,6 +170,19 @@ fn a_panic_is_reported_as_a_trap_with_its_message() {
 }
 
 #[test]
+fn a_component_importing_the_filesystem_runs_with_a_note_and_reads_nothing() {
+    let output = cronbox(&["run", &path("fs-snooper")]);
+    let notes = stderr(&output);
+    assert!(
+        notes.contains("note: the component imports wasi:filesystem/"),
+        "{notes}"
+    );
+    assert!(notes.contains("grants nothing"), "{notes}");
+    let output = cronbox(&["run", &path("hello")]);
+    assert!(!stderr(&output).contains("note:"), "{}", stderr(&output));
+}
+
+#[test]
 fn json_output_parses() {
     let output = cronbox(&["run", &path("sharded"), "--shard", "1/3", "--json"]);
     assert_eq!(output.status.code(), Some(0));

@@ -84,6 +84,7 @@ pub(crate) struct ModuleInner {
     cache_status: CacheStatus,
     load_time: Duration,
     size: usize,
+    denied_imports: Vec<String>,
 }
 
 impl std::fmt::Debug for JobModule {
@@ -111,6 +112,12 @@ impl JobModule {
         self.inner.load_time
     }
 
+    /// Its imports that link but grant nothing (filesystem, sockets):
+    /// every use fails inside the guest.
+    pub fn denied_imports(&self) -> &[String] {
+        &self.inner.denied_imports
+    }
+
     /// Size of the component in bytes.
     pub fn size(&self) -> usize {
         self.inner.size
@@ -136,6 +143,7 @@ impl Runtime {
     pub fn load_blocking(&self, wasm: &[u8]) -> Result<JobModule, LoadError> {
         let started = Instant::now();
         validate::check_preamble(wasm, self.inner.config.max_module_bytes)?;
+        let denied_imports = validate::check_interface(wasm)?;
         let digest = digest_of(wasm);
         let engine = &self.inner.engine;
         let config = &self.inner.config;
@@ -181,6 +189,7 @@ impl Runtime {
                 cache_status,
                 load_time: started.elapsed(),
                 size: wasm.len(),
+                denied_imports,
             }),
         })
     }

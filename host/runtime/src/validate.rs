@@ -26,6 +26,23 @@ pub(crate) fn check_preamble(wasm: &[u8], max_bytes: usize) -> Result<(), LoadEr
     })
 }
 
+/// The imports and exports read from the bytes, before any compilation:
+/// a component importing what cronbox does not link, or for another
+/// world, is refused without the cost of compiling it. Answers the
+/// imports that link but grant nothing.
+pub(crate) fn check_interface(wasm: &[u8]) -> Result<Vec<String>, LoadError> {
+    match cronbox_component_check::check_interface(wasm) {
+        Ok(checked) => Ok(checked.denied_imports),
+        Err(ComponentError::ForbiddenImport { imports }) => {
+            Err(LoadError::ForbiddenImport { imports })
+        }
+        Err(ComponentError::WrongWorld { missing, exports }) => {
+            Err(LoadError::WrongWorld { missing, exports })
+        }
+        Err(other) => Err(LoadError::Invalid(other.to_string())),
+    }
+}
+
 /// Checks a compiled component's imports and exports against world `job`.
 pub(crate) fn check_world(engine: &Engine, component: &Component) -> Result<(), LoadError> {
     let ty = component.component_type();

@@ -103,6 +103,64 @@ async fn an_import_cronbox_does_not_link_is_refused_by_name() {
     assert_refused_import("foreign-import", "acme:vault/keys").await;
 }
 
+/// The imports and exports are checked before any compilation: with a
+/// compiler that cannot even start, a component for the wrong world or
+/// with an unknown import is still refused for what it is.
+#[tokio::test]
+async fn imports_and_exports_are_refused_before_compiling() {
+    let runtime = Runtime::new(RuntimeConfig {
+        compiler: cronbox_runtime::Compiler::Subprocess(cronbox_runtime::CompilerProcess {
+            program: "/nonexistent/cronbox-compiler".into(),
+            args: Vec::new(),
+            timeout: std::time::Duration::from_secs(5),
+            memory_bytes: 1 << 30,
+        }),
+        ..RuntimeConfig::default()
+    })
+    .unwrap();
+    let error = refusal(&runtime, jobs::bytes("foreign-import")).await;
+    assert!(
+        matches!(error, LoadError::ForbiddenImport { .. }),
+        "{error:?}"
+    );
+    let error = refusal(&runtime, jobs::bytes("wrong-world")).await;
+    assert!(matches!(error, LoadError::WrongWorld { .. }), "{error:?}");
+    // A good component does reach the compiler, which cannot start.
+    let error = refusal(&runtime, jobs::bytes("hello")).await;
+    assert!(
+        !matches!(
+            error,
+            LoadError::ForbiddenImport { .. } | LoadError::WrongWorld { .. }
+        ),
+        "{error:?}"
+    );
+}
+
+/// A component importing the filesystem or sockets loads, and says so:
+/// the module lists those imports, and nothing else.
+#[tokio::test]
+async fn a_module_lists_the_imports_that_link_but_grant_nothing() {
+    let runtime = runtime();
+    let fs = runtime.load(jobs::bytes("fs-snooper")).await.unwrap();
+    assert!(
+        fs.denied_imports()
+            .iter()
+            .any(|import| import.starts_with("wasi:filesystem/preopens")),
+        "{:?}",
+        fs.denied_imports()
+    );
+    let net = runtime.load(jobs::bytes("net-snooper")).await.unwrap();
+    assert!(
+        net.denied_imports()
+            .iter()
+            .any(|import| import.starts_with("wasi:sockets/tcp")),
+        "{:?}",
+        net.denied_imports()
+    );
+    let hello = runtime.load(jobs::bytes("hello")).await.unwrap();
+    assert_eq!(hello.denied_imports(), &[] as &[String]);
+}
+
 #[tokio::test]
 async fn an_oversized_module_is_refused_before_compiling() {
     let runtime = Runtime::new(RuntimeConfig {

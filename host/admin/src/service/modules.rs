@@ -60,13 +60,16 @@ pub async fn upload(
             message: "labels belong to a named version: give a name too".to_owned(),
         });
     }
-    cronbox_component_check::check_component(bytes, max_bytes).map_err(|error| match error {
-        ComponentError::TooLarge { .. } => ServiceError::ModuleTooLarge(error.to_string()),
-        _ => ServiceError::InvalidModule {
-            field: None,
-            message: error.to_string(),
-        },
-    })?;
+    let checked =
+        cronbox_component_check::check_component(bytes, max_bytes).map_err(
+            |error| match error {
+                ComponentError::TooLarge { .. } => ServiceError::ModuleTooLarge(error.to_string()),
+                _ => ServiceError::InvalidModule {
+                    field: None,
+                    message: error.to_string(),
+                },
+            },
+        )?;
     let digest = crate::model::Digest::from_sha256(&Sha256::digest(bytes));
     let store = scheduler.store();
     let now = scheduler.now_ms();
@@ -87,6 +90,7 @@ pub async fn upload(
         version: None,
         labels: None,
         jobs_moved: None,
+        denied_imports: checked.denied_imports,
     };
     if let Some(name) = &upload.name {
         let (version, moved) = store
