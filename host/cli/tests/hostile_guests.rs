@@ -148,7 +148,7 @@ async fn hostile_guests_end_their_own_runs_only_and_the_executors_memory_stays_b
             "many core instances",
             admin.add_module(hostile::many_core_instances(40)),
             "",
-            Expect::RejectedNaming("40 core instances, over the limit of 8"),
+            Expect::RejectedNaming("40 core instances, over the limit of 16"),
         ),
         (
             "many memories",

@@ -111,8 +111,10 @@ pub const MAX_FUNCTIONS: u64 = 200_000;
 /// Core instances, linear memories and tables one job component may
 /// create: its share of the runtime's pooling allocator, which holds this
 /// many per instance slot so that no component can take another's. A Rust
-/// `wasm32-wasip2` component creates about 3, 1 and 2.
-pub const MAX_CORE_INSTANCES: usize = 8;
+/// `wasm32-wasip2` component creates about 3, 1 and 2; CPython built by
+/// componentize-py creates 9 core instances, StarlingMonkey (JavaScript,
+/// componentize-js) fewer.
+pub const MAX_CORE_INSTANCES: usize = 16;
 /// See [`MAX_CORE_INSTANCES`].
 pub const MAX_MEMORIES: usize = 2;
 /// See [`MAX_CORE_INSTANCES`].
