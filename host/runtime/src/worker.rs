@@ -244,6 +244,14 @@ impl JobWorker {
 
         let outcome = match result {
             Raced::Done(Ok(Ok(message))) => Outcome::Success { message },
+            // A language runtime may catch the refused growth (Python's
+            // MemoryError) and fail the run: it still ended at the memory
+            // limit, and its bloated instance is not kept.
+            Raced::Done(Ok(Err(_))) if instance.store.data().limiter.memory_refused => {
+                return Outcome::MemoryLimit {
+                    limit_bytes: limits.memory_bytes,
+                };
+            }
             Raced::Done(Ok(Err(message))) => Outcome::Failed { message },
             other => {
                 // The store saw a trap, a timeout or a kill: drop it.

@@ -1,0 +1,44 @@
+"""A test fixture: does what its param names, to prove the sandbox holds
+for Python jobs.
+
+- ``raise``: raises an exception (a failed run with a traceback);
+- ``spin``: loops forever (stopped by the timeout or a kill);
+- ``hog``: allocates until the memory limit ends the run;
+- ``config KEY``: answers with the configuration value of KEY;
+- ``state``: writes an oversized value and answers with the error;
+- ``read PATH``: tries to read a file (denied: no preopened directory);
+- anything else: answers ``ok``.
+"""
+
+from cronbox_job import Context, StateError, job
+
+
+@job
+def execute(ctx: Context) -> str:
+    verb, _, arg = ctx.param.partition(" ")
+    if verb == "raise":
+        raise ValueError("raised on purpose")
+    if verb == "spin":
+        print("spinning", flush=True)
+        n = 0
+        while True:
+            n += 1
+    if verb == "hog":
+        hoard = []
+        while True:
+            hoard.append(bytearray(1 << 20))
+    if verb == "config":
+        return f"{arg}={ctx.config(arg)}"
+    if verb == "state":
+        try:
+            ctx.set("big", "x" * (1 << 20))
+        except StateError as error:
+            return f"refused: {type(error).__name__}: {error}"
+        return "stored"
+    if verb == "read":
+        try:
+            with open(arg) as file:
+                return file.read()
+        except OSError as error:
+            return f"denied: {error}"
+    return "ok"

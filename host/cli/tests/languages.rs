@@ -1,0 +1,280 @@
+//! Jobs written in Python and JavaScript (`example-jobs/python`,
+//! `example-jobs/js`, built by componentize-py and componentize-js),
+//! through `cronbox run` and through `cronbox up`'s executor: the same
+//! results, state, failures and limits as Rust jobs.
+#![allow(clippy::unwrap_used)] // in tests a failed unwrap is a failed test
+
+mod support;
+
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use cronbox_language_jobs as languages;
+use serde_json::Value;
+use support::up;
+
+const WAIT: Duration = Duration::from_secs(120);
+const LANGUAGES: [(&str, &str); 2] = [("python", "python"), ("js", "js")];
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cronbox"))
+        .arg("run")
+        .args(args)
+        .output()
+        .expect("cronbox starts")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn path(name: &str) -> String {
+    languages::path(name).display().to_string()
+}
+
+#[test]
+fn python_and_javascript_jobs_run_with_cronbox_run() {
+    for (language, greeting) in LANGUAGES {
+        let output = run(&[&path(&format!("{language}-hello")), "--param", "bob"]);
+        let printed = text(&output.stdout);
+        assert_eq!(output.status.code(), Some(0), "{printed}");
+        assert!(
+            printed.contains(&format!(
+                "outcome: success (200): hello from {greeting}, bob"
+            )),
+            "{printed}"
+        );
+        assert!(printed.contains("[INFO ] greeting bob"), "{printed}");
+
+        let output = run(&[&path(&format!("{language}-counter")), "--state", "count=41"]);
+        let printed = text(&output.stdout);
+        assert_eq!(output.status.code(), Some(0), "{printed}");
+        assert!(
+            printed.contains("success (200): count=42 instance_runs=1"),
+            "{printed}"
+        );
+        assert!(printed.contains("count = 42"), "{printed}");
+        assert!(
+            printed.contains("counter instance retired after 1 runs"),
+            "destroy ran: {printed}"
+        );
+    }
+}
+
+/// `cronbox CLI ARGS --json` against `cronbox up`.
+struct Cli {
+    base: String,
+    token: String,
+}
+
+impl Cli {
+    fn call(&self, args: &[&str]) -> Value {
+        let output = Command::new(env!("CARGO_BIN_EXE_cronbox"))
+            .args(args)
+            .arg("--json")
+            .env("CRONBOX_ADMIN", &self.base)
+            .env("CRONBOX_API_TOKEN", &self.token)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "cronbox {args:?}: {}",
+            text(&output.stderr)
+        );
+        serde_json::from_slice(&output.stdout).unwrap()
+    }
+
+    fn trigger(&self, job: &str, param: &str) -> i64 {
+        self.call(&["job", "trigger", job, "--param", param])["run_id"]
+            .as_i64()
+            .unwrap()
+    }
+
+    /// The run once it has ended.
+    fn ended(&self, job: &str, run: i64) -> Value {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let page = self.call(&["runs", "--job", job]);
+            if let Some(found) = page["runs"].as_array().unwrap().iter().find(|found| {
+                found["id"] == run && (found["status"] == "success" || found["status"] == "failed")
+            }) {
+                return found.clone();
+            }
+            assert!(Instant::now() < deadline, "run {run} never ended: {page}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// A job of module `module` (pushed from `file`) with extra TOML fields.
+    fn job(&self, dir: &std::path::Path, name: &str, file: &str, fields: &str) -> String {
+        self.call(&["module", "push", name, file]);
+        let toml = dir.join(format!("{name}.toml"));
+        std::fs::write(
+            &toml,
+            format!("name = \"{name}\"\nmodule = \"{name}\"\nschedule_type = \"NONE\"\n{fields}"),
+        )
+        .unwrap();
+        self.call(&["job", "create", "--file", toml.to_str().unwrap()])["id"].to_string()
+    }
+}
+
+/// Through a real executor: state committed across runs, an exception a
+/// failed run with its traceback or stack, an endless loop stopped by its
+/// timeout and by a kill, a memory bomb ended at the memory limit.
+#[test]
+fn python_and_javascript_jobs_run_on_an_executor_within_their_limits() {
+    let data = tempfile::tempdir().unwrap();
+    let (mut stack, _, at) = up(data.path(), None);
+    let token = std::fs::read_to_string(data.path().join("api-token")).unwrap();
+    let cli = Cli {
+        base: format!("http://{}", at.admin),
+        token: token.trim().to_owned(),
+    };
+    for (language, _) in LANGUAGES {
+        let counter = cli.job(
+            data.path(),
+            &format!("{language}-counter"),
+            &path(&format!("{language}-counter")),
+            "",
+        );
+        for expected in ["count=1 instance_runs=1", "count=2 instance_runs=2"] {
+            let run = cli.trigger(&counter, "");
+            let ended = cli.ended(&counter, run);
+            assert_eq!(ended["message"], expected, "{language}: {ended}");
+        }
+        let failing = cli.trigger(&counter, "fail");
+        let ended = cli.ended(&counter, failing);
+        assert_eq!(ended["outcome"], "failed", "{ended}");
+        assert_eq!(
+            ended["message"], "failing on purpose after counting 3",
+            "{ended}"
+        );
+        assert_eq!(
+            cli.call(&["state", &counter])["state"]["count"],
+            "2",
+            "{language}: the failed run's write was not committed"
+        );
+
+        let probe = cli.job(
+            data.path(),
+            &format!("{language}-probe"),
+            &path(&format!("{language}-probe")),
+            "timeout_ms = 1500\nmemory_bytes = 33554432\n",
+        );
+        let raised = cli.trigger(&probe, "raise");
+        let ended = cli.ended(&probe, raised);
+        assert_eq!(ended["outcome"], "failed", "{ended}");
+        let message = ended["message"].as_str().unwrap();
+        assert!(message.ends_with("raised on purpose"), "{message}");
+        let log = cli.call(&["logs", &raised.to_string()]);
+        let log = log.to_string();
+        // The traceback or stack names the job's own source file.
+        let source = if language == "python" {
+            "app.py"
+        } else {
+            "probe/job.js"
+        };
+        assert!(
+            log.contains("raised on purpose") && log.contains(source),
+            "{log}"
+        );
+
+        let spun = cli.trigger(&probe, "spin");
+        let ended = cli.ended(&probe, spun);
+        assert_eq!(ended["outcome"], "timeout", "{language}: {ended}");
+
+        let hog = cli.trigger(&probe, "hog");
+        let ended = cli.ended(&probe, hog);
+        assert_eq!(ended["outcome"], "memory_limit", "{language}: {ended}");
+    }
+    let _ = stack.kill();
+    let _ = stack.wait();
+}
+
+/// A kill ends a Python or JavaScript loop at once.
+#[test]
+fn a_kill_stops_a_python_or_javascript_loop() {
+    let data = tempfile::tempdir().unwrap();
+    let (mut stack, _, at) = up(data.path(), None);
+    let token = std::fs::read_to_string(data.path().join("api-token")).unwrap();
+    let cli = Cli {
+        base: format!("http://{}", at.admin),
+        token: token.trim().to_owned(),
+    };
+    for (language, _) in LANGUAGES {
+        let probe = cli.job(
+            data.path(),
+            &format!("{language}-probe"),
+            &path(&format!("{language}-probe")),
+            "timeout_ms = 600000\n",
+        );
+        // A first run loads the module, so that the loop below starts at once.
+        let warm = cli.trigger(&probe, "ok");
+        assert_eq!(cli.ended(&probe, warm)["outcome"], "success");
+        let spinning = cli.trigger(&probe, "spin");
+        let deadline = Instant::now() + WAIT;
+        let killed_at = loop {
+            let output = Command::new(env!("CARGO_BIN_EXE_cronbox"))
+                .args(["kill", &spinning.to_string()])
+                .env("CRONBOX_ADMIN", &cli.base)
+                .env("CRONBOX_API_TOKEN", &cli.token)
+                .output()
+                .unwrap();
+            if output.status.success() {
+                break Instant::now();
+            }
+            assert!(Instant::now() < deadline, "{}", text(&output.stderr));
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let ended = cli.ended(&probe, spinning);
+        assert_eq!(ended["outcome"], "killed", "{language}: {ended}");
+        let took = killed_at.elapsed();
+        eprintln!("{language}: kill to recorded end {took:?}");
+        assert!(took < Duration::from_secs(5), "{language}: {took:?}");
+    }
+    let _ = stack.kill();
+    let _ = stack.wait();
+}
+
+/// JavaScript's `fetch` goes through the job's grants like a Rust job's
+/// `wasi:http` calls: granted, it reaches the origin and the host logs the
+/// request; without a grant it is denied and nothing arrives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn javascript_fetch_reaches_only_granted_origins() {
+    let origin = cronbox_tests::TestOrigin::start().await;
+    let url = origin.url("/bytes/5");
+    let grant = origin.origin();
+    let fetch = |grants: Vec<String>| {
+        let param = format!("fetch {url}");
+        tokio::task::spawn_blocking(move || {
+            let mut args = vec![path("js-probe"), "--param".to_owned(), param];
+            args.extend(grants);
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            run(&args)
+        })
+    };
+    let granted = fetch(vec![
+        "--http-allow".to_owned(),
+        grant,
+        "--http-allow-nets".to_owned(),
+        "127.0.0.1/32".to_owned(),
+    ])
+    .await
+    .unwrap();
+    let printed = text(&granted.stdout);
+    assert_eq!(granted.status.code(), Some(0), "{printed}");
+    assert!(printed.contains("success (200): 200 "), "{printed}");
+    assert!(
+        printed.contains(&format!("http GET http://127.0.0.1:{} 200", origin.port())),
+        "{printed}"
+    );
+    let denied = fetch(Vec::new()).await.unwrap();
+    let printed = text(&denied.stdout);
+    assert_eq!(denied.status.code(), Some(1), "{printed}");
+    assert!(printed.contains("denied"), "{printed}");
+    assert_eq!(
+        origin.requests().len(),
+        1,
+        "only the granted run reached it"
+    );
+}
