@@ -464,8 +464,12 @@ mod tests {
         let cases = [
             (
                 "(core module $m)",
-                instantiate("$m", 9),
-                over("core instances", 9, 8),
+                instantiate("$m", MAX_CORE_INSTANCES + 1),
+                over(
+                    "core instances",
+                    MAX_CORE_INSTANCES as u64 + 1,
+                    MAX_CORE_INSTANCES as u64,
+                ),
             ),
             (
                 "(core module $m (memory 1))",
@@ -484,7 +488,7 @@ mod tests {
             ),
             (
                 "(core module $m) (core module $unused (memory 1))",
-                instantiate("$m", 8),
+                instantiate("$m", MAX_CORE_INSTANCES),
                 Ok(()),
             ),
         ];

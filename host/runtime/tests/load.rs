@@ -182,13 +182,19 @@ async fn an_oversized_module_is_refused_before_compiling() {
 async fn more_core_instances_or_memories_than_a_job_may_have_are_refused() {
     use cronbox_tests::hostile;
     let runtime = runtime();
+    let max = cronbox_component_check::MAX_CORE_INSTANCES;
     for (wasm, what, count, limit) in [
-        (hostile::many_core_instances(9), "core instances", 9, 8),
+        (
+            hostile::many_core_instances(max + 1),
+            "core instances",
+            max + 1,
+            max,
+        ),
         (
             hostile::many_core_instances(1000),
             "core instances",
             1000,
-            8,
+            max,
         ),
         (hostile::many_memories(2, 1), "linear memories", 3, 2),
     ] {
@@ -200,7 +206,7 @@ async fn more_core_instances_or_memories_than_a_job_may_have_are_refused() {
         );
     }
     for wasm in [
-        hostile::many_core_instances(8),
+        hostile::many_core_instances(max),
         hostile::many_memories(1, 1),
     ] {
         let module = runtime.load(wasm).await.expect("at the limits it loads");
