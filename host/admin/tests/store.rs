@@ -5,8 +5,8 @@
 use std::collections::HashMap;
 
 use cronbox_admin::store::{
-    AlarmState, DayUsage, Digest, DispatchMark, JobId, JobRow, NewRun, QUOTA_EXCEEDED, RunEnd,
-    RunFilter, RunId, RunStatus, Store, StoreError, TenantUsage, VersionPush,
+    AlarmState, DayUsage, Digest, DispatchMark, JobId, JobRow, Moved, NewRun, QUOTA_EXCEEDED,
+    RunEnd, RunFilter, RunId, RunStatus, Store, StoreError, TenantUsage, VersionPush,
 };
 use cronbox_tests::PostgresServer;
 
@@ -319,7 +319,16 @@ async fn module_versions(store: &Store) {
     assert_eq!(push(digest('1'), vec![]).await.0.version, 1, "same content");
     assert_eq!(push(digest('2'), vec!["beta".into()]).await.0.version, 2);
     let (third, moved) = push(digest('3'), vec!["beta".into()]).await;
-    assert_eq!((third.version, moved), (3, 1));
+    assert_eq!(third.version, 3);
+    assert_eq!(
+        moved,
+        Moved {
+            jobs: 1,
+            from: Some(digest('2')),
+            groups: vec![job().group_name],
+        },
+        "the following job moved from the second version's content"
+    );
     let versions = store.module_versions("default", "mod").await.unwrap();
     assert_eq!(
         versions

@@ -7,7 +7,7 @@
 mod support;
 
 use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use cronbox_language_jobs as languages;
 use serde_json::Value;
@@ -105,13 +105,20 @@ impl Cli {
         }
     }
 
-    /// A job of module `module` (pushed from `file`) with extra TOML fields.
+    /// A job of module `name` (pushed from `file`) with extra TOML fields
+    /// (never scheduled unless they give a schedule).
     fn job(&self, dir: &std::path::Path, name: &str, file: &str, fields: &str) -> String {
         self.call(&["module", "push", name, file]);
         let toml = dir.join(format!("{name}.toml"));
         std::fs::write(
             &toml,
-            format!("name = \"{name}\"\nmodule = \"{name}\"\nschedule_type = \"NONE\"\n{fields}"),
+            if fields.contains("schedule_type") {
+                format!("name = \"{name}\"\nmodule = \"{name}\"\n{fields}")
+            } else {
+                format!(
+                    "name = \"{name}\"\nmodule = \"{name}\"\nschedule_type = \"NONE\"\n{fields}"
+                )
+            },
         )
         .unwrap();
         self.call(&["job", "create", "--file", toml.to_str().unwrap()])["id"].to_string()
@@ -277,4 +284,110 @@ async fn javascript_fetch_reaches_only_granted_origins() {
         1,
         "only the granted run reached it"
     );
+}
+
+/// The scheduled runs of `job` as (scheduled, started, digest), oldest
+/// first.
+fn scheduled_runs(cli: &Cli, job: &str) -> Vec<(i64, i64, String)> {
+    let page = cli.call(&["runs", "--job", job, "--limit", "200"]);
+    let mut runs: Vec<(i64, i64, String)> = page["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|run| run["kind"] == "schedule" && run["status"] == "success")
+        .map(|run| {
+            (
+                run["scheduled_at_ms"].as_i64().unwrap(),
+                run["started_at_ms"].as_i64().unwrap(),
+                run["module_digest"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    runs.sort();
+    runs
+}
+
+/// A Python version pushed to a module whose job fires every second is
+/// compiled ahead by the executor: the job keeps firing on time on its
+/// earlier version while the new one compiles, then runs the new one, on
+/// time too; another job firing every second stays on time throughout.
+#[test]
+fn a_pushed_version_is_compiled_ahead_and_every_job_stays_on_time() {
+    let data = tempfile::tempdir().unwrap();
+    let (mut stack, _, at) = up(data.path(), None);
+    let token = std::fs::read_to_string(data.path().join("api-token")).unwrap();
+    let cli = Cli {
+        base: format!("http://{}", at.admin),
+        token: token.trim().to_owned(),
+    };
+    let every_second = "schedule_type = \"CRON\"\nschedule_conf = \"* * * * * ?\"\n";
+    let hello = cronbox_example_jobs::path("hello").display().to_string();
+    let ticker = cli.job(data.path(), "ticker", &hello, every_second);
+    let other = cli.job(data.path(), "other", &hello, every_second);
+    for job in [&ticker, &other] {
+        cli.call(&["job", "start", job]);
+    }
+    let deadline = Instant::now() + WAIT;
+    while scheduled_runs(&cli, &ticker).len() < 2 {
+        assert!(Instant::now() < deadline, "the ticker never ran");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let pushed = cli.call(&["module", "push", "ticker", &path("python-hello")]);
+    let new_digest = pushed["digest"].as_str().unwrap().to_owned();
+    let pushed_at = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    // Until the new version has run three times.
+    let deadline = Instant::now() + WAIT;
+    let runs = loop {
+        let runs = scheduled_runs(&cli, &ticker);
+        if runs
+            .iter()
+            .filter(|(_, _, digest)| *digest == new_digest)
+            .count()
+            >= 3
+        {
+            break runs;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the new version never ran: {runs:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let late = |runs: &[(i64, i64, String)]| -> i64 {
+        runs.iter()
+            .filter(|(scheduled, _, _)| *scheduled >= pushed_at)
+            .map(|(scheduled, started, _)| started - scheduled)
+            .max()
+            .unwrap_or_default()
+    };
+    let on_old = runs
+        .iter()
+        .filter(|(scheduled, _, digest)| *scheduled >= pushed_at && *digest != new_digest)
+        .count();
+    let first_new = runs
+        .iter()
+        .find(|(_, _, digest)| *digest == new_digest)
+        .unwrap();
+    eprintln!(
+        "after the push: {on_old} run(s) on the earlier version while compiling, first run on \
+         the new one {} ms after its instant; latest start of the ticker {} ms, of the other \
+         job {} ms",
+        first_new.1 - first_new.0,
+        late(&runs),
+        late(&scheduled_runs(&cli, &other)),
+    );
+    assert!(
+        on_old >= 1,
+        "the ticker kept firing while the version compiled: {runs:?}"
+    );
+    assert!(late(&runs) < 1500, "the ticker stayed on time: {runs:?}");
+    assert!(
+        late(&scheduled_runs(&cli, &other)) < 1500,
+        "the other job stayed on time"
+    );
+    let _ = stack.kill();
+    let _ = stack.wait();
 }

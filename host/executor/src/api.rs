@@ -1,5 +1,5 @@
 //! The executor's HTTP API (axum): `beat`, `idle-beat`, `run`, `kill`,
-//! `log`, and `/metrics`. Every route but `/metrics` needs the bearer token,
+//! `log`, `prepare` (compile a module ahead of its runs), and `/metrics`. Every route but `/metrics` needs the bearer token,
 //! compared in constant time; errors are JSON [`ApiError`] bodies.
 
 use std::sync::Arc;
@@ -13,7 +13,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use cronbox_protocol::{
     ApiError, BeatResponse, ErrorCode, IdleBeatRequest, KillCommand, KillResponse, LogQuery,
-    RunCommand, executor_paths,
+    PrepareCommand, RunCommand, executor_paths,
 };
 use serde::de::DeserializeOwned;
 use subtle::ConstantTimeEq;
@@ -36,6 +36,7 @@ pub(crate) fn router(state: Arc<ApiState>, max_request_bytes: usize) -> Router {
         .route(executor_paths::RUN, post(run))
         .route(executor_paths::KILL, post(kill))
         .route(executor_paths::LOG, post(log))
+        .route(executor_paths::PREPARE, post(prepare))
         .layer(middleware::from_fn_with_state(state.clone(), authenticate));
     Router::new()
         .merge(authenticated)
@@ -171,6 +172,13 @@ async fn kill(
     Json(KillResponse {
         killed: state.jobs.kill(command),
     })
+}
+
+async fn prepare(
+    State(state): State<Arc<ApiState>>,
+    ApiJson(command): ApiJson<PrepareCommand>,
+) -> impl IntoResponse {
+    Json(state.jobs.prepare(&command).await)
 }
 
 async fn log(

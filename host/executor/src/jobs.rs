@@ -15,7 +15,8 @@ use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use cronbox_protocol::{
     ABSENT_REVISION, BlockStrategy, HttpLimits, IdleBeatResponse, KillCommand, LogQuery,
-    LogResponse, Outcome, RunCommand, RunResponse, RunResult, StateChanges, StateRevision,
+    LogResponse, Outcome, PrepareCommand, PrepareResponse, RunCommand, RunResponse, RunResult,
+    StateChanges, StateRevision,
 };
 use cronbox_runtime::{
     InstanceMode, JobWorker, RunHandle, RunLimits, RunReport, RunRequest, Runtime,
@@ -554,6 +555,29 @@ impl Jobs {
                 accepted: false,
                 refused: Some(refused.outcome),
             }),
+        }
+    }
+
+    /// Fetches and compiles a module ahead of its runs (the admin asks
+    /// when jobs move to a new version); answers once it is loaded or
+    /// refused. Concurrent prepares and runs of one digest share one load.
+    pub(crate) async fn prepare(&self, command: &PrepareCommand) -> PrepareResponse {
+        let digest = command.module_digest.as_str();
+        if !is_digest(digest) {
+            return PrepareResponse {
+                ready: false,
+                error: Some(format!(
+                    "module_digest must be a sha256 in lowercase hex (64 characters), got {digest:?}"
+                )),
+                took_ms: 0,
+            };
+        }
+        let started = std::time::Instant::now();
+        let loaded = self.shared.modules.get(digest).await;
+        PrepareResponse {
+            ready: loaded.is_ok(),
+            error: loaded.err(),
+            took_ms: started.elapsed().as_millis() as u64,
         }
     }
 

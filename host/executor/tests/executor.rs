@@ -1004,3 +1004,54 @@ async fn a_tenants_instance_quota_caps_its_runs_on_an_executor() {
     }
     f.executor.shutdown().await;
 }
+
+/// `prepare` fetches and compiles a module ahead of its runs and says
+/// whether it is ready: a module the admin has is, an unknown digest or a
+/// malformed one is not, with the reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prepare_compiles_a_module_ahead_and_names_what_failed() {
+    use cronbox_protocol::PrepareResponse;
+    let f = fixture().await;
+    let digest = f.admin.add_module(jobs::bytes("hello"));
+    let prepare = |digest: String| {
+        let f = &f;
+        async move {
+            f.post(executor_paths::PREPARE, &json!({ "module_digest": digest }))
+                .await
+                .json::<PrepareResponse>()
+                .await
+                .unwrap()
+        }
+    };
+    let ready = prepare(digest.clone()).await;
+    assert!(ready.ready && ready.error.is_none(), "{ready:?}");
+    let unknown = prepare("e".repeat(64)).await;
+    assert!(!unknown.ready, "{unknown:?}");
+    assert!(
+        unknown
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("cannot fetch module"),
+        "{unknown:?}"
+    );
+    let malformed = prepare("not-a-digest".to_owned()).await;
+    assert!(
+        malformed
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("module_digest"),
+        "{malformed:?}"
+    );
+    let response = f.run(&command(1, 1, &digest, "prepared")).await;
+    assert!(response.accepted);
+    let result = f.admin.result_of(1, WAIT).await;
+    assert_eq!(
+        result.outcome,
+        Outcome::Success {
+            message: "hello, prepared".into()
+        }
+    );
+    f.executor.shutdown().await;
+}

@@ -21,8 +21,8 @@ pub use trigger::{Trigger, TriggerKind, UnknownName};
 pub use wire::{
     ABSENT_REVISION, ApiError, BeatResponse, BlockStrategy, CallbackBatch, ErrorCode,
     IdleBeatRequest, IdleBeatResponse, KillCommand, KillResponse, LogQuery, LogResponse,
-    Registration, RunCommand, RunResponse, RunResult, Secrets, StateRevision, WireLimits,
-    admin_paths, executor_paths,
+    PrepareCommand, PrepareResponse, Registration, RunCommand, RunResponse, RunResult, Secrets,
+    StateRevision, WireLimits, admin_paths, executor_paths,
 };
 
 /// The state change set of a run: for each key the run wrote, its new value,

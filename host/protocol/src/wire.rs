@@ -25,6 +25,9 @@ pub mod executor_paths {
     pub const KILL: &str = "/api/v1/kill";
     /// `POST` [`LogQuery`](super::LogQuery).
     pub const LOG: &str = "/api/v1/log";
+    /// `POST` [`PrepareCommand`](super::PrepareCommand): fetch and compile
+    /// a module now, ahead of its runs; answers when it is ready.
+    pub const PREPARE: &str = "/api/v1/prepare";
     /// `GET`: Prometheus metrics (no token needed).
     pub const METRICS: &str = "/metrics";
 }
@@ -255,6 +258,26 @@ pub enum KillCommand {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct KillResponse {
     pub killed: Vec<u64>,
+}
+
+/// `prepare`: the module to fetch and compile ahead of its runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PrepareCommand {
+    /// The module's sha256, lowercase hex.
+    pub module_digest: String,
+}
+
+/// The answer to `prepare`, once the module is loaded or refused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PrepareResponse {
+    /// Whether the module is loaded and ready to run here.
+    pub ready: bool,
+    /// Why not, when it is not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// How long the fetch and compilation took (0 when it was loaded
+    /// already).
+    pub took_ms: u64,
 }
 
 /// `idle-beat`: is this job idle on this executor?

@@ -10,7 +10,8 @@
 //! executor, its runs and its other loads carry on. The child writes the
 //! serialized artifact; the parent deserializes it into its own engine,
 //! whose compatibility header check refuses an artifact made with other
-//! settings.
+//! settings. The child runs at a lower CPU priority than the executor
+//! (niceness 10), so that other jobs' runs stay on time while it compiles.
 
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt as _;
@@ -18,6 +19,10 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::config::CompilerProcess;
+
+/// The niceness of a compiler process: below the executor, whose runs
+/// must stay on time while a large module compiles.
+const COMPILER_NICENESS: libc::c_int = 10;
 
 /// Most of a compiler child's error output kept for the message.
 const MAX_STDERR_BYTES: u64 = 16 << 10;
@@ -71,13 +76,19 @@ pub(crate) fn compile_in_child(
         .as_secs()
         .saturating_mul(4)
         .saturating_add(1);
-    // SAFETY: between fork and exec the closure only calls setrlimit,
-    // which is async-signal-safe, and allocates nothing.
+    // SAFETY: between fork and exec the closure only calls setrlimit and
+    // setpriority, which are async-signal-safe, and allocates nothing.
     unsafe {
         command.pre_exec(move || {
             set_limit(libc::RLIMIT_AS, memory)?;
             set_limit(libc::RLIMIT_CPU, cpu_seconds)?;
-            set_limit(libc::RLIMIT_CORE, 0)
+            set_limit(libc::RLIMIT_CORE, 0)?;
+            // Runs come first: a large module's compilation (seconds of
+            // every core) takes the CPU the executor's runs leave.
+            if libc::setpriority(libc::PRIO_PROCESS, 0, COMPILER_NICENESS) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
         });
     }
     let mut child = command.spawn().map_err(|source| CompileError::Spawn {

@@ -449,8 +449,15 @@ impl Scheduler {
             },
             // The job's module now: a version pushed or rolled back since the
             // fire was written runs from this trigger on (the result records
-            // what ran).
-            module_digest: job.module_digest.to_string(),
+            // what ran); a scheduled fire takes it once the executor has
+            // compiled it (`warming`).
+            module_digest: match run.kind {
+                TriggerKind::Schedule | TriggerKind::Misfire => {
+                    self.warming.content_for(address, &job.module_digest)
+                }
+                _ => job.module_digest.clone(),
+            }
+            .to_string(),
             block_strategy: job.block_strategy,
             max_concurrency: job.max_concurrency as u32,
             limits: WireLimits {

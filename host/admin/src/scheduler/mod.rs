@@ -12,8 +12,9 @@
 //!
 //! Laid out by step: `planner` (pure: fires, misfire, catch-up), `preread`
 //! (claims and written fires), `dispatch` (timers, leases, routing, the run
-//! command, triggers), `receipts`, `results` (what follows a run's end) and
-//! `executors` (kill and log requests).
+//! command, triggers), `receipts`, `results` (what follows a run's end),
+//! `executors` (kill and log requests) and `warming` (compile-ahead of new
+//! module versions).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -45,6 +46,7 @@ mod preread;
 mod receipts;
 mod results;
 mod slow_jobs;
+mod warming;
 
 use dispatch::*;
 pub use executors::JobKill;
@@ -146,6 +148,8 @@ pub struct Scheduler {
     /// writer), ended and awaited when the admin stops.
     tasks: Tasks,
     quotas: crate::quotas::Quotas,
+    /// Module versions being compiled ahead on executors.
+    warming: warming::Warming,
 }
 
 impl Scheduler {
@@ -180,6 +184,7 @@ impl Scheduler {
             config,
             receipt_key,
             tasks,
+            warming: warming::Warming::default(),
         })
     }
 

@@ -3,6 +3,7 @@
 //! operator's edit of a job's durable state.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use super::ServiceError;
 use crate::jobs::{JobSpec, child_cycle, children_of};
@@ -13,7 +14,7 @@ use cronbox_api::Quota;
 
 /// Creates a job of `tenant` from `spec` (stopped); returns it as stored.
 pub async fn create(
-    scheduler: &Scheduler,
+    scheduler: &Arc<Scheduler>,
     tenant: &str,
     spec: &JobSpec,
 ) -> Result<JobRow, ServiceError> {
@@ -49,6 +50,12 @@ pub async fn create(
         ));
     }
     let id = store.insert_job(&row, scheduler.now_ms()).await?;
+    // Its executors compile the module before its first fire.
+    scheduler.prepare_module(
+        vec![row.group_name.clone()],
+        row.module_digest.clone(),
+        None,
+    );
     stored(store, id).await
 }
 
@@ -58,7 +65,7 @@ pub async fn create(
 /// again from now only when its schedule (type, expression or time zone)
 /// changed, so that an edit of anything else keeps a FIX_RATE job's phase.
 pub async fn update(
-    scheduler: &Scheduler,
+    scheduler: &Arc<Scheduler>,
     current: &JobRow,
     spec: &JobSpec,
 ) -> Result<JobRow, ServiceError> {
@@ -133,6 +140,17 @@ pub async fn update(
             ));
         }
         Err(error) => return Err(error.into()),
+    }
+    if row.module_digest != current.module_digest || row.group_name != current.group_name {
+        // Its runs keep the content they had until the executors have
+        // compiled the new one.
+        let from =
+            (row.module_digest != current.module_digest).then(|| current.module_digest.clone());
+        scheduler.prepare_module(
+            vec![row.group_name.clone()],
+            row.module_digest.clone(),
+            from,
+        );
     }
     scheduler.wake();
     stored(store, current.id).await

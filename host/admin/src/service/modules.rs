@@ -3,12 +3,14 @@
 //! added as the next version of a named module (moving the jobs that
 //! follow it).
 
+use std::sync::Arc;
+
 use sha2::{Digest, Sha256};
 
 use super::ServiceError;
 use crate::api::bodies::{RolledBack, Uploaded};
 use crate::scheduler::Scheduler;
-use crate::store::{ModuleVersion, Store, VersionPush};
+use crate::store::{ModuleVersion, Moved, Store, VersionPush};
 use cronbox_component_check::ComponentError;
 
 /// What an upload asks for besides its bytes.
@@ -41,7 +43,7 @@ pub fn parse_labels(text: Option<&str>) -> Result<Vec<String>, ServiceError> {
 /// Checks and stores `bytes` for `tenant` (see the module doc); at most
 /// `max_bytes`, keeping `keep_versions` versions per name.
 pub async fn upload(
-    scheduler: &Scheduler,
+    scheduler: &Arc<Scheduler>,
     tenant: &str,
     bytes: &[u8],
     upload: &Upload,
@@ -109,7 +111,8 @@ pub async fn upload(
         answer.name = Some(name.clone());
         answer.version = Some(version.version);
         answer.labels = Some(version.labels);
-        answer.jobs_moved = Some(moved);
+        answer.jobs_moved = Some(moved.jobs);
+        prepare_moved(scheduler, &digest, moved);
         scheduler.wake();
     }
     Ok(answer)
@@ -160,7 +163,7 @@ pub async fn versions(
 /// content, so history keeps both; the jobs that follow the module move to
 /// it.
 pub async fn rollback(
-    scheduler: &Scheduler,
+    scheduler: &Arc<Scheduler>,
     tenant: &str,
     name: &str,
     version: i64,
@@ -184,11 +187,21 @@ pub async fn rollback(
             scheduler.now_ms(),
         )
         .await?;
+    let jobs_moved = moved.jobs;
+    prepare_moved(scheduler, &target.digest, moved);
     scheduler.wake();
     Ok(RolledBack {
         version,
-        jobs_moved: moved,
+        jobs_moved,
     })
+}
+
+/// Has the executors of the moved jobs compile their new version ahead
+/// of its runs.
+fn prepare_moved(scheduler: &Arc<Scheduler>, digest: &crate::model::Digest, moved: Moved) {
+    if moved.jobs > 0 {
+        scheduler.prepare_module(moved.groups, digest.clone(), moved.from);
+    }
 }
 
 /// Puts `label` on one version of a module (taking it off any other);

@@ -32,7 +32,7 @@ mod runs;
 mod secrets;
 mod tenants;
 
-pub use modules::{ModuleVersion, VersionPush};
+pub use modules::{ModuleVersion, Moved, VersionPush};
 pub use quotas::{DAY_MS, DayUsage, TenantUsage};
 pub use rows::{
     ClaimedJob, DailyReport, DispatchMark, JobFilter, JobRow, JobState, NewRun, RunEnd, RunFilter,

@@ -3,6 +3,18 @@
 
 use super::*;
 
+/// What a new version of a module moved: the jobs following the module.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Moved {
+    /// How many jobs now run the new version.
+    pub jobs: u64,
+    /// The version's content they ran before (none for a module's first
+    /// version, or when the content did not change).
+    pub from: Option<Digest>,
+    /// The groups of those jobs (whose executors should compile it).
+    pub groups: Vec<String>,
+}
+
 /// A new version of a named module, as pushed.
 #[derive(Debug, Clone, Copy)]
 pub struct VersionPush<'a> {
@@ -188,7 +200,7 @@ impl Store {
         push: &VersionPush<'_>,
         keep: usize,
         now_ms: i64,
-    ) -> Result<(ModuleVersion, u64), StoreError> {
+    ) -> Result<(ModuleVersion, Moved), StoreError> {
         let VersionPush {
             tenant,
             name,
@@ -215,9 +227,9 @@ impl Store {
             && labels.is_empty()
         {
             tx.rollback().await?;
-            return Ok((latest.clone(), 0));
+            return Ok((latest.clone(), Moved::default()));
         }
-        let version = latest.map_or(1, |latest| latest.version + 1);
+        let version = latest.as_ref().map_or(1, |latest| latest.version + 1);
         sqlx::query(
             "INSERT INTO module_version (tenant, name, version, digest, note, created_at_ms) \
              VALUES ($1, $2, $3, $4, $5, $6)",
@@ -255,7 +267,7 @@ impl Store {
         for label in labels {
             put_label(&mut tx, tenant, name, version, label).await?;
         }
-        let moved = sqlx::query(
+        let jobs = sqlx::query(
             "UPDATE job SET module_digest = $1, updated_at_ms = $2 WHERE tenant = $3 \
              AND module_name = $4 AND module_version IS NULL",
         )
@@ -266,7 +278,26 @@ impl Store {
         .execute(&mut *tx)
         .await?
         .rows_affected();
+        let groups = if jobs == 0 {
+            Vec::new()
+        } else {
+            sqlx::query_scalar(
+                "SELECT DISTINCT group_name FROM job WHERE tenant = $1 AND module_name = $2 \
+                 AND module_version IS NULL ORDER BY group_name",
+            )
+            .bind(tenant)
+            .bind(name)
+            .fetch_all(&mut *tx)
+            .await?
+        };
         tx.commit().await?;
+        let moved = Moved {
+            jobs,
+            from: latest
+                .map(|latest| latest.digest)
+                .filter(|from| from != digest),
+            groups,
+        };
         Ok((
             ModuleVersion {
                 name: name.to_owned(),

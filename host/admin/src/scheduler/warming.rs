@@ -1,0 +1,163 @@
+//! Compile-ahead: when jobs move to a new module version (a push or a
+//! rollback), the admin asks every live executor of their groups to fetch
+//! and compile it at once (`prepare`), instead of leaving the first run to
+//! pay for it. While an executor is still compiling, scheduled fires sent
+//! there take the content the jobs ran before, so that a job firing every
+//! second keeps firing on time through a long compilation (Python and
+//! JavaScript components take seconds); its first run on the new version
+//! follows as soon as the executor has it. A run someone asked for
+//! (manual, API) and retries and children take the new version at once
+//! and wait for it: whoever pushed and triggered expects what they pushed.
+//!
+//! What is compiling where lives in this admin's memory only: another
+//! admin of the cluster sends the new version, whose run then waits for
+//! the compilation (late, never wrong). A failed or unreachable prepare
+//! ends the fallback too: the run then goes with the new version and
+//! fails or waits as it would have.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use cronbox_protocol::{PrepareCommand, PrepareResponse};
+
+use super::*;
+use crate::model::Digest;
+
+/// The longest a prepare request may take: a compilation is bounded by
+/// the executor's own compile timeout (2 minutes by default).
+const PREPARE_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The versions being compiled ahead, by executor address and digest:
+/// the content to send meanwhile.
+#[derive(Debug, Default)]
+pub(super) struct Warming {
+    compiling: Mutex<HashMap<(String, Digest), Digest>>,
+}
+
+impl Warming {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, Digest), Digest>> {
+        self.compiling
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    /// The content to send to `address` for a job whose module is
+    /// `digest` now: the earlier content while `digest` compiles there.
+    pub(super) fn content_for(&self, address: &str, digest: &Digest) -> Digest {
+        self.lock()
+            .get(&(address.to_owned(), digest.clone()))
+            .cloned()
+            .unwrap_or_else(|| digest.clone())
+    }
+}
+
+impl Scheduler {
+    /// Asks the live executors of `groups` to compile `digest` now; until
+    /// each has, runs sent to it take `from` (the jobs' earlier content),
+    /// when given.
+    pub fn prepare_module(
+        self: &Arc<Self>,
+        groups: Vec<String>,
+        digest: Digest,
+        from: Option<Digest>,
+    ) {
+        let scheduler = self.clone();
+        self.tasks.spawn(async move {
+            let now = scheduler.now_ms();
+            let mut addresses = Vec::new();
+            for group in &groups {
+                match scheduler.live_addresses(group, now).await {
+                    Ok(live) => addresses.extend(live),
+                    Err(error) => {
+                        tracing::warn!(%group, %error, "cannot list executors to prepare a module")
+                    }
+                }
+            }
+            addresses.sort();
+            addresses.dedup();
+            if let Some(from) = &from {
+                let mut compiling = scheduler.warming.lock();
+                for address in &addresses {
+                    compiling.insert((address.clone(), digest.clone()), from.clone());
+                }
+            }
+            for address in addresses {
+                let each = scheduler.clone();
+                let digest = digest.clone();
+                scheduler.tasks.spawn(async move {
+                    let answer = each.prepare_on(&address, &digest).await;
+                    each.warming
+                        .lock()
+                        .remove(&(address.clone(), digest.clone()));
+                    match answer {
+                        Ok(answer) if answer.ready => tracing::info!(
+                            %address, module = %digest, took_ms = answer.took_ms,
+                            "module compiled ahead"
+                        ),
+                        Ok(answer) => tracing::warn!(
+                            %address, module = %digest, error = answer.error.unwrap_or_default(),
+                            "an executor could not prepare a module"
+                        ),
+                        Err(error) => tracing::warn!(
+                            %address, module = %digest, %error,
+                            "cannot ask an executor to prepare a module"
+                        ),
+                    }
+                });
+            }
+        });
+    }
+
+    async fn prepare_on(&self, address: &str, digest: &Digest) -> Result<PrepareResponse, String> {
+        let response = self
+            .http
+            .post(format!("{address}{}", executor_paths::PREPARE))
+            .bearer_auth(&self.config.executor_token)
+            .timeout(PREPARE_TIMEOUT)
+            .json(&PrepareCommand {
+                module_digest: digest.to_string(),
+            })
+            .send()
+            .await
+            .map_err(|error| format!("{address}: {error}"))?;
+        if !response.status().is_success() {
+            return Err(format!("{address} answered {}", response.status()));
+        }
+        response
+            .json()
+            .await
+            .map_err(|error| format!("{address} answered badly: {error}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_version_compiling_on_an_executor_sends_the_earlier_content_there_only() {
+        let warming = Warming::default();
+        let (old, new): (Digest, Digest) = (
+            "a".repeat(64).parse().unwrap(),
+            "b".repeat(64).parse().unwrap(),
+        );
+        warming
+            .lock()
+            .insert(("http://e1".to_owned(), new.clone()), old.clone());
+        assert_eq!(warming.content_for("http://e1", &new), old);
+        assert_eq!(
+            warming.content_for("http://e2", &new),
+            new,
+            "another executor has it"
+        );
+        warming
+            .lock()
+            .remove(&("http://e1".to_owned(), new.clone()));
+        assert_eq!(
+            warming.content_for("http://e1", &new),
+            new,
+            "compiled: the new one"
+        );
+    }
+}
