@@ -20,6 +20,7 @@ mod config;
 mod executor;
 mod manage;
 mod run;
+mod scaffold;
 mod up;
 
 use std::path::PathBuf;
@@ -62,6 +63,8 @@ enum Command {
     Ceiling(manage::CeilingArgs),
     Secret(manage::SecretArgs),
     Config(ConfigArgs),
+    New(scaffold::NewArgs),
+    Build(scaffold::BuildArgs),
     /// Compiles the component on stdin to an artifact on stdout (the
     /// executor's compiler child process).
     #[command(hide = true)]
@@ -136,6 +139,11 @@ fn main() -> ExitCode {
         ),
         Command::Ceiling(args) => (
             manage::ceiling(args).map(|()| ExitCode::SUCCESS),
+            EXIT_FAILED,
+        ),
+        Command::New(args) => (scaffold::new(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
+        Command::Build(args) => (
+            scaffold::build(args).map(|()| ExitCode::SUCCESS),
             EXIT_FAILED,
         ),
         Command::CompileWorker { args } => {

@@ -66,8 +66,17 @@ impl Scheduler {
         self.tasks.spawn(async move {
             let now = scheduler.now_ms();
             let mut addresses = Vec::new();
+            // Read from the store, not through the dispatch cache: a read
+            // here must not hold back an executor registering meanwhile.
+            let alive_since = match scheduler.alive_since(now).await {
+                Ok(alive_since) => alive_since,
+                Err(error) => {
+                    tracing::warn!(%error, "cannot list executors to prepare a module");
+                    return;
+                }
+            };
             for group in &groups {
-                match scheduler.live_addresses(group, now).await {
+                match scheduler.store.group_addresses(group, alive_since).await {
                     Ok(live) => addresses.extend(live),
                     Err(error) => {
                         tracing::warn!(%group, %error, "cannot list executors to prepare a module")

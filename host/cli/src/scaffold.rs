@@ -1,0 +1,338 @@
+//! `cronbox new` (a job project in Rust, Python or JavaScript that builds
+//! with one command) and `cronbox build` (that command).
+//!
+//! A project carries everything it builds from: the WIT contract
+//! (`wit/`), and the SDK of its language (`cronbox-guest/` for Rust,
+//! `cronbox_job/` for Python, `cronbox-job.js` for JavaScript), copied from
+//! the ones this binary was built with, so that it builds anywhere without
+//! this repository. Python and JavaScript builds use the pinned
+//! componentize-py and componentize-js of `cronbox-guest-build`, installed
+//! on first use under the user's cache directory.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context as _, bail};
+use clap::{Args, ValueEnum};
+use cronbox_guest_build::{Language, Tools, build_js, build_python};
+
+
+/// Create a job project that builds to a component with `cronbox build`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  cronbox new greeter --lang python\n  cd greeter && cronbox build && cronbox run greeter.wasm --param world"
+)]
+pub(crate) struct NewArgs {
+    /// The job's name: the project's directory and the component's file
+    /// name (letters, digits, `-` and `_`).
+    name: String,
+    /// The language to write the job in.
+    #[arg(long, value_enum, default_value = "rust")]
+    lang: Lang,
+    /// Where to create the project (default: ./NAME).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Lang {
+    Rust,
+    Python,
+    Js,
+}
+
+/// Build a job project (made by `cronbox new`) into a component.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  cronbox build\n  cronbox build greeter -o dist/greeter.wasm")]
+pub(crate) struct BuildArgs {
+    /// The project's directory: `Cargo.toml` (Rust), `app.py` (Python) or
+    /// `job.js` (JavaScript) tells its language.
+    #[arg(default_value = ".")]
+    dir: PathBuf,
+    /// The component to write (default: NAME.wasm in the project, NAME
+    /// being the directory's name).
+    #[arg(long, short)]
+    output: Option<PathBuf>,
+    /// Where componentize-py and componentize-js are installed on first
+    /// use (default: cronbox/tools under the user's cache directory).
+    #[arg(long, env = "CRONBOX_TOOLS_DIR")]
+    tools_dir: Option<PathBuf>,
+}
+
+/// The contract and the SDKs, as this binary was built with them.
+mod embedded {
+    pub const JOB_WIT: &str = include_str!("../../../wit/job.wit");
+    pub const CONFIG_WIT: &str = include_str!("../../../wit/deps/config/store.wit");
+    pub const PYTHON_SDK: &str = include_str!("../../../guest-sdk/python/cronbox_job/__init__.py");
+    pub const JS_SDK: &str = include_str!("../../../guest-sdk/js/cronbox-job.js");
+    pub const RUST_SDK: [(&str, &str); 4] = [
+        ("lib.rs", include_str!("../../../guest-sdk/src/lib.rs")),
+        (
+            "context.rs",
+            include_str!("../../../guest-sdk/src/context.rs"),
+        ),
+        ("http.rs", include_str!("../../../guest-sdk/src/http.rs")),
+        (
+            "logger.rs",
+            include_str!("../../../guest-sdk/src/logger.rs"),
+        ),
+    ];
+    /// The versions the example jobs are built with (unused entries are
+    /// dropped by cargo).
+    pub const CARGO_LOCK: &str = include_str!("../../../example-jobs/Cargo.lock");
+}
+
+pub(crate) fn new(args: NewArgs) -> anyhow::Result<()> {
+    let name = args.name.as_str();
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        || name.starts_with(['-', '_'])
+    {
+        bail!(
+            "the job name {name:?} must be letters, digits, `-` and `_`, starting with a letter or digit"
+        );
+    }
+    let dir = args.dir.unwrap_or_else(|| PathBuf::from(name));
+    if dir.exists()
+        && std::fs::read_dir(&dir)
+            .map(|mut entries| entries.next().is_some())
+            .unwrap_or(true)
+    {
+        bail!("{} exists and is not empty: nothing written", dir.display());
+    }
+    let files = match args.lang {
+        Lang::Rust => rust_project(name),
+        Lang::Python => python_project(name),
+        Lang::Js => js_project(name),
+    };
+    for (path, text) in files {
+        let path = dir.join(path);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    outln!("created {} ({:?} job {name})", dir.display(), args.lang);
+    outln!(
+        "build it:  cd {} && cronbox build   (writes {name}.wasm)",
+        dir.display()
+    );
+    outln!("try it:    cronbox run {name}.wasm --param world");
+    Ok(())
+}
+
+fn wit_files() -> Vec<(String, String)> {
+    vec![
+        ("wit/job.wit".to_owned(), embedded::JOB_WIT.to_owned()),
+        (
+            "wit/deps/config/store.wit".to_owned(),
+            embedded::CONFIG_WIT.to_owned(),
+        ),
+    ]
+}
+
+fn rust_project(name: &str) -> Vec<(String, String)> {
+    let crate_name = name.replace('-', "_");
+    let mut files = wit_files();
+    files.push((
+        "Cargo.toml".to_owned(),
+        format!(
+            r#"[package]
+name = "{name}"
+version = "0.1.0"
+edition = "2024"
+publish = false
+
+[lib]
+crate-type = ["cdylib"]
+
+[dependencies]
+cronbox-guest = {{ path = "cronbox-guest" }}
+
+[profile.release]
+opt-level = 2
+strip = true
+
+# Build with `cronbox build` (or `cargo build --release --target
+# wasm32-wasip2`, the component then being
+# target/wasm32-wasip2/release/{crate_name}.wasm).
+"#
+        ),
+    ));
+    files.push((
+        "src/lib.rs".to_owned(),
+        format!(
+            r#"//! The job {name}.
+
+use cronbox_guest::{{Context, Job, Result, export_job, info}};
+
+#[derive(Default)]
+struct Task;
+
+impl Job for Task {{
+    fn execute(&mut self, ctx: &Context) -> Result<String> {{
+        let who = if ctx.param().is_empty() {{ "world" }} else {{ ctx.param() }};
+        info!("greeting {{who}}");
+        Ok(format!("hello, {{who}}"))
+    }}
+}}
+export_job!(Task);
+"#
+        ),
+    ));
+    files.push((
+        "cronbox-guest/Cargo.toml".to_owned(),
+        r#"[package]
+name = "cronbox-guest"
+description = "Write cronbox jobs in Rust (a copy made by `cronbox new`)."
+version = "0.1.0"
+edition = "2024"
+publish = false
+
+[dependencies]
+wit-bindgen = { version = "0.61", default-features = false, features = ["macros", "realloc"] }
+anyhow = "1"
+log = { version = "0.4", features = ["std"] }
+wasip2 = "1"
+"#
+        .to_owned(),
+    ));
+    for (file, text) in embedded::RUST_SDK {
+        files.push((format!("cronbox-guest/src/{file}"), text.to_owned()));
+    }
+    files.push(("Cargo.lock".to_owned(), embedded::CARGO_LOCK.to_owned()));
+    files.push((".gitignore".to_owned(), "/target\n*.wasm\n".to_owned()));
+    files
+}
+
+fn python_project(name: &str) -> Vec<(String, String)> {
+    let mut files = wit_files();
+    files.push((
+        "app.py".to_owned(),
+        format!(
+            r#""""The job {name}."""
+
+from cronbox_job import Context, job
+
+
+@job
+def execute(ctx: Context) -> str:
+    who = ctx.param or "world"
+    ctx.log.info("greeting %s", who)
+    return f"hello, {{who}}"
+"#
+        ),
+    ));
+    files.push((
+        "cronbox_job/__init__.py".to_owned(),
+        embedded::PYTHON_SDK.to_owned(),
+    ));
+    files.push((".gitignore".to_owned(), "__pycache__/\n*.wasm\n".to_owned()));
+    files
+}
+
+fn js_project(name: &str) -> Vec<(String, String)> {
+    let mut files = wit_files();
+    files.push((
+        "job.js".to_owned(),
+        format!(
+            r#"// The job {name}.
+import {{ job }} from './cronbox-job.js';
+
+export const {{ init, execute, destroy }} = job((ctx) => {{
+  const who = ctx.param || 'world';
+  ctx.log.info(`greeting ${{who}}`);
+  return `hello, ${{who}}`;
+}});
+"#
+        ),
+    ));
+    files.push(("cronbox-job.js".to_owned(), embedded::JS_SDK.to_owned()));
+    files.push((".gitignore".to_owned(), "*.wasm\n".to_owned()));
+    files
+}
+
+pub(crate) fn build(args: BuildArgs) -> anyhow::Result<()> {
+    let dir = std::path::absolute(&args.dir)
+        .with_context(|| format!("cannot resolve {}", args.dir.display()))?;
+    let Some(language) = Language::of_project(&dir) else {
+        bail!(
+            "{} is not a job project: no Cargo.toml (Rust), app.py (Python) or job.js (JavaScript); \
+             `cronbox new NAME --lang rust|python|js` makes one",
+            dir.display()
+        );
+    };
+    let name = dir
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "job".to_owned());
+    let output = args
+        .output
+        .unwrap_or_else(|| dir.join(format!("{name}.wasm")));
+    let tools = Tools::new(args.tools_dir.unwrap_or_else(default_tools_dir));
+    let wit = dir.join("wit");
+    let started = std::time::Instant::now();
+    match language {
+        Language::Rust => build_rust(&dir, &output)?,
+        Language::Python => build_python(&tools, &dir, &dir, &wit, &output)?,
+        Language::JavaScript => build_js(&tools, &dir.join("job.js"), &dir, &wit, &output)?,
+    }
+    let size = std::fs::metadata(&output)
+        .map(|meta| meta.len())
+        .unwrap_or(0);
+    outln!(
+        "built {} ({}, {:.1} s)",
+        output.display(),
+        bytesize::ByteSize(size),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// `$XDG_CACHE_HOME/cronbox/tools`, or `~/.cache/cronbox/tools`.
+fn default_tools_dir() -> PathBuf {
+    std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir)
+        .join("cronbox")
+        .join("tools")
+}
+
+/// `cargo build --release --target wasm32-wasip2`, then the component
+/// copied to `output`.
+fn build_rust(dir: &Path, output: &Path) -> anyhow::Result<()> {
+    let manifest = std::fs::read_to_string(dir.join("Cargo.toml"))
+        .with_context(|| format!("cannot read {}", dir.join("Cargo.toml").display()))?;
+    let package = manifest
+        .lines()
+        .skip_while(|line| line.trim() != "[package]")
+        .find_map(|line| {
+            let (key, value) = line.split_once('=')?;
+            (key.trim() == "name").then(|| value.trim().trim_matches('"').to_owned())
+        })
+        .context("Cargo.toml names no package")?;
+    let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+        .args(["build", "--release", "--target", "wasm32-wasip2"])
+        .current_dir(dir)
+        .status()
+        .context("cannot run cargo (install Rust with rustup)")?;
+    if !status.success() {
+        bail!(
+            "cargo build failed ({status}); `rustup target add wasm32-wasip2` if the target is missing"
+        );
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| dir.join("target"));
+    let built = target
+        .join("wasm32-wasip2")
+        .join("release")
+        .join(format!("{}.wasm", package.replace('-', "_")));
+    std::fs::copy(&built, output)
+        .with_context(|| format!("cannot copy {} to {}", built.display(), output.display()))?;
+    Ok(())
+}
