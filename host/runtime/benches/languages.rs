@@ -137,6 +137,7 @@ fn main() {
             let cache = tempfile::tempdir().unwrap();
             let config = RuntimeConfig {
                 cache_dir: Some(cache.path().to_path_buf()),
+                cache_key_file: Some(cache.path().join("cache.key")),
                 ..RuntimeConfig::default()
             };
             let compiling = Runtime::new(config.clone()).unwrap();
