@@ -16,7 +16,6 @@ use anyhow::{Context as _, bail};
 use clap::{Args, ValueEnum};
 use cronbox_guest_build::{Language, Tools, build_js, build_python};
 
-
 /// Create a job project that builds to a component with `cronbox build`.
 #[derive(Debug, Args)]
 #[command(

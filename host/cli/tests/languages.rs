@@ -24,6 +24,13 @@ fn run(args: &[&str]) -> Output {
         .expect("cronbox starts")
 }
 
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -220,7 +227,8 @@ fn a_kill_stops_a_python_or_javascript_loop() {
         assert_eq!(cli.ended(&probe, warm)["outcome"], "success");
         let spinning = cli.trigger(&probe, "spin");
         let deadline = Instant::now() + WAIT;
-        let killed_at = loop {
+        let killed_at_ms = loop {
+            let sent_at_ms = now_ms();
             let output = Command::new(env!("CARGO_BIN_EXE_cronbox"))
                 .args(["kill", &spinning.to_string()])
                 .env("CRONBOX_ADMIN", &cli.base)
@@ -228,16 +236,19 @@ fn a_kill_stops_a_python_or_javascript_loop() {
                 .output()
                 .unwrap();
             if output.status.success() {
-                break Instant::now();
+                break sent_at_ms;
             }
             assert!(Instant::now() < deadline, "{}", text(&output.stderr));
             std::thread::sleep(Duration::from_millis(50));
         };
         let ended = cli.ended(&probe, spinning);
         assert_eq!(ended["outcome"], "killed", "{language}: {ended}");
-        let took = killed_at.elapsed();
-        eprintln!("{language}: kill to recorded end {took:?}");
-        assert!(took < Duration::from_secs(5), "{language}: {took:?}");
+        // The executor's record of the run's end, against when the kill
+        // was sent (one machine, one clock): the CLI start-up and the
+        // admin's forwarding included.
+        let took = ended["finished_at_ms"].as_i64().unwrap() - killed_at_ms;
+        eprintln!("{language}: kill sent to run ended {took} ms");
+        assert!(took < 2_000, "{language}: {took} ms");
     }
     let _ = stack.kill();
     let _ = stack.wait();
@@ -334,10 +345,7 @@ fn a_pushed_version_is_compiled_ahead_and_every_job_stays_on_time() {
     }
     let pushed = cli.call(&["module", "push", "ticker", &path("python-hello")]);
     let new_digest = pushed["digest"].as_str().unwrap().to_owned();
-    let pushed_at = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64;
+    let pushed_at = now_ms();
     // Until the new version has run three times.
     let deadline = Instant::now() + WAIT;
     let runs = loop {

@@ -2,8 +2,9 @@
 //! artifacts (`artifacts/`) — kept under a size bound.
 //!
 //! After a module is fetched or compiled, if the files of both directories
-//! together exceed the bound, the least recently written are deleted until
-//! they fit again, except those of modules loaded in memory now (their
+//! together exceed the bound, the least recently used (a file's
+//! modification time, renewed when it is read back: `renew_cache_file`)
+//! are deleted until they fit again, except those of modules loaded in memory now (their
 //! files are what a restart would load). A deleted entry only costs a
 //! download and a compile the next time its module runs.
 

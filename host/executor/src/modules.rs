@@ -178,7 +178,11 @@ impl ModuleStore {
     async fn fetch_and_load(&self, digest: &str) -> Result<JobModule, String> {
         let path = self.dir.join(format!("{digest}.wasm"));
         let wasm = match tokio::fs::read(&path).await {
-            Ok(bytes) if hex::encode(Sha256::digest(&bytes)) == digest => bytes,
+            Ok(bytes) if hex::encode(Sha256::digest(&bytes)) == digest => {
+                // Used now: the disk bound deletes least recently used first.
+                cronbox_runtime::renew_cache_file(&path);
+                bytes
+            }
             _ => {
                 let bytes = self
                     .admins

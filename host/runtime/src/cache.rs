@@ -102,7 +102,10 @@ impl ArtifactCache {
                 // serialized, undamaged; wasmtime additionally checks the
                 // engine compatibility header.
                 Some(artifact) => match unsafe { Component::deserialize(engine, artifact) } {
-                    Ok(component) => return Ok((component, CacheStatus::Hit)),
+                    Ok(component) => {
+                        renew(&path);
+                        return Ok((component, CacheStatus::Hit));
+                    }
                     Err(error) => {
                         tracing::warn!(path = %path.display(), %error, "unusable cached artifact; recompiling");
                         status = CacheStatus::Repaired;
@@ -130,6 +133,19 @@ impl ArtifactCache {
         if let Err(error) = result {
             tracing::warn!(path = %path.display(), %error, "cannot write the artifact cache");
         }
+    }
+}
+
+/// Marks a cache file as used now (its modification time), so that a
+/// size bound deleting the oldest files deletes the least recently used.
+/// Best effort.
+pub fn renew(path: &Path) {
+    let renewed = std::fs::File::options()
+        .append(true)
+        .open(path)
+        .and_then(|file| file.set_modified(std::time::SystemTime::now()));
+    if let Err(error) = renewed {
+        tracing::debug!(path = %path.display(), %error, "cannot renew a cache file's time");
     }
 }
 

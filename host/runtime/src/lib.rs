@@ -34,7 +34,7 @@ mod run;
 mod validate;
 mod worker;
 
-pub use cache::CacheStatus;
+pub use cache::{CacheStatus, renew as renew_cache_file};
 pub use clocks::CLOCK_RESOLUTION;
 pub use compiler::{CompileError, compile_worker};
 pub use config::{Compiler, CompilerProcess, InstanceMode, RunLimits, RuntimeConfig, StateLimits};

@@ -270,10 +270,27 @@ async fn the_artifact_cache_is_hit_on_the_second_load_and_survives_restarts() {
         .await
         .unwrap();
     assert_eq!(first.cache_status(), CacheStatus::Miss);
+    // Age the entry: a hit renews its time, so that the disk bound
+    // deletes the least recently *used* artifacts first.
+    let entry = std::fs::read_dir(dir.path().join("artifacts"))
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.path())
+        .find(|path| path.extension().is_some_and(|ext| ext == "cwasm"))
+        .expect("an artifact was written");
+    let long_ago = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000);
+    std::fs::File::options()
+        .append(true)
+        .open(&entry)
+        .unwrap()
+        .set_modified(long_ago)
+        .unwrap();
     // A new runtime (as after a restart) finds the artifact on disk.
     let runtime = cached_runtime(dir.path());
     let second = runtime.load(jobs::bytes("hello")).await.unwrap();
     assert_eq!(second.cache_status(), CacheStatus::Hit);
+    let used = std::fs::metadata(&entry).unwrap().modified().unwrap();
+    assert!(used > long_ago, "the hit renewed the entry's time");
     assert_eq!(first.digest(), second.digest());
     let mut worker = JobWorker::new(&runtime, second, InstanceMode::Warm);
     let report = worker
