@@ -7,10 +7,12 @@ for Python jobs.
 - ``config KEY``: answers with the configuration value of KEY;
 - ``state``: writes an oversized value and answers with the error;
 - ``read PATH``: tries to read a file (denied: no preopened directory);
+- ``fetch URL``: fetches URL and answers with the status and body, or the
+  error's code;
 - anything else: answers ``ok``.
 """
 
-from cronbox_job import Context, StateError, job
+from cronbox_job import Context, StateError, http, job
 
 
 @job
@@ -35,6 +37,12 @@ def execute(ctx: Context) -> str:
         except StateError as error:
             return f"refused: {type(error).__name__}: {error}"
         return "stored"
+    if verb == "fetch":
+        try:
+            response = http.get(arg)
+        except http.HttpError as error:
+            return f"denied: {error.code}"
+        return f"{response.status} {response.text()}"
     if verb == "read":
         try:
             with open(arg) as file:

@@ -11,7 +11,8 @@ A job is a function (or a class with ``execute`` and optional ``init`` and
 
 The decorator defines ``WitWorld`` in the module it is used in, which is what
 componentize-py exports. Build with ``cronbox build`` (or
-``componentize-py -d wit -w job -w wasi:config/imports componentize app``).
+``componentize-py -d wit -w job-with-http componentize app``).
+Outbound HTTP is :mod:`cronbox_job.http`.
 
 - A returned value (turned into a string; ``None`` is empty) is success.
 - Raising :class:`JobFailed` fails the run with its message and no traceback;

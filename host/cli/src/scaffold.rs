@@ -61,8 +61,32 @@ pub(crate) struct BuildArgs {
 /// The contract and the SDKs, as this binary was built with them.
 mod embedded {
     pub const JOB_WIT: &str = include_str!("../../../wit/job.wit");
-    pub const CONFIG_WIT: &str = include_str!("../../../wit/deps/config/store.wit");
-    pub const PYTHON_SDK: &str = include_str!("../../../guest-sdk/python/cronbox_job/__init__.py");
+    /// Every package under `wit/deps`, by path.
+    pub const WIT_DEPS: [(&str, &str); 4] = [
+        (
+            "config/store.wit",
+            include_str!("../../../wit/deps/config/store.wit"),
+        ),
+        (
+            "http/http.wit",
+            include_str!("../../../wit/deps/http/http.wit"),
+        ),
+        ("io/io.wit", include_str!("../../../wit/deps/io/io.wit")),
+        (
+            "clocks/clocks.wit",
+            include_str!("../../../wit/deps/clocks/clocks.wit"),
+        ),
+    ];
+    pub const PYTHON_SDK: [(&str, &str); 2] = [
+        (
+            "__init__.py",
+            include_str!("../../../guest-sdk/python/cronbox_job/__init__.py"),
+        ),
+        (
+            "http.py",
+            include_str!("../../../guest-sdk/python/cronbox_job/http.py"),
+        ),
+    ];
     pub const JS_SDK: &str = include_str!("../../../guest-sdk/js/cronbox-job.js");
     pub const RUST_SDK: [(&str, &str); 4] = [
         ("lib.rs", include_str!("../../../guest-sdk/src/lib.rs")),
@@ -124,13 +148,11 @@ pub(crate) fn new(args: NewArgs) -> anyhow::Result<()> {
 }
 
 fn wit_files() -> Vec<(String, String)> {
-    vec![
-        ("wit/job.wit".to_owned(), embedded::JOB_WIT.to_owned()),
-        (
-            "wit/deps/config/store.wit".to_owned(),
-            embedded::CONFIG_WIT.to_owned(),
-        ),
-    ]
+    let mut files = vec![("wit/job.wit".to_owned(), embedded::JOB_WIT.to_owned())];
+    for (path, text) in embedded::WIT_DEPS {
+        files.push((format!("wit/deps/{path}"), text.to_owned()));
+    }
+    files
 }
 
 fn rust_project(name: &str) -> Vec<(String, String)> {
@@ -225,10 +247,9 @@ def execute(ctx: Context) -> str:
 "#
         ),
     ));
-    files.push((
-        "cronbox_job/__init__.py".to_owned(),
-        embedded::PYTHON_SDK.to_owned(),
-    ));
+    for (file, text) in embedded::PYTHON_SDK {
+        files.push((format!("cronbox_job/{file}"), text.to_owned()));
+    }
     files.push((".gitignore".to_owned(), "__pycache__/\n*.wasm\n".to_owned()));
     files
 }

@@ -11,10 +11,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use cronbox_language_jobs as languages;
 use serde_json::Value;
-use support::up;
+use support::{Process, up};
 
 const WAIT: Duration = Duration::from_secs(120);
-const LANGUAGES: [(&str, &str); 2] = [("python", "python"), ("js", "js")];
+const LANGUAGES: [&str; 2] = ["python", "js"];
 
 fn run(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_cronbox"))
@@ -41,13 +41,13 @@ fn path(name: &str) -> String {
 
 #[test]
 fn python_and_javascript_jobs_run_with_cronbox_run() {
-    for (language, greeting) in LANGUAGES {
+    for language in LANGUAGES {
         let output = run(&[&path(&format!("{language}-hello")), "--param", "bob"]);
         let printed = text(&output.stdout);
         assert_eq!(output.status.code(), Some(0), "{printed}");
         assert!(
             printed.contains(&format!(
-                "outcome: success (200): hello from {greeting}, bob"
+                "outcome: success (200): hello from {language}, bob"
             )),
             "{printed}"
         );
@@ -75,6 +75,18 @@ struct Cli {
 }
 
 impl Cli {
+    /// `cronbox up` with its data in `data` (stopped when the process is
+    /// dropped), and the CLI against it.
+    fn up(data: &std::path::Path) -> (Process, Cli) {
+        let (stack, _, at) = up(data, None);
+        let token = std::fs::read_to_string(data.join("api-token")).unwrap();
+        let cli = Cli {
+            base: format!("http://{}", at.admin),
+            token: token.trim().to_owned(),
+        };
+        (Process(stack), cli)
+    }
+
     fn call(&self, args: &[&str]) -> Value {
         let output = Command::new(env!("CARGO_BIN_EXE_cronbox"))
             .args(args)
@@ -138,13 +150,8 @@ impl Cli {
 #[test]
 fn python_and_javascript_jobs_run_on_an_executor_within_their_limits() {
     let data = tempfile::tempdir().unwrap();
-    let (mut stack, _, at) = up(data.path(), None);
-    let token = std::fs::read_to_string(data.path().join("api-token")).unwrap();
-    let cli = Cli {
-        base: format!("http://{}", at.admin),
-        token: token.trim().to_owned(),
-    };
-    for (language, _) in LANGUAGES {
+    let (_stack, cli) = Cli::up(data.path());
+    for language in LANGUAGES {
         let counter = cli.job(
             data.path(),
             &format!("{language}-counter"),
@@ -201,21 +208,14 @@ fn python_and_javascript_jobs_run_on_an_executor_within_their_limits() {
         let ended = cli.ended(&probe, hog);
         assert_eq!(ended["outcome"], "memory_limit", "{language}: {ended}");
     }
-    let _ = stack.kill();
-    let _ = stack.wait();
 }
 
 /// A kill ends a Python or JavaScript loop at once.
 #[test]
 fn a_kill_stops_a_python_or_javascript_loop() {
     let data = tempfile::tempdir().unwrap();
-    let (mut stack, _, at) = up(data.path(), None);
-    let token = std::fs::read_to_string(data.path().join("api-token")).unwrap();
-    let cli = Cli {
-        base: format!("http://{}", at.admin),
-        token: token.trim().to_owned(),
-    };
-    for (language, _) in LANGUAGES {
+    let (_stack, cli) = Cli::up(data.path());
+    for language in LANGUAGES {
         let probe = cli.job(
             data.path(),
             &format!("{language}-probe"),
@@ -250,51 +250,59 @@ fn a_kill_stops_a_python_or_javascript_loop() {
         eprintln!("{language}: kill sent to run ended {took} ms");
         assert!(took < 2_000, "{language}: {took} ms");
     }
-    let _ = stack.kill();
-    let _ = stack.wait();
 }
 
-/// JavaScript's `fetch` goes through the job's grants like a Rust job's
-/// `wasi:http` calls: granted, it reaches the origin and the host logs the
-/// request; without a grant it is denied and nothing arrives.
+/// JavaScript's `fetch` and Python's `cronbox_job.http` go through the
+/// job's grants like a Rust job's `wasi:http` calls: granted, they reach
+/// the origin and the host logs the request; without a grant they are
+/// denied and nothing arrives.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn javascript_fetch_reaches_only_granted_origins() {
+async fn python_and_javascript_http_reaches_only_granted_origins() {
     let origin = cronbox_tests::TestOrigin::start().await;
     let url = origin.url("/bytes/5");
     let grant = origin.origin();
-    let fetch = |grants: Vec<String>| {
+    let fetch = |language: &str, grants: Vec<String>| {
         let param = format!("fetch {url}");
+        let probe = path(&format!("{language}-probe"));
         tokio::task::spawn_blocking(move || {
-            let mut args = vec![path("js-probe"), "--param".to_owned(), param];
+            let mut args = vec![probe, "--param".to_owned(), param];
             args.extend(grants);
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
             run(&args)
         })
     };
-    let granted = fetch(vec![
-        "--http-allow".to_owned(),
-        grant,
-        "--http-allow-nets".to_owned(),
-        "127.0.0.1/32".to_owned(),
-    ])
-    .await
-    .unwrap();
-    let printed = text(&granted.stdout);
-    assert_eq!(granted.status.code(), Some(0), "{printed}");
-    assert!(printed.contains("success (200): 200 "), "{printed}");
-    assert!(
-        printed.contains(&format!("http GET http://127.0.0.1:{} 200", origin.port())),
-        "{printed}"
-    );
-    let denied = fetch(Vec::new()).await.unwrap();
-    let printed = text(&denied.stdout);
-    assert_eq!(denied.status.code(), Some(1), "{printed}");
-    assert!(printed.contains("denied"), "{printed}");
-    assert_eq!(
-        origin.requests().len(),
-        1,
-        "only the granted run reached it"
-    );
+    for (reached, language) in LANGUAGES.into_iter().enumerate() {
+        let granted = fetch(
+            language,
+            vec![
+                "--http-allow".to_owned(),
+                grant.clone(),
+                "--http-allow-nets".to_owned(),
+                "127.0.0.1/32".to_owned(),
+            ],
+        )
+        .await
+        .unwrap();
+        let printed = text(&granted.stdout);
+        assert_eq!(granted.status.code(), Some(0), "{language}: {printed}");
+        assert!(
+            printed.contains("success (200): 200 "),
+            "{language}: {printed}"
+        );
+        assert!(
+            printed.contains(&format!("http GET http://127.0.0.1:{} 200", origin.port())),
+            "{language}: {printed}"
+        );
+        assert_eq!(origin.requests().len(), reached + 1, "{language}");
+        let denied = fetch(language, Vec::new()).await.unwrap();
+        let printed = text(&denied.stdout);
+        assert!(printed.contains("denied"), "{language}: {printed}");
+        assert_eq!(
+            origin.requests().len(),
+            reached + 1,
+            "{language}: only the granted run reached it"
+        );
+    }
 }
 
 /// The scheduled runs of `job` as (scheduled, started, digest), oldest
@@ -325,12 +333,7 @@ fn scheduled_runs(cli: &Cli, job: &str) -> Vec<(i64, i64, String)> {
 #[test]
 fn a_pushed_version_is_compiled_ahead_and_every_job_stays_on_time() {
     let data = tempfile::tempdir().unwrap();
-    let (mut stack, _, at) = up(data.path(), None);
-    let token = std::fs::read_to_string(data.path().join("api-token")).unwrap();
-    let cli = Cli {
-        base: format!("http://{}", at.admin),
-        token: token.trim().to_owned(),
-    };
+    let (_stack, cli) = Cli::up(data.path());
     let every_second = "schedule_type = \"CRON\"\nschedule_conf = \"* * * * * ?\"\n";
     let hello = cronbox_example_jobs::path("hello").display().to_string();
     let ticker = cli.job(data.path(), "ticker", &hello, every_second);
@@ -396,6 +399,4 @@ fn a_pushed_version_is_compiled_ahead_and_every_job_stays_on_time() {
         late(&scheduled_runs(&cli, &other)) < 1500,
         "the other job stayed on time"
     );
-    let _ = stack.kill();
-    let _ = stack.wait();
 }

@@ -2,8 +2,8 @@
 //!
 //! Python jobs are built by `componentize-py` (from PyPI), JavaScript jobs
 //! by `@bytecodealliance/componentize-js` (from npm), both at pinned
-//! versions ([`COMPONENTIZE_PY`], [`COMPONENTIZE_JS`]) against world
-//! [`WORLD`] of `wit/job.wit`. [`Tools`] installs each tool on first use
+//! versions ([`COMPONENTIZE_PY`], [`COMPONENTIZE_JS`]) against worlds
+//! [`PYTHON_WORLD`] and [`JS_WORLD`] of `wit/job.wit`. [`Tools`] installs each tool on first use
 //! into a directory of its own (a Python virtual environment, an npm
 //! prefix), built under a temporary name and renamed into place, so that
 //! concurrent builds never see half an installation. What must already be
@@ -23,9 +23,14 @@ pub const COMPONENTIZE_PY: &str = "0.25.1";
 /// built with.
 pub const COMPONENTIZE_JS: &str = "0.19.3";
 
-/// The world Python and JavaScript jobs are built for: `job` with
-/// `wasi:config/store` imported (configuration and secrets).
-pub const WORLD: &str = "job-with-config";
+/// The world Python jobs are built for: `job` with `wasi:config/store`
+/// (configuration and secrets) and `wasi:http/outgoing-handler` (the
+/// SDK's `http` client) imported.
+pub const PYTHON_WORLD: &str = "job-with-http";
+
+/// The world JavaScript jobs are built for: `job` with `wasi:config/store`
+/// imported (StarlingMonkey's `fetch` brings its own `wasi:http` imports).
+pub const JS_WORLD: &str = "job-with-config";
 
 /// Why a component could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -255,7 +260,7 @@ pub fn build_python(
             "--wit-path",
         ])
         .arg(wit_dir)
-        .args(["--world", WORLD, "componentize", "--python-path"])
+        .args(["--world", PYTHON_WORLD, "componentize", "--python-path"])
         .arg(app_dir)
         .arg("--python-path")
         .arg(sdk_dir)
@@ -306,7 +311,7 @@ pub fn build_js(
         .arg(&relative_entry)
         .arg("--wit")
         .arg(absolute(wit_dir)?)
-        .args(["--world-name", WORLD, "--out"])
+        .args(["--world-name", JS_WORLD, "--out"])
         .arg(absolute(output)?)
         .current_dir(root);
     finish(
