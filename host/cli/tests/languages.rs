@@ -65,6 +65,23 @@ fn python_and_javascript_jobs_run_with_cronbox_run() {
             printed.contains("counter instance retired after 1 runs"),
             "destroy ran: {printed}"
         );
+
+        // A secret reaches the job through wasi:config/store, and is
+        // masked wherever the run prints it.
+        let output = run(&[
+            &path(&format!("{language}-probe")),
+            "--param",
+            "config TOKEN",
+            "--secret",
+            "TOKEN=s3cr3t-value",
+        ]);
+        let printed = text(&output.stdout);
+        assert_eq!(output.status.code(), Some(0), "{printed}");
+        assert!(
+            printed.contains("success (200): TOKEN=********"),
+            "{language}: {printed}"
+        );
+        assert!(!printed.contains("s3cr3t-value"), "{language}: {printed}");
     }
 }
 
