@@ -6,6 +6,7 @@
 // - `hog`: allocates until the memory limit ends the run;
 // - `config KEY`: answers with the configuration value of KEY;
 // - `state`: writes an oversized value and answers with the error;
+// - `context`: answers with the trigger's kind, shard and attempt;
 // - `fetch URL`: fetches URL and answers with the status and body;
 // - anything else: answers `ok`.
 import { job, StateError } from '../../../guest-sdk/js/cronbox-job.js';
@@ -42,6 +43,8 @@ export const { init, execute, destroy } = job(async (ctx) => {
         throw error;
       }
       return 'stored';
+    case 'context':
+      return `${ctx.kind} shard ${ctx.shardIndex}/${ctx.shardTotal} attempt ${ctx.attempt} job ${ctx.jobId} run ${ctx.runId}`;
     case 'fetch': {
       const response = await fetch(arg);
       return `${response.status} ${await response.text()}`;

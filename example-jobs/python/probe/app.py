@@ -6,6 +6,7 @@ for Python jobs.
 - ``hog``: allocates until the memory limit ends the run;
 - ``config KEY``: answers with the configuration value of KEY;
 - ``state``: writes an oversized value and answers with the error;
+- ``context``: answers with the trigger's kind, shard and attempt;
 - ``read PATH``: tries to read a file (denied: no preopened directory);
 - ``fetch URL``: fetches URL and answers with the status and body, or the
   error's code;
@@ -37,6 +38,11 @@ def execute(ctx: Context) -> str:
         except StateError as error:
             return f"refused: {type(error).__name__}: {error}"
         return "stored"
+    if verb == "context":
+        return (
+            f"{ctx.kind} shard {ctx.shard_index}/{ctx.shard_total} attempt {ctx.attempt}"
+            f" job {ctx.job_id} run {ctx.run_id}"
+        )
     if verb == "fetch":
         try:
             response = http.get(arg)

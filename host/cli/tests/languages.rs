@@ -82,6 +82,24 @@ fn python_and_javascript_jobs_run_with_cronbox_run() {
             "{language}: {printed}"
         );
         assert!(!printed.contains("s3cr3t-value"), "{language}: {printed}");
+
+        // The trigger as the SDK gives it, and a refused state write as
+        // an exception the job handles.
+        let probe = path(&format!("{language}-probe"));
+        let output = run(&[&probe, "--param", "context", "--shard", "1/3"]);
+        let printed = text(&output.stdout);
+        assert!(
+            printed.contains("success (200): manual shard 1/3 attempt 0 job 0 run 0"),
+            "{language}: {printed}"
+        );
+        let output = run(&[&probe, "--param", "state"]);
+        let printed = text(&output.stdout);
+        let refusal = if language == "python" {
+            "refused: ValueTooLarge: state value is longer than 65536 bytes"
+        } else {
+            "refused: value-too-large: state value is longer than 65536 bytes"
+        };
+        assert!(printed.contains(refusal), "{language}: {printed}");
     }
 }
 
