@@ -53,11 +53,27 @@ impl Scheduler {
         path: &str,
         body: &B,
     ) -> Result<R, String> {
-        let response = self
+        self.post_within(executor, path, body, None).await
+    }
+
+    /// [`post`](Self::post) with its own time limit instead of the
+    /// dispatch timeout, when given.
+    pub(super) async fn post_within<B: serde::Serialize, R: serde::de::DeserializeOwned>(
+        &self,
+        executor: &str,
+        path: &str,
+        body: &B,
+        timeout: Option<std::time::Duration>,
+    ) -> Result<R, String> {
+        let mut request = self
             .http
             .post(format!("{executor}{path}"))
             .bearer_auth(&self.config.executor_token)
-            .json(body)
+            .json(body);
+        if let Some(timeout) = timeout {
+            request = request.timeout(timeout);
+        }
+        let response = request
             .send()
             .await
             .map_err(|error| format!("{executor}: {error}"))?;

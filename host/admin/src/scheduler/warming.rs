@@ -119,24 +119,16 @@ impl Scheduler {
     }
 
     async fn prepare_on(&self, address: &str, digest: &Digest) -> Result<PrepareResponse, String> {
-        let response = self
-            .http
-            .post(format!("{address}{}", executor_paths::PREPARE))
-            .bearer_auth(&self.config.executor_token)
-            .timeout(PREPARE_TIMEOUT)
-            .json(&PrepareCommand {
-                module_digest: digest.to_string(),
-            })
-            .send()
-            .await
-            .map_err(|error| format!("{address}: {error}"))?;
-        if !response.status().is_success() {
-            return Err(format!("{address} answered {}", response.status()));
-        }
-        response
-            .json()
-            .await
-            .map_err(|error| format!("{address} answered badly: {error}"))
+        let command = PrepareCommand {
+            module_digest: digest.to_string(),
+        };
+        self.post_within(
+            address,
+            executor_paths::PREPARE,
+            &command,
+            Some(PREPARE_TIMEOUT),
+        )
+        .await
     }
 }
 
