@@ -140,12 +140,22 @@ impl AdminClient {
 /// Polls `check` until it gives a value; panics naming `what` after
 /// [`WAIT`]. Each poll reads the state the test waits for, so the wait
 /// ends as soon as the event happened.
-pub async fn until<T, F, Fut>(what: &str, mut check: F) -> T
+pub async fn until<T, F, Fut>(what: &str, check: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
 {
-    let deadline = Instant::now() + WAIT;
+    until_within(WAIT, what, check).await
+}
+
+/// [`until`] with a deadline of its own, for events behind a slow step
+/// (a large module's compilation).
+pub async fn until_within<T, F, Fut>(wait: Duration, what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + wait;
     loop {
         if let Some(value) = check().await {
             return value;

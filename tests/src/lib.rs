@@ -25,7 +25,7 @@ mod origin;
 mod postgres;
 mod webhook;
 
-pub use client::{AdminClient, WAIT, until};
+pub use client::{AdminClient, WAIT, until, until_within};
 pub use executor_client::ExecutorClient;
 pub use origin::{SeenRequest, TestOrigin};
 pub use postgres::PostgresServer;

@@ -6,15 +6,18 @@
 
 mod support;
 
-use std::process::{Command, Output};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::io::{BufRead as _, BufReader};
+use std::process::{Command, Output, Stdio};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use cronbox_language_jobs as languages;
+use cronbox_tests::{until, until_within};
 use serde_json::Value;
 use support::{Process, up};
 
-const WAIT: Duration = Duration::from_secs(120);
 const LANGUAGES: [&str; 2] = ["python", "js"];
+/// Long enough for a Python component to compile on a busy machine.
+const COMPILE_WAIT: std::time::Duration = std::time::Duration::from_secs(180);
 
 fn run(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_cronbox"))
@@ -144,19 +147,36 @@ impl Cli {
             .unwrap()
     }
 
-    /// The run once it has ended.
+    /// `cronbox ARGS` against the stack, its stdout piped.
+    fn spawn(&self, args: &[&str]) -> std::process::Child {
+        Command::new(env!("CARGO_BIN_EXE_cronbox"))
+            .args(args)
+            .env("CRONBOX_ADMIN", &self.base)
+            .env("CRONBOX_API_TOKEN", &self.token)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    }
+
+    /// The run once it has ended: `cronbox logs --follow` returns when it
+    /// has (and its outcome is recorded), then the run is read.
     fn ended(&self, job: &str, run: i64) -> Value {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let page = self.call(&["runs", "--job", job]);
-            if let Some(found) = page["runs"].as_array().unwrap().iter().find(|found| {
-                found["id"] == run && (found["status"] == "success" || found["status"] == "failed")
-            }) {
-                return found.clone();
-            }
-            assert!(Instant::now() < deadline, "run {run} never ended: {page}");
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        let followed = self.spawn(&["logs", &run.to_string(), "--follow"]);
+        assert!(followed.wait_with_output().unwrap().status.success());
+        let page = self.call(&["runs", "--job", job]);
+        let found = page["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|found| found["id"] == run)
+            .unwrap_or_else(|| panic!("run {run} is not listed: {page}"))
+            .clone();
+        assert!(
+            found["status"] == "success" || found["status"] == "failed",
+            "run {run} has not ended: {found}"
+        );
+        found
     }
 
     /// A job of module `name` (pushed from `file`) with extra TOML fields
@@ -261,21 +281,24 @@ fn a_kill_stops_a_python_or_javascript_loop() {
         let warm = cli.trigger(&probe, "ok");
         assert_eq!(cli.ended(&probe, warm)["outcome"], "success");
         let spinning = cli.trigger(&probe, "spin");
-        let deadline = Instant::now() + WAIT;
-        let killed_at_ms = loop {
-            let sent_at_ms = now_ms();
-            let output = Command::new(env!("CARGO_BIN_EXE_cronbox"))
-                .args(["kill", &spinning.to_string()])
-                .env("CRONBOX_ADMIN", &cli.base)
-                .env("CRONBOX_API_TOKEN", &cli.token)
-                .output()
-                .unwrap();
-            if output.status.success() {
-                break sent_at_ms;
-            }
-            assert!(Instant::now() < deadline, "{}", text(&output.stderr));
-            std::thread::sleep(Duration::from_millis(50));
-        };
+        // The loop has started once its first line is in the live log.
+        let mut follow = cli.spawn(&["logs", &spinning.to_string(), "--follow"]);
+        let log = BufReader::new(follow.stdout.take().unwrap());
+        let mut lines = log.lines();
+        assert!(
+            lines.any(|line| line.unwrap().contains("spinning")),
+            "{language}: the loop never started"
+        );
+        let killed_at_ms = now_ms();
+        let output = Command::new(env!("CARGO_BIN_EXE_cronbox"))
+            .args(["kill", &spinning.to_string()])
+            .env("CRONBOX_ADMIN", &cli.base)
+            .env("CRONBOX_API_TOKEN", &cli.token)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        for _ in lines {}
+        assert!(follow.wait().unwrap().success());
         let ended = cli.ended(&probe, spinning);
         assert_eq!(ended["outcome"], "killed", "{language}: {ended}");
         // The executor's record of the run's end, against when the kill
@@ -365,8 +388,8 @@ fn scheduled_runs(cli: &Cli, job: &str) -> Vec<(i64, i64, String)> {
 /// compiled ahead by the executor: the job keeps firing on time on its
 /// earlier version while the new one compiles, then runs the new one, on
 /// time too; another job firing every second stays on time throughout.
-#[test]
-fn a_pushed_version_is_compiled_ahead_and_every_job_stays_on_time() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pushed_version_is_compiled_ahead_and_every_job_stays_on_time() {
     let data = tempfile::tempdir().unwrap();
     let (_stack, cli) = Cli::up(data.path());
     let every_second = "schedule_type = \"CRON\"\nschedule_conf = \"* * * * * ?\"\n";
@@ -376,32 +399,23 @@ fn a_pushed_version_is_compiled_ahead_and_every_job_stays_on_time() {
     for job in [&ticker, &other] {
         cli.call(&["job", "start", job]);
     }
-    let deadline = Instant::now() + WAIT;
-    while scheduled_runs(&cli, &ticker).len() < 2 {
-        assert!(Instant::now() < deadline, "the ticker never ran");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    until("the ticker ran twice", || async {
+        (scheduled_runs(&cli, &ticker).len() >= 2).then_some(())
+    })
+    .await;
     let pushed = cli.call(&["module", "push", "ticker", &path("python-hello")]);
     let new_digest = pushed["digest"].as_str().unwrap().to_owned();
     let pushed_at = now_ms();
-    // Until the new version has run three times.
-    let deadline = Instant::now() + WAIT;
-    let runs = loop {
+    // The new version compiles first (seconds in a debug build).
+    let runs = until_within(COMPILE_WAIT, "the new version ran three times", || async {
         let runs = scheduled_runs(&cli, &ticker);
-        if runs
+        let on_new = runs
             .iter()
             .filter(|(_, _, digest)| *digest == new_digest)
-            .count()
-            >= 3
-        {
-            break runs;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the new version never ran: {runs:?}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    };
+            .count();
+        (on_new >= 3).then_some(runs)
+    })
+    .await;
     let late = |runs: &[(i64, i64, String)]| -> i64 {
         runs.iter()
             .filter(|(scheduled, _, _)| *scheduled >= pushed_at)
