@@ -30,6 +30,7 @@ fn main() {
     let tools = Tools::new(target.join("tools"));
     let wit = root.join("wit");
 
+    // A directory is watched whole: cargo scans every file under it.
     for dir in [
         "example-jobs/python",
         "example-jobs/js",
@@ -37,7 +38,7 @@ fn main() {
         "guest-sdk/js",
         "wit",
     ] {
-        watch(&root.join(dir));
+        println!("cargo:rerun-if-changed={}", root.join(dir).display());
     }
     std::fs::create_dir_all(&components)
         .unwrap_or_else(|error| panic!("cannot create {}: {error}", components.display()));
@@ -71,23 +72,4 @@ fn main() {
         "cargo:rustc-env=CRONBOX_LANGUAGE_JOBS_DIR={}",
         components.display()
     );
-}
-
-/// Re-runs this script when anything under `dir` changes.
-fn watch(dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        println!("cargo:rerun-if-changed={}", dir.display());
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.file_name().is_some_and(|name| name == "__pycache__") {
-            continue;
-        }
-        if path.is_dir() {
-            watch(&path);
-        } else {
-            println!("cargo:rerun-if-changed={}", path.display());
-        }
-    }
 }

@@ -171,7 +171,6 @@ impl Runtime {
                 Some(bound) => LoadError::Compile(bound.to_string()),
                 None => LoadError::Invalid(format!("{error:#}")),
             })?;
-        validate::check_world(engine, &component)?;
         let instance_pre = self
             .inner
             .linker
