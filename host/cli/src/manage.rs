@@ -893,10 +893,6 @@ pub fn runs(args: RunsArgs) -> anyhow::Result<()> {
 /// How often `logs --follow` asks for new lines.
 const FOLLOW_EVERY: Duration = Duration::from_millis(200);
 
-/// How many times `logs --follow` asks for a finished run's outcome
-/// before printing it as it is (10 s in all).
-const OUTCOME_WAITS: u32 = 50;
-
 pub fn logs(args: LogsArgs) -> anyhow::Result<()> {
     let (client, json, runtime) = args.connection.open()?;
     runtime.block_on(async move {
@@ -923,16 +919,7 @@ pub fn logs(args: LogsArgs) -> anyhow::Result<()> {
             tokio::time::sleep(FOLLOW_EVERY).await;
         }
         if args.follow {
-            // The executor says a run has finished a moment before its
-            // result reaches the admin: wait for the outcome (a while).
-            let mut run = client.run(args.run).await?;
-            for _ in 0..OUTCOME_WAITS {
-                if run.outcome.is_some() {
-                    break;
-                }
-                tokio::time::sleep(FOLLOW_EVERY).await;
-                run = client.run(args.run).await?;
-            }
+            let run = client.run(args.run).await?;
             eprintln!(
                 "run {} ended: {} ({})",
                 args.run,

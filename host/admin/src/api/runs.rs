@@ -66,7 +66,7 @@ pub(super) async fn run_log(
     let limit = query.limit(1000, MAX_LOG_PAGE)? as usize;
     let run = visible_run(&state, &caller, id).await?;
     if run.status == crate::store::RunStatus::Dispatched {
-        let page = state
+        let mut page = state
             .scheduler
             .live_log(&run, offset, limit)
             .await
@@ -77,6 +77,10 @@ pub(super) async fn run_log(
                     error,
                 )
             })?;
+        // The executor knows a run has finished a moment before its result
+        // reaches the admin: the log is finished once the run has ended
+        // here, so that a follower then reads its outcome.
+        page.finished = false;
         return Ok(Json(page));
     }
     let stored = state
