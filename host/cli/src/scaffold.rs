@@ -327,14 +327,15 @@ fn default_tools_dir() -> PathBuf {
 fn build_rust(dir: &Path, output: &Path) -> anyhow::Result<()> {
     let manifest = std::fs::read_to_string(dir.join("Cargo.toml"))
         .with_context(|| format!("cannot read {}", dir.join("Cargo.toml").display()))?;
+    let manifest: toml::Table = manifest
+        .parse()
+        .with_context(|| format!("{} is not valid TOML", dir.join("Cargo.toml").display()))?;
     let package = manifest
-        .lines()
-        .skip_while(|line| line.trim() != "[package]")
-        .find_map(|line| {
-            let (key, value) = line.split_once('=')?;
-            (key.trim() == "name").then(|| value.trim().trim_matches('"').to_owned())
-        })
-        .context("Cargo.toml names no package")?;
+        .get("package")
+        .and_then(|package| package.get("name"))
+        .and_then(toml::Value::as_str)
+        .context("Cargo.toml names no package")?
+        .to_owned();
     let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
         .args(["build", "--release", "--target", "wasm32-wasip2"])
         .current_dir(dir)
