@@ -28,27 +28,49 @@ use crate::model::Digest;
 /// the executor's own compile timeout (2 minutes by default).
 const PREPARE_TIMEOUT: Duration = Duration::from_secs(600);
 
-/// The versions being compiled ahead, by executor address and digest:
-/// the content to send meanwhile.
+/// The versions being compiled ahead: by digest, the executors compiling
+/// it and the content to send them meanwhile.
 #[derive(Debug, Default)]
 pub(super) struct Warming {
-    compiling: Mutex<HashMap<(String, Digest), Digest>>,
+    compiling: Mutex<HashMap<Digest, HashMap<String, Digest>>>,
 }
 
 impl Warming {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, Digest), Digest>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Digest, HashMap<String, Digest>>> {
         self.compiling
             .lock()
             .unwrap_or_else(|poison| poison.into_inner())
     }
 
+    /// `digest` is compiling on `addresses`; runs sent there take `from`.
+    fn start(&self, digest: &Digest, addresses: &[String], from: &Digest) {
+        let mut compiling = self.lock();
+        let executors = compiling.entry(digest.clone()).or_default();
+        for address in addresses {
+            executors.insert(address.clone(), from.clone());
+        }
+    }
+
+    /// `address` has compiled `digest` (or failed to).
+    fn finish(&self, digest: &Digest, address: &str) {
+        let mut compiling = self.lock();
+        if let Some(executors) = compiling.get_mut(digest) {
+            executors.remove(address);
+            if executors.is_empty() {
+                compiling.remove(digest);
+            }
+        }
+    }
+
     /// The content to send to `address` for a job whose module is
     /// `digest` now: the earlier content while `digest` compiles there.
+    /// (On every scheduled dispatch: one lookup, no allocation.)
     pub(super) fn content_for(&self, address: &str, digest: &Digest) -> Digest {
         self.lock()
-            .get(&(address.to_owned(), digest.clone()))
-            .cloned()
-            .unwrap_or_else(|| digest.clone())
+            .get(digest)
+            .and_then(|executors| executors.get(address))
+            .unwrap_or(digest)
+            .clone()
     }
 }
 
@@ -86,19 +108,14 @@ impl Scheduler {
             addresses.sort();
             addresses.dedup();
             if let Some(from) = &from {
-                let mut compiling = scheduler.warming.lock();
-                for address in &addresses {
-                    compiling.insert((address.clone(), digest.clone()), from.clone());
-                }
+                scheduler.warming.start(&digest, &addresses, from);
             }
             for address in addresses {
                 let each = scheduler.clone();
                 let digest = digest.clone();
                 scheduler.tasks.spawn(async move {
                     let answer = each.prepare_on(&address, &digest).await;
-                    each.warming
-                        .lock()
-                        .remove(&(address.clone(), digest.clone()));
+                    each.warming.finish(&digest, &address);
                     match answer {
                         Ok(answer) if answer.ready => tracing::info!(
                             %address, module = %digest, took_ms = answer.took_ms,
@@ -143,18 +160,14 @@ mod tests {
             "a".repeat(64).parse().unwrap(),
             "b".repeat(64).parse().unwrap(),
         );
-        warming
-            .lock()
-            .insert(("http://e1".to_owned(), new.clone()), old.clone());
+        warming.start(&new, &["http://e1".to_owned()], &old);
         assert_eq!(warming.content_for("http://e1", &new), old);
         assert_eq!(
             warming.content_for("http://e2", &new),
             new,
             "another executor has it"
         );
-        warming
-            .lock()
-            .remove(&("http://e1".to_owned(), new.clone()));
+        warming.finish(&new, "http://e1");
         assert_eq!(
             warming.content_for("http://e1", &new),
             new,
