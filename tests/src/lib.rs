@@ -14,10 +14,14 @@
 //! [`hostile`] builds job components no toolchain makes, to attack the
 //! host's limits with.
 //!
+//! [`Browser`] is Debian's headless Chromium over WebDriver, for the
+//! console's tests.
+//!
 //! [`AdminClient`] drives the admin's user API over HTTP, and
 //! [`ExecutorClient`] an executor's; [`until`] polls what a test waits for
 //! within a bound.
 
+mod browser;
 mod client;
 mod executor_client;
 pub mod hostile;
@@ -25,6 +29,7 @@ mod origin;
 mod postgres;
 mod webhook;
 
+pub use browser::Browser;
 pub use client::{AdminClient, WAIT, until, until_within};
 pub use executor_client::ExecutorClient;
 pub use origin::{SeenRequest, TestOrigin};

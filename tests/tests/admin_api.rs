@@ -515,11 +515,6 @@ async fn a_tenant_sees_nothing_of_another_tenant() {
         (M::POST, "/api/v1/tenants/team-b/tokens".to_owned(), None),
         (
             M::PUT,
-            format!("/api/v1/jobs/{job}/state"),
-            Some(json!({ "state": {} })),
-        ),
-        (
-            M::PUT,
             "/api/v1/groups/default".to_owned(),
             Some(json!({ "address_type": "AUTO" })),
         ),
@@ -527,6 +522,26 @@ async fn a_tenant_sees_nothing_of_another_tenant() {
         let (status, answer) = stack.call_as(&a, method.clone(), &path, body).await;
         assert_eq!(status, 403, "{method} {path} as A: {answer}");
     }
+    // A tenant's token acts as the tenant's admin: it edits its own job's
+    // state (a developer may), never another tenant's.
+    let (status, answer) = stack
+        .call_as(
+            &a,
+            M::PUT,
+            &format!("/api/v1/jobs/{job}/state"),
+            Some(json!({ "state": { "k": "v" } })),
+        )
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    let (status, _) = stack
+        .call_as(
+            &a,
+            M::PUT,
+            &format!("/api/v1/jobs/{b_job}/state"),
+            Some(json!({ "state": {} })),
+        )
+        .await;
+    assert_eq!(status, 404);
     let (_, everything) = stack.call(M::GET, "/api/v1/jobs", None).await;
     assert_eq!(everything.as_array().unwrap().len(), 2);
 
@@ -1781,6 +1796,25 @@ async fn jobs_are_listed_by_filter_and_page() {
     assert_eq!(page("?group=batch").await, [ids[1], ids[3]]);
     assert_eq!(page("?enabled=true").await, [ids[4]]);
     assert_eq!(page("?group=default&enabled=false").await, [ids[0], ids[2]]);
+    // A part of the name in any letter case; a schedule type; a module.
+    assert_eq!(page("?search=B").await, [ids[1], ids[2]]);
+    assert_eq!(page("?search=%25").await, [], "% is taken literally");
+    assert_eq!(page("?schedule_type=fix_rate").await, ids);
+    assert_eq!(page("?schedule_type=CRON").await, []);
+    api.api
+        .upload(jobs::bytes("hello"), Some("greeter"), &[])
+        .await
+        .unwrap();
+    let named = api
+        .api
+        .create_job(&JobSpec::new("named", "greeter"))
+        .await
+        .unwrap()
+        .id;
+    assert_eq!(page("?module=greeter").await, [named]);
+    assert_eq!(page("?module=greeter&search=NAM").await, [named]);
+    let (status, refused) = api.get("/api/v1/jobs?schedule_type=HOURLY").await;
+    assert_eq!((status, &refused["field"]), (400, &json!("schedule_type")));
     let (status, refused) = api.get("/api/v1/jobs?colour=red").await;
     assert_eq!((status, &refused["field"]), (400, &json!("colour")));
     // The typed client carries the admin's refusal whole: status, code,
@@ -2032,5 +2066,125 @@ async fn runs_past_a_run_time_quota_end_quota_exceeded() {
         metrics.contains("cronbox_admin_runs_total{outcome=\"quota_exceeded\"}"),
         "{metrics}"
     );
+    stack.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_counts_runs_and_a_schedule_is_previewed_before_it_is_saved() {
+    let stack = stack(SchedulerConfig::default()).await;
+    let api = &stack.api;
+    let hello = stack
+        .job(
+            "hello",
+            "hello",
+            json!({ "schedule_type": "CRON", "schedule_conf": "* * * * * ?" }),
+        )
+        .await;
+    let panicker = stack.job("panicker", "panicker", json!({})).await;
+    let failed = api.trigger(panicker, json!({})).await;
+    assert_eq!(api.ended(failed).await.status, RunStatus::Failed);
+    let manual = api.trigger(hello, json!({ "param": "x" })).await;
+    assert_eq!(api.ended(manual).await.status, RunStatus::Success);
+    api.api.start_job(hello).await.unwrap();
+    let scheduled = until("a scheduled run succeeds", || async {
+        api.runs(hello)
+            .await
+            .into_iter()
+            .find(|run| run.kind == TriggerKind::Schedule && run.status == RunStatus::Success)
+    })
+    .await;
+    api.api.stop_job(hello).await.unwrap();
+
+    let (status, dashboard) = api.get("/api/v1/dashboard").await;
+    assert_eq!(status, 200, "{dashboard}");
+    let hours = dashboard["hours"].as_array().unwrap();
+    assert_eq!(hours.len(), 24);
+    let sum = |key: &str| {
+        hours
+            .iter()
+            .map(|hour| hour[key].as_i64().unwrap())
+            .sum::<i64>()
+    };
+    assert_eq!(sum("failed"), 1, "{dashboard}");
+    let successes = sum("success");
+    assert!(successes >= 2, "{dashboard}");
+    let rate = dashboard["success_rate"].as_f64().unwrap();
+    assert!(
+        (rate - successes as f64 / (successes + 1) as f64).abs() < 1e-9,
+        "{dashboard}"
+    );
+    assert_eq!(dashboard["days"].as_array().unwrap().len(), 30);
+    assert_eq!(
+        dashboard["top_failing"],
+        json!([{ "job_id": panicker, "name": "panicker", "failures": 1 }])
+    );
+    assert!(
+        dashboard["lateness_sample"].as_i64().unwrap() >= 1,
+        "{dashboard}"
+    );
+    let p50 = dashboard["lateness_p50_ms"].as_i64().unwrap();
+    assert!(p50 >= 0 && p50 <= dashboard["lateness_p99_ms"].as_i64().unwrap());
+    assert_eq!(dashboard["executors_online"], 1);
+    // The runs filter by kind.
+    let (_, page) = api
+        .get(&format!("/api/v1/runs?job={hello}&kind=schedule"))
+        .await;
+    let kinds: Vec<&Value> = page["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|run| &run["kind"])
+        .collect();
+    assert!(
+        !kinds.is_empty() && kinds.iter().all(|kind| **kind == "schedule"),
+        "{page}"
+    );
+    assert!(
+        page["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|run| run["id"] == scheduled.id.0)
+    );
+    let (status, refused) = api.get("/api/v1/runs?kind=cosmic").await;
+    assert_eq!((status, &refused["field"]), (400, &json!("kind")));
+
+    // A schedule previewed in its zone before any job has it.
+    let (status, preview) = api
+        .get("/api/v1/schedule-preview?schedule_conf=0%2030%209%20*%20*%20%3F&time_zone=Asia/Tokyo&count=3")
+        .await;
+    assert_eq!(status, 200, "{preview}");
+    assert_eq!(preview["time_zone"], "Asia/Tokyo");
+    let local = preview["local"].as_array().unwrap();
+    assert_eq!(local.len(), 3);
+    assert!(
+        local
+            .iter()
+            .all(|at| at.as_str().unwrap().ends_with("T09:30:00.000+09:00")),
+        "{preview}"
+    );
+    assert!(
+        preview["fires"][0]
+            .as_str()
+            .unwrap()
+            .ends_with("T00:30:00.000Z"),
+        "{preview}"
+    );
+    for (query, field) in [
+        ("schedule_conf=61%20*%20*%20*%20*%20%3F", "schedule_conf"),
+        (
+            "schedule_conf=*%20*%20*%20*%20*&time_zone=Mars/Olympus",
+            "time_zone",
+        ),
+        ("schedule_type=HOURLY", "schedule_type"),
+        ("schedule_type=FIX_RATE&schedule_conf=0", "schedule_conf"),
+    ] {
+        let (status, refused) = api.get(&format!("/api/v1/schedule-preview?{query}")).await;
+        assert_eq!(
+            (status, &refused["field"]),
+            (422, &json!(field)),
+            "{query}: {refused}"
+        );
+    }
     stack.shutdown().await;
 }

@@ -135,20 +135,8 @@ pub fn validate(
     if !spec.alarm_url.is_empty() {
         check_alarm_url(&spec.alarm_url, alarm_nets)?;
     }
-    let kind: ScheduleType = parse_ignoring_case(&spec.schedule_type).map_err(|_| {
-        invalid(
-            "schedule_type",
-            ScheduleError::UnknownType(spec.schedule_type.clone()).to_string(),
-        )
-    })?;
-    let schedule =
-        Schedule::parse(kind, &spec.schedule_conf, &spec.time_zone).map_err(|error| {
-            let field = match error {
-                ScheduleError::UnknownTimeZone(_) => "time_zone",
-                _ => "schedule_conf",
-            };
-            invalid(field, error.to_string())
-        })?;
+    let (kind, schedule) =
+        checked_schedule(&spec.schedule_type, &spec.schedule_conf, &spec.time_zone)?;
     let misfire: MisfirePolicy = spec.misfire.parse().map_err(|_| {
         invalid(
             "misfire",
@@ -312,6 +300,30 @@ fn parse_module_reference(reference: &str) -> Result<(String, Option<i64>), Inva
     };
     check_module_name(name)?;
     Ok((name.to_owned(), version))
+}
+
+/// A schedule as a job definition writes it (type, configuration, time
+/// zone), refused naming the field at fault: what a job is checked with
+/// when saved, and what the schedule preview shows before it is.
+pub fn checked_schedule(
+    schedule_type: &str,
+    conf: &str,
+    time_zone: &str,
+) -> Result<(ScheduleType, Schedule), InvalidJob> {
+    let kind: ScheduleType = parse_ignoring_case(schedule_type).map_err(|_| {
+        invalid(
+            "schedule_type",
+            ScheduleError::UnknownType(schedule_type.to_owned()).to_string(),
+        )
+    })?;
+    let schedule = Schedule::parse(kind, conf, time_zone).map_err(|error| {
+        let field = match error {
+            ScheduleError::UnknownTimeZone(_) => "time_zone",
+            _ => "schedule_conf",
+        };
+        invalid(field, error.to_string())
+    })?;
+    Ok((kind, schedule))
 }
 
 /// The schedule of a stored job.

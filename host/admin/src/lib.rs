@@ -19,13 +19,16 @@
 //! - `housekeeping` — daily reports, run retention, registry clean-up;
 //! - `alarms` — failure webhooks, claimed once across admins;
 //! - `metrics` — Prometheus counters and histograms at `/metrics`;
-//! - `openapi` — the OpenAPI document at `/api/v1/openapi.json`.
+//! - `openapi` — the OpenAPI document at `/api/v1/openapi.json`;
+//! - [`console`] — the web console at `/` (files in `host/admin/console/`,
+//!   built into the binary), a page of the same public API.
 //!
 //! The admin never links wasmtime: it talks to executors over HTTP.
 
 mod alarms;
 mod api;
 pub mod clock;
+pub mod console;
 mod housekeeping;
 pub mod jobs;
 mod metrics;
@@ -126,11 +129,16 @@ pub async fn start(config: AdminConfig) -> Result<RunningAdmin, AdminError> {
         executor_token: config.executor_token.clone(),
         max_module_bytes: config.max_request_bytes,
         keep_versions: KEPT_MODULE_VERSIONS,
+        logins: service::users::LoginThrottle::default(),
     });
     let app = api::router(state, config.max_request_bytes);
     let stop = tasks.stopping();
     tasks.spawn_loop(async move {
-        let serve = axum::serve(listener, app).with_graceful_shutdown(stop.cancelled_owned());
+        let serve = axum::serve(
+            listener,
+            app.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(stop.cancelled_owned());
         if let Err(error) = serve.await {
             tracing::error!(%error, "admin API stopped");
         }

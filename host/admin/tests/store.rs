@@ -8,6 +8,8 @@ use cronbox_admin::store::{
     AlarmState, DayUsage, Digest, DispatchMark, JobId, JobRow, Moved, NewRun, QUOTA_EXCEEDED,
     RunEnd, RunFilter, RunId, RunStatus, Store, StoreError, TenantUsage, VersionPush,
 };
+use cronbox_admin::store::{ExecutorLoad, Principal};
+use cronbox_api::{Role, User};
 use cronbox_tests::PostgresServer;
 
 fn job() -> JobRow {
@@ -311,6 +313,7 @@ async fn module_versions(store: &Store) {
                 digest: &d,
                 labels: &labels,
                 note: "",
+                pushed_by: "ada",
             };
             store.add_module_version(&push, 2, 100).await.unwrap()
         }
@@ -337,6 +340,10 @@ async fn module_versions(store: &Store) {
             .collect::<Vec<_>>(),
         [(3, vec!["beta".to_owned()]), (2, vec![]), (1, vec![])],
         "kept: the newest two and the pinned one; the label moved"
+    );
+    assert!(
+        versions.iter().all(|v| v.pushed_by == "ada"),
+        "who pushed each version is kept: {versions:?}"
     );
     assert_eq!(
         store.job(follower).await.unwrap().unwrap().module_digest,
@@ -377,18 +384,20 @@ async fn tenants_and_tokens(store: &Store) {
     let digest = |c: char| c.to_string().repeat(64);
     assert!(store.create_tenant("acme", 1).await.unwrap());
     assert!(!store.create_tenant("acme", 2).await.unwrap());
-    let token = store.add_token("acme", "ci", "hash-1", 3).await.unwrap();
-    assert_eq!(
-        store.tenant_of_token("hash-1").await.unwrap().as_deref(),
-        Some("acme")
-    );
+    let admin = Principal {
+        tenant: "acme".to_owned(),
+        role: Role::Admin,
+        user: None,
+    };
+    let token = store.add_token(&admin, "ci", "hash-1", 3).await.unwrap();
+    assert_eq!(store.token_principal("hash-1").await.unwrap(), Some(admin));
     assert_eq!(
         store.tenants().await.unwrap(),
         [("acme".to_owned(), 1), ("default".to_owned(), 0)]
     );
     assert!(!store.revoke_token("default", token).await.unwrap());
     assert!(store.revoke_token("acme", token).await.unwrap());
-    assert_eq!(store.tenant_of_token("hash-1").await.unwrap(), None);
+    assert_eq!(store.token_principal("hash-1").await.unwrap(), None);
     store.own_module("acme", &digest('1')).await.unwrap();
     assert!(store.owns_module("acme", &digest('1')).await.unwrap());
     assert!(!store.owns_module("default", &digest('1')).await.unwrap());
@@ -397,15 +406,15 @@ async fn tenants_and_tokens(store: &Store) {
 /// Registry: sorted, alive ones only; silent executors forgotten.
 async fn registry(store: &Store) {
     store
-        .registry_beat("default", "http://b", 100)
+        .registry_beat("default", "http://b", ExecutorLoad::default(), 100)
         .await
         .unwrap();
     store
-        .registry_beat("default", "http://a", 100)
+        .registry_beat("default", "http://a", ExecutorLoad::default(), 100)
         .await
         .unwrap();
     store
-        .registry_beat("default", "http://old", 10)
+        .registry_beat("default", "http://old", ExecutorLoad::default(), 10)
         .await
         .unwrap();
     assert_eq!(
@@ -451,6 +460,7 @@ async fn module_collection(store: &Store) {
         digest: &digest('3'),
         labels: &[],
         note: "",
+        pushed_by: "",
     };
     store.add_module_version(&push, 5, 100).await.unwrap();
     let open = NewRun {
@@ -505,6 +515,86 @@ async fn module_collection(store: &Store) {
     assert_eq!(store.collect_unused_modules(1_000).await.unwrap(), 0);
 }
 
+/// Users are unique across tenants; a session is found until it expires
+/// or ends; a new password ends the user's sessions; removing a user ends
+/// its sessions and revokes its tokens, not others'.
+async fn users_and_sessions(store: &Store) {
+    let ada = User {
+        name: "ada".into(),
+        tenant: "acme".into(),
+        role: Role::Developer,
+        created_at_ms: 1,
+    };
+    assert!(store.create_user(&ada, "hash-a").await.unwrap());
+    let twin = User {
+        tenant: "other".into(),
+        ..ada.clone()
+    };
+    assert!(
+        !store.create_user(&twin, "hash-b").await.unwrap(),
+        "names are global"
+    );
+    let bob = User {
+        name: "bob".into(),
+        role: Role::Viewer,
+        ..ada.clone()
+    };
+    assert!(store.create_user(&bob, "hash-b").await.unwrap());
+    assert_eq!(
+        store.user("ada").await.unwrap().unwrap().password_hash,
+        "hash-a"
+    );
+    assert_eq!(
+        store.users(Some("acme")).await.unwrap(),
+        [ada.clone(), bob.clone()]
+    );
+    assert_eq!(store.users(Some("other")).await.unwrap(), []);
+    assert_eq!(store.users(None).await.unwrap().len(), 2);
+
+    store
+        .open_session("s1", "ada", "csrf-1", 10, 100)
+        .await
+        .unwrap();
+    store
+        .open_session("s2", "ada", "csrf-2", 10, 100)
+        .await
+        .unwrap();
+    store
+        .open_session("s3", "bob", "csrf-3", 10, 100)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.session("s1", 99).await.unwrap(),
+        Some((ada.clone(), "csrf-1".to_owned()))
+    );
+    assert_eq!(store.session("s1", 100).await.unwrap(), None, "expired");
+    assert!(store.end_session("s2").await.unwrap());
+    assert_eq!(store.session("s2", 50).await.unwrap(), None, "ended");
+    assert_eq!(store.set_password("ada", "hash-c").await.unwrap(), Some(1));
+    assert_eq!(store.session("s1", 50).await.unwrap(), None);
+    assert_eq!(store.set_password("nobody", "x").await.unwrap(), None);
+
+    let as_ada = Principal {
+        tenant: "acme".into(),
+        role: Role::Viewer,
+        user: Some("ada".into()),
+    };
+    let ada_token = store.add_token(&as_ada, "mine", "t-ada", 20).await.unwrap();
+    let as_bob = Principal {
+        user: Some("bob".into()),
+        ..as_ada.clone()
+    };
+    store.add_token(&as_bob, "his", "t-bob", 21).await.unwrap();
+    assert_eq!(store.tokens("acme", Some("ada")).await.unwrap().len(), 1);
+    assert_eq!(store.tokens("acme", None).await.unwrap().len(), 2);
+    assert!(!store.revoke_user_token("bob", ada_token).await.unwrap());
+    assert_eq!(store.remove_user("bob").await.unwrap(), Some((1, 1)));
+    assert_eq!(store.token_principal("t-bob").await.unwrap(), None);
+    assert_eq!(store.token_principal("t-ada").await.unwrap(), Some(as_ada));
+    assert_eq!(store.remove_user("bob").await.unwrap(), None);
+    assert_eq!(store.delete_expired_sessions(1_000).await.unwrap(), 0);
+}
+
 /// One test per guarantee and engine: a fresh SQLite file, or a fresh
 /// PostgreSQL server.
 macro_rules! on_both_engines {
@@ -530,6 +620,8 @@ on_both_engines! {
         postgres_module_versions_are_numbered_kept_and_followed => module_versions;
     sqlite_tenant_tokens_are_hashed_and_revocable,
         postgres_tenant_tokens_are_hashed_and_revocable => tenants_and_tokens;
+    sqlite_users_sessions_and_their_tokens_end_together,
+        postgres_users_sessions_and_their_tokens_end_together => users_and_sessions;
     sqlite_registry_lists_live_executors_in_order,
         postgres_registry_lists_live_executors_in_order => registry;
     sqlite_state_commits_conflict_and_stops_cancel,
@@ -578,6 +670,7 @@ async fn quotas_and_usage(store: &Store) {
             digest: &digest('1'),
             labels: &[],
             note: "",
+            pushed_by: "",
         };
         store.add_module_version(&push, 5, 1).await.unwrap();
     }

@@ -230,6 +230,47 @@ impl Client {
         self.call(Method::DELETE, &path, None::<&()>).await
     }
 
+    // Users.
+
+    /// The users the caller manages (its tenant's; everyone's for the
+    /// operator, or `tenant`'s).
+    pub async fn users(&self, tenant: Option<&str>) -> Result<Vec<User>, ClientError> {
+        let path = match tenant {
+            Some(tenant) => format!("/api/v1/users?tenant={tenant}"),
+            None => "/api/v1/users".to_owned(),
+        };
+        self.call(Method::GET, &path, None::<&()>).await
+    }
+
+    /// Creates a user.
+    pub async fn create_user(&self, spec: &UserSpec) -> Result<User, ClientError> {
+        self.call(Method::POST, "/api/v1/users", Some(spec)).await
+    }
+
+    /// Sets a user's password; its sessions end.
+    pub async fn set_password(
+        &self,
+        name: &str,
+        password: &str,
+    ) -> Result<UserChanged, ClientError> {
+        let path = format!("/api/v1/users/{name}/password");
+        let body = PasswordChange {
+            password: password.to_owned(),
+        };
+        self.call(Method::PUT, &path, Some(&body)).await
+    }
+
+    /// Removes a user with its sessions and tokens.
+    pub async fn remove_user(&self, name: &str) -> Result<UserChanged, ClientError> {
+        let path = format!("/api/v1/users/{name}");
+        self.call(Method::DELETE, &path, None::<&()>).await
+    }
+
+    /// Who the caller is.
+    pub async fn session(&self) -> Result<Session, ClientError> {
+        self.call(Method::GET, "/api/v1/session", None::<&()>).await
+    }
+
     // Modules.
 
     /// Uploads a component: stored by digest, and with `name` the next

@@ -42,6 +42,13 @@ pub struct Executor {
     pub last_beat_ms: i64,
     /// Beat within the admin's dead-after time.
     pub alive: bool,
+    /// Runs executing on it at its last heartbeat (absent if it did not
+    /// say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy: Option<i64>,
+    /// Free instance slots of its sandbox pool at its last heartbeat.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub free_slots: Option<i64>,
 }
 
 /// `POST /api/v1/tenants`.

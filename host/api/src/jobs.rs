@@ -442,3 +442,15 @@ mod tests {
         );
     }
 }
+
+/// `GET /api/v1/schedule-preview`: the next fires of a schedule before any
+/// job has it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct SchedulePreview {
+    /// Each fire in UTC (RFC 3339, milliseconds).
+    pub fires: Vec<String>,
+    /// The same fires in the schedule's time zone, with its offset.
+    pub local: Vec<String>,
+    /// The time zone they are shown in.
+    pub time_zone: String,
+}

@@ -11,7 +11,8 @@
 //! - `names` — the enumerations stored and sent as text (run status,
 //!   alarm state, misfire policy, schedule type, route strategy);
 //! - `ids` — job and run ids, and module content digests;
-//! - `jobs`, `runs`, `modules`, `cluster` — the bodies of each resource;
+//! - `jobs`, `runs`, `modules`, `cluster`, `users` — the bodies of each
+//!   resource;
 //! - `client` — the typed HTTP client.
 
 mod cluster;
@@ -20,6 +21,7 @@ mod jobs;
 mod modules;
 mod names;
 mod runs;
+mod users;
 
 #[cfg(feature = "client")]
 mod client;
@@ -37,11 +39,18 @@ pub use cronbox_protocol::{
 };
 pub use ids::{Digest, JobId, NotADigest, RunId};
 pub use jobs::{
-    Deleted, Job, JobKill, JobKilled, JobSpec, JobStateBody, StateEdit, TriggerRequest,
-    TriggerSource, Triggered,
+    Deleted, Job, JobKill, JobKilled, JobSpec, JobStateBody, SchedulePreview, StateEdit,
+    TriggerRequest, TriggerSource, Triggered,
 };
 pub use modules::{ModuleVersion, RolledBack, TenantModule, Uploaded, VersionChoice};
 pub use names::{
-    AlarmState, MisfirePolicy, Quota, RouteStrategy, RunStatus, ScheduleType, parse_ignoring_case,
+    AlarmState, MisfirePolicy, Quota, Role, RouteStrategy, RunStatus, ScheduleType,
+    parse_ignoring_case,
 };
-pub use runs::{DailyReport, Report, Run, RunCounts, RunKilled, RunPage};
+pub use runs::{
+    DailyReport, Dashboard, FailingJob, HourCounts, Report, Run, RunCounts, RunKilled, RunPage,
+};
+pub use users::{
+    LoggedOut, Login, PasswordChange, Session, TokenInfo, User, UserChanged, UserSpec,
+    UserTokenCreated, UserTokenSpec,
+};

@@ -16,6 +16,10 @@ pub struct ModuleVersion {
     pub labels: Vec<String>,
     /// Why it was made, when not a plain push (`rollback to version 2`).
     pub note: String,
+    /// Who pushed it: the user's name, `operator token` or `tenant token`
+    /// (empty for a version pushed before this was recorded).
+    #[serde(default)]
+    pub pushed_by: String,
     pub created_at_ms: i64,
 }
 

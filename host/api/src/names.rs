@@ -178,6 +178,40 @@ named_enum! {
     }
 }
 
+named_enum! {
+    /// What a user or an API token may do, each role including those
+    /// below it.
+    Role, "role" {
+        /// Reads everything of its tenant; changes nothing.
+        Viewer => "viewer",
+        /// Modules, jobs, runs, kills and durable state of its tenant.
+        Developer => "developer",
+        /// A tenant's users, tokens and secrets, and what a developer does.
+        Admin => "admin",
+        /// The operator: every tenant, tenants themselves, executor
+        /// groups, quotas and HTTP ceilings (users of tenant `default`
+        /// only).
+        Operator => "operator",
+    }
+}
+
+impl Role {
+    /// Whether this role includes `other` (an admin may do what a
+    /// developer may).
+    pub fn includes(self, other: Role) -> bool {
+        self.rank() >= other.rank()
+    }
+
+    fn rank(self) -> u8 {
+        match self {
+            Role::Viewer => 0,
+            Role::Developer => 1,
+            Role::Admin => 2,
+            Role::Operator => 3,
+        }
+    }
+}
+
 /// Parses a name typed by a person: any letter case (`cron`, `Cron`).
 pub fn parse_ignoring_case<T: FromStr>(text: &str) -> Result<T, T::Err> {
     text.to_ascii_uppercase()

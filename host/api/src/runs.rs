@@ -80,3 +80,57 @@ pub struct RunKilled {
     /// Whether an executor stopped it (false: it had ended).
     pub killed: bool,
 }
+
+/// Runs of one hour, by how they stand.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct HourCounts {
+    /// The hour's start, ms since the epoch.
+    pub start_ms: i64,
+    pub success: i64,
+    pub failed: i64,
+    /// Waiting or running.
+    pub running: i64,
+    pub cancelled: i64,
+}
+
+/// A job among those that failed most.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct FailingJob {
+    pub job_id: JobId,
+    /// Empty if the job has been deleted.
+    pub name: String,
+    pub failures: i64,
+}
+
+/// `GET /api/v1/dashboard`: the state of the caller's tenant (every
+/// tenant's, for the operator) at a glance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Dashboard {
+    /// When this was read, ms since the epoch.
+    pub now_ms: i64,
+    /// The last 24 hours, oldest first, each hour counted from the runs
+    /// stored (runs deleted by retention are not).
+    pub hours: Vec<HourCounts>,
+    /// The last 30 days, oldest first, from the daily reports (exact
+    /// after runs are deleted).
+    pub days: Vec<DailyReport>,
+    /// Successes over ended runs (successes and failures) in the last
+    /// 24 hours; absent when none ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub success_rate: Option<f64>,
+    /// Start lateness of the newest scheduled runs (up to
+    /// `lateness_sample`) of the last 24 hours: median and 99th
+    /// percentile, ms; absent when none started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lateness_p50_ms: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lateness_p99_ms: Option<i64>,
+    /// How many runs the lateness was read from.
+    pub lateness_sample: i64,
+    /// Executors whose heartbeat is recent.
+    pub executors_online: i64,
+    /// Runs running now, or due and waiting to be sent.
+    pub runs_in_progress: i64,
+    /// The jobs with the most failed runs in the last 7 days, most first.
+    pub top_failing: Vec<FailingJob>,
+}

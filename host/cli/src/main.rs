@@ -62,6 +62,7 @@ enum Command {
     Quota(manage::QuotaArgs),
     Ceiling(manage::CeilingArgs),
     Secret(manage::SecretArgs),
+    User(manage::UserArgs),
     Config(ConfigArgs),
     New(scaffold::NewArgs),
     Build(scaffold::BuildArgs),
@@ -133,6 +134,7 @@ fn main() -> ExitCode {
         Command::Kill(args) => (manage::kill(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
         Command::State(args) => (manage::state(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
         Command::Quota(args) => (manage::quota(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
+        Command::User(args) => (manage::user(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
         Command::Secret(args) => (
             manage::secret(args).map(|()| ExitCode::SUCCESS),
             EXIT_FAILED,

@@ -11,8 +11,8 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use clap::{Args, Subcommand};
 use cronbox_api::{
-    Client, Job, JobId, JobQuery, JobSpec, LogSource, Quota, QuotaSettings, RunId, RunQuery,
-    RunStatus, TriggerRequest, TriggerSource,
+    Client, Job, JobId, JobQuery, JobSpec, LogSource, Quota, QuotaSettings, Role, RunId, RunQuery,
+    RunStatus, TriggerRequest, TriggerSource, UserSpec,
 };
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -455,6 +455,145 @@ pub fn secret(args: SecretArgs) -> anyhow::Result<()> {
     })
 }
 
+/// Add, list, remove users and set their passwords (what people log in to
+/// the console with).
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  printf %s \"$PASSWORD\" | cronbox user add ada --role developer\n  \
+                        cronbox user add ops --tenant acme --role admin --password-file ./pw\n  \
+                        cronbox user list\n  cronbox user passwd ada --password-file ./new-pw\n  \
+                        cronbox user remove ada\n\nRoles: viewer (reads), developer (modules, jobs, \
+                        runs, state), admin (and users, tokens, secrets), operator (every tenant; \
+                        users of tenant default only)."
+)]
+pub struct UserArgs {
+    #[command(flatten)]
+    connection: Connection,
+    #[command(subcommand)]
+    command: UserCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum UserCommand {
+    /// Add a user; its password is read from stdin (or --password-file).
+    Add {
+        /// 1 to 63 of a-z 0-9 . _ - (unique across tenants).
+        name: String,
+        #[arg(long, value_parser = parse_role)]
+        role: Role,
+        /// The user's tenant (default: the caller's own).
+        #[arg(long)]
+        tenant: Option<String>,
+        /// Read the password from this file (its trailing newline dropped).
+        #[arg(long)]
+        password_file: Option<PathBuf>,
+    },
+    /// The users you manage.
+    List {
+        /// Only this tenant's (operator).
+        #[arg(long)]
+        tenant: Option<String>,
+    },
+    /// Set a user's password from stdin (or --password-file); its sessions end.
+    Passwd {
+        name: String,
+        #[arg(long)]
+        password_file: Option<PathBuf>,
+    },
+    /// Remove a user, ending its sessions and revoking its tokens.
+    Remove { name: String },
+}
+
+fn parse_role(text: &str) -> Result<Role, String> {
+    cronbox_api::parse_ignoring_case(text)
+        .map_err(|_| format!("{text:?} is not a role: viewer, developer, admin or operator"))
+}
+
+/// A password from a file or stdin, without the line end a shell or an
+/// editor adds.
+fn read_password(file: Option<&PathBuf>) -> anyhow::Result<String> {
+    let text = match file {
+        Some(path) => std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?,
+        None => {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+                .context("cannot read the password from stdin")?;
+            text
+        }
+    };
+    Ok(text.trim_end_matches(['\n', '\r']).to_owned())
+}
+
+pub fn user(args: UserArgs) -> anyhow::Result<()> {
+    let (client, json, runtime) = args.connection.open()?;
+    runtime.block_on(async move {
+        match args.command {
+            UserCommand::Add {
+                name,
+                role,
+                tenant,
+                password_file,
+            } => {
+                let spec = UserSpec {
+                    name,
+                    tenant,
+                    role,
+                    password: read_password(password_file.as_ref())?,
+                };
+                let user = client.create_user(&spec).await?;
+                show(json, &user, |user| {
+                    outln!(
+                        "user {} added to tenant {} as {}",
+                        user.name,
+                        user.tenant,
+                        user.role
+                    );
+                })
+            }
+            UserCommand::List { tenant } => {
+                let users = client.users(tenant.as_deref()).await?;
+                show(json, &users, |users| {
+                    for user in users {
+                        outln!(
+                            "{:<10} {:<24} {:<10} since {}",
+                            user.tenant,
+                            user.name,
+                            user.role,
+                            time(Some(user.created_at_ms))
+                        );
+                    }
+                })
+            }
+            UserCommand::Passwd {
+                name,
+                password_file,
+            } => {
+                let password = read_password(password_file.as_ref())?;
+                let changed = client.set_password(&name, &password).await?;
+                show(json, &changed, |changed| {
+                    outln!(
+                        "password of {} set; {} session(s) ended",
+                        changed.name,
+                        changed.sessions_ended
+                    );
+                })
+            }
+            UserCommand::Remove { name } => {
+                let changed = client.remove_user(&name).await?;
+                show(json, &changed, |changed| {
+                    outln!(
+                        "user {} removed; {} session(s) ended, {} token(s) revoked",
+                        changed.name,
+                        changed.sessions_ended,
+                        changed.tokens_revoked
+                    );
+                })
+            }
+        }
+    })
+}
+
 /// Show or set the origins a tenant's jobs may be granted for HTTP.
 #[derive(Debug, Args)]
 #[command(
@@ -709,13 +848,14 @@ pub fn module(args: ModuleArgs) -> anyhow::Result<()> {
             ModuleCommand::Versions { name } => print_list(
                 json,
                 &client.module_versions(&name).await?,
-                &["VERSION", "DIGEST", "LABELS", "NOTE", "PUSHED (UTC)"],
+                &["VERSION", "DIGEST", "LABELS", "NOTE", "BY", "PUSHED (UTC)"],
                 |v| {
                     vec![
                         v.version.to_string(),
                         v.digest.short().to_owned(),
                         labels(&v.labels),
                         if v.note.is_empty() { "-".to_owned() } else { v.note.clone() },
+                        if v.pushed_by.is_empty() { "-".to_owned() } else { v.pushed_by.clone() },
                         time(Some(v.created_at_ms)),
                     ]
                 },

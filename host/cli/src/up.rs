@@ -4,9 +4,10 @@
 //!
 //! Everything lives under the data directory (default `./cronbox-data`):
 //! the admin's database, the executor's modules, artifacts and spool, and
-//! the two tokens (`api-token`, `executor-token`), created on the first
-//! start. A restart carries on: the demo jobs are matched by name, so none
-//! is added twice; they follow named modules, so a changed built-in
+//! the two tokens (`api-token`, `executor-token`) and the console user
+//! `admin`'s password (`admin-password`), created on the first start. A
+//! restart carries on: the demo jobs are matched by name, so none is added
+//! twice; they follow named modules, so a changed built-in
 //! component becomes a new version they move to; one the user stopped
 //! stays stopped.
 
@@ -139,6 +140,8 @@ pub fn main(args: UpArgs) -> anyhow::Result<ExitCode> {
         let executor = cronbox_executor::start(executor_config).await?;
 
         let client = Client::new(&admin_url, &api_token);
+        let password_file = args.data_dir.join("admin-password");
+        ensure_console_user(&client, &password_file).await?;
         let deployed = if args.no_demo {
             Vec::new()
         } else {
@@ -149,6 +152,7 @@ pub fn main(args: UpArgs) -> anyhow::Result<ExitCode> {
             executor.address(),
             &args.data_dir,
             &token_source,
+            &password_file,
             &deployed,
         );
 
@@ -217,14 +221,48 @@ async fn deploy_demos(client: &Client) -> anyhow::Result<Vec<(JobId, &'static De
     Ok(deployed)
 }
 
+/// The console's first user: operator `admin`, created on the first start
+/// with a random password kept in `password_file` (0600). A later start
+/// leaves the user as it is (its password may have been changed since).
+async fn ensure_console_user(client: &Client, password_file: &Path) -> anyhow::Result<()> {
+    let exists = client
+        .users(Some("default"))
+        .await?
+        .iter()
+        .any(|user| user.name == CONSOLE_USER);
+    if exists {
+        return Ok(());
+    }
+    let password = stored_token(password_file)?;
+    let spec = cronbox_api::UserSpec {
+        name: CONSOLE_USER.to_owned(),
+        tenant: None,
+        role: cronbox_api::Role::Operator,
+        password,
+    };
+    client
+        .create_user(&spec)
+        .await
+        .context("cannot create the console's admin user")?;
+    Ok(())
+}
+
+/// The operator user `cronbox up` creates.
+const CONSOLE_USER: &str = "admin";
+
 fn print_welcome(
     admin_url: &str,
     executor: &str,
     data_dir: &Path,
     token_source: &str,
+    password_file: &Path,
     demos: &[(JobId, &Demo)],
 ) {
     outln!("cronbox is up");
+    outln!(
+        "  console     {admin_url}/  (user {CONSOLE_USER}, password in {})",
+        password_file.display()
+    );
     outln!("  admin API   {admin_url}");
     outln!("  executor    {executor}");
     outln!("  data        {}", data_dir.display());

@@ -86,9 +86,36 @@ async fn up_runs_the_demo_jobs_and_a_restart_carries_on() {
     let run = api.trigger(id("counter"), json!({})).await;
     let before = count_of(&api.ended(run).await);
 
+    // The console's user: operator `admin`, its password kept beside the
+    // database (owner only) and the same after a restart.
+    let password_file = data.path().join("admin-password");
+    let password = std::fs::read_to_string(&password_file).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&password_file)
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let (status, users) = api.get("/api/v1/users").await;
+    assert_eq!(status, 200, "{users}");
+    assert_eq!(users[0]["name"], "admin");
+    assert_eq!(users[0]["role"], "operator");
+
     terminate(&mut first);
     let (mut second, printed, _) = up(data.path(), Some(at));
     assert!(printed.contains("cronbox is up"), "{printed}");
+    assert_eq!(std::fs::read_to_string(&password_file).unwrap(), password);
+    let login = api
+        .http
+        .post(format!("http://{bind}/api/v1/session"))
+        .json(&json!({ "user": "admin", "password": password }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(login.status(), 200, "the kept password still logs in");
     assert_eq!(
         self::jobs(&api.api).await,
         jobs,
@@ -391,6 +418,80 @@ fn a_cli_session_against_cronbox_up() {
         ],
     );
     assert_eq!(granted["http_allow"], json!(["https://api.example.com"]));
+
+    // Users: added with a password from a file (its line end dropped),
+    // listed, given a new password, removed.
+    let password_file = data.path().join("ada-password");
+    std::fs::write(&password_file, "ada-password-123\n").unwrap();
+    let password_path = password_file.to_str().unwrap();
+    let added = ok(
+        base,
+        token,
+        &[
+            "user",
+            "add",
+            "ada",
+            "--role",
+            "Developer",
+            "--password-file",
+            password_path,
+        ],
+    );
+    assert!(
+        added.contains("user ada added to tenant default as developer"),
+        "{added}"
+    );
+    let logs_in = |password: &str| {
+        let body = json!({ "user": "ada", "password": password });
+        tokio::runtime::Runtime::new().unwrap().block_on(async {
+            reqwest::Client::new()
+                .post(format!("{base}/api/v1/session"))
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        })
+    };
+    assert_eq!(logs_in("ada-password-123"), 200);
+    let listed = ok(base, token, &["user", "list"]);
+    assert!(
+        listed
+            .lines()
+            .any(|line| line.contains("ada") && line.contains("developer")),
+        "{listed}"
+    );
+    std::fs::write(&password_file, "ada-new-password-1").unwrap();
+    let changed = ok(
+        base,
+        token,
+        &["user", "passwd", "ada", "--password-file", password_path],
+    );
+    assert!(changed.contains("password of ada set"), "{changed}");
+    assert_eq!(logs_in("ada-password-123"), 401);
+    assert_eq!(logs_in("ada-new-password-1"), 200);
+    let (code, _, refused) = cli(
+        base,
+        token,
+        &[
+            "user",
+            "add",
+            "Bad Name",
+            "--role",
+            "viewer",
+            "--password-file",
+            password_path,
+        ],
+    );
+    assert_eq!(code, 1);
+    assert!(refused.contains("user name"), "{refused}");
+    let (code, _, refused) = cli(base, token, &["user", "add", "x", "--role", "boss"]);
+    assert_eq!(code, 2, "{refused}");
+    assert!(refused.contains("not a role"), "{refused}");
+    let removed = ok(base, token, &["user", "remove", "ada"]);
+    assert!(removed.contains("user ada removed"), "{removed}");
+    assert_eq!(logs_in("ada-new-password-1"), 401);
 
     let versions = ok(base, token, &["module", "versions", "greeter"]);
     assert_eq!(

@@ -188,15 +188,25 @@ pub async fn start(config: ExecutorConfig) -> Result<RunningExecutor, ExecutorEr
     let registration = Registration {
         group: config.group.clone(),
         address: address.clone(),
+        busy: None,
+        free_slots: None,
     };
     let beater = {
         let admins = admins.clone();
         let registration = registration.clone();
         let stop = stop_background.clone();
         let interval = config.beat_interval;
+        let load = state.clone();
         tokio::spawn(async move {
             loop {
-                if admins.post_all(admin_paths::REGISTRY, &registration).await == 0 {
+                // Each beat says how loaded the executor is (the console
+                // shows it).
+                let beat = Registration {
+                    busy: u32::try_from(load.metrics.running.get()).ok(),
+                    free_slots: u32::try_from(load.jobs.runtime().free_instance_slots()).ok(),
+                    ..registration.clone()
+                };
+                if admins.post_all(admin_paths::REGISTRY, &beat).await == 0 {
                     tracing::warn!("no admin accepted the heartbeat");
                 }
                 tokio::select! {

@@ -389,6 +389,15 @@ pub struct Registration {
     pub group: String,
     /// The address the admin reaches the executor at (`http://host:port`).
     pub address: String,
+    /// Runs executing on it when it beat (absent from executors that do
+    /// not say, as xxl-job's do not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<i64>, minimum = 0, maximum = 4_294_967_295_i64)]
+    pub busy: Option<u32>,
+    /// Free instance slots of its sandbox pool when it beat.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<i64>, minimum = 0, maximum = 4_294_967_295_i64)]
+    pub free_slots: Option<u32>,
 }
 
 /// Every error body: a stable code, a human message, the offending field.
@@ -475,6 +484,15 @@ pub enum ErrorCode {
     SecretInUse,
     /// The admin has no secrets key, so no secret can be set or used.
     SecretsDisabled,
+    /// A user refused (name, role, tenant or password); `field` names it.
+    InvalidUser,
+    /// A user of that name exists.
+    UserExists,
+    /// No such user (that the caller may see).
+    UnknownUser,
+    /// Too many failed logins for that user or from that address; retry
+    /// after the `Retry-After` header's seconds.
+    TooManyAttempts,
     /// An unexpected error on the server (its detail is logged there, not sent).
     Internal,
 }
@@ -516,6 +534,10 @@ impl ErrorCode {
         ErrorCode::UnknownSecret,
         ErrorCode::SecretInUse,
         ErrorCode::SecretsDisabled,
+        ErrorCode::InvalidUser,
+        ErrorCode::UserExists,
+        ErrorCode::UnknownUser,
+        ErrorCode::TooManyAttempts,
         ErrorCode::Internal,
     ];
 
@@ -556,6 +578,10 @@ impl ErrorCode {
             ErrorCode::UnknownSecret => "unknown_secret",
             ErrorCode::SecretInUse => "secret_in_use",
             ErrorCode::SecretsDisabled => "secrets_disabled",
+            ErrorCode::InvalidUser => "invalid_user",
+            ErrorCode::UserExists => "user_exists",
+            ErrorCode::UnknownUser => "unknown_user",
+            ErrorCode::TooManyAttempts => "too_many_attempts",
             ErrorCode::Internal => "internal",
         }
     }

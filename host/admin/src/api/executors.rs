@@ -13,6 +13,10 @@ pub(super) async fn registry(
         .registry_beat(
             &registration.group,
             &registration.address,
+            crate::store::ExecutorLoad {
+                busy: registration.busy.map(i64::from),
+                free_slots: registration.free_slots.map(i64::from),
+            },
             state.scheduler.now_ms(),
         )
         .await?;

@@ -38,11 +38,13 @@ pub(super) async fn list_executors(
         .registered_executors()
         .await?
         .into_iter()
-        .map(|(group, address, last_beat_ms)| bodies::Executor {
-            group,
-            address,
-            last_beat_ms,
-            alive: last_beat_ms >= alive_since,
+        .map(|executor| bodies::Executor {
+            alive: executor.last_beat_ms >= alive_since,
+            group: executor.group,
+            address: executor.address,
+            last_beat_ms: executor.last_beat_ms,
+            busy: executor.load.busy,
+            free_slots: executor.load.free_slots,
         })
         .collect();
     Ok(Json(executors))

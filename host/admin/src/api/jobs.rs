@@ -38,7 +38,30 @@ pub(super) async fn list_jobs(
     Extension(caller): Extension<Caller>,
     Query(params): Query<std::collections::HashMap<String, String>>,
 ) -> Result<impl IntoResponse, Failure> {
-    let query = ListQuery::new(params, &["group", "name", "enabled", "after", "limit"])?;
+    let query = ListQuery::new(
+        params,
+        &[
+            "group",
+            "name",
+            "search",
+            "module",
+            "schedule_type",
+            "enabled",
+            "after",
+            "limit",
+        ],
+    )?;
+    let schedule_type = match query.text("schedule_type") {
+        None => None,
+        Some(text) => Some(cronbox_api::parse_ignoring_case(&text).map_err(|_| {
+            ListQuery::invalid(
+                "schedule_type",
+                format!(
+                    "unknown schedule type {text:?}: use CRON, FIX_RATE, FIX_DELAY, ONE_SHOT or NONE"
+                ),
+            )
+        })?),
+    };
     let enabled = match query.text("enabled").as_deref() {
         None => None,
         Some("true") => Some(true),
@@ -54,6 +77,9 @@ pub(super) async fn list_jobs(
         tenant: caller.only_tenant(),
         group: query.text("group"),
         name: query.text("name"),
+        search: query.text("search").filter(|text| !text.is_empty()),
+        module: query.text("module"),
+        schedule_type,
         enabled,
         after_id: query.number("after")?,
         limit: query.limit(MAX_JOBS_PAGE, MAX_JOBS_PAGE)?,
@@ -250,6 +276,65 @@ pub(super) async fn next_fires(
     Ok(Json(fires))
 }
 
+/// The next fires of a schedule not yet saved (`schedule_type`,
+/// `schedule_conf`, `time_zone` as a job definition writes them; `count`
+/// of them): what a job form shows as its author types. Refused as a job
+/// with that schedule would be, naming the field.
+pub(super) async fn schedule_preview(
+    State(state): State<Arc<AdminState>>,
+    Query(params): Query<std::collections::HashMap<String, String>>,
+) -> Result<impl IntoResponse, Failure> {
+    let query = ListQuery::new(
+        params,
+        &["schedule_type", "schedule_conf", "time_zone", "count"],
+    )?;
+    let count = query.bounded("count", 5, 1, MAX_NEXT_FIRES)? as usize;
+    let schedule_type = query
+        .text("schedule_type")
+        .unwrap_or_else(|| "CRON".to_owned());
+    let conf = query.text("schedule_conf").unwrap_or_default();
+    let time_zone = query.text("time_zone").unwrap_or_else(|| "UTC".to_owned());
+    for (field, text, most) in [
+        ("schedule_conf", &conf, crate::jobs::MAX_SCHEDULE_CONF_BYTES),
+        ("time_zone", &time_zone, crate::jobs::MAX_TIME_ZONE_BYTES),
+    ] {
+        let length = text.chars().count();
+        if length > most {
+            return Err(ListQuery::invalid(
+                field,
+                format!("{length} characters; at most {most}"),
+            ));
+        }
+    }
+    let (_, schedule) =
+        crate::jobs::checked_schedule(&schedule_type, &conf, &time_zone).map_err(|invalid| {
+            Failure::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ErrorCode::InvalidJob,
+                invalid.message,
+            )
+            .field(invalid.field)
+        })?;
+    let zone: chrono_tz::Tz = time_zone
+        .parse()
+        .map_err(|_| ListQuery::invalid("time_zone", format!("unknown time zone {time_zone:?}")))?;
+    let fires = schedule.preview(state.scheduler.now(), count);
+    Ok(Json(cronbox_api::SchedulePreview {
+        fires: fires
+            .iter()
+            .map(|at| at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+            .collect(),
+        local: fires
+            .iter()
+            .map(|at| {
+                at.with_timezone(&zone)
+                    .to_rfc3339_opts(chrono::SecondsFormat::Millis, false)
+            })
+            .collect(),
+        time_zone: zone.name().to_owned(),
+    }))
+}
+
 /// A page of a job's runs, oldest first: `after` (the last id of the
 /// previous page) and `limit` (default and most 1000).
 pub(super) async fn job_runs(
@@ -307,7 +392,7 @@ pub(super) async fn put_state(
 ) -> Result<impl IntoResponse, Failure> {
     let store = state.scheduler.store();
     visible_job(&state, &caller, id).await?;
-    caller.require_operator("editing a job's state")?;
+    caller.require(Role::Developer, "editing a job's state")?;
     service::jobs::replace_state(store, id, &edit.state, state.scheduler.now_ms()).await?;
     Ok(Json(bodies::JobStateBody::new(id, edit.state)))
 }

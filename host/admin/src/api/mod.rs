@@ -22,6 +22,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, on};
 use axum::{Json, Router};
+use cronbox_api::Role;
 use cronbox_protocol::{ApiError, CallbackBatch, ErrorCode, Registration, admin_paths};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -42,6 +43,7 @@ mod modules;
 mod runs;
 mod secrets;
 mod tenants;
+mod users;
 
 use executors::*;
 use groups::*;
@@ -53,6 +55,7 @@ pub(crate) use jobs::MAX_NEXT_FIRES;
 pub(crate) use runs::MAX_LOG_PAGE;
 use secrets::*;
 use tenants::*;
+use users::*;
 
 pub(crate) struct AdminState {
     pub(crate) scheduler: Arc<Scheduler>,
@@ -63,6 +66,8 @@ pub(crate) struct AdminState {
     pub(crate) max_module_bytes: usize,
     /// Versions kept per module name.
     pub(crate) keep_versions: usize,
+    /// Failed logins, to slow password guessing.
+    pub(crate) logins: service::users::LoginThrottle,
 }
 
 /// Routes declared together with their method, so that the table the
@@ -123,6 +128,19 @@ fn open_routes() -> Routes {
         .get("/metrics", metrics)
         .get("/readyz", readyz)
         .get("/api/v1/openapi.json", openapi)
+        .post("/api/v1/session", login)
+}
+
+/// Routes every authenticated caller may use, whatever its role, on
+/// itself: its session, its tokens, its password.
+fn self_routes() -> Routes {
+    Routes::new()
+        .get("/api/v1/session", session)
+        .delete("/api/v1/session", logout)
+        .get("/api/v1/tokens", list_tokens)
+        .post("/api/v1/tokens", create_user_token)
+        .delete("/api/v1/tokens/{id}", revoke_user_token)
+        .put("/api/v1/users/{name}/password", set_password)
 }
 
 /// Routes for executors (executor token).
@@ -166,6 +184,9 @@ fn user_routes(max_module_bytes: usize) -> Routes {
         .get("/api/v1/secrets", list_secrets)
         .put("/api/v1/secrets/{name}", put_secret)
         .delete("/api/v1/secrets/{name}", delete_secret)
+        .get("/api/v1/users", list_users)
+        .post("/api/v1/users", create_user)
+        .delete("/api/v1/users/{name}", remove_user)
         .get("/api/v1/tenants/{name}/http-ceiling", get_http_ceiling)
         .put("/api/v1/tenants/{name}/http-ceiling", put_http_ceiling)
         .get("/api/v1/groups", list_groups)
@@ -181,6 +202,7 @@ fn user_routes(max_module_bytes: usize) -> Routes {
         .post("/api/v1/jobs/{id}/trigger", trigger_job)
         .post("/api/v1/jobs/{id}/kill", kill_job)
         .get("/api/v1/jobs/{id}/next-fires", next_fires)
+        .get("/api/v1/schedule-preview", schedule_preview)
         .get("/api/v1/jobs/{id}/runs", job_runs)
         .get("/api/v1/jobs/{id}/state", get_state)
         .put("/api/v1/jobs/{id}/state", put_state)
@@ -189,16 +211,22 @@ fn user_routes(max_module_bytes: usize) -> Routes {
         .post("/api/v1/runs/{id}/kill", kill_run)
         .get("/api/v1/runs/{id}/log", run_log)
         .get("/api/v1/reports", reports)
+        .get("/api/v1/dashboard", dashboard)
 }
 
 /// Every route the admin serves, as (method, path): what the OpenAPI
 /// document is checked against.
 #[cfg(test)]
 pub(crate) fn route_table() -> Vec<(&'static str, &'static str)> {
-    [open_routes(), executor_routes(), user_routes(0)]
-        .into_iter()
-        .flat_map(|routes| routes.table)
-        .collect()
+    [
+        open_routes(),
+        executor_routes(),
+        self_routes(),
+        user_routes(0),
+    ]
+    .into_iter()
+    .flat_map(|routes| routes.table)
+    .collect()
 }
 
 pub(crate) fn router(state: Arc<AdminState>, max_module_bytes: usize) -> Router {
@@ -208,9 +236,14 @@ pub(crate) fn router(state: Arc<AdminState>, max_module_bytes: usize) -> Router 
     let users = user_routes(max_module_bytes)
         .router
         .layer(middleware::from_fn_with_state(state.clone(), user_auth));
+    let selves = self_routes()
+        .router
+        .layer(middleware::from_fn_with_state(state.clone(), self_auth));
     open_routes()
         .router
+        .merge(crate::console::routes())
         .merge(executors)
+        .merge(selves)
         .merge(users)
         .fallback(|| async {
             Failure::new(StatusCode::NOT_FOUND, ErrorCode::NotFound, "no such route")
@@ -294,6 +327,23 @@ impl From<ServiceError> for Failure {
                 StatusCode::CONFLICT,
                 ErrorCode::SecretsDisabled,
                 disabled.to_string(),
+            ),
+            ServiceError::InvalidUser { field, message } => Failure::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ErrorCode::InvalidUser,
+                message,
+            )
+            .field(field),
+            exists @ ServiceError::UserExists(_) => Failure::new(
+                StatusCode::CONFLICT,
+                ErrorCode::UserExists,
+                exists.to_string(),
+            )
+            .field("name"),
+            unknown @ ServiceError::UnknownUser(_) => Failure::new(
+                StatusCode::NOT_FOUND,
+                ErrorCode::UnknownUser,
+                unknown.to_string(),
             ),
             unknown @ ServiceError::UnknownModule(_) => Failure::new(
                 StatusCode::NOT_FOUND,
@@ -583,8 +633,12 @@ async fn errors_as_json(request: Request, next: Next) -> Response {
 
 /// The bearer token of a request.
 fn bearer(request: &Request) -> Result<&str, Failure> {
-    request
-        .headers()
+    bearer_in(request.headers())
+}
+
+/// The bearer token of a request's headers.
+fn bearer_in(headers: &axum::http::HeaderMap) -> Result<&str, Failure> {
+    headers
         .get(header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.strip_prefix("Bearer "))
@@ -624,28 +678,46 @@ async fn executor_auth(
 /// The operator's own tenant (objects it creates belong to it).
 pub(crate) const DEFAULT_TENANT: &str = "default";
 
-/// Who is calling the user API: a tenant, through one of its tokens, or the
-/// operator.
+/// Who is calling the user API: a user (through its session or one of
+/// its tokens), a tenant's token, or the operator token.
 #[derive(Debug, Clone)]
 pub(crate) struct Caller {
     /// The tenant whose objects it sees and creates (`default` for the
     /// operator).
     tenant: String,
-    /// The operator token: every tenant's objects, tenant management,
-    /// state edits, executor groups.
-    operator: bool,
+    /// What it may do; [`Role::Operator`] sees every tenant's objects.
+    role: Role,
+    /// The user behind the request, if any.
+    user: Option<String>,
+    /// The CSRF token of the session the request came with, if it came
+    /// with one.
+    csrf: Option<String>,
 }
 
 impl Caller {
+    fn operator(&self) -> bool {
+        self.role == Role::Operator
+    }
+
+    /// Who made a change, as recorded with it: the user's name, else
+    /// which kind of token.
+    fn who(&self) -> String {
+        match &self.user {
+            Some(user) => user.clone(),
+            None if self.operator() => "operator token".to_owned(),
+            None => "tenant token".to_owned(),
+        }
+    }
+
     /// Whether the caller may see an object of `tenant`. Objects it may not
     /// see are answered 404, as if they did not exist.
     fn sees(&self, tenant: &str) -> bool {
-        self.operator || self.tenant == tenant
+        self.operator() || self.tenant == tenant
     }
 
     /// The tenant to restrict listings to (`None` for the operator).
     fn only_tenant(&self) -> Option<String> {
-        (!self.operator).then(|| self.tenant.clone())
+        (!self.operator()).then(|| self.tenant.clone())
     }
 
     /// [`Caller::require_operator`] for one field of a request.
@@ -655,49 +727,161 @@ impl Caller {
     }
 
     fn require_operator(&self, what: &str) -> Result<(), Failure> {
-        if self.operator {
+        self.require(Role::Operator, what)
+    }
+
+    /// Refuses (403) a caller whose role does not include `role`.
+    fn require(&self, role: Role, what: &str) -> Result<(), Failure> {
+        if self.role.includes(role) {
             Ok(())
         } else {
             Err(Failure::new(
                 StatusCode::FORBIDDEN,
                 ErrorCode::Forbidden,
-                format!("{what} needs the operator token"),
+                format!(
+                    "{what} needs the {role} role; this caller is a {}",
+                    self.role
+                ),
             ))
         }
     }
+
+    /// The calling user's name, refusing (403) a token no user made.
+    fn require_user(&self, what: &str) -> Result<&str, Failure> {
+        self.user.as_deref().ok_or_else(|| {
+            Failure::new(
+                StatusCode::FORBIDDEN,
+                ErrorCode::Forbidden,
+                format!("{what} needs a user: log in, or use a token a user made"),
+            )
+        })
+    }
 }
 
+/// The session cookie's name.
+pub(crate) const SESSION_COOKIE: &str = "cronbox_session";
+/// The header a session's state-changing request carries its CSRF token in.
+pub(crate) const CSRF_HEADER: &str = "x-csrf-token";
+
+/// The value of cookie `name` of a request.
+pub(crate) fn cookie<'r>(request: &'r axum::http::HeaderMap, name: &str) -> Option<&'r str> {
+    request
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value)
+}
+
+/// Authenticates a user request: a bearer token (the operator's, or a
+/// stored one with its role), else the session cookie — whose
+/// state-changing requests must carry the session's CSRF token. A viewer
+/// may only read.
 async fn user_auth(
     State(state): State<Arc<AdminState>>,
     mut request: Request,
     next: Next,
 ) -> Response {
-    let token = match bearer(&request) {
-        Ok(token) => token,
+    let caller = match caller_of(&state, request.headers(), reads(&request)).await {
+        Ok(caller) => caller,
         Err(failure) => return failure.into_response(),
     };
-    let caller = if same_token(token, &state.api_token) {
-        Caller {
-            tenant: DEFAULT_TENANT.to_owned(),
-            operator: true,
-        }
-    } else {
-        match state
-            .scheduler
-            .store()
-            .tenant_of_token(&service::tenants::token_hash(token))
-            .await
-        {
-            Ok(Some(tenant)) => Caller {
-                tenant,
-                operator: false,
-            },
-            Ok(None) => return wrong_token().into_response(),
-            Err(error) => return Failure::from(error).into_response(),
-        }
-    };
+    if !reads(&request)
+        && let Err(failure) = caller.require(Role::Developer, "a change")
+    {
+        return failure.into_response();
+    }
     request.extensions_mut().insert(caller);
     next.run(request).await
+}
+
+/// [`user_auth`] for what a caller does to itself: any role.
+async fn self_auth(
+    State(state): State<Arc<AdminState>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    match caller_of(&state, request.headers(), reads(&request)).await {
+        Ok(caller) => {
+            request.extensions_mut().insert(caller);
+            next.run(request).await
+        }
+        Err(failure) => failure.into_response(),
+    }
+}
+
+/// Whether a request only reads.
+fn reads(request: &Request) -> bool {
+    matches!(
+        *request.method(),
+        axum::http::Method::GET | axum::http::Method::HEAD
+    )
+}
+
+/// Who sent a request with these headers (see [`user_auth`]); `reads`:
+/// whether the request only reads.
+async fn caller_of(
+    state: &AdminState,
+    headers: &axum::http::HeaderMap,
+    reads: bool,
+) -> Result<Caller, Failure> {
+    let store = state.scheduler.store();
+    if headers.contains_key(header::AUTHORIZATION) {
+        let token = bearer_in(headers)?;
+        if same_token(token, &state.api_token) {
+            return Ok(Caller {
+                tenant: DEFAULT_TENANT.to_owned(),
+                role: Role::Operator,
+                user: None,
+                csrf: None,
+            });
+        }
+        let principal = store
+            .token_principal(&service::tenants::token_hash(token))
+            .await?
+            .ok_or_else(wrong_token)?;
+        return Ok(Caller {
+            tenant: principal.tenant,
+            role: principal.role,
+            user: principal.user,
+            csrf: None,
+        });
+    }
+    let Some(cookie) = cookie(headers, SESSION_COOKIE) else {
+        return Err(bearer_in(headers).err().unwrap_or_else(wrong_token));
+    };
+    let (user, csrf) = store
+        .session(
+            &service::tenants::token_hash(cookie),
+            state.scheduler.now_ms(),
+        )
+        .await?
+        .ok_or_else(|| {
+            Failure::new(
+                StatusCode::UNAUTHORIZED,
+                ErrorCode::Unauthorized,
+                "the session has ended: log in again",
+            )
+        })?;
+    let presented = headers
+        .get(CSRF_HEADER)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or("");
+    if !reads && !same_token(presented, &csrf) {
+        return Err(Failure::new(
+            StatusCode::FORBIDDEN,
+            ErrorCode::Forbidden,
+            "a change made with a session needs its CSRF token in the X-CSRF-Token header",
+        ));
+    }
+    Ok(Caller {
+        tenant: user.tenant,
+        role: user.role,
+        user: Some(user.name),
+        csrf: Some(csrf),
+    })
 }
 
 /// Prometheus text format; no token (like the executor's). The quota

@@ -111,6 +111,7 @@ pub(super) async fn upload_module(
         &service::modules::Upload {
             name: query.name,
             labels: query.labels,
+            pushed_by: caller.who(),
         },
         limit,
         state.keep_versions,
@@ -159,6 +160,7 @@ pub(super) async fn rollback_module(
         &name,
         choice.version,
         state.keep_versions,
+        &caller.who(),
     )
     .await?;
     Ok((StatusCode::CREATED, Json(rolled_back)))

@@ -1,6 +1,8 @@
 //! Runs: listed by filter and page, read, killed, their logs; daily
 //! reports.
 
+use cronbox_protocol::TriggerKind;
+
 use super::*;
 
 /// Run `id` if the caller may see it; 404 otherwise.
@@ -194,7 +196,7 @@ pub(super) async fn list_runs(
     let query = ListQuery::new(
         params,
         &[
-            "job", "group", "status", "from_ms", "to_ms", "before", "limit",
+            "job", "group", "status", "kind", "from_ms", "to_ms", "before", "limit",
         ],
     )?;
     let run_status = match query.text("status") {
@@ -207,12 +209,23 @@ pub(super) async fn list_runs(
             )
         })?),
     };
+    let kind = match query.text("kind") {
+        None => None,
+        Some(wanted) => Some(wanted.parse::<TriggerKind>().map_err(|_| {
+            let names: Vec<&str> = TriggerKind::ALL.iter().map(|k| k.as_str()).collect();
+            ListQuery::invalid(
+                "kind",
+                format!("unknown kind {wanted:?}: use one of {}", names.join(", ")),
+            )
+        })?),
+    };
     let limit = query.limit(100, MAX_RUNS_PAGE)?;
     let filter = RunFilter {
         tenant: caller.only_tenant(),
         job_id: query.number("job")?,
         group: query.text("group"),
         status: run_status,
+        kind,
         from_ms: query.number("from_ms")?,
         to_ms: query.number("to_ms")?,
         before_id: query.number("before")?,
@@ -283,4 +296,116 @@ pub(super) async fn reports(
         cancelled: total(|day| day.cancelled),
     };
     Ok(Json(bodies::Report { days, totals }))
+}
+
+/// Hours the dashboard's hourly chart covers.
+const DASHBOARD_HOURS: i64 = 24;
+/// Days its daily chart covers.
+const DASHBOARD_DAYS: i64 = 30;
+/// Most scheduled runs the lateness figures are read from.
+const LATENESS_SAMPLE: i64 = 10_000;
+/// Jobs listed as failing most.
+const TOP_FAILING: i64 = 5;
+
+/// The caller's tenant at a glance (every tenant's for the operator): the
+/// console's dashboard.
+pub(super) async fn dashboard(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+) -> Result<Json<cronbox_api::Dashboard>, Failure> {
+    const HOUR_MS: i64 = 3_600_000;
+    let store = state.scheduler.store();
+    let tenant = caller.only_tenant();
+    let tenant = tenant.as_deref();
+    let now_ms = state.scheduler.now_ms();
+    let first_hour = (now_ms.div_euclid(HOUR_MS) - (DASHBOARD_HOURS - 1)) * HOUR_MS;
+    let counted = store
+        .run_counts_by_bucket(tenant, first_hour, now_ms + 1, HOUR_MS)
+        .await?;
+    let hours: Vec<cronbox_api::HourCounts> = (0..DASHBOARD_HOURS)
+        .map(|hour| {
+            let counts = counted
+                .iter()
+                .find(|(bucket, _)| *bucket == hour)
+                .map(|(_, counts)| *counts)
+                .unwrap_or_default();
+            cronbox_api::HourCounts {
+                start_ms: first_hour + hour * HOUR_MS,
+                success: counts.success,
+                failed: counts.failed,
+                running: counts.running,
+                cancelled: counts.cancelled,
+            }
+        })
+        .collect();
+    let (succeeded, failed) = hours
+        .iter()
+        .fold((0, 0), |(s, f), hour| (s + hour.success, f + hour.failed));
+    let success_rate =
+        (succeeded + failed > 0).then(|| succeeded as f64 / (succeeded + failed) as f64);
+
+    let today = state.scheduler.now().date_naive();
+    let first_day = today - chrono::Duration::days(DASHBOARD_DAYS - 1);
+    let reported = store
+        .daily_report_totals(
+            tenant,
+            &first_day.format("%Y-%m-%d").to_string(),
+            &today.format("%Y-%m-%d").to_string(),
+        )
+        .await?;
+    let days = first_day
+        .iter_days()
+        .take(DASHBOARD_DAYS as usize)
+        .map(|day| {
+            let day = day.format("%Y-%m-%d").to_string();
+            reported
+                .iter()
+                .find(|report| report.day == day)
+                .cloned()
+                .unwrap_or(crate::store::DailyReport {
+                    day,
+                    success: 0,
+                    failed: 0,
+                    running: 0,
+                    cancelled: 0,
+                })
+        })
+        .collect();
+
+    let day_ago = now_ms - DASHBOARD_HOURS * HOUR_MS;
+    let mut lateness = store
+        .recent_start_lateness(tenant, day_ago, LATENESS_SAMPLE)
+        .await?;
+    lateness.sort_unstable();
+    let percentile =
+        |p: usize| (!lateness.is_empty()).then(|| lateness[(lateness.len() - 1) * p / 100].max(0));
+    let alive_since = state.scheduler.alive_since_now().await?;
+    let executors_online = store
+        .registered_executors()
+        .await?
+        .iter()
+        .filter(|executor| executor.last_beat_ms >= alive_since)
+        .count() as i64;
+    let top_failing = store
+        .most_failing_jobs(tenant, now_ms - 7 * 24 * HOUR_MS, TOP_FAILING)
+        .await?
+        .into_iter()
+        .map(|(job_id, name, failures)| cronbox_api::FailingJob {
+            job_id,
+            name,
+            failures,
+        })
+        .collect();
+    Ok(Json(cronbox_api::Dashboard {
+        now_ms,
+        hours,
+        days,
+        success_rate,
+        lateness_p50_ms: percentile(50),
+        lateness_p99_ms: percentile(99),
+        lateness_sample: lateness.len() as i64,
+        executors_online,
+        runs_in_progress: store.runs_in_progress(tenant, now_ms).await?,
+        top_failing,
+    }))
 }

@@ -12,6 +12,7 @@ pub(super) async fn put_secret(
     Path(name): Path<String>,
     ApiJson(body): ApiJson<cronbox_api::SecretValue>,
 ) -> Result<impl IntoResponse, Failure> {
+    caller.require(Role::Admin, "setting a secret")?;
     let store = state.scheduler.store();
     service::secrets::set(
         store,
@@ -67,6 +68,7 @@ pub(super) async fn delete_secret(
     Path(name): Path<String>,
     Query(params): Query<std::collections::HashMap<String, String>>,
 ) -> Result<impl IntoResponse, Failure> {
+    caller.require(Role::Admin, "deleting a secret")?;
     let query = ListQuery::new(params, &["force"])?;
     let force = match query.text("force").as_deref() {
         None | Some("false") => false,

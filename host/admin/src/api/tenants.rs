@@ -151,7 +151,8 @@ pub(super) async fn put_http_ceiling(
     Ok(Json(cronbox_api::HttpCeiling { origins }))
 }
 
-/// Adds a token to a tenant (operator only); the token is shown once.
+/// Adds a token to a tenant (operator only), acting as the tenant's
+/// admin; the token is shown once.
 pub(super) async fn create_token(
     State(state): State<Arc<AdminState>>,
     Extension(caller): Extension<Caller>,
@@ -161,9 +162,14 @@ pub(super) async fn create_token(
     caller.require_operator("creating a token")?;
     known_tenant(&state, &tenant).await?;
     let spec: TokenSpec = optional_json(&body)?;
+    let admin = crate::store::Principal {
+        tenant: tenant.clone(),
+        role: Role::Admin,
+        user: None,
+    };
     let (id, token) = service::tenants::add_token(
         state.scheduler.store(),
-        &tenant,
+        &admin,
         &spec.label,
         state.scheduler.now_ms(),
     )

@@ -32,6 +32,10 @@ fn schemas() -> Value {
     collect::<VersionChoice>(&mut all);
     collect::<TenantSpec>(&mut all);
     collect::<TokenSpec>(&mut all);
+    collect::<cronbox_api::Login>(&mut all);
+    collect::<cronbox_api::UserSpec>(&mut all);
+    collect::<cronbox_api::PasswordChange>(&mut all);
+    collect::<cronbox_api::UserTokenSpec>(&mut all);
     collect::<cronbox_api::QuotaSettings>(&mut all);
     collect::<cronbox_api::HttpCeiling>(&mut all);
     collect::<cronbox_api::HttpLimits>(&mut all);
@@ -60,6 +64,14 @@ fn schemas() -> Value {
     collect::<TenantCreated>(&mut all);
     collect::<TokenCreated>(&mut all);
     collect::<TokenRevoked>(&mut all);
+    collect::<cronbox_api::SchedulePreview>(&mut all);
+    collect::<cronbox_api::Dashboard>(&mut all);
+    collect::<cronbox_api::Session>(&mut all);
+    collect::<cronbox_api::LoggedOut>(&mut all);
+    collect::<cronbox_api::User>(&mut all);
+    collect::<cronbox_api::UserChanged>(&mut all);
+    collect::<cronbox_api::TokenInfo>(&mut all);
+    collect::<cronbox_api::UserTokenCreated>(&mut all);
     collect::<cronbox_api::TenantQuotas>(&mut all);
     collect::<cronbox_protocol::LogResponse>(&mut all);
     collect::<cronbox_protocol::ApiError>(&mut all);
@@ -94,10 +106,12 @@ pub(crate) fn document() -> Value {
             json!({ "name": name, "in": "query", "required": false,
                     "description": description, "schema": kind })
         }));
+        let login = operation.method == "post" && operation.path == "/api/v1/session";
         let security = match operation.tag {
             "observability" => json!([]),
+            _ if login => json!([]),
             "executors" => json!([{ "executorToken": [] }]),
-            _ => json!([{ "apiToken": [] }]),
+            _ => json!([{ "apiToken": [] }, { "sessionCookie": [] }]),
         };
         let mut entry = json!({
             "tags": [operation.tag],
@@ -115,7 +129,7 @@ pub(crate) fn document() -> Value {
                     })
                 },
                 "default": {
-                    "description": "An error: 400 a request not of the documented shape (the field named), 401 missing or wrong token, 403 operator only or over a quota, 404 unknown or another tenant's, 405 a method the path does not serve, 409 conflict, 413 too large, 415 not JSON, 422 of the documented shape but refused for what it says (a cron expression that does not parse, an unknown time zone, bytes that are not a job component: the field named)",
+                    "description": "An error: 400 a request not of the documented shape (the field named), 401 missing or wrong token or session, 403 a role the caller lacks (or a session's change without its CSRF token) or over a quota, 404 unknown or another tenant's, 405 a method the path does not serve, 409 conflict, 413 too large, 415 not JSON, 429 too many failed logins (Retry-After), 422 of the documented shape but refused for what it says (a cron expression that does not parse, an unknown time zone, bytes that are not a job component: the field named)",
                     "content": { "application/json": { "schema": schema("ApiError") } }
                 }
             }
@@ -147,7 +161,8 @@ pub(crate) fn document() -> Value {
         "components": {
             "schemas": schemas(),
             "securitySchemes": {
-                "apiToken": { "type": "http", "scheme": "bearer", "description": "A tenant token, or the operator token" },
+                "apiToken": { "type": "http", "scheme": "bearer", "description": "A user's or a tenant's token (with its role), or the operator token" },
+                "sessionCookie": { "type": "apiKey", "in": "cookie", "name": "cronbox_session", "description": "A logged-in session (POST /api/v1/session); its state-changing requests carry the session's CSRF token in the X-CSRF-Token header" },
                 "executorToken": { "type": "http", "scheme": "bearer", "description": "The token shared with executors" }
             }
         }

@@ -34,6 +34,11 @@ impl Operation {
         }
     }
 
+    /// With these query parameters.
+    fn with_query(self, query: Vec<(&'static str, Value, &'static str)>) -> Operation {
+        Operation { query, ..self }
+    }
+
     /// The body may be left out.
     fn body_optional(self) -> Operation {
         Operation {
@@ -223,6 +228,98 @@ pub(super) fn operations() -> Vec<Operation> {
         ),
         op(
             "post",
+            "/api/v1/session",
+            "users",
+            "Log in (no token): answers the session and its CSRF token, and sets the session cookie",
+            Some(schema("Login")),
+            "200",
+            schema("Session"),
+        ),
+        op(
+            "get",
+            "/api/v1/session",
+            "users",
+            "Who the caller is: user, tenant, role (and a session's CSRF token)",
+            None,
+            "200",
+            schema("Session"),
+        ),
+        op(
+            "delete",
+            "/api/v1/session",
+            "users",
+            "Log out: ends the session on the server and clears its cookie",
+            None,
+            "200",
+            schema("LoggedOut"),
+        ),
+        op(
+            "get",
+            "/api/v1/users",
+            "users",
+            "Users of the caller's tenant (admin; every tenant's for the operator)",
+            None,
+            "200",
+            array_of(schema("User")),
+        )
+        .with_query(vec![("tenant", text(), "Only this tenant's users (operator)")]),
+        op(
+            "post",
+            "/api/v1/users",
+            "users",
+            "Create a user (admin, up to its own role; another tenant's: operator)",
+            Some(schema("UserSpec")),
+            "201",
+            schema("User"),
+        ),
+        op(
+            "delete",
+            "/api/v1/users/{name}",
+            "users",
+            "Remove a user with its sessions and tokens (admin)",
+            None,
+            "200",
+            schema("UserChanged"),
+        ),
+        op(
+            "put",
+            "/api/v1/users/{name}/password",
+            "users",
+            "Set a password (one's own, or as admin); the user's sessions end",
+            Some(schema("PasswordChange")),
+            "200",
+            schema("UserChanged"),
+        ),
+        op(
+            "get",
+            "/api/v1/tokens",
+            "users",
+            "The caller's tokens (an admin: every token of its tenant); never their values",
+            None,
+            "200",
+            array_of(schema("TokenInfo")),
+        ),
+        op(
+            "post",
+            "/api/v1/tokens",
+            "users",
+            "Make a token for the calling user, with its role or a lower one; shown once",
+            Some(schema("UserTokenSpec")),
+            "201",
+            schema("UserTokenCreated"),
+        )
+        .body_optional(),
+        op(
+            "delete",
+            "/api/v1/tokens/{id}",
+            "users",
+            "Revoke one of the caller's tokens (an admin: any of its tenant's)",
+            None,
+            "200",
+            schema("TokenRevoked"),
+        ),
+        op(
+            "post",
             "/api/v1/tenants",
             "tenants",
             "Create a tenant and its first token (operator)",
@@ -368,6 +465,13 @@ pub(super) fn operations() -> Vec<Operation> {
             query: vec![
                 ("group", text(), "Jobs of this executor group"),
                 ("name", text(), "Jobs with exactly this name"),
+                ("search", text(), "Jobs whose name contains this text, in any letter case"),
+                ("module", text(), "Jobs following or pinned to this named module"),
+                (
+                    "schedule_type",
+                    schema("ScheduleType"),
+                    "Jobs of this schedule type",
+                ),
                 (
                     "enabled",
                     json!({ "type": "boolean" }),
@@ -458,6 +562,46 @@ pub(super) fn operations() -> Vec<Operation> {
             schema("Triggered"),
         )
         .body_optional(),
+        op(
+            "get",
+            "/api/v1/dashboard",
+            "runs",
+            "Runs by hour (24 h) and by day (30 days), success rate, start lateness, executors online, runs in progress, the jobs failing most: the caller's tenant (every tenant's for the operator)",
+            None,
+            "200",
+            schema("Dashboard"),
+        ),
+        op(
+            "get",
+            "/api/v1/schedule-preview",
+            "jobs",
+            "The next fires of a schedule before a job has it, in UTC and in its time zone (refused as a job's schedule would be, naming the field)",
+            None,
+            "200",
+            schema("SchedulePreview"),
+        )
+        .with_query(vec![
+            (
+                "schedule_type",
+                text(),
+                "CRON (default), FIX_RATE, FIX_DELAY, ONE_SHOT or NONE (another is refused, 422)",
+            ),
+            (
+                "schedule_conf",
+                json!({ "type": "string", "maxLength": crate::jobs::MAX_SCHEDULE_CONF_BYTES }),
+                "The expression, interval or instant",
+            ),
+            (
+                "time_zone",
+                json!({ "type": "string", "maxLength": crate::jobs::MAX_TIME_ZONE_BYTES }),
+                "An IANA time zone (default UTC)",
+            ),
+            (
+                "count",
+                integer(1, crate::api::MAX_NEXT_FIRES),
+                "How many fire times (default 5, at most 100)",
+            ),
+        ]),
         Operation {
             query: vec![(
                 "count",
@@ -520,6 +664,12 @@ pub(super) fn operations() -> Vec<Operation> {
                 ("job", integer(i64::MIN, i64::MAX), "Runs of this job"),
                 ("group", text(), "Runs of the jobs of this executor group"),
                 ("status", schema("RunStatus"), "Runs in this status"),
+                (
+                    "kind",
+                    json!({ "type": "string",
+                            "enum": ["schedule", "manual", "api", "retry", "parent", "misfire"] }),
+                    "Runs of this trigger kind",
+                ),
                 (
                     "from_ms",
                     integer(i64::MIN, i64::MAX),

@@ -10,6 +10,7 @@ pub mod jobs;
 pub mod modules;
 pub mod secrets;
 pub mod tenants;
+pub mod users;
 
 use crate::model::JobId;
 use crate::store::StoreError;
@@ -84,6 +85,18 @@ pub enum ServiceError {
          --secrets-key-file (cronbox up makes one in its data directory)"
     )]
     SecretsDisabled,
+    /// A user refused; `field` names the field at fault.
+    #[error("{message}")]
+    InvalidUser {
+        field: &'static str,
+        message: String,
+    },
+    /// A user of that name exists (in some tenant).
+    #[error("user {0:?} already exists")]
+    UserExists(String),
+    /// No such user that the caller may see.
+    #[error("no user {0:?}")]
+    UnknownUser(String),
     /// The tenant is past one of its quotas.
     #[error(transparent)]
     QuotaExceeded(#[from] crate::quotas::QuotaExceeded),

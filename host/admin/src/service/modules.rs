@@ -20,6 +20,8 @@ pub struct Upload {
     pub name: Option<String>,
     /// Labels for the new version, comma-separated.
     pub labels: Option<String>,
+    /// Who pushes it (recorded on the version).
+    pub pushed_by: String,
 }
 
 /// Labels: the characters of module names.
@@ -103,6 +105,7 @@ pub async fn upload(
                     digest: &digest,
                     labels: &labels,
                     note: "",
+                    pushed_by: &upload.pushed_by,
                 },
                 keep_versions,
                 now,
@@ -168,6 +171,7 @@ pub async fn rollback(
     name: &str,
     version: i64,
     keep_versions: usize,
+    pushed_by: &str,
 ) -> Result<RolledBack, ServiceError> {
     let store = scheduler.store();
     let versions = versions(store, tenant, name).await?;
@@ -182,6 +186,7 @@ pub async fn rollback(
                 digest: &target.digest,
                 labels: &[],
                 note: &format!("rollback to version {}", target.version),
+                pushed_by,
             },
             keep_versions,
             scheduler.now_ms(),

@@ -1,10 +1,12 @@
-//! Tenants and their API tokens: names, creation with a first token, more
-//! tokens. A token is shown once and stored as its sha256.
+//! Tenants and their API tokens: names, creation with a first token (a
+//! tenant admin's), more tokens. A token is shown once and stored as its sha256.
 
 use sha2::{Digest, Sha256};
 
 use super::ServiceError;
-use crate::store::Store;
+use cronbox_api::Role;
+
+use crate::store::{Principal, Store};
 
 /// A new random API token.
 pub fn new_token() -> String {
@@ -30,19 +32,25 @@ pub async fn create(store: &Store, name: &str, now_ms: i64) -> Result<(i64, Stri
     if !store.create_tenant(name, now_ms).await? {
         return Err(ServiceError::TenantExists(name.to_owned()));
     }
-    add_token(store, name, "first", now_ms).await
+    let admin = Principal {
+        tenant: name.to_owned(),
+        role: Role::Admin,
+        user: None,
+    };
+    add_token(store, &admin, "first", now_ms).await
 }
 
-/// Adds a token labelled `label` to `tenant`; returns its id and the token.
+/// Adds a token labelled `label` acting as `principal`; returns its id and
+/// the token.
 pub async fn add_token(
     store: &Store,
-    tenant: &str,
+    principal: &Principal,
     label: &str,
     now_ms: i64,
 ) -> Result<(i64, String), ServiceError> {
     let token = new_token();
     let id = store
-        .add_token(tenant, label, &token_hash(&token), now_ms)
+        .add_token(principal, label, &token_hash(&token), now_ms)
         .await?;
     Ok((id, token))
 }

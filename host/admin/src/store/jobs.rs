@@ -182,6 +182,15 @@ impl Store {
         if filter.name.is_some() {
             sql.push_str(&format!(" AND name = ${}", next()));
         }
+        if filter.search.is_some() {
+            sql.push_str(&format!(" AND LOWER(name) LIKE ${} ESCAPE '\\'", next()));
+        }
+        if filter.module.is_some() {
+            sql.push_str(&format!(" AND module_name = ${}", next()));
+        }
+        if filter.schedule_type.is_some() {
+            sql.push_str(&format!(" AND schedule_type = ${}", next()));
+        }
         if filter.enabled.is_some() {
             sql.push_str(&format!(" AND enabled = ${}", next()));
         }
@@ -198,6 +207,15 @@ impl Store {
         }
         if let Some(name) = &filter.name {
             query = query.bind(name.clone());
+        }
+        if let Some(search) = &filter.search {
+            query = query.bind(like_pattern(search));
+        }
+        if let Some(module) = &filter.module {
+            query = query.bind(module.clone());
+        }
+        if let Some(kind) = filter.schedule_type {
+            query = query.bind(kind.as_str());
         }
         if let Some(enabled) = filter.enabled {
             query = query.bind(i64::from(enabled));
@@ -612,4 +630,18 @@ fn http_json(job: &JobRow) -> String {
 /// The names of the secrets a job references, as its column stores them.
 fn secrets_json(job: &JobRow) -> String {
     serde_json::to_string(&job.secrets).unwrap_or_else(|_| "[]".to_owned())
+}
+
+/// A `LIKE` pattern matching names that contain `text` in any letter case
+/// (its `%`, `_` and `\\` taken literally).
+fn like_pattern(text: &str) -> String {
+    let mut pattern = String::from("%");
+    for c in text.to_lowercase().chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            pattern.push('\\');
+        }
+        pattern.push(c);
+    }
+    pattern.push('%');
+    pattern
 }

@@ -8,9 +8,10 @@
 //!
 //! Laid out by aggregate: `rows` (the row types and their decoding),
 //! `registry` (executors, groups, the receipt key), `modules`, `tenants`,
-//! `jobs` (definitions, claims, durable state), `runs` (writing, leasing,
+//! `users` (users, sessions, tokens with their roles), `jobs`
+//! (definitions, claims, durable state), `runs` (writing, leasing,
 //! dispatching and ending runs), `history` (alarms, daily reports,
-//! retention).
+//! retention), `dashboard` (the console's counts over recent runs).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -23,6 +24,7 @@ use sqlx::{AnyPool, Row};
 
 #[macro_use]
 mod rows;
+mod dashboard;
 mod history;
 mod jobs;
 mod modules;
@@ -31,13 +33,17 @@ mod registry;
 mod runs;
 mod secrets;
 mod tenants;
+mod users;
 
+pub use dashboard::BucketCounts;
 pub use modules::{ModuleVersion, Moved, VersionPush};
 pub use quotas::{DAY_MS, DayUsage, TenantUsage};
+pub use registry::{ExecutorLoad, RegisteredExecutor};
 pub use rows::{
     ClaimedJob, DailyReport, DispatchMark, JobFilter, JobRow, JobState, NewRun, RunEnd, RunFilter,
     RunRow,
 };
+pub use users::{Principal, StoredUser};
 // Shared by the aggregates' files (each imports `super::*`).
 use rows::{decode_due_jobs, job_from_row, run_from_row};
 use runs::{cancel_waiting, insert_run};

@@ -24,13 +24,15 @@ pub struct VersionPush<'a> {
     pub labels: &'a [String],
     /// Why, when not a plain push (`rollback to version 2`).
     pub note: &'a str,
+    /// Who pushed it (a user's name, or which kind of token).
+    pub pushed_by: &'a str,
 }
 
 pub use cronbox_api::ModuleVersion;
 
 macro_rules! module_version_columns {
     () => {
-        "name, version, digest, note, created_at_ms"
+        "name, version, digest, note, pushed_by, created_at_ms"
     };
 }
 
@@ -42,6 +44,7 @@ fn module_version_from_row(row: &AnyRow) -> Result<ModuleVersion, sqlx::Error> {
         digest: row.try_get("digest")?,
         labels: Vec::new(),
         note: row.try_get("note")?,
+        pushed_by: row.try_get("pushed_by")?,
         created_at_ms: row.try_get("created_at_ms")?,
     })
 }
@@ -207,6 +210,7 @@ impl Store {
             digest,
             labels,
             note,
+            pushed_by,
         } = *push;
         let mut tx = self.writer.begin().await?;
         let latest = sqlx::query(concat!(
@@ -231,8 +235,8 @@ impl Store {
         }
         let version = latest.as_ref().map_or(1, |latest| latest.version + 1);
         sqlx::query(
-            "INSERT INTO module_version (tenant, name, version, digest, note, created_at_ms) \
-             VALUES ($1, $2, $3, $4, $5, $6)",
+            "INSERT INTO module_version (tenant, name, version, digest, note, created_at_ms, \
+             pushed_by) VALUES ($1, $2, $3, $4, $5, $6, $7)",
         )
         .bind(tenant)
         .bind(name)
@@ -240,6 +244,7 @@ impl Store {
         .bind(digest)
         .bind(note)
         .bind(now_ms)
+        .bind(pushed_by)
         .execute(&mut *tx)
         .await?;
         sqlx::query(
@@ -305,6 +310,7 @@ impl Store {
                 digest: digest.clone(),
                 labels: labels.to_vec(),
                 note: note.to_owned(),
+                pushed_by: pushed_by.to_owned(),
                 created_at_ms: now_ms,
             },
             moved,

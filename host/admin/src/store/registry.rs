@@ -3,21 +3,46 @@
 
 use super::*;
 
+/// How loaded an executor said it was in its last heartbeat (each `None`
+/// when it did not say).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ExecutorLoad {
+    /// Runs executing.
+    pub busy: Option<i64>,
+    /// Free instance slots.
+    pub free_slots: Option<i64>,
+}
+
+/// A registered executor as the registry holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegisteredExecutor {
+    pub group: String,
+    pub address: String,
+    pub last_beat_ms: i64,
+    pub load: ExecutorLoad,
+}
+
 impl Store {
-    /// Records a heartbeat of `address` in `group`.
+    /// Records a heartbeat of `address` in `group`, with the load it
+    /// reported.
     pub async fn registry_beat(
         &self,
         group: &str,
         address: &str,
+        load: ExecutorLoad,
         now_ms: i64,
     ) -> Result<(), StoreError> {
         sqlx::query(
-            "INSERT INTO registry (group_name, address, updated_at_ms) VALUES ($1, $2, $3) \
-             ON CONFLICT (group_name, address) DO UPDATE SET updated_at_ms = excluded.updated_at_ms",
+            "INSERT INTO registry (group_name, address, updated_at_ms, busy, free_slots) \
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (group_name, address) DO UPDATE SET \
+             updated_at_ms = excluded.updated_at_ms, busy = excluded.busy, \
+             free_slots = excluded.free_slots",
         )
         .bind(group)
         .bind(address)
         .bind(now_ms)
+        .bind(load.busy)
+        .bind(load.free_slots)
         .execute(&self.writer)
         .await?;
         // An executor registering in a group makes it known (AUTO).
@@ -31,21 +56,25 @@ impl Store {
         Ok(())
     }
 
-    /// Every registered executor: (group, address, last heartbeat), by
-    /// group and address.
-    pub async fn registered_executors(&self) -> Result<Vec<(String, String, i64)>, StoreError> {
+    /// Every registered executor, by group and address.
+    pub async fn registered_executors(&self) -> Result<Vec<RegisteredExecutor>, StoreError> {
         Ok(sqlx::query(
-            "SELECT group_name, address, updated_at_ms FROM registry ORDER BY group_name, address",
+            "SELECT group_name, address, updated_at_ms, busy, free_slots FROM registry \
+             ORDER BY group_name, address",
         )
         .fetch_all(&self.pool)
         .await?
         .iter()
         .map(|row| {
-            Ok((
-                row.try_get("group_name")?,
-                row.try_get("address")?,
-                row.try_get("updated_at_ms")?,
-            ))
+            Ok(RegisteredExecutor {
+                group: row.try_get("group_name")?,
+                address: row.try_get("address")?,
+                last_beat_ms: row.try_get("updated_at_ms")?,
+                load: ExecutorLoad {
+                    busy: row.try_get("busy")?,
+                    free_slots: row.try_get("free_slots")?,
+                },
+            })
         })
         .collect::<Result<_, sqlx::Error>>()?)
     }

@@ -18,7 +18,7 @@ macro_rules! job_columns {
 
 /// A text column decoded into one of the domain's enums: an unknown value
 /// is an error naming the column, never a default.
-fn decode<T>(row: &AnyRow, column: &str) -> Result<T, sqlx::Error>
+pub(super) fn decode<T>(row: &AnyRow, column: &str) -> Result<T, sqlx::Error>
 where
     T: std::str::FromStr,
     T::Err: std::error::Error + Send + Sync + 'static,
@@ -237,6 +237,11 @@ pub struct JobFilter {
     pub group: Option<String>,
     /// Exactly this name.
     pub name: Option<String>,
+    /// Names containing this text, in any letter case.
+    pub search: Option<String>,
+    /// Jobs following or pinned to this named module.
+    pub module: Option<String>,
+    pub schedule_type: Option<crate::model::ScheduleType>,
     pub enabled: Option<bool>,
     /// Ids above this one (the cursor of the next page).
     pub after_id: Option<JobId>,
@@ -252,6 +257,8 @@ pub struct RunFilter {
     /// Runs of the jobs of this executor group.
     pub group: Option<String>,
     pub status: Option<RunStatus>,
+    /// Runs of this trigger kind.
+    pub kind: Option<TriggerKind>,
     /// Scheduled at or after.
     pub from_ms: Option<i64>,
     /// Scheduled before.

@@ -194,6 +194,9 @@ impl Store {
         if filter.status.is_some() {
             conditions.push(format!("status = {}", placeholder()));
         }
+        if filter.kind.is_some() {
+            conditions.push(format!("kind = {}", placeholder()));
+        }
         if filter.from_ms.is_some() {
             conditions.push(format!("scheduled_at_ms >= {}", placeholder()));
         }
@@ -230,6 +233,9 @@ impl Store {
         }
         if let Some(status) = &filter.status {
             query = query.bind(status.as_str());
+        }
+        if let Some(kind) = filter.kind {
+            query = query.bind(kind.as_str());
         }
         if let Some(from) = filter.from_ms {
             query = query.bind(from);

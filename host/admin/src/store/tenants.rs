@@ -30,27 +30,6 @@ impl Store {
             .map_err(StoreError::from)
     }
 
-    /// Stores a token of `tenant` by its sha256; returns its id.
-    pub async fn add_token(
-        &self,
-        tenant: &str,
-        label: &str,
-        token_hash: &str,
-        now_ms: i64,
-    ) -> Result<i64, StoreError> {
-        let row = sqlx::query(
-            "INSERT INTO api_token (tenant, label, token_hash, created_at_ms) \
-             VALUES ($1, $2, $3, $4) RETURNING id",
-        )
-        .bind(tenant)
-        .bind(label)
-        .bind(token_hash)
-        .bind(now_ms)
-        .fetch_one(&self.writer)
-        .await?;
-        Ok(row.try_get("id")?)
-    }
-
     /// Revokes token `id` of `tenant`; false if there was none.
     pub async fn revoke_token(&self, tenant: &str, id: i64) -> Result<bool, StoreError> {
         Ok(
@@ -61,17 +40,6 @@ impl Store {
                 .await?
                 .rows_affected()
                 == 1,
-        )
-    }
-
-    /// The tenant whose token has this sha256.
-    pub async fn tenant_of_token(&self, token_hash: &str) -> Result<Option<String>, StoreError> {
-        Ok(
-            sqlx::query("SELECT tenant FROM api_token WHERE token_hash = $1")
-                .bind(token_hash)
-                .fetch_optional(&self.pool)
-                .await?
-                .map(|row| row.get("tenant")),
         )
     }
 }

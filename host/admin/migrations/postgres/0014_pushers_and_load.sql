@@ -1,0 +1,6 @@
+-- Who pushed each module version: a user's name, or which kind of token
+-- (empty for versions pushed before this was recorded).
+ALTER TABLE module_version ADD COLUMN pushed_by TEXT NOT NULL DEFAULT '';
+-- How loaded each executor said it was at its last heartbeat.
+ALTER TABLE registry ADD COLUMN busy BIGINT;
+ALTER TABLE registry ADD COLUMN free_slots BIGINT;

@@ -1,0 +1,345 @@
+//! Sessions (login, who am I, logout), users, and the API tokens users
+//! make for themselves.
+//!
+//! A login answers a session cookie (HttpOnly, SameSite=Strict, Secure when
+//! the request came over TLS through a proxy saying so) and the session's
+//! CSRF token; failed logins are throttled per user name and per client
+//! address. Tenant admins manage their tenant's users (up to their own
+//! role); the operator manages everyone's.
+
+use std::net::SocketAddr;
+
+use axum::extract::ConnectInfo;
+use axum::http::HeaderMap;
+use cronbox_api::{
+    LoggedOut, Login, PasswordChange, Session, TokenInfo, User, UserChanged, UserSpec,
+    UserTokenCreated, UserTokenSpec,
+};
+
+use super::*;
+use crate::service::users::{LoginThrottle, SESSION_MS};
+use crate::store::Principal;
+
+/// The `Set-Cookie` value of a session (`None`: the cookie cleared).
+fn session_cookie(value: Option<&str>, headers: &HeaderMap) -> String {
+    let secure = headers
+        .get("x-forwarded-proto")
+        .is_some_and(|proto| proto.as_bytes().eq_ignore_ascii_case(b"https"));
+    let (value, max_age) = match value {
+        Some(value) => (value, SESSION_MS / 1000),
+        None => ("", 0),
+    };
+    format!(
+        "{SESSION_COOKIE}={value}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age}{}",
+        if secure { "; Secure" } else { "" }
+    )
+}
+
+/// The throttle's keys for a login attempt.
+fn throttle_keys(user: &str, peer: Option<SocketAddr>) -> Vec<String> {
+    let mut keys = vec![format!("user:{user}")];
+    if let Some(peer) = peer {
+        keys.push(format!("addr:{}", peer.ip()));
+    }
+    keys
+}
+
+fn too_many_attempts(retry_after: u64) -> Response {
+    let mut response = Failure::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        ErrorCode::TooManyAttempts,
+        format!("too many failed logins; try again in {retry_after} s"),
+    )
+    .into_response();
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, retry_after.into());
+    response
+}
+
+/// Logs in (no token): answers the session and sets its cookie.
+pub(super) async fn login(
+    State(state): State<Arc<AdminState>>,
+    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
+    headers: HeaderMap,
+    ApiJson(login): ApiJson<Login>,
+) -> Result<Response, Failure> {
+    let peer = peer.map(|Extension(ConnectInfo(address))| address);
+    let keys = throttle_keys(&login.user, peer);
+    let throttle: &LoginThrottle = &state.logins;
+    let now_ms = state.scheduler.now_ms();
+    if let Err(retry_after) = throttle.check(&keys, now_ms) {
+        return Ok(too_many_attempts(retry_after));
+    }
+    let store = state.scheduler.store();
+    let Some(user) = service::users::authenticate(store, &login.user, &login.password).await?
+    else {
+        throttle.failed(&keys, now_ms);
+        tracing::warn!(user = %login.user, ?peer, "failed login");
+        return Err(Failure::new(
+            StatusCode::UNAUTHORIZED,
+            ErrorCode::Unauthorized,
+            "wrong user name or password",
+        ));
+    };
+    throttle.succeeded(&keys);
+    let (cookie, csrf) = service::users::open_session(store, &user.name, now_ms).await?;
+    let mut response = Json(Session {
+        user: Some(user.name),
+        tenant: user.tenant,
+        role: user.role,
+        csrf_token: Some(csrf),
+    })
+    .into_response();
+    if let Ok(value) = session_cookie(Some(&cookie), &headers).parse() {
+        response.headers_mut().insert(header::SET_COOKIE, value);
+    }
+    Ok(response)
+}
+
+/// Who the caller is (and its session's CSRF token).
+pub(super) async fn session(Extension(caller): Extension<Caller>) -> Json<Session> {
+    Json(Session {
+        user: caller.user,
+        tenant: caller.tenant,
+        role: caller.role,
+        csrf_token: caller.csrf,
+    })
+}
+
+/// Ends the caller's session on the server and clears its cookie.
+pub(super) async fn logout(
+    State(state): State<Arc<AdminState>>,
+    headers: HeaderMap,
+) -> Result<Response, Failure> {
+    let ended = match cookie(&headers, SESSION_COOKIE) {
+        Some(value) => {
+            state
+                .scheduler
+                .store()
+                .end_session(&service::tenants::token_hash(value))
+                .await?
+        }
+        None => false,
+    };
+    let mut response = Json(LoggedOut { ended }).into_response();
+    if let Ok(value) = session_cookie(None, &headers).parse() {
+        response.headers_mut().insert(header::SET_COOKIE, value);
+    }
+    Ok(response)
+}
+
+fn unknown_user(name: &str) -> Failure {
+    Failure::from(ServiceError::UnknownUser(name.to_owned()))
+}
+
+/// The user `name` if the caller may manage it (a tenant admin its own
+/// tenant's, the operator anyone's); others are unknown to it.
+async fn managed_user(state: &AdminState, caller: &Caller, name: &str) -> Result<User, Failure> {
+    let user = state
+        .scheduler
+        .store()
+        .user(name)
+        .await?
+        .filter(|stored| caller.sees(&stored.user.tenant))
+        .ok_or_else(|| unknown_user(name))?
+        .user;
+    if !caller.role.includes(user.role) {
+        return Err(Failure::new(
+            StatusCode::FORBIDDEN,
+            ErrorCode::Forbidden,
+            format!("user {name:?} is a {}, above this caller's role", user.role),
+        ));
+    }
+    Ok(user)
+}
+
+/// The users of the caller's tenant (every user, for the operator; `tenant`
+/// narrows it).
+pub(super) async fn list_users(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Query(params): Query<std::collections::HashMap<String, String>>,
+) -> Result<Json<Vec<User>>, Failure> {
+    caller.require(Role::Admin, "listing users")?;
+    let query = ListQuery::new(params, &["tenant"])?;
+    let tenant = match (caller.only_tenant(), query.text("tenant")) {
+        (Some(own), _) => Some(own),
+        (None, asked) => asked,
+    };
+    Ok(Json(
+        state.scheduler.store().users(tenant.as_deref()).await?,
+    ))
+}
+
+/// Creates a user (a tenant admin in its tenant, up to its role; the
+/// operator anywhere).
+pub(super) async fn create_user(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    ApiJson(spec): ApiJson<UserSpec>,
+) -> Result<impl IntoResponse, Failure> {
+    caller.require(Role::Admin, "creating a user")?;
+    let tenant = spec.tenant.clone().unwrap_or_else(|| caller.tenant.clone());
+    if !caller.sees(&tenant) {
+        return Err(Failure::new(
+            StatusCode::FORBIDDEN,
+            ErrorCode::Forbidden,
+            format!("a user of tenant {tenant:?} needs the operator"),
+        )
+        .field("tenant"));
+    }
+    if tenant != DEFAULT_TENANT {
+        known_tenant(&state, &tenant)
+            .await
+            .map_err(|failure| failure.field("tenant"))?;
+    }
+    if !caller.role.includes(spec.role) {
+        return Err(Failure::new(
+            StatusCode::FORBIDDEN,
+            ErrorCode::Forbidden,
+            format!("a {} may not create a {}", caller.role, spec.role),
+        )
+        .field("role"));
+    }
+    let user = service::users::create(
+        state.scheduler.store(),
+        &spec,
+        &tenant,
+        state.scheduler.now_ms(),
+    )
+    .await?;
+    Ok((StatusCode::CREATED, Json(user)))
+}
+
+/// Removes a user, its sessions and its tokens.
+pub(super) async fn remove_user(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path(name): Path<String>,
+) -> Result<Json<UserChanged>, Failure> {
+    caller.require(Role::Admin, "removing a user")?;
+    managed_user(&state, &caller, &name).await?;
+    if caller.user.as_deref() == Some(name.as_str()) {
+        return Err(ServiceError::InvalidUser {
+            field: "name",
+            message: "a user cannot remove itself; another admin can".to_owned(),
+        }
+        .into());
+    }
+    let (sessions_ended, tokens_revoked) = state
+        .scheduler
+        .store()
+        .remove_user(&name)
+        .await?
+        .ok_or_else(|| unknown_user(&name))?;
+    Ok(Json(UserChanged {
+        name,
+        sessions_ended,
+        tokens_revoked,
+    }))
+}
+
+/// Sets a user's password (its own, or as its tenant's admin); every
+/// session of the user ends.
+pub(super) async fn set_password(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path(name): Path<String>,
+    ApiJson(change): ApiJson<PasswordChange>,
+) -> Result<Json<UserChanged>, Failure> {
+    if caller.user.as_deref() != Some(name.as_str()) {
+        caller.require(Role::Admin, "setting another user's password")?;
+        managed_user(&state, &caller, &name).await?;
+    }
+    let sessions_ended =
+        service::users::set_password(state.scheduler.store(), &name, &change.password).await?;
+    Ok(Json(UserChanged {
+        name,
+        sessions_ended,
+        tokens_revoked: 0,
+    }))
+}
+
+/// The caller's tokens; a tenant admin sees every token of its tenant.
+pub(super) async fn list_tokens(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+) -> Result<Json<Vec<TokenInfo>>, Failure> {
+    let user = if caller.role.includes(Role::Admin) {
+        None
+    } else {
+        Some(caller.require_user("listing tokens")?)
+    };
+    Ok(Json(
+        state.scheduler.store().tokens(&caller.tenant, user).await?,
+    ))
+}
+
+/// Makes a token for the calling user, with its role or a lower one; the
+/// token is shown once.
+pub(super) async fn create_user_token(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    body: Bytes,
+) -> Result<impl IntoResponse, Failure> {
+    let user = caller.require_user("making a token")?.to_owned();
+    let spec: UserTokenSpec = optional_json(&body)?;
+    let role = spec.role.unwrap_or(caller.role);
+    if !caller.role.includes(role) {
+        return Err(Failure::new(
+            StatusCode::FORBIDDEN,
+            ErrorCode::Forbidden,
+            format!("a {} may not make a {role} token", caller.role),
+        )
+        .field("role"));
+    }
+    let principal = Principal {
+        tenant: caller.tenant.clone(),
+        role,
+        user: Some(user),
+    };
+    let (id, token) = service::tenants::add_token(
+        state.scheduler.store(),
+        &principal,
+        &spec.label,
+        state.scheduler.now_ms(),
+    )
+    .await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(UserTokenCreated {
+            id,
+            tenant: principal.tenant,
+            role,
+            token,
+        }),
+    ))
+}
+
+/// Revokes one of the caller's tokens (a tenant admin: any of its
+/// tenant's).
+pub(super) async fn revoke_user_token(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<i64>,
+) -> Result<Json<bodies::TokenRevoked>, Failure> {
+    let store = state.scheduler.store();
+    let revoked = if caller.role.includes(Role::Admin) {
+        store.revoke_token(&caller.tenant, id).await?
+    } else {
+        let user = caller.require_user("revoking a token")?;
+        store.revoke_user_token(user, id).await?
+    };
+    if !revoked {
+        return Err(Failure::new(
+            StatusCode::NOT_FOUND,
+            ErrorCode::UnknownToken,
+            format!("no token {id} of this caller"),
+        ));
+    }
+    Ok(Json(bodies::TokenRevoked {
+        tenant: caller.tenant,
+        revoked: id,
+    }))
+}
