@@ -71,6 +71,12 @@ function formatDuration(ms) {
   return `${(ms / 60000).toFixed(1)} min`;
 }
 
+function formatBytes(bytes) {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1048576) return `${(bytes / 1024).toFixed(1)} KiB`;
+  return `${(bytes / 1048576).toFixed(1)} MiB`;
+}
+
 function shortDigest(digest) {
   return digest ? digest.slice(0, 12) : "—";
 }
@@ -822,6 +828,8 @@ function runFields(run) {
     [r.lateness, formatDuration(lateness(run))],
     [r.duration, run.started_at_ms && run.finished_at_ms
       ? formatDuration(run.finished_at_ms - run.started_at_ms) : "—"],
+    [r.fuel, run.fuel_consumed],
+    [r.memory, run.peak_memory_bytes === undefined ? null : formatBytes(run.peak_memory_bytes)],
     [r.executor, run.executor],
     [r.module, run.module_digest],
     [r.attempt, run.attempt],

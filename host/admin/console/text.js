@@ -158,6 +158,8 @@ export const T = {
       lateness: "Start lateness",
       duration: "Duration",
       executor: "Executor",
+      fuel: "Fuel consumed",
+      memory: "Peak memory",
       module: "Module digest",
       attempt: "Attempt",
       shard: "Shard",

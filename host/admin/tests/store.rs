@@ -128,11 +128,18 @@ async fn run_lifecycle(store: &Store) {
         finished_at_ms: 30,
         module_digest: None,
         state_quota: Some(("default".into(), 1 << 20)),
+        fuel_consumed: Some(1234),
+        peak_memory_bytes: Some(65536),
     };
     let ended = store.finish_run(&success).await.unwrap().unwrap();
     assert_eq!(
         (ended.id, ended.status, ended.finished_at_ms),
         (run, RunStatus::Success, Some(30))
+    );
+    assert_eq!(
+        (ended.fuel_consumed, ended.peak_memory_bytes),
+        (Some(1234), Some(65536)),
+        "what the run used is kept"
     );
     let mut later = cronbox_protocol::StateChanges::new();
     later.insert("count".into(), Some("99".into()));

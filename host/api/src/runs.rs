@@ -35,6 +35,14 @@ pub struct Run {
     pub finished_at_ms: Option<i64>,
     pub alarm_status: AlarmState,
     pub alarm_message: Option<String>,
+    /// Fuel the run consumed (absent without a fuel budget, or before it
+    /// ended).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fuel_consumed: Option<i64>,
+    /// The most linear memory its instance held, bytes (absent before it
+    /// ended).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_memory_bytes: Option<i64>,
 }
 
 /// A page of runs, newest first; `next_before` is the cursor of the next.

@@ -165,6 +165,18 @@ async fn an_operator_runs_cronbox_from_the_console() {
     browser
         .text_until("#run-status", "the run succeeds", |text| text == "success")
         .await;
+    let run = id_in_address(&browser, "run").await;
+    let ran = up.operator.run(cronbox_api::RunId(run)).await;
+    let peak = ran
+        .peak_memory_bytes
+        .expect("the run's peak memory is kept");
+    assert!(peak > 0, "{ran:?}");
+    let fields = browser
+        .text_until("#run-fields", "the run's use is shown", |text| {
+            text.contains("Peak memory")
+        })
+        .await;
+    assert!(fields.contains("KiB") || fields.contains("MiB"), "{fields}");
     browser.screenshot("run").await;
 
     // A new module uploaded through the file picker, with progress.

@@ -4,3 +4,6 @@ ALTER TABLE module_version ADD COLUMN pushed_by TEXT NOT NULL DEFAULT '';
 -- How loaded each executor said it was at its last heartbeat.
 ALTER TABLE registry ADD COLUMN busy BIGINT;
 ALTER TABLE registry ADD COLUMN free_slots BIGINT;
+-- What a run used: fuel (with a budget) and its instance's peak memory.
+ALTER TABLE run ADD COLUMN fuel_consumed BIGINT;
+ALTER TABLE run ADD COLUMN peak_memory_bytes BIGINT;

@@ -60,6 +60,8 @@ pub(super) fn written_run(id: RunId, tenant: &str, run: &NewRun, now: i64) -> Ru
         finished_at_ms: None,
         alarm_status: crate::store::AlarmState::None.to_owned(),
         alarm_message: None,
+        fuel_consumed: None,
+        peak_memory_bytes: None,
     }
 }
 

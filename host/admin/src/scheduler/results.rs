@@ -92,6 +92,11 @@ impl Scheduler {
                 state_base: result.state_base,
                 finished_at_ms: now,
                 state_quota,
+                fuel_consumed: result
+                    .fuel_consumed
+                    .map(|fuel| i64::try_from(fuel).unwrap_or(i64::MAX)),
+                peak_memory_bytes: (result.started_at_ms > 0)
+                    .then(|| i64::try_from(result.peak_memory_bytes).unwrap_or(i64::MAX)),
             });
         }
         // One transaction for the batch; a repeated callback finds its run

@@ -123,7 +123,8 @@ macro_rules! run_columns {
     () => {
         "id, tenant, job_id, kind, scheduled_at_ms, shard_index, shard_total, attempt, param, \
          status, executor, module_digest, outcome, code, message, created_at_ms, dispatched_at_ms, \
-         started_at_ms, finished_at_ms, alarm_status, alarm_message"
+         started_at_ms, finished_at_ms, alarm_status, alarm_message, fuel_consumed, \
+         peak_memory_bytes"
     };
 }
 
@@ -150,6 +151,8 @@ pub(super) fn run_from_row(row: &AnyRow) -> Result<RunRow, sqlx::Error> {
         finished_at_ms: row.try_get("finished_at_ms")?,
         alarm_status: decode(row, "alarm_status")?,
         alarm_message: row.try_get("alarm_message")?,
+        fuel_consumed: row.try_get("fuel_consumed")?,
+        peak_memory_bytes: row.try_get("peak_memory_bytes")?,
     })
 }
 
@@ -198,6 +201,10 @@ pub struct RunEnd {
     /// The module that ran, when it differs from the one written (a job
     /// moved to another version between the fire and its dispatch).
     pub module_digest: Option<String>,
+    /// Fuel it consumed, when it had a budget.
+    pub fuel_consumed: Option<i64>,
+    /// The most linear memory its instance held, when it ran.
+    pub peak_memory_bytes: Option<i64>,
     /// The run's tenant and its state bytes quota: state changes that
     /// would grow the tenant's state past it are not committed (the run
     /// fails `quota_exceeded`). `None`: not checked.

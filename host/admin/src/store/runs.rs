@@ -475,7 +475,8 @@ impl Store {
             let row = sqlx::query(concat!(
                 "UPDATE run SET status = $1, outcome = $2, code = $3, message = $4, log = $5, \
                  executor = COALESCE($6, executor), started_at_ms = $7, finished_at_ms = $8, \
-                 alarm_status = $12, module_digest = COALESCE($13, module_digest) \
+                 alarm_status = $12, module_digest = COALESCE($13, module_digest), \
+                 fuel_consumed = $15, peak_memory_bytes = $16 \
                  WHERE id = $9 AND (status IN ($10, $11) \
                  OR (status = $14 AND $7 IS NOT NULL)) RETURNING ",
                 run_columns!()
@@ -505,6 +506,8 @@ impl Store {
             // A run cancelled while its dispatch was already on its way
             // may have run after all: what it did is recorded then.
             .bind(RunStatus::Cancelled.as_str())
+            .bind(end.fuel_consumed)
+            .bind(end.peak_memory_bytes)
             .fetch_optional(&mut *tx)
             .await?;
             let Some(run) = row.as_ref().map(run_from_row).transpose()? else {
