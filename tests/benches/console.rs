@@ -101,6 +101,31 @@ async fn seed(store: &Store, jobs: usize, runs: usize) {
     store.finish_runs(&ends).await.unwrap();
 }
 
+/// Each query the dashboard makes, timed on its own.
+async fn dashboard_parts(store: &Store) {
+    let now = now_ms();
+    let day_ago = now - 86_400_000;
+    let mut timings: Vec<(&str, Duration)> = Vec::new();
+    let start = Instant::now();
+    store.run_counts_by_bucket(None, day_ago, now, 3_600_000).await.unwrap();
+    timings.push(("runs by hour", start.elapsed()));
+    let start = Instant::now();
+    store.recent_start_lateness(None, day_ago, 1_000).await.unwrap();
+    timings.push(("start lateness", start.elapsed()));
+    let start = Instant::now();
+    store.runs_in_progress(None, now).await.unwrap();
+    timings.push(("runs in progress", start.elapsed()));
+    let start = Instant::now();
+    store.most_failing_jobs(None, now - 7 * 86_400_000, 5).await.unwrap();
+    timings.push(("jobs failing most", start.elapsed()));
+    let start = Instant::now();
+    store.daily_report_totals(None, "2000-01-01", "2100-01-01").await.unwrap();
+    timings.push(("daily reports", start.elapsed()));
+    for (label, took) in timings {
+        println!("  dashboard part: {label:<20} {:>8.2} ms", took.as_secs_f64() * 1000.0);
+    }
+}
+
 fn percentile(sorted: &[Duration], p: usize) -> f64 {
     sorted[(sorted.len() - 1) * p / 100].as_secs_f64() * 1000.0
 }
@@ -152,6 +177,7 @@ fn main() {
         {
             let store = Store::open_sqlite(&dir).await.unwrap();
             seed(&store, jobs, runs).await;
+            dashboard_parts(&store).await;
         }
         println!(
             "seeded {jobs} jobs and {runs} runs in {:.1} s",
@@ -169,10 +195,11 @@ fn main() {
         .unwrap();
         let base = format!("http://{}", admin.local_addr());
         let http = reqwest::Client::new();
+        let later = format!("/api/v1/jobs?limit=50&after={}", jobs * 9 / 10);
         for (label, path) in [
             ("dashboard", "/api/v1/dashboard"),
             ("jobs, first page", "/api/v1/jobs?limit=50"),
-            ("jobs, a later page", "/api/v1/jobs?limit=50&after=9000"),
+            ("jobs, a later page", later.as_str()),
             ("jobs, search", "/api/v1/jobs?limit=50&search=job-99"),
             ("runs, first page", "/api/v1/runs?limit=50"),
             ("runs of one job", "/api/v1/runs?limit=20&job=7"),

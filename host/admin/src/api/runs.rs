@@ -303,7 +303,7 @@ const DASHBOARD_HOURS: i64 = 24;
 /// Days its daily chart covers.
 const DASHBOARD_DAYS: i64 = 30;
 /// Most scheduled runs the lateness figures are read from.
-const LATENESS_SAMPLE: i64 = 10_000;
+const LATENESS_SAMPLE: i64 = 1_000;
 /// Jobs listed as failing most.
 const TOP_FAILING: i64 = 5;
 
