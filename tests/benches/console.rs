@@ -107,22 +107,37 @@ async fn dashboard_parts(store: &Store) {
     let day_ago = now - 86_400_000;
     let mut timings: Vec<(&str, Duration)> = Vec::new();
     let start = Instant::now();
-    store.run_counts_by_bucket(None, day_ago, now, 3_600_000).await.unwrap();
+    store
+        .run_counts_by_bucket(None, day_ago, now, 3_600_000)
+        .await
+        .unwrap();
     timings.push(("runs by hour", start.elapsed()));
     let start = Instant::now();
-    store.recent_start_lateness(None, day_ago, 1_000).await.unwrap();
+    store
+        .recent_start_lateness(None, day_ago, 1_000)
+        .await
+        .unwrap();
     timings.push(("start lateness", start.elapsed()));
     let start = Instant::now();
     store.runs_in_progress(None, now).await.unwrap();
     timings.push(("runs in progress", start.elapsed()));
     let start = Instant::now();
-    store.most_failing_jobs(None, now - 7 * 86_400_000, 5).await.unwrap();
+    store
+        .most_failing_jobs(None, now - 7 * 86_400_000, 5)
+        .await
+        .unwrap();
     timings.push(("jobs failing most", start.elapsed()));
     let start = Instant::now();
-    store.daily_report_totals(None, "2000-01-01", "2100-01-01").await.unwrap();
+    store
+        .daily_report_totals(None, "2000-01-01", "2100-01-01")
+        .await
+        .unwrap();
     timings.push(("daily reports", start.elapsed()));
     for (label, took) in timings {
-        println!("  dashboard part: {label:<20} {:>8.2} ms", took.as_secs_f64() * 1000.0);
+        println!(
+            "  dashboard part: {label:<20} {:>8.2} ms",
+            took.as_secs_f64() * 1000.0
+        );
     }
 }
 

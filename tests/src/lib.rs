@@ -27,6 +27,7 @@ mod executor_client;
 pub mod hostile;
 mod origin;
 mod postgres;
+mod python;
 mod webhook;
 
 pub use browser::Browser;
@@ -34,6 +35,7 @@ pub use client::{AdminClient, WAIT, until, until_within};
 pub use executor_client::ExecutorClient;
 pub use origin::{SeenRequest, TestOrigin};
 pub use postgres::PostgresServer;
+pub use python::{python_tool, run_ok};
 pub use webhook::WebhookReceiver;
 
 use std::collections::HashMap;

@@ -2170,6 +2170,23 @@ async fn the_dashboard_counts_runs_and_a_schedule_is_previewed_before_it_is_save
             .ends_with("T00:30:00.000Z"),
         "{preview}"
     );
+    // Quartz's last-day and n-th-weekday forms, as a migrating xxl-job user
+    // writes them.
+    let (status, preview) = api
+        .get("/api/v1/schedule-preview?schedule_conf=0%200%200%20L%202%20%3F&count=1")
+        .await;
+    assert_eq!(status, 200, "{preview}");
+    let last = preview["fires"][0].as_str().unwrap();
+    assert!(
+        last.ends_with("-02-28T00:00:00.000Z") || last.ends_with("-02-29T00:00:00.000Z"),
+        "{last}"
+    );
+    let (status, refused) = api
+        .get("/api/v1/schedule-preview?schedule_conf=0%200%200%2015X%20*%20%3F")
+        .await;
+    assert_eq!(status, 422);
+    let message = refused["message"].as_str().unwrap();
+    assert!(message.contains("day-of-month field: \"15X\""), "{message}");
     for (query, field) in [
         ("schedule_conf=61%20*%20*%20*%20*%20%3F", "schedule_conf"),
         (

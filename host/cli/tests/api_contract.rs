@@ -32,46 +32,9 @@ fn schemathesis() -> PathBuf {
     if let Some(path) = std::env::var_os("CRONBOX_SCHEMATHESIS") {
         return PathBuf::from(path);
     }
-    // target/<profile>/deps/<this test> → target/tools/
-    let exe = std::env::current_exe().unwrap();
-    let target = exe.ancestors().nth(3).unwrap();
-    let venv = target.join("tools").join(SCHEMATHESIS.replace("==", "-"));
-    let st = venv.join("bin").join("st");
-    // Written once pip finished: a venv without it was cut short.
-    let complete = venv.join("installed");
-    if complete.exists() {
-        return st;
-    }
-    eprintln!("installing {SCHEMATHESIS} into {} (once)", venv.display());
-    let _ = std::fs::remove_dir_all(&venv);
-    run_ok(
-        Command::new("python3").args(["-m", "venv"]).arg(&venv),
-        "python3 -m venv (Python 3 with venv is needed for this test)",
-    );
-    run_ok(
-        Command::new(venv.join("bin").join("pip")).args([
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            SCHEMATHESIS,
-        ]),
-        "pip install schemathesis",
-    );
-    std::fs::write(&complete, SCHEMATHESIS).unwrap();
-    st
-}
-
-fn run_ok(command: &mut Command, what: &str) -> Output {
-    let output = command
-        .output()
-        .unwrap_or_else(|error| panic!("{what}: cannot run: {error}"));
-    assert!(
-        output.status.success(),
-        "{what} failed:\n{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output
+    cronbox_tests::python_tool(SCHEMATHESIS)
+        .join("bin")
+        .join("st")
 }
 
 /// One schemathesis pass over the operations `filter` selects, with

@@ -20,7 +20,8 @@
 //! FIX_RATE schedule: in a zone with DST, a wildcard-hour cron has no fires
 //! during the repeated hour's second pass.
 
-use std::str::FromStr;
+mod quartz;
+
 use std::time::Duration;
 
 use chrono::{DateTime, LocalResult, NaiveDateTime, Offset, TimeZone, Utc};
@@ -28,6 +29,7 @@ use chrono_tz::Tz;
 use serde::{Deserialize, Serialize};
 
 pub use crate::model::ScheduleType;
+use quartz::QuartzCron;
 
 /// Which cron syntax an expression is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -74,7 +76,7 @@ pub const MAX_INTERVAL: Duration = Duration::from_secs(366 * 24 * 3600);
 #[derive(Debug, Clone)]
 pub enum Schedule {
     Cron {
-        cron: Box<cron::Schedule>,
+        cron: Box<QuartzCron>,
         zone: Tz,
         dialect: CronDialect,
     },
@@ -227,14 +229,36 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(total)
 }
 
-fn parse_cron(expression: &str) -> Result<(cron::Schedule, CronDialect), ScheduleError> {
+/// The Quartz expression a `@` shorthand stands for.
+fn shorthand(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "@yearly" | "@annually" => "0 0 0 1 1 ?",
+        "@monthly" => "0 0 0 1 * ?",
+        "@weekly" => "0 0 0 ? * 1",
+        "@daily" | "@midnight" => "0 0 0 * * ?",
+        "@hourly" => "0 0 * * * ?",
+        _ => return None,
+    })
+}
+
+fn parse_cron(expression: &str) -> Result<(QuartzCron, CronDialect), ScheduleError> {
     let invalid = |reason: String| ScheduleError::InvalidCron {
         expression: expression.to_owned(),
         reason,
     };
     let fields: Vec<&str> = expression.split_whitespace().collect();
     let (quartz, dialect) = match fields.len() {
-        1 if expression.starts_with('@') => (expression.to_owned(), CronDialect::Quartz),
+        1 if expression.starts_with('@') => (
+            shorthand(expression)
+                .ok_or_else(|| {
+                    invalid(
+                        "unknown shorthand: use @yearly, @monthly, @weekly, @daily or @hourly"
+                            .to_owned(),
+                    )
+                })?
+                .to_owned(),
+            CronDialect::Quartz,
+        ),
         5 => {
             let (dom, dow) = (fields[2], fields[4]);
             if dom != "*" && dom != "?" && dow != "*" && dow != "?" {
@@ -261,7 +285,8 @@ fn parse_cron(expression: &str) -> Result<(cron::Schedule, CronDialect), Schedul
             });
         }
     };
-    let schedule = cron::Schedule::from_str(&quartz).map_err(|error| invalid(error.to_string()))?;
+    let fields: Vec<&str> = quartz.split_whitespace().collect();
+    let schedule = QuartzCron::parse(&fields).map_err(invalid)?;
     Ok((schedule, dialect))
 }
 
@@ -273,6 +298,17 @@ fn unix_day_of_week(field: &str) -> Result<String, String> {
             _ => Err(format!("day-of-week {number:?} is not 0–7 or a name")),
         }
     };
+    // `5L` (the last Friday) and `5#3` (the third): the day converted, the
+    // rest as Quartz writes it.
+    if let Some((day, nth)) = field.split_once('#') {
+        return Ok(format!("{}#{nth}", convert(day)?));
+    }
+    if let Some(day) = field.strip_suffix(['L', 'l'])
+        && !day.is_empty()
+        && day.chars().all(|c| c.is_ascii_digit())
+    {
+        return Ok(format!("{}L", convert(day)?));
+    }
     let mut parts = Vec::new();
     for part in field.split(',') {
         let (range, step) = match part.split_once('/') {
@@ -308,7 +344,7 @@ fn unix_day_of_week(field: &str) -> Result<String, String> {
 }
 
 /// The first cron fire strictly after `after`, by the DST rule above.
-fn next_cron(cron: &cron::Schedule, zone: Tz, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
+fn next_cron(cron: &QuartzCron, zone: Tz, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
     // Walk the expression over naive local wall-clock times (using UTC as a
     // zone without transitions). A local time L fires at L minus some offset
     // the zone uses near `after`, so every L that fires after `after` lies
@@ -320,10 +356,10 @@ fn next_cron(cron: &cron::Schedule, zone: Tz, after: DateTime<Utc>) -> Option<Da
         .filter_map(|days| after.checked_add_signed(chrono::Duration::days(days)))
         .map(|near| zone.offset_from_utc_datetime(&near.naive_utc()).fix())
         .min_by_key(|offset| offset.local_minus_utc())?;
-    let start = Utc.from_utc_datetime(&(after.naive_utc() + smallest_offset));
-    cron.after(&start)
+    let start = after.naive_utc() + smallest_offset;
+    cron.after(start)
         .take(MAX_CANDIDATES)
-        .map(|candidate| local_instant(zone, candidate.naive_utc()))
+        .map(|candidate| local_instant(zone, candidate))
         .find(|instant| *instant > after)
 }
 

@@ -261,3 +261,137 @@ fn bad_schedules_name_the_problem() {
             .contains("unknown schedule type")
     );
 }
+
+/// Quartz's day constructs, each against a hand-checked calendar (2026:
+/// Feb 15 and Mar 15 are Sundays, Aug 1 a Saturday, Nov 1 a Sunday, May 31
+/// a Sunday, Jan 31 2027 a Sunday; 2028 is a leap year).
+#[test]
+fn quartz_last_weekday_and_nth_constructs_fire_as_xxl_job_reads_them() {
+    let cron = |conf: &str, from: &str, count: usize| {
+        fires(ScheduleType::Cron, conf, "UTC", from, count)
+            .into_iter()
+            .map(|fire| fire[..10].to_owned())
+            .collect::<Vec<_>>()
+    };
+    // L, L-n: the last day, n days before it; across a leap February.
+    assert_eq!(
+        cron("0 0 0 L * ?", "2026-01-15T00:00:00Z", 3),
+        ["2026-01-31", "2026-02-28", "2026-03-31"]
+    );
+    assert_eq!(
+        cron("0 0 0 L * ?", "2028-01-31T00:00:00Z", 2),
+        ["2028-02-29", "2028-03-31"]
+    );
+    assert_eq!(
+        cron("0 0 0 L-2 * ?", "2026-01-15T00:00:00Z", 3),
+        ["2026-01-29", "2026-02-26", "2026-03-29"]
+    );
+    // nW: a Sunday moves to Monday, a Saturday the 1st to Monday the 3rd
+    // (never into the month before); a day the month lacks is skipped.
+    assert_eq!(
+        cron("0 0 0 15W * ?", "2026-01-01T00:00:00Z", 3),
+        ["2026-01-15", "2026-02-16", "2026-03-16"]
+    );
+    assert_eq!(
+        cron("0 0 0 1W * ?", "2026-07-05T00:00:00Z", 4),
+        ["2026-08-03", "2026-09-01", "2026-10-01", "2026-11-02"]
+    );
+    assert_eq!(
+        cron("0 0 0 31W * ?", "2026-04-01T00:00:00Z", 2),
+        ["2026-05-29", "2026-07-31"]
+    );
+    // LW: the last weekday.
+    assert_eq!(
+        cron("0 0 0 LW * ?", "2026-05-01T00:00:00Z", 1),
+        ["2026-05-29"]
+    );
+    assert_eq!(
+        cron("0 0 0 LW * ?", "2027-01-01T00:00:00Z", 1),
+        ["2027-01-29"]
+    );
+    // n#k and nL in day-of-week (6 = Friday), by number or name.
+    let third_friday = ["2026-01-16", "2026-02-20", "2026-03-20"];
+    assert_eq!(
+        cron("0 0 0 ? * 6#3", "2026-01-01T00:00:00Z", 3),
+        third_friday
+    );
+    assert_eq!(
+        cron("0 0 0 ? * fri#3", "2026-01-01T00:00:00Z", 3),
+        third_friday
+    );
+    assert_eq!(
+        cron("0 0 0 ? * 6L", "2026-01-01T00:00:00Z", 3),
+        ["2026-01-30", "2026-02-27", "2026-03-27"]
+    );
+    // The same in the 5-field Unix form (5 = Friday there).
+    assert_eq!(cron("0 0 * * 5#3", "2026-01-01T00:00:00Z", 3), third_friday);
+    assert_eq!(
+        cron("0 0 * * 5L", "2026-01-01T00:00:00Z", 1),
+        ["2026-01-30"]
+    );
+    assert_eq!(cron("0 0 L * *", "2026-02-01T00:00:00Z", 1), ["2026-02-28"]);
+    // Years: only those named; then no fire at all.
+    assert_eq!(
+        cron("0 0 0 1 1 ? 2027-2028", "2026-06-01T00:00:00Z", 5),
+        ["2027-01-01", "2028-01-01"]
+    );
+    // Shorthands.
+    assert_eq!(cron("@monthly", "2026-01-15T00:00:00Z", 1), ["2026-02-01"]);
+    assert_eq!(cron("@weekly", "2026-01-01T00:00:00Z", 1), ["2026-01-04"]);
+}
+
+/// Every refusal names the field, the token and what the field allows.
+#[test]
+fn a_bad_cron_field_is_named_with_its_token_and_what_it_allows() {
+    let error = |conf: &str| {
+        Schedule::parse(ScheduleType::Cron, conf, "UTC")
+            .unwrap_err()
+            .to_string()
+    };
+    let cases = [
+        (
+            "0 0 0 15X * ?",
+            "day-of-month field: \"15X\"",
+            "nW (weekday nearest day n)",
+        ),
+        (
+            "0 0 0 ? * 6#9",
+            "day-of-week field: \"6#9\"",
+            "needs 1-5 after #",
+        ),
+        ("0 61 * * * ?", "minute field: \"61\"", "outside 0-59"),
+        ("0 0 25 * * ?", "hour field: \"25\"", "outside 0-23"),
+        ("0 0 0 L 13 ?", "month field: \"13\"", "JAN-DEC"),
+        ("0 0 0 ? * FUN", "day-of-week field: \"FUN\"", "SUN-SAT"),
+        (
+            "0 0 0 L-40 * ?",
+            "day-of-month field: \"L-40\"",
+            "0-30 days",
+        ),
+        ("0 0 0 1 1 ? 1800", "year field: \"1800\"", "1970-2199"),
+        (
+            "0 0 0 5-1 * ?",
+            "day-of-month field: \"5-1\"",
+            "runs backwards",
+        ),
+        ("0 */0 * * * ?", "minute field: \"*/0\"", "positive"),
+        (
+            "? 0 0 * * ?",
+            "second field: \"?\"",
+            "only for day-of-month or day-of-week",
+        ),
+        (
+            "0 0 0 15 * 6",
+            "day-of-month \"15\" and day-of-week \"6\"",
+            "with ? in the other",
+        ),
+        ("@fortnightly", "unknown shorthand", "@daily"),
+    ];
+    for (conf, names, allows) in cases {
+        let message = error(conf);
+        assert!(
+            message.contains(names) && message.contains(allows),
+            "{conf}: {message}"
+        );
+    }
+}
