@@ -56,6 +56,7 @@ fn job(i: usize) -> JobRow {
         http_allow: Vec::new(),
         http_limits: Default::default(),
         secrets: Vec::new(),
+        schedule_rules: Default::default(),
     }
 }
 

@@ -2170,6 +2170,59 @@ async fn the_dashboard_counts_runs_and_a_schedule_is_previewed_before_it_is_save
             .ends_with("T00:30:00.000Z"),
         "{preview}"
     );
+    // A window and a holiday calendar, previewed and saved.
+    let (status, preview) = api
+        .get(
+            "/api/v1/schedule-preview?schedule_conf=0%200%2012%20*%20*%20%3F&count=3\
+             &starts_at_ms=1893456000000&exclude_dates=2030-01-02",
+        )
+        .await;
+    assert_eq!(status, 200, "{preview}");
+    assert_eq!(
+        preview["fires"],
+        json!([
+            "2030-01-01T12:00:00.000Z",
+            "2030-01-03T12:00:00.000Z",
+            "2030-01-04T12:00:00.000Z"
+        ])
+    );
+    let ruled = stack
+        .job(
+            "ruled",
+            "hello",
+            json!({ "schedule_type": "CRON", "schedule_conf": "0 0 12 * * ?",
+                    "schedule_rules": { "starts_at_ms": 1893456000000_i64,
+                                        "exclude_dates": ["2030-01-03", "2030-01-02"] } }),
+        )
+        .await;
+    let (_, fires) = api
+        .get(&format!("/api/v1/jobs/{ruled}/next-fires?count=2"))
+        .await;
+    assert_eq!(
+        fires,
+        json!(["2030-01-01T12:00:00.000Z", "2030-01-04T12:00:00.000Z"])
+    );
+    let (_, saved) = api.get(&format!("/api/v1/jobs/{ruled}")).await;
+    assert_eq!(
+        saved["schedule_rules"]["exclude_dates"],
+        json!(["2030-01-02", "2030-01-03"]),
+        "stored sorted"
+    );
+    let (status, refused) = api
+        .call(
+            reqwest::Method::PUT,
+            &format!("/api/v1/jobs/{ruled}"),
+            Some(
+                json!({ "name": "ruled", "module_digest": saved["module_digest"],
+                         "schedule_rules": { "exclude_dates": ["someday"] } }),
+            ),
+        )
+        .await;
+    assert_eq!(
+        (status, &refused["field"]),
+        (422, &json!("schedule_rules")),
+        "{refused}"
+    );
     // Quartz's last-day and n-th-weekday forms, as a migrating xxl-job user
     // writes them.
     let (status, preview) = api

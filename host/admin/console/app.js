@@ -589,6 +589,7 @@ function specOf(job) {
     http_allow: job.http_allow,
     http_limits: job.http_limits,
     alarm_url: job.alarm_url,
+    schedule_rules: job.schedule_rules || {},
   };
 }
 
@@ -598,7 +599,7 @@ const NEW_JOB = {
   misfire_threshold_ms: 5000, route: "FIRST", block_strategy: "SERIAL_EXECUTION",
   max_concurrency: 1, timeout_ms: 60000, fuel: null, memory_bytes: 67108864, retry_count: 0,
   retry_interval_ms: 0, children: [], param: "", fresh_instance: false, config: {}, secrets: [],
-  http_allow: [], http_limits: {}, alarm_url: "",
+  http_allow: [], http_limits: {}, alarm_url: "", schedule_rules: {},
 };
 
 async function jobFormPage(id, mode) {
@@ -616,6 +617,14 @@ async function jobFormPage(id, mode) {
     schedule_type: select("schedule_type", plain(SCHEDULE_TYPES), spec.schedule_type),
     schedule_conf: input("schedule_conf"),
     time_zone: input("time_zone"),
+    starts_at: h("input", { name: "starts_at", type: "datetime-local",
+      value: toLocalInput(spec.schedule_rules.starts_at_ms) }),
+    ends_at: h("input", { name: "ends_at", type: "datetime-local",
+      value: toLocalInput(spec.schedule_rules.ends_at_ms) }),
+    exclude_dates: h("textarea", { name: "exclude_dates", rows: 2 },
+      (spec.schedule_rules.exclude_dates || []).join(", ")),
+    jitter_ms: h("input", { name: "jitter_ms", type: "number", min: 0, max: 300000,
+      value: spec.schedule_rules.jitter_ms || 0 }),
     misfire: select("misfire", plain(MISFIRES), spec.misfire),
     misfire_threshold_ms: number("misfire_threshold_ms"),
     route: select("route", plain(ROUTES_STRATEGIES), spec.route),
@@ -641,7 +650,8 @@ async function jobFormPage(id, mode) {
   get("/api/v1/modules").then((list) => modules.replaceChildren(
     ...list.map((m) => h("option", { value: m.name })))).catch(() => {});
   const form = h("form", { id: "job-form", class: "job-form" },
-    Object.entries(inputs).map(([name, element]) => field(f[name], element, name)),
+    Object.entries(inputs).map(([name, element]) =>
+      field(f[name], element, name === "exclude_dates" ? "schedule_rules" : name)),
     modules,
     h("div", { class: "actions" },
       h("button", { type: "submit", id: "job-save" }, T.common.save),
@@ -653,21 +663,32 @@ async function jobFormPage(id, mode) {
   };
   const clearErrors = () => form.querySelectorAll(".field-error").forEach((e) => { e.textContent = ""; });
 
+  const rulesOf = () => ({
+    starts_at_ms: inputs.starts_at.value ? new Date(inputs.starts_at.value).getTime() : undefined,
+    ends_at_ms: inputs.ends_at.value ? new Date(inputs.ends_at.value).getTime() : undefined,
+    exclude_dates: inputs.exclude_dates.value.split(/[\s,]+/).filter(Boolean),
+    jitter_ms: Number(inputs.jitter_ms.value || 0),
+  });
   let previewTimer = null;
   const refreshPreview = () => {
     clearTimeout(previewTimer);
     previewTimer = setTimeout(async () => {
-      for (const name of ["schedule_type", "schedule_conf", "time_zone"]) showError(name, "");
+      for (const name of ["schedule_type", "schedule_conf", "time_zone", "schedule_rules"]) showError(name, "");
       if (inputs.schedule_type.value === "NONE") {
         preview.replaceChildren(h("p", {}, T.form.previewNone));
         return;
       }
       try {
+        const rules = rulesOf();
         const answer = await get(`/api/v1/schedule-preview${query({
           schedule_type: inputs.schedule_type.value,
           schedule_conf: inputs.schedule_conf.value,
           time_zone: inputs.time_zone.value,
           count: 5,
+          starts_at_ms: rules.starts_at_ms,
+          ends_at_ms: rules.ends_at_ms,
+          exclude_dates: rules.exclude_dates.join(","),
+          jitter_ms: rules.jitter_ms || "",
         })}`);
         preview.replaceChildren(
           h("h3", {}, T.form.preview, ` — ${answer.time_zone}`),
@@ -681,7 +702,8 @@ async function jobFormPage(id, mode) {
       }
     }, 250);
   };
-  for (const name of ["schedule_type", "schedule_conf", "time_zone"]) {
+  for (const name of ["schedule_type", "schedule_conf", "time_zone", "starts_at", "ends_at",
+    "exclude_dates", "jitter_ms"]) {
     inputs[name].addEventListener("input", refreshPreview);
     inputs[name].addEventListener("change", refreshPreview);
   }
@@ -731,6 +753,7 @@ async function jobFormPage(id, mode) {
       http_allow: list(inputs.http_allow.value),
       http_limits: limits,
       alarm_url: inputs.alarm_url.value.trim(),
+      schedule_rules: rulesOf(),
     };
     if (inputs.module.value.trim()) body.module = inputs.module.value.trim();
     try {

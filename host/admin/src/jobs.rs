@@ -10,7 +10,7 @@ use cronbox_net_policy::NetPolicy;
 
 use crate::model::{BlockStrategy, Digest, JobId, MisfirePolicy, RouteStrategy};
 use crate::routing::RouteError;
-use crate::schedule::{Schedule, ScheduleError, ScheduleType};
+use crate::schedule::{Rules, Schedule, ScheduleError, ScheduleType};
 use crate::store::JobRow;
 
 /// A refused job definition: the field and what is wrong with it.
@@ -244,6 +244,7 @@ pub fn validate(
         http_allow: checked_http_allow(&spec.http_allow)?,
         http_limits: checked_http_limits(&spec.http_limits)?,
         secrets: checked_secret_names(&spec.secrets, &spec.config)?,
+        schedule_rules: checked_rules(&spec.schedule_rules, &spec.time_zone)?,
     };
     Ok((row, schedule))
 }
@@ -324,6 +325,35 @@ pub fn checked_schedule(
         invalid(field, error.to_string())
     })?;
     Ok((kind, schedule))
+}
+
+/// Schedule rules as written, checked (the excluded dates sorted and
+/// without repeats); `time_zone` was checked with the schedule.
+fn checked_rules(
+    rules: &cronbox_api::ScheduleRules,
+    time_zone: &str,
+) -> Result<cronbox_api::ScheduleRules, InvalidJob> {
+    let zone = time_zone.parse().unwrap_or(chrono_tz::Tz::UTC);
+    let checked =
+        Rules::parse(rules, zone, 0).map_err(|refused| invalid(refused.field, refused.message))?;
+    Ok(cronbox_api::ScheduleRules {
+        exclude_dates: checked
+            .excluded
+            .iter()
+            .map(|date| date.format("%Y-%m-%d").to_string())
+            .collect(),
+        ..rules.clone()
+    })
+}
+
+/// The rules of a stored job.
+pub fn rules_of(job: &JobRow) -> Rules {
+    let zone = job.time_zone.parse().unwrap_or(chrono_tz::Tz::UTC);
+    Rules::parse(&job.schedule_rules, zone, job.id.0).unwrap_or_else(|_| Rules {
+        seed: job.id.0,
+        zone: Some(zone),
+        ..Rules::default()
+    })
 }
 
 /// The schedule of a stored job.

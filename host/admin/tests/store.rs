@@ -44,6 +44,7 @@ fn job() -> JobRow {
         http_allow: vec!["https://api.example.com".to_owned()],
         http_limits: Default::default(),
         secrets: Vec::new(),
+        schedule_rules: Default::default(),
     }
 }
 

@@ -94,6 +94,9 @@ pub struct JobSpec {
     /// be a `config` key). Their values are sent only with this job's runs.
     #[serde(default)]
     pub secrets: Vec<String>,
+    /// A window, excluded dates and jitter for the schedule's fires.
+    #[serde(default)]
+    pub schedule_rules: ScheduleRules,
 }
 
 fn default_group() -> String {
@@ -174,6 +177,7 @@ impl JobSpec {
             http_allow: Vec::new(),
             http_limits: HttpLimits::default(),
             secrets: Vec::new(),
+            schedule_rules: ScheduleRules::default(),
         }
     }
 
@@ -223,6 +227,7 @@ impl From<Job> for JobSpec {
             http_allow: job.http_allow,
             http_limits: job.http_limits,
             secrets: job.secrets,
+            schedule_rules: job.schedule_rules,
         }
     }
 }
@@ -276,6 +281,9 @@ pub struct Job {
     /// Names of the secrets it references (never their values).
     #[serde(default)]
     pub secrets: Vec<String>,
+    /// The schedule's window, excluded dates and jitter.
+    #[serde(default)]
+    pub schedule_rules: ScheduleRules,
 }
 
 /// `POST /api/v1/jobs/{id}/trigger`: a run now.
@@ -415,6 +423,11 @@ mod tests {
                 ..HttpLimits::default()
             },
             secrets: vec!["TOKEN".to_owned()],
+            schedule_rules: ScheduleRules {
+                exclude_dates: vec!["2026-12-25".to_owned()],
+                jitter_ms: 500,
+                ..ScheduleRules::default()
+            },
         };
         let spec = JobSpec::from(job.clone());
         assert_eq!(
@@ -453,4 +466,27 @@ pub struct SchedulePreview {
     pub local: Vec<String>,
     /// The time zone they are shown in.
     pub time_zone: String,
+}
+
+/// What changes a schedule's fires whatever its type: a window, a calendar
+/// of excluded dates, jitter.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduleRules {
+    /// No fire before this instant (ms since the epoch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub starts_at_ms: Option<i64>,
+    /// No fire after this instant; the schedule ends there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ends_at_ms: Option<i64>,
+    /// Local dates (`YYYY-MM-DD`, in the job's time zone) on which it does
+    /// not fire, at most 1,000.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exclude_dates: Vec<String>,
+    /// Each fire's run is written for up to this many milliseconds after
+    /// its planned instant (0 to 300,000), by an amount fixed for the job
+    /// and the instant: jobs due at the same second spread out.
+    #[serde(default)]
+    #[schema(minimum = 0, maximum = 300000)]
+    pub jitter_ms: i64,
 }

@@ -139,6 +139,23 @@ async fn an_operator_runs_cronbox_from_the_console() {
         "{preview}"
     );
     assert!(preview.contains("Europe/Berlin"), "{preview}");
+    // A holiday: the first of those days, excluded, leaves the preview.
+    let first_day = preview
+        .split_whitespace()
+        .find_map(|word| word.strip_suffix("T09:30:00.000+01:00"))
+        .unwrap()
+        .to_owned();
+    browser
+        .fill("#job-form textarea[name=exclude_dates]", &first_day)
+        .await;
+    let preview = browser
+        .text_until(
+            "#schedule-preview",
+            "the holiday leaves the preview",
+            |text| !text.contains(&first_day) && text.matches("09:30:00.000+01:00").count() == 5,
+        )
+        .await;
+    assert!(!preview.contains(&first_day), "{preview}");
     browser.screenshot("job-form").await;
     browser.click("#job-save").await;
     browser.element("#job #job-actions").await;
@@ -151,6 +168,10 @@ async fn an_operator_runs_cronbox_from_the_console() {
             saved.time_zone.as_str()
         ),
         ("greeter", "0 30 9 * * ?", "Europe/Berlin")
+    );
+    assert_eq!(
+        saved.schedule_rules.exclude_dates,
+        std::slice::from_ref(&first_day)
     );
     browser.screenshot("job").await;
 

@@ -12,3 +12,5 @@ ALTER TABLE run ADD COLUMN peak_memory_bytes BIGINT;
 -- the rows (retention's deletes use it the same way).
 DROP INDEX run_by_created;
 CREATE INDEX run_by_created ON run (created_at_ms, status, tenant, job_id);
+-- A job's schedule rules: window, excluded dates, jitter (JSON).
+ALTER TABLE job ADD COLUMN schedule_rules TEXT NOT NULL DEFAULT '{}';

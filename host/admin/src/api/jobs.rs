@@ -131,7 +131,7 @@ pub(super) async fn start_job(
         )
     })?;
     let now = state.scheduler.now();
-    let Some(first) = schedule.first_fire(now) else {
+    let Some(first) = crate::jobs::rules_of(&job).first_fire(&schedule, now) else {
         return Err(Failure::new(
             StatusCode::CONFLICT,
             ErrorCode::CannotStart,
@@ -268,8 +268,8 @@ pub(super) async fn next_fires(
             error.to_string(),
         )
     })?;
-    let fires: Vec<String> = schedule
-        .preview(state.scheduler.now(), count)
+    let fires: Vec<String> = crate::jobs::rules_of(&job)
+        .preview(&schedule, state.scheduler.now(), count)
         .into_iter()
         .map(|at| at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
         .collect();
@@ -286,7 +286,16 @@ pub(super) async fn schedule_preview(
 ) -> Result<impl IntoResponse, Failure> {
     let query = ListQuery::new(
         params,
-        &["schedule_type", "schedule_conf", "time_zone", "count"],
+        &[
+            "schedule_type",
+            "schedule_conf",
+            "time_zone",
+            "count",
+            "starts_at_ms",
+            "ends_at_ms",
+            "exclude_dates",
+            "jitter_ms",
+        ],
     )?;
     let count = query.bounded("count", 5, 1, MAX_NEXT_FIRES)? as usize;
     let schedule_type = query
@@ -318,7 +327,32 @@ pub(super) async fn schedule_preview(
     let zone: chrono_tz::Tz = time_zone
         .parse()
         .map_err(|_| ListQuery::invalid("time_zone", format!("unknown time zone {time_zone:?}")))?;
-    let fires = schedule.preview(state.scheduler.now(), count);
+    let written = cronbox_api::ScheduleRules {
+        starts_at_ms: query.number("starts_at_ms")?,
+        ends_at_ms: query.number("ends_at_ms")?,
+        exclude_dates: query
+            .text("exclude_dates")
+            .map(|dates| {
+                dates
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|date| !date.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default(),
+        jitter_ms: query.bounded("jitter_ms", 0, 0, crate::schedule::MAX_JITTER_MS)?,
+    };
+    // A job not yet saved has no id: its jitter is shown as job 0's.
+    let rules = crate::schedule::Rules::parse(&written, zone, 0).map_err(|refused| {
+        Failure::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            ErrorCode::InvalidJob,
+            refused.message,
+        )
+        .field(refused.field)
+    })?;
+    let fires = rules.preview(&schedule, state.scheduler.now(), count);
     Ok(Json(cronbox_api::SchedulePreview {
         fires: fires
             .iter()

@@ -597,6 +597,26 @@ pub(super) fn operations() -> Vec<Operation> {
                 "An IANA time zone (default UTC)",
             ),
             (
+                "starts_at_ms",
+                integer(i64::MIN, i64::MAX),
+                "No fire before this instant",
+            ),
+            (
+                "ends_at_ms",
+                integer(i64::MIN, i64::MAX),
+                "No fire after this instant",
+            ),
+            (
+                "exclude_dates",
+                text(),
+                "Local dates (YYYY-MM-DD, comma separated) without a fire",
+            ),
+            (
+                "jitter_ms",
+                integer(0, crate::schedule::MAX_JITTER_MS),
+                "Each fire shown up to this many ms late, as its run would be written",
+            ),
+            (
                 "count",
                 integer(1, crate::api::MAX_NEXT_FIRES),
                 "How many fire times (default 5, at most 100)",

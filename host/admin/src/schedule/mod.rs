@@ -21,6 +21,9 @@
 //! during the repeated hour's second pass.
 
 mod quartz;
+mod rules;
+
+pub use rules::{InvalidRules, MAX_EXCLUDED_DATES, MAX_JITTER_MS, Rules};
 
 use std::time::Duration;
 

@@ -395,3 +395,153 @@ fn a_bad_cron_field_is_named_with_its_token_and_what_it_allows() {
         );
     }
 }
+
+fn rules(written: cronbox_api::ScheduleRules, zone: &str, seed: i64) -> Rules {
+    Rules::parse(&written, zone.parse().unwrap(), seed).unwrap()
+}
+
+fn ruled(conf: &str, zone: &str, rules: &Rules, from: &str, count: usize) -> Vec<String> {
+    let schedule = Schedule::parse(ScheduleType::Cron, conf, zone).unwrap();
+    rules
+        .preview(&schedule, at(from), count)
+        .into_iter()
+        .map(|fire| fire.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+        .collect()
+}
+
+/// A window bounds the fires; a calendar skips its dates in the job's
+/// zone (a holiday), also for a job firing every second.
+#[test]
+fn a_window_and_excluded_dates_bound_and_skip_fires() {
+    let window = rules(
+        cronbox_api::ScheduleRules {
+            starts_at_ms: Some(at("2026-03-10T00:00:00Z").timestamp_millis()),
+            ends_at_ms: Some(at("2026-03-12T23:00:00Z").timestamp_millis()),
+            ..Default::default()
+        },
+        "UTC",
+        1,
+    );
+    assert_eq!(
+        ruled("0 0 12 * * ?", "UTC", &window, "2026-03-01T00:00:00Z", 10),
+        [
+            "2026-03-10T12:00:00.000Z",
+            "2026-03-11T12:00:00.000Z",
+            "2026-03-12T12:00:00.000Z"
+        ],
+        "none before the start, none after the end"
+    );
+    let fixed = Schedule::parse(ScheduleType::FixRate, "1h", "UTC").unwrap();
+    assert_eq!(
+        window.first_fire(&fixed, at("2026-03-01T00:00:00Z")),
+        Some(at("2026-03-10T00:00:00Z")),
+        "a fixed rate starts at the window's start"
+    );
+    let holidays = rules(
+        cronbox_api::ScheduleRules {
+            exclude_dates: vec!["2026-12-26".into(), "2026-12-25".into()],
+            ..Default::default()
+        },
+        "Europe/Berlin",
+        1,
+    );
+    assert_eq!(
+        ruled(
+            "0 0 9 * * ?",
+            "Europe/Berlin",
+            &holidays,
+            "2026-12-24T00:00:00Z",
+            3
+        ),
+        [
+            "2026-12-24T08:00:00.000Z",
+            "2026-12-27T08:00:00.000Z",
+            "2026-12-28T08:00:00.000Z"
+        ]
+    );
+    // Every second: the first fire after the holidays is local midnight
+    // (23:00 UTC the evening before, in Berlin's winter).
+    assert_eq!(
+        ruled(
+            "* * * * * ?",
+            "Europe/Berlin",
+            &holidays,
+            "2026-12-24T22:59:58Z",
+            3
+        ),
+        [
+            "2026-12-24T22:59:59.000Z",
+            "2026-12-26T23:00:00.000Z",
+            "2026-12-26T23:00:01.000Z"
+        ]
+    );
+    let refused = |written: cronbox_api::ScheduleRules| {
+        Rules::parse(&written, chrono_tz::Tz::UTC, 0)
+            .unwrap_err()
+            .message
+    };
+    assert!(
+        refused(cronbox_api::ScheduleRules {
+            exclude_dates: vec!["25/12/2026".into()],
+            ..Default::default()
+        })
+        .contains("\"25/12/2026\" is not a date")
+    );
+    assert!(
+        refused(cronbox_api::ScheduleRules {
+            starts_at_ms: Some(10),
+            ends_at_ms: Some(5),
+            ..Default::default()
+        })
+        .contains("not after starts_at_ms")
+    );
+    assert!(
+        refused(cronbox_api::ScheduleRules {
+            jitter_ms: MAX_JITTER_MS + 1,
+            ..Default::default()
+        })
+        .contains("jitter_ms")
+    );
+}
+
+/// Jitter stays inside its window, is the same for a job and an instant
+/// every time, and differs between jobs.
+#[test]
+fn jitter_spreads_fires_inside_its_window_and_is_stable_per_job() {
+    let jittered = |seed: i64| {
+        rules(
+            cronbox_api::ScheduleRules {
+                jitter_ms: 30_000,
+                ..Default::default()
+            },
+            "UTC",
+            seed,
+        )
+    };
+    let minute = Schedule::parse(ScheduleType::Cron, "0 * * * * ?", "UTC").unwrap();
+    let from = at("2026-01-01T00:00:00Z");
+    let plain = Rules::default().preview(&minute, from, 50);
+    let mut offsets_by_job = Vec::new();
+    for job in 1..=20 {
+        let fires = jittered(job).preview(&minute, from, 50);
+        assert_eq!(fires, jittered(job).preview(&minute, from, 50), "stable");
+        let offsets: Vec<i64> = fires
+            .iter()
+            .zip(&plain)
+            .map(|(fire, planned)| (*fire - *planned).num_milliseconds())
+            .collect();
+        assert!(
+            offsets.iter().all(|ms| (0..=30_000).contains(ms)),
+            "{offsets:?}"
+        );
+        offsets_by_job.push(offsets);
+    }
+    let first_offsets: std::collections::BTreeSet<i64> =
+        offsets_by_job.iter().map(|offsets| offsets[0]).collect();
+    assert!(
+        first_offsets.len() >= 15,
+        "20 jobs spread over the window: {first_offsets:?}"
+    );
+    let spread: std::collections::BTreeSet<i64> = offsets_by_job[0].iter().copied().collect();
+    assert!(spread.len() >= 40, "one job's fires differ too: {spread:?}");
+}

@@ -32,7 +32,7 @@ use crate::jobs::{children_of, schedule_of};
 use crate::metrics::Metrics;
 use crate::model::{JobId, MisfirePolicy, RunId};
 use crate::routing::{Probe, Route, RouteStrategy, Router};
-use crate::schedule::Schedule;
+use crate::schedule::{Rules, Schedule};
 use crate::store::{
     DispatchMark, JobRow, JobState, NewRun, RunEnd, RunRow, RunStatus, Store, StoreError,
     outcome_is_deliberate,

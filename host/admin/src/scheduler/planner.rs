@@ -15,7 +15,8 @@ pub(super) fn plan_job(job: &JobRow, now: i64, horizon: i64) -> Option<(Vec<NewR
             return None;
         }
     };
-    let (fires, next) = plan_fires(job, &schedule, expected, now, horizon);
+    let rules = crate::jobs::rules_of(job);
+    let (fires, next) = plan_fires(job, &schedule, &rules, expected, now, horizon);
     Some((new_runs(job, &fires), next))
 }
 
@@ -66,10 +67,13 @@ pub(super) fn written_run(id: RunId, tenant: &str, run: &NewRun, now: i64) -> Ru
 }
 
 /// The fires of `job` from `expected` (its stored next fire) up to
-/// `horizon`, with the misfire policy applied, and its next fire after them.
+/// `horizon`, with the misfire policy and the schedule's rules applied (a
+/// fire's run is written for its planned instant plus its jitter), and its
+/// next fire after them.
 pub fn plan_fires(
     job: &JobRow,
     schedule: &Schedule,
+    rules: &Rules,
     expected: i64,
     now: i64,
     horizon: i64,
@@ -84,8 +88,8 @@ pub fn plan_fires(
         next = match schedule {
             Schedule::FixDelay(_) => None,
             Schedule::OneShot(_) => None,
-            _ => schedule
-                .next_after(instant(now))
+            _ => rules
+                .next_after(schedule, instant(now))
                 .map(|at| at.timestamp_millis()),
         };
         if let Schedule::FixDelay(delay) = schedule
@@ -99,12 +103,12 @@ pub fn plan_fires(
         if at > horizon {
             break;
         }
-        fires.push((at, TriggerKind::Schedule));
+        fires.push((at + rules.jitter(at), TriggerKind::Schedule));
         next = match schedule {
             // FIX_DELAY's next fire is set when the run completes.
             Schedule::FixDelay(_) | Schedule::OneShot(_) | Schedule::None => None,
-            _ => schedule
-                .next_after(instant(at))
+            _ => rules
+                .next_after(schedule, instant(at))
                 .map(|at| at.timestamp_millis()),
         };
     }
@@ -147,6 +151,7 @@ mod tests {
             http_allow: Vec::new(),
             http_limits: Default::default(),
             secrets: Vec::new(),
+            schedule_rules: Default::default(),
         }
     }
 
@@ -162,14 +167,15 @@ mod tests {
             let job = every_second(misfire);
             let schedule = schedule_of(&job).unwrap_or_else(|error| panic!("{error}"));
             // A 4 s stall: the four missed fires run, then the due ones.
-            let (fires, next) = plan_fires(&job, &schedule, now - 4_000, now, horizon);
+            let rules = Rules::default();
+            let (fires, next) = plan_fires(&job, &schedule, &rules, now - 4_000, now, horizon);
             let expected: Vec<(i64, TriggerKind)> = (-4..=1)
                 .map(|second| (now + second * 1_000, TriggerKind::Schedule))
                 .collect();
             assert_eq!(fires, expected, "{misfire}");
             assert_eq!(next, Some(now + 2_000));
             // A 6 s stall is past the 5 s threshold.
-            let (fires, next) = plan_fires(&job, &schedule, now - 6_000, now, horizon);
+            let (fires, next) = plan_fires(&job, &schedule, &rules, now - 6_000, now, horizon);
             let expected: Vec<(i64, TriggerKind)> = match misfire {
                 MisfirePolicy::DoNothing => vec![],
                 MisfirePolicy::FireOnceNow => vec![(now, TriggerKind::Misfire)],

@@ -118,15 +118,19 @@ pub async fn update(
     }
     let same_schedule = current.schedule_type == row.schedule_type
         && current.schedule_conf == row.schedule_conf
-        && current.time_zone == row.time_zone;
+        && current.time_zone == row.time_zone
+        && current.schedule_rules == row.schedule_rules;
     let next = if !current.enabled {
         None
     } else if same_schedule {
         current.next_fire_at_ms
     } else {
-        schedule
-            .first_fire(scheduler.now())
-            .map(|at| at.timestamp_millis())
+        crate::jobs::rules_of(&JobRow {
+            id: current.id,
+            ..row.clone()
+        })
+        .first_fire(&schedule, scheduler.now())
+        .map(|at| at.timestamp_millis())
     };
     match store
         .update_job(current.id, &row, next, scheduler.now_ms())

@@ -12,9 +12,9 @@ impl Store {
              time_zone, misfire, misfire_threshold_ms, route, block_strategy, max_concurrency, \
              timeout_ms, fuel, memory_bytes, retry_count, retry_interval_ms, param, \
              enabled, next_fire_at_ms, module_name, module_version, alarm_url, created_at_ms, \
-             updated_at_ms, fresh_instance, config, http, secrets) VALUES ($1, $2, $3, $4, $5, $6, \
-             $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, \
-             $24, $24, $25, $26, $27, $28) \
+             updated_at_ms, fresh_instance, config, http, secrets, schedule_rules) VALUES ($1, $2, \
+             $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, \
+             $21, $22, $23, $24, $24, $25, $26, $27, $28, $29) \
              RETURNING id",
         )
         .bind(&job.tenant)
@@ -45,6 +45,7 @@ impl Store {
         .bind(config_json(job))
         .bind(http_json(job))
         .bind(secrets_json(job))
+        .bind(rules_json(job))
         .fetch_one(&mut *tx)
         .await?;
         let id: JobId = row.try_get("id")?;
@@ -80,7 +81,7 @@ impl Store {
              memory_bytes = $14, retry_count = $15, retry_interval_ms = $16, \
              param = $17, next_fire_at_ms = $18, updated_at_ms = $19, module_name = $21, \
              module_version = $22, alarm_url = $23, fresh_instance = $24, config = $25, \
-             http = $26, secrets = $27 WHERE id = $20",
+             http = $26, secrets = $27, schedule_rules = $28 WHERE id = $20",
         )
         .bind(&job.group_name)
         .bind(&job.name)
@@ -109,6 +110,7 @@ impl Store {
         .bind(config_json(job))
         .bind(http_json(job))
         .bind(secrets_json(job))
+        .bind(rules_json(job))
         .execute(&mut *tx)
         .await?;
         if done.rows_affected() != 1 {
@@ -630,6 +632,10 @@ fn http_json(job: &JobRow) -> String {
 /// The names of the secrets a job references, as its column stores them.
 fn secrets_json(job: &JobRow) -> String {
     serde_json::to_string(&job.secrets).unwrap_or_else(|_| "[]".to_owned())
+}
+
+fn rules_json(job: &JobRow) -> String {
+    serde_json::to_string(&job.schedule_rules).unwrap_or_else(|_| "{}".to_owned())
 }
 
 /// A `LIKE` pattern matching names that contain `text` in any letter case

@@ -12,7 +12,8 @@ macro_rules! job_columns {
         "id, tenant, group_name, name, module_digest, schedule_type, schedule_conf, time_zone, \
          misfire, misfire_threshold_ms, route, block_strategy, max_concurrency, timeout_ms, fuel, \
          memory_bytes, retry_count, retry_interval_ms, param, enabled, next_fire_at_ms, \
-         module_name, module_version, alarm_url, fresh_instance, config, http, secrets"
+         module_name, module_version, alarm_url, fresh_instance, config, http, secrets, \
+         schedule_rules"
     };
 }
 
@@ -100,6 +101,13 @@ pub(super) fn job_from_row(row: &AnyRow) -> Result<JobRow, sqlx::Error> {
             let text: String = row.try_get("secrets")?;
             serde_json::from_str(&text).map_err(|error| sqlx::Error::ColumnDecode {
                 index: "secrets".to_owned(),
+                source: Box::new(error),
+            })?
+        },
+        schedule_rules: {
+            let text: String = row.try_get("schedule_rules")?;
+            serde_json::from_str(&text).map_err(|error| sqlx::Error::ColumnDecode {
+                index: "schedule_rules".to_owned(),
                 source: Box::new(error),
             })?
         },
