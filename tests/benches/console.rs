@@ -57,6 +57,7 @@ fn job(i: usize) -> JobRow {
         http_limits: Default::default(),
         secrets: Vec::new(),
         schedule_rules: Default::default(),
+        pause: None,
     }
 }
 

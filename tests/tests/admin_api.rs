@@ -2258,3 +2258,76 @@ async fn the_dashboard_counts_runs_and_a_schedule_is_previewed_before_it_is_save
     }
     stack.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_job_says_who_and_why_and_resumes_by_itself() {
+    let start = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let start = start - start % 60_000 + 60_000;
+    let clock = ManualClock::new(start);
+    let stack = stack(SchedulerConfig {
+        clock: clock.clone(),
+        ..SchedulerConfig::default()
+    })
+    .await;
+    let api = &stack.api;
+    let job = stack
+        .job(
+            "minutely",
+            "hello",
+            json!({ "schedule_type": "CRON", "schedule_conf": "0 * * * * ?" }),
+        )
+        .await;
+    api.api.start_job(job).await.unwrap();
+    let path = format!("/api/v1/jobs/{job}/pause");
+    let pause = |body: Value| api.call(reqwest::Method::POST, &path, Some(body));
+
+    // Refused: an end in the past, a note too long.
+    let (status, refused) = pause(json!({ "until_ms": start - 1 })).await;
+    assert_eq!(
+        (status, &refused["field"]),
+        (422, &json!("until_ms")),
+        "{refused}"
+    );
+    let (status, refused) = pause(json!({ "note": "x".repeat(1025) })).await;
+    assert_eq!(
+        (status, &refused["field"]),
+        (422, &json!("note")),
+        "{refused}"
+    );
+
+    // Paused for three minutes: no fire until its first one after that.
+    let resume_at = start + 180_000;
+    let (status, paused) =
+        pause(json!({ "note": "database migration", "until_ms": resume_at })).await;
+    assert_eq!(status, 200, "{paused}");
+    assert_eq!(
+        paused["pause"],
+        json!({ "by": "operator token", "note": "database migration",
+                "paused_at_ms": start, "until_ms": resume_at })
+    );
+    assert_eq!(paused["next_fire_at_ms"], resume_at + 60_000);
+    clock.advance(Duration::from_secs(241));
+    let first = until("the job resumes by itself", || async {
+        api.runs(job).await.into_iter().next()
+    })
+    .await;
+    assert_eq!(
+        first.scheduled_at_ms,
+        resume_at + 60_000,
+        "nothing fired during the pause"
+    );
+
+    // Paused with no end: stopped until started, which clears the pause.
+    let (_, paused) = pause(json!({ "note": "on hold" })).await;
+    assert_eq!(
+        (&paused["enabled"], &paused["pause"]["note"]),
+        (&json!(false), &json!("on hold"))
+    );
+    assert!(paused["next_fire_at_ms"].is_null());
+    let started = api.api.start_job(job).await.unwrap();
+    assert!(started.enabled && started.pause.is_none(), "{started:?}");
+    stack.shutdown().await;
+}

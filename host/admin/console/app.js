@@ -397,6 +397,14 @@ function moduleOf(job) {
   return job.module_version ? `${job.module_name}@${job.module_version}` : job.module_name;
 }
 
+function statusOf(job) {
+  if (job.pause) {
+    return T.job.paused(job.pause.by, job.pause.until_ms ? formatTime(job.pause.until_ms) : null,
+      job.pause.note);
+  }
+  return job.enabled ? T.jobs.enabled : T.jobs.disabled;
+}
+
 function scheduleOf(job) {
   return job.schedule_type === "NONE" ? "NONE" : `${job.schedule_type} ${job.schedule_conf}`;
 }
@@ -431,8 +439,8 @@ async function jobsPage(params) {
     h("td", {}, job.group_name),
     h("td", {}, moduleOf(job)),
     h("td", {}, scheduleOf(job)),
-    h("td", {}, h("span", { class: job.enabled ? "ok" : "muted" },
-      job.enabled ? T.jobs.enabled : T.jobs.disabled)),
+    h("td", {}, h("span", { class: job.pause ? "warn" : job.enabled ? "ok" : "muted" },
+      statusOf(job))),
     h("td", {}, formatTime(job.next_fire_at_ms))));
   const paging = h("p", { class: "paging" },
     after ? link(`#/jobs${query(filters)}`, T.common.first) : null, " ",
@@ -478,8 +486,10 @@ async function jobPage(id) {
     [f.config, Object.entries(job.config).map(([k, v]) => `${k}=${v}`).join("\n")],
     [f.secrets, job.secrets.join(", ")], [f.http_allow, job.http_allow.join("\n")],
     [f.alarm_url, job.alarm_url],
-    [T.jobs.status, job.enabled ? T.jobs.enabled : T.jobs.disabled],
+    [T.jobs.status, statusOf(job)],
   ]);
+  const pauseNote = h("input", { id: "pause-note", name: "note", placeholder: T.job.pauseNote });
+  const pauseUntil = h("input", { id: "pause-until", name: "until", type: "datetime-local" });
   const param = h("input", { id: "trigger-param", name: "param", placeholder: T.job.triggerParam });
   const actions = canWrite() ? h("div", { class: "actions", id: "job-actions" },
     job.enabled
@@ -496,6 +506,14 @@ async function jobPage(id) {
       flash(T.job.triggered(triggered.run_id));
       go(`#/runs/${triggered.run_id}`);
     }) } }, T.job.trigger),
+    pauseNote, pauseUntil,
+    h("button", { id: "job-pause", on: { click: action(async () => {
+      const body = { note: pauseNote.value };
+      if (pauseUntil.value) body.until_ms = new Date(pauseUntil.value).getTime();
+      await call("POST", `/api/v1/jobs/${id}/pause`, body);
+      flash(T.common.done);
+      render();
+    }) } }, T.job.pause),
     h("button", { id: "job-kill", on: { click: action(async () => {
       const killed = await call("POST", `/api/v1/jobs/${id}/kill`, {});
       flash(T.job.killed(killed.killed.length + killed.cancelled.length));

@@ -77,6 +77,10 @@ export const T = {
     stateSaved: "State saved.",
     start: "Start",
     stop: "Stop",
+    pause: "Pause",
+    pauseNote: "Why (a note)",
+    paused: (by, until, note) =>
+      `paused by ${by}${until ? ` until ${until}` : ""}${note ? `: ${note}` : ""}`,
     trigger: "Trigger",
     triggerParam: "Parameter for this run",
     triggered: (run) => `Triggered run ${run}.`,

@@ -85,6 +85,7 @@ async fn pass(
         .delete_day_usage_before(now_ms.div_euclid(crate::store::DAY_MS) - USAGE_DAYS_KEPT)
         .await?;
     store.delete_expired_sessions(now_ms).await?;
+    store.clear_ended_pauses(now_ms).await?;
     let reference = store.liveness_reference(now_ms).await?;
     store
         .forget_silent_executors(reference - 2 * millis(config.dead_after))

@@ -245,6 +245,7 @@ pub fn validate(
         http_limits: checked_http_limits(&spec.http_limits)?,
         secrets: checked_secret_names(&spec.secrets, &spec.config)?,
         schedule_rules: checked_rules(&spec.schedule_rules, &spec.time_zone)?,
+        pause: None,
     };
     Ok((row, schedule))
 }

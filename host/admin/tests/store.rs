@@ -45,6 +45,7 @@ fn job() -> JobRow {
         http_limits: Default::default(),
         secrets: Vec::new(),
         schedule_rules: Default::default(),
+        pause: None,
     }
 }
 

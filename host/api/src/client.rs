@@ -359,6 +359,16 @@ impl Client {
         self.job_action(id, "stop").await
     }
 
+    /// Pauses a job with a note, until `until_ms` or until started.
+    pub async fn pause_job(&self, id: JobId, request: &PauseRequest) -> Result<Job, ClientError> {
+        self.call(
+            Method::POST,
+            &format!("/api/v1/jobs/{id}/pause"),
+            Some(request),
+        )
+        .await
+    }
+
     pub async fn kill_job(&self, id: JobId) -> Result<JobKilled, ClientError> {
         self.job_action(id, "kill").await
     }

@@ -284,6 +284,9 @@ pub struct Job {
     /// The schedule's window, excluded dates and jitter.
     #[serde(default)]
     pub schedule_rules: ScheduleRules,
+    /// Set while the job is paused (see `POST /api/v1/jobs/{id}/pause`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pause: Option<Pause>,
 }
 
 /// `POST /api/v1/jobs/{id}/trigger`: a run now.
@@ -423,6 +426,7 @@ mod tests {
                 ..HttpLimits::default()
             },
             secrets: vec!["TOKEN".to_owned()],
+            pause: None,
             schedule_rules: ScheduleRules {
                 exclude_dates: vec!["2026-12-25".to_owned()],
                 jitter_ms: 500,
@@ -489,4 +493,30 @@ pub struct ScheduleRules {
     #[serde(default)]
     #[schema(minimum = 0, maximum = 300000)]
     pub jitter_ms: i64,
+}
+
+/// Who paused a job, why, since and until when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Pause {
+    /// The user (or which kind of token) that paused it.
+    pub by: String,
+    pub note: String,
+    pub paused_at_ms: i64,
+    /// When it resumes by itself; absent: until someone starts it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until_ms: Option<i64>,
+}
+
+/// `POST /api/v1/jobs/{id}/pause`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PauseRequest {
+    /// Why (at most 1,024 bytes).
+    #[serde(default)]
+    #[schema(max_length = 1024)]
+    pub note: String,
+    /// When to resume by itself (ms since the epoch, in the future); absent:
+    /// paused until started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until_ms: Option<i64>,
 }

@@ -39,8 +39,8 @@ pub use cronbox_protocol::{
 };
 pub use ids::{Digest, JobId, NotADigest, RunId};
 pub use jobs::{
-    Deleted, Job, JobKill, JobKilled, JobSpec, JobStateBody, SchedulePreview, ScheduleRules,
-    StateEdit, TriggerRequest, TriggerSource, Triggered,
+    Deleted, Job, JobKill, JobKilled, JobSpec, JobStateBody, Pause, PauseRequest, SchedulePreview,
+    ScheduleRules, StateEdit, TriggerRequest, TriggerSource, Triggered,
 };
 pub use modules::{ModuleVersion, RolledBack, TenantModule, Uploaded, VersionChoice};
 pub use names::{

@@ -283,6 +283,20 @@ enum JobCommand {
     Start { id: JobId },
     /// Stop firing.
     Stop { id: JobId },
+    /// Pause with a note: no fire until --for / --until passes (then it
+    /// resumes by itself), or until started.
+    Pause {
+        id: JobId,
+        /// Why (shown with the job).
+        #[arg(long, default_value = "")]
+        note: String,
+        /// Resume after this long (`2h`, `30m`, `1d`).
+        #[arg(long, value_parser = humantime::parse_duration, conflicts_with = "until")]
+        r#for: Option<Duration>,
+        /// Resume at this instant (RFC 3339, e.g. 2026-12-01T09:00:00Z).
+        #[arg(long)]
+        until: Option<String>,
+    },
     /// Run now.
     Trigger {
         id: JobId,
@@ -884,8 +898,24 @@ fn module_of(job: &Job) -> String {
     }
 }
 
-fn started(job: &Job) -> &'static str {
-    if job.enabled { "started" } else { "stopped" }
+fn started(job: &Job) -> String {
+    match &job.pause {
+        Some(pause) => format!(
+            "paused by {}{}{}",
+            pause.by,
+            match pause.until_ms {
+                Some(until) => format!(" until {}", time(Some(until))),
+                None => String::new(),
+            },
+            if pause.note.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", pause.note)
+            }
+        ),
+        None if job.enabled => "started".to_owned(),
+        None => "stopped".to_owned(),
+    }
 }
 
 fn show_job(json: bool, job: &Job) -> anyhow::Result<()> {
@@ -957,6 +987,29 @@ pub fn job(args: JobArgs) -> anyhow::Result<()> {
             }
             JobCommand::Start { id } => show_job(json, &client.start_job(id).await?),
             JobCommand::Stop { id } => show_job(json, &client.stop_job(id).await?),
+            JobCommand::Pause {
+                id,
+                note,
+                r#for,
+                until,
+            } => {
+                let until_ms = match (r#for, until) {
+                    (Some(wait), _) => Some(
+                        chrono::Utc::now().timestamp_millis()
+                            + i64::try_from(wait.as_millis()).unwrap_or(i64::MAX / 2),
+                    ),
+                    (None, Some(text)) => Some(
+                        chrono::DateTime::parse_from_rfc3339(&text)
+                            .with_context(|| {
+                                format!("--until {text:?} is not an RFC 3339 instant")
+                            })?
+                            .timestamp_millis(),
+                    ),
+                    (None, None) => None,
+                };
+                let request = cronbox_api::PauseRequest { note, until_ms };
+                show_job(json, &client.pause_job(id, &request).await?)
+            }
             JobCommand::Trigger {
                 id,
                 param,

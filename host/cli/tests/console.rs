@@ -175,6 +175,27 @@ async fn an_operator_runs_cronbox_from_the_console() {
     );
     browser.screenshot("job").await;
 
+    // Paused with a note from its page, then started again.
+    browser
+        .fill("#pause-note", "waiting for the mail server")
+        .await;
+    browser.click("#job-pause").await;
+    let status = browser
+        .text_until("#job dl", "the pause is shown", |text| {
+            text.contains("paused by admin: waiting for the mail server")
+        })
+        .await;
+    assert!(status.contains("paused by admin"), "{status}");
+    let paused = up.operator.api.job(cronbox_api::JobId(job)).await.unwrap();
+    assert_eq!(paused.pause.unwrap().note, "waiting for the mail server");
+    browser.click("#job-start").await;
+    until("the job is started again", || async {
+        let job = up.operator.api.job(cronbox_api::JobId(job)).await.unwrap();
+        (job.enabled && job.pause.is_none()).then_some(())
+    })
+    .await;
+    browser.element("#job #job-stop").await;
+
     // Triggered with a parameter: its run's page shows the log.
     browser.fill("#trigger-param", "from the console").await;
     browser.click("#job-trigger").await;

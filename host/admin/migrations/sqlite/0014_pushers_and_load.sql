@@ -14,3 +14,7 @@ DROP INDEX run_by_created;
 CREATE INDEX run_by_created ON run (created_at_ms, status, tenant, job_id);
 -- A job's schedule rules: window, excluded dates, jitter (JSON).
 ALTER TABLE job ADD COLUMN schedule_rules TEXT NOT NULL DEFAULT '{}';
+-- A job paused with a note: who, why, since and until when (JSON), and the
+-- end of the pause apart, for clearing the ended ones.
+ALTER TABLE job ADD COLUMN pause TEXT;
+ALTER TABLE job ADD COLUMN pause_until_ms BIGINT;

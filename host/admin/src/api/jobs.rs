@@ -171,6 +171,69 @@ pub(super) async fn stop_job(
     Ok(Json(store.job(id).await?))
 }
 
+/// Longest note a pause keeps.
+const MAX_PAUSE_NOTE_BYTES: usize = 1024;
+
+/// Pauses a job with a note (who, why, until when): no fire until then
+/// (waiting fires cancelled, as a stop does); with `until_ms` it resumes by
+/// itself at its first fire after that instant, without one it waits for a
+/// start.
+pub(super) async fn pause_job(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<JobId>,
+    body: Bytes,
+) -> Result<impl IntoResponse, Failure> {
+    let request: cronbox_api::PauseRequest = optional_json(&body)?;
+    let job = visible_job(&state, &caller, id).await?;
+    let refuse = |field: &str, message: String| {
+        Failure::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            ErrorCode::InvalidJob,
+            message,
+        )
+        .field(field)
+    };
+    if request.note.len() > MAX_PAUSE_NOTE_BYTES {
+        return Err(refuse(
+            "note",
+            format!(
+                "the note is {} bytes; at most {MAX_PAUSE_NOTE_BYTES}",
+                request.note.len()
+            ),
+        ));
+    }
+    let now = state.scheduler.now();
+    let resume = match request.until_ms {
+        None => None,
+        Some(until) if until <= now.timestamp_millis() => {
+            return Err(refuse("until_ms", format!("{until} is not in the future")));
+        }
+        Some(until) => {
+            let until = chrono::DateTime::from_timestamp_millis(until)
+                .ok_or_else(|| refuse("until_ms", format!("{until} is not an instant")))?;
+            schedule_of(&job)
+                .ok()
+                .and_then(|schedule| crate::jobs::rules_of(&job).first_fire(&schedule, until))
+                .map(|at| at.timestamp_millis())
+        }
+    };
+    let pause = cronbox_api::Pause {
+        by: caller.who(),
+        note: request.note,
+        paused_at_ms: now.timestamp_millis(),
+        until_ms: request.until_ms,
+    };
+    state
+        .scheduler
+        .store()
+        .pause_job(id, Some(&pause), resume, now.timestamp_millis())
+        .await?
+        .ok_or_else(|| unknown_job(id))?;
+    state.scheduler.wake();
+    Ok(Json(state.scheduler.store().job(id).await?))
+}
+
 /// Kills a whole job: its running, queued and held runs on executors, and
 /// its runs waiting to be dispatched (pending retries included), which end
 /// as cancelled.

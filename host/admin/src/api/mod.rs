@@ -199,6 +199,7 @@ fn user_routes(max_module_bytes: usize) -> Routes {
         .delete("/api/v1/jobs/{id}", delete_job)
         .post("/api/v1/jobs/{id}/start", start_job)
         .post("/api/v1/jobs/{id}/stop", stop_job)
+        .post("/api/v1/jobs/{id}/pause", pause_job)
         .post("/api/v1/jobs/{id}/trigger", trigger_job)
         .post("/api/v1/jobs/{id}/kill", kill_job)
         .get("/api/v1/jobs/{id}/next-fires", next_fires)

@@ -65,6 +65,7 @@ fn schemas() -> Value {
     collect::<TokenCreated>(&mut all);
     collect::<TokenRevoked>(&mut all);
     collect::<cronbox_api::SchedulePreview>(&mut all);
+    collect::<cronbox_api::PauseRequest>(&mut all);
     collect::<cronbox_api::Dashboard>(&mut all);
     collect::<cronbox_api::Session>(&mut all);
     collect::<cronbox_api::LoggedOut>(&mut all);

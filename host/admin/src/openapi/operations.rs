@@ -545,6 +545,16 @@ pub(super) fn operations() -> Vec<Operation> {
         ),
         op(
             "post",
+            "/api/v1/jobs/{id}/pause",
+            "jobs",
+            "Pause with a note: as a stop, recording who, why and until when; with until_ms it resumes by itself at its first fire after it",
+            Some(schema("PauseRequest")),
+            "200",
+            schema("Job"),
+        )
+        .body_optional(),
+        op(
+            "post",
             "/api/v1/jobs/{id}/kill",
             "jobs",
             "Kill every run of the job: running, queued and held runs on executors are stopped, runs waiting to be dispatched (retries included) end as cancelled",

@@ -152,6 +152,7 @@ mod tests {
             http_limits: Default::default(),
             secrets: Vec::new(),
             schedule_rules: Default::default(),
+            pause: None,
         }
     }
 

@@ -125,11 +125,18 @@ pub async fn update(
     } else if same_schedule {
         current.next_fire_at_ms
     } else {
+        // A job paused until later resumes then, on its new schedule.
+        let from = current
+            .pause
+            .as_ref()
+            .and_then(|pause| pause.until_ms)
+            .and_then(chrono::DateTime::from_timestamp_millis)
+            .map_or(scheduler.now(), |until| until.max(scheduler.now()));
         crate::jobs::rules_of(&JobRow {
             id: current.id,
             ..row.clone()
         })
-        .first_fire(&schedule, scheduler.now())
+        .first_fire(&schedule, from)
         .map(|at| at.timestamp_millis())
     };
     match store

@@ -272,7 +272,8 @@ impl Store {
         now_ms: i64,
     ) -> Result<bool, StoreError> {
         let done = sqlx::query(
-            "UPDATE job SET enabled = $1, next_fire_at_ms = $2, updated_at_ms = $3 WHERE id = $4",
+            "UPDATE job SET enabled = $1, next_fire_at_ms = $2, updated_at_ms = $3, pause = NULL, \
+             pause_until_ms = NULL WHERE id = $4",
         )
         .bind(i64::from(enabled))
         .bind(next_fire_at_ms)
@@ -287,12 +288,30 @@ impl Store {
     /// dispatched end as cancelled, in one transaction. Returns the ids of
     /// the cancelled runs, or `None` if there is no such job.
     pub async fn stop_job(&self, id: JobId, now_ms: i64) -> Result<Option<Vec<RunId>>, StoreError> {
+        self.pause_job(id, None, None, now_ms).await
+    }
+
+    /// Pauses a job: as [`Store::stop_job`], recording `pause`; with a next
+    /// fire (the first after the pause's end) it stays enabled and resumes
+    /// by itself then. Without `pause` it is a stop (and clears a pause).
+    pub async fn pause_job(
+        &self,
+        id: JobId,
+        pause: Option<&cronbox_api::Pause>,
+        next_fire_at_ms: Option<i64>,
+        now_ms: i64,
+    ) -> Result<Option<Vec<RunId>>, StoreError> {
         let mut tx = self.writer.begin().await?;
         let stopped = sqlx::query(
-            "UPDATE job SET enabled = 0, next_fire_at_ms = NULL, updated_at_ms = $1 WHERE id = $2",
+            "UPDATE job SET enabled = $3, next_fire_at_ms = $4, updated_at_ms = $1, pause = $5, \
+             pause_until_ms = $6 WHERE id = $2",
         )
         .bind(now_ms)
         .bind(id)
+        .bind(i64::from(next_fire_at_ms.is_some()))
+        .bind(next_fire_at_ms)
+        .bind(pause.map(|pause| serde_json::to_string(pause).unwrap_or_default()))
+        .bind(pause.and_then(|pause| pause.until_ms))
         .execute(&mut *tx)
         .await?
         .rows_affected();
@@ -313,6 +332,18 @@ impl Store {
         .await?;
         tx.commit().await?;
         Ok(Some(cancelled))
+    }
+
+    /// Forgets the pauses that ended by `now_ms` (their jobs fire again);
+    /// how many.
+    pub async fn clear_ended_pauses(&self, now_ms: i64) -> Result<u64, StoreError> {
+        Ok(sqlx::query(
+            "UPDATE job SET pause = NULL, pause_until_ms = NULL WHERE pause_until_ms <= $1",
+        )
+        .bind(now_ms)
+        .execute(&self.writer)
+        .await?
+        .rows_affected())
     }
 
     /// Sets the next fire of a FIX_DELAY job whose chain waits for a run to
