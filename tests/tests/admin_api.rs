@@ -2331,3 +2331,109 @@ async fn a_paused_job_says_who_and_why_and_resumes_by_itself() {
     assert!(started.enabled && started.pause.is_none(), "{started:?}");
     stack.shutdown().await;
 }
+
+/// Overlap decided by the admin across executors: a job firing every
+/// second whose runs sleep a minute, routed ROUND over two executors (so
+/// no executor's block strategy sees two of its runs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overlap_policies_hold_across_two_executors() {
+    let stack = stack(SchedulerConfig::default()).await;
+    let api = &stack.api;
+    let data = tempfile::tempdir().unwrap();
+    let mut config = ExecutorConfig::new(
+        "127.0.0.1:0".parse().unwrap(),
+        vec![stack.base.clone()],
+        EXEC.into(),
+        data.path().join("second"),
+    );
+    config.beat_interval = Duration::from_millis(300);
+    let second = cronbox_executor::start(config).await.unwrap();
+    until("both executors are alive", || async {
+        let executors = api.api.executors().await.unwrap();
+        (executors.iter().filter(|e| e.alive).count() == 2).then_some(())
+    })
+    .await;
+    let job = |policy: &'static str| {
+        stack.job(
+            policy,
+            "sleeper",
+            json!({ "schedule_type": "CRON", "schedule_conf": "* * * * * ?", "route": "ROUND",
+                    "param": "60000", "timeout_ms": 120_000,
+                    "schedule_rules": { "overlap": policy } }),
+        )
+    };
+    let (skip, cancel, allow) = (
+        job("SKIP").await,
+        job("CANCEL_OTHER").await,
+        job("ALLOW").await,
+    );
+    for id in [skip, cancel, allow] {
+        api.api.start_job(id).await.unwrap();
+    }
+    let ended_with = |runs: &[Run], text: &str| {
+        runs.iter()
+            .filter(|run| run.message.as_deref().is_some_and(|m| m.contains(text)))
+            .count()
+    };
+    // SKIP: one run goes on, the fires after it are recorded as skipped.
+    let runs = until("SKIP skips fires", || async {
+        let runs = api.runs(skip).await;
+        (ended_with(&runs, "overlap SKIP") >= 2).then_some(runs)
+    })
+    .await;
+    let skipped: Vec<&Run> = runs
+        .iter()
+        .filter(|run| {
+            run.message
+                .as_deref()
+                .is_some_and(|m| m.contains("overlap SKIP"))
+        })
+        .collect();
+    assert!(
+        skipped.iter().all(|run| run.status == RunStatus::Cancelled),
+        "{runs:?}"
+    );
+    assert_eq!(
+        runs.iter()
+            .filter(|run| run.status == RunStatus::Dispatched)
+            .count(),
+        1,
+        "one run at a time: {runs:?}"
+    );
+    // CANCEL_OTHER: each fire kills the run before it.
+    let runs = until("CANCEL_OTHER kills the runs before", || async {
+        let runs = api.runs(cancel).await;
+        (runs
+            .iter()
+            .filter(|run| run.outcome.as_deref() == Some("killed"))
+            .count()
+            >= 2)
+            .then_some(runs)
+    })
+    .await;
+    assert!(
+        runs.iter()
+            .filter(|run| run.status == RunStatus::Dispatched)
+            .count()
+            <= 2,
+        "at most the newest run and one being killed: {runs:?}"
+    );
+    // ALLOW: runs pile up on both executors.
+    let runs = until("ALLOW runs on both executors at once", || async {
+        let runs = api.runs(allow).await;
+        let executors: std::collections::BTreeSet<String> = runs
+            .iter()
+            .filter(|run| run.status == RunStatus::Dispatched)
+            .filter_map(|run| run.executor.clone())
+            .collect();
+        (executors.len() == 2).then_some(runs)
+    })
+    .await;
+    assert_eq!(ended_with(&runs, "overlap"), 0, "{runs:?}");
+    for id in [skip, cancel, allow] {
+        api.api.stop_job(id).await.unwrap();
+        api.api.kill_job(id).await.unwrap();
+    }
+    second.shutdown().await;
+    stack.shutdown().await;
+}

@@ -643,6 +643,8 @@ async function jobFormPage(id, mode) {
       (spec.schedule_rules.exclude_dates || []).join(", ")),
     jitter_ms: h("input", { name: "jitter_ms", type: "number", min: 0, max: 300000,
       value: spec.schedule_rules.jitter_ms || 0 }),
+    overlap: select("overlap", plain(["ALLOW", "SKIP", "CANCEL_OTHER"]),
+      spec.schedule_rules.overlap || "ALLOW"),
     misfire: select("misfire", plain(MISFIRES), spec.misfire),
     misfire_threshold_ms: number("misfire_threshold_ms"),
     route: select("route", plain(ROUTES_STRATEGIES), spec.route),
@@ -686,6 +688,7 @@ async function jobFormPage(id, mode) {
     ends_at_ms: inputs.ends_at.value ? new Date(inputs.ends_at.value).getTime() : undefined,
     exclude_dates: inputs.exclude_dates.value.split(/[\s,]+/).filter(Boolean),
     jitter_ms: Number(inputs.jitter_ms.value || 0),
+    overlap: inputs.overlap.value,
   });
   let previewTimer = null;
   const refreshPreview = () => {
@@ -708,6 +711,7 @@ async function jobFormPage(id, mode) {
           exclude_dates: rules.exclude_dates.join(","),
           jitter_ms: rules.jitter_ms || "",
         })}`);
+        rules.overlap = undefined;
         preview.replaceChildren(
           h("h3", {}, T.form.preview, ` — ${answer.time_zone}`),
           answer.fires.length

@@ -493,6 +493,14 @@ pub struct ScheduleRules {
     #[serde(default)]
     #[schema(minimum = 0, maximum = 300000)]
     pub jitter_ms: i64,
+    /// What a scheduled fire does while a run of the job is in progress
+    /// anywhere: ALLOW (default), SKIP or CANCEL_OTHER.
+    #[serde(default, skip_serializing_if = "is_allow")]
+    pub overlap: crate::OverlapPolicy,
+}
+
+fn is_allow(policy: &crate::OverlapPolicy) -> bool {
+    *policy == crate::OverlapPolicy::Allow
 }
 
 /// Who paused a job, why, since and until when.

@@ -44,7 +44,7 @@ pub use jobs::{
 };
 pub use modules::{ModuleVersion, RolledBack, TenantModule, Uploaded, VersionChoice};
 pub use names::{
-    AlarmState, MisfirePolicy, Quota, Role, RouteStrategy, RunStatus, ScheduleType,
+    AlarmState, MisfirePolicy, OverlapPolicy, Quota, Role, RouteStrategy, RunStatus, ScheduleType,
     parse_ignoring_case,
 };
 pub use runs::{

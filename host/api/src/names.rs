@@ -109,6 +109,21 @@ named_enum! {
 }
 
 named_enum! {
+    /// What a scheduled fire does when a run of its job is still in
+    /// progress anywhere in the cluster.
+    #[derive(Default)]
+    OverlapPolicy, "overlap policy" {
+        /// Run anyway (the executor's block strategy still applies).
+        #[default]
+        Allow => "ALLOW",
+        /// Do not run; the fire is recorded as skipped (a cancelled run).
+        Skip => "SKIP",
+        /// Kill the runs in progress, then run.
+        CancelOther => "CANCEL_OTHER",
+    }
+}
+
+named_enum! {
     /// What to do with a fire found later than the job's misfire threshold.
     MisfirePolicy, "misfire policy" {
         /// Skip it; plan the next fire from now.

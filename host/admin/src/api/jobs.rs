@@ -405,6 +405,8 @@ pub(super) async fn schedule_preview(
             })
             .unwrap_or_default(),
         jitter_ms: query.bounded("jitter_ms", 0, 0, crate::schedule::MAX_JITTER_MS)?,
+        // Overlap decides at dispatch, not when a fire is.
+        overlap: cronbox_api::OverlapPolicy::Allow,
     };
     // A job not yet saved has no id: its jitter is shown as job 0's.
     let rules = crate::schedule::Rules::parse(&written, zone, 0).map_err(|refused| {

@@ -259,6 +259,9 @@ impl Scheduler {
             }
             return Ok(());
         }
+        if run.kind.is_scheduled_fire() && !self.overlap_allows(&job, run, now).await? {
+            return Ok(());
+        }
         if let Err(exceeded) = self.quotas.admit_run(&self.store, &job.tenant, now).await? {
             self.fail_with(run, crate::quotas::QUOTA_EXCEEDED, &exceeded.to_string())
                 .await?;
@@ -304,6 +307,53 @@ impl Scheduler {
             self.send(&job, &run, &address, &state).await?;
         }
         Ok(())
+    }
+
+    /// The job's overlap policy for a scheduled fire while other runs of
+    /// the job are in progress anywhere: SKIP ends the fire as a cancelled
+    /// run saying so (false: do not send it); CANCEL_OTHER kills them first.
+    async fn overlap_allows(
+        self: &Arc<Self>,
+        job: &JobRow,
+        run: &RunRow,
+        now: i64,
+    ) -> Result<bool, StoreError> {
+        use cronbox_api::OverlapPolicy;
+        let policy = job.schedule_rules.overlap;
+        if policy == OverlapPolicy::Allow {
+            return Ok(true);
+        }
+        let running: Vec<RunRow> = self
+            .store
+            .running_runs(job.id)
+            .await?
+            .into_iter()
+            .filter(|other| other.id != run.id)
+            .collect();
+        if running.is_empty() {
+            return Ok(true);
+        }
+        if policy == OverlapPolicy::Skip {
+            let ids: Vec<String> = running.iter().map(|other| other.id.to_string()).collect();
+            let end = RunEnd::cancelled(
+                run.id,
+                &format!(
+                    "skipped: run {} of the job was in progress (overlap SKIP)",
+                    ids.join(", ")
+                ),
+                now,
+            );
+            if self.store.finish_run(&end).await?.is_some() {
+                self.metrics.run_ended(RunStatus::Cancelled.as_str());
+            }
+            return Ok(false);
+        }
+        for other in &running {
+            if let Err(error) = self.kill(other).await {
+                tracing::warn!(run = %other.id, %error, "overlap CANCEL_OTHER: cannot kill");
+            }
+        }
+        Ok(true)
     }
 
     /// The live addresses of `group` now (registered and beating, or the

@@ -401,6 +401,20 @@ impl Store {
     }
 
     /// The executors holding dispatched runs of a job.
+    /// The runs of `job_id` an executor is running now.
+    pub async fn running_runs(&self, job_id: JobId) -> Result<Vec<RunRow>, StoreError> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            run_columns!(),
+            " FROM run WHERE job_id = $1 AND status = $2"
+        ))
+        .bind(job_id)
+        .bind(RunStatus::Dispatched.as_str())
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(run_from_row).collect::<Result<_, _>>()?)
+    }
+
     pub async fn executors_of_running(&self, job_id: JobId) -> Result<Vec<String>, StoreError> {
         Ok(sqlx::query(
             "SELECT DISTINCT executor FROM run WHERE job_id = $1 AND status = $2 \
