@@ -2437,3 +2437,138 @@ async fn overlap_policies_hold_across_two_executors() {
     second.shutdown().await;
     stack.shutdown().await;
 }
+
+/// A day of a per-minute job backfilled at 100 runs a second of the
+/// admin's clock: every instant once, a second backfill over the same
+/// range adds nothing, a cancel stops the writing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backfill_runs_each_past_instant_once_at_its_rate() {
+    let start = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let start = start - start % 60_000;
+    let clock = ManualClock::new(start + 1);
+    let stack = stack(SchedulerConfig {
+        clock: clock.clone(),
+        ..SchedulerConfig::default()
+    })
+    .await;
+    let api = &stack.api;
+    let job = stack
+        .job(
+            "minutely",
+            "hello",
+            json!({ "schedule_type": "CRON", "schedule_conf": "0 * * * * ?",
+                    "block_strategy": "DISCARD_LATER" }),
+        )
+        .await;
+    let path = format!("/api/v1/jobs/{job}/backfill");
+    let backfill = |from: i64, to: i64, per_second: i64| {
+        api.call(
+            reqwest::Method::POST,
+            &path,
+            Some(json!({ "from_ms": from, "to_ms": to, "per_second": per_second })),
+        )
+    };
+    let progress = |id: i64| async move {
+        let (status, backfill) = api.get(&format!("/api/v1/backfills/{id}")).await;
+        assert_eq!(status, 200, "{backfill}");
+        backfill
+    };
+    let written_is = |id: i64, written: i64| {
+        let what = format!("backfill {id} has written {written}");
+        async move {
+            until(&what, || async move {
+                let backfill = progress(id).await;
+                (backfill["written"] == written).then_some(backfill)
+            })
+            .await
+        }
+    };
+
+    // Refused: a range in the future, a rate past the maximum.
+    let (status, refused) = backfill(start - 60_000, start + 600_000, 10).await;
+    assert_eq!(
+        (status, &refused["field"]),
+        (422, &json!("to_ms")),
+        "{refused}"
+    );
+    let (status, refused) = backfill(start - 60_000, start, 5_000).await;
+    assert_eq!(
+        (status, &refused["field"]),
+        (422, &json!("per_second")),
+        "{refused}"
+    );
+
+    let day = 86_400_000;
+    let (status, first) = backfill(start - day, start, 100).await;
+    assert_eq!(status, 201, "{first}");
+    assert_eq!(
+        (&first["planned"], &first["status"]),
+        (&json!(1440), &json!("running"))
+    );
+    let id = first["id"].as_i64().unwrap();
+    // A second's worth, and no more until the admin's clock moves on.
+    written_is(id, 100).await;
+    assert_eq!(progress(id).await["written"], 100, "the rate holds");
+    for second in 2..=15 {
+        clock.advance(Duration::from_secs(1));
+        written_is(id, (second * 100).min(1440)).await;
+    }
+    assert_eq!(progress(id).await["status"], "done");
+    let mut runs: Vec<Run> = Vec::new();
+    loop {
+        let after = runs.last().map(|run| run.id);
+        let page = api.api.job_runs(job, after, 1000).await.unwrap();
+        if page.is_empty() {
+            break;
+        }
+        runs.extend(page);
+    }
+    runs.retain(|run| run.kind == TriggerKind::Backfill);
+    let instants: std::collections::BTreeSet<i64> =
+        runs.iter().map(|run| run.scheduled_at_ms).collect();
+    assert_eq!(
+        (runs.len(), instants.len()),
+        (1440, 1440),
+        "each instant once"
+    );
+    assert!(
+        instants
+            .iter()
+            .all(|at| at % 60_000 == 0 && *at > start - day && *at <= start)
+    );
+
+    // The same range again: every instant was run, none is written twice.
+    let (_, again) = backfill(start - day / 2, start, 1_000).await;
+    let again = again["id"].as_i64().unwrap();
+    until("the second backfill is done", || async {
+        (progress(again).await["status"] == "done").then_some(())
+    })
+    .await;
+    assert_eq!(progress(again).await["written"], 0);
+
+    // A cancel stops the writing.
+    let (_, older) = backfill(start - 3 * day, start - 2 * day, 10).await;
+    let older = older["id"].as_i64().unwrap();
+    written_is(older, 10).await;
+    let (status, cancelled) = api
+        .call(
+            reqwest::Method::DELETE,
+            &format!("/api/v1/backfills/{older}"),
+            None,
+        )
+        .await;
+    assert_eq!((status, &cancelled["status"]), (200, &json!("cancelled")));
+    clock.advance(Duration::from_secs(5));
+    let (_, listed) = api.get(&format!("/api/v1/backfills?job={job}")).await;
+    assert_eq!(listed.as_array().unwrap().len(), 3);
+    assert_eq!(
+        progress(older).await["written"],
+        10,
+        "nothing after the cancel"
+    );
+    api.api.kill_job(job).await.unwrap();
+    stack.shutdown().await;
+}

@@ -382,7 +382,7 @@ const ROUTES_STRATEGIES = [
 const BLOCK_STRATEGIES = ["SERIAL_EXECUTION", "DISCARD_LATER", "COVER_EARLY"];
 const MISFIRES = ["DO_NOTHING", "FIRE_ONCE_NOW"];
 const RUN_STATUSES = ["pending", "dispatched", "success", "failed", "cancelled"];
-const RUN_KINDS = ["schedule", "manual", "api", "retry", "parent", "misfire"];
+const RUN_KINDS = ["schedule", "manual", "api", "retry", "parent", "misfire", "backfill"];
 const PAGE = 50;
 
 function select(name, options, chosen, props = {}) {
@@ -462,10 +462,11 @@ function definitionList(pairs) {
 
 async function jobPage(id) {
   const job = await get(`/api/v1/jobs/${id}`);
-  const [fires, runs, state] = await Promise.all([
+  const [fires, runs, state, backfills] = await Promise.all([
     get(`/api/v1/jobs/${id}/next-fires?count=5`).catch(() => []),
     get(`/api/v1/runs?job=${id}&limit=20`),
     get(`/api/v1/jobs/${id}/state`).catch(() => null),
+    get(`/api/v1/backfills?job=${id}`).catch(() => []),
   ]);
   const f = T.form.fields;
   const module = job.module_name
@@ -536,7 +537,34 @@ async function jobPage(id) {
           ? h("ol", { id: "next-fires" }, fires.map((at) => h("li", {}, at)))
           : h("p", {}, T.form.previewNone)),
         stateSection(id, state))),
-    section(T.job.recentRuns, runsTable(runs.runs)));
+    section(T.job.recentRuns, runsTable(runs.runs)),
+    backfillSection(id, backfills));
+}
+
+/** A job's backfills, a form to start one (roles that may) and cancel. */
+function backfillSection(id, backfills) {
+  const rows = backfills.map((b) => h("tr", { "data-backfill": b.id },
+    h("td", {}, b.id), h("td", {}, formatTime(b.from_ms)), h("td", {}, formatTime(b.to_ms)),
+    h("td", {}, `${b.written} / ${b.planned}`), h("td", {}, b.per_second),
+    h("td", { class: "backfill-status" }, b.status), h("td", {}, b.created_by),
+    h("td", {}, canWrite() && b.status === "running" ? h("button", { on: { click: action(async () => {
+      await call("DELETE", `/api/v1/backfills/${b.id}`);
+      render();
+    }) } }, T.common.cancel) : null)));
+  const form = canWrite() ? formOf("backfill-form", [
+    field(T.job.backfillFrom, h("input", { name: "from", type: "datetime-local" })),
+    field(T.job.backfillTo, h("input", { name: "to", type: "datetime-local" })),
+    field(T.job.backfillRate, h("input", { name: "per_second", type: "number", min: 1, max: 1000, value: 10 })),
+  ], T.job.backfillStart, async (data) => {
+    const backfill = await call("POST", `/api/v1/jobs/${id}/backfill`, {
+      from_ms: new Date(data.from).getTime(),
+      to_ms: data.to ? new Date(data.to).getTime() : Date.now(),
+      per_second: Number(data.per_second || 10),
+    });
+    flash(T.job.backfilled(backfill.planned));
+    render();
+  }) : null;
+  return section(T.job.backfills, table(T.job.backfillColumns, rows), form);
 }
 
 /** A button that asks once more before it acts (no native dialog). */

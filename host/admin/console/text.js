@@ -78,6 +78,13 @@ export const T = {
     start: "Start",
     stop: "Stop",
     pause: "Pause",
+    backfills: "Backfills",
+    backfillColumns: ["Id", "From", "To", "Written", "Per second", "Status", "By", ""],
+    backfillFrom: "From (exclusive)",
+    backfillTo: "To (inclusive; empty: now)",
+    backfillRate: "Runs per second",
+    backfillStart: "Backfill",
+    backfilled: (n) => `Backfill started: ${n} instant(s).`,
     pauseNote: "Why (a note)",
     paused: (by, until, note) =>
       `paused by ${by}${until ? ` until ${until}` : ""}${note ? `: ${note}` : ""}`,

@@ -369,6 +369,30 @@ impl Client {
         .await
     }
 
+    /// Starts a backfill of a job over a past range.
+    pub async fn backfill(
+        &self,
+        id: JobId,
+        request: &BackfillRequest,
+    ) -> Result<Backfill, ClientError> {
+        self.call(
+            Method::POST,
+            &format!("/api/v1/jobs/{id}/backfill"),
+            Some(request),
+        )
+        .await
+    }
+
+    /// Cancels a backfill.
+    pub async fn cancel_backfill(&self, id: i64) -> Result<Backfill, ClientError> {
+        self.call(
+            Method::DELETE,
+            &format!("/api/v1/backfills/{id}"),
+            None::<&()>,
+        )
+        .await
+    }
+
     pub async fn kill_job(&self, id: JobId) -> Result<JobKilled, ClientError> {
         self.job_action(id, "kill").await
     }

@@ -528,3 +528,38 @@ pub struct PauseRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub until_ms: Option<i64>,
 }
+
+/// `POST /api/v1/jobs/{id}/backfill`: run the job's schedule over a past
+/// range.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BackfillRequest {
+    /// The range's start (exclusive), ms since the epoch.
+    pub from_ms: i64,
+    /// Its end (inclusive), not in the future.
+    pub to_ms: i64,
+    /// Runs written per second (1 to 1,000; default 10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1, maximum = 1000)]
+    pub per_second: Option<i64>,
+}
+
+/// A backfill and how far it has gone.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Backfill {
+    pub id: i64,
+    pub tenant: String,
+    pub job_id: JobId,
+    pub from_ms: i64,
+    pub to_ms: i64,
+    pub per_second: i64,
+    /// Instants of the schedule in the range.
+    pub planned: i64,
+    /// Runs written so far (an instant another backfill already ran is
+    /// not written again).
+    pub written: i64,
+    /// `running`, `done` or `cancelled`.
+    pub status: String,
+    pub created_by: String,
+    pub created_at_ms: i64,
+}

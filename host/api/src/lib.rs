@@ -39,8 +39,9 @@ pub use cronbox_protocol::{
 };
 pub use ids::{Digest, JobId, NotADigest, RunId};
 pub use jobs::{
-    Deleted, Job, JobKill, JobKilled, JobSpec, JobStateBody, Pause, PauseRequest, SchedulePreview,
-    ScheduleRules, StateEdit, TriggerRequest, TriggerSource, Triggered,
+    Backfill, BackfillRequest, Deleted, Job, JobKill, JobKilled, JobSpec, JobStateBody, Pause,
+    PauseRequest, SchedulePreview, ScheduleRules, StateEdit, TriggerRequest, TriggerSource,
+    Triggered,
 };
 pub use modules::{ModuleVersion, RolledBack, TenantModule, Uploaded, VersionChoice};
 pub use names::{

@@ -283,6 +283,22 @@ enum JobCommand {
     Start { id: JobId },
     /// Stop firing.
     Stop { id: JobId },
+    /// Run the schedule's instants in a past range (runs of kind backfill),
+    /// a few a second.
+    Backfill {
+        id: JobId,
+        /// Start of the range, exclusive (RFC 3339).
+        #[arg(long)]
+        from: String,
+        /// End of the range, inclusive (RFC 3339; default now).
+        #[arg(long)]
+        to: Option<String>,
+        /// Runs written per second (1 to 1,000; default 10).
+        #[arg(long)]
+        per_second: Option<i64>,
+    },
+    /// Cancel a backfill: no more of its runs are written.
+    BackfillCancel { backfill: i64 },
     /// Pause with a note: no fire until --for / --until passes (then it
     /// resumes by itself), or until started.
     Pause {
@@ -987,6 +1003,48 @@ pub fn job(args: JobArgs) -> anyhow::Result<()> {
             }
             JobCommand::Start { id } => show_job(json, &client.start_job(id).await?),
             JobCommand::Stop { id } => show_job(json, &client.stop_job(id).await?),
+            JobCommand::Backfill {
+                id,
+                from,
+                to,
+                per_second,
+            } => {
+                let instant = |flag: &str, text: &str| -> anyhow::Result<i64> {
+                    Ok(chrono::DateTime::parse_from_rfc3339(text)
+                        .with_context(|| format!("--{flag} {text:?} is not an RFC 3339 instant"))?
+                        .timestamp_millis())
+                };
+                let request = cronbox_api::BackfillRequest {
+                    from_ms: instant("from", &from)?,
+                    to_ms: match &to {
+                        Some(text) => instant("to", text)?,
+                        None => chrono::Utc::now().timestamp_millis(),
+                    },
+                    per_second,
+                };
+                let backfill = client.backfill(id, &request).await?;
+                show(json, &backfill, |backfill| {
+                    outln!(
+                        "backfill {} of job {}: {} instant(s), {} a second",
+                        backfill.id,
+                        backfill.job_id,
+                        backfill.planned,
+                        backfill.per_second
+                    );
+                })
+            }
+            JobCommand::BackfillCancel { backfill } => {
+                let backfill = client.cancel_backfill(backfill).await?;
+                show(json, &backfill, |backfill| {
+                    outln!(
+                        "backfill {} {}: {} of {} run(s) written",
+                        backfill.id,
+                        backfill.status,
+                        backfill.written,
+                        backfill.planned
+                    );
+                })
+            }
             JobCommand::Pause {
                 id,
                 note,

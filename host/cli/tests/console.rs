@@ -196,6 +196,29 @@ async fn an_operator_runs_cronbox_from_the_console() {
     .await;
     browser.element("#job #job-stop").await;
 
+    // A backfill of the last three days from the job's page.
+    browser
+        .script(
+            "const from = new Date(Date.now() - 3 * 86400000 - new Date().getTimezoneOffset() * 60000);
+             document.querySelector('#backfill-form input[name=from]').value =
+                 from.toISOString().slice(0, 16);",
+            Value::Null,
+        )
+        .await;
+    browser.click("#backfill-form button[type=submit]").await;
+    browser
+        .text_until("#flash", "the backfill starts", |text| {
+            text.contains("Backfill started")
+        })
+        .await;
+    browser.element("#job tr[data-backfill]").await;
+    let backfills = up
+        .operator
+        .get(&format!("/api/v1/backfills?job={job}"))
+        .await
+        .1;
+    assert_eq!(backfills[0]["created_by"], "admin", "{backfills}");
+
     // Triggered with a parameter: its run's page shows the log.
     browser.fill("#trigger-param", "from the console").await;
     browser.click("#job-trigger").await;

@@ -528,6 +528,59 @@ fn a_cli_session_against_cronbox_up() {
     let shown = json(base, token, &["job", "show", &spin]);
     assert_eq!(shown["next_fires"].as_array().unwrap().len(), 5);
     assert!(ok(base, token, &["job", "stop", &spin]).contains("stopped"));
+
+    // Pause with a note and an end; backfill the last three days of the
+    // daily schedule, then cancel what is left.
+    let paused = ok(
+        base,
+        token,
+        &[
+            "job",
+            "pause",
+            &spin,
+            "--note",
+            "maintenance",
+            "--for",
+            "1h",
+        ],
+    );
+    assert!(
+        paused.contains("paused by operator token until") && paused.contains(": maintenance"),
+        "{paused}"
+    );
+    let (code, _, refused) = cli(
+        base,
+        token,
+        &["job", "pause", &spin, "--until", "next tuesday"],
+    );
+    assert_eq!(code, 1);
+    assert!(refused.contains("not an RFC 3339 instant"), "{refused}");
+    let three_days_ago = (chrono::Utc::now() - chrono::Duration::days(3)).to_rfc3339();
+    let backfill = json(
+        base,
+        token,
+        &[
+            "job",
+            "backfill",
+            &spin,
+            "--from",
+            &three_days_ago,
+            "--per-second",
+            "1",
+        ],
+    );
+    assert!(
+        (2..=3).contains(&backfill["planned"].as_i64().unwrap()),
+        "{backfill}"
+    );
+    let backfill_id = backfill["id"].to_string();
+    let cancelled = ok(base, token, &["job", "backfill-cancel", &backfill_id]);
+    assert!(
+        cancelled.contains(&format!("backfill {backfill_id}"))
+            && cancelled.contains("run(s) written"),
+        "{cancelled}"
+    );
+    assert!(ok(base, token, &["job", "stop", &spin]).contains("stopped"));
     assert!(ok(base, token, &["job", "delete", &spin]).contains("deleted"));
     let (code, _, stderr) = cli(base, token, &["job", "show", &spin]);
     assert_eq!(code, 1, "{stderr}");

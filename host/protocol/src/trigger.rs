@@ -18,17 +18,21 @@ pub enum TriggerKind {
     Parent,
     /// A late fire run once under the FIRE_ONCE_NOW misfire strategy.
     Misfire,
+    /// A past instant of the schedule, run on request (a backfill); the
+    /// guest sees it as `schedule`, with that instant.
+    Backfill,
 }
 
 impl TriggerKind {
     /// Every kind.
-    pub const ALL: [TriggerKind; 6] = [
+    pub const ALL: [TriggerKind; 7] = [
         TriggerKind::Schedule,
         TriggerKind::Manual,
         TriggerKind::Api,
         TriggerKind::Retry,
         TriggerKind::Parent,
         TriggerKind::Misfire,
+        TriggerKind::Backfill,
     ];
 
     /// The wire name (`schedule`, `manual`, ...).
@@ -40,6 +44,7 @@ impl TriggerKind {
             TriggerKind::Retry => "retry",
             TriggerKind::Parent => "parent",
             TriggerKind::Misfire => "misfire",
+            TriggerKind::Backfill => "backfill",
         }
     }
 

@@ -136,7 +136,10 @@ impl wit::Host for HostState {
             shard_index: trigger.shard_index,
             shard_total: trigger.shard_total,
             kind: match trigger.kind {
-                cronbox_protocol::TriggerKind::Schedule => wit::TriggerKind::Schedule,
+                // A backfill is a fire of the schedule, late on purpose (the
+                // contract's enum stays as every built guest knows it).
+                cronbox_protocol::TriggerKind::Schedule
+                | cronbox_protocol::TriggerKind::Backfill => wit::TriggerKind::Schedule,
                 cronbox_protocol::TriggerKind::Manual => wit::TriggerKind::Manual,
                 cronbox_protocol::TriggerKind::Api => wit::TriggerKind::Api,
                 cronbox_protocol::TriggerKind::Retry => wit::TriggerKind::Retry,

@@ -18,3 +18,23 @@ ALTER TABLE job ADD COLUMN schedule_rules TEXT NOT NULL DEFAULT '{}';
 -- end of the pause apart, for clearing the ended ones.
 ALTER TABLE job ADD COLUMN pause TEXT;
 ALTER TABLE job ADD COLUMN pause_until_ms BIGINT;
+-- Backfills: a job's schedule run over a past range on request, a few
+-- instants a second; next_ms is how far it has written.
+CREATE TABLE backfill (
+    id             INTEGER PRIMARY KEY AUTOINCREMENT,
+    tenant         TEXT    NOT NULL,
+    job_id         BIGINT  NOT NULL,
+    from_ms        BIGINT  NOT NULL,
+    to_ms          BIGINT  NOT NULL,
+    per_second     BIGINT  NOT NULL,
+    planned        BIGINT  NOT NULL,
+    written        BIGINT  NOT NULL DEFAULT 0,
+    next_ms        BIGINT  NOT NULL,
+    status         TEXT    NOT NULL,
+    created_by     TEXT    NOT NULL,
+    created_at_ms  BIGINT  NOT NULL
+);
+CREATE INDEX backfill_by_job ON backfill (job_id, id);
+-- Each instant of a job is backfilled once, however many backfills cover it.
+CREATE UNIQUE INDEX run_backfilled_once ON run (job_id, scheduled_at_ms, shard_index)
+    WHERE kind = 'backfill';

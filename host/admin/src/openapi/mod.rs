@@ -66,6 +66,8 @@ fn schemas() -> Value {
     collect::<TokenRevoked>(&mut all);
     collect::<cronbox_api::SchedulePreview>(&mut all);
     collect::<cronbox_api::PauseRequest>(&mut all);
+    collect::<cronbox_api::BackfillRequest>(&mut all);
+    collect::<cronbox_api::Backfill>(&mut all);
     collect::<cronbox_api::Dashboard>(&mut all);
     collect::<cronbox_api::Session>(&mut all);
     collect::<cronbox_api::LoggedOut>(&mut all);

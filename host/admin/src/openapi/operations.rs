@@ -545,6 +545,47 @@ pub(super) fn operations() -> Vec<Operation> {
         ),
         op(
             "post",
+            "/api/v1/jobs/{id}/backfill",
+            "jobs",
+            "Run the job's schedule over a past range (from_ms, to_ms], as runs of kind backfill, per_second a second (each instant of a job once)",
+            Some(schema("BackfillRequest")),
+            "201",
+            schema("Backfill"),
+        ),
+        op(
+            "get",
+            "/api/v1/backfills",
+            "jobs",
+            "The caller's backfills, newest first, at most 100",
+            None,
+            "200",
+            array_of(schema("Backfill")),
+        )
+        .with_query(vec![(
+            "job",
+            integer(i64::MIN, i64::MAX),
+            "Only this job's",
+        )]),
+        op(
+            "get",
+            "/api/v1/backfills/{id}",
+            "jobs",
+            "A backfill and how far it has gone",
+            None,
+            "200",
+            schema("Backfill"),
+        ),
+        op(
+            "delete",
+            "/api/v1/backfills/{id}",
+            "jobs",
+            "Cancel a backfill: no more of its runs are written",
+            None,
+            "200",
+            schema("Backfill"),
+        ),
+        op(
+            "post",
             "/api/v1/jobs/{id}/pause",
             "jobs",
             "Pause with a note: as a stop, recording who, why and until when; with until_ms it resumes by itself at its first fire after it",
@@ -697,7 +738,7 @@ pub(super) fn operations() -> Vec<Operation> {
                 (
                     "kind",
                     json!({ "type": "string",
-                            "enum": ["schedule", "manual", "api", "retry", "parent", "misfire"] }),
+                            "enum": ["schedule", "manual", "api", "retry", "parent", "misfire", "backfill"] }),
                     "Runs of this trigger kind",
                 ),
                 (

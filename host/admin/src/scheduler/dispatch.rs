@@ -259,7 +259,8 @@ impl Scheduler {
             }
             return Ok(());
         }
-        if run.kind.is_scheduled_fire() && !self.overlap_allows(&job, run, now).await? {
+        let fire = run.kind.is_scheduled_fire() || run.kind == TriggerKind::Backfill;
+        if fire && !self.overlap_allows(&job, run, now).await? {
             return Ok(());
         }
         if let Err(exceeded) = self.quotas.admit_run(&self.store, &job.tenant, now).await? {

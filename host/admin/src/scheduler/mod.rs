@@ -39,6 +39,7 @@ use crate::store::{
 };
 use crate::tasks::Tasks;
 
+mod backfill;
 mod dispatch;
 mod executors;
 mod planner;
@@ -48,6 +49,7 @@ mod results;
 mod slow_jobs;
 mod warming;
 
+pub use backfill::{BackfillError, DEFAULT_PER_SECOND, MAX_BACKFILL_FIRES, MAX_PER_SECOND};
 use dispatch::*;
 pub use executors::JobKill;
 pub use planner::plan_fires;

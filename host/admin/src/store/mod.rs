@@ -11,7 +11,8 @@
 //! `users` (users, sessions, tokens with their roles), `jobs`
 //! (definitions, claims, durable state), `runs` (writing, leasing,
 //! dispatching and ending runs), `history` (alarms, daily reports,
-//! retention), `dashboard` (the console's counts over recent runs).
+//! retention), `dashboard` (the console's counts over recent runs),
+//! `backfills` (a schedule run over a past range, and its progress).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -24,6 +25,7 @@ use sqlx::{AnyPool, Row};
 
 #[macro_use]
 mod rows;
+mod backfills;
 mod dashboard;
 mod history;
 mod jobs;
