@@ -2327,6 +2327,12 @@ async fn a_paused_job_says_who_and_why_and_resumes_by_itself() {
         (&json!(false), &json!("on hold"))
     );
     assert!(paused["next_fire_at_ms"].is_null());
+    let (_, fires) = api.get(&format!("/api/v1/jobs/{job}/next-fires")).await;
+    assert_eq!(
+        fires,
+        json!([]),
+        "a job paused with no end shows no next fire"
+    );
     let started = api.api.start_job(job).await.unwrap();
     assert!(started.enabled && started.pause.is_none(), "{started:?}");
     stack.shutdown().await;
@@ -2367,7 +2373,18 @@ async fn overlap_policies_hold_across_two_executors() {
         job("CANCEL_OTHER").await,
         job("ALLOW").await,
     );
-    for id in [skip, cancel, allow] {
+    // BUFFER_ONE with runs of 2.5 s: the fire after a run waits for it,
+    // the ones after that are skipped.
+    let buffer = stack
+        .job(
+            "BUFFER_ONE",
+            "sleeper",
+            json!({ "schedule_type": "CRON", "schedule_conf": "* * * * * ?", "route": "ROUND",
+                    "param": "2500", "timeout_ms": 60_000,
+                    "schedule_rules": { "overlap": "BUFFER_ONE" } }),
+        )
+        .await;
+    for id in [skip, cancel, allow, buffer] {
         api.api.start_job(id).await.unwrap();
     }
     let ended_with = |runs: &[Run], text: &str| {
@@ -2430,7 +2447,29 @@ async fn overlap_policies_hold_across_two_executors() {
     })
     .await;
     assert_eq!(ended_with(&runs, "overlap"), 0, "{runs:?}");
-    for id in [skip, cancel, allow] {
+    let runs = until(
+        "BUFFER_ONE runs a held fire after the run before it",
+        || async {
+            let runs = api.runs(buffer).await;
+            let succeeded = runs
+                .iter()
+                .filter(|run| run.status == RunStatus::Success)
+                .count();
+            (succeeded >= 2 && ended_with(&runs, "overlap BUFFER_ONE") >= 1).then_some(runs)
+        },
+    )
+    .await;
+    let mut done: Vec<&Run> = runs
+        .iter()
+        .filter(|run| run.status == RunStatus::Success)
+        .collect();
+    done.sort_by_key(|run| run.started_at_ms);
+    assert!(
+        done[1].started_at_ms.unwrap() >= done[0].finished_at_ms.unwrap()
+            && done[1].dispatched_at_ms.unwrap() - done[1].scheduled_at_ms >= 1_000,
+        "the second waited for the first to end: {done:?}"
+    );
+    for id in [skip, cancel, allow, buffer] {
         api.api.stop_job(id).await.unwrap();
         api.api.kill_job(id).await.unwrap();
     }

@@ -671,7 +671,7 @@ async function jobFormPage(id, mode) {
       (spec.schedule_rules.exclude_dates || []).join(", ")),
     jitter_ms: h("input", { name: "jitter_ms", type: "number", min: 0, max: 300000,
       value: spec.schedule_rules.jitter_ms || 0 }),
-    overlap: select("overlap", plain(["ALLOW", "SKIP", "CANCEL_OTHER"]),
+    overlap: select("overlap", plain(["ALLOW", "SKIP", "BUFFER_ONE", "CANCEL_OTHER"]),
       spec.schedule_rules.overlap || "ALLOW"),
     misfire: select("misfire", plain(MISFIRES), spec.misfire),
     misfire_threshold_ms: number("misfire_threshold_ms"),

@@ -119,7 +119,7 @@ export const T = {
       ends_at: "No fire after (empty: never ends)",
       exclude_dates: "Excluded dates, in the job's time zone (YYYY-MM-DD, comma separated)",
       jitter_ms: "Jitter: spread each fire up to this many ms later (0-300000)",
-      overlap: "While a run is in progress anywhere, a fire: ALLOW, SKIP or CANCEL_OTHER",
+      overlap: "While a run is in progress anywhere, a fire: ALLOW, SKIP, BUFFER_ONE or CANCEL_OTHER",
       misfire: "Misfire policy",
       misfire_threshold_ms: "Misfire threshold (ms)",
       route: "Routing strategy",

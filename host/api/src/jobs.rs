@@ -494,7 +494,7 @@ pub struct ScheduleRules {
     #[schema(minimum = 0, maximum = 300000)]
     pub jitter_ms: i64,
     /// What a scheduled fire does while a run of the job is in progress
-    /// anywhere: ALLOW (default), SKIP or CANCEL_OTHER.
+    /// anywhere: ALLOW (default), SKIP, BUFFER_ONE or CANCEL_OTHER.
     #[serde(default, skip_serializing_if = "is_allow")]
     pub overlap: crate::OverlapPolicy,
 }

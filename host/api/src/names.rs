@@ -118,6 +118,9 @@ named_enum! {
         Allow => "ALLOW",
         /// Do not run; the fire is recorded as skipped (a cancelled run).
         Skip => "SKIP",
+        /// Wait until the runs in progress end, then run; while one fire
+        /// waits, later ones are skipped.
+        BufferOne => "BUFFER_ONE",
         /// Kill the runs in progress, then run.
         CancelOther => "CANCEL_OTHER",
     }

@@ -331,8 +331,17 @@ pub(super) async fn next_fires(
             error.to_string(),
         )
     })?;
-    let fires: Vec<String> = crate::jobs::rules_of(&job)
-        .preview(&schedule, state.scheduler.now(), count)
+    // A paused job fires from the end of its pause, or not at all.
+    let from = match &job.pause {
+        Some(pause) => pause
+            .until_ms
+            .and_then(chrono::DateTime::from_timestamp_millis)
+            .map(|until| until.max(state.scheduler.now())),
+        None => Some(state.scheduler.now()),
+    };
+    let fires: Vec<String> = from
+        .map(|from| crate::jobs::rules_of(&job).preview(&schedule, from, count))
+        .unwrap_or_default()
         .into_iter()
         .map(|at| at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
         .collect();

@@ -44,6 +44,10 @@ pub(super) async fn write_dispatch_marks(
 /// again.
 pub(super) const ADDRESS_CACHE: Duration = Duration::from_secs(1);
 
+/// How often a fire held by BUFFER_ONE looks whether its job's runs in
+/// progress have ended (and renews its lease).
+const HOLD_CHECK_MS: i64 = 250;
+
 /// FAILOVER and BUSYOVER checks over HTTP.
 pub(super) struct HttpProbe<'a> {
     http: &'a reqwest::Client,
@@ -331,23 +335,42 @@ impl Scheduler {
             .into_iter()
             .filter(|other| other.id != run.id)
             .collect();
+        let skip = |why: String| async move {
+            let end = RunEnd::cancelled(run.id, &format!("skipped: {why}"), now);
+            if self.store.finish_run(&end).await?.is_some() {
+                self.metrics.run_ended(RunStatus::Cancelled.as_str());
+            }
+            Ok::<bool, StoreError>(false)
+        };
+        let ids: Vec<String> = running.iter().map(|other| other.id.to_string()).collect();
+        if policy == OverlapPolicy::BufferOne {
+            // An earlier fire held already goes first; this one is skipped.
+            let waiting = self.store.earlier_waiting_fires(run).await?;
+            if waiting > 0 {
+                return skip(
+                    "an earlier fire of the job waits to run (overlap BUFFER_ONE)".to_owned(),
+                )
+                .await;
+            }
+            if running.is_empty() {
+                return Ok(true);
+            }
+            // Held, pending, until the runs in progress end.
+            let scheduler = self.clone();
+            let held = run.clone();
+            self.tasks
+                .spawn(async move { scheduler.hold_until_alone(held).await });
+            return Ok(false);
+        }
         if running.is_empty() {
             return Ok(true);
         }
         if policy == OverlapPolicy::Skip {
-            let ids: Vec<String> = running.iter().map(|other| other.id.to_string()).collect();
-            let end = RunEnd::cancelled(
-                run.id,
-                &format!(
-                    "skipped: run {} of the job was in progress (overlap SKIP)",
-                    ids.join(", ")
-                ),
-                now,
-            );
-            if self.store.finish_run(&end).await?.is_some() {
-                self.metrics.run_ended(RunStatus::Cancelled.as_str());
-            }
-            return Ok(false);
+            return skip(format!(
+                "run {} of the job was in progress (overlap SKIP)",
+                ids.join(", ")
+            ))
+            .await;
         }
         for other in &running {
             if let Err(error) = self.kill(other).await {
@@ -355,6 +378,35 @@ impl Scheduler {
             }
         }
         Ok(true)
+    }
+
+    /// Holds a fire (BUFFER_ONE) until no other run of its job is in
+    /// progress, keeping its lease, then dispatches it; gives up if the
+    /// run stops being pending (its job stopped, killed or deleted).
+    async fn hold_until_alone(self: Arc<Self>, run: RunRow) {
+        loop {
+            self.config
+                .clock
+                .sleep_until(self.now_ms() + HOLD_CHECK_MS)
+                .await;
+            match self.store.take_leases(&[run.id], self.now_ms()).await {
+                Ok(taken) if taken == [run.id] => {}
+                Ok(_) => return,
+                Err(error) => {
+                    tracing::warn!(run = %run.id, %error, "cannot keep a held run's lease");
+                    return;
+                }
+            }
+            match self.store.running_runs(run.job_id).await {
+                Ok(running) if running.is_empty() => break,
+                Ok(_) => {}
+                Err(error) => {
+                    tracing::warn!(run = %run.id, %error, "cannot read a held run's job");
+                    return;
+                }
+            }
+        }
+        self.dispatch_now(run, None);
     }
 
     /// The live addresses of `group` now (registered and beating, or the

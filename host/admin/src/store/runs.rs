@@ -401,6 +401,25 @@ impl Store {
     }
 
     /// The executors holding dispatched runs of a job.
+    /// How many fires of `run`'s job planned before it still wait to be
+    /// sent (BUFFER_ONE: one such fire is held already).
+    pub async fn earlier_waiting_fires(&self, run: &RunRow) -> Result<i64, StoreError> {
+        let row = sqlx::query(
+            "SELECT COUNT(*) AS n FROM run WHERE job_id = $1 AND status = $2 AND id <> $3 \
+             AND scheduled_at_ms < $4 AND kind IN ($5, $6, $7)",
+        )
+        .bind(run.job_id)
+        .bind(RunStatus::Pending.as_str())
+        .bind(run.id)
+        .bind(run.scheduled_at_ms)
+        .bind(TriggerKind::Schedule.as_str())
+        .bind(TriggerKind::Misfire.as_str())
+        .bind(TriggerKind::Backfill.as_str())
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(row.try_get("n")?)
+    }
+
     /// The runs of `job_id` an executor is running now.
     pub async fn running_runs(&self, job_id: JobId) -> Result<Vec<RunRow>, StoreError> {
         let rows = sqlx::query(concat!(
