@@ -2611,3 +2611,106 @@ async fn a_backfill_runs_each_past_instant_once_at_its_rate() {
     api.api.kill_job(job).await.unwrap();
     stack.shutdown().await;
 }
+
+/// A tenant's shared calendar: every job naming it skips its dates; a
+/// change reaches them at once; a name the tenant lacks is refused; another
+/// tenant neither sees nor uses it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_calendar_skips_its_dates_for_each_job_naming_it() {
+    let owned = stack(SchedulerConfig::default()).await;
+    let stack = &owned;
+    let api = &stack.api;
+    let put = |dates: Value| {
+        api.call(
+            reqwest::Method::PUT,
+            "/api/v1/calendars/holidays",
+            Some(json!({ "dates": dates })),
+        )
+    };
+    let (status, calendar) = put(json!(["2030-01-03", "2030-01-02", "2030-01-02"])).await;
+    assert_eq!(status, 200, "{calendar}");
+    assert_eq!(calendar["dates"], json!(["2030-01-02", "2030-01-03"]));
+    let rules = json!({ "starts_at_ms": 1893456000000_i64, "calendars": ["holidays"] });
+    let noon = |name: &'static str| {
+        let rules = rules.clone();
+        async move {
+            stack
+                .job(
+                    name,
+                    "hello",
+                    json!({ "schedule_type": "CRON", "schedule_conf": "0 0 12 * * ?",
+                            "schedule_rules": rules }),
+                )
+                .await
+        }
+    };
+    let (first, second) = (noon("first").await, noon("second").await);
+    let fires = |job: JobId| async move {
+        api.get(&format!("/api/v1/jobs/{job}/next-fires?count=2"))
+            .await
+            .1
+    };
+    for job in [first, second] {
+        assert_eq!(
+            fires(job).await,
+            json!(["2030-01-01T12:00:00.000Z", "2030-01-04T12:00:00.000Z"])
+        );
+    }
+    let (_, preview) = api
+        .get(
+            "/api/v1/schedule-preview?schedule_conf=0%200%2012%20*%20*%20%3F&count=2\
+             &starts_at_ms=1893456000000&calendars=holidays",
+        )
+        .await;
+    assert_eq!(
+        preview["fires"],
+        json!(["2030-01-01T12:00:00.000Z", "2030-01-04T12:00:00.000Z"])
+    );
+    // A change reaches every job naming the calendar.
+    put(json!(["2030-01-01"])).await;
+    assert_eq!(
+        fires(second).await,
+        json!(["2030-01-02T12:00:00.000Z", "2030-01-03T12:00:00.000Z"])
+    );
+    // A name the tenant has no calendar of is refused.
+    let spec = json!({ "name": "third", "module_digest": "0".repeat(64),
+                       "schedule_rules": { "calendars": ["vacations"] } });
+    let (status, refused) = api
+        .call(reqwest::Method::POST, "/api/v1/jobs", Some(spec))
+        .await;
+    assert_eq!(
+        (status, &refused["field"]),
+        (422, &json!("schedule_rules")),
+        "{refused}"
+    );
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .contains("no calendar \"vacations\"")
+    );
+    // Another tenant neither sees nor uses it.
+    let other = tenant(stack, "other").await;
+    let (_, theirs) = stack
+        .call_as(&other, reqwest::Method::GET, "/api/v1/calendars", None)
+        .await;
+    assert_eq!(theirs, json!([]));
+    let (status, _) = stack
+        .call_as(
+            &other,
+            reqwest::Method::DELETE,
+            "/api/v1/calendars/holidays",
+            None,
+        )
+        .await;
+    assert_eq!(status, 404);
+    let (status, deleted) = api
+        .call(reqwest::Method::DELETE, "/api/v1/calendars/holidays", None)
+        .await;
+    assert_eq!((status, &deleted["name"]), (200, &json!("holidays")));
+    assert_eq!(
+        fires(first).await,
+        json!(["2030-01-01T12:00:00.000Z", "2030-01-02T12:00:00.000Z"])
+    );
+    owned.shutdown().await;
+}

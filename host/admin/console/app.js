@@ -669,6 +669,8 @@ async function jobFormPage(id, mode) {
       value: toLocalInput(spec.schedule_rules.ends_at_ms) }),
     exclude_dates: h("textarea", { name: "exclude_dates", rows: 2 },
       (spec.schedule_rules.exclude_dates || []).join(", ")),
+    calendars: h("input", { name: "calendars",
+      value: (spec.schedule_rules.calendars || []).join(", ") }),
     jitter_ms: h("input", { name: "jitter_ms", type: "number", min: 0, max: 300000,
       value: spec.schedule_rules.jitter_ms || 0 }),
     overlap: select("overlap", plain(["ALLOW", "SKIP", "BUFFER_ONE", "CANCEL_OTHER"]),
@@ -715,6 +717,7 @@ async function jobFormPage(id, mode) {
     starts_at_ms: inputs.starts_at.value ? new Date(inputs.starts_at.value).getTime() : undefined,
     ends_at_ms: inputs.ends_at.value ? new Date(inputs.ends_at.value).getTime() : undefined,
     exclude_dates: inputs.exclude_dates.value.split(/[\s,]+/).filter(Boolean),
+    calendars: inputs.calendars.value.split(/[\s,]+/).filter(Boolean),
     jitter_ms: Number(inputs.jitter_ms.value || 0),
     overlap: inputs.overlap.value,
   });
@@ -737,6 +740,7 @@ async function jobFormPage(id, mode) {
           starts_at_ms: rules.starts_at_ms,
           ends_at_ms: rules.ends_at_ms,
           exclude_dates: rules.exclude_dates.join(","),
+          calendars: rules.calendars.join(","),
           jitter_ms: rules.jitter_ms || "",
         })}`);
         rules.overlap = undefined;
@@ -753,7 +757,7 @@ async function jobFormPage(id, mode) {
     }, 250);
   };
   for (const name of ["schedule_type", "schedule_conf", "time_zone", "starts_at", "ends_at",
-    "exclude_dates", "jitter_ms"]) {
+    "exclude_dates", "calendars", "jitter_ms"]) {
     inputs[name].addEventListener("input", refreshPreview);
     inputs[name].addEventListener("change", refreshPreview);
   }
@@ -1212,6 +1216,25 @@ async function adminPage() {
         render();
       })));
   }
+
+  const calendars = await get("/api/v1/calendars");
+  const calendarRows = calendars.map((c) => h("tr", { "data-calendar": c.name },
+    h("td", {}, c.tenant), h("td", {}, c.name), h("td", {}, c.dates.join(", ")),
+    h("td", {}, formatTime(c.updated_at_ms)),
+    h("td", {}, canWrite() ? confirmButton(`calendar-delete-${c.name}`, T.common.delete,
+      T.common.confirmDelete(c.name), async () => {
+        await call("DELETE", `/api/v1/calendars/${encodeURIComponent(c.name)}`);
+        render();
+      }) : null)));
+  parts.push(section(T.admin.calendars, table(T.admin.calendarColumns, calendarRows),
+    canWrite() ? formOf("calendar-form", [
+      field(T.admin.calendarName, h("input", { name: "name" })),
+      field(T.admin.calendarDates, h("input", { name: "dates", size: 50 })),
+    ], T.common.save, async (data) => {
+      await call("PUT", `/api/v1/calendars/${encodeURIComponent(data.name)}`,
+        { dates: data.dates.split(/[\s,]+/).filter(Boolean) });
+      render();
+    }) : null));
 
   if (atLeast("operator")) {
     const tenants = await get("/api/v1/tenants");

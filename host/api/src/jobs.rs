@@ -487,6 +487,10 @@ pub struct ScheduleRules {
     /// not fire, at most 1,000.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub exclude_dates: Vec<String>,
+    /// Names of the tenant's shared calendars whose dates it does not
+    /// fire on either (at most 8; each must exist when the job is saved).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calendars: Vec<String>,
     /// Each fire's run is written for up to this many milliseconds after
     /// its planned instant (0 to 300,000), by an amount fixed for the job
     /// and the instant: jobs due at the same second spread out.
@@ -562,4 +566,22 @@ pub struct Backfill {
     pub status: String,
     pub created_by: String,
     pub created_at_ms: i64,
+}
+
+/// A tenant's calendar: dates its jobs that name it do not fire on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Calendar {
+    pub tenant: String,
+    pub name: String,
+    /// `YYYY-MM-DD`, sorted.
+    pub dates: Vec<String>,
+    pub updated_at_ms: i64,
+}
+
+/// `PUT /api/v1/calendars/{name}`: the dates (local dates in each job's
+/// zone), at most 1,000.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CalendarDates {
+    pub dates: Vec<String>,
 }

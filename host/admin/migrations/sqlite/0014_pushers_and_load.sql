@@ -38,3 +38,11 @@ CREATE INDEX backfill_by_job ON backfill (job_id, id);
 -- Each instant of a job is backfilled once, however many backfills cover it.
 CREATE UNIQUE INDEX run_backfilled_once ON run (job_id, scheduled_at_ms, shard_index)
     WHERE kind = 'backfill';
+-- Calendars a tenant's jobs share: named lists of excluded dates (JSON).
+CREATE TABLE calendar (
+    tenant         TEXT    NOT NULL,
+    name           TEXT    NOT NULL,
+    dates          TEXT    NOT NULL,
+    updated_at_ms  BIGINT  NOT NULL,
+    PRIMARY KEY (tenant, name)
+);

@@ -131,7 +131,7 @@ pub(super) async fn start_job(
         )
     })?;
     let now = state.scheduler.now();
-    let Some(first) = crate::jobs::rules_of(&job).first_fire(&schedule, now) else {
+    let Some(first) = state.scheduler.rules_of(&job).first_fire(&schedule, now) else {
         return Err(Failure::new(
             StatusCode::CONFLICT,
             ErrorCode::CannotStart,
@@ -214,7 +214,7 @@ pub(super) async fn pause_job(
                 .ok_or_else(|| refuse("until_ms", format!("{until} is not an instant")))?;
             schedule_of(&job)
                 .ok()
-                .and_then(|schedule| crate::jobs::rules_of(&job).first_fire(&schedule, until))
+                .and_then(|schedule| state.scheduler.rules_of(&job).first_fire(&schedule, until))
                 .map(|at| at.timestamp_millis())
         }
     };
@@ -340,7 +340,12 @@ pub(super) async fn next_fires(
         None => Some(state.scheduler.now()),
     };
     let fires: Vec<String> = from
-        .map(|from| crate::jobs::rules_of(&job).preview(&schedule, from, count))
+        .map(|from| {
+            state
+                .scheduler
+                .rules_of(&job)
+                .preview(&schedule, from, count)
+        })
         .unwrap_or_default()
         .into_iter()
         .map(|at| at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
@@ -354,6 +359,7 @@ pub(super) async fn next_fires(
 /// with that schedule would be, naming the field.
 pub(super) async fn schedule_preview(
     State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
     Query(params): Query<std::collections::HashMap<String, String>>,
 ) -> Result<impl IntoResponse, Failure> {
     let query = ListQuery::new(
@@ -367,6 +373,7 @@ pub(super) async fn schedule_preview(
             "ends_at_ms",
             "exclude_dates",
             "jitter_ms",
+            "calendars",
         ],
     )?;
     let count = query.bounded("count", 5, 1, MAX_NEXT_FIRES)? as usize;
@@ -416,6 +423,17 @@ pub(super) async fn schedule_preview(
         jitter_ms: query.bounded("jitter_ms", 0, 0, crate::schedule::MAX_JITTER_MS)?,
         // Overlap decides at dispatch, not when a fire is.
         overlap: cronbox_api::OverlapPolicy::Allow,
+        calendars: query
+            .text("calendars")
+            .map(|names| {
+                names
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|name| !name.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default(),
     };
     // A job not yet saved has no id: its jitter is shown as job 0's.
     let rules = crate::schedule::Rules::parse(&written, zone, 0).map_err(|refused| {
@@ -426,6 +444,9 @@ pub(super) async fn schedule_preview(
         )
         .field(refused.field)
     })?;
+    let rules = state
+        .scheduler
+        .with_calendars(rules, &caller.tenant, &written.calendars);
     let fires = rules.preview(&schedule, state.scheduler.now(), count);
     Ok(Json(cronbox_api::SchedulePreview {
         fires: fires
@@ -580,4 +601,92 @@ pub(super) async fn cancel_backfill(
     visible_backfill(&state, &caller, id).await?;
     state.scheduler.store().cancel_backfill(id).await?;
     Ok(Json(visible_backfill(&state, &caller, id).await?))
+}
+
+/// The caller's tenant's calendars (every tenant's for the operator).
+pub(super) async fn list_calendars(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+) -> Result<impl IntoResponse, Failure> {
+    let tenant = caller.only_tenant();
+    Ok(Json(
+        state.scheduler.store().calendars(tenant.as_deref()).await?,
+    ))
+}
+
+/// Sets a calendar of the caller's tenant: the dates its jobs that name it
+/// do not fire on (sorted, without repeats).
+pub(super) async fn put_calendar(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path(name): Path<String>,
+    ApiJson(body): ApiJson<cronbox_api::CalendarDates>,
+) -> Result<impl IntoResponse, Failure> {
+    let refuse = |field: &str, message: String| {
+        Failure::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            ErrorCode::InvalidJob,
+            message,
+        )
+        .field(field)
+    };
+    let valid_name = (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
+    if !valid_name {
+        return Err(refuse(
+            "name",
+            format!("calendar name {name:?} must be 1 to 64 of A-Z a-z 0-9 - _ ."),
+        ));
+    }
+    let written = cronbox_api::ScheduleRules {
+        exclude_dates: body.dates,
+        ..Default::default()
+    };
+    let checked = crate::schedule::Rules::parse(&written, chrono_tz::Tz::UTC, 0)
+        .map_err(|refused| refuse("dates", refused.message))?;
+    let calendar = cronbox_api::Calendar {
+        tenant: caller.tenant.clone(),
+        name,
+        dates: checked
+            .excluded
+            .iter()
+            .map(|date| date.format("%Y-%m-%d").to_string())
+            .collect(),
+        updated_at_ms: state.scheduler.now_ms(),
+    };
+    let store = state.scheduler.store();
+    store.put_calendar(&calendar).await?;
+    state.scheduler.refresh_calendars().await?;
+    state.scheduler.wake();
+    Ok(Json(calendar))
+}
+
+/// Deletes a calendar of the caller's tenant (jobs naming it fire on its
+/// dates from then on).
+pub(super) async fn delete_calendar(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path(name): Path<String>,
+) -> Result<impl IntoResponse, Failure> {
+    let store = state.scheduler.store();
+    let unknown = || {
+        Failure::new(
+            StatusCode::NOT_FOUND,
+            ErrorCode::NotFound,
+            format!("no calendar {name:?}"),
+        )
+    };
+    let calendar = store
+        .calendars(Some(&caller.tenant))
+        .await?
+        .into_iter()
+        .find(|calendar| calendar.name == name)
+        .ok_or_else(unknown)?;
+    if !store.delete_calendar(&caller.tenant, &name).await? {
+        return Err(unknown());
+    }
+    state.scheduler.refresh_calendars().await?;
+    Ok(Json(calendar))
 }

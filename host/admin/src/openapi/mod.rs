@@ -67,6 +67,8 @@ fn schemas() -> Value {
     collect::<cronbox_api::SchedulePreview>(&mut all);
     collect::<cronbox_api::PauseRequest>(&mut all);
     collect::<cronbox_api::BackfillRequest>(&mut all);
+    collect::<cronbox_api::CalendarDates>(&mut all);
+    collect::<cronbox_api::Calendar>(&mut all);
     collect::<cronbox_api::Backfill>(&mut all);
     collect::<cronbox_api::Dashboard>(&mut all);
     collect::<cronbox_api::Session>(&mut all);

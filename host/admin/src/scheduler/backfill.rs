@@ -40,9 +40,13 @@ fn invalid(field: &'static str, message: impl Into<String>) -> BackfillError {
 
 /// The instants of `job`'s schedule (with its window and excluded dates)
 /// in (`from_ms`, `to_ms`].
-fn instants(job: &JobRow, from_ms: i64, to_ms: i64) -> Result<Vec<i64>, BackfillError> {
+fn instants(
+    job: &JobRow,
+    rules: &Rules,
+    from_ms: i64,
+    to_ms: i64,
+) -> Result<Vec<i64>, BackfillError> {
     let schedule = schedule_of(job).map_err(|error| invalid("schedule_conf", error.to_string()))?;
-    let rules = crate::jobs::rules_of(job);
     let instant = |ms: i64| DateTime::from_timestamp_millis(ms).unwrap_or_default();
     let mut next = match &schedule {
         Schedule::Cron { .. } | Schedule::FixRate(_) => {
@@ -109,7 +113,7 @@ impl Scheduler {
                 format!("per_second must be 1 to {MAX_PER_SECOND}"),
             ));
         }
-        let instants = instants(job, request.from_ms, request.to_ms)?;
+        let instants = instants(job, &self.rules_of(job), request.from_ms, request.to_ms)?;
         if instants.is_empty() {
             return Err(invalid(
                 "from_ms",

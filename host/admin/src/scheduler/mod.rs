@@ -40,6 +40,7 @@ use crate::store::{
 use crate::tasks::Tasks;
 
 mod backfill;
+mod calendars;
 mod dispatch;
 mod executors;
 mod planner;
@@ -50,6 +51,7 @@ mod slow_jobs;
 mod warming;
 
 pub use backfill::{BackfillError, DEFAULT_PER_SECOND, MAX_BACKFILL_FIRES, MAX_PER_SECOND};
+pub use calendars::CALENDARS_FRESH;
 use dispatch::*;
 pub use executors::JobKill;
 pub use planner::plan_fires;
@@ -152,6 +154,8 @@ pub struct Scheduler {
     quotas: crate::quotas::Quotas,
     /// Module versions being compiled ahead on executors.
     warming: warming::Warming,
+    /// Tenants' shared calendars, read every few seconds.
+    calendars: std::sync::Mutex<calendars::CalendarCache>,
 }
 
 impl Scheduler {
@@ -187,6 +191,7 @@ impl Scheduler {
             receipt_key,
             tasks,
             warming: warming::Warming::default(),
+            calendars: std::sync::Mutex::new(calendars::CalendarCache::default()),
         })
     }
 

@@ -6,7 +6,12 @@ use super::*;
 /// The runs to write for a due job's fires up to `horizon` and its next
 /// fire after them; `None` (logged) when its schedule cannot be read, and
 /// the job is to be stopped.
-pub(super) fn plan_job(job: &JobRow, now: i64, horizon: i64) -> Option<(Vec<NewRun>, Option<i64>)> {
+pub(super) fn plan_job(
+    job: &JobRow,
+    rules: &Rules,
+    now: i64,
+    horizon: i64,
+) -> Option<(Vec<NewRun>, Option<i64>)> {
     let expected = job.next_fire_at_ms?;
     let schedule = match schedule_of(job) {
         Ok(schedule) => schedule,
@@ -15,8 +20,7 @@ pub(super) fn plan_job(job: &JobRow, now: i64, horizon: i64) -> Option<(Vec<NewR
             return None;
         }
     };
-    let rules = crate::jobs::rules_of(job);
-    let (fires, next) = plan_fires(job, &schedule, &rules, expected, now, horizon);
+    let (fires, next) = plan_fires(job, &schedule, rules, expected, now, horizon);
     Some((new_runs(job, &fires), next))
 }
 

@@ -7,6 +7,7 @@ use super::*;
 impl Scheduler {
     /// One pass: claim every fire due within the pre-read window.
     pub(super) async fn pre_read(self: &Arc<Self>) -> Result<(), StoreError> {
+        self.refresh_stale_calendars().await?;
         if self.store.backend() == crate::store::Backend::Postgres {
             return self.pre_read_shared().await;
         }
@@ -17,7 +18,7 @@ impl Scheduler {
             let Some(expected) = job.next_fire_at_ms else {
                 continue;
             };
-            let Some((runs, next)) = plan_job(&job, now, horizon) else {
+            let Some((runs, next)) = plan_job(&job, &self.rules_of(&job), now, horizon) else {
                 self.store.set_enabled(job.id, false, None, now).await?;
                 continue;
             };
@@ -62,7 +63,9 @@ impl Scheduler {
         loop {
             let claimed = self
                 .store
-                .claim_due_batch(horizon, BATCH, now, |job| plan_job(job, now, horizon))
+                .claim_due_batch(horizon, BATCH, now, |job| {
+                    plan_job(job, &self.rules_of(job), now, horizon)
+                })
                 .await?;
             let count = claimed.len();
             let mut written = Vec::new();

@@ -174,8 +174,9 @@ impl Scheduler {
         }
         if run.kind.is_scheduled_fire()
             && let Ok(schedule @ Schedule::FixDelay(_)) = schedule_of(job)
-            && let Some(next) =
-                crate::jobs::rules_of(job).after_completion(&schedule, instant(self.now_ms()))
+            && let Some(next) = self
+                .rules_of(job)
+                .after_completion(&schedule, instant(self.now_ms()))
         {
             self.store
                 .continue_fixed_delay(job.id, next.timestamp_millis(), self.now_ms())

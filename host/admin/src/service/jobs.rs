@@ -27,6 +27,7 @@ pub async fn create(
     super::tenants::check_within_ceiling(store, tenant, &row.http_allow).await?;
     super::secrets::check_references(store, config.secrets.as_deref(), tenant, &row.secrets)
         .await?;
+    check_calendars(store, tenant, &row.schedule_rules.calendars, &[]).await?;
     resolve_module(store, &mut row).await?;
     let quotas = scheduler.quotas();
     let now = scheduler.now();
@@ -64,6 +65,48 @@ pub async fn create(
 /// show, and again inside the write). A running job's next fire is planned
 /// again from now only when its schedule (type, expression or time zone)
 /// changed, so that an edit of anything else keeps a FIX_RATE job's phase.
+/// Most shared calendars one job names.
+pub const MAX_JOB_CALENDARS: usize = 8;
+
+/// Refuses (field `schedule_rules`) more than [`MAX_JOB_CALENDARS`]
+/// calendars, or one the tenant does not have (of those not `kept` from
+/// the job's current definition: one deleted since does not block edits).
+async fn check_calendars(
+    store: &Store,
+    tenant: &str,
+    names: &[String],
+    kept: &[String],
+) -> Result<(), ServiceError> {
+    if names.len() > MAX_JOB_CALENDARS {
+        return Err(ServiceError::invalid(
+            "schedule_rules",
+            format!(
+                "{} calendars; a job names at most {MAX_JOB_CALENDARS}",
+                names.len()
+            ),
+        ));
+    }
+    let added: Vec<&String> = names.iter().filter(|name| !kept.contains(name)).collect();
+    if added.is_empty() {
+        return Ok(());
+    }
+    let existing: Vec<String> = store
+        .calendars(Some(tenant))
+        .await?
+        .into_iter()
+        .map(|calendar| calendar.name)
+        .collect();
+    match added.iter().find(|name| !existing.contains(name)) {
+        Some(missing) => Err(ServiceError::invalid(
+            "schedule_rules",
+            format!(
+                "no calendar {missing:?} in this tenant (PUT /api/v1/calendars/{missing} makes one)"
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
 pub async fn update(
     scheduler: &Arc<Scheduler>,
     current: &JobRow,
@@ -90,6 +133,13 @@ pub async fn update(
         .collect();
     super::secrets::check_references(store, config.secrets.as_deref(), &current.tenant, &added)
         .await?;
+    check_calendars(
+        store,
+        &current.tenant,
+        &row.schedule_rules.calendars,
+        &current.schedule_rules.calendars,
+    )
+    .await?;
     resolve_module(store, &mut row).await?;
     scheduler
         .quotas()
@@ -132,12 +182,13 @@ pub async fn update(
             .and_then(|pause| pause.until_ms)
             .and_then(chrono::DateTime::from_timestamp_millis)
             .map_or(scheduler.now(), |until| until.max(scheduler.now()));
-        crate::jobs::rules_of(&JobRow {
-            id: current.id,
-            ..row.clone()
-        })
-        .first_fire(&schedule, from)
-        .map(|at| at.timestamp_millis())
+        scheduler
+            .rules_of(&JobRow {
+                id: current.id,
+                ..row.clone()
+            })
+            .first_fire(&schedule, from)
+            .map(|at| at.timestamp_millis())
     };
     match store
         .update_job(current.id, &row, next, scheduler.now_ms())

@@ -12,7 +12,8 @@
 //! (definitions, claims, durable state), `runs` (writing, leasing,
 //! dispatching and ending runs), `history` (alarms, daily reports,
 //! retention), `dashboard` (the console's counts over recent runs),
-//! `backfills` (a schedule run over a past range, and its progress).
+//! `backfills` (a schedule run over a past range, and its progress),
+//! `calendars` (dates a tenant's jobs share as holidays).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -26,6 +27,7 @@ use sqlx::{AnyPool, Row};
 #[macro_use]
 mod rows;
 mod backfills;
+mod calendars;
 mod dashboard;
 mod history;
 mod jobs;

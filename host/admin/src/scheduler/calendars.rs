@@ -1,0 +1,91 @@
+//! Tenants' shared calendars as the scheduler reads them: kept in memory,
+//! read again at most every [`CALENDARS_FRESH`] by the pre-read (and at
+//! once after this admin changes one), so that planning a fire stays a pure
+//! computation. Another admin of a cluster sees a change within that time.
+
+use std::collections::{BTreeSet, HashMap};
+use std::time::Instant;
+
+use chrono::NaiveDate;
+
+use super::*;
+
+/// How long the scheduler plans with the calendars it read.
+pub const CALENDARS_FRESH: Duration = Duration::from_secs(10);
+
+/// The calendars last read, by (tenant, name).
+#[derive(Debug, Default)]
+pub(super) struct CalendarCache {
+    read_at: Option<Instant>,
+    dates: HashMap<(String, String), BTreeSet<NaiveDate>>,
+}
+
+impl Scheduler {
+    /// Reads every tenant's calendars again.
+    pub async fn refresh_calendars(&self) -> Result<(), StoreError> {
+        let calendars = self.store.calendars(None).await?;
+        let dates = calendars
+            .into_iter()
+            .map(|calendar| {
+                let dates = calendar
+                    .dates
+                    .iter()
+                    .filter_map(|date| NaiveDate::parse_from_str(date, "%Y-%m-%d").ok())
+                    .collect();
+                ((calendar.tenant, calendar.name), dates)
+            })
+            .collect();
+        let mut cache = self
+            .calendars
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        *cache = CalendarCache {
+            read_at: Some(Instant::now()),
+            dates,
+        };
+        Ok(())
+    }
+
+    /// [`Scheduler::refresh_calendars`] if they were read longer ago than
+    /// [`CALENDARS_FRESH`].
+    pub(super) async fn refresh_stale_calendars(&self) -> Result<(), StoreError> {
+        let stale = self
+            .calendars
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .read_at
+            .is_none_or(|read_at| read_at.elapsed() > CALENDARS_FRESH);
+        if stale {
+            self.refresh_calendars().await?;
+        }
+        Ok(())
+    }
+
+    /// The rules a job's fires follow: its own, with the dates of the
+    /// tenant's calendars it names.
+    pub fn rules_of(&self, job: &JobRow) -> Rules {
+        self.with_calendars(
+            crate::jobs::rules_of(job),
+            &job.tenant,
+            &job.schedule_rules.calendars,
+        )
+    }
+
+    /// `rules` with the dates of `tenant`'s calendars `names` excluded too
+    /// (a name the tenant has no calendar of adds nothing).
+    pub fn with_calendars(&self, mut rules: Rules, tenant: &str, names: &[String]) -> Rules {
+        if names.is_empty() {
+            return rules;
+        }
+        let cache = self
+            .calendars
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        for name in names {
+            if let Some(dates) = cache.dates.get(&(tenant.to_owned(), name.clone())) {
+                rules.excluded.extend(dates.iter().copied());
+            }
+        }
+        rules
+    }
+}
