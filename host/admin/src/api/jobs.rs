@@ -353,6 +353,19 @@ pub(super) async fn next_fires(
     Ok(Json(fires))
 }
 
+/// The items of a comma-separated query parameter, trimmed, empty ones
+/// dropped.
+fn comma_list(text: Option<String>) -> Vec<String> {
+    text.map(|text| {
+        text.split(',')
+            .map(str::trim)
+            .filter(|item| !item.is_empty())
+            .map(str::to_owned)
+            .collect()
+    })
+    .unwrap_or_default()
+}
+
 /// The next fires of a schedule not yet saved (`schedule_type`,
 /// `schedule_conf`, `time_zone` as a job definition writes them; `count`
 /// of them): what a job form shows as its author types. Refused as a job
@@ -409,31 +422,11 @@ pub(super) async fn schedule_preview(
     let written = cronbox_api::ScheduleRules {
         starts_at_ms: query.number("starts_at_ms")?,
         ends_at_ms: query.number("ends_at_ms")?,
-        exclude_dates: query
-            .text("exclude_dates")
-            .map(|dates| {
-                dates
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|date| !date.is_empty())
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default(),
+        exclude_dates: comma_list(query.text("exclude_dates")),
         jitter_ms: query.bounded("jitter_ms", 0, 0, crate::schedule::MAX_JITTER_MS)?,
         // Overlap decides at dispatch, not when a fire is.
         overlap: cronbox_api::OverlapPolicy::Allow,
-        calendars: query
-            .text("calendars")
-            .map(|names| {
-                names
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|name| !name.is_empty())
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default(),
+        calendars: comma_list(query.text("calendars")),
     };
     // A job not yet saved has no id: its jitter is shown as job 0's.
     let rules = crate::schedule::Rules::parse(&written, zone, 0).map_err(|refused| {

@@ -3,17 +3,14 @@
 
 use cronbox_api::Calendar;
 
+use super::rows::json_column;
 use super::*;
 
 fn calendar_from_row(row: &AnyRow) -> Result<Calendar, sqlx::Error> {
-    let text: String = row.try_get("dates")?;
     Ok(Calendar {
         tenant: row.try_get("tenant")?,
         name: row.try_get("name")?,
-        dates: serde_json::from_str(&text).map_err(|error| sqlx::Error::ColumnDecode {
-            index: "dates".to_owned(),
-            source: Box::new(error),
-        })?,
+        dates: json_column(row, "dates")?,
         updated_at_ms: row.try_get("updated_at_ms")?,
     })
 }

@@ -135,27 +135,8 @@ impl Store {
         from_day: &str,
         to_day: &str,
     ) -> Result<Vec<DailyReport>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT day, success, failed, running, cancelled FROM daily_report \
-             WHERE tenant = $1 AND day >= $2 AND day <= $3 ORDER BY day",
-        )
-        .bind(tenant)
-        .bind(from_day)
-        .bind(to_day)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter()
-            .map(|row| {
-                Ok(DailyReport {
-                    day: row.try_get("day")?,
-                    success: row.try_get("success")?,
-                    failed: row.try_get("failed")?,
-                    running: row.try_get("running")?,
-                    cancelled: row.try_get("cancelled")?,
-                })
-            })
-            .collect::<Result<_, sqlx::Error>>()
-            .map_err(StoreError::from)
+        self.daily_report_totals(Some(tenant), from_day, to_day)
+            .await
     }
 
     /// Deletes ended runs written before `before_ms` (run retention);

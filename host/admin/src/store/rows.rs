@@ -60,74 +60,58 @@ struct StoredHttp {
     limits: cronbox_api::HttpLimits,
 }
 
+/// A JSON text column decoded; an error naming the column if it does not
+/// parse.
+pub(super) fn json_column<T: serde::de::DeserializeOwned>(
+    row: &AnyRow,
+    column: &str,
+) -> Result<T, sqlx::Error> {
+    let text: String = row.try_get(column)?;
+    serde_json::from_str(&text).map_err(|error| sqlx::Error::ColumnDecode {
+        index: column.to_owned(),
+        source: Box::new(error),
+    })
+}
+
 pub(super) fn job_from_row(row: &AnyRow) -> Result<JobRow, sqlx::Error> {
-    let mut job =
-        JobRow {
-            id: row.try_get("id")?,
-            tenant: row.try_get("tenant")?,
-            group_name: row.try_get("group_name")?,
-            name: row.try_get("name")?,
-            module_digest: row.try_get("module_digest")?,
-            schedule_type: decode(row, "schedule_type")?,
-            schedule_conf: row.try_get("schedule_conf")?,
-            time_zone: row.try_get("time_zone")?,
-            misfire: decode(row, "misfire")?,
-            misfire_threshold_ms: row.try_get("misfire_threshold_ms")?,
-            route: decode(row, "route")?,
-            block_strategy: decode(row, "block_strategy")?,
-            max_concurrency: row.try_get("max_concurrency")?,
-            timeout_ms: row.try_get("timeout_ms")?,
-            fuel: row.try_get("fuel")?,
-            memory_bytes: row.try_get("memory_bytes")?,
-            retry_count: row.try_get("retry_count")?,
-            retry_interval_ms: row.try_get("retry_interval_ms")?,
-            children: Vec::new(),
-            param: row.try_get("param")?,
-            enabled: row.try_get::<i64, _>("enabled")? != 0,
-            next_fire_at_ms: row.try_get("next_fire_at_ms")?,
-            module_name: row.try_get("module_name")?,
-            module_version: row.try_get("module_version")?,
-            alarm_url: row.try_get("alarm_url")?,
-            fresh_instance: row.try_get::<i64, _>("fresh_instance")? != 0,
-            config: {
-                let text: String = row.try_get("config")?;
-                serde_json::from_str(&text).map_err(|error| sqlx::Error::ColumnDecode {
-                    index: "config".to_owned(),
-                    source: Box::new(error),
-                })?
-            },
-            http_allow: Vec::new(),
-            http_limits: Default::default(),
-            secrets: {
-                let text: String = row.try_get("secrets")?;
-                serde_json::from_str(&text).map_err(|error| sqlx::Error::ColumnDecode {
-                    index: "secrets".to_owned(),
-                    source: Box::new(error),
-                })?
-            },
-            schedule_rules: {
-                let text: String = row.try_get("schedule_rules")?;
-                serde_json::from_str(&text).map_err(|error| sqlx::Error::ColumnDecode {
-                    index: "schedule_rules".to_owned(),
-                    source: Box::new(error),
-                })?
-            },
-            pause: match row.try_get::<Option<String>, _>("pause")? {
-                None => None,
-                Some(text) => Some(serde_json::from_str(&text).map_err(|error| {
-                    sqlx::Error::ColumnDecode {
-                        index: "pause".to_owned(),
-                        source: Box::new(error),
-                    }
-                })?),
-            },
-        };
-    let text: String = row.try_get("http")?;
-    let http: StoredHttp =
-        serde_json::from_str(&text).map_err(|error| sqlx::Error::ColumnDecode {
-            index: "http".to_owned(),
-            source: Box::new(error),
-        })?;
+    let mut job = JobRow {
+        id: row.try_get("id")?,
+        tenant: row.try_get("tenant")?,
+        group_name: row.try_get("group_name")?,
+        name: row.try_get("name")?,
+        module_digest: row.try_get("module_digest")?,
+        schedule_type: decode(row, "schedule_type")?,
+        schedule_conf: row.try_get("schedule_conf")?,
+        time_zone: row.try_get("time_zone")?,
+        misfire: decode(row, "misfire")?,
+        misfire_threshold_ms: row.try_get("misfire_threshold_ms")?,
+        route: decode(row, "route")?,
+        block_strategy: decode(row, "block_strategy")?,
+        max_concurrency: row.try_get("max_concurrency")?,
+        timeout_ms: row.try_get("timeout_ms")?,
+        fuel: row.try_get("fuel")?,
+        memory_bytes: row.try_get("memory_bytes")?,
+        retry_count: row.try_get("retry_count")?,
+        retry_interval_ms: row.try_get("retry_interval_ms")?,
+        children: Vec::new(),
+        param: row.try_get("param")?,
+        enabled: row.try_get::<i64, _>("enabled")? != 0,
+        next_fire_at_ms: row.try_get("next_fire_at_ms")?,
+        module_name: row.try_get("module_name")?,
+        module_version: row.try_get("module_version")?,
+        alarm_url: row.try_get("alarm_url")?,
+        fresh_instance: row.try_get::<i64, _>("fresh_instance")? != 0,
+        config: json_column(row, "config")?,
+        http_allow: Vec::new(),
+        http_limits: Default::default(),
+        secrets: json_column(row, "secrets")?,
+        schedule_rules: json_column(row, "schedule_rules")?,
+        pause: match row.try_get::<Option<String>, _>("pause")? {
+            None => None,
+            Some(_) => Some(json_column(row, "pause")?),
+        },
+    };
+    let http: StoredHttp = json_column(row, "http")?;
     job.http_allow = http.allow;
     job.http_limits = http.limits;
     Ok(job)
