@@ -487,6 +487,12 @@ async function jobPage(id) {
     [f.config, Object.entries(job.config).map(([k, v]) => `${k}=${v}`).join("\n")],
     [f.secrets, job.secrets.join(", ")], [f.http_allow, job.http_allow.join("\n")],
     [f.alarm_url, job.alarm_url],
+    [f.starts_at, formatTime(job.schedule_rules.starts_at_ms)],
+    [f.ends_at, formatTime(job.schedule_rules.ends_at_ms)],
+    [f.exclude_dates, (job.schedule_rules.exclude_dates || []).join(", ")],
+    [f.calendars, (job.schedule_rules.calendars || []).join(", ")],
+    [f.jitter_ms, job.schedule_rules.jitter_ms],
+    [f.overlap, job.schedule_rules.overlap || "ALLOW"],
     [T.jobs.status, statusOf(job)],
   ]);
   const pauseNote = h("input", { id: "pause-note", name: "note", placeholder: T.job.pauseNote });

@@ -173,6 +173,11 @@ async fn an_operator_runs_cronbox_from_the_console() {
         saved.schedule_rules.exclude_dates,
         std::slice::from_ref(&first_day)
     );
+    let definition = browser.element("#job dl").await.text().await.unwrap();
+    assert!(
+        definition.contains(&first_day),
+        "the holiday is shown: {definition}"
+    );
     browser.screenshot("job").await;
 
     // Paused with a note from its page, then started again.
