@@ -1,15 +1,18 @@
 //! The admin's HTTP API (axum).
 //!
 //! Executor-facing (executor token): `registry`, `registry-remove`,
-//! `callback`, module content by digest. User-facing (API token): upload a
-//! module; create, update, delete, start, stop and trigger jobs; preview
-//! fires; read and edit a job's state; list runs by filter and page, read,
-//! kill and follow them; daily reports; executor groups.
-//! Errors are JSON [`ApiError`] bodies naming the field at fault.
+//! `callback`, module content by digest. User-facing (a bearer token, or a
+//! session cookie whose changes carry its CSRF token; each caller has a
+//! role): upload a module; create, update, delete, start, stop, pause,
+//! trigger and backfill jobs; preview schedules; read and edit a job's
+//! state; list runs by filter and page, read, kill and follow them; daily
+//! reports and the dashboard; calendars; executor groups; users, sessions
+//! and tokens. Errors are JSON [`ApiError`] bodies naming the field at
+//! fault.
 //!
 //! One file per resource (`executors`, `modules`, `tenants`, `jobs`,
-//! `runs`, `groups`); this one holds the route table, authentication
-//! (`Caller`) and the error body (`Failure`).
+//! `runs`, `groups`, `secrets`, `users`); this one holds the route table,
+//! authentication (`Caller`) and the error body (`Failure`).
 
 use std::sync::Arc;
 
