@@ -28,6 +28,26 @@ struct Stack {
     _data: tempfile::TempDir,
 }
 
+/// The first whole minute from now, ms since the epoch.
+fn next_whole_minute() -> i64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    now - now % 60_000 + 60_000
+}
+
+/// A stack whose admin reads a manual clock standing at `start_ms`.
+async fn stack_on_manual_clock(start_ms: i64) -> (Stack, std::sync::Arc<ManualClock>) {
+    let clock = ManualClock::new(start_ms);
+    let stack = stack(SchedulerConfig {
+        clock: clock.clone(),
+        ..SchedulerConfig::default()
+    })
+    .await;
+    (stack, clock)
+}
+
 async fn stack(scheduler: SchedulerConfig) -> Stack {
     stack_with(scheduler, 16 << 20).await
 }
@@ -1614,18 +1634,9 @@ async fn the_openapi_document_is_served_without_a_token() {
 /// played out in milliseconds of real time.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn backoff_fixed_delay_and_misfires_follow_the_admins_clock() {
-    let start = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64;
     // On a whole minute, so that the cron fires below are easy to name.
-    let start = start - start % 60_000 + 60_000;
-    let clock = ManualClock::new(start);
-    let stack = stack(SchedulerConfig {
-        clock: clock.clone(),
-        ..SchedulerConfig::default()
-    })
-    .await;
+    let start = next_whole_minute();
+    let (stack, clock) = stack_on_manual_clock(start).await;
     let api = &stack.api;
 
     // A failed run is retried after ten minutes of the admin's time.
@@ -2261,17 +2272,8 @@ async fn the_dashboard_counts_runs_and_a_schedule_is_previewed_before_it_is_save
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_job_says_who_and_why_and_resumes_by_itself() {
-    let start = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64;
-    let start = start - start % 60_000 + 60_000;
-    let clock = ManualClock::new(start);
-    let stack = stack(SchedulerConfig {
-        clock: clock.clone(),
-        ..SchedulerConfig::default()
-    })
-    .await;
+    let start = next_whole_minute();
+    let (stack, clock) = stack_on_manual_clock(start).await;
     let api = &stack.api;
     let job = stack
         .job(
@@ -2482,17 +2484,8 @@ async fn overlap_policies_hold_across_two_executors() {
 /// range adds nothing, a cancel stops the writing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_backfill_runs_each_past_instant_once_at_its_rate() {
-    let start = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64;
-    let start = start - start % 60_000;
-    let clock = ManualClock::new(start + 1);
-    let stack = stack(SchedulerConfig {
-        clock: clock.clone(),
-        ..SchedulerConfig::default()
-    })
-    .await;
+    let start = next_whole_minute() - 60_000;
+    let (stack, clock) = stack_on_manual_clock(start + 1).await;
     let api = &stack.api;
     let job = stack
         .job(

@@ -338,11 +338,7 @@ fn checked_rules(
     let checked =
         Rules::parse(rules, zone, 0).map_err(|refused| invalid(refused.field, refused.message))?;
     Ok(cronbox_api::ScheduleRules {
-        exclude_dates: checked
-            .excluded
-            .iter()
-            .map(|date| date.format("%Y-%m-%d").to_string())
-            .collect(),
+        exclude_dates: crate::schedule::date_texts(&checked.excluded),
         ..rules.clone()
     })
 }

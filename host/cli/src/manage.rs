@@ -430,16 +430,7 @@ pub fn secret(args: SecretArgs) -> anyhow::Result<()> {
     runtime.block_on(async move {
         match args.command {
             SecretCommand::Set { name, file } => {
-                let value = match &file {
-                    Some(path) => std::fs::read_to_string(path)
-                        .with_context(|| format!("cannot read {}", path.display()))?,
-                    None => {
-                        let mut value = String::new();
-                        std::io::Read::read_to_string(&mut std::io::stdin(), &mut value)
-                            .context("cannot read the secret from stdin")?;
-                        value
-                    }
-                };
+                let value = read_input(file.as_ref(), "the secret")?;
                 let secret = client.set_secret(&name, &value).await?;
                 show(json, &secret, |secret| {
                     outln!("secret {} set ({} bytes)", secret.name, value.len());
@@ -539,19 +530,26 @@ fn parse_role(text: &str) -> Result<Role, String> {
         .map_err(|_| format!("{text:?} is not a role: viewer, developer, admin or operator"))
 }
 
-/// A password from a file or stdin, without the line end a shell or an
-/// editor adds.
-fn read_password(file: Option<&PathBuf>) -> anyhow::Result<String> {
-    let text = match file {
-        Some(path) => std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?,
+/// The text of `file`, or of stdin without one, as it is; `what` names it
+/// in an error.
+fn read_input(file: Option<&PathBuf>, what: &str) -> anyhow::Result<String> {
+    match file {
+        Some(path) => {
+            std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
+        }
         None => {
             let mut text = String::new();
             std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
-                .context("cannot read the password from stdin")?;
-            text
+                .with_context(|| format!("cannot read {what} from stdin"))?;
+            Ok(text)
         }
-    };
+    }
+}
+
+/// A password from a file or stdin, without the line end a shell or an
+/// editor adds.
+fn read_password(file: Option<&PathBuf>) -> anyhow::Result<String> {
+    let text = read_input(file, "the password")?;
     Ok(text.trim_end_matches(['\n', '\r']).to_owned())
 }
 

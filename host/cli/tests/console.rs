@@ -67,6 +67,23 @@ fn component_file(dir: &Path, name: &str) -> PathBuf {
     path
 }
 
+/// Uploads `file` as a version of module `name` from the modules page's
+/// form (the page is open); the answer it shows.
+async fn upload(browser: &Browser, file: &Path, name: &str) -> String {
+    let picker = browser.element("#upload-file").await;
+    picker
+        .send_keys(file.to_str().unwrap())
+        .await
+        .expect("the file is chosen");
+    browser.fill("#upload-name", name).await;
+    browser.click("#upload-submit").await;
+    browser
+        .text_until("#upload-result", "the upload is answered", |text| {
+            !text.is_empty()
+        })
+        .await
+}
+
 /// The id at the end of the page's address (`#/jobs/7` → 7).
 async fn id_in_address(browser: &Browser, what: &str) -> i64 {
     until(&format!("the address names the {what}"), || async {
@@ -251,19 +268,12 @@ async fn an_operator_runs_cronbox_from_the_console() {
 
     // A new module uploaded through the file picker, with progress.
     browser.goto(&format!("{}/#/modules", up.base)).await;
-    let picker = browser.element("#upload-file").await;
-    let runaway = component_file(files.path(), "runaway");
-    picker
-        .send_keys(runaway.to_str().unwrap())
-        .await
-        .expect("the file is chosen");
-    browser.fill("#upload-name", "runaway").await;
-    browser.click("#upload-submit").await;
-    let uploaded = browser
-        .text_until("#upload-result", "the upload is answered", |text| {
-            !text.is_empty()
-        })
-        .await;
+    let uploaded = upload(
+        &browser,
+        &component_file(files.path(), "runaway"),
+        "runaway",
+    )
+    .await;
     assert!(
         uploaded.contains("Uploaded runaway version 1"),
         "{uploaded}"
@@ -323,16 +333,7 @@ async fn an_operator_runs_cronbox_from_the_console() {
         .digest
         .clone();
     browser.goto(&format!("{}/#/modules", up.base)).await;
-    let picker = browser.element("#upload-file").await;
-    let counter = component_file(files.path(), "counter");
-    picker.send_keys(counter.to_str().unwrap()).await.unwrap();
-    browser.fill("#upload-name", "hello").await;
-    browser.click("#upload-submit").await;
-    let uploaded = browser
-        .text_until("#upload-result", "the new version is answered", |text| {
-            !text.is_empty()
-        })
-        .await;
+    let uploaded = upload(&browser, &component_file(files.path(), "counter"), "hello").await;
     assert!(uploaded.contains("Uploaded hello version 2"), "{uploaded}");
     let greeter = cronbox_api::JobId(job);
     assert_ne!(

@@ -633,20 +633,12 @@ pub(super) async fn put_calendar(
             format!("calendar name {name:?} must be 1 to 64 of A-Z a-z 0-9 - _ ."),
         ));
     }
-    let written = cronbox_api::ScheduleRules {
-        exclude_dates: body.dates,
-        ..Default::default()
-    };
-    let checked = crate::schedule::Rules::parse(&written, chrono_tz::Tz::UTC, 0)
-        .map_err(|refused| refuse("dates", refused.message))?;
+    let dates =
+        crate::schedule::parse_dates(&body.dates).map_err(|message| refuse("dates", message))?;
     let calendar = cronbox_api::Calendar {
         tenant: caller.tenant.clone(),
         name,
-        dates: checked
-            .excluded
-            .iter()
-            .map(|date| date.format("%Y-%m-%d").to_string())
-            .collect(),
+        dates: crate::schedule::date_texts(&dates),
         updated_at_ms: state.scheduler.now_ms(),
     };
     let store = state.scheduler.store();

@@ -23,7 +23,7 @@
 mod quartz;
 mod rules;
 
-pub use rules::{InvalidRules, MAX_EXCLUDED_DATES, MAX_JITTER_MS, Rules};
+pub use rules::{InvalidRules, MAX_EXCLUDED_DATES, MAX_JITTER_MS, Rules, date_texts, parse_dates};
 
 use std::time::Duration;
 

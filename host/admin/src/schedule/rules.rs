@@ -19,6 +19,32 @@ pub const MAX_JITTER_MS: i64 = 300_000;
 /// Most excluded dates a job lists.
 pub const MAX_EXCLUDED_DATES: usize = 1_000;
 
+/// Dates written `YYYY-MM-DD` (a job's excluded dates, a calendar's), at
+/// most [`MAX_EXCLUDED_DATES`]; the first that is not a date is named.
+pub fn parse_dates(written: &[String]) -> Result<BTreeSet<NaiveDate>, String> {
+    if written.len() > MAX_EXCLUDED_DATES {
+        return Err(format!(
+            "{} excluded dates; at most {MAX_EXCLUDED_DATES}",
+            written.len()
+        ));
+    }
+    written
+        .iter()
+        .map(|date| {
+            NaiveDate::parse_from_str(date, "%Y-%m-%d")
+                .map_err(|_| format!("excluded date {date:?} is not a date as YYYY-MM-DD"))
+        })
+        .collect()
+}
+
+/// Dates as written again: `YYYY-MM-DD`, sorted, no repeats.
+pub fn date_texts(dates: &BTreeSet<NaiveDate>) -> Vec<String> {
+    dates
+        .iter()
+        .map(|date| date.format("%Y-%m-%d").to_string())
+        .collect()
+}
+
 /// A job's rules, checked (see `cronbox_api::ScheduleRules` for the
 /// fields as written).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -63,23 +89,7 @@ impl Rules {
                 written.jitter_ms
             )));
         }
-        if written.exclude_dates.len() > MAX_EXCLUDED_DATES {
-            return Err(invalid(format!(
-                "{} excluded dates; at most {MAX_EXCLUDED_DATES}",
-                written.exclude_dates.len()
-            )));
-        }
-        let excluded = written
-            .exclude_dates
-            .iter()
-            .map(|date| {
-                NaiveDate::parse_from_str(date, "%Y-%m-%d").map_err(|_| {
-                    invalid(format!(
-                        "excluded date {date:?} is not a date as YYYY-MM-DD"
-                    ))
-                })
-            })
-            .collect::<Result<_, _>>()?;
+        let excluded = parse_dates(&written.exclude_dates).map_err(invalid)?;
         Ok(Rules {
             starts_at_ms: written.starts_at_ms,
             ends_at_ms: written.ends_at_ms,

@@ -172,16 +172,7 @@ impl Scheduler {
             }
             let mut written = 0;
             for at in chunk {
-                let run = NewRun {
-                    job_id: job.id,
-                    kind: TriggerKind::Backfill,
-                    scheduled_at_ms: *at,
-                    shard_index: 0,
-                    shard_total: 1,
-                    attempt: 0,
-                    param: job.param.clone(),
-                    module_digest: job.module_digest.clone(),
-                };
+                let run = NewRun::of_job(job, TriggerKind::Backfill, *at);
                 let now = self.now_ms();
                 if let Some(run_id) = self.store.insert_backfill_run(&run, now).await? {
                     written += 1;

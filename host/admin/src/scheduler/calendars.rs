@@ -27,11 +27,8 @@ impl Scheduler {
         let dates = calendars
             .into_iter()
             .map(|calendar| {
-                let dates = calendar
-                    .dates
-                    .iter()
-                    .filter_map(|date| NaiveDate::parse_from_str(date, "%Y-%m-%d").ok())
-                    .collect();
+                // Stored as checked when set.
+                let dates = crate::schedule::parse_dates(&calendar.dates).unwrap_or_default();
                 ((calendar.tenant, calendar.name), dates)
             })
             .collect();

@@ -705,14 +705,8 @@ impl Scheduler {
             .store
             .insert_run(
                 &NewRun {
-                    job_id,
-                    kind,
-                    scheduled_at_ms: now,
-                    shard_index: 0,
-                    shard_total: 1,
-                    attempt: 0,
-                    param: param.unwrap_or(job.param),
-                    module_digest: job.module_digest,
+                    param: param.unwrap_or_else(|| job.param.clone()),
+                    ..NewRun::of_job(&job, kind, now)
                 },
                 now,
             )

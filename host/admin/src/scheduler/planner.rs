@@ -28,16 +28,7 @@ pub(super) fn plan_job(
 pub(super) fn new_runs(job: &JobRow, fires: &[(i64, TriggerKind)]) -> Vec<NewRun> {
     fires
         .iter()
-        .map(|(at, kind)| NewRun {
-            job_id: job.id,
-            kind: *kind,
-            scheduled_at_ms: *at,
-            shard_index: 0,
-            shard_total: 1,
-            attempt: 0,
-            param: job.param.clone(),
-            module_digest: job.module_digest.clone(),
-        })
+        .map(|(at, kind)| NewRun::of_job(job, *kind, *at))
         .collect()
 }
 

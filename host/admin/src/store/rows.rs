@@ -171,6 +171,23 @@ pub struct NewRun {
     pub module_digest: Digest,
 }
 
+impl NewRun {
+    /// A first attempt of `job` for `scheduled_at_ms`: one shard, the
+    /// job's parameter and module.
+    pub fn of_job(job: &JobRow, kind: TriggerKind, scheduled_at_ms: i64) -> NewRun {
+        NewRun {
+            job_id: job.id,
+            kind,
+            scheduled_at_ms,
+            shard_index: 0,
+            shard_total: 1,
+            attempt: 0,
+            param: job.param.clone(),
+            module_digest: job.module_digest.clone(),
+        }
+    }
+}
+
 /// A run accepted by an executor, to be recorded as dispatched.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DispatchMark {
