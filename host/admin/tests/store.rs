@@ -604,6 +604,177 @@ async fn users_and_sessions(store: &Store) {
     assert_eq!(store.delete_expired_sessions(1_000).await.unwrap(), 0);
 }
 
+/// What the console and the schedule features read and write: counts by
+/// hour and status, start lateness, runs in progress, the jobs failing
+/// most, a backfill's progress and its runs written once per instant,
+/// calendars, a pause and its end.
+async fn console_and_schedule_records(store: &Store) {
+    let job_id = store.insert_job(&job(), 0).await.unwrap();
+    let hour = 3_600_000;
+    let mut ends = Vec::new();
+    for (n, at) in [hour + 10, hour + 20, 2 * hour + 5].into_iter().enumerate() {
+        let id = store.insert_run(&fire(job_id, at), at).await.unwrap();
+        ends.push(RunEnd {
+            run_id: id,
+            success: n != 1,
+            outcome: if n == 1 { "failed" } else { "success" }.into(),
+            started_at_ms: Some(at + 7),
+            finished_at_ms: at + 9,
+            ..RunEnd::default()
+        });
+    }
+    store.finish_runs(&ends).await.unwrap();
+    let pending = store
+        .insert_run(&fire(job_id, 3 * hour), 3 * hour)
+        .await
+        .unwrap();
+    let buckets = store
+        .run_counts_by_bucket(None, hour, 4 * hour, hour)
+        .await
+        .unwrap();
+    let counts: Vec<(i64, i64, i64, i64)> = buckets
+        .iter()
+        .map(|(bucket, c)| (*bucket, c.success, c.failed, c.running))
+        .collect();
+    assert_eq!(counts, [(0, 1, 1, 0), (1, 1, 0, 0), (2, 0, 0, 1)]);
+    assert!(
+        store
+            .run_counts_by_bucket(Some("other"), hour, 4 * hour, hour)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let mut late = store.recent_start_lateness(None, 0, 10).await.unwrap();
+    late.sort_unstable();
+    assert_eq!(late, [7, 7, 7]);
+    assert_eq!(store.runs_in_progress(None, 3 * hour).await.unwrap(), 1);
+    assert_eq!(store.runs_in_progress(None, 3 * hour - 1).await.unwrap(), 0);
+    assert_eq!(
+        store.most_failing_jobs(None, 0, 5).await.unwrap(),
+        [(job_id, "job".to_owned(), 1)]
+    );
+    assert!(store.running_runs(job_id).await.unwrap().is_empty());
+    store
+        .mark_dispatched(pending, "http://e1", 3 * hour)
+        .await
+        .unwrap();
+    let running: Vec<RunId> = store
+        .running_runs(job_id)
+        .await
+        .unwrap()
+        .iter()
+        .map(|run| run.id)
+        .collect();
+    assert_eq!(running, [pending]);
+
+    // A backfill: its runs once per instant, its progress, a cancel.
+    let backfill = store
+        .create_backfill(&cronbox_api::Backfill {
+            id: 0,
+            tenant: "default".into(),
+            job_id,
+            from_ms: 0,
+            to_ms: 10_000,
+            per_second: 2,
+            planned: 3,
+            written: 0,
+            status: "running".into(),
+            created_by: "ada".into(),
+            created_at_ms: 1,
+        })
+        .await
+        .unwrap();
+    let backfilled = NewRun {
+        kind: cronbox_protocol::TriggerKind::Backfill,
+        ..fire(job_id, 5_000)
+    };
+    assert!(
+        store
+            .insert_backfill_run(&backfilled, 2)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert_eq!(
+        store.insert_backfill_run(&backfilled, 3).await.unwrap(),
+        None,
+        "once"
+    );
+    assert!(
+        store
+            .advance_backfill(backfill.id, 5_000, 1, false)
+            .await
+            .unwrap()
+    );
+    assert!(store.cancel_backfill(backfill.id).await.unwrap());
+    assert!(
+        !store
+            .advance_backfill(backfill.id, 9_000, 1, true)
+            .await
+            .unwrap()
+    );
+    let read = store.backfill(backfill.id).await.unwrap().unwrap();
+    assert_eq!((read.written, read.status.as_str()), (1, "cancelled"));
+    assert_eq!(
+        store
+            .backfills(Some("default"), Some(job_id))
+            .await
+            .unwrap(),
+        [read]
+    );
+    assert!(
+        store
+            .backfills(Some("other"), None)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // Calendars, by tenant.
+    let calendar = cronbox_api::Calendar {
+        tenant: "acme".into(),
+        name: "holidays".into(),
+        dates: vec!["2030-12-25".into()],
+        updated_at_ms: 1,
+    };
+    store.put_calendar(&calendar).await.unwrap();
+    store
+        .put_calendar(&cronbox_api::Calendar {
+            dates: vec!["2030-12-24".into(), "2030-12-25".into()],
+            ..calendar.clone()
+        })
+        .await
+        .unwrap();
+    let listed = store.calendars(Some("acme")).await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].dates, ["2030-12-24", "2030-12-25"]);
+    assert!(store.calendars(Some("default")).await.unwrap().is_empty());
+    assert!(store.delete_calendar("acme", "holidays").await.unwrap());
+    assert!(!store.delete_calendar("acme", "holidays").await.unwrap());
+
+    // A pause with an end: the job stays started, its record kept until
+    // the end passes; a stop clears it.
+    let pause = cronbox_api::Pause {
+        by: "ada".into(),
+        note: "migration".into(),
+        paused_at_ms: 10,
+        until_ms: Some(100),
+    };
+    store
+        .pause_job(job_id, Some(&pause), Some(160), 10)
+        .await
+        .unwrap()
+        .unwrap();
+    let paused = store.job(job_id).await.unwrap().unwrap();
+    assert_eq!(
+        (paused.enabled, paused.next_fire_at_ms, paused.pause),
+        (true, Some(160), Some(pause))
+    );
+    assert_eq!(store.clear_ended_pauses(99).await.unwrap(), 0);
+    assert_eq!(store.clear_ended_pauses(100).await.unwrap(), 1);
+    assert_eq!(store.job(job_id).await.unwrap().unwrap().pause, None);
+}
+
 /// One test per guarantee and engine: a fresh SQLite file, or a fresh
 /// PostgreSQL server.
 macro_rules! on_both_engines {
@@ -641,6 +812,8 @@ on_both_engines! {
         postgres_manual_group_addresses_keep_their_order => group_addresses;
     sqlite_quotas_are_kept_and_usage_counted,
         postgres_quotas_are_kept_and_usage_counted => quotas_and_usage;
+    sqlite_console_and_schedule_records_are_kept,
+        postgres_console_and_schedule_records_are_kept => console_and_schedule_records;
 }
 
 /// A tenant's own quotas are replaced as a set; its usage is counted from
