@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use cronbox_admin::clock::{Clock, ManualClock};
 use cronbox_admin::{AdminConfig, Database, SchedulerConfig};
-use cronbox_api::{ErrorCode, JobId, JobSpec, Run, RunStatus, TriggerKind};
+use cronbox_api::{ErrorCode, JobBatch, JobId, JobSpec, Run, RunStatus, TriggerKind};
 use cronbox_example_jobs as jobs;
 use cronbox_executor::ExecutorConfig;
 use cronbox_tests::{AdminClient, PostgresServer, WebhookReceiver, until};
@@ -2706,4 +2706,111 @@ async fn a_shared_calendar_skips_its_dates_for_each_job_naming_it() {
         json!(["2030-01-01T12:00:00.000Z", "2030-01-02T12:00:00.000Z"])
     );
     owned.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_are_created_in_batches_all_or_none() {
+    let stack = stack(SchedulerConfig::default()).await;
+    let api = &stack.api;
+    api.api
+        .upload(jobs::bytes("hello"), Some("greeter"), &[])
+        .await
+        .unwrap();
+    let spec = |name: String, conf: &str| {
+        json!({
+            "name": name, "module": "greeter",
+            "schedule_type": "CRON", "schedule_conf": conf,
+        })
+    };
+    let count = |answer: &Value| answer.as_array().map_or(0, Vec::len);
+
+    // One bad schedule refuses the whole batch, naming the job's place.
+    let mut batch: Vec<Value> = (0..5)
+        .map(|i| spec(format!("b{i}"), "0 0 3 * * ?"))
+        .collect();
+    batch[3] = spec("bad".into(), "0 0 25 * * ?");
+    let (status, refused) = stack
+        .call(
+            reqwest::Method::POST,
+            "/api/v1/jobs/batch",
+            Some(json!({ "jobs": batch })),
+        )
+        .await;
+    assert_eq!(status, 422, "{refused}");
+    assert_eq!(refused["field"], "jobs[3].schedule_conf", "{refused}");
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("job 3 of the batch"),
+        "{refused}"
+    );
+    let (_, listed) = stack.get("/api/v1/jobs").await;
+    assert_eq!(count(&listed), 0, "nothing of a refused batch is stored");
+
+    // A whole batch, started: ids in the batch's order, each with a next
+    // fire; a batch past the quota of jobs is refused whole.
+    let batch: Vec<JobSpec> = (0..300)
+        .map(|i| serde_json::from_value(spec(format!("job-{i:03}"), "0 0 3 * * ?")).unwrap())
+        .collect();
+    let created = api
+        .api
+        .create_jobs(&JobBatch {
+            jobs: batch.clone(),
+            start: true,
+        })
+        .await
+        .unwrap();
+    assert_eq!((created.ids.len(), created.started), (300, 300));
+    let (_, listed) = stack.get("/api/v1/jobs?limit=1000").await;
+    let listed = listed.as_array().unwrap();
+    assert_eq!(listed.len(), 300);
+    for (id, job) in created.ids.iter().zip(listed) {
+        assert_eq!(job["id"], id.0);
+        assert_eq!(job["enabled"], true, "{job}");
+        assert!(job["next_fire_at_ms"].as_i64().is_some(), "{job}");
+    }
+    assert_eq!(listed[7]["name"], "job-007");
+    let set = stack
+        .call(
+            reqwest::Method::PUT,
+            "/api/v1/tenants/default/quotas",
+            Some(json!({ "jobs": 400 })),
+        )
+        .await;
+    assert_eq!(set.0, 200, "{}", set.1);
+    let refused = api
+        .api
+        .create_jobs(&JobBatch {
+            jobs: batch[..101].to_vec(),
+            start: false,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(refused.status(), Some(403), "{refused}");
+    assert!(refused.to_string().contains("this adds 101"), "{refused}");
+    let fits = api
+        .api
+        .create_jobs(&JobBatch {
+            jobs: batch[..100].to_vec(),
+            start: false,
+        })
+        .await
+        .unwrap();
+    assert_eq!((fits.ids.len(), fits.started), (100, 0));
+
+    // At most 1,000 a batch.
+    let (status, refused) = stack
+        .call(
+            reqwest::Method::POST,
+            "/api/v1/jobs/batch",
+            Some(json!({ "jobs": vec![spec("x".into(), "0 0 3 * * ?"); 1001] })),
+        )
+        .await;
+    assert_eq!(
+        (status, &refused["field"]),
+        (422, &json!("jobs")),
+        "{refused}"
+    );
+    stack.shutdown().await;
 }

@@ -237,14 +237,29 @@ impl Quotas {
         quota: Quota,
         now_ms: i64,
     ) -> Result<Result<(), QuotaExceeded>, StoreError> {
+        self.check_more(store, tenant, quota, 1, now_ms).await
+    }
+
+    /// Refuses `adding` more of a counted thing when the tenant would then
+    /// have more than its limit.
+    pub async fn check_more(
+        &self,
+        store: &Store,
+        tenant: &str,
+        quota: Quota,
+        adding: u64,
+        now_ms: i64,
+    ) -> Result<Result<(), QuotaExceeded>, StoreError> {
         let limit = self.limit(store, tenant, quota, now_ms).await?;
         let used = store
             .tenant_usage_of(tenant, now_ms.div_euclid(DAY_MS), &[quota])
             .await?
             .of(quota)
             .unwrap_or(0);
-        Ok(refuse_if(used >= limit, tenant, quota, limit, || {
-            format!("it has {used}")
+        let over = used.saturating_add(adding) > limit;
+        Ok(refuse_if(over, tenant, quota, limit, || match adding {
+            1 => format!("it has {used}"),
+            _ => format!("it has {used}, and this adds {adding}"),
         }))
     }
 

@@ -331,6 +331,12 @@ impl Client {
         self.call(Method::POST, "/api/v1/jobs", Some(spec)).await
     }
 
+    /// Creates up to [`JobBatch::MAX`] jobs in one request, all or none.
+    pub async fn create_jobs(&self, batch: &JobBatch) -> Result<JobsCreated, ClientError> {
+        self.call(Method::POST, "/api/v1/jobs/batch", Some(batch))
+            .await
+    }
+
     pub async fn jobs(&self, query: &JobQuery) -> Result<Vec<Job>, ClientError> {
         let request = self.request(Method::GET, "/api/v1/jobs").query(query);
         self.send(request).await

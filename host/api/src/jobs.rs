@@ -321,6 +321,33 @@ pub struct Triggered {
     pub run_id: RunId,
 }
 
+/// `POST /api/v1/jobs/batch`: many jobs created at once (an import, a
+/// migration), all or none.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct JobBatch {
+    /// The definitions, at most [`JobBatch::MAX`]. Children must be jobs
+    /// that exist before the batch.
+    pub jobs: Vec<JobSpec>,
+    /// Start every job of the batch (those with schedule NONE, or a
+    /// one-shot in the past, stay stopped).
+    #[serde(default)]
+    pub start: bool,
+}
+
+impl JobBatch {
+    /// Most jobs in one batch.
+    pub const MAX: usize = 1000;
+}
+
+/// The jobs a batch created, in the batch's order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct JobsCreated {
+    pub ids: Vec<JobId>,
+    /// How many of them were started.
+    pub started: usize,
+}
+
 /// A deleted job.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Deleted {

@@ -39,9 +39,9 @@ pub use cronbox_protocol::{
 };
 pub use ids::{Digest, JobId, NotADigest, RunId};
 pub use jobs::{
-    Backfill, BackfillRequest, Calendar, CalendarDates, Deleted, Job, JobKill, JobKilled, JobSpec,
-    JobStateBody, Pause, PauseRequest, SchedulePreview, ScheduleRules, StateEdit, TriggerRequest,
-    TriggerSource, Triggered,
+    Backfill, BackfillRequest, Calendar, CalendarDates, Deleted, Job, JobBatch, JobKill, JobKilled,
+    JobSpec, JobStateBody, JobsCreated, Pause, PauseRequest, SchedulePreview, ScheduleRules,
+    StateEdit, TriggerRequest, TriggerSource, Triggered,
 };
 pub use modules::{ModuleVersion, RolledBack, TenantModule, Uploaded, VersionChoice};
 pub use names::{

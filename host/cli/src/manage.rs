@@ -11,8 +11,8 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use clap::{Args, Subcommand};
 use cronbox_api::{
-    Client, Job, JobId, JobQuery, JobSpec, LogSource, Quota, QuotaSettings, Role, RunId, RunQuery,
-    RunStatus, TriggerRequest, TriggerSource, UserSpec,
+    Client, Job, JobBatch, JobId, JobQuery, JobSpec, JobsCreated, LogSource, Quota, QuotaSettings,
+    Role, RunId, RunQuery, RunStatus, TriggerRequest, TriggerSource, UserSpec,
 };
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -106,6 +106,7 @@ enum ModuleCommand {
   cronbox job trigger 3 --param 'once more'
   cronbox job update 3 --file greeter.toml
   cronbox job stop 3 && cronbox job delete 3
+  cronbox job export > jobs.jsonl && cronbox job import jobs.jsonl --start
 
 A job file holds the fields of the API's job (see `GET /api/v1/openapi.json`):
   name = \"greeter\"
@@ -253,6 +254,29 @@ impl JobDefinition {
     }
 }
 
+/// Job definitions from a JSON array or from JSON lines (blank lines
+/// skipped); a bad one is named by its line or place.
+fn job_definitions(text: &str) -> anyhow::Result<Vec<JobSpec>> {
+    if text.trim_start().starts_with('[') {
+        let values: Vec<Value> =
+            serde_json::from_str(text).context("the file is not a JSON array of jobs")?;
+        return values
+            .into_iter()
+            .enumerate()
+            .map(|(at, value)| definition(value).with_context(|| format!("job {}", at + 1)))
+            .collect();
+    }
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(at, line)| {
+            let value: Value = serde_json::from_str(line)
+                .with_context(|| format!("line {}: not a JSON object", at + 1))?;
+            definition(value).with_context(|| format!("line {}", at + 1))
+        })
+        .collect()
+}
+
 /// A job definition from its fields, with the name of a field that is
 /// not one or not of its type.
 fn definition(fields: Value) -> anyhow::Result<JobSpec> {
@@ -326,6 +350,19 @@ enum JobCommand {
     },
     /// Delete a job (its runs stay).
     Delete { id: JobId },
+    /// Create many jobs from a file of definitions: one JSON object per
+    /// line (what `job export` writes) or one JSON array; sent 1,000 at a
+    /// time, each thousand all or none.
+    Import {
+        /// The file (default: stdin).
+        file: Option<PathBuf>,
+        /// Start every job that has a next fire.
+        #[arg(long)]
+        start: bool,
+    },
+    /// Every job this token sees as definitions, one JSON object per line
+    /// (what `job import` reads).
+    Export,
 }
 
 /// List runs, newest first.
@@ -1080,6 +1117,52 @@ pub fn job(args: JobArgs) -> anyhow::Result<()> {
                 };
                 let answer = client.trigger(id, &request).await?;
                 show(json, &answer, |answer| outln!("run {}", answer.run_id))
+            }
+            JobCommand::Import { file, start } => {
+                let specs = job_definitions(&read_input(file.as_ref(), "the job definitions")?)?;
+                let mut created = JobsCreated {
+                    ids: Vec::new(),
+                    started: 0,
+                };
+                for (chunk, jobs) in specs.chunks(JobBatch::MAX).enumerate() {
+                    let batch = JobBatch {
+                        jobs: jobs.to_vec(),
+                        start,
+                    };
+                    let done = client.create_jobs(&batch).await.with_context(|| {
+                        format!(
+                            "jobs {} to {} refused ({} imported before them)",
+                            chunk * JobBatch::MAX + 1,
+                            chunk * JobBatch::MAX + jobs.len(),
+                            created.ids.len()
+                        )
+                    })?;
+                    created.ids.extend(done.ids);
+                    created.started += done.started;
+                }
+                if json {
+                    print_json(&created)
+                } else {
+                    outln!(
+                        "imported {} jobs ({} started)",
+                        created.ids.len(),
+                        created.started
+                    );
+                    Ok(())
+                }
+            }
+            JobCommand::Export => {
+                let mut query = JobQuery::default();
+                loop {
+                    let page = client.jobs(&query).await?;
+                    let Some(last) = page.last() else {
+                        return Ok(());
+                    };
+                    query.after = Some(last.id);
+                    for job in page {
+                        outln!("{}", serde_json::to_string(&JobSpec::from(job))?);
+                    }
+                }
             }
             JobCommand::Delete { id } => {
                 let answer = client.delete_job(id).await?;

@@ -3,7 +3,7 @@
 
 use super::*;
 use bodies::{StateEdit, TriggerRequest};
-use cronbox_api::TriggerSource;
+use cronbox_api::{JobBatch, TriggerSource};
 
 pub(super) async fn create_job(
     State(state): State<Arc<AdminState>>,
@@ -12,6 +12,17 @@ pub(super) async fn create_job(
 ) -> Result<impl IntoResponse, Failure> {
     let job = service::jobs::create(&state.scheduler, &caller.tenant, &spec).await?;
     Ok((StatusCode::CREATED, Json(job)))
+}
+
+/// Creates many jobs at once, all or none (see
+/// [`service::jobs::create_many`]).
+pub(super) async fn create_jobs(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    ApiJson(batch): ApiJson<JobBatch>,
+) -> Result<impl IntoResponse, Failure> {
+    let created = service::jobs::create_many(&state.scheduler, &caller.tenant, &batch).await?;
+    Ok((StatusCode::CREATED, Json(created)))
 }
 
 /// Replaces a job's definition (see [`service::jobs::update`]).

@@ -150,6 +150,10 @@ fn self_routes() -> Routes {
 /// Largest body of a JSON request (job definitions, state edits, ...).
 pub(crate) const JSON_BODY_BYTES: usize = 1 << 20;
 
+/// Largest body of a batch of jobs (`POST /api/v1/jobs/batch`): room for
+/// its most jobs with a few KiB each.
+pub(crate) const JOB_BATCH_BODY_BYTES: usize = 16 << 20;
+
 /// Largest callback body: a batch of results (an executor cuts each
 /// result to 1.5 MiB and bounds its batches at 1 MiB).
 pub(crate) const CALLBACK_BODY_BYTES: usize = 16 << 20;
@@ -196,6 +200,10 @@ fn user_routes(max_module_bytes: usize) -> Routes {
         .get("/api/v1/executors", list_executors)
         .put("/api/v1/groups/{name}", put_group)
         .post("/api/v1/jobs", create_job)
+        .post(
+            "/api/v1/jobs/batch",
+            create_jobs.layer(DefaultBodyLimit::max(JOB_BATCH_BODY_BYTES)),
+        )
         .get("/api/v1/jobs", list_jobs)
         .get("/api/v1/jobs/{id}", get_job)
         .put("/api/v1/jobs/{id}", update_job)
@@ -302,6 +310,12 @@ impl From<ServiceError> for Failure {
                 message,
             )
             .field(field),
+            refused @ ServiceError::InvalidJobInBatch { index, field, .. } => Failure::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ErrorCode::InvalidJob,
+                refused.to_string(),
+            )
+            .field(&format!("jobs[{index}].{field}")),
             in_use @ ServiceError::JobInUse { .. } => Failure::new(
                 StatusCode::CONFLICT,
                 ErrorCode::JobInUse,

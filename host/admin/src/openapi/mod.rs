@@ -26,6 +26,7 @@ fn schemas() -> Value {
     let mut all = Vec::new();
     // Requests.
     collect::<crate::jobs::JobSpec>(&mut all);
+    collect::<cronbox_api::JobBatch>(&mut all);
     collect::<GroupSpec>(&mut all);
     collect::<TriggerRequest>(&mut all);
     collect::<StateEdit>(&mut all);
@@ -52,6 +53,7 @@ fn schemas() -> Value {
     collect::<Executor>(&mut all);
     collect::<Triggered>(&mut all);
     collect::<Deleted>(&mut all);
+    collect::<cronbox_api::JobsCreated>(&mut all);
     collect::<JobStateBody>(&mut all);
     collect::<JobKilled>(&mut all);
     collect::<RunKilled>(&mut all);

@@ -461,6 +461,15 @@ pub(super) fn operations() -> Vec<Operation> {
             "201",
             schema("Job"),
         ),
+        op(
+            "post",
+            "/api/v1/jobs/batch",
+            "jobs",
+            "Create up to 1,000 jobs at once, all or none (an import); a refusal names the job's place, as field jobs[N].FIELD",
+            Some(schema("JobBatch")),
+            "201",
+            schema("JobsCreated"),
+        ),
         Operation {
             query: vec![
                 ("group", text(), "Jobs of this executor group"),

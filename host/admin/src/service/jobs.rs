@@ -7,10 +7,11 @@ use std::sync::Arc;
 
 use super::ServiceError;
 use crate::jobs::{JobSpec, child_cycle, children_of};
+use crate::model::Digest;
 use crate::model::JobId;
 use crate::scheduler::Scheduler;
 use crate::store::{JobRow, Store, StoreError};
-use cronbox_api::Quota;
+use cronbox_api::{JobBatch, JobsCreated, Quota};
 
 /// Creates a job of `tenant` from `spec` (stopped); returns it as stored.
 pub async fn create(
@@ -58,6 +59,142 @@ pub async fn create(
         None,
     );
     stored(store, id).await
+}
+
+/// Creates the jobs of `batch` for `tenant` in one transaction, all or
+/// none, each checked as [`create`] checks one (a refusal names the job's
+/// place in the batch: field `jobs[3].schedule_conf`); with `start`, each
+/// job that has a next fire is started. Reads made for one job (its group,
+/// module, ...) are made once per batch.
+pub async fn create_many(
+    scheduler: &Arc<Scheduler>,
+    tenant: &str,
+    batch: &JobBatch,
+) -> Result<JobsCreated, ServiceError> {
+    if batch.jobs.len() > JobBatch::MAX {
+        return Err(ServiceError::invalid(
+            "jobs",
+            format!(
+                "{} jobs in one batch; send at most {} at a time",
+                batch.jobs.len(),
+                JobBatch::MAX
+            ),
+        ));
+    }
+    let config = scheduler.config();
+    let store = scheduler.store();
+    let now = scheduler.now();
+    let quotas = scheduler.quotas();
+    let mut groups = HashSet::new();
+    let mut modules: HashMap<(Option<String>, Option<i64>, String), Digest> = HashMap::new();
+    let mut checked = Vec::with_capacity(batch.jobs.len());
+    for (index, spec) in batch.jobs.iter().enumerate() {
+        let at = |error: ServiceError| error.in_batch(index);
+        let (mut row, schedule) =
+            crate::jobs::validate(spec, tenant, &config.job_maxima, &config.alarm_nets)
+                .map_err(|invalid| ServiceError::invalid(invalid.field, invalid.message))
+                .map_err(at)?;
+        if groups.insert(row.group_name.clone()) {
+            known_group(store, &row.group_name).await.map_err(at)?;
+        }
+        super::tenants::check_within_ceiling(store, tenant, &row.http_allow)
+            .await
+            .map_err(at)?;
+        if !row.secrets.is_empty() {
+            super::secrets::check_references(
+                store,
+                config.secrets.as_deref(),
+                tenant,
+                &row.secrets,
+            )
+            .await
+            .map_err(at)?;
+        }
+        check_calendars(store, tenant, &row.schedule_rules.calendars, &[])
+            .await
+            .map_err(at)?;
+        let module_key = (
+            row.module_name.clone(),
+            row.module_version,
+            row.module_digest.to_string(),
+        );
+        match modules.get(&module_key) {
+            Some(digest) => row.module_digest = digest.clone(),
+            None => {
+                resolve_module(store, &mut row).await.map_err(at)?;
+                modules.insert(module_key, row.module_digest.clone());
+            }
+        }
+        quotas
+            .check_interval(store, tenant, &schedule, now)
+            .await?
+            .map_err(|exceeded| at(exceeded.into()))?;
+        checked.push((row, schedule));
+    }
+    quotas
+        .check_more(
+            store,
+            tenant,
+            Quota::Jobs,
+            checked.len() as u64,
+            now.timestamp_millis(),
+        )
+        .await??;
+    // Children are jobs of the tenant that exist already (nothing names a
+    // job of the batch yet, so none can close a cycle).
+    let named: Vec<JobId> = checked
+        .iter()
+        .flat_map(|(row, _)| row.children.iter().copied())
+        .collect::<HashSet<_>>()
+        .into_iter()
+        .collect();
+    let children = store.jobs_by_id(&named).await?;
+    for (index, (row, _)) in checked.iter().enumerate() {
+        if let Some(child) = row
+            .children
+            .iter()
+            .find(|child| children.get(child).is_none_or(|job| job.tenant != tenant))
+        {
+            return Err(ServiceError::invalid(
+                "children",
+                format!("child job {child} does not exist"),
+            )
+            .in_batch(index));
+        }
+    }
+    let (rows, schedules): (Vec<JobRow>, Vec<_>) = checked.into_iter().unzip();
+    let mut started = 0;
+    let ids = store
+        .insert_jobs(&rows, scheduler.now_ms(), |index, id| {
+            if !batch.start {
+                return None;
+            }
+            let job = JobRow {
+                id,
+                ..rows[index].clone()
+            };
+            let first = scheduler
+                .rules_of(&job)
+                .first_fire(&schedules[index], now)
+                .map(|at| at.timestamp_millis());
+            started += usize::from(first.is_some());
+            first
+        })
+        .await?;
+    let mut prepared = HashSet::new();
+    for row in &rows {
+        if prepared.insert((row.group_name.clone(), row.module_digest.clone())) {
+            scheduler.prepare_module(
+                vec![row.group_name.clone()],
+                row.module_digest.clone(),
+                None,
+            );
+        }
+    }
+    if started > 0 {
+        scheduler.wake();
+    }
+    Ok(JobsCreated { ids, started })
 }
 
 /// Replaces the definition of `current` with `spec`. Children must be jobs

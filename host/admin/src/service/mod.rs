@@ -24,6 +24,14 @@ pub enum ServiceError {
         field: &'static str,
         message: String,
     },
+    /// A job of a batch refused: `index` is its place in the batch,
+    /// `field` the field at fault.
+    #[error("job {index} of the batch: {message}")]
+    InvalidJobInBatch {
+        index: usize,
+        field: &'static str,
+        message: String,
+    },
     /// The job is named as a child by these jobs (id and name).
     #[error(
         "job {id} is a child of {}; remove it from their children first",
@@ -109,6 +117,19 @@ impl ServiceError {
         ServiceError::InvalidJob {
             field,
             message: message.into(),
+        }
+    }
+
+    /// This refusal of one job as the refusal of the job at `index` of a
+    /// batch (other errors stay as they are).
+    pub(crate) fn in_batch(self, index: usize) -> Self {
+        match self {
+            ServiceError::InvalidJob { field, message } => ServiceError::InvalidJobInBatch {
+                index,
+                field,
+                message,
+            },
+            other => other,
         }
     }
 }

@@ -6,53 +6,37 @@ use super::*;
 impl Store {
     /// Inserts a validated job; returns its id.
     pub async fn insert_job(&self, job: &JobRow, now_ms: i64) -> Result<JobId, StoreError> {
+        Ok(self
+            .insert_jobs(std::slice::from_ref(job), now_ms, |_, _| None)
+            .await?[0])
+    }
+
+    /// Inserts validated jobs in one transaction (all or none); returns
+    /// their ids in order. `start` gives, from a job's place and its new
+    /// id, the first fire of a job to start (`None`: as it is).
+    pub async fn insert_jobs(
+        &self,
+        jobs: &[JobRow],
+        now_ms: i64,
+        mut start: impl FnMut(usize, JobId) -> Option<i64>,
+    ) -> Result<Vec<JobId>, StoreError> {
         let mut tx = self.writer.begin().await?;
-        let row = sqlx::query(
-            "INSERT INTO job (tenant, group_name, name, module_digest, schedule_type, schedule_conf, \
-             time_zone, misfire, misfire_threshold_ms, route, block_strategy, max_concurrency, \
-             timeout_ms, fuel, memory_bytes, retry_count, retry_interval_ms, param, \
-             enabled, next_fire_at_ms, module_name, module_version, alarm_url, created_at_ms, \
-             updated_at_ms, fresh_instance, config, http, secrets, schedule_rules) VALUES ($1, $2, \
-             $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, \
-             $21, $22, $23, $24, $24, $25, $26, $27, $28, $29) \
-             RETURNING id",
-        )
-        .bind(&job.tenant)
-        .bind(&job.group_name)
-        .bind(&job.name)
-        .bind(&job.module_digest)
-        .bind(job.schedule_type.as_str())
-        .bind(&job.schedule_conf)
-        .bind(&job.time_zone)
-        .bind(job.misfire.as_str())
-        .bind(job.misfire_threshold_ms)
-        .bind(job.route.as_str())
-        .bind(job.block_strategy.as_str())
-        .bind(job.max_concurrency)
-        .bind(job.timeout_ms)
-        .bind(job.fuel)
-        .bind(job.memory_bytes)
-        .bind(job.retry_count)
-        .bind(job.retry_interval_ms)
-        .bind(&job.param)
-        .bind(i64::from(job.enabled))
-        .bind(job.next_fire_at_ms)
-        .bind(&job.module_name)
-        .bind(job.module_version)
-        .bind(&job.alarm_url)
-        .bind(now_ms)
-        .bind(i64::from(job.fresh_instance))
-        .bind(config_json(job))
-        .bind(http_json(job))
-        .bind(secrets_json(job))
-        .bind(rules_json(job))
-        .fetch_one(&mut *tx)
-        .await?;
-        let id: JobId = row.try_get("id")?;
-        // A new job cannot close a cycle: nothing names it yet.
-        write_children(&mut tx, id, &job.children).await?;
+        let mut ids = Vec::with_capacity(jobs.len());
+        for (index, job) in jobs.iter().enumerate() {
+            let id = insert_job_row(&mut tx, job, now_ms).await?;
+            // A new job cannot close a cycle: nothing names it yet.
+            write_children(&mut tx, id, &job.children).await?;
+            if let Some(first) = start(index, id) {
+                sqlx::query("UPDATE job SET enabled = 1, next_fire_at_ms = $1 WHERE id = $2")
+                    .bind(first)
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            ids.push(id);
+        }
         tx.commit().await?;
-        Ok(id)
+        Ok(ids)
     }
 
     /// Replaces a job's definition (keeping whether it is enabled); its next
@@ -600,6 +584,56 @@ async fn write_children(
         .await?;
     }
     Ok(())
+}
+
+/// Inserts one job's row; returns its id.
+async fn insert_job_row(
+    conn: &mut sqlx::AnyConnection,
+    job: &JobRow,
+    now_ms: i64,
+) -> Result<JobId, StoreError> {
+    let row = sqlx::query(
+        "INSERT INTO job (tenant, group_name, name, module_digest, schedule_type, schedule_conf, \
+         time_zone, misfire, misfire_threshold_ms, route, block_strategy, max_concurrency, \
+         timeout_ms, fuel, memory_bytes, retry_count, retry_interval_ms, param, \
+         enabled, next_fire_at_ms, module_name, module_version, alarm_url, created_at_ms, \
+         updated_at_ms, fresh_instance, config, http, secrets, schedule_rules) VALUES ($1, $2, \
+         $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, \
+         $21, $22, $23, $24, $24, $25, $26, $27, $28, $29) \
+         RETURNING id",
+    )
+    .bind(&job.tenant)
+    .bind(&job.group_name)
+    .bind(&job.name)
+    .bind(&job.module_digest)
+    .bind(job.schedule_type.as_str())
+    .bind(&job.schedule_conf)
+    .bind(&job.time_zone)
+    .bind(job.misfire.as_str())
+    .bind(job.misfire_threshold_ms)
+    .bind(job.route.as_str())
+    .bind(job.block_strategy.as_str())
+    .bind(job.max_concurrency)
+    .bind(job.timeout_ms)
+    .bind(job.fuel)
+    .bind(job.memory_bytes)
+    .bind(job.retry_count)
+    .bind(job.retry_interval_ms)
+    .bind(&job.param)
+    .bind(i64::from(job.enabled))
+    .bind(job.next_fire_at_ms)
+    .bind(&job.module_name)
+    .bind(job.module_version)
+    .bind(&job.alarm_url)
+    .bind(now_ms)
+    .bind(i64::from(job.fresh_instance))
+    .bind(config_json(job))
+    .bind(http_json(job))
+    .bind(secrets_json(job))
+    .bind(rules_json(job))
+    .fetch_one(&mut *conn)
+    .await?;
+    Ok(row.try_get("id")?)
 }
 
 /// Whether job `id` is reachable from its own children.
