@@ -259,6 +259,42 @@ fn a_cli_session_against_cronbox_up() {
         "{listed}"
     );
 
+    // Export every job as definitions and import them again (copies,
+    // stopped); a bad line is named and nothing of its file is sent.
+    let exported = ok(base, token, &["job", "export"]);
+    let before = exported.lines().count();
+    assert!(
+        exported
+            .lines()
+            .any(|line| line.contains("\"greeter-job\"")),
+        "{exported}"
+    );
+    let file = data.path().join("jobs.jsonl");
+    std::fs::write(&file, &exported).unwrap();
+    let imported = ok(base, token, &["job", "import", file.to_str().unwrap()]);
+    assert_eq!(
+        imported.trim(),
+        format!("imported {before} jobs (0 started)")
+    );
+    assert_eq!(
+        ok(base, token, &["job", "export"]).lines().count(),
+        2 * before
+    );
+    std::fs::write(&file, format!("{exported}{{\"name\": 7}}\n")).unwrap();
+    let (code, _, stderr) = cli(base, token, &["job", "import", file.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains(&format!("line {}", before + 1)), "{stderr}");
+    let copies: Vec<Value> = ok(base, token, &["job", "export"])
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(copies.len(), 2 * before);
+    // The copies go again (the rest of the session counts the jobs).
+    let listed = json(base, token, &["job", "list"]);
+    for copy in &listed.as_array().unwrap()[before..] {
+        ok(base, token, &["job", "delete", &copy["id"].to_string()]);
+    }
+
     // Trigger with a parameter and follow the log to the end.
     let run = json(base, token, &["job", "trigger", &id, "--param", "cli"])["run_id"]
         .as_i64()
