@@ -392,18 +392,21 @@ async fn daily_reports_count_each_day() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ended_runs_past_retention_are_deleted_and_stay_counted() {
+    // Successes kept a second, failures a day.
     let stack = stack(SchedulerConfig {
-        run_retention: Duration::from_secs(1),
+        success_retention: Some(Duration::from_secs(1)),
+        run_retention: Duration::from_secs(24 * 3600),
         housekeeping_interval: Duration::from_millis(200),
         ..SchedulerConfig::default()
     })
     .await;
     let hello = stack.job("hello", "hello", json!({})).await;
-    let run = stack.run_to_end(hello, "old").await;
-    let id = run.id.0;
+    let burner = stack.job("burner", "fuel-burner", json!({})).await;
+    let failed = stack.run_to_end(burner, "nope").await.id.0;
+    let succeeded = stack.run_to_end(hello, "old").await.id.0;
     let deadline = Instant::now() + WAIT;
     loop {
-        let (status, _) = stack.get(&format!("/api/v1/runs/{id}")).await;
+        let (status, _) = stack.get(&format!("/api/v1/runs/{succeeded}")).await;
         if status == 404 {
             break;
         }
@@ -413,8 +416,16 @@ async fn ended_runs_past_retention_are_deleted_and_stay_counted() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let (_, report) = stack.get("/api/v1/reports").await;
-    assert_eq!(report["totals"]["success"], 1, "{report}");
+    let (status, run) = stack.get(&format!("/api/v1/runs/{failed}")).await;
+    assert_eq!((status, &run["status"]), (200, &json!("failed")), "{run}");
+    // A run of the same day ending after the deletion counts on top.
+    stack.run_to_end(hello, "new").await;
+    let report = until("both successes counted", || async {
+        let (_, report) = stack.get("/api/v1/reports").await;
+        (report["totals"]["success"] == 2).then_some(report)
+    })
+    .await;
+    assert_eq!(report["totals"]["failed"], 1, "{report}");
     stack.shutdown().await;
 }
 

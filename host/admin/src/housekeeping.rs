@@ -1,26 +1,28 @@
-//! Housekeeping, as xxl-job's admin does it in the background: the daily
-//! report rows of the last three days recounted every pass (before
-//! retention runs, and no longer for a day it thinned), ended runs older
-//! than the retention deleted, executors silent for twice the dead time
-//! forgotten, and module content that nothing refers to any more (no job,
-//! no kept version, no open run) deleted a day after it was last uploaded,
+//! Housekeeping, as xxl-job's admin does it in the background: the runs
+//! that ended since the last pass folded into the daily reports (each
+//! run's end is counted once, in the transaction that ends it, so the
+//! reports stay exact after retention deletes the runs), ended runs past
+//! their retention deleted in bounded batches (successes and the rest may
+//! be kept for different times), executors silent for twice the dead time
+//! forgotten, module content that nothing refers to any more (no job, no
+//! kept version, no open run) deleted a day after it was last uploaded,
 //! and tenants' per-day usage (run time, log bytes) older than a week.
-//! (Which days were thinned is kept in memory: with a retention under three
-//! days, a restarted admin may recount a thinned day lower.)
 //!
 //! Every step is idempotent, so several admins on one database may all run
 //! it.
 
 use std::time::Duration;
 
-use chrono::{DateTime, Days, Utc};
-
+use crate::model::RunStatus;
 use crate::scheduler::SchedulerConfig;
 use crate::store::{Store, StoreError};
 
-/// Days recounted every pass (today and the two before, for runs that end
-/// after midnight).
-const REPORT_DAYS: u64 = 3;
+/// Runs deleted per statement: a batch holds the database's writer for a
+/// few milliseconds, so fires are claimed between batches.
+const RETENTION_BATCH: i64 = 2_000;
+
+/// Pause between two retention batches, for the writers that fire runs.
+const RETENTION_PAUSE: Duration = Duration::from_millis(5);
 
 /// How long unreferenced module content is kept after its last upload (an
 /// upload is followed by the job or version that uses it).
@@ -29,51 +31,17 @@ const MODULE_GRACE: Duration = Duration::from_secs(24 * 3600);
 /// Runs housekeeping every `config.housekeeping_interval` until `stop`.
 /// Runs until the admin stops (its task is cut short then).
 pub(crate) async fn run(store: Store, config: SchedulerConfig) {
-    let mut thinned_before = i64::MIN;
     loop {
-        if let Err(error) = pass(&store, &config, config.clock.now_ms(), &mut thinned_before).await
-        {
+        if let Err(error) = pass(&store, &config, config.clock.now_ms()).await {
             tracing::warn!(%error, "housekeeping failed; trying again next pass");
         }
         tokio::time::sleep(config.housekeeping_interval).await;
     }
 }
 
-/// One pass at `now_ms`. `thinned_before` is the newest retention cutoff
-/// that deleted runs: days starting before it are not recounted.
-async fn pass(
-    store: &Store,
-    config: &SchedulerConfig,
-    now_ms: i64,
-    thinned_before: &mut i64,
-) -> Result<(), StoreError> {
-    let now = DateTime::<Utc>::from_timestamp_millis(now_ms).unwrap_or_default();
-    let today = now.date_naive();
-    let retention = millis(config.run_retention);
-    for back in 0..REPORT_DAYS {
-        let Some(day) = today.checked_sub_days(Days::new(back)) else {
-            continue;
-        };
-        let from = day.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc();
-        let to = from + chrono::Duration::days(1);
-        if from.timestamp_millis() < *thinned_before {
-            // Retention deleted some of this day's runs: keep the count
-            // made while they were all there.
-            continue;
-        }
-        store
-            .refresh_daily_report(
-                &day.format("%Y-%m-%d").to_string(),
-                from.timestamp_millis(),
-                to.timestamp_millis(),
-            )
-            .await?;
-    }
-    let deleted = store.delete_runs_before(now_ms - retention).await?;
-    if deleted > 0 {
-        *thinned_before = now_ms - retention;
-        tracing::info!(deleted, "ended runs past the retention deleted");
-    }
+/// One pass at `now_ms`.
+async fn pass(store: &Store, config: &SchedulerConfig, now_ms: i64) -> Result<(), StoreError> {
+    store.update_daily_reports().await?;
     let collected = store
         .collect_unused_modules(now_ms - millis(MODULE_GRACE))
         .await?;
@@ -90,6 +58,34 @@ async fn pass(
     store
         .forget_silent_executors(reference - 2 * millis(config.dead_after))
         .await?;
+    let success_retention = config.success_retention.unwrap_or(config.run_retention);
+    for (statuses, retention) in [
+        (&[RunStatus::Success][..], success_retention),
+        (
+            &[RunStatus::Failed, RunStatus::Cancelled][..],
+            config.run_retention,
+        ),
+    ] {
+        let before_ms = now_ms - millis(retention);
+        let mut deleted = 0;
+        loop {
+            let batch = store
+                .delete_ended_runs(before_ms, statuses, RETENTION_BATCH)
+                .await?;
+            deleted += batch;
+            if batch < RETENTION_BATCH as u64 {
+                break;
+            }
+            tokio::time::sleep(RETENTION_PAUSE).await;
+        }
+        if deleted > 0 {
+            tracing::info!(
+                deleted,
+                ?statuses,
+                "ended runs past their retention deleted"
+            );
+        }
+    }
     Ok(())
 }
 

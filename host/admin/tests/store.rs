@@ -252,10 +252,7 @@ async fn run_lifecycle(store: &Store) {
     );
 
     // Daily report: one success, two failed, written at 0 ms (1970-01-01).
-    store
-        .refresh_daily_report("1970-01-01", 0, 86_400_000)
-        .await
-        .unwrap();
+    store.update_daily_reports().await.unwrap();
     let report = store
         .daily_reports("default", "1970-01-01", "1970-01-02")
         .await
@@ -280,8 +277,50 @@ async fn run_lifecycle(store: &Store) {
         "an operator's edit is a revision of its own"
     );
 
-    // Retention deletes ended runs only; deleting the job keeps its runs.
-    assert_eq!(store.delete_runs_before(i64::MAX).await.unwrap(), 3);
+    // Retention deletes ended runs only, successes and the rest apart, in
+    // batches; the report still counts them. Deleting the job keeps its
+    // runs.
+    let ended = [RunStatus::Failed, RunStatus::Cancelled];
+    assert_eq!(
+        store.delete_ended_runs(i64::MAX, &ended, 1).await.unwrap(),
+        1
+    );
+    assert_eq!(
+        store.delete_ended_runs(i64::MAX, &ended, 5).await.unwrap(),
+        1
+    );
+    assert_eq!(
+        store.delete_ended_runs(i64::MAX, &ended, 5).await.unwrap(),
+        0
+    );
+    assert_eq!(
+        store
+            .delete_ended_runs(0, &[RunStatus::Success], 5)
+            .await
+            .unwrap(),
+        0,
+        "nothing was written before the cutoff"
+    );
+    assert_eq!(
+        store
+            .delete_ended_runs(i64::MAX, &[RunStatus::Success], 5)
+            .await
+            .unwrap(),
+        1
+    );
+    store.update_daily_reports().await.unwrap();
+    let report = store
+        .daily_reports("default", "1970-01-01", "1970-01-02")
+        .await
+        .unwrap();
+    assert_eq!(
+        report
+            .iter()
+            .map(|day| (day.success, day.failed, day.running))
+            .collect::<Vec<_>>(),
+        [(1, 2, 0)],
+        "the report counts deleted runs"
+    );
     assert!(store.delete_job(id).await.unwrap());
     assert!(store.job(id).await.unwrap().is_none());
     assert!(store.job_state(id).await.unwrap().values.is_empty());
@@ -1234,10 +1273,7 @@ async fn state_conflicts_and_cancellation(store: &Store) {
     let ended = store.finish_run(&ran_after_all).await.unwrap().unwrap();
     assert_eq!(ended.status, RunStatus::Success);
     // Daily reports count cancelled runs apart from failures.
-    store
-        .refresh_daily_report("1970-01-01", 0, 86_400_000)
-        .await
-        .unwrap();
+    store.update_daily_reports().await.unwrap();
     let report = store
         .daily_reports("default", "1970-01-01", "1970-01-01")
         .await
@@ -1317,6 +1353,53 @@ async fn postgres_runs_are_claimed_dispatched_and_ended_once() {
             .map(|j| j.id)
             .collect::<Vec<_>>(),
         [id]
+    );
+}
+
+/// Two admins folding the ends of 300 runs into the reports at the same
+/// time, a few rows a transaction: each end is counted once.
+#[tokio::test]
+async fn postgres_admins_folding_together_count_each_end_once() {
+    let server = PostgresServer::start();
+    let a = Store::connect(&server.url()).await.unwrap();
+    let b = Store::connect(&server.url()).await.unwrap();
+    let id = a.insert_job(&job(), 0).await.unwrap();
+    for at in 0..300 {
+        let run = a.insert_run(&fire(id, at * 1000), 1).await.unwrap();
+        let end = if at % 3 == 0 {
+            RunEnd::failed(run, "trapped", "no", 2)
+        } else {
+            RunEnd {
+                success: true,
+                outcome: "success".into(),
+                code: 200,
+                ..RunEnd::failed(run, "success", "", 2)
+            }
+        };
+        a.finish_run(&end).await.unwrap().unwrap();
+    }
+    let fold = |store: Store| async move {
+        let mut folded = 0;
+        loop {
+            let batch = store.fold_run_ends(7).await.unwrap();
+            folded += batch;
+            if batch == 0 {
+                return folded;
+            }
+        }
+    };
+    let (by_a, by_b) = tokio::join!(fold(a.clone()), fold(b.clone()));
+    assert_eq!(by_a + by_b, 300, "a: {by_a}, b: {by_b}");
+    let report = b
+        .daily_reports("default", "1970-01-01", "1970-01-01")
+        .await
+        .unwrap();
+    assert_eq!(
+        report
+            .iter()
+            .map(|day| (day.success, day.failed))
+            .collect::<Vec<_>>(),
+        [(200, 100)]
     );
 }
 

@@ -52,6 +52,10 @@ pub struct AdminArgs {
     /// Ended runs older than this are deleted.
     #[arg(long, env = "CRONBOX_ADMIN_RUN_RETENTION", default_value = "30days", value_parser = humantime::parse_duration)]
     run_retention: Duration,
+    /// Successful runs older than this are deleted (default: the run
+    /// retention), e.g. `6h` to keep failures 30 days and successes hours.
+    #[arg(long, env = "CRONBOX_ADMIN_SUCCESS_RETENTION", value_parser = humantime::parse_duration)]
+    success_retention: Option<Duration>,
     /// Test-only: shift this admin's clock (e.g. `2s`, `-2s`), to check
     /// that admins whose clocks disagree still fire each run once.
     #[arg(long, hide = true, default_value = "0s", allow_hyphen_values = true, value_parser = parse_offset)]
@@ -153,6 +157,7 @@ pub fn main(args: AdminArgs) -> anyhow::Result<ExitCode> {
             lost_after: args.lost_after,
             dispatch_ahead: args.dispatch_ahead,
             run_retention: args.run_retention,
+            success_retention: args.success_retention,
             clock: std::sync::Arc::new(cronbox_admin::clock::SystemClock::with_offset(
                 args.clock_offset,
             )),

@@ -80,7 +80,11 @@ pub struct SchedulerConfig {
     pub dispatch_ahead: Duration,
     /// Ended runs older than this are deleted (xxl-job's log retention).
     pub run_retention: Duration,
-    /// How often daily reports are recounted and old rows cleaned.
+    /// Successful runs older than this are deleted (`None`: the
+    /// `run_retention` of every run), so that failures may be kept longer.
+    pub success_retention: Option<Duration>,
+    /// How often the daily reports are brought up to date and old rows
+    /// cleaned.
     pub housekeeping_interval: Duration,
     /// The time every scheduling decision reads, and its timers wait on.
     pub clock: Arc<dyn Clock>,
@@ -107,6 +111,7 @@ impl Default for SchedulerConfig {
             executor_token: String::new(),
             dispatch_ahead: Duration::from_millis(300),
             run_retention: Duration::from_secs(30 * 24 * 3600),
+            success_retention: None,
             housekeeping_interval: Duration::from_secs(60),
             clock: Arc::new(SystemClock::default()),
             alarm_nets: cronbox_net_policy::NetPolicy::public_only(),

@@ -3,6 +3,9 @@
 
 use super::*;
 
+/// Rows of `run_end` folded into the daily reports per transaction.
+pub const REPORT_FOLD_BATCH: i64 = 20_000;
+
 impl Store {
     /// Failed runs whose alarm is due, with their job's webhook (empty if
     /// the job has none or is gone); also puts back claims older than
@@ -79,52 +82,94 @@ impl Store {
         Ok(())
     }
 
-    /// Recounts the daily report of `day` (`YYYY-MM-DD`, UTC) from the runs
-    /// written in [`from_ms`, `to_ms`), per tenant: succeeded, failed, and
-    /// not yet ended.
-    pub async fn refresh_daily_report(
-        &self,
-        day: &str,
-        from_ms: i64,
-        to_ms: i64,
-    ) -> Result<(), StoreError> {
-        let rows = sqlx::query(
-            "SELECT tenant, \
-             SUM(CASE WHEN status = $1 THEN 1 ELSE 0 END) AS success, \
-             SUM(CASE WHEN status = $2 THEN 1 ELSE 0 END) AS failed, \
-             SUM(CASE WHEN status IN ($3, $4) THEN 1 ELSE 0 END) AS running, \
-             SUM(CASE WHEN status = $7 THEN 1 ELSE 0 END) AS cancelled \
-             FROM run WHERE created_at_ms >= $5 AND created_at_ms < $6 GROUP BY tenant",
-        )
-        .bind(RunStatus::Success.as_str())
-        .bind(RunStatus::Failed.as_str())
-        .bind(RunStatus::Pending.as_str())
-        .bind(RunStatus::Dispatched.as_str())
-        .bind(from_ms)
-        .bind(to_ms)
-        .bind(RunStatus::Cancelled.as_str())
-        .fetch_all(&self.pool)
-        .await?;
+    /// Folds up to `limit` of the rows runs leave in `run_end` as they end
+    /// (+1 of how one ended; -1 cancelled for a cancelled run that ran
+    /// after all) into the daily reports, deleting them in the same transaction (so
+    /// each is counted once, whichever admin folds it); returns how many.
+    pub async fn fold_run_ends(&self, limit: i64) -> Result<u64, StoreError> {
         let mut tx = self.writer.begin().await?;
-        for row in rows {
-            let tenant: String = row.try_get("tenant")?;
+        let rows = sqlx::query(
+            "DELETE FROM run_end WHERE id IN (SELECT id FROM run_end ORDER BY id LIMIT $1) \
+             RETURNING tenant, day, status, delta",
+        )
+        .bind(limit)
+        .fetch_all(&mut *tx)
+        .await?;
+        let mut counts: HashMap<(String, String), [i64; 3]> = HashMap::new();
+        for row in &rows {
+            let status: String = row.try_get("status")?;
+            let at = match status.parse::<RunStatus>() {
+                Ok(RunStatus::Success) => 0,
+                Ok(RunStatus::Failed) => 1,
+                Ok(RunStatus::Cancelled) => 2,
+                // Not an end: nothing to count.
+                _ => continue,
+            };
+            counts
+                .entry((row.try_get("tenant")?, row.try_get("day")?))
+                .or_default()[at] += row.try_get::<i64, _>("delta")?;
+        }
+        for ((tenant, day), [success, failed, cancelled]) in counts {
             sqlx::query(
                 "INSERT INTO daily_report (tenant, day, success, failed, running, cancelled) \
-                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (tenant, day) DO UPDATE SET \
-                 success = excluded.success, failed = excluded.failed, \
-                 running = excluded.running, cancelled = excluded.cancelled",
+                 VALUES ($1, $2, $3, $4, 0, $5) ON CONFLICT (tenant, day) DO UPDATE SET \
+                 success = daily_report.success + excluded.success, \
+                 failed = daily_report.failed + excluded.failed, \
+                 cancelled = daily_report.cancelled + excluded.cancelled",
             )
             .bind(tenant)
             .bind(day)
-            .bind(row.try_get::<i64, _>("success")?)
-            .bind(row.try_get::<i64, _>("failed")?)
-            .bind(row.try_get::<i64, _>("running")?)
-            .bind(row.try_get::<i64, _>("cancelled")?)
+            .bind(success)
+            .bind(failed)
+            .bind(cancelled)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(rows.len() as u64)
+    }
+
+    /// Sets each daily report's `running` to the runs written that day
+    /// that have not ended (few: read through the index of open runs).
+    pub async fn count_open_runs(&self) -> Result<(), StoreError> {
+        let rows = sqlx::query(
+            "SELECT tenant, CAST(created_at_ms / 86400000 AS BIGINT) AS day_number, \
+             CAST(COUNT(*) AS BIGINT) AS open FROM run WHERE status IN ($1, $2) \
+             GROUP BY tenant, day_number",
+        )
+        .bind(RunStatus::Pending.as_str())
+        .bind(RunStatus::Dispatched.as_str())
+        .fetch_all(&self.pool)
+        .await?;
+        let mut tx = self.writer.begin().await?;
+        sqlx::query("UPDATE daily_report SET running = 0 WHERE running <> 0")
+            .execute(&mut *tx)
+            .await?;
+        for row in rows {
+            let day_number: i64 = row.try_get("day_number")?;
+            let day = chrono::DateTime::from_timestamp_millis(day_number.saturating_mul(DAY_MS))
+                .unwrap_or_default()
+                .format("%Y-%m-%d")
+                .to_string();
+            sqlx::query(
+                "INSERT INTO daily_report (tenant, day, running) VALUES ($1, $2, $3) \
+                 ON CONFLICT (tenant, day) DO UPDATE SET running = excluded.running",
+            )
+            .bind(row.try_get::<String, _>("tenant")?)
+            .bind(day)
+            .bind(row.try_get::<i64, _>("open")?)
             .execute(&mut *tx)
             .await?;
         }
         tx.commit().await?;
         Ok(())
+    }
+
+    /// Brings the daily reports up to date: every ended run folded, the
+    /// open ones counted (tests; housekeeping does the same in steps).
+    pub async fn update_daily_reports(&self) -> Result<(), StoreError> {
+        while self.fold_run_ends(REPORT_FOLD_BATCH).await? == REPORT_FOLD_BATCH as u64 {}
+        self.count_open_runs().await
     }
 
     /// Daily reports of `tenant` from `from_day` to `to_day` (inclusive,
@@ -139,18 +184,33 @@ impl Store {
             .await
     }
 
-    /// Deletes ended runs written before `before_ms` (run retention);
-    /// returns how many.
-    pub async fn delete_runs_before(&self, before_ms: i64) -> Result<u64, StoreError> {
-        Ok(
-            sqlx::query("DELETE FROM run WHERE created_at_ms < $1 AND status IN ($2, $3, $4)")
-                .bind(before_ms)
-                .bind(RunStatus::Success.as_str())
-                .bind(RunStatus::Failed.as_str())
-                .bind(RunStatus::Cancelled.as_str())
-                .execute(&self.writer)
-                .await?
-                .rows_affected(),
-        )
+    /// Deletes up to `limit` runs written before `before_ms` that ended
+    /// with one of `statuses` (run retention, in bounded batches); returns
+    /// how many. The daily reports keep counting them.
+    pub async fn delete_ended_runs(
+        &self,
+        before_ms: i64,
+        statuses: &[RunStatus],
+        limit: i64,
+    ) -> Result<u64, StoreError> {
+        debug_assert!(statuses.iter().all(|status| !status.is_open()));
+        let sql = format!(
+            "DELETE FROM run WHERE id IN (SELECT id FROM run WHERE created_at_ms < $1 \
+             AND status IN ({}) LIMIT ${})",
+            (2..2 + statuses.len())
+                .map(|n| format!("${n}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            2 + statuses.len()
+        );
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(before_ms);
+        for status in statuses {
+            query = query.bind(status.as_str());
+        }
+        Ok(query
+            .bind(limit)
+            .execute(&self.writer)
+            .await?
+            .rows_affected())
     }
 }
