@@ -1835,6 +1835,18 @@ async fn jobs_are_listed_by_filter_and_page() {
         .id;
     assert_eq!(page("?module=greeter").await, [named]);
     assert_eq!(page("?module=greeter&search=NAM").await, [named]);
+    // Three characters or more go through the index of names' trigrams,
+    // which follows renames and deletions.
+    assert_eq!(page("?search=aME").await, [named]);
+    assert_eq!(page("?search=a%22me").await, [], "a quote is a character");
+    let mut renamed = api.api.job(named).await.unwrap();
+    renamed.name = "other-x".into();
+    api.api
+        .update_job(named, &JobSpec::from(renamed))
+        .await
+        .unwrap();
+    assert_eq!(page("?search=named").await, []);
+    assert_eq!(page("?search=HER-").await, [named]);
     let (status, refused) = api.get("/api/v1/jobs?schedule_type=HOURLY").await;
     assert_eq!((status, &refused["field"]), (400, &json!("schedule_type")));
     let (status, refused) = api.get("/api/v1/jobs?colour=red").await;

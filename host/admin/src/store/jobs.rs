@@ -25,7 +25,7 @@ impl Store {
         for (index, job) in jobs.iter().enumerate() {
             let id = insert_job_row(&mut tx, job, now_ms).await?;
             // A new job cannot close a cycle: nothing names it yet.
-            write_children(&mut tx, id, &job.children).await?;
+            add_children(&mut tx, id, &job.children).await?;
             if let Some(first) = start(index, id) {
                 sqlx::query("UPDATE job SET enabled = 1, next_fire_at_ms = $1 WHERE id = $2")
                     .bind(first)
@@ -171,6 +171,19 @@ impl Store {
         if filter.search.is_some() {
             sql.push_str(&format!(" AND LOWER(name) LIKE ${} ESCAPE '\\'", next()));
         }
+        // SQLite: the trigram index finds the few jobs a search can match
+        // (PostgreSQL's serves the LIKE itself).
+        let by_trigrams = self.backend == Backend::Sqlite
+            && filter
+                .search
+                .as_ref()
+                .is_some_and(|search| search.chars().count() >= 3);
+        if by_trigrams {
+            sql.push_str(&format!(
+                " AND id IN (SELECT rowid FROM job_name_search WHERE job_name_search MATCH ${})",
+                next()
+            ));
+        }
         if filter.module.is_some() {
             sql.push_str(&format!(" AND module_name = ${}", next()));
         }
@@ -196,6 +209,10 @@ impl Store {
         }
         if let Some(search) = &filter.search {
             query = query.bind(like_pattern(search));
+            if by_trigrams {
+                // One phrase: the text as it is, quotes doubled.
+                query = query.bind(format!("\"{}\"", search.replace('"', "\"\"")));
+            }
         }
         if let Some(module) = &filter.module {
             query = query.bind(module.clone());
@@ -572,6 +589,15 @@ async fn write_children(
         .bind(id)
         .execute(&mut *conn)
         .await?;
+    add_children(conn, id, children).await
+}
+
+/// Writes the child links of a job that has none yet.
+async fn add_children(
+    conn: &mut sqlx::AnyConnection,
+    id: JobId,
+    children: &[JobId],
+) -> Result<(), StoreError> {
     for (position, child) in children.iter().enumerate() {
         sqlx::query(
             "INSERT INTO job_child (job_id, position, child_id) VALUES ($1, $2, $3) \
