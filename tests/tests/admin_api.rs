@@ -2837,3 +2837,59 @@ async fn jobs_are_created_in_batches_all_or_none() {
     );
     stack.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fires_due_together_reach_their_executor_in_batches() {
+    let start = next_whole_minute();
+    let (stack, clock) = stack_on_manual_clock(start).await;
+    let api = &stack.api;
+    api.api
+        .upload(jobs::bytes("hello"), Some("greeter"), &[])
+        .await
+        .unwrap();
+    let batch: Vec<JobSpec> = (0..200)
+        .map(|i| {
+            serde_json::from_value(json!({
+                "name": format!("minutely-{i}"), "module": "greeter",
+                "schedule_type": "CRON", "schedule_conf": "0 * * * * ?",
+            }))
+            .unwrap()
+        })
+        .collect();
+    let created = api
+        .api
+        .create_jobs(&JobBatch {
+            jobs: batch,
+            start: true,
+        })
+        .await
+        .unwrap();
+    assert_eq!(created.started, 200);
+    clock.advance(Duration::from_secs(60));
+    let succeeded = until("the 200 fires succeed", || async {
+        let (_, page) = stack.get("/api/v1/runs?status=success&limit=1000").await;
+        let runs = page["runs"].as_array().map_or(0, Vec::len);
+        (runs == 200).then_some(runs)
+    })
+    .await;
+    assert_eq!(succeeded, 200);
+    let metrics = stack
+        .http
+        .get(format!("http://{}/metrics", stack.executor.local_addr()))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let batches: u64 = metrics
+        .lines()
+        .find_map(|line| line.strip_prefix("cronbox_executor_run_batches_total "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap();
+    assert!(
+        (1..200).contains(&batches),
+        "200 fires of one instant went in {batches} requests"
+    );
+    stack.shutdown().await;
+}

@@ -134,9 +134,9 @@ async fn round(stored: usize, seconds: i64, postgres: Option<&PostgresServer>) -
     let dir = tempfile::tempdir().unwrap();
     let admin_data = dir.path().join("admin");
     let url = postgres.map(|server| server.create_database(&format!("scale{stored}")));
-    let store_url = url.clone().unwrap_or_else(|| {
-        format!("sqlite://{}", admin_data.join("cronbox.db").display())
-    });
+    let store_url = url
+        .clone()
+        .unwrap_or_else(|| format!("sqlite://{}", admin_data.join("cronbox.db").display()));
     let (admin, base, start_empty) = spawn_admin("127.0.0.1:0", &admin_data, url.as_deref());
     let (_executor, _) = cronbox_listening(
         &[
@@ -210,10 +210,7 @@ async fn round(stored: usize, seconds: i64, postgres: Option<&PostgresServer>) -
     // gets its instance).
     let window_begin = (now_ms() / 1000 + 6) * 1000;
     let window_end = window_begin + seconds * 1000;
-    tokio::time::sleep(Duration::from_millis(
-        (window_end - now_ms()).max(0) as u64,
-    ))
-    .await;
+    tokio::time::sleep(Duration::from_millis((window_end - now_ms()).max(0) as u64)).await;
     let rss_firing = rss_mib(&admin);
 
     let page = {
@@ -232,7 +229,10 @@ async fn round(stored: usize, seconds: i64, postgres: Option<&PostgresServer>) -
     })
     .await;
     let search_one = timed_gets(&http, &base, 20, |i| {
-        format!("/api/v1/jobs?limit=50&search=daily-{:07}", (i * 48_611) % daily)
+        format!(
+            "/api/v1/jobs?limit=50&search=daily-{:07}",
+            (i * 48_611) % daily
+        )
     })
     .await;
 
@@ -287,7 +287,11 @@ async fn round(stored: usize, seconds: i64, postgres: Option<&PostgresServer>) -
         start_full,
         rss_created,
         rss_firing,
-        late: (pick(0.5), pick(0.99), lateness.last().copied().unwrap_or(-1)),
+        late: (
+            pick(0.5),
+            pick(0.99),
+            lateness.last().copied().unwrap_or(-1),
+        ),
         lost: expected - per_second.len() as i64,
         duplicates,
         page,

@@ -1,6 +1,8 @@
-//! The executor's HTTP API (axum): `beat`, `idle-beat`, `run`, `kill`,
-//! `log`, `prepare` (compile a module ahead of its runs), and `/metrics`. Every route but `/metrics` needs the bearer token,
-//! compared in constant time; errors are JSON [`ApiError`] bodies.
+//! The executor's HTTP API (axum): `beat`, `idle-beat`, `run`,
+//! `run-batch` (several runs in one request, each answered as `run` would),
+//! `kill`, `log`, `prepare` (compile a module ahead of its runs), and
+//! `/metrics`. Every route but `/metrics` needs the bearer token, compared
+//! in constant time; errors are JSON [`ApiError`] bodies.
 
 use std::sync::Arc;
 
@@ -13,7 +15,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use cronbox_protocol::{
     ApiError, BeatResponse, ErrorCode, IdleBeatRequest, KillCommand, KillResponse, LogQuery,
-    PrepareCommand, RunCommand, executor_paths,
+    PrepareCommand, RunAnswer, RunBatch, RunBatchResponse, RunCommand, executor_paths,
 };
 use serde::de::DeserializeOwned;
 use subtle::ConstantTimeEq;
@@ -34,6 +36,7 @@ pub(crate) fn router(state: Arc<ApiState>, max_request_bytes: usize) -> Router {
         .route(executor_paths::BEAT, post(beat))
         .route(executor_paths::IDLE_BEAT, post(idle_beat))
         .route(executor_paths::RUN, post(run))
+        .route(executor_paths::RUN_BATCH, post(run_batch))
         .route(executor_paths::KILL, post(kill))
         .route(executor_paths::LOG, post(log))
         .route(executor_paths::PREPARE, post(prepare))
@@ -144,25 +147,63 @@ async fn run(
     State(state): State<Arc<ApiState>>,
     ApiJson(command): ApiJson<RunCommand>,
 ) -> Result<impl IntoResponse, Failure> {
-    match state.jobs.submit(command) {
-        Ok(response) => Ok(Json(response)),
-        Err(error @ SubmitError::Duplicate(_)) => Err(Failure::new(
+    Ok(Json(submit(&state, command)?))
+}
+
+/// Each command submitted as `run` submits one, in order; a batch over
+/// [`RunBatch::MAX`] is refused whole.
+async fn run_batch(
+    State(state): State<Arc<ApiState>>,
+    ApiJson(batch): ApiJson<RunBatch>,
+) -> Result<impl IntoResponse, Failure> {
+    if batch.commands.len() > RunBatch::MAX {
+        let mut failure = Failure::new(
+            StatusCode::BAD_REQUEST,
+            ErrorCode::InvalidRequest,
+            format!(
+                "{} commands in one batch; at most {}",
+                batch.commands.len(),
+                RunBatch::MAX
+            ),
+        );
+        failure.body.field = Some("commands".to_owned());
+        return Err(failure);
+    }
+    state.metrics.run_batches.inc();
+    let answers = batch
+        .commands
+        .into_iter()
+        .map(|command| match submit(&state, command) {
+            Ok(response) => RunAnswer::Answered(response),
+            Err(failure) => RunAnswer::Failed {
+                status: failure.status.as_u16(),
+                error: failure.body,
+            },
+        })
+        .collect();
+    Ok(Json(RunBatchResponse { answers }))
+}
+
+/// Queues or starts a run, or says why not as `run` answers it.
+fn submit(state: &ApiState, command: RunCommand) -> Result<cronbox_protocol::RunResponse, Failure> {
+    state.jobs.submit(command).map_err(|error| match error {
+        error @ SubmitError::Duplicate(_) => Failure::new(
             StatusCode::CONFLICT,
             ErrorCode::DuplicateRun,
             error.to_string(),
-        )),
-        Err(error @ SubmitError::Closing) => Err(Failure::new(
+        ),
+        error @ SubmitError::Closing => Failure::new(
             StatusCode::SERVICE_UNAVAILABLE,
             ErrorCode::ShuttingDown,
             error.to_string(),
-        )),
-        Err(SubmitError::Invalid { field, message }) => {
+        ),
+        SubmitError::Invalid { field, message } => {
             let mut failure =
                 Failure::new(StatusCode::BAD_REQUEST, ErrorCode::InvalidRequest, message);
             failure.body.field = Some(field.to_owned());
-            Err(failure)
+            failure
         }
-    }
+    })
 }
 
 async fn kill(

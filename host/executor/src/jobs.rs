@@ -285,6 +285,9 @@ impl Shared {
     }
 
     fn report_finished(&self, command: &RunCommand, report: RunReport, start: &StartState) {
+        if report.new_instance {
+            self.metrics.instances_created.inc();
+        }
         let result = RunResult {
             state_base: start.base_of(&report),
             receipt: command.receipt.clone(),

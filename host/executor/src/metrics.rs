@@ -30,6 +30,8 @@ pub(crate) struct Metrics {
     pub(crate) module_load_failures: Counter,
     pub(crate) idle_instances: Gauge,
     pub(crate) instances_evicted: Counter,
+    pub(crate) instances_created: Counter,
+    pub(crate) run_batches: Counter,
     pub(crate) memory_budget_free: Gauge,
     pub(crate) disk_cache_trimmed: Counter,
     resident_memory: Gauge,
@@ -63,6 +65,8 @@ impl Metrics {
         let module_load_failures = Counter::default();
         let idle_instances = Gauge::default();
         let instances_evicted = Counter::default();
+        let instances_created = Counter::default();
+        let run_batches = Counter::default();
         let memory_budget_free = Gauge::default();
         let disk_cache_trimmed = Counter::default();
         let resident_memory = Gauge::default();
@@ -127,6 +131,16 @@ impl Metrics {
             instances_evicted.clone(),
         );
         registry.register(
+            "instances_created",
+            "Runs that found no warm instance of their job and made one (the rest were warm hits)",
+            instances_created.clone(),
+        );
+        registry.register(
+            "run_batches",
+            "run-batch requests received (several run commands in one request)",
+            run_batches.clone(),
+        );
+        registry.register(
             "memory_budget_free_bytes",
             "Memory of the budget not reserved by a live instance",
             memory_budget_free.clone(),
@@ -183,6 +197,8 @@ impl Metrics {
             scrape: std::sync::Mutex::new(()),
             idle_instances,
             instances_evicted,
+            instances_created,
+            run_batches,
             memory_budget_free,
             disk_cache_trimmed,
             resident_memory,

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use cronbox_example_jobs as jobs;
 use cronbox_executor::{ExecutorConfig, RunningExecutor};
 use cronbox_protocol::{
-    BlockStrategy, IdleBeatResponse, KillCommand, KillResponse, LogResponse, Outcome, RunCommand,
-    RunResponse, Trigger, executor_paths,
+    BlockStrategy, IdleBeatResponse, KillCommand, KillResponse, LogResponse, Outcome, RunAnswer,
+    RunBatch, RunBatchResponse, RunCommand, RunResponse, Trigger, executor_paths,
 };
 use cronbox_tests::{ExecutorClient, StandInAdmin};
 use serde_json::json;
@@ -383,6 +383,58 @@ async fn kill_by_run_and_by_job() {
     assert_eq!(f.admin.result_of(10, WAIT).await.outcome, Outcome::Killed);
     assert_eq!(f.admin.result_of(11, WAIT).await.outcome, Outcome::Killed);
     f.executor.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_of_runs_is_answered_command_by_command_in_order() {
+    let f = fixture().await;
+    let digest = f.admin.add_module(jobs::bytes("hello"));
+    let batch = RunBatch {
+        commands: vec![
+            command(8, 60, &digest, "first"),
+            command(8, 60, &digest, "again"),
+            command(9, 61, "not-a-digest", "bad"),
+            command(10, 62, &digest, "third"),
+        ],
+    };
+    let answer = f.post(executor_paths::RUN_BATCH, &batch).await;
+    assert_eq!(answer.status(), 200);
+    let answers: RunBatchResponse = answer.json().await.unwrap();
+    let summary: Vec<String> = answers
+        .answers
+        .iter()
+        .map(|answer| match answer {
+            RunAnswer::Answered(response) => format!("{} {}", response.run_id, response.accepted),
+            RunAnswer::Failed { status, error } => format!("{status} {:?}", error.field),
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            "60 true",
+            "409 None",
+            "400 Some(\"module_digest\")",
+            "62 true"
+        ]
+    );
+    for run in [60, 62] {
+        assert!(f.admin.result_of(run, WAIT).await.outcome.is_success());
+    }
+    assert!(
+        f.metrics()
+            .await
+            .contains("cronbox_executor_run_batches_total 1")
+    );
+    // More than a batch holds is refused whole.
+    let too_many = RunBatch {
+        commands: (0..=RunBatch::MAX as u64)
+            .map(|run| command(20, 100 + run, &digest, "x"))
+            .collect(),
+    };
+    let refused = f.post(executor_paths::RUN_BATCH, &too_many).await;
+    assert_eq!(refused.status(), 400);
+    let body: serde_json::Value = refused.json().await.unwrap();
+    assert_eq!(body["field"], "commands", "{body}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -21,8 +21,9 @@ pub use trigger::{Trigger, TriggerKind, UnknownName};
 pub use wire::{
     ABSENT_REVISION, ApiError, BeatResponse, BlockStrategy, CallbackBatch, ErrorCode,
     IdleBeatRequest, IdleBeatResponse, KillCommand, KillResponse, LogQuery, LogResponse,
-    PrepareCommand, PrepareResponse, Registration, RunCommand, RunResponse, RunResult, Secrets,
-    StateRevision, WireLimits, admin_paths, executor_paths,
+    PrepareCommand, PrepareResponse, Registration, RunAnswer, RunBatch, RunBatchResponse,
+    RunCommand, RunResponse, RunResult, Secrets, StateRevision, WireLimits, admin_paths,
+    executor_paths,
 };
 
 /// The state change set of a run: for each key the run wrote, its new value,

@@ -21,6 +21,9 @@ pub mod executor_paths {
     pub const IDLE_BEAT: &str = "/api/v1/idle-beat";
     /// `POST` [`RunCommand`](super::RunCommand).
     pub const RUN: &str = "/api/v1/run";
+    /// `POST` [`RunBatch`](super::RunBatch): several run commands, each
+    /// answered apart, in order ([`RunBatchResponse`](super::RunBatchResponse)).
+    pub const RUN_BATCH: &str = "/api/v1/run-batch";
     /// `POST` [`KillCommand`](super::KillCommand).
     pub const KILL: &str = "/api/v1/kill";
     /// `POST` [`LogQuery`](super::LogQuery).
@@ -244,6 +247,35 @@ pub struct RunResponse {
     /// Why it was refused, as an outcome (`rejected`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refused: Option<Outcome>,
+}
+
+/// `run-batch`: run commands sent together (the admin's dispatches to one
+/// executor that queued while its previous request was on the way).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunBatch {
+    pub commands: Vec<RunCommand>,
+}
+
+impl RunBatch {
+    /// Most commands in one batch.
+    pub const MAX: usize = 64;
+}
+
+/// The answers to a [`RunBatch`], one per command, in its order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunBatchResponse {
+    pub answers: Vec<RunAnswer>,
+}
+
+/// One command's answer in a batch: what `run` would have answered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunAnswer {
+    /// `run`'s answer with status 200: accepted or refused as a run.
+    Answered(RunResponse),
+    /// `run`'s answer with an error status (409: the executor has this
+    /// run already; 503: it is shutting down; 400: a bad command).
+    Failed { status: u16, error: ApiError },
 }
 
 /// `kill`: one run, or every run (running and queued) of a job.

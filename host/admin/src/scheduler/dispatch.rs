@@ -593,53 +593,47 @@ impl Scheduler {
             secrets: self.secret_values(job).await?,
             http_limits: job.http_limits,
         };
-        let response = self
-            .http
-            .post(format!("{address}{}", executor_paths::RUN))
-            .bearer_auth(&self.config.executor_token)
-            .json(&command)
-            .send()
-            .await;
-        let now = self.now_ms();
-        match response {
-            Ok(response) if response.status().is_success() => {
-                match response.json::<RunResponse>().await {
-                    Ok(answer) if answer.accepted => {
-                        self.mark_dispatched(run.id, address, now);
-                    }
-                    Ok(answer) => {
-                        let reason = answer
-                            .refused
-                            .map(|outcome| outcome.message())
-                            .unwrap_or_else(|| "refused".to_owned());
-                        self.fail(run, &format!("{address} refused the run: {reason}"))
-                            .await?;
-                    }
-                    Err(error) => {
-                        self.fail(run, &format!("{address} answered badly: {error}"))
-                            .await?
-                    }
-                }
+        let body = match serde_json::to_vec(&command) {
+            Ok(body) => bytes::Bytes::from(body),
+            Err(error) => {
+                return self
+                    .fail(
+                        run,
+                        &format!("the run command could not be written: {error}"),
+                    )
+                    .await;
             }
-            Ok(response) if response.status() == reqwest::StatusCode::CONFLICT => {
+        };
+        let answer = self.send_command(address, body).await;
+        let now = self.now_ms();
+        match answer {
+            Answer::Response(answer) if answer.accepted => {
+                self.mark_dispatched(run.id, address, now);
+            }
+            Answer::Response(answer) => {
+                let reason = answer
+                    .refused
+                    .map(|outcome| outcome.message())
+                    .unwrap_or_else(|| "refused".to_owned());
+                self.fail(run, &format!("{address} refused the run: {reason}"))
+                    .await?;
+            }
+            Answer::Refused { status: 409, .. } => {
                 // The executor already has this run: an earlier dispatch
                 // reached it but the admin died before recording it. Its
                 // result will come by callback.
                 self.mark_dispatched(run.id, address, now);
             }
-            Ok(response) => {
+            Answer::Refused { status, message } => {
                 // The executor's answer stays in the operator's log; the
                 // run's message (a tenant reads it) gets the status only.
-                let status = response.status();
-                let body = response.text().await.unwrap_or_default();
-                tracing::warn!(run = %run.id, %address, %status, body, "executor refused a trigger");
+                let status = reqwest::StatusCode::from_u16(status)
+                    .map_or_else(|_| status.to_string(), |status| status.to_string());
+                tracing::warn!(run = %run.id, %address, %status, message, "executor refused a trigger");
                 self.fail(run, &format!("trigger failed: {address} answered {status}"))
                     .await?;
             }
-            Err(error) => {
-                self.fail(run, &format!("trigger failed: {address}: {error}"))
-                    .await?
-            }
+            Answer::Failed(message) => self.fail(run, &message).await?,
         }
         Ok(())
     }

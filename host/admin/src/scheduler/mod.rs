@@ -21,8 +21,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, TimeZone, Utc};
 use cronbox_protocol::{
-    IdleBeatRequest, IdleBeatResponse, RunCommand, RunResponse, RunResult, Trigger, TriggerKind,
-    WireLimits, executor_paths,
+    IdleBeatRequest, IdleBeatResponse, RunCommand, RunResult, Trigger, TriggerKind, WireLimits,
+    executor_paths,
 };
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -40,6 +40,7 @@ use crate::store::{
 use crate::tasks::Tasks;
 
 mod backfill;
+mod batching;
 mod calendars;
 mod dispatch;
 mod executors;
@@ -51,6 +52,7 @@ mod slow_jobs;
 mod warming;
 
 pub use backfill::{BackfillError, DEFAULT_PER_SECOND, MAX_BACKFILL_FIRES, MAX_PER_SECOND};
+use batching::{Answer, Batches};
 pub use calendars::CALENDARS_FRESH;
 use dispatch::*;
 pub use executors::JobKill;
@@ -161,6 +163,8 @@ pub struct Scheduler {
     warming: warming::Warming,
     /// Tenants' shared calendars, read every few seconds.
     calendars: std::sync::Mutex<calendars::CalendarCache>,
+    /// Run commands on their way to each executor, sent in batches.
+    batches: Batches,
 }
 
 impl Scheduler {
@@ -197,6 +201,7 @@ impl Scheduler {
             tasks,
             warming: warming::Warming::default(),
             calendars: std::sync::Mutex::new(calendars::CalendarCache::default()),
+            batches: Batches::default(),
         })
     }
 
