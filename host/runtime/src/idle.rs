@@ -3,10 +3,16 @@
 //! A warm instance holds an instance slot and its memory reservation while
 //! it waits for its worker's next run. Parked here rather than inside its
 //! worker, it can be taken by someone else: when a run cannot get a slot or
-//! memory, the instance idle longest is evicted (its `destroy` called, its
-//! slot and memory freed), so idle instances never keep a waiting run — of
-//! any tenant — from starting. Its worker simply instantiates anew on its
-//! next run.
+//! memory, an idle instance is evicted (its `destroy` called, its slot and
+//! memory freed), so idle instances never keep a waiting run — of any
+//! tenant — from starting. Its worker simply instantiates anew on its next
+//! run.
+//!
+//! Which one goes is a segmented LRU: first the instance idle longest among
+//! those that have served a single run, then the one idle longest among
+//! those reused. With more jobs than slots, the many jobs that run rarely
+//! take turns in the slots the often-run jobs leave, instead of pushing out
+//! the instances that are reused.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
@@ -47,8 +53,9 @@ impl IdleInstances {
             let mut parked = self.lock();
             let order = parked.next_order;
             parked.next_order += 1;
-            parked.order.insert(order, worker);
-            parked.by_worker.insert(worker, (order, instance));
+            let reused = instance.runs() > 1;
+            parked.segment(reused).insert(order, worker);
+            parked.by_worker.insert(worker, (order, reused, instance));
         }
         self.parked_one.notify_waiters();
     }
@@ -62,11 +69,16 @@ impl IdleInstances {
         self.lock().by_worker.contains_key(&worker)
     }
 
-    /// The instance idle longest, taken to be destroyed.
+    /// The instance to destroy for a waiting run: the one idle longest of
+    /// those that served one run, else of all.
     pub(crate) fn evict_oldest(&self) -> Option<LiveInstance> {
         let evicted = {
             let mut parked = self.lock();
-            let oldest = parked.order.first_key_value().map(|(_, worker)| *worker);
+            let oldest = parked
+                .once
+                .first_key_value()
+                .or_else(|| parked.reused.first_key_value())
+                .map(|(_, worker)| *worker);
             oldest.and_then(|worker| parked.remove(worker))
         };
         if evicted.is_some() {
@@ -92,19 +104,26 @@ impl IdleInstances {
     }
 }
 
-/// The parked instances and the order they came in.
+/// The parked instances and the order they came in, in two segments.
 #[derive(Default)]
 struct Parked {
-    by_worker: HashMap<u64, (u64, LiveInstance)>,
-    /// Park order → worker, oldest first.
-    order: BTreeMap<u64, u64>,
+    /// Worker → (park order, reused, instance).
+    by_worker: HashMap<u64, (u64, bool, LiveInstance)>,
+    /// Park order → worker, oldest first: instances that served one run.
+    once: BTreeMap<u64, u64>,
+    /// The same for instances that served more.
+    reused: BTreeMap<u64, u64>,
     next_order: u64,
 }
 
 impl Parked {
+    fn segment(&mut self, reused: bool) -> &mut BTreeMap<u64, u64> {
+        if reused { &mut self.reused } else { &mut self.once }
+    }
+
     fn remove(&mut self, worker: u64) -> Option<LiveInstance> {
-        let (order, instance) = self.by_worker.remove(&worker)?;
-        self.order.remove(&order);
+        let (order, reused, instance) = self.by_worker.remove(&worker)?;
+        self.segment(reused).remove(&order);
         Some(instance)
     }
 }

@@ -64,6 +64,13 @@ pub(crate) struct LiveInstance {
     reserved_bytes: u64,
 }
 
+impl LiveInstance {
+    /// Runs this instance has served.
+    pub(crate) fn runs(&self) -> u64 {
+        self.runs
+    }
+}
+
 /// What a retired instance's `destroy` did.
 #[derive(Debug, Clone)]
 pub struct RetireReport {

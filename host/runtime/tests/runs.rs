@@ -528,6 +528,41 @@ async fn retire_calls_destroy_on_a_warm_instance() {
     assert_eq!(retired.log[0].text, "counter instance retired after 3 runs");
 }
 
+/// Eviction is a segmented LRU: an instance that served one run goes
+/// before one reused, even one idle for less time.
+#[tokio::test]
+async fn instances_run_once_are_evicted_before_reused_ones() {
+    let runtime = Runtime::new(RuntimeConfig {
+        max_instances: 2,
+        ..RuntimeConfig::default()
+    })
+    .unwrap();
+    let mut often = worker(&runtime, "hello").await;
+    for param in ["a", "b"] {
+        assert!(often.run(request(param), &RunHandle::new()).await.outcome.is_success());
+    }
+    let mut once = worker(&runtime, "hello").await;
+    assert!(once.run(request("c"), &RunHandle::new()).await.outcome.is_success());
+    assert_eq!(runtime.free_instance_slots(), 0);
+
+    // A third job needs a slot: the instance run once goes, though the
+    // reused one has been idle longer.
+    let mut third = worker(&runtime, "hello").await;
+    assert!(third.run(request("d"), &RunHandle::new()).await.outcome.is_success());
+    assert_eq!(runtime.instances_evicted(), 1);
+    assert!(often.is_warm(), "the reused instance stays");
+    assert!(!once.is_warm());
+    let again = often.run(request("e"), &RunHandle::new()).await;
+    assert!(!again.new_instance);
+
+    // With only reused instances parked, the one idle longest goes.
+    assert!(third.run(request("f"), &RunHandle::new()).await.outcome.is_success());
+    assert!(once.run(request("g"), &RunHandle::new()).await.new_instance);
+    assert_eq!(runtime.instances_evicted(), 2);
+    assert!(!often.is_warm(), "idle longer than the third job's");
+    assert!(third.is_warm());
+}
+
 /// A full pool: an idle warm instance is evicted for a run that needs its
 /// slot; a slot held by a running instance makes the run wait (bounded by
 /// its deadline), never fail.
