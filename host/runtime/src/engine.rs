@@ -103,7 +103,7 @@ impl Runtime {
             inner: Arc::new(RuntimeInner {
                 instance_slots: Arc::new(Semaphore::new(config.max_instances as usize)),
                 memory_budget: Arc::new(Semaphore::new(mebibytes(config.memory_budget()))),
-                idle: IdleInstances::new(),
+                idle: IdleInstances::new(config.max_instances),
                 http_nets: Arc::new(config.http_nets.clone()),
                 http_stats: Arc::default(),
                 engine,

@@ -8,13 +8,17 @@
 //! tenant — from starting. Its worker simply instantiates anew on its next
 //! run.
 //!
-//! Which one goes is a segmented LRU: first the instance idle longest among
-//! those that have served a single run, then the one idle longest among
-//! those reused. With more jobs than slots, the many jobs that run rarely
-//! take turns in the slots the often-run jobs leave, instead of pushing out
-//! the instances that are reused.
+//! Which one goes is a segmented LRU in the manner of 2Q: first the
+//! instance idle longest among those on probation, then the one idle
+//! longest among the protected. An instance is protected once it has
+//! served a second run, or when its worker's previous instance was evicted
+//! from probation so recently that the worker is still remembered (the
+//! last `2 × max_instances` such evictions are): a job that runs again
+//! soon after losing its instance is one that runs often. With more jobs
+//! than slots, the many jobs that run rarely take turns in the slots the
+//! often-run jobs leave, instead of pushing them out.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -34,10 +38,14 @@ pub(crate) struct IdleInstances {
 }
 
 impl IdleInstances {
-    pub(crate) fn new() -> Self {
+    /// Parked instances of a runtime with `max_instances` slots.
+    pub(crate) fn new(max_instances: u32) -> Self {
         IdleInstances {
             next_worker: AtomicU64::new(1),
-            parked: Mutex::new(Parked::default()),
+            parked: Mutex::new(Parked {
+                remembered: 2 * max_instances as usize,
+                ..Parked::default()
+            }),
             parked_one: Notify::new(),
             evicted: AtomicU64::new(0),
         }
@@ -53,7 +61,7 @@ impl IdleInstances {
             let mut parked = self.lock();
             let order = parked.next_order;
             parked.next_order += 1;
-            let reused = instance.runs() > 1;
+            let reused = instance.runs() > 1 || parked.recalls(worker);
             parked.segment(reused).insert(order, worker);
             parked.by_worker.insert(worker, (order, reused, instance));
         }
@@ -74,12 +82,16 @@ impl IdleInstances {
     pub(crate) fn evict_oldest(&self) -> Option<LiveInstance> {
         let evicted = {
             let mut parked = self.lock();
-            let oldest = parked
-                .once
-                .first_key_value()
-                .or_else(|| parked.reused.first_key_value())
-                .map(|(_, worker)| *worker);
-            oldest.and_then(|worker| parked.remove(worker))
+            match parked.once.first_key_value().map(|(_, worker)| *worker) {
+                Some(worker) => {
+                    parked.remember(worker);
+                    parked.remove(worker)
+                }
+                None => {
+                    let oldest = parked.reused.first_key_value().map(|(_, worker)| *worker);
+                    oldest.and_then(|worker| parked.remove(worker))
+                }
+            }
         };
         if evicted.is_some() {
             self.evicted.fetch_add(1, Ordering::Relaxed);
@@ -111,14 +123,46 @@ struct Parked {
     by_worker: HashMap<u64, (u64, bool, LiveInstance)>,
     /// Park order → worker, oldest first: instances that served one run.
     once: BTreeMap<u64, u64>,
-    /// The same for instances that served more.
+    /// The same for protected instances.
     reused: BTreeMap<u64, u64>,
     next_order: u64,
+    /// Workers whose instance was evicted from probation, newest last, at
+    /// most `remembered`.
+    evicted_once: VecDeque<u64>,
+    evicted_once_set: HashSet<u64>,
+    remembered: usize,
 }
 
 impl Parked {
     fn segment(&mut self, reused: bool) -> &mut BTreeMap<u64, u64> {
-        if reused { &mut self.reused } else { &mut self.once }
+        if reused {
+            &mut self.reused
+        } else {
+            &mut self.once
+        }
+    }
+
+    /// Remembers that `worker`'s instance was evicted from probation.
+    fn remember(&mut self, worker: u64) {
+        if self.remembered == 0 || !self.evicted_once_set.insert(worker) {
+            return;
+        }
+        self.evicted_once.push_back(worker);
+        while self.evicted_once.len() > self.remembered {
+            if let Some(forgotten) = self.evicted_once.pop_front() {
+                self.evicted_once_set.remove(&forgotten);
+            }
+        }
+    }
+
+    /// Whether `worker` lost an instance from probation lately (forgetting
+    /// it: its new instance is protected instead).
+    fn recalls(&mut self, worker: u64) -> bool {
+        if !self.evicted_once_set.remove(&worker) {
+            return false;
+        }
+        self.evicted_once.retain(|known| *known != worker);
+        true
     }
 
     fn remove(&mut self, worker: u64) -> Option<LiveInstance> {

@@ -539,28 +539,65 @@ async fn instances_run_once_are_evicted_before_reused_ones() {
     .unwrap();
     let mut often = worker(&runtime, "hello").await;
     for param in ["a", "b"] {
-        assert!(often.run(request(param), &RunHandle::new()).await.outcome.is_success());
+        assert!(
+            often
+                .run(request(param), &RunHandle::new())
+                .await
+                .outcome
+                .is_success()
+        );
     }
     let mut once = worker(&runtime, "hello").await;
-    assert!(once.run(request("c"), &RunHandle::new()).await.outcome.is_success());
+    assert!(
+        once.run(request("c"), &RunHandle::new())
+            .await
+            .outcome
+            .is_success()
+    );
     assert_eq!(runtime.free_instance_slots(), 0);
 
     // A third job needs a slot: the instance run once goes, though the
     // reused one has been idle longer.
     let mut third = worker(&runtime, "hello").await;
-    assert!(third.run(request("d"), &RunHandle::new()).await.outcome.is_success());
+    assert!(
+        third
+            .run(request("d"), &RunHandle::new())
+            .await
+            .outcome
+            .is_success()
+    );
     assert_eq!(runtime.instances_evicted(), 1);
     assert!(often.is_warm(), "the reused instance stays");
     assert!(!once.is_warm());
     let again = often.run(request("e"), &RunHandle::new()).await;
     assert!(!again.new_instance);
 
-    // With only reused instances parked, the one idle longest goes.
-    assert!(third.run(request("f"), &RunHandle::new()).await.outcome.is_success());
+    // With only protected instances parked, the one idle longest goes.
+    // The job that just lost its instance from probation and runs again is
+    // remembered: its new instance is protected at once.
+    assert!(
+        third
+            .run(request("f"), &RunHandle::new())
+            .await
+            .outcome
+            .is_success()
+    );
     assert!(once.run(request("g"), &RunHandle::new()).await.new_instance);
     assert_eq!(runtime.instances_evicted(), 2);
     assert!(!often.is_warm(), "idle longer than the third job's");
     assert!(third.is_warm());
+    let mut newcomer = worker(&runtime, "hello").await;
+    assert!(
+        newcomer
+            .run(request("h"), &RunHandle::new())
+            .await
+            .new_instance
+    );
+    assert!(
+        once.is_warm(),
+        "protected: the third job's instance went instead"
+    );
+    assert!(!third.is_warm());
 }
 
 /// A full pool: an idle warm instance is evicted for a run that needs its
