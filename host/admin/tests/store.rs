@@ -1605,4 +1605,42 @@ async fn sqlite_and_postgres_schemas_are_the_same() {
         plan.iter().any(|step| step.contains("run_by_tenant")),
         "{plan:?}"
     );
+
+    // The partial indexes of open runs and alarms to send serve their
+    // queries, whose parameters are bound.
+    for (query, index) in [
+        (
+            "SELECT id FROM run WHERE status IN ('pending', 'dispatched') AND status = $1 \
+             AND lease_until_ms < $2 ORDER BY scheduled_at_ms LIMIT 10",
+            "run_by_status",
+        ),
+        (
+            "SELECT id FROM run WHERE job_id = $2 AND status IN ('pending', 'dispatched') \
+             AND status = $1",
+            "run_pending_by_job",
+        ),
+        (
+            "SELECT id FROM run WHERE alarm_status IN ('due', 'sending') \
+             AND alarm_status = $1 ORDER BY id LIMIT $2",
+            "run_alarms",
+        ),
+    ] {
+        let plan: Vec<String> =
+            sqlx::query(sqlx::AssertSqlSafe(format!("EXPLAIN QUERY PLAN {query}")))
+                .bind("pending")
+                .bind(5_i64)
+                .fetch_all(&sqlite_pool)
+                .await
+                .unwrap()
+                .iter()
+                .map(|row| {
+                    use sqlx::Row as _;
+                    row.get::<String, _>("detail")
+                })
+                .collect();
+        assert!(
+            plan.iter().any(|step| step.contains(index)),
+            "{query}: {plan:?}"
+        );
+    }
 }

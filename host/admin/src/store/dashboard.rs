@@ -100,7 +100,7 @@ impl Store {
         now_ms: i64,
     ) -> Result<i64, StoreError> {
         let sql = format!(
-            "SELECT COUNT(*) AS n FROM run WHERE (status = $1 OR (status = $2 AND \
+            "SELECT COUNT(*) AS n FROM run WHERE status IN ('pending', 'dispatched') AND (status = $1 OR (status = $2 AND \
              scheduled_at_ms <= $5)) AND {}",
             tenant_clause(3)
         );

@@ -16,7 +16,8 @@ impl Store {
         limit: i64,
     ) -> Result<Vec<(RunRow, String, String)>, StoreError> {
         sqlx::query(
-            "UPDATE run SET alarm_status = $1 WHERE alarm_status = $2 AND alarm_claimed_at_ms < $3",
+            "UPDATE run SET alarm_status = $1 WHERE alarm_status IN ('due', 'sending') \
+             AND alarm_status = $2 AND alarm_claimed_at_ms < $3",
         )
         .bind(AlarmState::Due.as_str())
         .bind(AlarmState::Sending.as_str())
@@ -28,7 +29,7 @@ impl Store {
             run_columns!(),
             ", COALESCE((SELECT alarm_url FROM job WHERE job.id = run.job_id), '') AS alarm_url, \
              COALESCE((SELECT name FROM job WHERE job.id = run.job_id), '') AS job_name \
-             FROM run WHERE alarm_status = $1 ORDER BY id LIMIT $2"
+             FROM run WHERE alarm_status IN ('due', 'sending') AND alarm_status = $1 ORDER BY id LIMIT $2"
         ))
         .bind(AlarmState::Due.as_str())
         .bind(limit)
@@ -134,7 +135,7 @@ impl Store {
     pub async fn count_open_runs(&self) -> Result<(), StoreError> {
         let rows = sqlx::query(
             "SELECT tenant, CAST(created_at_ms / 86400000 AS BIGINT) AS day_number, \
-             CAST(COUNT(*) AS BIGINT) AS open FROM run WHERE status IN ($1, $2) \
+             CAST(COUNT(*) AS BIGINT) AS open FROM run WHERE status IN ('pending', 'dispatched') AND status IN ($1, $2) \
              GROUP BY tenant, day_number",
         )
         .bind(RunStatus::Pending.as_str())

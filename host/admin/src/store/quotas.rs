@@ -298,7 +298,8 @@ impl Store {
                 ),
                 Quota::RunningRuns => (
                     format!(
-                        "SELECT tenant, COUNT(*) AS n FROM run WHERE status = 'dispatched'{} \
+                        "SELECT tenant, COUNT(*) AS n FROM run WHERE status IN ('pending', 'dispatched') \
+                         AND status = 'dispatched'{} \
                          GROUP BY tenant",
                         only("tenant")
                     ),

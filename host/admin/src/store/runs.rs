@@ -26,7 +26,8 @@ pub(super) async fn cancel_waiting(
     };
     let sql = format!(
         "UPDATE run SET status = $1, outcome = $1, code = 0, message = $2, finished_at_ms = $3, \
-         alarm_status = $4 WHERE job_id = $5 AND status = 'pending'{kinds_clause} RETURNING id"
+         alarm_status = $4 WHERE job_id = $5 AND status IN ('pending', 'dispatched') AND status = 'pending'{kinds_clause} \
+         RETURNING id"
     );
     let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
         .bind(RunStatus::Cancelled.as_str())
@@ -302,7 +303,8 @@ impl Store {
         let rows = sqlx::query(concat!(
             "SELECT ",
             run_columns!(),
-            " FROM run WHERE status = $1 AND lease_until_ms < $2 ORDER BY scheduled_at_ms LIMIT $3"
+            " FROM run WHERE status IN ('pending', 'dispatched') AND status = $1 AND lease_until_ms < $2 \
+             ORDER BY scheduled_at_ms LIMIT $3"
         ))
         .bind(RunStatus::Pending.as_str())
         .bind(now_ms)
@@ -316,12 +318,14 @@ impl Store {
     /// [`Store::instance`]): the fires it would lose by dying now, until
     /// their leases run out and another admin takes them over.
     pub async fn pending_leased_to(&self, owner: &str) -> Result<Vec<RunId>, StoreError> {
-        let rows =
-            sqlx::query("SELECT id FROM run WHERE status = $1 AND lease_owner = $2 ORDER BY id")
-                .bind(RunStatus::Pending.as_str())
-                .bind(owner)
-                .fetch_all(&self.pool)
-                .await?;
+        let rows = sqlx::query(
+            "SELECT id FROM run WHERE status IN ('pending', 'dispatched') AND status = $1 \
+                 AND lease_owner = $2 ORDER BY id",
+        )
+        .bind(RunStatus::Pending.as_str())
+        .bind(owner)
+        .fetch_all(&self.pool)
+        .await?;
         Ok(rows
             .iter()
             .map(|row| row.try_get("id"))
@@ -333,7 +337,7 @@ impl Store {
         let rows = sqlx::query(concat!(
             "SELECT ",
             run_columns!(),
-            " FROM run WHERE status = $1 ORDER BY scheduled_at_ms"
+            " FROM run WHERE status IN ('pending', 'dispatched') AND status = $1 ORDER BY scheduled_at_ms"
         ))
         .bind(RunStatus::Pending.as_str())
         .fetch_all(&self.pool)
@@ -405,7 +409,8 @@ impl Store {
     /// sent (BUFFER_ONE: one such fire is held already).
     pub async fn earlier_waiting_fires(&self, run: &RunRow) -> Result<i64, StoreError> {
         let row = sqlx::query(
-            "SELECT COUNT(*) AS n FROM run WHERE job_id = $1 AND status = $2 AND id <> $3 \
+            "SELECT COUNT(*) AS n FROM run WHERE job_id = $1 AND status IN ('pending', 'dispatched') AND status = $2 \
+             AND id <> $3 \
              AND scheduled_at_ms < $4 AND kind IN ($5, $6, $7)",
         )
         .bind(run.job_id)
@@ -425,7 +430,7 @@ impl Store {
         let rows = sqlx::query(concat!(
             "SELECT ",
             run_columns!(),
-            " FROM run WHERE job_id = $1 AND status = $2"
+            " FROM run WHERE job_id = $1 AND status IN ('pending', 'dispatched') AND status = $2"
         ))
         .bind(job_id)
         .bind(RunStatus::Dispatched.as_str())
@@ -436,7 +441,8 @@ impl Store {
 
     pub async fn executors_of_running(&self, job_id: JobId) -> Result<Vec<String>, StoreError> {
         Ok(sqlx::query(
-            "SELECT DISTINCT executor FROM run WHERE job_id = $1 AND status = $2 \
+            "SELECT DISTINCT executor FROM run WHERE job_id = $1 AND status IN ('pending', 'dispatched') \
+             AND status = $2 \
              AND executor IS NOT NULL",
         )
         .bind(job_id)
@@ -588,7 +594,7 @@ impl Store {
         let rows = sqlx::query(concat!(
             "SELECT ",
             run_columns!(),
-            " FROM run WHERE status = $1 AND dispatched_at_ms < $2 AND NOT EXISTS \
+            " FROM run WHERE status IN ('pending', 'dispatched') AND status = $1 AND dispatched_at_ms < $2 AND NOT EXISTS \
              (SELECT 1 FROM registry WHERE registry.address = run.executor \
               AND registry.updated_at_ms >= $3)"
         ))
