@@ -252,18 +252,7 @@ async fn run_lifecycle(store: &Store) {
     );
 
     // Daily report: one success, two failed, written at 0 ms (1970-01-01).
-    store.update_daily_reports().await.unwrap();
-    let report = store
-        .daily_reports("default", "1970-01-01", "1970-01-02")
-        .await
-        .unwrap();
-    assert_eq!(
-        report
-            .iter()
-            .map(|day| (day.success, day.failed, day.running))
-            .collect::<Vec<_>>(),
-        [(1, 2, 0)]
-    );
+    assert_eq!(first_day_counts(store).await, [(1, 2, 0, 0)]);
 
     // An operator's edit replaces the state.
     let mut edited = HashMap::new();
@@ -308,23 +297,28 @@ async fn run_lifecycle(store: &Store) {
             .unwrap(),
         1
     );
-    store.update_daily_reports().await.unwrap();
-    let report = store
-        .daily_reports("default", "1970-01-01", "1970-01-02")
-        .await
-        .unwrap();
     assert_eq!(
-        report
-            .iter()
-            .map(|day| (day.success, day.failed, day.running))
-            .collect::<Vec<_>>(),
-        [(1, 2, 0)],
+        first_day_counts(store).await,
+        [(1, 2, 0, 0)],
         "the report counts deleted runs"
     );
     assert!(store.delete_job(id).await.unwrap());
     assert!(store.job(id).await.unwrap().is_none());
     assert!(store.job_state(id).await.unwrap().values.is_empty());
     assert!(!store.delete_job(id).await.unwrap());
+}
+
+/// The daily reports of 1970-01-01 brought up to date: (success, failed,
+/// running, cancelled) of tenant `default`.
+async fn first_day_counts(store: &Store) -> Vec<(i64, i64, i64, i64)> {
+    store.update_daily_reports().await.unwrap();
+    store
+        .daily_reports("default", "1970-01-01", "1970-01-02")
+        .await
+        .unwrap()
+        .iter()
+        .map(|day| (day.success, day.failed, day.running, day.cancelled))
+        .collect()
 }
 
 /// Module versions: numbered per name, the same content twice is one
@@ -1273,17 +1267,9 @@ async fn state_conflicts_and_cancellation(store: &Store) {
     let ended = store.finish_run(&ran_after_all).await.unwrap().unwrap();
     assert_eq!(ended.status, RunStatus::Success);
     // Daily reports count cancelled runs apart from failures.
-    store.update_daily_reports().await.unwrap();
-    let report = store
-        .daily_reports("default", "1970-01-01", "1970-01-01")
-        .await
-        .unwrap();
     assert_eq!(
-        report
-            .iter()
-            .map(|day| (day.success, day.failed, day.cancelled))
-            .collect::<Vec<_>>(),
-        [(3, 1, 2)],
+        first_day_counts(store).await,
+        [(3, 1, 0, 2)],
         "the run that ran after all counts as a success"
     );
     assert_eq!(store.stop_job(JobId(id.0 + 1000), 50).await.unwrap(), None);

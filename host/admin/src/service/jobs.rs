@@ -14,51 +14,21 @@ use crate::store::{JobRow, Store, StoreError};
 use cronbox_api::{JobBatch, JobsCreated, Quota};
 
 /// Creates a job of `tenant` from `spec` (stopped); returns it as stored.
+/// A batch of one, refused as one job is (field `schedule_conf`, not
+/// `jobs[0].schedule_conf`).
 pub async fn create(
     scheduler: &Arc<Scheduler>,
     tenant: &str,
     spec: &JobSpec,
 ) -> Result<JobRow, ServiceError> {
-    let config = scheduler.config();
-    let (mut row, schedule) =
-        crate::jobs::validate(spec, tenant, &config.job_maxima, &config.alarm_nets)
-            .map_err(|invalid| ServiceError::invalid(invalid.field, invalid.message))?;
-    let store = scheduler.store();
-    known_group(store, &row.group_name).await?;
-    super::tenants::check_within_ceiling(store, tenant, &row.http_allow).await?;
-    super::secrets::check_references(store, config.secrets.as_deref(), tenant, &row.secrets)
-        .await?;
-    check_calendars(store, tenant, &row.schedule_rules.calendars, &[]).await?;
-    resolve_module(store, &mut row).await?;
-    let quotas = scheduler.quotas();
-    let now = scheduler.now();
-    quotas
-        .check_one_more(store, tenant, Quota::Jobs, now.timestamp_millis())
-        .await??;
-    quotas
-        .check_interval(store, tenant, &schedule, now)
-        .await??;
-    // A new job cannot close a cycle (nothing names it yet); its children
-    // must be jobs of its tenant.
-    let children = store.jobs_by_id(&row.children).await?;
-    if let Some(child) = row
-        .children
-        .iter()
-        .find(|child| children.get(child).is_none_or(|job| job.tenant != tenant))
-    {
-        return Err(ServiceError::invalid(
-            "children",
-            format!("child job {child} does not exist"),
-        ));
-    }
-    let id = store.insert_job(&row, scheduler.now_ms()).await?;
-    // Its executors compile the module before its first fire.
-    scheduler.prepare_module(
-        vec![row.group_name.clone()],
-        row.module_digest.clone(),
-        None,
-    );
-    stored(store, id).await
+    let batch = JobBatch {
+        jobs: vec![spec.clone()],
+        start: false,
+    };
+    let created = create_many(scheduler, tenant, &batch)
+        .await
+        .map_err(ServiceError::alone)?;
+    stored(scheduler.store(), created.ids[0]).await
 }
 
 /// Creates the jobs of `batch` for `tenant` in one transaction, all or
@@ -125,10 +95,6 @@ pub async fn create_many(
                 modules.insert(module_key, row.module_digest.clone());
             }
         }
-        quotas
-            .check_interval(store, tenant, &schedule, now)
-            .await?
-            .map_err(|exceeded| at(exceeded.into()))?;
         checked.push((row, schedule));
     }
     quotas
@@ -140,6 +106,11 @@ pub async fn create_many(
             now.timestamp_millis(),
         )
         .await??;
+    for (_, schedule) in &checked {
+        quotas
+            .check_interval(store, tenant, schedule, now)
+            .await??;
+    }
     // Children are jobs of the tenant that exist already (nothing names a
     // job of the batch yet, so none can close a cycle).
     let named: Vec<JobId> = checked

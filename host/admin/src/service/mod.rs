@@ -120,6 +120,17 @@ impl ServiceError {
         }
     }
 
+    /// The refusal of a batch's only job as the refusal of a job alone
+    /// (other errors stay as they are).
+    pub(crate) fn alone(self) -> Self {
+        match self {
+            ServiceError::InvalidJobInBatch { field, message, .. } => {
+                ServiceError::InvalidJob { field, message }
+            }
+            other => other,
+        }
+    }
+
     /// This refusal of one job as the refusal of the job at `index` of a
     /// batch (other errors stay as they are).
     pub(crate) fn in_batch(self, index: usize) -> Self {
