@@ -308,10 +308,13 @@ async fn an_operator_runs_cronbox_from_the_console() {
             text.contains("spinning forever")
         })
         .await;
-    assert_eq!(
-        browser.element("#run-status").await.text().await.unwrap(),
-        "dispatched"
-    );
+    // The status follows (dispatch marks are written in batches, and the
+    // page reads the run again every two seconds).
+    browser
+        .text_until("#run-status", "the run shows as dispatched", |text| {
+            text == "dispatched"
+        })
+        .await;
     assert_eq!(
         browser.element("#log-state").await.text().await.unwrap(),
         "live"
