@@ -23,6 +23,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use cronbox_admin::store::RunFilter;
 use cronbox_admin::{AdminConfig, Database, RunningAdmin, SchedulerConfig, Store};
 use cronbox_executor::{ExecutorConfig, RunningExecutor};
+use cronbox_tests::AdminClient;
 use serde_json::{Value, json};
 
 const API: &str = "bench-api";
@@ -102,11 +103,14 @@ struct Firing {
 }
 
 /// Fires the started jobs for `seconds` whole seconds after a warm-up and
-/// reads how it went from the run table.
-async fn measure(data: &Path, seconds: i64) -> Firing {
+/// reads how it went from the run table, once every run of the window has
+/// ended.
+async fn measure(data: &Path, api: &AdminClient, seconds: i64) -> Firing {
     let begin = (now_ms() / 1000 + 4) * 1000;
     let end = begin + seconds * 1000;
-    tokio::time::sleep(Duration::from_millis((end - now_ms() + 3000).max(0) as u64)).await;
+    // The window itself is wall-clock time: firing is what is measured.
+    tokio::time::sleep(Duration::from_millis((end - now_ms()).max(0) as u64)).await;
+    api.until_ended_before(end).await;
     let store = Store::connect(&url(data)).await.unwrap();
     let runs = store
         .list_runs(&RunFilter {
@@ -207,7 +211,8 @@ async fn bench(rows: i64, seconds: i64) {
     let first = admin(data, "127.0.0.1:0", None).await;
     let base = format!("http://{}", first.local_addr());
     let executor = executor(data, &base).await;
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let api = AdminClient::new(base.clone(), API);
+    api.until_an_executor_is_alive().await;
     let http = reqwest::Client::new();
     let uploaded: Value = http
         .post(format!("{base}/api/v1/modules?name=hello"))
@@ -247,9 +252,9 @@ async fn bench(rows: i64, seconds: i64) {
     let pool = sqlx::AnyPool::connect(&url(data)).await.unwrap();
     let bytes_before = database_bytes(&pool).await;
     start_jobs(&base, &ids, "start").await;
-    let baseline = measure(data, seconds).await;
+    let baseline = measure(data, &api, seconds).await;
     start_jobs(&base, &ids, "stop").await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    api.until_ended_before(i64::MAX).await;
     let all_runs: i64 = sqlx::query_scalar("SELECT CAST(COUNT(*) AS BIGINT) FROM run")
         .fetch_one(&pool)
         .await
@@ -295,7 +300,7 @@ async fn bench(rows: i64, seconds: i64) {
     start_jobs(&base, &ids, "start").await;
     let window_begin = Instant::now();
     let old_at_start = count_old().await;
-    let with_retention = measure(data, seconds).await;
+    let with_retention = measure(data, &api, seconds).await;
     let old_at_end = count_old().await;
     let window = window_begin.elapsed();
     start_jobs(&base, &ids, "stop").await;

@@ -8,7 +8,7 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use cronbox_api::{Client, JobId, JobSpec, Run, RunId, TriggerRequest};
+use cronbox_api::{Client, JobId, JobSpec, Run, RunId, RunQuery, RunStatus, TriggerRequest};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -125,6 +125,39 @@ impl AdminClient {
             .job_runs(job, None, 1000)
             .await
             .expect("the job's runs")
+    }
+
+    /// Once no run scheduled before `before_ms` is still open (pending or
+    /// dispatched): every result of that window has come back.
+    pub async fn until_ended_before(&self, before_ms: i64) {
+        until_within(
+            Duration::from_secs(120),
+            "the window's runs end",
+            || async {
+                for status in [RunStatus::Pending, RunStatus::Dispatched] {
+                    let query = RunQuery {
+                        status: Some(status),
+                        to_ms: Some(before_ms),
+                        limit: Some(1),
+                        ..RunQuery::default()
+                    };
+                    if !self.api.runs(&query).await.ok()?.runs.is_empty() {
+                        return None;
+                    }
+                }
+                Some(())
+            },
+        )
+        .await
+    }
+
+    /// Once the admin counts an executor alive.
+    pub async fn until_an_executor_is_alive(&self) {
+        until("an executor registers", || async {
+            let executors = self.api.executors().await.ok()?;
+            executors.iter().any(|e| e.alive).then_some(())
+        })
+        .await
     }
 
     /// The run once it has ended.

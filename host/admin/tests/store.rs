@@ -1574,27 +1574,14 @@ async fn sqlite_and_postgres_schemas_are_the_same() {
     );
     assert_eq!(sqlite_indexes, postgres_indexes, "the same indexes");
 
-    // A tenant's run listing reads its page through the tenant index.
-    let plan: Vec<String> = sqlx::query(
-        "EXPLAIN QUERY PLAN SELECT id FROM run WHERE tenant = 'a' ORDER BY id DESC LIMIT 100",
-    )
-    .fetch_all(&sqlite_pool)
-    .await
-    .unwrap()
-    .iter()
-    .map(|row| {
-        use sqlx::Row as _;
-        row.get::<String, _>("detail")
-    })
-    .collect();
-    assert!(
-        plan.iter().any(|step| step.contains("run_by_tenant")),
-        "{plan:?}"
-    );
-
-    // The partial indexes of open runs and alarms to send serve their
-    // queries, whose parameters are bound.
+    // A tenant's run listing reads its page through the tenant index; the
+    // partial indexes of open runs and alarms to send serve their queries,
+    // whose parameters are bound.
     for (query, index) in [
+        (
+            "SELECT id FROM run WHERE tenant = $1 ORDER BY id DESC LIMIT $2",
+            "run_by_tenant",
+        ),
         (
             "SELECT id FROM run WHERE status IN ('pending', 'dispatched') AND status = $1 \
              AND lease_until_ms < $2 ORDER BY scheduled_at_ms LIMIT 10",

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use cronbox_admin::Store;
 use cronbox_admin::store::RunFilter;
-use cronbox_tests::PostgresServer;
+use cronbox_tests::{AdminClient, PostgresServer};
 use serde_json::{Value, json};
 use support::{Process, cronbox_listening};
 
@@ -210,6 +210,7 @@ async fn round(stored: usize, seconds: i64, postgres: Option<&PostgresServer>) -
     // gets its instance).
     let window_begin = (now_ms() / 1000 + 6) * 1000;
     let window_end = window_begin + seconds * 1000;
+    // The window itself is wall-clock time: firing is what is measured.
     tokio::time::sleep(Duration::from_millis((window_end - now_ms()).max(0) as u64)).await;
     let rss_firing = rss_mib(&admin);
 
@@ -236,8 +237,10 @@ async fn round(stored: usize, seconds: i64, postgres: Option<&PostgresServer>) -
     })
     .await;
 
-    // Every run of the window, read from the database.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Every run of the window, read from the database once all ended.
+    AdminClient::new(base.clone(), API)
+        .until_ended_before(window_end)
+        .await;
     let store = Store::connect(&store_url).await.unwrap();
     let runs = store
         .list_runs(&RunFilter {
