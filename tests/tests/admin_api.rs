@@ -2893,3 +2893,129 @@ async fn fires_due_together_reach_their_executor_in_batches() {
     );
     stack.shutdown().await;
 }
+
+/// The value of the admin metric `name` (a counter or gauge without labels).
+async fn admin_metric(stack: &Stack, name: &str) -> i64 {
+    let text = stack.api.metrics().await;
+    text.lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no metric {name} in:\n{text}"))
+}
+
+/// How many runs are scheduled at `at_ms`.
+async fn runs_scheduled_at(stack: &Stack, at_ms: i64) -> usize {
+    let (status, page) = stack
+        .get(&format!(
+            "/api/v1/runs?from_ms={at_ms}&to_ms={}&limit=1000",
+            at_ms + 1
+        ))
+        .await;
+    assert_eq!(status, 200, "{page}");
+    page["runs"].as_array().map_or(0, Vec::len)
+}
+
+/// An admin given fires faster than it can send them stops claiming new
+/// ones once its dispatch backlog is full, instead of queueing them all in
+/// memory; the fires it held back are claimed once the backlog drains.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_dispatch_backlog_holds_the_pre_read_until_it_drains() {
+    // An "executor" that accepts connections and never answers: every
+    // dispatch to it waits until its connection is closed.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let silent_address = format!("http://{}", silent.local_addr().unwrap());
+    let holding = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = silent.accept().await {
+            held.push(socket);
+        }
+    });
+    let start = next_whole_minute();
+    let clock = ManualClock::new(start);
+    let stack = stack(SchedulerConfig {
+        clock: clock.clone(),
+        max_backlog: 50,
+        dispatch_timeout: Duration::from_secs(60),
+        ..SchedulerConfig::default()
+    })
+    .await;
+    let registered = stack
+        .http
+        .post(format!("{}/api/v1/registry", stack.base))
+        .bearer_auth(EXEC)
+        .json(&json!({ "group": "silent", "address": silent_address }))
+        .send()
+        .await
+        .unwrap();
+    assert!(registered.status().is_success(), "{registered:?}");
+    let api = &stack.api;
+    api.api
+        .upload(jobs::bytes("hello"), Some("greeter"), &[])
+        .await
+        .unwrap();
+    let batch: Vec<JobSpec> = (0..100)
+        .map(|i| {
+            serde_json::from_value(json!({
+                "name": format!("minutely-{i}"), "module": "greeter", "group": "silent",
+                "schedule_type": "CRON", "schedule_conf": "0 * * * * ?",
+            }))
+            .unwrap()
+        })
+        .collect();
+    let created = api
+        .api
+        .create_jobs(&JobBatch {
+            jobs: batch,
+            start: true,
+        })
+        .await
+        .unwrap();
+    assert_eq!(created.started, 100);
+
+    // The first minute's 100 fires are claimed and wait on the silent
+    // executor: twice the backlog allowed.
+    let first = start + 60_000;
+    clock.advance(Duration::from_secs(60));
+    until("the first minute's fires wait in dispatch", || async {
+        (admin_metric(&stack, "cronbox_admin_dispatch_backlog").await == 100).then_some(())
+    })
+    .await;
+    let (_, all) = stack.get("/api/v1/runs?limit=1000").await;
+    let (_, all) = stack.get("/api/v1/runs?limit=1000").await;
+    assert_eq!(runs_scheduled_at(&stack, first).await, 100);
+    // The second minute comes: its fires stay in their jobs.
+    let second = start + 120_000;
+    let held_before = admin_metric(&stack, "cronbox_admin_pre_reads_held_total").await;
+    clock.advance(Duration::from_secs(60));
+    until("a pre-read pass is held", || async {
+        (admin_metric(&stack, "cronbox_admin_pre_reads_held_total").await > held_before)
+            .then_some(())
+    })
+    .await;
+    assert_eq!(
+        runs_scheduled_at(&stack, second).await,
+        0,
+        "no fire is claimed while the backlog is full"
+    );
+
+    // The silent executor goes away: its dispatches fail, the backlog
+    // drains, and the second minute's fires are claimed (on time by the
+    // admin's clock, which has not moved).
+    holding.abort();
+    until("the second minute's fires are claimed", || async {
+        (runs_scheduled_at(&stack, second).await == 100).then_some(())
+    })
+    .await;
+    // The held fires were sent in their turn, not dropped: each of the
+    // first minute's runs ended, failed by the executor's going.
+    let failed = format!(
+        "/api/v1/runs?status=failed&from_ms={first}&to_ms={}&limit=1000",
+        first + 1
+    );
+    until("the first minute's runs end", || async {
+        let (_, page) = stack.get(&failed).await;
+        (page["runs"].as_array().map_or(0, Vec::len) == 100).then_some(())
+    })
+    .await;
+    stack.shutdown().await;
+}

@@ -1,5 +1,5 @@
 //! Prometheus metrics of an admin, served at `/metrics`: fires written,
-//! start lateness, dispatch failures, runs by outcome, alarms, and each
+//! start lateness, dispatch failures and backlog, runs by outcome, alarms, and each
 //! tenant's quota limits and use (set afresh on every scrape).
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -29,6 +29,11 @@ pub(crate) struct Metrics {
     pub(crate) lateness: Histogram,
     /// Runs this admin could not hand to an executor.
     pub(crate) dispatch_failures: Counter,
+    /// Runs whose time to be sent has come and whose dispatch has not
+    /// ended (see [`crate::scheduler::SchedulerConfig::max_backlog`]).
+    pub(crate) dispatch_backlog: Gauge,
+    /// Pre-read passes that claimed nothing because the backlog was full.
+    pub(crate) pre_reads_held: Counter,
     runs: Family<OutcomeLabel, Counter>,
     pub(crate) alarms_sent: Counter,
     pub(crate) alarm_failures: Counter,
@@ -47,6 +52,8 @@ impl Metrics {
             0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 30.0,
         ]);
         let dispatch_failures = Counter::default();
+        let dispatch_backlog = Gauge::default();
+        let pre_reads_held = Counter::default();
         let runs = Family::<OutcomeLabel, Counter>::default();
         let alarms_sent = Counter::default();
         let alarm_failures = Counter::default();
@@ -61,6 +68,16 @@ impl Metrics {
             "dispatch_failures",
             "Runs that could not be handed to an executor",
             dispatch_failures.clone(),
+        );
+        registry.register(
+            "dispatch_backlog",
+            "Runs whose time to be sent has come and whose dispatch has not ended",
+            dispatch_backlog.clone(),
+        );
+        registry.register(
+            "pre_reads_held",
+            "Pre-read passes that claimed no fire because the dispatch backlog was full",
+            pre_reads_held.clone(),
         );
         registry.register("runs", "Runs ended, by outcome", runs.clone());
         registry.register(
@@ -98,6 +115,8 @@ impl Metrics {
             fires,
             lateness,
             dispatch_failures,
+            dispatch_backlog,
+            pre_reads_held,
             runs,
             alarms_sent,
             alarm_failures,

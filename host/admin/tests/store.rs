@@ -62,6 +62,26 @@ fn fire(job_id: JobId, at: i64) -> NewRun {
     }
 }
 
+/// Claims the jobs due by `until_ms` with the fires and next fire `plan`
+/// gives each; answers each claimed job's id and the ids of its written
+/// fires (`None`: dropped as a duplicate).
+async fn claim(
+    store: &Store,
+    until_ms: i64,
+    plan: impl Fn(&JobRow) -> (Vec<NewRun>, Option<i64>),
+) -> Vec<(JobId, Vec<Option<RunId>>)> {
+    store
+        .claim_due_batch(until_ms, 100, 10, |job| Some(plan(job)))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|claimed| {
+            let ids = claimed.written.iter().map(|(id, _)| *id).collect();
+            (claimed.job.id, ids)
+        })
+        .collect()
+}
+
 /// Every guarantee, on one store.
 /// A run's life: claimed once, dispatched once, ended once (state with
 /// success only), listed, counted, retained.
@@ -69,38 +89,23 @@ async fn run_lifecycle(store: &Store) {
     let id = store.insert_job(&job(), 0).await.unwrap();
 
     // A claim moves the next fire and writes the runs atomically.
-    let claimed = store
-        .claim_fires(
-            id,
-            1_000,
-            Some(3_000),
-            &[fire(id, 1_000), fire(id, 2_000)],
-            10,
-        )
-        .await
-        .unwrap();
-    assert_eq!(claimed, Some(vec![Some(RunId(1)), Some(RunId(2))]));
-    // A second admin with the same stale view loses the claim.
-    let stale = store
-        .claim_fires(id, 1_000, Some(3_000), &[fire(id, 1_000)], 10)
-        .await
-        .unwrap();
-    assert_eq!(stale, None, "the conditional update refuses a stale claim");
+    let claimed = claim(store, 2_000, |_| {
+        (vec![fire(id, 1_000), fire(id, 2_000)], Some(3_000))
+    })
+    .await;
+    assert_eq!(claimed, [(id, vec![Some(RunId(1)), Some(RunId(2))])]);
+    // A second pass over the same window finds nothing due: the job's next
+    // fire moved with the claim.
+    let stale = claim(store, 2_000, |_| (vec![fire(id, 1_000)], Some(3_000))).await;
+    assert_eq!(stale, [], "a claimed job is not due again");
     // Even a claim that wins cannot write a fire twice: the unique key.
-    let again = store
-        .claim_fires(
-            id,
-            3_000,
-            Some(4_000),
-            &[fire(id, 2_000), fire(id, 3_000)],
-            10,
-        )
-        .await
-        .unwrap();
-    assert_eq!(
-        again.map(|ids| ids.iter().flatten().count()),
-        Some(1),
-        "the duplicate fire was dropped"
+    let again = claim(store, 3_000, |_| {
+        (vec![fire(id, 2_000), fire(id, 3_000)], Some(4_000))
+    })
+    .await;
+    assert!(
+        matches!(&again[..], [(job, ids)] if *job == id && matches!(ids[..], [None, Some(_)])),
+        "the duplicate fire was dropped: {again:?}"
     );
     let runs = store.runs_of_job(id).await.unwrap();
     let times: Vec<i64> = runs.iter().map(|r| r.scheduled_at_ms).collect();
@@ -1297,8 +1302,8 @@ async fn a_corrupt_stored_value_is_an_error_not_a_default() {
         error.contains("route") && error.contains("SIDEWAYS"),
         "{error}"
     );
-    let due = store.due_jobs(10_000, 100).await.unwrap();
-    assert_eq!(due.iter().map(|j| j.id).collect::<Vec<_>>(), [healthy]);
+    let due = claim(&store, 10_000, |_| (Vec::new(), None)).await;
+    assert_eq!(due, [(healthy, Vec::new())]);
     let stopped: i64 = sqlx::query_scalar("SELECT enabled FROM job WHERE id = $1")
         .bind(corrupt)
         .fetch_one(&raw)

@@ -90,6 +90,31 @@ pub(super) struct Prepared {
     state: JobState,
 }
 
+/// Runs counted in the dispatch backlog (see
+/// [`SchedulerConfig::max_backlog`]) while this lives, however its task
+/// ends (the admin stopping cuts it short).
+pub(super) struct InBacklog {
+    gauge: prometheus_client::metrics::gauge::Gauge,
+    runs: i64,
+}
+
+impl InBacklog {
+    /// One run's share, to live as long as that run's dispatch.
+    fn take_one(&mut self) -> InBacklog {
+        self.runs -= 1;
+        InBacklog {
+            gauge: self.gauge.clone(),
+            runs: 1,
+        }
+    }
+}
+
+impl Drop for InBacklog {
+    fn drop(&mut self) {
+        self.gauge.dec_by(self.runs);
+    }
+}
+
 /// Whether a SHARDING_BROADCAST run stands for one shard (a retry, or a
 /// sibling written by an earlier fan-out) rather than a fresh fire to fan
 /// out.
@@ -129,14 +154,16 @@ impl Scheduler {
             let scheduler = self.clone();
             self.tasks.spawn(async move {
                 scheduler.config.clock.sleep_until(at - ahead).await;
-                scheduler.dispatch_group(runs).await;
+                let due = scheduler.in_backlog(runs.len());
+                scheduler.dispatch_group(runs, due).await;
             });
         }
     }
 
     /// Reads what the runs' dispatches need in one go, then dispatches each
-    /// in its pool.
-    pub(super) async fn dispatch_group(self: Arc<Self>, runs: Vec<RunRow>) {
+    /// in its pool. `due` counts the runs in the backlog; each run's task
+    /// takes its share.
+    pub(super) async fn dispatch_group(self: Arc<Self>, runs: Vec<RunRow>, mut due: InBacklog) {
         // Only runs this admin holds the lease of: with several admins, a
         // run whose admin died is taken over by exactly one other.
         let ids: Vec<RunId> = runs.iter().map(|run| run.id).collect();
@@ -171,8 +198,11 @@ impl Scheduler {
                 tracing::warn!(%error, "cannot read the jobs of a group of fires");
                 for run in runs {
                     let scheduler = self.clone();
-                    self.tasks
-                        .spawn(async move { scheduler.dispatch_in_pool(&run, None, None).await });
+                    let due = due.take_one();
+                    self.tasks.spawn(async move {
+                        scheduler.dispatch_in_pool(&run, None, None).await;
+                        drop(due);
+                    });
                 }
                 return;
             }
@@ -183,8 +213,21 @@ impl Scheduler {
                 state: states.get(&run.job_id).cloned().unwrap_or_default(),
             };
             let scheduler = self.clone();
-            self.tasks
-                .spawn(async move { scheduler.dispatch_in_pool(&run, Some(prepared), None).await });
+            let due = due.take_one();
+            self.tasks.spawn(async move {
+                scheduler.dispatch_in_pool(&run, Some(prepared), None).await;
+                drop(due);
+            });
+        }
+    }
+
+    /// Counts `runs` in the dispatch backlog until the answer is dropped.
+    fn in_backlog(&self, runs: usize) -> InBacklog {
+        let runs = runs as i64;
+        self.metrics.dispatch_backlog.inc_by(runs);
+        InBacklog {
+            gauge: self.metrics.dispatch_backlog.clone(),
+            runs,
         }
     }
 

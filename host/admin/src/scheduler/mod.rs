@@ -69,6 +69,14 @@ pub struct SchedulerConfig {
     pub dead_after: Duration,
     /// Dispatches in flight at once (back-pressure beyond).
     pub max_dispatches: usize,
+    /// Runs whose time to be sent has come but whose dispatch has not ended
+    /// (waiting for a slot, the database or an executor) beyond which the
+    /// pre-read claims no new fire. The fires wait in their jobs and are
+    /// claimed once the backlog drains, late (caught up within the misfire
+    /// threshold, past it by the misfire policy), so an admin given more
+    /// than it can send keeps its memory bounded instead of queueing every
+    /// fire in memory.
+    pub max_backlog: usize,
     /// Timeout of one dispatch request.
     pub dispatch_timeout: Duration,
     /// A dispatched run whose executor is dead and that has had no result
@@ -108,6 +116,7 @@ impl Default for SchedulerConfig {
             pre_read: Duration::from_secs(5),
             dead_after: Duration::from_secs(90),
             max_dispatches: 256,
+            max_backlog: 10_000,
             dispatch_timeout: Duration::from_secs(3),
             lost_after: Duration::from_secs(600),
             executor_token: String::new(),

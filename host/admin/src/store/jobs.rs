@@ -391,70 +391,14 @@ impl Store {
         Ok(deleted == 1)
     }
 
-    /// Enabled jobs due by `until_ms`, soonest first.
-    pub async fn due_jobs(&self, until_ms: i64, limit: i64) -> Result<Vec<JobRow>, StoreError> {
-        let rows = sqlx::query(concat!(
-            "SELECT ",
-            job_columns!(),
-            " FROM job WHERE enabled = 1 AND next_fire_at_ms IS NOT NULL \
-             AND next_fire_at_ms <= $1 ORDER BY next_fire_at_ms LIMIT $2"
-        ))
-        .bind(until_ms)
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await?;
-        let (mut jobs, corrupt) = decode_due_jobs(&rows);
-        for id in corrupt {
-            sqlx::query("UPDATE job SET enabled = 0, next_fire_at_ms = NULL WHERE id = $1")
-                .bind(id)
-                .execute(&self.writer)
-                .await?;
-        }
-        attach_children(&mut *self.pool.acquire().await?, &mut jobs).await?;
-        Ok(jobs)
-    }
-
-    /// Claims a job's fires: moves its next fire from `expected_next` to
-    /// `new_next` and writes `fires` as pending runs, in one transaction.
-    /// Returns, for each fire, the id of the run written (`None` for a fire
-    /// that already existed: the unique key on (job, scheduled time, shard)
-    /// drops it), or `None` overall when another admin claimed first (the
-    /// job's next fire had already moved).
-    pub async fn claim_fires(
-        &self,
-        job_id: JobId,
-        expected_next: i64,
-        new_next: Option<i64>,
-        fires: &[NewRun],
-        now_ms: i64,
-    ) -> Result<Option<Vec<Option<RunId>>>, StoreError> {
-        let mut tx = self.writer.begin().await?;
-        let moved = sqlx::query(
-            "UPDATE job SET next_fire_at_ms = $1 WHERE id = $2 AND enabled = 1 AND next_fire_at_ms = $3",
-        )
-        .bind(new_next)
-        .bind(job_id)
-        .bind(expected_next)
-        .execute(&mut *tx)
-        .await?;
-        if moved.rows_affected() != 1 {
-            tx.rollback().await?;
-            return Ok(None);
-        }
-        let mut ids = Vec::with_capacity(fires.len());
-        for fire in fires {
-            ids.push(insert_run(&mut tx, fire, &self.owner, now_ms, true).await?);
-        }
-        tx.commit().await?;
-        Ok(Some(ids))
-    }
-
-    /// PostgreSQL: claims up to `limit` jobs due by `until_ms` that no other
-    /// admin is claiming right now (`FOR UPDATE SKIP LOCKED`), in one
-    /// transaction: `plan` gives each job's fires and next fire (`None`:
-    /// the job cannot be scheduled and is stopped). Several admins each take
-    /// a disjoint share of the due jobs. Returns the claimed jobs with the
-    /// id of each fire written (`None` where the unique key dropped one).
+    /// Claims up to `limit` jobs due by `until_ms` in one transaction:
+    /// `plan` gives each job's fires and next fire (`None`: the job cannot
+    /// be scheduled and is stopped). On PostgreSQL the jobs are those no
+    /// other admin is claiming right now (`FOR UPDATE SKIP LOCKED`), so
+    /// several admins each take a disjoint share; on SQLite the single
+    /// writer connection serializes claims. Returns the claimed jobs with
+    /// the id of each fire written (`None` where the unique key dropped
+    /// one).
     pub async fn claim_due_batch(
         &self,
         until_ms: i64,
@@ -462,17 +406,29 @@ impl Store {
         now_ms: i64,
         mut plan: impl FnMut(&JobRow) -> Option<(Vec<NewRun>, Option<i64>)>,
     ) -> Result<Vec<ClaimedJob>, StoreError> {
-        let mut tx = self.writer.begin().await?;
-        let rows = sqlx::query(concat!(
+        const DUE: &str = concat!(
             "SELECT ",
             job_columns!(),
             " FROM job WHERE enabled = 1 AND next_fire_at_ms IS NOT NULL \
-             AND next_fire_at_ms <= $1 ORDER BY next_fire_at_ms LIMIT $2 FOR UPDATE SKIP LOCKED"
-        ))
-        .bind(until_ms)
-        .bind(limit)
-        .fetch_all(&mut *tx)
-        .await?;
+             AND next_fire_at_ms <= $1 ORDER BY next_fire_at_ms LIMIT $2"
+        );
+        const DUE_SKIP_LOCKED: &str = concat!(
+            "SELECT ",
+            job_columns!(),
+            " FROM job WHERE enabled = 1 AND next_fire_at_ms IS NOT NULL \
+             AND next_fire_at_ms <= $1 ORDER BY next_fire_at_ms LIMIT $2 \
+             FOR UPDATE SKIP LOCKED"
+        );
+        let due = match self.backend {
+            Backend::Sqlite => DUE,
+            Backend::Postgres => DUE_SKIP_LOCKED,
+        };
+        let mut tx = self.writer.begin().await?;
+        let rows = sqlx::query(due)
+            .bind(until_ms)
+            .bind(limit)
+            .fetch_all(&mut *tx)
+            .await?;
         let mut claimed = Vec::with_capacity(rows.len());
         let (mut jobs, corrupt) = decode_due_jobs(&rows);
         attach_children(&mut tx, &mut jobs).await?;
