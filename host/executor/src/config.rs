@@ -79,7 +79,7 @@ impl ExecutorConfig {
             shutdown_grace: Duration::from_secs(10),
             max_request_bytes: 4 << 20,
             max_log_page: 5_000,
-            callback_batch: 200,
+            callback_batch: 1000,
             retained_finished_runs: 1_000,
             retained_log_bytes: 64 << 20,
             max_result_bytes: 3 << 19,

@@ -429,37 +429,51 @@ impl Store {
             .bind(limit)
             .fetch_all(&mut *tx)
             .await?;
-        let mut claimed = Vec::with_capacity(rows.len());
-        let (mut jobs, corrupt) = decode_due_jobs(&rows);
+        let (mut jobs, mut stopped) = decode_due_jobs(&rows);
         attach_children(&mut tx, &mut jobs).await?;
-        for id in corrupt {
-            sqlx::query("UPDATE job SET enabled = 0, next_fire_at_ms = NULL WHERE id = $1")
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
-        }
+        // Each statement below covers the whole batch: a statement per job
+        // or fire was a round trip to the database each.
+        let mut moves = Vec::with_capacity(jobs.len());
+        let mut planned = Vec::with_capacity(jobs.len());
         for job in jobs {
-            let Some((fires, next)) = plan(&job) else {
-                sqlx::query("UPDATE job SET enabled = 0, next_fire_at_ms = NULL WHERE id = $1")
-                    .bind(job.id)
-                    .execute(&mut *tx)
-                    .await?;
-                continue;
-            };
-            sqlx::query("UPDATE job SET next_fire_at_ms = $1 WHERE id = $2")
-                .bind(next)
-                .bind(job.id)
-                .execute(&mut *tx)
-                .await?;
-            let mut written = Vec::with_capacity(fires.len());
-            for fire in fires {
-                let id = insert_run(&mut tx, &fire, &self.owner, now_ms, true).await?;
-                written.push((id, fire));
+            match plan(&job) {
+                Some((fires, next)) => {
+                    moves.push((job.id, next));
+                    planned.push((job, fires));
+                }
+                None => stopped.push(job.id),
             }
-            claimed.push(ClaimedJob { job, written });
         }
+        for chunk in stopped.chunks(IN_LIST_CHUNK) {
+            let sql = format!(
+                "UPDATE job SET enabled = 0, next_fire_at_ms = NULL WHERE id IN ({})",
+                placeholders(chunk.len())
+            );
+            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+            for id in chunk {
+                query = query.bind(*id);
+            }
+            query.execute(&mut *tx).await?;
+        }
+        move_next_fires(&mut tx, &moves).await?;
+        let fires: Vec<(&str, &NewRun)> = planned
+            .iter()
+            .flat_map(|(job, fires)| fires.iter().map(|fire| (job.tenant.as_str(), fire)))
+            .collect();
+        let mut ids = insert_fires(&mut tx, &fires, &self.owner, now_ms)
+            .await?
+            .into_iter();
         tx.commit().await?;
-        Ok(claimed)
+        Ok(planned
+            .into_iter()
+            .map(|(job, fires)| ClaimedJob {
+                written: fires
+                    .into_iter()
+                    .map(|fire| (ids.next().flatten(), fire))
+                    .collect(),
+                job,
+            })
+            .collect())
     }
 
     /// The durable state of each job among `job_ids` (empty for a job
@@ -529,6 +543,33 @@ impl Store {
         tx.commit().await?;
         Ok(())
     }
+}
+
+/// Sets each job's next fire (`None`: none), many jobs per statement.
+async fn move_next_fires(
+    conn: &mut sqlx::AnyConnection,
+    moves: &[(JobId, Option<i64>)],
+) -> Result<(), StoreError> {
+    for chunk in moves.chunks(IN_LIST_CHUNK / 2) {
+        let mut cases = String::new();
+        let mut ids = Vec::with_capacity(chunk.len());
+        for n in 0..chunk.len() {
+            let (id, next) = (2 * n + 1, 2 * n + 2);
+            cases += &format!(" WHEN ${id} THEN CAST(${next} AS BIGINT)");
+            ids.push(format!("${id}"));
+        }
+        // Only placeholders go into the text.
+        let sql = format!(
+            "UPDATE job SET next_fire_at_ms = CASE id{cases} END WHERE id IN ({})",
+            ids.join(", ")
+        );
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for (id, next) in chunk {
+            query = query.bind(*id).bind(*next);
+        }
+        query.execute(&mut *conn).await?;
+    }
+    Ok(())
 }
 
 /// The PostgreSQL transaction lock every writer of child links takes, so

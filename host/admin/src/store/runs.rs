@@ -116,6 +116,162 @@ pub(super) async fn insert_run(
     Ok(row.map(|row| row.try_get("id")).transpose()?)
 }
 
+/// Ends each of `ends`' runs that is still waiting or running (or was
+/// cancelled while its dispatch was on its way, and ran after all: what it
+/// did is recorded then), all in one statement; answers the ended runs by
+/// id (a run that had ended already is absent).
+async fn end_runs(
+    conn: &mut sqlx::AnyConnection,
+    ends: &[&RunEnd],
+) -> Result<HashMap<RunId, RunRow>, StoreError> {
+    /// Values per end: its run's id, then the twelve columns it sets.
+    const VALUES: usize = 13;
+    // $1 pending, $2 dispatched, $3 cancelled, then each end's values.
+    let value = |end: usize, column: usize| format!("${}", 4 + end * VALUES + column);
+    let case = |column: usize, cast: &str| {
+        let mut case = String::from("CASE id");
+        for end in 0..ends.len() {
+            let then = match cast {
+                "" => value(end, column),
+                cast => format!("CAST({} AS {cast})", value(end, column)),
+            };
+            case += &format!(" WHEN {} THEN {then}", value(end, 0));
+        }
+        case + " END"
+    };
+    let ids: Vec<String> = (0..ends.len()).map(|end| value(end, 0)).collect();
+    // Only placeholders and fixed column names go into the text.
+    let sql = format!(
+        "UPDATE run SET status = {}, outcome = {}, code = {}, message = {}, log = {}, \
+         executor = COALESCE({}, executor), started_at_ms = {}, finished_at_ms = {}, \
+         alarm_status = {}, module_digest = COALESCE({}, module_digest), \
+         fuel_consumed = {}, peak_memory_bytes = {} \
+         WHERE id IN ({}) AND (status IN ($1, $2) OR (status = $3 AND {} IS NOT NULL)) \
+         RETURNING {}",
+        case(1, ""),
+        case(2, ""),
+        case(3, "BIGINT"),
+        case(4, ""),
+        case(5, ""),
+        case(6, ""),
+        case(7, "BIGINT"),
+        case(8, "BIGINT"),
+        case(9, ""),
+        case(10, ""),
+        case(11, "BIGINT"),
+        case(12, "BIGINT"),
+        ids.join(", "),
+        case(7, "BIGINT"),
+        run_columns!(),
+    );
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(RunStatus::Pending.as_str())
+        .bind(RunStatus::Dispatched.as_str())
+        .bind(RunStatus::Cancelled.as_str());
+    for end in ends {
+        let status = if end.success {
+            RunStatus::Success
+        } else if end.outcome == RunStatus::Cancelled.as_str() {
+            RunStatus::Cancelled
+        } else {
+            RunStatus::Failed
+        };
+        let alarm_status = if end.success || outcome_is_deliberate(&end.outcome) {
+            AlarmState::None
+        } else {
+            AlarmState::Due
+        };
+        query = query
+            .bind(end.run_id)
+            .bind(status.as_str())
+            .bind(&end.outcome)
+            .bind(end.code)
+            .bind(&end.message)
+            .bind(&end.log)
+            .bind(end.executor.as_deref())
+            .bind(end.started_at_ms)
+            .bind(end.finished_at_ms)
+            .bind(alarm_status.as_str())
+            .bind(end.module_digest.as_deref())
+            .bind(end.fuel_consumed)
+            .bind(end.peak_memory_bytes);
+    }
+    let mut ended = HashMap::with_capacity(ends.len());
+    for row in query.fetch_all(&mut *conn).await? {
+        let run = run_from_row(&row)?;
+        ended.insert(run.id, run);
+    }
+    Ok(ended)
+}
+
+/// Most fires written by one `INSERT` (13 values each).
+const FIRES_PER_INSERT: usize = 200;
+
+/// Writes `fires` (each with its job's tenant) as pending runs leased to
+/// `owner`, many rows per statement (a statement per fire was a round trip
+/// to the database per fire); a fire already written is dropped by the
+/// unique key of a job's fires. Answers each fire's new run id, in order
+/// (`None`: dropped).
+pub(super) async fn insert_fires(
+    conn: &mut sqlx::AnyConnection,
+    fires: &[(&str, &NewRun)],
+    owner: &str,
+    now_ms: i64,
+) -> Result<Vec<Option<RunId>>, StoreError> {
+    const COLUMNS: usize = 13;
+    let mut ids = Vec::with_capacity(fires.len());
+    for chunk in fires.chunks(FIRES_PER_INSERT) {
+        let rows: Vec<String> = (0..chunk.len())
+            .map(|row| {
+                let values: Vec<String> = (1..=COLUMNS)
+                    .map(|column| format!("${}", row * COLUMNS + column))
+                    .collect();
+                format!("({})", values.join(", "))
+            })
+            .collect();
+        // Only placeholders go into the text.
+        let sql = format!(
+            "INSERT INTO run (tenant, job_id, kind, scheduled_at_ms, shard_index, shard_total, \
+             attempt, param, status, module_digest, created_at_ms, lease_owner, lease_until_ms) \
+             VALUES {} ON CONFLICT DO NOTHING RETURNING id, job_id, scheduled_at_ms, shard_index",
+            rows.join(", ")
+        );
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for (tenant, run) in chunk {
+            query = query
+                .bind(*tenant)
+                .bind(run.job_id)
+                .bind(run.kind.as_str())
+                .bind(run.scheduled_at_ms)
+                .bind(run.shard_index)
+                .bind(run.shard_total)
+                .bind(run.attempt)
+                .bind(&run.param)
+                .bind(RunStatus::Pending.as_str())
+                .bind(&run.module_digest)
+                .bind(now_ms)
+                .bind(owner)
+                .bind(run.scheduled_at_ms.max(now_ms) + WRITE_LEASE_MS);
+        }
+        // Rows come back in no promised order: matched by the fire's key.
+        let mut written: HashMap<(JobId, i64, i64), RunId> = HashMap::new();
+        for row in query.fetch_all(&mut *conn).await? {
+            let key = (
+                row.try_get("job_id")?,
+                row.try_get("scheduled_at_ms")?,
+                row.try_get("shard_index")?,
+            );
+            written.insert(key, row.try_get("id")?);
+        }
+        ids.extend(chunk.iter().map(|(_, run)| {
+            written
+                .get(&(run.job_id, run.scheduled_at_ms, run.shard_index))
+                .copied()
+        }));
+    }
+    Ok(ids)
+}
+
 impl Store {
     /// Writes a run outside the schedule (manual, API, retry, parent).
     pub async fn insert_run(&self, run: &NewRun, now_ms: i64) -> Result<RunId, StoreError> {
@@ -365,28 +521,45 @@ impl Store {
             == 1)
     }
 
-    /// Marks several pending runs dispatched in one transaction; returns
-    /// how many were still pending.
+    /// Marks several pending runs dispatched, many in one statement;
+    /// returns how many were still pending.
     pub async fn mark_dispatched_many(&self, marks: &[DispatchMark]) -> Result<u64, StoreError> {
+        /// Marks per statement (three values each).
+        const MARKS_PER_UPDATE: usize = 300;
         // Rows in id order, as every batch writer takes them, so that two
         // admins' batches cannot deadlock on each other.
         let mut marks: Vec<&DispatchMark> = marks.iter().collect();
         marks.sort_by_key(|mark| mark.run_id);
         let mut tx = self.writer.begin().await?;
         let mut marked = 0;
-        for mark in marks {
-            marked += sqlx::query(
-                "UPDATE run SET status = $1, executor = $2, dispatched_at_ms = $3 \
-                 WHERE id = $4 AND status = $5",
-            )
-            .bind(RunStatus::Dispatched.as_str())
-            .bind(&mark.executor)
-            .bind(mark.at_ms)
-            .bind(mark.run_id)
-            .bind(RunStatus::Pending.as_str())
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
+        for chunk in marks.chunks(MARKS_PER_UPDATE) {
+            // $1 dispatched, $2 pending, then (id, executor, at) per mark.
+            let value = |mark: usize, column: usize| format!("${}", 3 + mark * 3 + column);
+            let mut executors = String::new();
+            let mut times = String::new();
+            let mut ids = Vec::with_capacity(chunk.len());
+            for mark in 0..chunk.len() {
+                let id = value(mark, 0);
+                executors += &format!(" WHEN {id} THEN {}", value(mark, 1));
+                times += &format!(" WHEN {id} THEN CAST({} AS BIGINT)", value(mark, 2));
+                ids.push(id);
+            }
+            // Only placeholders go into the text.
+            let sql = format!(
+                "UPDATE run SET status = $1, executor = CASE id{executors} END, \
+                 dispatched_at_ms = CASE id{times} END WHERE status = $2 AND id IN ({})",
+                ids.join(", ")
+            );
+            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(RunStatus::Dispatched.as_str())
+                .bind(RunStatus::Pending.as_str());
+            for mark in chunk {
+                query = query
+                    .bind(mark.run_id)
+                    .bind(&mark.executor)
+                    .bind(mark.at_ms);
+            }
+            marked += query.execute(&mut *tx).await?.rows_affected();
         }
         tx.commit().await?;
         Ok(marked)
@@ -469,119 +642,97 @@ impl Store {
     /// callback batch): for each, the ended run or `None` if it had already
     /// ended.
     pub async fn finish_runs(&self, ends: &[RunEnd]) -> Result<Vec<Option<RunRow>>, StoreError> {
+        /// Ends per statement (thirteen values each).
+        const ENDS_PER_UPDATE: usize = 100;
         // Rows in id order (see `mark_dispatched_many`); answers in the
-        // callers' order.
+        // callers' order. Ends that commit state go one at a time, each
+        // checked against the state the one before it wrote; the others
+        // end together, many per statement.
         let mut order: Vec<usize> = (0..ends.len()).collect();
         order.sort_by_key(|index| ends[*index].run_id);
+        let (committing, plain): (Vec<usize>, Vec<usize>) = order
+            .into_iter()
+            .partition(|index| ends[*index].success && !ends[*index].state_changes.is_empty());
         let mut tx = self.writer.begin().await?;
         let mut ended = vec![None; ends.len()];
-        for index in order {
-            let mut end = std::borrow::Cow::Borrowed(&ends[index]);
-            if end.success && !end.state_changes.is_empty() {
-                // Optimistic concurrency: the changes apply only over the
-                // state the run saw. Otherwise the run failed.
-                if let Some((key, based_on, now)) =
-                    state_conflict(&mut tx, end.run_id, &end.state_base).await?
-                {
-                    let conflict = end.to_mut();
-                    conflict.success = false;
-                    conflict.outcome = STATE_CONFLICT.to_owned();
-                    conflict.code = 500;
-                    conflict.message = format!(
-                        "state not committed: key {key:?} changed after this run read it \
-                         (revision {based_on}, now {now}); the run's changes were dropped"
-                    );
-                    conflict.state_changes.clear();
-                } else if let Some((tenant, limit)) = &end.state_quota
-                    && let Some(message) =
-                        state_over_quota(&mut tx, self.backend, end.as_ref(), tenant, *limit)
-                            .await?
-                {
-                    let over = end.to_mut();
-                    over.success = false;
-                    over.outcome = QUOTA_EXCEEDED.to_owned();
-                    over.code = 500;
-                    over.message = message;
-                    over.state_changes.clear();
-                }
+        for index in committing {
+            ended[index] = self.finish_committing_state(&mut tx, &ends[index]).await?;
+        }
+        for chunk in plain.chunks(ENDS_PER_UPDATE) {
+            let together: Vec<&RunEnd> = chunk.iter().map(|index| &ends[*index]).collect();
+            let mut rows = end_runs(&mut tx, &together).await?;
+            for index in chunk {
+                // A run named twice ends once: the first answer has it.
+                ended[*index] = rows.remove(&ends[*index].run_id);
             }
-            let end = end.as_ref();
-            let alarm_status = if end.success || outcome_is_deliberate(&end.outcome) {
-                AlarmState::None
-            } else {
-                AlarmState::Due
-            };
-            let row = sqlx::query(concat!(
-                "UPDATE run SET status = $1, outcome = $2, code = $3, message = $4, log = $5, \
-                 executor = COALESCE($6, executor), started_at_ms = $7, finished_at_ms = $8, \
-                 alarm_status = $12, module_digest = COALESCE($13, module_digest), \
-                 fuel_consumed = $15, peak_memory_bytes = $16 \
-                 WHERE id = $9 AND (status IN ($10, $11) \
-                 OR (status = $14 AND $7 IS NOT NULL)) RETURNING ",
-                run_columns!()
-            ))
-            .bind(
-                if end.success {
-                    RunStatus::Success
-                } else if end.outcome == RunStatus::Cancelled.as_str() {
-                    RunStatus::Cancelled
-                } else {
-                    RunStatus::Failed
-                }
-                .as_str(),
-            )
-            .bind(&end.outcome)
-            .bind(end.code)
-            .bind(&end.message)
-            .bind(&end.log)
-            .bind(end.executor.as_deref())
-            .bind(end.started_at_ms)
-            .bind(end.finished_at_ms)
-            .bind(end.run_id)
-            .bind(RunStatus::Pending.as_str())
-            .bind(RunStatus::Dispatched.as_str())
-            .bind(alarm_status.as_str())
-            .bind(end.module_digest.as_deref())
-            // A run cancelled while its dispatch was already on its way
-            // may have run after all: what it did is recorded then.
-            .bind(RunStatus::Cancelled.as_str())
-            .bind(end.fuel_consumed)
-            .bind(end.peak_memory_bytes)
-            .fetch_optional(&mut *tx)
-            .await?;
-            let Some(run) = row.as_ref().map(run_from_row).transpose()? else {
-                continue;
-            };
-            if end.success {
-                for (key, value) in &end.state_changes {
-                    match value {
-                        Some(value) => {
-                            sqlx::query(
-                                "INSERT INTO job_state (job_id, key, value, revision) \
-                                 VALUES ($1, $2, $3, $4) ON CONFLICT (job_id, key) DO UPDATE \
-                                 SET value = excluded.value, revision = excluded.revision",
-                            )
-                            .bind(run.job_id)
-                            .bind(key)
-                            .bind(value)
-                            .bind(run.id)
-                            .execute(&mut *tx)
-                            .await?;
-                        }
-                        None => {
-                            sqlx::query("DELETE FROM job_state WHERE job_id = $1 AND key = $2")
-                                .bind(run.job_id)
-                                .bind(key)
-                                .execute(&mut *tx)
-                                .await?;
-                        }
-                    }
-                }
-            }
-            ended[index] = Some(run);
         }
         tx.commit().await?;
         Ok(ended)
+    }
+
+    /// Ends a successful run that changed its job's state: the changes are
+    /// committed only over the state the run saw and within the tenant's
+    /// state quota, or the run fails saying which.
+    async fn finish_committing_state(
+        &self,
+        tx: &mut sqlx::AnyConnection,
+        end: &RunEnd,
+    ) -> Result<Option<RunRow>, StoreError> {
+        let mut end = std::borrow::Cow::Borrowed(end);
+        if let Some((key, based_on, now)) =
+            state_conflict(&mut *tx, end.run_id, &end.state_base).await?
+        {
+            let conflict = end.to_mut();
+            conflict.success = false;
+            conflict.outcome = STATE_CONFLICT.to_owned();
+            conflict.code = 500;
+            conflict.message = format!(
+                "state not committed: key {key:?} changed after this run read it \
+                 (revision {based_on}, now {now}); the run's changes were dropped"
+            );
+            conflict.state_changes.clear();
+        } else if let Some((tenant, limit)) = &end.state_quota
+            && let Some(message) =
+                state_over_quota(&mut *tx, self.backend, end.as_ref(), tenant, *limit).await?
+        {
+            let over = end.to_mut();
+            over.success = false;
+            over.outcome = QUOTA_EXCEEDED.to_owned();
+            over.code = 500;
+            over.message = message;
+            over.state_changes.clear();
+        }
+        let end = end.as_ref();
+        let Some(run) = end_runs(&mut *tx, &[end]).await?.remove(&end.run_id) else {
+            return Ok(None);
+        };
+        if end.success {
+            for (key, value) in &end.state_changes {
+                match value {
+                    Some(value) => {
+                        sqlx::query(
+                            "INSERT INTO job_state (job_id, key, value, revision) \
+                             VALUES ($1, $2, $3, $4) ON CONFLICT (job_id, key) DO UPDATE \
+                             SET value = excluded.value, revision = excluded.revision",
+                        )
+                        .bind(run.job_id)
+                        .bind(key)
+                        .bind(value)
+                        .bind(run.id)
+                        .execute(&mut *tx)
+                        .await?;
+                    }
+                    None => {
+                        sqlx::query("DELETE FROM job_state WHERE job_id = $1 AND key = $2")
+                            .bind(run.job_id)
+                            .bind(key)
+                            .execute(&mut *tx)
+                            .await?;
+                    }
+                }
+            }
+        }
+        Ok(Some(run))
     }
 
     /// Runs dispatched before `dispatched_before_ms` to an executor that has
