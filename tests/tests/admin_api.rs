@@ -2838,19 +2838,17 @@ async fn jobs_are_created_in_batches_all_or_none() {
     stack.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fires_due_together_reach_their_executor_in_batches() {
-    let start = next_whole_minute();
-    let (stack, clock) = stack_on_manual_clock(start).await;
-    let api = &stack.api;
+/// Uploads `hello` as module `greeter` and starts `count` jobs of `group`
+/// running it at second 0 of every minute, created in one batch.
+async fn start_minutely_jobs(api: &AdminClient, count: usize, group: &str) {
     api.api
         .upload(jobs::bytes("hello"), Some("greeter"), &[])
         .await
         .unwrap();
-    let batch: Vec<JobSpec> = (0..200)
+    let batch: Vec<JobSpec> = (0..count)
         .map(|i| {
             serde_json::from_value(json!({
-                "name": format!("minutely-{i}"), "module": "greeter",
+                "name": format!("minutely-{i}"), "module": "greeter", "group": group,
                 "schedule_type": "CRON", "schedule_conf": "0 * * * * ?",
             }))
             .unwrap()
@@ -2864,7 +2862,14 @@ async fn fires_due_together_reach_their_executor_in_batches() {
         })
         .await
         .unwrap();
-    assert_eq!(created.started, 200);
+    assert_eq!(created.started, count);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fires_due_together_reach_their_executor_in_batches() {
+    let start = next_whole_minute();
+    let (stack, clock) = stack_on_manual_clock(start).await;
+    start_minutely_jobs(&stack.api, 200, "default").await;
     clock.advance(Duration::from_secs(60));
     let succeeded = until("the 200 fires succeed", || async {
         let (_, page) = stack.get("/api/v1/runs?status=success&limit=1000").await;
@@ -2948,29 +2953,7 @@ async fn a_full_dispatch_backlog_holds_the_pre_read_until_it_drains() {
         .await
         .unwrap();
     assert!(registered.status().is_success(), "{registered:?}");
-    let api = &stack.api;
-    api.api
-        .upload(jobs::bytes("hello"), Some("greeter"), &[])
-        .await
-        .unwrap();
-    let batch: Vec<JobSpec> = (0..100)
-        .map(|i| {
-            serde_json::from_value(json!({
-                "name": format!("minutely-{i}"), "module": "greeter", "group": "silent",
-                "schedule_type": "CRON", "schedule_conf": "0 * * * * ?",
-            }))
-            .unwrap()
-        })
-        .collect();
-    let created = api
-        .api
-        .create_jobs(&JobBatch {
-            jobs: batch,
-            start: true,
-        })
-        .await
-        .unwrap();
-    assert_eq!(created.started, 100);
+    start_minutely_jobs(&stack.api, 100, "silent").await;
 
     // The first minute's 100 fires are claimed and wait on the silent
     // executor: twice the backlog allowed.

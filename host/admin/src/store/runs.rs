@@ -98,19 +98,7 @@ pub(super) async fn insert_run(
     } else {
         insert!("")
     };
-    let row = sqlx::query(sql)
-        .bind(run.job_id)
-        .bind(run.kind.as_str())
-        .bind(run.scheduled_at_ms)
-        .bind(run.shard_index)
-        .bind(run.shard_total)
-        .bind(run.attempt)
-        .bind(&run.param)
-        .bind(RunStatus::Pending.as_str())
-        .bind(&run.module_digest)
-        .bind(now_ms)
-        .bind(owner)
-        .bind(run.scheduled_at_ms.max(now_ms) + WRITE_LEASE_MS)
+    let row = bind_new_run(sqlx::query(sql), run, owner, now_ms)
         .fetch_optional(&mut *conn)
         .await?;
     Ok(row.map(|row| row.try_get("id")).transpose()?)
@@ -204,6 +192,30 @@ async fn end_runs(
     Ok(ended)
 }
 
+/// Binds a new pending run's columns from `job_id` on, in the order both
+/// inserts name them: job, kind, scheduled time, shard index and total,
+/// attempt, parameter, status, digest, creation time, lease owner and end.
+fn bind_new_run<'q>(
+    query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>,
+    run: &'q NewRun,
+    owner: &'q str,
+    now_ms: i64,
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments> {
+    query
+        .bind(run.job_id)
+        .bind(run.kind.as_str())
+        .bind(run.scheduled_at_ms)
+        .bind(run.shard_index)
+        .bind(run.shard_total)
+        .bind(run.attempt)
+        .bind(&run.param)
+        .bind(RunStatus::Pending.as_str())
+        .bind(&run.module_digest)
+        .bind(now_ms)
+        .bind(owner)
+        .bind(run.scheduled_at_ms.max(now_ms) + WRITE_LEASE_MS)
+}
+
 /// Most fires written by one `INSERT` (13 values each).
 const FIRES_PER_INSERT: usize = 200;
 
@@ -238,20 +250,7 @@ pub(super) async fn insert_fires(
         );
         let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
         for (tenant, run) in chunk {
-            query = query
-                .bind(*tenant)
-                .bind(run.job_id)
-                .bind(run.kind.as_str())
-                .bind(run.scheduled_at_ms)
-                .bind(run.shard_index)
-                .bind(run.shard_total)
-                .bind(run.attempt)
-                .bind(&run.param)
-                .bind(RunStatus::Pending.as_str())
-                .bind(&run.module_digest)
-                .bind(now_ms)
-                .bind(owner)
-                .bind(run.scheduled_at_ms.max(now_ms) + WRITE_LEASE_MS);
+            query = bind_new_run(query.bind(*tenant), run, owner, now_ms);
         }
         // Rows come back in no promised order: matched by the fire's key.
         let mut written: HashMap<(JobId, i64, i64), RunId> = HashMap::new();
