@@ -5,10 +5,12 @@
 //!
 //! Every fire is written as a `pending` run before it is dispatched; on
 //! start, pending runs left by a crash are dispatched (late ones at once).
-//! A job's fires are claimed by moving its `next_fire_at_ms` with a
-//! conditional update in the same transaction that writes the runs, and the
-//! unique key on (job, scheduled time, shard) makes a double fire
-//! impossible.
+//! Due jobs are claimed in batches: each job's `next_fire_at_ms` moves in
+//! the same transaction that writes its runs (the jobs read under `FOR
+//! UPDATE SKIP LOCKED` on PostgreSQL, behind SQLite's single writer), and
+//! the unique key on (job, scheduled time, shard) makes a double fire
+//! impossible. Past `max_backlog` runs waiting to be sent, nothing new is
+//! claimed until they drain.
 //!
 //! Laid out by step: `planner` (pure: fires, misfire, catch-up), `preread`
 //! (claims and written fires), `dispatch` (timers, leases, routing, the run
