@@ -151,6 +151,21 @@ impl AdminClient {
         .await
     }
 
+    /// Once a run scheduled at or after `from_ms` has succeeded: fires are
+    /// running at least that far (waited for up to `within`).
+    pub async fn until_a_run_succeeded_from(&self, from_ms: i64, within: Duration) {
+        until_within(within, "a run of the window's end succeeds", || async {
+            let query = RunQuery {
+                status: Some(RunStatus::Success),
+                from_ms: Some(from_ms),
+                limit: Some(1),
+                ..RunQuery::default()
+            };
+            (!self.api.runs(&query).await.ok()?.runs.is_empty()).then_some(())
+        })
+        .await
+    }
+
     /// Once the admin counts an executor alive.
     pub async fn until_an_executor_is_alive(&self) {
         until("an executor registers", || async {

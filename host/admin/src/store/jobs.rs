@@ -406,22 +406,20 @@ impl Store {
         now_ms: i64,
         mut plan: impl FnMut(&JobRow) -> Option<(Vec<NewRun>, Option<i64>)>,
     ) -> Result<Vec<ClaimedJob>, StoreError> {
-        const DUE: &str = concat!(
-            "SELECT ",
-            job_columns!(),
-            " FROM job WHERE enabled = 1 AND next_fire_at_ms IS NOT NULL \
-             AND next_fire_at_ms <= $1 ORDER BY next_fire_at_ms LIMIT $2"
-        );
-        const DUE_SKIP_LOCKED: &str = concat!(
-            "SELECT ",
-            job_columns!(),
-            " FROM job WHERE enabled = 1 AND next_fire_at_ms IS NOT NULL \
-             AND next_fire_at_ms <= $1 ORDER BY next_fire_at_ms LIMIT $2 \
-             FOR UPDATE SKIP LOCKED"
-        );
+        macro_rules! due {
+            ($lock:literal) => {
+                concat!(
+                    "SELECT ",
+                    job_columns!(),
+                    " FROM job WHERE enabled = 1 AND next_fire_at_ms IS NOT NULL \
+                     AND next_fire_at_ms <= $1 ORDER BY next_fire_at_ms LIMIT $2",
+                    $lock
+                )
+            };
+        }
         let due = match self.backend {
-            Backend::Sqlite => DUE,
-            Backend::Postgres => DUE_SKIP_LOCKED,
+            Backend::Sqlite => due!(""),
+            Backend::Postgres => due!(" FOR UPDATE SKIP LOCKED"),
         };
         let mut tx = self.writer.begin().await?;
         let rows = sqlx::query(due)

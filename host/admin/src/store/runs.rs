@@ -128,13 +128,14 @@ async fn end_runs(
         case + " END"
     };
     let ids: Vec<String> = (0..ends.len()).map(|end| value(end, 0)).collect();
+    let started = case(7, "BIGINT");
     // Only placeholders and fixed column names go into the text.
     let sql = format!(
         "UPDATE run SET status = {}, outcome = {}, code = {}, message = {}, log = {}, \
-         executor = COALESCE({}, executor), started_at_ms = {}, finished_at_ms = {}, \
+         executor = COALESCE({}, executor), started_at_ms = {started}, finished_at_ms = {}, \
          alarm_status = {}, module_digest = COALESCE({}, module_digest), \
          fuel_consumed = {}, peak_memory_bytes = {} \
-         WHERE id IN ({}) AND (status IN ($1, $2) OR (status = $3 AND {} IS NOT NULL)) \
+         WHERE id IN ({}) AND (status IN ($1, $2) OR (status = $3 AND {started} IS NOT NULL)) \
          RETURNING {}",
         case(1, ""),
         case(2, ""),
@@ -142,14 +143,12 @@ async fn end_runs(
         case(4, ""),
         case(5, ""),
         case(6, ""),
-        case(7, "BIGINT"),
         case(8, "BIGINT"),
         case(9, ""),
         case(10, ""),
         case(11, "BIGINT"),
         case(12, "BIGINT"),
         ids.join(", "),
-        case(7, "BIGINT"),
         run_columns!(),
     );
     let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
