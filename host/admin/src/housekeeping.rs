@@ -7,7 +7,10 @@
 //! times), executors silent for twice the dead time
 //! forgotten, module content that nothing refers to any more (no job, no
 //! kept version, no open run) deleted a day after it was last uploaded,
-//! and tenants' per-day usage (run time, log bytes) older than a week.
+//! and tenants' per-day usage (run time, log bytes) older than a week. On
+//! PostgreSQL the run table's day partitions are made a few days ahead,
+//! and a day whose runs are all past retention is dropped whole before the
+//! batches run.
 //!
 //! Every step is idempotent, so several admins on one database may all run
 //! it.
@@ -66,6 +69,24 @@ async fn pass(store: &Store, config: &SchedulerConfig, now_ms: i64) -> Result<()
         .forget_silent_executors(reference - 2 * millis(config.dead_after))
         .await?;
     let success_retention = config.success_retention.unwrap_or(config.run_retention);
+    // On PostgreSQL whole days go first: a day partition whose every run
+    // is past the longer of the two retentions is dropped, and the batches
+    // below find only what is left (successes kept for less time, the
+    // default partition's runs).
+    let changes = store
+        .maintain_run_partitions(
+            now_ms,
+            PARTITION_DAYS_AHEAD,
+            now_ms - millis(success_retention.max(config.run_retention)),
+        )
+        .await?;
+    if !changes.created.is_empty() || !changes.dropped.is_empty() {
+        tracing::info!(
+            created = ?changes.created,
+            dropped = ?changes.dropped,
+            "run partitions made ahead and dropped past their retention"
+        );
+    }
     for (statuses, retention) in [
         (&[RunStatus::Success][..], success_retention),
         (
@@ -96,6 +117,10 @@ async fn pass(store: &Store, config: &SchedulerConfig, now_ms: i64) -> Result<()
     }
     Ok(())
 }
+
+/// Days after today whose run partitions are made ahead (PostgreSQL): a
+/// day's runs never wait for its partition while housekeeping runs at all.
+const PARTITION_DAYS_AHEAD: i64 = 3;
 
 /// Days of tenants' per-day usage kept.
 const USAGE_DAYS_KEPT: i64 = 7;

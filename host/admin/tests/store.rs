@@ -1497,7 +1497,8 @@ async fn postgres_schema(url: &str) -> Schema {
         "SELECT table_name::text AS table_name, column_name::text AS column_name, \
          data_type::text AS data_type, is_nullable::text AS is_nullable \
          FROM information_schema.columns WHERE table_schema = 'public' \
-         AND table_name NOT LIKE '_sqlx%'",
+         AND table_name NOT LIKE '_sqlx%' AND table_name NOT IN \
+         (SELECT relname FROM pg_class WHERE relispartition)",
     )
     .fetch_all(&pool)
     .await
@@ -1520,7 +1521,8 @@ async fn postgres_schema(url: &str) -> Schema {
 }
 
 /// The migrations of the two engines build the same tables, columns,
-/// column kinds and nullability (but SQLite's index of job names for
+/// column kinds and nullability (PostgreSQL's run partitions aside: the
+/// partitioned table is the one compared) (but SQLite's index of job names for
 /// searches, an FTS5 table: PostgreSQL's is an index on the job table).
 #[tokio::test]
 async fn sqlite_and_postgres_schemas_are_the_same() {
@@ -1560,7 +1562,8 @@ async fn sqlite_and_postgres_schemas_are_the_same() {
     let postgres_pool = sqlx::AnyPool::connect(&server.url()).await.unwrap();
     let mut postgres_indexes: Vec<String> = sqlx::query_scalar(
         "SELECT indexname::text FROM pg_indexes WHERE schemaname = 'public' \
-         AND indexname NOT LIKE '%_pkey' AND indexname NOT LIKE '%_key'",
+         AND indexname NOT LIKE '%_pkey' AND indexname NOT LIKE '%_key' \
+         AND tablename NOT IN (SELECT relname FROM pg_class WHERE relispartition)",
     )
     .fetch_all(&postgres_pool)
     .await
@@ -1621,4 +1624,198 @@ async fn sqlite_and_postgres_schemas_are_the_same() {
             "{query}: {plan:?}"
         );
     }
+}
+
+/// Migration 0018 partitions the run table without copying it: the runs
+/// written before become its first partition, ids carry on after theirs,
+/// a fire written before is still written only once, and an ended run
+/// still leaves its row for the daily reports.
+#[tokio::test]
+async fn postgres_runs_written_before_partitioning_are_kept_and_still_unique() {
+    sqlx::any::install_default_drivers();
+    let server = PostgresServer::start();
+    let pool = sqlx::AnyPool::connect(&server.url()).await.unwrap();
+    migrate(&pool, "postgres", "0001", "0018").await;
+    sqlx::raw_sql(
+        "INSERT INTO job (group_name, name, module_digest, schedule_type, created_at_ms, \
+         updated_at_ms) VALUES ('default', 'p', 'd', 'NONE', 0, 0); \
+         INSERT INTO run (id, job_id, kind, scheduled_at_ms, status, module_digest, created_at_ms) \
+         VALUES (41, 1, 'schedule', 1000, 'success', 'd', 1000), \
+                (42, 1, 'schedule', 2000, 'pending', 'd', 2000);",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    migrate(&pool, "postgres", "0018", "0019").await;
+    let count = |sql: &'static str| {
+        let pool = pool.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>(sql)
+                .fetch_one(&pool)
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(
+        count("SELECT COUNT(*) FROM run_before_partitions").await,
+        2,
+        "the runs written before are its first partition"
+    );
+    let insert = "INSERT INTO run (job_id, kind, scheduled_at_ms, status, module_digest, \
+                  created_at_ms) VALUES (1, 'schedule', $1, $2, 'd', $1) \
+                  ON CONFLICT DO NOTHING RETURNING id";
+    let written = |at: i64, status: &'static str| {
+        let pool = pool.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>(insert)
+                .bind(at)
+                .bind(status)
+                .fetch_optional(&pool)
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(written(2000, "pending").await, None, "a fire is written once");
+    let later = 4_000_000_000_000_i64; // 2096: the default partition's
+    // (The fire refused as a duplicate took an id too.)
+    let id = written(later, "success").await.unwrap();
+    assert!(id > 42, "ids carry on after the old runs': {id}");
+    assert_eq!(count("SELECT COUNT(*) FROM run_default").await, 1);
+    assert_eq!(
+        count("SELECT COUNT(*) FROM run_end WHERE status = 'success' AND day = '2096-10-02'").await,
+        1,
+        "a run written ended is counted for the reports"
+    );
+    sqlx::query("UPDATE run SET status = 'failed' WHERE id = 42")
+        .execute(&pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        count("SELECT COUNT(*) FROM run_end WHERE status = 'failed'").await,
+        1,
+        "an old run that ends is counted for the reports"
+    );
+}
+
+/// On PostgreSQL retention drops whole days: housekeeping makes each
+/// day's partition ahead, and drops one whose runs have all ended and were
+/// all written before the retention's cutoff. A day holding an open run,
+/// or a run written late (a backfill), is kept; the daily reports do not
+/// change; runs of a day without a partition go to the default one.
+#[tokio::test]
+async fn postgres_run_partitions_are_made_ahead_and_dropped_whole() {
+    use cronbox_admin::store::DAY_MS;
+    let server = PostgresServer::start();
+    let store = Store::connect(&server.url()).await.unwrap();
+    let id = store.insert_job(&job(), 0).await.unwrap();
+    // Days after the end of the first partition (the day after today).
+    let today = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+        / DAY_MS;
+    let first = today + 10;
+    let at = |day: i64, hour: i64| (first + day) * DAY_MS + hour * 3_600_000;
+    let made = store.maintain_run_partitions(at(0, 1), 3, 0).await.unwrap();
+    assert_eq!(made.created.len(), 4, "{made:?}");
+    assert!(made.dropped.is_empty(), "{made:?}");
+    let again = store.maintain_run_partitions(at(0, 2), 3, 0).await.unwrap();
+    assert!(again.created.is_empty() && again.dropped.is_empty(), "{again:?}");
+
+    // Day 0: two ended runs. Day 1: one ended, one still open. Day 2: one
+    // written on day 30 (late). Day 3: none. Day 5: no partition.
+    let mut ended = Vec::new();
+    for (day, created_day) in [(0, 0), (0, 0), (1, 1), (2, 30)] {
+        let run = store
+            .insert_run(&fire(id, at(day, ended.len() as i64)), at(created_day, 0))
+            .await
+            .unwrap();
+        store
+            .finish_run(&RunEnd::failed(run, "failed", "no", at(created_day, 5)))
+            .await
+            .unwrap()
+            .unwrap();
+        ended.push(run);
+    }
+    let open = store.insert_run(&fire(id, at(1, 9)), at(1, 9)).await.unwrap();
+    let unpartitioned = store.insert_run(&fire(id, at(5, 0)), at(5, 0)).await.unwrap();
+    let partition_of = |run: RunId| {
+        let url = server.url();
+        async move {
+            let pool = sqlx::AnyPool::connect(&url).await.unwrap();
+            sqlx::query_scalar::<_, String>(
+                "SELECT tableoid::regclass::text FROM run WHERE id = $1",
+            )
+            .bind(run)
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+        }
+    };
+    assert_eq!(partition_of(ended[0]).await, made.created[0]);
+    assert_eq!(partition_of(open).await, made.created[1]);
+    assert_eq!(partition_of(unpartitioned).await, "run_default");
+    store.update_daily_reports().await.unwrap();
+    let reports = store.daily_reports("default", "1970-01-01", "2100-01-01").await.unwrap();
+    assert_eq!(
+        reports.iter().map(|report| report.failed).sum::<i64>(),
+        4,
+        "{reports:?}"
+    );
+
+    // Day 40, a retention of 10 days: days 0 to 3 are past it, but the
+    // run written on day 30 is not.
+    let changes = store
+        .maintain_run_partitions(at(40, 0), 3, at(30, 0))
+        .await
+        .unwrap();
+    let name = |day: usize| made.created[day].clone();
+    let mut dropped = changes.dropped.clone();
+    dropped.sort();
+    assert_eq!(
+        dropped,
+        ["run_before_partitions".to_owned(), name(0), name(3)],
+        "the day of ended runs, the empty day and the (empty) runs from \
+         before partitioning"
+    );
+    assert_eq!(changes.created.len(), 4, "days 40 to 43: {changes:?}");
+    assert_eq!(store.run(ended[0]).await.unwrap(), None);
+    assert_eq!(store.run(ended[1]).await.unwrap(), None);
+    for kept in [ended[2], ended[3], open, unpartitioned] {
+        assert!(store.run(kept).await.unwrap().is_some(), "run {kept:?}");
+    }
+    let names: Vec<String> = store
+        .run_partitions()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|partition| partition.name)
+        .collect();
+    assert!(
+        names.contains(&name(1)) && names.contains(&name(2)) && !names.contains(&name(0)),
+        "{names:?}"
+    );
+    store.update_daily_reports().await.unwrap();
+    assert_eq!(
+        store.daily_reports("default", "1970-01-01", "2100-01-01").await.unwrap(),
+        reports,
+        "the reports count the dropped runs still"
+    );
+
+    // Once the open run ends and the late run has aged out, their days go.
+    store
+        .finish_run(&RunEnd::failed(open, "failed", "no", at(40, 1)))
+        .await
+        .unwrap()
+        .unwrap();
+    let changes = store
+        .maintain_run_partitions(at(41, 0), 3, at(30, 0))
+        .await
+        .unwrap();
+    assert_eq!(changes.dropped, vec![name(1)], "{changes:?}");
+    let changes = store
+        .maintain_run_partitions(at(41, 0), 3, at(30, 0) + 1)
+        .await
+        .unwrap();
+    assert_eq!(changes.dropped, vec![name(2)], "{changes:?}");
 }

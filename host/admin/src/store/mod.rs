@@ -13,7 +13,8 @@
 //! dispatching and ending runs), `history` (alarms, daily reports,
 //! retention), `dashboard` (the console's counts over recent runs),
 //! `backfills` (a schedule run over a past range, and its progress),
-//! `calendars` (dates a tenant's jobs share as holidays).
+//! `calendars` (dates a tenant's jobs share as holidays), `partitions` (the
+//! run table's day partitions on PostgreSQL, made ahead and dropped whole).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -32,6 +33,7 @@ mod dashboard;
 mod history;
 mod jobs;
 mod modules;
+mod partitions;
 mod quotas;
 mod registry;
 mod runs;
@@ -41,6 +43,7 @@ mod users;
 
 pub use dashboard::BucketCounts;
 pub use modules::{ModuleVersion, Moved, VersionPush};
+pub use partitions::{PartitionChanges, RunPartition};
 pub use quotas::{DAY_MS, DayUsage, TenantUsage};
 pub use registry::{ExecutorLoad, RegisteredExecutor};
 pub use rows::{
