@@ -6,7 +6,8 @@
 //!     cargo bench -p cronbox-tests --bench firing -- pg ADMINS JOBS SECONDS
 //!
 //! The first form uses one admin on embedded SQLite; `pg` uses a real
-//! PostgreSQL (started for the run) and ADMINS admins sharing it.
+//! PostgreSQL (started for the run) and ADMINS admins sharing it, its run
+//! table with the 35 day partitions a month of retention keeps.
 //!
 //! For each (jobs, seconds) round it prints runs/s, start lateness
 //! (scheduled → execution start, from the run table) p50/p99/max, and the
@@ -25,6 +26,8 @@ use serde_json::{Value, json};
 
 const API: &str = "bench-api";
 const EXEC: &str = "bench-exec";
+/// Day partitions of the run table made before a PostgreSQL round.
+const PARTITION_DAYS: i64 = 35;
 
 fn now_ms() -> i64 {
     SystemTime::now()
@@ -46,6 +49,15 @@ async fn round(job_count: usize, seconds: i64, backend: &Backend) {
     let (databases, store_url) = match (backend, &postgres) {
         (Backend::Postgres(admins), Some(server)) => {
             let url = server.create_database("bench");
+            // As many day partitions as a month of retention keeps, so
+            // that updates by run id meet the partitions they meet in use.
+            let store = Store::connect(&url).await.unwrap();
+            let partitions = store
+                .maintain_run_partitions(now_ms(), PARTITION_DAYS, i64::MIN)
+                .await
+                .unwrap();
+            assert!(partitions.created.len() as i64 >= PARTITION_DAYS - 1);
+            drop(store);
             (vec![Database::Url(url.clone()); *admins], url)
         }
         _ => (

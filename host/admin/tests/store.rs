@@ -137,6 +137,7 @@ async fn run_lifecycle(store: &Store) {
         state_quota: Some(("default".into(), 1 << 20)),
         fuel_consumed: Some(1234),
         peak_memory_bytes: Some(65536),
+        scheduled_at_ms: Some(1_000),
     };
     let ended = store.finish_run(&success).await.unwrap().unwrap();
     assert_eq!(
@@ -182,24 +183,34 @@ async fn run_lifecycle(store: &Store) {
     );
 
     // Batches: marks only move pending runs; a batch of ends ends each run
-    // once, the already-ended one included.
+    // once, the already-ended one included. A scheduled time given as a
+    // hint that is wrong (the third run is scheduled at 3,000) costs a
+    // second statement, never the update.
     let third = runs[2].id;
     let marks = [
         DispatchMark {
             run_id: third,
             executor: "http://e1".into(),
             at_ms: 60,
+            scheduled_at_ms: Some(999_000),
         },
         DispatchMark {
             run_id: run,
             executor: "http://e2".into(),
             at_ms: 60,
+            scheduled_at_ms: Some(1_000),
         },
     ];
     assert_eq!(store.mark_dispatched_many(&marks).await.unwrap(), 1);
     let batch = [
-        RunEnd::failed(run, "failed", "again", 70),
-        RunEnd::failed(third, "timeout", "slow", 70),
+        RunEnd {
+            scheduled_at_ms: Some(1_000),
+            ..RunEnd::failed(run, "failed", "again", 70)
+        },
+        RunEnd {
+            scheduled_at_ms: Some(5),
+            ..RunEnd::failed(third, "timeout", "slow", 70)
+        },
     ];
     let ended: Vec<Option<RunId>> = store
         .finish_runs(&batch)
@@ -1675,7 +1686,11 @@ async fn postgres_runs_written_before_partitioning_are_kept_and_still_unique() {
                 .unwrap()
         }
     };
-    assert_eq!(written(2000, "pending").await, None, "a fire is written once");
+    assert_eq!(
+        written(2000, "pending").await,
+        None,
+        "a fire is written once"
+    );
     let later = 4_000_000_000_000_i64; // 2096: the default partition's
     // (The fire refused as a duplicate took an id too.)
     let id = written(later, "success").await.unwrap();
@@ -1720,7 +1735,10 @@ async fn postgres_run_partitions_are_made_ahead_and_dropped_whole() {
     assert_eq!(made.created.len(), 4, "{made:?}");
     assert!(made.dropped.is_empty(), "{made:?}");
     let again = store.maintain_run_partitions(at(0, 2), 3, 0).await.unwrap();
-    assert!(again.created.is_empty() && again.dropped.is_empty(), "{again:?}");
+    assert!(
+        again.created.is_empty() && again.dropped.is_empty(),
+        "{again:?}"
+    );
 
     // Day 0: two ended runs. Day 1: one ended, one still open. Day 2: one
     // written on day 30 (late). Day 3: none. Day 5: no partition.
@@ -1737,8 +1755,14 @@ async fn postgres_run_partitions_are_made_ahead_and_dropped_whole() {
             .unwrap();
         ended.push(run);
     }
-    let open = store.insert_run(&fire(id, at(1, 9)), at(1, 9)).await.unwrap();
-    let unpartitioned = store.insert_run(&fire(id, at(5, 0)), at(5, 0)).await.unwrap();
+    let open = store
+        .insert_run(&fire(id, at(1, 9)), at(1, 9))
+        .await
+        .unwrap();
+    let unpartitioned = store
+        .insert_run(&fire(id, at(5, 0)), at(5, 0))
+        .await
+        .unwrap();
     let partition_of = |run: RunId| {
         let url = server.url();
         async move {
@@ -1756,11 +1780,37 @@ async fn postgres_run_partitions_are_made_ahead_and_dropped_whole() {
     assert_eq!(partition_of(open).await, made.created[1]);
     assert_eq!(partition_of(unpartitioned).await, "run_default");
     store.update_daily_reports().await.unwrap();
-    let reports = store.daily_reports("default", "1970-01-01", "2100-01-01").await.unwrap();
+    let reports = store
+        .daily_reports("default", "1970-01-01", "2100-01-01")
+        .await
+        .unwrap();
     assert_eq!(
         reports.iter().map(|report| report.failed).sum::<i64>(),
         4,
         "{reports:?}"
+    );
+
+    // An update by run id that names the range of its runs' scheduled
+    // times (as marks and ends do when they know them) visits only the
+    // partitions of that range.
+    let pool = sqlx::AnyPool::connect(&server.url()).await.unwrap();
+    let plan: Vec<String> = sqlx::query_scalar(
+        "EXPLAIN UPDATE run SET status = status WHERE id IN ($1) \
+         AND scheduled_at_ms BETWEEN $2 AND $3",
+    )
+    .bind(open)
+    .bind(at(1, 9))
+    .bind(at(1, 9))
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    let visited: Vec<&String> = plan
+        .iter()
+        .filter(|line| line.contains("Update on run_"))
+        .collect();
+    assert!(
+        visited.len() == 1 && visited[0].contains(&made.created[1]),
+        "{plan:#?}"
     );
 
     // Day 40, a retention of 10 days: days 0 to 3 are past it, but the
@@ -1797,7 +1847,10 @@ async fn postgres_run_partitions_are_made_ahead_and_dropped_whole() {
     );
     store.update_daily_reports().await.unwrap();
     assert_eq!(
-        store.daily_reports("default", "1970-01-01", "2100-01-01").await.unwrap(),
+        store
+            .daily_reports("default", "1970-01-01", "2100-01-01")
+            .await
+            .unwrap(),
         reports,
         "the reports count the dropped runs still"
     );

@@ -259,6 +259,7 @@ async fn the_executor_token_goes_only_to_executors_and_forged_results_are_refuse
     let forged = cronbox_protocol::RunResult {
         run_id: run.wire(),
         job_id: sleeper.wire(),
+        scheduled_at_ms: None,
         outcome: cronbox_protocol::Outcome::Success {
             message: "forged".into(),
         },

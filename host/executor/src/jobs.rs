@@ -268,6 +268,7 @@ impl Shared {
         self.spool.submit(&RunResult {
             run_id,
             job_id: pending.command.trigger.job_id,
+            scheduled_at_ms: Some(pending.command.trigger.scheduled_at_ms),
             code: outcome.code(),
             outcome,
             started_at_ms: 0,
@@ -293,6 +294,7 @@ impl Shared {
             receipt: command.receipt.clone(),
             run_id: command.trigger.run_id,
             job_id: command.trigger.job_id,
+            scheduled_at_ms: Some(command.trigger.scheduled_at_ms),
             code: report.outcome.code(),
             started_at_ms: report
                 .started_at

@@ -534,6 +534,7 @@ mod tests {
         RunResult {
             run_id,
             job_id: 1,
+            scheduled_at_ms: None,
             outcome: Outcome::Success {
                 message: format!("run {run_id}"),
             },

@@ -366,6 +366,10 @@ pub struct LogResponse {
 pub struct RunResult {
     pub run_id: u64,
     pub job_id: u64,
+    /// The run's scheduled time, as its trigger said: the admin finds the
+    /// run's row by it sooner (absent from older executors).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduled_at_ms: Option<i64>,
     #[serde(flatten)]
     pub outcome: Outcome,
     /// xxl-job code: 200, 500 or 502.

@@ -651,7 +651,7 @@ impl Scheduler {
         let now = self.now_ms();
         match answer {
             Answer::Response(answer) if answer.accepted => {
-                self.mark_dispatched(run.id, address, now);
+                self.mark_dispatched(run, address, now);
             }
             Answer::Response(answer) => {
                 let reason = answer
@@ -665,7 +665,7 @@ impl Scheduler {
                 // The executor already has this run: an earlier dispatch
                 // reached it but the admin died before recording it. Its
                 // result will come by callback.
-                self.mark_dispatched(run.id, address, now);
+                self.mark_dispatched(run, address, now);
             }
             Answer::Refused { status, message } => {
                 // The executor's answer stays in the operator's log; the
@@ -682,11 +682,12 @@ impl Scheduler {
     }
 
     /// Queues the record that `address` accepted `run`.
-    pub(super) fn mark_dispatched(&self, run_id: RunId, address: &str, now: i64) {
+    pub(super) fn mark_dispatched(&self, run: &RunRow, address: &str, now: i64) {
         let _ = self.marks.send(DispatchMark {
-            run_id,
+            run_id: run.id,
             executor: address.to_owned(),
             at_ms: now,
+            scheduled_at_ms: Some(run.scheduled_at_ms),
         });
     }
 

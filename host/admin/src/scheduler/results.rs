@@ -81,6 +81,7 @@ impl Scheduler {
                 module_digest: (!result.module_digest.is_empty())
                     .then(|| result.module_digest.clone()),
                 run_id: RunId::from(result.run_id),
+                scheduled_at_ms: result.scheduled_at_ms,
                 success: result.outcome.is_success(),
                 outcome: result.outcome.kind().as_str().to_owned(),
                 code: i64::from(result.code),

@@ -52,7 +52,7 @@ pub use rows::{
 };
 pub use users::{Principal, StoredUser};
 // Shared by the aggregates' files (each imports `super::*`).
-use rows::{decode_due_jobs, job_from_row, run_from_row};
+use rows::{decode_due_jobs, job_from_row, run_from_row, scheduled_range};
 use runs::{cancel_waiting, insert_fires, insert_run};
 
 /// Why the store failed.

@@ -194,6 +194,48 @@ pub struct DispatchMark {
     pub run_id: RunId,
     pub executor: String,
     pub at_ms: i64,
+    /// The run's scheduled time, when known: on PostgreSQL it tells which
+    /// partitions hold the batch's runs (see `ScheduledHint`).
+    pub scheduled_at_ms: Option<i64>,
+}
+
+/// What every row of a batch update by run id may carry: its run's
+/// scheduled time. When all of a batch's rows do, the update also names
+/// the range of scheduled times, so that PostgreSQL visits only the day
+/// partitions holding them instead of each of the run table's partitions
+/// (a month of them); a run the range misses (a wrong or stale hint) is
+/// updated again by id alone, so a hint can make an update faster but
+/// never lose it.
+pub(super) trait ScheduledHint {
+    fn scheduled_hint(&self) -> Option<i64>;
+}
+
+impl ScheduledHint for DispatchMark {
+    fn scheduled_hint(&self) -> Option<i64> {
+        self.scheduled_at_ms
+    }
+}
+
+impl ScheduledHint for RunEnd {
+    fn scheduled_hint(&self) -> Option<i64> {
+        self.scheduled_at_ms
+    }
+}
+
+impl<T: ScheduledHint> ScheduledHint for &T {
+    fn scheduled_hint(&self) -> Option<i64> {
+        (*self).scheduled_hint()
+    }
+}
+
+/// The earliest and latest scheduled time of `rows`, if every one has it.
+pub(super) fn scheduled_range<T: ScheduledHint>(rows: &[T]) -> Option<(i64, i64)> {
+    let mut range: Option<(i64, i64)> = None;
+    for row in rows {
+        let at = row.scheduled_hint()?;
+        range = Some(range.map_or((at, at), |(low, high)| (low.min(at), high.max(at))));
+    }
+    range
 }
 
 /// How a run ended, to be recorded once.
@@ -224,6 +266,9 @@ pub struct RunEnd {
     pub fuel_consumed: Option<i64>,
     /// The most linear memory its instance held, when it ran.
     pub peak_memory_bytes: Option<i64>,
+    /// The run's scheduled time as its trigger said, when the executor
+    /// sent it back (a hint: see `ScheduledHint`).
+    pub scheduled_at_ms: Option<i64>,
     /// The run's tenant and its state bytes quota: state changes that
     /// would grow the tenant's state past it are not committed (the run
     /// fails `quota_exceeded`). `None`: not checked.

@@ -112,6 +112,27 @@ async fn end_runs(
     conn: &mut sqlx::AnyConnection,
     ends: &[&RunEnd],
 ) -> Result<HashMap<RunId, RunRow>, StoreError> {
+    let range = scheduled_range(ends);
+    let mut ended = end_runs_in(conn, ends, range).await?;
+    if range.is_some() && ended.len() < ends.len() {
+        // Ended before, or a hint that missed: by id alone.
+        let missed: Vec<&RunEnd> = ends
+            .iter()
+            .copied()
+            .filter(|end| !ended.contains_key(&end.run_id))
+            .collect();
+        ended.extend(end_runs_in(conn, &missed, None).await?);
+    }
+    Ok(ended)
+}
+
+/// [`end_runs`] of the runs among `ends` scheduled within `range`
+/// (inclusive; `None`: wherever they are).
+async fn end_runs_in(
+    conn: &mut sqlx::AnyConnection,
+    ends: &[&RunEnd],
+    range: Option<(i64, i64)>,
+) -> Result<HashMap<RunId, RunRow>, StoreError> {
     /// Values per end: its run's id, then the twelve columns it sets.
     const VALUES: usize = 13;
     // $1 pending, $2 dispatched, $3 cancelled, then each end's values.
@@ -135,7 +156,7 @@ async fn end_runs(
          executor = COALESCE({}, executor), started_at_ms = {started}, finished_at_ms = {}, \
          alarm_status = {}, module_digest = COALESCE({}, module_digest), \
          fuel_consumed = {}, peak_memory_bytes = {} \
-         WHERE id IN ({}) AND (status IN ($1, $2) OR (status = $3 AND {started} IS NOT NULL)) \
+         WHERE id IN ({}){} AND (status IN ($1, $2) OR (status = $3 AND {started} IS NOT NULL)) \
          RETURNING {}",
         case(1, ""),
         case(2, ""),
@@ -149,6 +170,7 @@ async fn end_runs(
         case(11, "BIGINT"),
         case(12, "BIGINT"),
         ids.join(", "),
+        scheduled_between(range, 4 + ends.len() * VALUES),
         run_columns!(),
     );
     let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
@@ -183,12 +205,69 @@ async fn end_runs(
             .bind(end.fuel_consumed)
             .bind(end.peak_memory_bytes);
     }
+    if let Some((earliest, latest)) = range {
+        query = query.bind(earliest).bind(latest);
+    }
     let mut ended = HashMap::with_capacity(ends.len());
     for row in query.fetch_all(&mut *conn).await? {
         let run = run_from_row(&row)?;
         ended.insert(run.id, run);
     }
     Ok(ended)
+}
+
+/// Marks the pending runs among `marks` scheduled within `range`
+/// (inclusive; `None`: wherever they are) dispatched; answers their ids.
+async fn mark_runs_in(
+    conn: &mut sqlx::AnyConnection,
+    marks: &[&DispatchMark],
+    range: Option<(i64, i64)>,
+) -> Result<Vec<RunId>, StoreError> {
+    // $1 dispatched, $2 pending, then (id, executor, at) per mark.
+    let value = |mark: usize, column: usize| format!("${}", 3 + mark * 3 + column);
+    let mut executors = String::new();
+    let mut times = String::new();
+    let mut ids = Vec::with_capacity(marks.len());
+    for mark in 0..marks.len() {
+        let id = value(mark, 0);
+        executors += &format!(" WHEN {id} THEN {}", value(mark, 1));
+        times += &format!(" WHEN {id} THEN CAST({} AS BIGINT)", value(mark, 2));
+        ids.push(id);
+    }
+    // Only placeholders go into the text.
+    let sql = format!(
+        "UPDATE run SET status = $1, executor = CASE id{executors} END, \
+         dispatched_at_ms = CASE id{times} END WHERE status = $2 AND id IN ({}){} RETURNING id",
+        ids.join(", "),
+        scheduled_between(range, 3 + marks.len() * 3),
+    );
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(RunStatus::Dispatched.as_str())
+        .bind(RunStatus::Pending.as_str());
+    for mark in marks {
+        query = query
+            .bind(mark.run_id)
+            .bind(&mark.executor)
+            .bind(mark.at_ms);
+    }
+    if let Some((earliest, latest)) = range {
+        query = query.bind(earliest).bind(latest);
+    }
+    Ok(query
+        .fetch_all(&mut *conn)
+        .await?
+        .iter()
+        .map(|row| row.try_get("id"))
+        .collect::<Result<_, _>>()?)
+}
+
+/// ` AND scheduled_at_ms BETWEEN $first AND $first+1` when there is a
+/// range to name (bound after the statement's other values), else nothing.
+fn scheduled_between(range: Option<(i64, i64)>, first: usize) -> String {
+    match range {
+        Some(_) => format!(" AND scheduled_at_ms BETWEEN ${first} AND ${}", first + 1),
+        None => String::new(),
+    }
 }
 
 /// Binds a new pending run's columns from `job_id` on, in the order both
@@ -512,6 +591,7 @@ impl Store {
             run_id,
             executor: executor.to_owned(),
             at_ms: now_ms,
+            scheduled_at_ms: None,
         };
         Ok(self
             .mark_dispatched_many(std::slice::from_ref(&mark))
@@ -531,33 +611,18 @@ impl Store {
         let mut tx = self.writer.begin().await?;
         let mut marked = 0;
         for chunk in marks.chunks(MARKS_PER_UPDATE) {
-            // $1 dispatched, $2 pending, then (id, executor, at) per mark.
-            let value = |mark: usize, column: usize| format!("${}", 3 + mark * 3 + column);
-            let mut executors = String::new();
-            let mut times = String::new();
-            let mut ids = Vec::with_capacity(chunk.len());
-            for mark in 0..chunk.len() {
-                let id = value(mark, 0);
-                executors += &format!(" WHEN {id} THEN {}", value(mark, 1));
-                times += &format!(" WHEN {id} THEN CAST({} AS BIGINT)", value(mark, 2));
-                ids.push(id);
+            let range = scheduled_range(chunk);
+            let done = mark_runs_in(&mut tx, chunk, range).await?;
+            marked += done.len() as u64;
+            if range.is_some() && done.len() < chunk.len() {
+                // Not pending any more, or a hint that missed: by id alone.
+                let missed: Vec<&DispatchMark> = chunk
+                    .iter()
+                    .copied()
+                    .filter(|mark| !done.contains(&mark.run_id))
+                    .collect();
+                marked += mark_runs_in(&mut tx, &missed, None).await?.len() as u64;
             }
-            // Only placeholders go into the text.
-            let sql = format!(
-                "UPDATE run SET status = $1, executor = CASE id{executors} END, \
-                 dispatched_at_ms = CASE id{times} END WHERE status = $2 AND id IN ({})",
-                ids.join(", ")
-            );
-            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
-                .bind(RunStatus::Dispatched.as_str())
-                .bind(RunStatus::Pending.as_str());
-            for mark in chunk {
-                query = query
-                    .bind(mark.run_id)
-                    .bind(&mark.executor)
-                    .bind(mark.at_ms);
-            }
-            marked += query.execute(&mut *tx).await?.rows_affected();
         }
         tx.commit().await?;
         Ok(marked)
