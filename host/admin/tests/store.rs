@@ -1420,11 +1420,11 @@ async fn leases(a: &Store, b: &Store) {
     let id = a.insert_job(&job(), 0).await.unwrap();
     let run = a.insert_run(&fire(id, 10_000), 10).await.unwrap();
     assert_eq!(
-        b.take_leases(&[run], 12_000).await.unwrap(),
+        b.take_leases(&[(run, 10_000)], 12_000).await.unwrap(),
         [] as [RunId; 0]
     );
     assert_eq!(
-        a.take_leases(&[run], 12_000).await.unwrap(),
+        a.take_leases(&[(run, 10_000)], 12_000).await.unwrap(),
         [run],
         "renewed"
     );
@@ -1434,17 +1434,17 @@ async fn leases(a: &Store, b: &Store) {
     assert_eq!(orphan_ids(b.orphaned_runs(21_000, 10).await.unwrap()), 0);
     assert_eq!(orphan_ids(b.orphaned_runs(23_000, 10).await.unwrap()), 1);
     assert_eq!(
-        b.take_leases(&[run], 23_000).await.unwrap(),
+        b.take_leases(&[(run, 10_000)], 23_000).await.unwrap(),
         [run],
         "taken over"
     );
     assert_eq!(
-        a.take_leases(&[run], 23_500).await.unwrap(),
+        a.take_leases(&[(run, 10_000)], 23_500).await.unwrap(),
         [] as [RunId; 0]
     );
     assert!(b.mark_dispatched(run, "http://e", 23_600).await.unwrap());
     assert_eq!(
-        b.take_leases(&[run], 99_000).await.unwrap(),
+        b.take_leases(&[(run, 10_000)], 99_000).await.unwrap(),
         [] as [RunId; 0],
         "not pending"
     );

@@ -166,7 +166,10 @@ impl Scheduler {
     pub(super) async fn dispatch_group(self: Arc<Self>, runs: Vec<RunRow>, mut due: InBacklog) {
         // Only runs this admin holds the lease of: with several admins, a
         // run whose admin died is taken over by exactly one other.
-        let ids: Vec<RunId> = runs.iter().map(|run| run.id).collect();
+        let ids: Vec<(RunId, i64)> = runs
+            .iter()
+            .map(|run| (run.id, run.scheduled_at_ms))
+            .collect();
         let runs: Vec<RunRow> = match self.store.take_leases(&ids, self.now_ms()).await {
             Ok(taken) => {
                 let taken: std::collections::HashSet<RunId> = taken.into_iter().collect();
@@ -255,7 +258,11 @@ impl Scheduler {
         // A long wait for a slot may have outlived the run's lease: renew
         // it, or leave the run to the admin that took it over.
         if waited.elapsed() > Duration::from_millis(crate::store::DISPATCH_LEASE_MS as u64 / 2) {
-            match self.store.take_leases(&[run.id], self.now_ms()).await {
+            match self
+                .store
+                .take_leases(&[(run.id, run.scheduled_at_ms)], self.now_ms())
+                .await
+            {
                 Ok(taken) if taken == [run.id] => {}
                 Ok(_) => return,
                 Err(error) => {
@@ -432,7 +439,11 @@ impl Scheduler {
                 .clock
                 .sleep_until(self.now_ms() + HOLD_CHECK_MS)
                 .await;
-            match self.store.take_leases(&[run.id], self.now_ms()).await {
+            match self
+                .store
+                .take_leases(&[(run.id, run.scheduled_at_ms)], self.now_ms())
+                .await
+            {
                 Ok(taken) if taken == [run.id] => {}
                 Ok(_) => return,
                 Err(error) => {

@@ -495,32 +495,38 @@ impl Store {
         Ok(())
     }
 
-    /// Takes the right to dispatch the runs among `run_ids` that are still
-    /// pending and whose lease is this admin's or has run out; returns
-    /// their ids. Several admins may ask at once: each run goes to one.
+    /// Takes the right to dispatch the runs among `runs` (each id with its
+    /// scheduled time, as its row has it) that are still pending and whose
+    /// lease is this admin's or has run out; returns their ids. Several
+    /// admins may ask at once: each run goes to one.
     pub async fn take_leases(
         &self,
-        run_ids: &[RunId],
+        runs: &[(RunId, i64)],
         now_ms: i64,
     ) -> Result<Vec<RunId>, StoreError> {
-        let mut taken = Vec::with_capacity(run_ids.len());
-        let mut run_ids = run_ids.to_vec();
-        run_ids.sort_unstable();
-        for chunk in run_ids.chunks(IN_LIST_CHUNK) {
-            // $1 owner, $2 until, $3 now, $4 pending, then the ids.
-            let ids: Vec<String> = (0..chunk.len()).map(|n| format!("${}", n + 5)).collect();
+        let mut taken = Vec::with_capacity(runs.len());
+        let mut runs = runs.to_vec();
+        runs.sort_unstable();
+        for chunk in runs.chunks(IN_LIST_CHUNK) {
+            // $1 owner, $2 until, $3 now, $4 pending, $5 and $6 the range
+            // of scheduled times (the partitions to visit), then the ids.
+            let ids: Vec<String> = (0..chunk.len()).map(|n| format!("${}", n + 7)).collect();
             let sql = format!(
                 "UPDATE run SET lease_owner = $1, lease_until_ms = $2 WHERE status = $4 \
                  AND (lease_owner = $1 OR lease_until_ms IS NULL OR lease_until_ms < $3) \
-                 AND id IN ({}) RETURNING id",
+                 AND scheduled_at_ms BETWEEN $5 AND $6 AND id IN ({}) RETURNING id",
                 ids.join(", ")
             );
+            let earliest = chunk.iter().map(|(_, at)| *at).min().unwrap_or_default();
+            let latest = chunk.iter().map(|(_, at)| *at).max().unwrap_or_default();
             let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(self.owner.to_string())
                 .bind(now_ms + DISPATCH_LEASE_MS)
                 .bind(now_ms)
-                .bind(RunStatus::Pending.as_str());
-            for id in chunk {
+                .bind(RunStatus::Pending.as_str())
+                .bind(earliest)
+                .bind(latest);
+            for (id, _) in chunk {
                 query = query.bind(*id);
             }
             for row in query.fetch_all(&self.writer).await? {
