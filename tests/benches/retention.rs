@@ -10,7 +10,9 @@
 //! partitions. The first day is deleted by `delete_ended_runs` in batches
 //! of 500 (housekeeping's batch, without its rests); the second is dropped
 //! by `maintain_run_partitions`. Printed: for each, the time, runs per
-//! second, and the disk space the partition held before and after.
+//! second, and the disk space the partition held before and after; and
+//! the longest a query of the run table (by id, in a loop) waited while
+//! the partition was dropped.
 #![allow(clippy::unwrap_used)] // a benchmark: any failure should stop it loudly
 
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -122,13 +124,41 @@ fn main() {
             mib(size_of(&pool, &deleted_day).await)
         );
 
+        // The day emptied above goes too, and today's partition is made,
+        // before the one to time.
+        let changes = store
+            .maintain_run_partitions((first + 40) * DAY_MS, 0, (first + 1) * DAY_MS)
+            .await
+            .unwrap();
+        assert!(changes.dropped.contains(&deleted_day), "{changes:?}");
         let before = size_of(&pool, &dropped_day).await;
+        // Meanwhile a reader of the run table, as the admin's queries are:
+        // the longest it waited is how long the drop held the table.
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let reader = tokio::spawn({
+            let (pool, stop) = (pool.clone(), stop.clone());
+            async move {
+                let mut longest = std::time::Duration::ZERO;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let began = Instant::now();
+                    sqlx::query("SELECT id FROM run WHERE id = 1")
+                        .fetch_optional(&pool)
+                        .await
+                        .unwrap();
+                    longest = longest.max(began.elapsed());
+                }
+                longest
+            }
+        });
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         let began = Instant::now();
         let changes = store
             .maintain_run_partitions((first + 40) * DAY_MS, 0, (first + 2) * DAY_MS)
             .await
             .unwrap();
         let took = began.elapsed().as_secs_f64();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let longest = reader.await.unwrap();
         assert!(changes.dropped.contains(&dropped_day), "{changes:?}");
         println!(
             "| partition dropped | {:.0} ms | {:.0} | {} | {} |",
@@ -136,6 +166,10 @@ fn main() {
             rows as f64 / took,
             mib(before),
             mib(size_of(&pool, &dropped_day).await)
+        );
+        println!(
+            "\nThe longest a query of the run table waited during the drop: {:.1} ms",
+            longest.as_secs_f64() * 1000.0
         );
     });
 }

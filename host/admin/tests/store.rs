@@ -1871,4 +1871,26 @@ async fn postgres_run_partitions_are_made_ahead_and_dropped_whole() {
         .await
         .unwrap();
     assert_eq!(changes.dropped, vec![name(2)], "{changes:?}");
+
+    // A day detached by an admin that stopped before deleting it is
+    // deleted by the next pass; nothing else is touched.
+    sqlx::raw_sql(
+        "CREATE TABLE run_d19990101 (id BIGINT); CREATE TABLE run_dusk (id BIGINT); \
+         CREATE TABLE rundown (id BIGINT)",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    store
+        .maintain_run_partitions(at(41, 0), 0, at(30, 0) + 1)
+        .await
+        .unwrap();
+    let tables: Vec<String> = sqlx::query_scalar(
+        "SELECT relname::text FROM pg_class WHERE relkind = 'r' AND NOT relispartition \
+         AND relname LIKE 'run%' ORDER BY relname",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(tables, ["run_dusk", "run_end", "rundown"], "{tables:?}");
 }
