@@ -24,6 +24,10 @@ use cronbox_executor::ExecutorConfig;
 use cronbox_tests::PostgresServer;
 use serde_json::{Value, json};
 
+/// The allocator the `cronbox` binary uses.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const API: &str = "bench-api";
 const EXEC: &str = "bench-exec";
 /// Day partitions of the run table made before a PostgreSQL round.

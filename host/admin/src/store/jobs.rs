@@ -133,7 +133,7 @@ impl Store {
     /// engines' parameter limits allow.
     pub async fn jobs_by_id(&self, ids: &[JobId]) -> Result<HashMap<JobId, JobRow>, StoreError> {
         let mut found = Vec::with_capacity(ids.len());
-        for chunk in ids.chunks(IN_LIST_CHUNK) {
+        for chunk in ids.chunks(self.backend.rows_per_statement(IN_LIST_CHUNK, 1)) {
             let sql = format!(
                 concat!("SELECT ", job_columns!(), " FROM job WHERE id IN ({})"),
                 placeholders(chunk.len())
@@ -453,12 +453,12 @@ impl Store {
             }
             query.execute(&mut *tx).await?;
         }
-        move_next_fires(&mut tx, &moves).await?;
+        move_next_fires(&mut tx, self.backend, &moves).await?;
         let fires: Vec<(&str, &NewRun)> = planned
             .iter()
             .flat_map(|(job, fires)| fires.iter().map(|fire| (job.tenant.as_str(), fire)))
             .collect();
-        let mut ids = insert_fires(&mut tx, &fires, &self.owner, now_ms)
+        let mut ids = insert_fires(&mut tx, self.backend, &fires, &self.owner, now_ms)
             .await?
             .into_iter();
         tx.commit().await?;
@@ -484,7 +484,7 @@ impl Store {
             .iter()
             .map(|id| (*id, JobState::default()))
             .collect();
-        for chunk in job_ids.chunks(IN_LIST_CHUNK) {
+        for chunk in job_ids.chunks(self.backend.rows_per_statement(IN_LIST_CHUNK, 1)) {
             let sql = format!(
                 "SELECT job_id, key, value, revision FROM job_state WHERE job_id IN ({})",
                 placeholders(chunk.len())
@@ -546,9 +546,10 @@ impl Store {
 /// Sets each job's next fire (`None`: none), many jobs per statement.
 async fn move_next_fires(
     conn: &mut sqlx::AnyConnection,
+    backend: Backend,
     moves: &[(JobId, Option<i64>)],
 ) -> Result<(), StoreError> {
-    for chunk in moves.chunks(IN_LIST_CHUNK / 2) {
+    for chunk in moves.chunks(backend.rows_per_statement(IN_LIST_CHUNK / 2, 2)) {
         let mut cases = String::new();
         let mut ids = Vec::with_capacity(chunk.len());
         for n in 0..chunk.len() {

@@ -304,13 +304,14 @@ const FIRES_PER_INSERT: usize = 200;
 /// (`None`: dropped).
 pub(super) async fn insert_fires(
     conn: &mut sqlx::AnyConnection,
+    backend: Backend,
     fires: &[(&str, &NewRun)],
     owner: &str,
     now_ms: i64,
 ) -> Result<Vec<Option<RunId>>, StoreError> {
     const COLUMNS: usize = 13;
     let mut ids = Vec::with_capacity(fires.len());
-    for chunk in fires.chunks(FIRES_PER_INSERT) {
+    for chunk in fires.chunks(backend.rows_per_statement(FIRES_PER_INSERT, COLUMNS)) {
         let rows: Vec<String> = (0..chunk.len())
             .map(|row| {
                 let values: Vec<String> = (1..=COLUMNS)
@@ -507,7 +508,7 @@ impl Store {
         let mut taken = Vec::with_capacity(runs.len());
         let mut runs = runs.to_vec();
         runs.sort_unstable();
-        for chunk in runs.chunks(IN_LIST_CHUNK) {
+        for chunk in runs.chunks(self.backend.rows_per_statement(IN_LIST_CHUNK, 1)) {
             // $1 owner, $2 until, $3 now, $4 pending, $5 and $6 the range
             // of scheduled times (the partitions to visit), then the ids.
             let ids: Vec<String> = (0..chunk.len()).map(|n| format!("${}", n + 7)).collect();
@@ -616,7 +617,7 @@ impl Store {
         marks.sort_by_key(|mark| mark.run_id);
         let mut tx = self.writer.begin().await?;
         let mut marked = 0;
-        for chunk in marks.chunks(MARKS_PER_UPDATE) {
+        for chunk in marks.chunks(self.backend.rows_per_statement(MARKS_PER_UPDATE, 3)) {
             let range = scheduled_range(chunk);
             let done = mark_runs_in(&mut tx, chunk, range).await?;
             marked += done.len() as u64;
@@ -727,7 +728,7 @@ impl Store {
         for index in committing {
             ended[index] = self.finish_committing_state(&mut tx, &ends[index]).await?;
         }
-        for chunk in plain.chunks(ENDS_PER_UPDATE) {
+        for chunk in plain.chunks(self.backend.rows_per_statement(ENDS_PER_UPDATE, 13)) {
             let together: Vec<&RunEnd> = chunk.iter().map(|index| &ends[*index]).collect();
             let mut rows = end_runs(&mut tx, &together).await?;
             for index in chunk {
