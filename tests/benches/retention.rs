@@ -135,9 +135,11 @@ fn main() {
         // Meanwhile a reader of the run table, as the admin's queries are:
         // the longest it waited is how long the drop held the table.
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (reading, read) = tokio::sync::oneshot::channel();
         let reader = tokio::spawn({
             let (pool, stop) = (pool.clone(), stop.clone());
             async move {
+                let mut reading = Some(reading);
                 let mut longest = std::time::Duration::ZERO;
                 while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                     let began = Instant::now();
@@ -146,11 +148,15 @@ fn main() {
                         .await
                         .unwrap();
                     longest = longest.max(began.elapsed());
+                    if let Some(reading) = reading.take() {
+                        let _ = reading.send(());
+                    }
                 }
                 longest
             }
         });
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        // The drop starts once the reader has read once.
+        read.await.unwrap();
         let began = Instant::now();
         let changes = store
             .maintain_run_partitions((first + 40) * DAY_MS, 0, (first + 2) * DAY_MS)

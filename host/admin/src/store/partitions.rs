@@ -74,6 +74,12 @@ fn parse_range(expression: &str) -> Option<(Option<i64>, Option<i64>)> {
     Some((parse_bound(from), parse_bound(to)))
 }
 
+/// A table name from PostgreSQL's catalog, quoted as an identifier for
+/// the statements that name it.
+fn quote_identifier(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
 impl Store {
     /// The run table's partitions (none on SQLite), in no order.
     pub async fn run_partitions(&self) -> Result<Vec<RunPartition>, StoreError> {
@@ -183,8 +189,7 @@ impl Store {
                 continue;
             }
             let name = &partition.name;
-            // The name is PostgreSQL's own, quoted as an identifier.
-            let quoted = format!("\"{}\"", name.replace('"', "\"\""));
+            let quoted = quote_identifier(name);
             // Two lookups, each through its index (an OR of the two would
             // read the whole partition).
             let blocker = sqlx::query(sqlx::AssertSqlSafe(format!(
@@ -227,7 +232,7 @@ impl Store {
         .fetch_all(&self.writer)
         .await?;
         for name in detached {
-            let quoted = format!("\"{}\"", name.replace('"', "\"\""));
+            let quoted = quote_identifier(&name);
             sqlx::query(sqlx::AssertSqlSafe(format!(
                 "DROP TABLE IF EXISTS {quoted}"
             )))

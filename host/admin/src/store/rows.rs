@@ -195,44 +195,23 @@ pub struct DispatchMark {
     pub executor: String,
     pub at_ms: i64,
     /// The run's scheduled time, when known: on PostgreSQL it tells which
-    /// partitions hold the batch's runs (see `ScheduledHint`).
+    /// partitions hold the batch's runs (see `scheduled_range`).
     pub scheduled_at_ms: Option<i64>,
 }
 
-/// What every row of a batch update by run id may carry: its run's
-/// scheduled time. When all of a batch's rows do, the update also names
-/// the range of scheduled times, so that PostgreSQL visits only the day
+/// The earliest and latest of `times` (inclusive), if there is at least
+/// one and every one is known.
+///
+/// A batch update by run id whose rows all carry their run's scheduled
+/// time names this range too, so that PostgreSQL visits only the day
 /// partitions holding them instead of each of the run table's partitions
-/// (a month of them); a run the range misses (a wrong or stale hint) is
-/// updated again by id alone, so a hint can make an update faster but
+/// (a month of them); a run the range misses (a wrong or stale time) is
+/// updated again by id alone, so a time can make an update faster but
 /// never lose it.
-pub(super) trait ScheduledHint {
-    fn scheduled_hint(&self) -> Option<i64>;
-}
-
-impl ScheduledHint for DispatchMark {
-    fn scheduled_hint(&self) -> Option<i64> {
-        self.scheduled_at_ms
-    }
-}
-
-impl ScheduledHint for RunEnd {
-    fn scheduled_hint(&self) -> Option<i64> {
-        self.scheduled_at_ms
-    }
-}
-
-impl<T: ScheduledHint> ScheduledHint for &T {
-    fn scheduled_hint(&self) -> Option<i64> {
-        (*self).scheduled_hint()
-    }
-}
-
-/// The earliest and latest scheduled time of `rows`, if every one has it.
-pub(super) fn scheduled_range<T: ScheduledHint>(rows: &[T]) -> Option<(i64, i64)> {
+pub(super) fn scheduled_range(times: impl IntoIterator<Item = Option<i64>>) -> Option<(i64, i64)> {
     let mut range: Option<(i64, i64)> = None;
-    for row in rows {
-        let at = row.scheduled_hint()?;
+    for at in times {
+        let at = at?;
         range = Some(range.map_or((at, at), |(low, high)| (low.min(at), high.max(at))));
     }
     range
@@ -267,7 +246,7 @@ pub struct RunEnd {
     /// The most linear memory its instance held, when it ran.
     pub peak_memory_bytes: Option<i64>,
     /// The run's scheduled time as its trigger said, when the executor
-    /// sent it back (a hint: see `ScheduledHint`).
+    /// sent it back (a hint: see `scheduled_range`).
     pub scheduled_at_ms: Option<i64>,
     /// The run's tenant and its state bytes quota: state changes that
     /// would grow the tenant's state past it are not committed (the run

@@ -112,7 +112,7 @@ async fn end_runs(
     conn: &mut sqlx::AnyConnection,
     ends: &[&RunEnd],
 ) -> Result<HashMap<RunId, RunRow>, StoreError> {
-    let range = scheduled_range(ends);
+    let range = scheduled_range(ends.iter().map(|end| end.scheduled_at_ms));
     let mut ended = end_runs_in(conn, ends, range).await?;
     if range.is_some() && ended.len() < ends.len() {
         // Ended before, or a hint that missed: by id alone.
@@ -518,8 +518,8 @@ impl Store {
                  AND scheduled_at_ms BETWEEN $5 AND $6 AND id IN ({}) RETURNING id",
                 ids.join(", ")
             );
-            let earliest = chunk.iter().map(|(_, at)| *at).min().unwrap_or_default();
-            let latest = chunk.iter().map(|(_, at)| *at).max().unwrap_or_default();
+            let (earliest, latest) =
+                scheduled_range(chunk.iter().map(|(_, at)| Some(*at))).unwrap_or_default();
             let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(self.owner.to_string())
                 .bind(now_ms + DISPATCH_LEASE_MS)
@@ -618,7 +618,7 @@ impl Store {
         let mut tx = self.writer.begin().await?;
         let mut marked = 0;
         for chunk in marks.chunks(self.backend.rows_per_statement(MARKS_PER_UPDATE, 3)) {
-            let range = scheduled_range(chunk);
+            let range = scheduled_range(chunk.iter().map(|mark| mark.scheduled_at_ms));
             let done = mark_runs_in(&mut tx, chunk, range).await?;
             marked += done.len() as u64;
             if range.is_some() && done.len() < chunk.len() {
