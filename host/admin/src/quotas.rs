@@ -55,8 +55,8 @@ impl Default for QuotaDefaults {
             (Quota::Modules, 1_000),
             (Quota::ModuleBytes, 10 << 30),
             (Quota::MinIntervalMs, 1_000),
-            // Runs are in progress from their dispatch (up to 300 ms ahead
-            // of their instant) until their batched result is stored: at
+            // Runs are in progress from their dispatch (300-400 ms ahead of
+            // their instant) until their batched result is stored: at
             // 1,000 fires a second a busy cluster holds a few thousand.
             (Quota::RunningRuns, 10_000),
             (Quota::ExecutorInstances, 64),

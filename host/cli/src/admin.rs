@@ -46,7 +46,8 @@ pub struct AdminArgs {
     #[arg(long, env = "CRONBOX_ADMIN_LOST_AFTER", default_value = "10m", value_parser = humantime::parse_duration)]
     lost_after: Duration,
     /// How long before its instant a fire is sent to its executor, which
-    /// holds it until then (0s: send at the instant).
+    /// holds it until then; fires due within a third of this of each other
+    /// go together, as early as the first needs (0s: send at the instant).
     #[arg(long, env = "CRONBOX_ADMIN_DISPATCH_AHEAD", default_value = "300ms", value_parser = humantime::parse_duration)]
     dispatch_ahead: Duration,
     /// Ended runs older than this are deleted.

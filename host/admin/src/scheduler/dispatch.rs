@@ -115,6 +115,40 @@ impl Drop for InBacklog {
     }
 }
 
+/// The width of the windows of scheduled time whose runs are sent
+/// together (see [`Scheduler::dispatch_all_at`]): a third of how far ahead
+/// runs are sent, so a run goes between `ahead` and `4/3 ahead` before its
+/// instant; at least 1 ms (with nothing sent ahead, runs due on the same
+/// millisecond still go together).
+///
+/// Fires spread over the second (jitter, FIX_RATE phases) were each
+/// dispatched on their own millisecond: 5,000 runs/s made a thousand
+/// groups of five a second, each a lease write and two reads, and
+/// overran; in windows they are ten groups of 500.
+pub(super) fn dispatch_window(ahead_ms: i64) -> i64 {
+    (ahead_ms / 3).max(1)
+}
+
+/// `runs` in the windows of scheduled time they are sent in, each with
+/// when it is sent: `ahead` before its earliest run's instant.
+pub(super) fn send_windows(runs: Vec<RunRow>, ahead_ms: i64) -> Vec<(i64, Vec<RunRow>)> {
+    let window = dispatch_window(ahead_ms);
+    let mut by_window: std::collections::BTreeMap<i64, Vec<RunRow>> = Default::default();
+    for run in runs {
+        by_window
+            .entry(run.scheduled_at_ms.div_euclid(window))
+            .or_default()
+            .push(run);
+    }
+    by_window
+        .into_values()
+        .map(|runs| {
+            let earliest = runs.iter().map(|run| run.scheduled_at_ms).min();
+            (earliest.unwrap_or_default() - ahead_ms, runs)
+        })
+        .collect()
+}
+
 /// Whether a SHARDING_BROADCAST run stands for one shard (a retry, or a
 /// sibling written by an earlier fan-out) rather than a fresh fire to fan
 /// out.
@@ -141,19 +175,16 @@ impl Scheduler {
 
     /// Dispatches each run `dispatch_ahead` before its scheduled instant
     /// (at once if that is past), for the executor to hold until the
-    /// instant. Runs due at the same instant share one timer and one read of
-    /// their jobs and states, so a thousand jobs firing on the same second
-    /// cost two queries, not two thousand.
+    /// instant. Runs due within one [`dispatch_window`] share one timer
+    /// (the earliest's) and one read of their jobs and states, so a
+    /// thousand jobs firing on the same second cost two queries, not two
+    /// thousand, and neither do a thousand fires spread over a second.
     pub fn dispatch_all_at(self: Arc<Self>, runs: Vec<RunRow>) {
-        let mut by_instant: std::collections::BTreeMap<i64, Vec<RunRow>> = Default::default();
-        for run in runs {
-            by_instant.entry(run.scheduled_at_ms).or_default().push(run);
-        }
         let ahead = self.config.dispatch_ahead.as_millis() as i64;
-        for (at, runs) in by_instant {
+        for (send_at, runs) in send_windows(runs, ahead) {
             let scheduler = self.clone();
             self.tasks.spawn(async move {
-                scheduler.config.clock.sleep_until(at - ahead).await;
+                scheduler.config.clock.sleep_until(send_at).await;
                 let due = scheduler.in_backlog(runs.len());
                 scheduler.dispatch_group(runs, due).await;
             });
@@ -774,5 +805,52 @@ impl Scheduler {
         let scheduler = self.clone();
         self.tasks
             .spawn(async move { scheduler.dispatch_in_pool(&run, None, addresses).await });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_at(id: i64, scheduled_at_ms: i64) -> RunRow {
+        let fire = NewRun {
+            job_id: JobId(id),
+            kind: cronbox_protocol::TriggerKind::Schedule,
+            scheduled_at_ms,
+            shard_index: 0,
+            shard_total: 1,
+            attempt: 0,
+            param: String::new(),
+            module_digest: crate::model::Digest::from_sha256(&[0; 32]),
+        };
+        written_run(RunId(id), "default", &fire, 0)
+    }
+
+    #[test]
+    fn fires_spread_over_a_second_are_sent_in_a_few_windows_ahead_of_each_instant() {
+        let ahead = 300;
+        // A fire every millisecond of a second, as jittered jobs make.
+        let runs: Vec<RunRow> = (0..1000).map(|ms| run_at(ms, 60_000 + ms)).collect();
+        let windows = send_windows(runs, ahead);
+        assert_eq!(windows.len(), 10, "a window is a third of `ahead`");
+        let mut sent = 0;
+        for (send_at, runs) in &windows {
+            for run in runs {
+                let early = run.scheduled_at_ms - send_at;
+                assert!(
+                    (ahead..ahead + dispatch_window(ahead)).contains(&early),
+                    "run {} sent {early} ms ahead",
+                    run.id
+                );
+            }
+            sent += runs.len();
+        }
+        assert_eq!(sent, 1000, "every run sent once");
+
+        // Nothing sent ahead: only runs due on the same millisecond share.
+        let runs = vec![run_at(1, 5), run_at(2, 5), run_at(3, 6)];
+        let windows = send_windows(runs, 0);
+        let sizes: Vec<(i64, usize)> = windows.iter().map(|(at, runs)| (*at, runs.len())).collect();
+        assert_eq!(sizes, [(5, 2), (6, 1)]);
     }
 }
