@@ -110,10 +110,11 @@ pub(super) async fn insert_run(
 /// id (a run that had ended already is absent).
 async fn end_runs(
     conn: &mut sqlx::AnyConnection,
+    backend: Backend,
     ends: &[&RunEnd],
 ) -> Result<HashMap<RunId, RunRow>, StoreError> {
     let range = scheduled_range(ends.iter().map(|end| end.scheduled_at_ms));
-    let mut ended = end_runs_in(conn, ends, range).await?;
+    let mut ended = end_runs_in(conn, backend, ends, range).await?;
     if range.is_some() && ended.len() < ends.len() {
         // Ended before, or a hint that missed: by id alone.
         let missed: Vec<&RunEnd> = ends
@@ -121,90 +122,104 @@ async fn end_runs(
             .copied()
             .filter(|end| !ended.contains_key(&end.run_id))
             .collect();
-        ended.extend(end_runs_in(conn, &missed, None).await?);
+        ended.extend(end_runs_in(conn, backend, &missed, None).await?);
     }
     Ok(ended)
 }
 
 /// [`end_runs`] of the runs among `ends` scheduled within `range`
-/// (inclusive; `None`: wherever they are).
+/// (inclusive; `None`: wherever they are), the ends bound as one JSON value
+/// (see `Backend::json_rows`).
 async fn end_runs_in(
     conn: &mut sqlx::AnyConnection,
+    backend: Backend,
     ends: &[&RunEnd],
     range: Option<(i64, i64)>,
 ) -> Result<HashMap<RunId, RunRow>, StoreError> {
-    /// Values per end: its run's id, then the twelve columns it sets.
-    const VALUES: usize = 13;
-    // $1 pending, $2 dispatched, $3 cancelled, then each end's values.
-    let value = |end: usize, column: usize| format!("${}", 4 + end * VALUES + column);
-    let case = |column: usize, cast: &str| {
-        let mut case = String::from("CASE id");
-        for end in 0..ends.len() {
-            let then = match cast {
-                "" => value(end, column),
-                cast => format!("CAST({} AS {cast})", value(end, column)),
+    /// An end as the statement reads it.
+    #[derive(serde::Serialize)]
+    struct EndValues<'a> {
+        id: RunId,
+        status: &'a str,
+        outcome: &'a str,
+        code: i64,
+        message: &'a str,
+        log: &'a str,
+        executor: Option<&'a str>,
+        started: Option<i64>,
+        finished: i64,
+        alarm: &'a str,
+        digest: Option<&'a str>,
+        fuel: Option<i64>,
+        peak: Option<i64>,
+    }
+    const FIELDS: [(&str, &str); 13] = [
+        ("id", "BIGINT"),
+        ("status", "TEXT"),
+        ("outcome", "TEXT"),
+        ("code", "BIGINT"),
+        ("message", "TEXT"),
+        ("log", "TEXT"),
+        ("executor", "TEXT"),
+        ("started", "BIGINT"),
+        ("finished", "BIGINT"),
+        ("alarm", "TEXT"),
+        ("digest", "TEXT"),
+        ("fuel", "BIGINT"),
+        ("peak", "BIGINT"),
+    ];
+    let values: Vec<EndValues<'_>> = ends
+        .iter()
+        .map(|end| {
+            let status = if end.success {
+                RunStatus::Success
+            } else if end.outcome == RunStatus::Cancelled.as_str() {
+                RunStatus::Cancelled
+            } else {
+                RunStatus::Failed
             };
-            case += &format!(" WHEN {} THEN {then}", value(end, 0));
-        }
-        case + " END"
-    };
-    let ids: Vec<String> = (0..ends.len()).map(|end| value(end, 0)).collect();
-    let started = case(7, "BIGINT");
-    // Only placeholders and fixed column names go into the text.
+            let alarm = if end.success || outcome_is_deliberate(&end.outcome) {
+                AlarmState::None
+            } else {
+                AlarmState::Due
+            };
+            EndValues {
+                id: end.run_id,
+                status: status.as_str(),
+                outcome: &end.outcome,
+                code: end.code,
+                message: &end.message,
+                log: &end.log,
+                executor: end.executor.as_deref(),
+                started: end.started_at_ms,
+                finished: end.finished_at_ms,
+                alarm: alarm.as_str(),
+                digest: end.module_digest.as_deref(),
+                fuel: end.fuel_consumed,
+                peak: end.peak_memory_bytes,
+            }
+        })
+        .collect();
+    // $1 pending, $2 dispatched, $3 cancelled, $4 the ends. Only fixed
+    // names and placeholders go into the text.
     let sql = format!(
-        "UPDATE run SET status = {}, outcome = {}, code = {}, message = {}, log = {}, \
-         executor = COALESCE({}, executor), started_at_ms = {started}, finished_at_ms = {}, \
-         alarm_status = {}, module_digest = COALESCE({}, module_digest), \
-         fuel_consumed = {}, peak_memory_bytes = {} \
-         WHERE id IN ({}){} AND (status IN ($1, $2) OR (status = $3 AND {started} IS NOT NULL)) \
+        "UPDATE run SET status = end_status, outcome = end_outcome, code = end_code, \
+         message = end_message, log = end_log, executor = COALESCE(end_executor, executor), \
+         started_at_ms = end_started, finished_at_ms = end_finished, alarm_status = end_alarm, \
+         module_digest = COALESCE(end_digest, module_digest), fuel_consumed = end_fuel, \
+         peak_memory_bytes = end_peak FROM ({}) AS ends \
+         WHERE run.id = end_id{} \
+         AND (run.status IN ($1, $2) OR (run.status = $3 AND end_started IS NOT NULL)) \
          RETURNING {}",
-        case(1, ""),
-        case(2, ""),
-        case(3, "BIGINT"),
-        case(4, ""),
-        case(5, ""),
-        case(6, ""),
-        case(8, "BIGINT"),
-        case(9, ""),
-        case(10, ""),
-        case(11, "BIGINT"),
-        case(12, "BIGINT"),
-        ids.join(", "),
-        scheduled_between(range, 4 + ends.len() * VALUES),
+        backend.json_rows(4, &FIELDS, "end_"),
+        scheduled_between(range, 5),
         run_columns!(),
     );
     let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
         .bind(RunStatus::Pending.as_str())
         .bind(RunStatus::Dispatched.as_str())
-        .bind(RunStatus::Cancelled.as_str());
-    for end in ends {
-        let status = if end.success {
-            RunStatus::Success
-        } else if end.outcome == RunStatus::Cancelled.as_str() {
-            RunStatus::Cancelled
-        } else {
-            RunStatus::Failed
-        };
-        let alarm_status = if end.success || outcome_is_deliberate(&end.outcome) {
-            AlarmState::None
-        } else {
-            AlarmState::Due
-        };
-        query = query
-            .bind(end.run_id)
-            .bind(status.as_str())
-            .bind(&end.outcome)
-            .bind(end.code)
-            .bind(&end.message)
-            .bind(&end.log)
-            .bind(end.executor.as_deref())
-            .bind(end.started_at_ms)
-            .bind(end.finished_at_ms)
-            .bind(alarm_status.as_str())
-            .bind(end.module_digest.as_deref())
-            .bind(end.fuel_consumed)
-            .bind(end.peak_memory_bytes);
-    }
+        .bind(RunStatus::Cancelled.as_str())
+        .bind(json_value(&values)?);
     if let Some((earliest, latest)) = range {
         query = query.bind(earliest).bind(latest);
     }
@@ -217,39 +232,42 @@ async fn end_runs_in(
 }
 
 /// Marks the pending runs among `marks` scheduled within `range`
-/// (inclusive; `None`: wherever they are) dispatched; answers their ids.
+/// (inclusive; `None`: wherever they are) dispatched, the marks bound as
+/// one JSON value (see `Backend::json_rows`); answers their ids.
 async fn mark_runs_in(
     conn: &mut sqlx::AnyConnection,
+    backend: Backend,
     marks: &[&DispatchMark],
     range: Option<(i64, i64)>,
 ) -> Result<Vec<RunId>, StoreError> {
-    // $1 dispatched, $2 pending, then (id, executor, at) per mark.
-    let value = |mark: usize, column: usize| format!("${}", 3 + mark * 3 + column);
-    let mut executors = String::new();
-    let mut times = String::new();
-    let mut ids = Vec::with_capacity(marks.len());
-    for mark in 0..marks.len() {
-        let id = value(mark, 0);
-        executors += &format!(" WHEN {id} THEN {}", value(mark, 1));
-        times += &format!(" WHEN {id} THEN CAST({} AS BIGINT)", value(mark, 2));
-        ids.push(id);
+    /// A mark as the statement reads it.
+    #[derive(serde::Serialize)]
+    struct MarkValues<'a> {
+        id: RunId,
+        executor: &'a str,
+        at: i64,
     }
-    // Only placeholders go into the text.
+    const FIELDS: [(&str, &str); 3] = [("id", "BIGINT"), ("executor", "TEXT"), ("at", "BIGINT")];
+    let values: Vec<MarkValues<'_>> = marks
+        .iter()
+        .map(|mark| MarkValues {
+            id: mark.run_id,
+            executor: &mark.executor,
+            at: mark.at_ms,
+        })
+        .collect();
+    // $1 dispatched, $2 pending, $3 the marks. Only fixed names and
+    // placeholders go into the text.
     let sql = format!(
-        "UPDATE run SET status = $1, executor = CASE id{executors} END, \
-         dispatched_at_ms = CASE id{times} END WHERE status = $2 AND id IN ({}){} RETURNING id",
-        ids.join(", "),
-        scheduled_between(range, 3 + marks.len() * 3),
+        "UPDATE run SET status = $1, executor = mark_executor, dispatched_at_ms = mark_at \
+         FROM ({}) AS marks WHERE run.id = mark_id AND run.status = $2{} RETURNING id",
+        backend.json_rows(3, &FIELDS, "mark_"),
+        scheduled_between(range, 4),
     );
     let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
         .bind(RunStatus::Dispatched.as_str())
-        .bind(RunStatus::Pending.as_str());
-    for mark in marks {
-        query = query
-            .bind(mark.run_id)
-            .bind(&mark.executor)
-            .bind(mark.at_ms);
-    }
+        .bind(RunStatus::Pending.as_str())
+        .bind(json_value(&values)?);
     if let Some((earliest, latest)) = range {
         query = query.bind(earliest).bind(latest);
     }
@@ -261,6 +279,13 @@ async fn mark_runs_in(
         .collect::<Result<_, _>>()?)
 }
 
+/// `rows` as the JSON text a batch statement binds (see
+/// `Backend::json_rows`).
+fn json_value(rows: &impl serde::Serialize) -> Result<String, StoreError> {
+    serde_json::to_string(rows)
+        .map_err(|error| StoreError::Database(sqlx::Error::Encode(Box::new(error))))
+}
+
 /// ` AND scheduled_at_ms BETWEEN $first AND $first+1` when there is a
 /// range to name (bound after the statement's other values), else nothing.
 fn scheduled_between(range: Option<(i64, i64)>, first: usize) -> String {
@@ -270,9 +295,10 @@ fn scheduled_between(range: Option<(i64, i64)>, first: usize) -> String {
     }
 }
 
-/// Binds a new pending run's columns from `job_id` on, in the order both
-/// inserts name them: job, kind, scheduled time, shard index and total,
-/// attempt, parameter, status, digest, creation time, lease owner and end.
+/// Binds a new pending run's columns from `job_id` on, in the order
+/// [`insert_run`] names them: job, kind, scheduled time, shard index and
+/// total, attempt, parameter, status, digest, creation time, lease owner
+/// and end.
 fn bind_new_run<'q>(
     query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>,
     run: &'q NewRun,
@@ -291,17 +317,23 @@ fn bind_new_run<'q>(
         .bind(&run.module_digest)
         .bind(now_ms)
         .bind(owner)
-        .bind(run.scheduled_at_ms.max(now_ms) + WRITE_LEASE_MS)
+        .bind(write_lease_until(run, now_ms))
 }
 
-/// Most fires written by one `INSERT` (13 values each).
-const FIRES_PER_INSERT: usize = 200;
+/// When the lease of the admin that writes `run` at `now_ms` runs out.
+fn write_lease_until(run: &NewRun, now_ms: i64) -> i64 {
+    run.scheduled_at_ms.max(now_ms) + WRITE_LEASE_MS
+}
+
+/// Most fires written by one `INSERT` (bound together as one value).
+const FIRES_PER_INSERT: usize = 500;
 
 /// Writes `fires` (each with its job's tenant) as pending runs leased to
-/// `owner`, many rows per statement (a statement per fire was a round trip
-/// to the database per fire); a fire already written is dropped by the
-/// unique key of a job's fires. Answers each fire's new run id, in order
-/// (`None`: dropped).
+/// `owner`, many rows per statement bound as one JSON value (see
+/// `Backend::json_rows`; a statement per fire was a round trip to the
+/// database per fire); a fire already written is dropped by the unique key
+/// of a job's fires. Answers each fire's new run id, in order (`None`:
+/// dropped).
 pub(super) async fn insert_fires(
     conn: &mut sqlx::AnyConnection,
     backend: Backend,
@@ -309,28 +341,66 @@ pub(super) async fn insert_fires(
     owner: &str,
     now_ms: i64,
 ) -> Result<Vec<Option<RunId>>, StoreError> {
-    const COLUMNS: usize = 13;
+    /// A fire as the statement reads it.
+    #[derive(serde::Serialize)]
+    struct FireValues<'a> {
+        tenant: &'a str,
+        job: JobId,
+        kind: &'a str,
+        scheduled: i64,
+        shard_index: i64,
+        shard_total: i64,
+        attempt: i64,
+        param: &'a str,
+        digest: &'a Digest,
+        lease_until: i64,
+    }
+    const FIELDS: [(&str, &str); 10] = [
+        ("tenant", "TEXT"),
+        ("job", "BIGINT"),
+        ("kind", "TEXT"),
+        ("scheduled", "BIGINT"),
+        ("shard_index", "BIGINT"),
+        ("shard_total", "BIGINT"),
+        ("attempt", "BIGINT"),
+        ("param", "TEXT"),
+        ("digest", "TEXT"),
+        ("lease_until", "BIGINT"),
+    ];
+    // $1 pending, $2 created, $3 lease owner, $4 the fires. `WHERE true`:
+    // SQLite would read `ON CONFLICT` after a bare `FROM` as a join's `ON`.
+    // Only fixed names and placeholders go into the text.
+    let sql = format!(
+        "INSERT INTO run (tenant, job_id, kind, scheduled_at_ms, shard_index, shard_total, \
+         attempt, param, status, module_digest, created_at_ms, lease_owner, lease_until_ms) \
+         SELECT fire_tenant, fire_job, fire_kind, fire_scheduled, fire_shard_index, \
+         fire_shard_total, fire_attempt, fire_param, $1, fire_digest, $2, $3, fire_lease_until \
+         FROM ({}) AS fires WHERE true \
+         ON CONFLICT DO NOTHING RETURNING id, job_id, scheduled_at_ms, shard_index",
+        backend.json_rows(4, &FIELDS, "fire_"),
+    );
     let mut ids = Vec::with_capacity(fires.len());
-    for chunk in fires.chunks(backend.rows_per_statement(FIRES_PER_INSERT, COLUMNS)) {
-        let rows: Vec<String> = (0..chunk.len())
-            .map(|row| {
-                let values: Vec<String> = (1..=COLUMNS)
-                    .map(|column| format!("${}", row * COLUMNS + column))
-                    .collect();
-                format!("({})", values.join(", "))
+    for chunk in fires.chunks(FIRES_PER_INSERT) {
+        let values: Vec<FireValues<'_>> = chunk
+            .iter()
+            .map(|(tenant, run)| FireValues {
+                tenant,
+                job: run.job_id,
+                kind: run.kind.as_str(),
+                scheduled: run.scheduled_at_ms,
+                shard_index: run.shard_index,
+                shard_total: run.shard_total,
+                attempt: run.attempt,
+                param: &run.param,
+                digest: &run.module_digest,
+                lease_until: write_lease_until(run, now_ms),
             })
             .collect();
-        // Only placeholders go into the text.
-        let sql = format!(
-            "INSERT INTO run (tenant, job_id, kind, scheduled_at_ms, shard_index, shard_total, \
-             attempt, param, status, module_digest, created_at_ms, lease_owner, lease_until_ms) \
-             VALUES {} ON CONFLICT DO NOTHING RETURNING id, job_id, scheduled_at_ms, shard_index",
-            rows.join(", ")
-        );
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-        for (tenant, run) in chunk {
-            query = bind_new_run(query.bind(*tenant), run, owner, now_ms);
-        }
+        let query = sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
+            .bind(RunStatus::Pending.as_str())
+            .bind(now_ms)
+            .bind(owner)
+            .bind(json_value(&values)?);
         // Rows come back in no promised order: matched by the fire's key.
         let mut written: HashMap<(JobId, i64, i64), RunId> = HashMap::new();
         for row in query.fetch_all(&mut *conn).await? {
@@ -609,17 +679,17 @@ impl Store {
     /// Marks several pending runs dispatched, many in one statement;
     /// returns how many were still pending.
     pub async fn mark_dispatched_many(&self, marks: &[DispatchMark]) -> Result<u64, StoreError> {
-        /// Marks per statement (three values each).
-        const MARKS_PER_UPDATE: usize = 300;
+        /// Marks per statement (bound together as one value).
+        const MARKS_PER_UPDATE: usize = 1_000;
         // Rows in id order, as every batch writer takes them, so that two
         // admins' batches cannot deadlock on each other.
         let mut marks: Vec<&DispatchMark> = marks.iter().collect();
         marks.sort_by_key(|mark| mark.run_id);
         let mut tx = self.writer.begin().await?;
         let mut marked = 0;
-        for chunk in marks.chunks(self.backend.rows_per_statement(MARKS_PER_UPDATE, 3)) {
+        for chunk in marks.chunks(MARKS_PER_UPDATE) {
             let range = scheduled_range(chunk.iter().map(|mark| mark.scheduled_at_ms));
-            let done = mark_runs_in(&mut tx, chunk, range).await?;
+            let done = mark_runs_in(&mut tx, self.backend, chunk, range).await?;
             marked += done.len() as u64;
             if range.is_some() && done.len() < chunk.len() {
                 // Not pending any more, or a hint that missed: by id alone.
@@ -628,7 +698,9 @@ impl Store {
                     .copied()
                     .filter(|mark| !done.contains(&mark.run_id))
                     .collect();
-                marked += mark_runs_in(&mut tx, &missed, None).await?.len() as u64;
+                marked += mark_runs_in(&mut tx, self.backend, &missed, None)
+                    .await?
+                    .len() as u64;
             }
         }
         tx.commit().await?;
@@ -712,8 +784,8 @@ impl Store {
     /// callback batch): for each, the ended run or `None` if it had already
     /// ended.
     pub async fn finish_runs(&self, ends: &[RunEnd]) -> Result<Vec<Option<RunRow>>, StoreError> {
-        /// Ends per statement (thirteen values each).
-        const ENDS_PER_UPDATE: usize = 100;
+        /// Ends per statement (bound together as one value).
+        const ENDS_PER_UPDATE: usize = 500;
         // Rows in id order (see `mark_dispatched_many`); answers in the
         // callers' order. Ends that commit state go one at a time, each
         // checked against the state the one before it wrote; the others
@@ -728,9 +800,9 @@ impl Store {
         for index in committing {
             ended[index] = self.finish_committing_state(&mut tx, &ends[index]).await?;
         }
-        for chunk in plain.chunks(self.backend.rows_per_statement(ENDS_PER_UPDATE, 13)) {
+        for chunk in plain.chunks(ENDS_PER_UPDATE) {
             let together: Vec<&RunEnd> = chunk.iter().map(|index| &ends[*index]).collect();
-            let mut rows = end_runs(&mut tx, &together).await?;
+            let mut rows = end_runs(&mut tx, self.backend, &together).await?;
             for index in chunk {
                 // A run named twice ends once: the first answer has it.
                 ended[*index] = rows.remove(&ends[*index].run_id);
@@ -773,7 +845,10 @@ impl Store {
             over.state_changes.clear();
         }
         let end = end.as_ref();
-        let Some(run) = end_runs(&mut *tx, &[end]).await?.remove(&end.run_id) else {
+        let Some(run) = end_runs(&mut *tx, self.backend, &[end])
+            .await?
+            .remove(&end.run_id)
+        else {
             return Ok(None);
         };
         if end.success {
