@@ -173,7 +173,10 @@ impl Scheduler {
         } else if !run.outcome.as_deref().is_some_and(outcome_is_deliberate) {
             self.retry(run, job).await?;
         }
+        // The type first: no parse of every ended run's cron expression
+        // only to find it is not FIX_DELAY.
         if run.kind.is_scheduled_fire()
+            && job.schedule_type == crate::model::ScheduleType::FixDelay
             && let Ok(schedule @ Schedule::FixDelay(_)) = schedule_of(job)
             && let Some(next) = self
                 .rules_of(job)
