@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use cronbox_admin::store::{
     AlarmState, DayUsage, Digest, DispatchMark, JobId, JobRow, Moved, NewRun, QUOTA_EXCEEDED,
-    RunEnd, RunFilter, RunId, RunStatus, Store, StoreError, TenantUsage, VersionPush,
+    RunCharge, RunEnd, RunFilter, RunId, RunStatus, Store, StoreError, TenantUsage, VersionPush,
 };
 use cronbox_admin::store::{ExecutorLoad, Principal};
 use cronbox_api::{Role, User};
@@ -138,6 +138,7 @@ async fn run_lifecycle(store: &Store) {
         fuel_consumed: Some(1234),
         peak_memory_bytes: Some(65536),
         scheduled_at_ms: Some(1_000),
+        charge: None,
     };
     let ended = store.finish_run(&success).await.unwrap().unwrap();
     assert_eq!(
@@ -1004,6 +1005,37 @@ async fn quotas_and_usage(store: &Store) {
 
     assert_eq!(store.delete_day_usage_before(day + 1).await.unwrap(), 2);
     assert_eq!(store.tenant_usage("acme", day).await.unwrap().run_ms, 0);
+
+    // Ends charge their tenant's day in the transaction that ends them:
+    // each once, however often its result comes.
+    let finished_at_ms = day * cronbox_admin::store::DAY_MS + 5;
+    let charged = |run_id: RunId, run_ms: i64| RunEnd {
+        run_id,
+        success: true,
+        outcome: "success".into(),
+        code: 200,
+        log: "[]".into(),
+        finished_at_ms,
+        charge: Some(RunCharge {
+            run_ms,
+            log_bytes: 10,
+        }),
+        ..RunEnd::default()
+    };
+    let one = store.insert_run(&fire(first, 50), 50).await.unwrap();
+    let two = store.insert_run(&fire(first, 60), 60).await.unwrap();
+    let ends = [charged(one, 7), charged(two, 8), charged(one, 100)];
+    let ended = store.finish_runs(&ends).await.unwrap();
+    assert_eq!(
+        ended.iter().map(Option::is_some).collect::<Vec<_>>(),
+        [true, true, false],
+        "a run named twice ends (and is charged) once"
+    );
+    let again = store.finish_runs(&ends).await.unwrap();
+    assert!(again.iter().all(Option::is_none), "ended already");
+    let usage = store.tenant_usage("acme", day).await.unwrap();
+    assert_eq!((usage.run_ms, usage.log_bytes), (15, 20));
+    assert_eq!(store.tenant_usage("acme", day - 1).await.unwrap().run_ms, 0);
 }
 
 /// Children are rows: kept in order, each once, found from the child's

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use cronbox_protocol::{LogLine, LogSource};
 
-use crate::store::DayUsage;
+use crate::store::RunCharge;
 
 impl Scheduler {
     /// Records results from an executor (idempotent by run id) and acts on
@@ -98,10 +98,15 @@ impl Scheduler {
                     .map(|fuel| i64::try_from(fuel).unwrap_or(i64::MAX)),
                 peak_memory_bytes: (result.started_at_ms > 0)
                     .then(|| i64::try_from(result.peak_memory_bytes).unwrap_or(i64::MAX)),
+                charge: Some(RunCharge {
+                    run_ms: i64::try_from(result.duration_ms).unwrap_or(i64::MAX),
+                    log_bytes: i64::try_from(log_charge).unwrap_or(i64::MAX),
+                }),
             });
         }
-        // One transaction for the batch; a repeated callback finds its run
-        // already ended and changes nothing.
+        // One transaction for the batch, with what it costs each tenant
+        // today; a repeated callback finds its run already ended and
+        // changes nothing.
         let ended = self.store.finish_runs(&ends).await?;
         // Runs, run time and log bytes of the runs that ended, per tenant.
         let mut usage: HashMap<String, (u64, u64, u64)> = HashMap::new();
@@ -113,17 +118,6 @@ impl Scheduler {
                 entry.2 += log_bytes;
             }
         }
-        let day = now.div_euclid(crate::store::DAY_MS);
-        let days: Vec<DayUsage> = usage
-            .iter()
-            .map(|(tenant, (_, ms, bytes))| DayUsage {
-                tenant: tenant.clone(),
-                day,
-                run_ms: i64::try_from(*ms).unwrap_or(i64::MAX),
-                log_bytes: i64::try_from(*bytes).unwrap_or(i64::MAX),
-            })
-            .collect();
-        self.store.add_day_usage(&days).await?;
         for (tenant, (runs, ms, bytes)) in &usage {
             self.quotas.ended(tenant, *runs, *ms, *bytes);
         }

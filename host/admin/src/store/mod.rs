@@ -47,8 +47,8 @@ pub use partitions::{PartitionChanges, RunPartition};
 pub use quotas::{DAY_MS, DayUsage, TenantUsage};
 pub use registry::{ExecutorLoad, RegisteredExecutor};
 pub use rows::{
-    ClaimedJob, DailyReport, DispatchMark, JobFilter, JobRow, JobState, NewRun, RunEnd, RunFilter,
-    RunRow,
+    ClaimedJob, DailyReport, DispatchMark, JobFilter, JobRow, JobState, NewRun, RunCharge, RunEnd,
+    RunFilter, RunRow,
 };
 pub use users::{Principal, StoredUser};
 // Shared by the aggregates' files (each imports `super::*`).

@@ -363,20 +363,7 @@ impl Store {
             return Ok(());
         }
         let mut tx = self.writer.begin().await?;
-        for day in usage {
-            sqlx::query(
-                "INSERT INTO tenant_usage (tenant, day, run_ms, log_bytes) VALUES ($1, $2, $3, $4) \
-                 ON CONFLICT (tenant, day) DO UPDATE SET \
-                 run_ms = tenant_usage.run_ms + excluded.run_ms, \
-                 log_bytes = tenant_usage.log_bytes + excluded.log_bytes",
-            )
-            .bind(&day.tenant)
-            .bind(day.day)
-            .bind(day.run_ms)
-            .bind(day.log_bytes)
-            .execute(&mut *tx)
-            .await?;
-        }
+        add_day_usage(&mut tx, usage).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -401,4 +388,27 @@ impl Store {
             .await?
             .rows_affected())
     }
+}
+
+/// Adds `usage` to each tenant's day (see [`Store::add_day_usage`]), on
+/// `conn` (within its caller's transaction).
+pub(super) async fn add_day_usage(
+    conn: &mut sqlx::AnyConnection,
+    usage: &[DayUsage],
+) -> Result<(), StoreError> {
+    for day in usage {
+        sqlx::query(
+            "INSERT INTO tenant_usage (tenant, day, run_ms, log_bytes) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (tenant, day) DO UPDATE SET \
+             run_ms = tenant_usage.run_ms + excluded.run_ms, \
+             log_bytes = tenant_usage.log_bytes + excluded.log_bytes",
+        )
+        .bind(&day.tenant)
+        .bind(day.day)
+        .bind(day.run_ms)
+        .bind(day.log_bytes)
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(())
 }

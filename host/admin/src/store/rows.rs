@@ -248,10 +248,23 @@ pub struct RunEnd {
     /// The run's scheduled time as its trigger said, when the executor
     /// sent it back (a hint: see `scheduled_range`).
     pub scheduled_at_ms: Option<i64>,
+    /// What the run adds to its tenant's usage of the day of
+    /// `finished_at_ms`, added in the transaction that ends it (nothing if
+    /// it had ended already): one write for a callback batch, not a
+    /// transaction of its own after it.
+    pub charge: Option<RunCharge>,
     /// The run's tenant and its state bytes quota: state changes that
     /// would grow the tenant's state past it are not committed (the run
     /// fails `quota_exceeded`). `None`: not checked.
     pub state_quota: Option<(String, u64)>,
+}
+
+/// What an ended run costs its tenant for the day (see
+/// [`RunEnd::charge`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunCharge {
+    pub run_ms: i64,
+    pub log_bytes: i64,
 }
 
 impl RunEnd {

@@ -325,6 +325,29 @@ fn write_lease_until(run: &NewRun, now_ms: i64) -> i64 {
     run.scheduled_at_ms.max(now_ms) + WRITE_LEASE_MS
 }
 
+/// The charges of the runs among `ends` that `ended` (answered in the same
+/// order), added up per tenant and day, in tenant and day order.
+fn day_charges(ends: &[RunEnd], ended: &[Option<RunRow>]) -> Vec<DayUsage> {
+    let mut days: std::collections::BTreeMap<(&str, i64), RunCharge> = Default::default();
+    for (end, run) in ends.iter().zip(ended) {
+        if let (Some(charge), Some(run)) = (end.charge, run) {
+            let day = days
+                .entry((&run.tenant, end.finished_at_ms.div_euclid(DAY_MS)))
+                .or_default();
+            day.run_ms = day.run_ms.saturating_add(charge.run_ms);
+            day.log_bytes = day.log_bytes.saturating_add(charge.log_bytes);
+        }
+    }
+    days.into_iter()
+        .map(|((tenant, day), charge)| DayUsage {
+            tenant: tenant.to_owned(),
+            day,
+            run_ms: charge.run_ms,
+            log_bytes: charge.log_bytes,
+        })
+        .collect()
+}
+
 /// Most fires written by one `INSERT` (bound together as one value).
 const FIRES_PER_INSERT: usize = 500;
 
@@ -808,6 +831,7 @@ impl Store {
                 ended[*index] = rows.remove(&ends[*index].run_id);
             }
         }
+        super::quotas::add_day_usage(&mut tx, &day_charges(ends, &ended)).await?;
         tx.commit().await?;
         Ok(ended)
     }
