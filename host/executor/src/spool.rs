@@ -18,6 +18,12 @@
 //! one; one still refused alone is quarantined: replaced by a small failed
 //! result that says so, and counted in `results_quarantined`.
 //!
+//! Up to [`CALLBACKS_IN_FLIGHT`] batches are on their way at once, each of
+//! results no other holds, each acknowledged by its run ids when its answer
+//! comes: an admin reads one batch's jobs while it writes another's ends.
+//! One at a time, a 1,000-result callback took 215-350 ms at 6,000 runs/s
+//! and the spool grew without end.
+//!
 //! One `write` per record and no file per run: at thousands of runs a
 //! second, creating, renaming and deleting a file each was most of the
 //! executor's system time. Segments are not fsynced: they survive process
@@ -25,7 +31,7 @@
 //! latter.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fs::File;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -34,6 +40,7 @@ use std::time::Duration;
 
 use cronbox_protocol::{CallbackBatch, LogLine, LogSource, Outcome, RunResult, admin_paths};
 use tokio::sync::Notify;
+use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::admin::{AdminClient, AdminError};
@@ -48,6 +55,9 @@ const SEGMENT_EXTENSION: &str = "spool";
 /// Most bytes of results in one callback request (a single larger result
 /// still goes alone).
 const BATCH_BYTES: usize = 1 << 20;
+/// Callback batches on their way to admins at once (one at a time after a
+/// batch was refused or a delivery failed).
+const CALLBACKS_IN_FLIGHT: usize = 3;
 /// Longest outcome message kept in a result cut to size.
 const MAX_MESSAGE_BYTES: usize = 16 << 10;
 
@@ -84,6 +94,9 @@ struct State {
     unsent: VecDeque<(RunResult, usize)>,
     /// The segment holding each unacknowledged result.
     segment_of: HashMap<u64, u64>,
+    /// Run ids of the results in a batch on its way: no other batch takes
+    /// them until it is answered.
+    in_flight: HashSet<u64>,
     next_segment: u64,
 }
 
@@ -228,29 +241,35 @@ impl Spool {
         self.wake.notify_one();
     }
 
-    /// Forgets the first `count` unsent results, which an admin
-    /// acknowledged.
-    fn acknowledge(&self, count: usize) {
+    /// Forgets the results of `run_ids`, which an admin acknowledged.
+    fn acknowledge(&self, run_ids: &[u64]) {
         let mut state = self.lock();
-        let count = count.min(state.unsent.len());
-        let run_ids: Vec<u64> = state
+        let acknowledged: HashSet<u64> = run_ids.iter().copied().collect();
+        state
             .unsent
-            .drain(..count)
-            .map(|(result, _)| result.run_id)
-            .collect();
-        for run_id in &run_ids {
+            .retain(|(result, _)| !acknowledged.contains(&result.run_id));
+        for run_id in run_ids {
+            state.in_flight.remove(run_id);
             if let Some(segment) = state.segment_of.remove(run_id)
                 && let Some(held) = state.segments.iter_mut().find(|s| s.id == segment)
             {
                 held.unacknowledged = held.unacknowledged.saturating_sub(1);
             }
         }
-        if let Err(error) = self.append(&mut state, &Record::Acked(Cow::Borrowed(&run_ids)), false)
-        {
+        if let Err(error) = self.append(&mut state, &Record::Acked(Cow::Borrowed(run_ids)), false) {
             // At worst the results are sent again after a restart.
             tracing::warn!(%error, "cannot record acknowledged results");
         }
         self.drop_acknowledged_segments(&mut state);
+    }
+
+    /// Puts the results of `run_ids` back to be sent again (their batch was
+    /// not acknowledged).
+    fn release(&self, run_ids: &[u64]) {
+        let mut state = self.lock();
+        for run_id in run_ids {
+            state.in_flight.remove(run_id);
+        }
     }
 
     /// Deletes the oldest segments while every result in them is
@@ -283,18 +302,26 @@ impl Spool {
         self.lock().unsent.len()
     }
 
-    /// The oldest unacknowledged results: at most `limit`, and at most
-    /// [`BATCH_BYTES`] of them unless the first alone is larger.
+    /// The oldest unacknowledged results no batch on its way holds: at
+    /// most `limit`, and at most [`BATCH_BYTES`] of them unless the first
+    /// alone is larger. They are on their way until [`Spool::acknowledge`]
+    /// or [`Spool::release`].
     fn next_batch(&self, limit: usize) -> Vec<RunResult> {
-        let state = self.lock();
+        let mut state = self.lock();
         let mut bytes = 0;
         let mut batch = Vec::new();
-        for (result, size) in state.unsent.iter().take(limit) {
-            if !batch.is_empty() && bytes + size > BATCH_BYTES {
+        for (result, size) in &state.unsent {
+            if batch.len() == limit || (!batch.is_empty() && bytes + size > BATCH_BYTES) {
                 break;
+            }
+            if state.in_flight.contains(&result.run_id) {
+                continue;
             }
             bytes += size;
             batch.push(result.clone());
+        }
+        for result in &batch {
+            state.in_flight.insert(result.run_id);
         }
         batch
     }
@@ -308,7 +335,7 @@ impl Spool {
             status,
             "every admin refused a run's result; it is replaced by a failure"
         );
-        self.acknowledge(1);
+        self.acknowledge(&[refused.run_id]);
         let message = format!(
             "the run's result was refused by every admin ({status}) and quarantined by the \
              executor; its log and state changes are lost"
@@ -341,9 +368,28 @@ impl Spool {
         let mut backoff = FIRST_BACKOFF;
         // After a refused batch, its results go one at a time.
         let mut singly = 0_usize;
+        // After a failed delivery, one batch at a time until one arrives.
+        let mut failing = false;
+        let mut sending: JoinSet<(Vec<RunResult>, Result<(), AdminError>)> = JoinSet::new();
         loop {
-            let results = self.next_batch(if singly > 0 { 1 } else { batch_size });
-            if results.is_empty() {
+            let most = if singly > 0 || failing {
+                1
+            } else {
+                CALLBACKS_IN_FLIGHT
+            };
+            while sending.len() < most {
+                let results = self.next_batch(if singly > 0 { 1 } else { batch_size });
+                if results.is_empty() {
+                    break;
+                }
+                let admins = admins.clone();
+                sending.spawn(async move {
+                    let body = CallbackBatch { results };
+                    let sent = admins.post_any(admin_paths::CALLBACK, &body).await;
+                    (body.results, sent)
+                });
+            }
+            let Some(answered) = sending.join_next().await else {
                 if stop.is_cancelled() {
                     return;
                 }
@@ -355,15 +401,21 @@ impl Spool {
                 // Let a burst of results gather into one batch.
                 tokio::time::sleep(Duration::from_millis(2)).await;
                 continue;
-            }
+            };
+            let Ok((results, sent)) = answered else {
+                // A sending task cannot panic short of a bug; what it held
+                // is sent again after a restart.
+                continue;
+            };
             let count = results.len();
-            let body = CallbackBatch { results };
-            match admins.post_any(admin_paths::CALLBACK, &body).await {
+            let run_ids: Vec<u64> = results.iter().map(|result| result.run_id).collect();
+            match sent {
                 Ok(()) => {
                     metrics.callbacks_delivered.inc_by(count as u64);
-                    self.acknowledge(count);
+                    self.acknowledge(&run_ids);
                     singly = singly.saturating_sub(count);
                     backoff = FIRST_BACKOFF;
+                    failing = false;
                 }
                 Err(AdminError::Refused { status, .. }) if count > 1 => {
                     tracing::warn!(
@@ -371,16 +423,19 @@ impl Spool {
                         count,
                         "a batch of results was refused; sending them one by one"
                     );
+                    self.release(&run_ids);
                     singly = count;
                 }
                 Err(AdminError::Refused { status, .. }) => {
                     metrics.results_quarantined.inc();
-                    self.quarantine(&body.results[0], status);
+                    self.quarantine(&results[0], status);
                     singly = singly.saturating_sub(1);
                 }
                 Err(error) => {
                     metrics.callback_failures.inc();
                     tracing::warn!(%error, pending = count, "callback failed; results stay spooled");
+                    self.release(&run_ids);
+                    failing = true;
                     if stop.is_cancelled() {
                         return;
                     }
@@ -553,8 +608,43 @@ mod tests {
         }
     }
 
+    /// The run ids the next batch would hold (taken, then released).
     fn run_ids(spool: &Spool) -> Vec<u64> {
-        spool.next_batch(100).iter().map(|r| r.run_id).collect()
+        let ids: Vec<u64> = spool.next_batch(100).iter().map(|r| r.run_id).collect();
+        spool.release(&ids);
+        ids
+    }
+
+    #[test]
+    fn batches_on_their_way_hold_different_results_each_acknowledged_alone() -> std::io::Result<()>
+    {
+        let dir = tempfile::tempdir()?;
+        let spool = Spool::open(dir.path().to_path_buf(), 1 << 20)?;
+        for run_id in 1..=7 {
+            spool.submit(&result(run_id));
+        }
+        let ids = |batch: Vec<RunResult>| batch.iter().map(|r| r.run_id).collect::<Vec<_>>();
+        let first = ids(spool.next_batch(3));
+        let second = ids(spool.next_batch(3));
+        assert_eq!(
+            (first.as_slice(), second.as_slice()),
+            ([1, 2, 3].as_slice(), [4, 5, 6].as_slice())
+        );
+        // The second is answered first; the first fails and is sent again.
+        spool.acknowledge(&second);
+        spool.release(&first);
+        assert_eq!(spool.pending(), 4);
+        assert_eq!(ids(spool.next_batch(10)), [1, 2, 3, 7]);
+        drop(spool);
+        let reopened = Spool::open(dir.path().to_path_buf(), 1 << 20)?;
+        assert_eq!(
+            run_ids(&reopened),
+            [1, 2, 3, 7],
+            "a restart sends what was on its way, not what was acknowledged"
+        );
+        reopened.acknowledge(&[1, 2, 3, 7]);
+        assert!(segment_files(dir.path()).is_empty());
+        Ok(())
     }
 
     #[test]
@@ -564,7 +654,7 @@ mod tests {
         for run_id in 1..=4 {
             spool.submit(&result(run_id));
         }
-        spool.acknowledge(2);
+        spool.acknowledge(&[1, 2]);
         assert_eq!(run_ids(&spool), [3, 4]);
         drop(spool);
 
@@ -583,7 +673,7 @@ mod tests {
         );
         assert_eq!(reopened.pending(), 2);
         reopened.submit(&result(5));
-        reopened.acknowledge(3);
+        reopened.acknowledge(&[3, 4, 5]);
         assert_eq!(reopened.pending(), 0);
         assert!(
             segment_files(dir.path()).is_empty(),
@@ -600,7 +690,8 @@ mod tests {
             spool.submit(&result(run_id));
         }
         assert_eq!(segment_files(dir.path()).len(), 3);
-        spool.acknowledge(SEGMENT_RESULTS + 1);
+        let first_segment_and_one: Vec<u64> = (0..=SEGMENT_RESULTS as u64).collect();
+        spool.acknowledge(&first_segment_and_one);
         assert_eq!(
             segment_files(dir.path()).len(),
             2,
