@@ -1321,6 +1321,23 @@ async fn state_conflicts_and_cancellation(store: &Store) {
         "the run that ran after all counts as a success"
     );
     assert_eq!(store.stop_job(JobId(id.0 + 1000), 50).await.unwrap(), None);
+
+    // Two results based on the same revision, ended at once (two callbacks
+    // in flight): one commits, the other is a conflict, on either engine.
+    let revision = store.job_state(id).await.unwrap().revisions["count"];
+    let third = store.insert_run(&fire(id, 52_000), 1).await.unwrap();
+    let fourth = store.insert_run(&fire(id, 53_000), 1).await.unwrap();
+    let (three, four) = (
+        success(third, "3", revision),
+        success(fourth, "4", revision),
+    );
+    let (a, b) = tokio::join!(store.finish_run(&three), store.finish_run(&four));
+    let mut outcomes =
+        [a.unwrap().unwrap(), b.unwrap().unwrap()].map(|run| run.outcome.unwrap_or_default());
+    outcomes.sort();
+    assert_eq!(outcomes, ["state_conflict", "success"]);
+    let value = &store.job_state(id).await.unwrap().values["count"];
+    assert!(value == "3" || value == "4", "{value}");
 }
 
 /// A stored value that is not one of its enum's names is a decode error

@@ -325,6 +325,10 @@ fn write_lease_until(run: &NewRun, now_ms: i64) -> i64 {
     run.scheduled_at_ms.max(now_ms) + WRITE_LEASE_MS
 }
 
+/// The class of PostgreSQL's two-key advisory locks a state commit takes
+/// with its job's id (a space of its own: one-key locks do not meet it).
+const STATE_COMMIT_LOCKS: i32 = 0x6373_7461; // "csta"
+
 /// The charges of the runs among `ends` that `ended` (answered in the same
 /// order), added up per tenant and day, in tenant and day order.
 fn day_charges(ends: &[RunEnd], ended: &[Option<RunRow>]) -> Vec<DayUsage> {
@@ -844,6 +848,20 @@ impl Store {
         tx: &mut sqlx::AnyConnection,
         end: &RunEnd,
     ) -> Result<Option<RunRow>, StoreError> {
+        if self.backend == Backend::Postgres {
+            // Ends of one job's runs commit its state one after the other:
+            // two callbacks at once (from two executors, or two batches of
+            // one) would otherwise both read the revision before either
+            // wrote. SQLite's single writer serializes them already.
+            sqlx::query(
+                "SELECT pg_advisory_xact_lock($1, \
+                 CAST((SELECT job_id FROM run WHERE id = $2) % 2147483647 AS INTEGER))",
+            )
+            .bind(STATE_COMMIT_LOCKS)
+            .bind(end.run_id)
+            .execute(&mut *tx)
+            .await?;
+        }
         let mut end = std::borrow::Cow::Borrowed(end);
         if let Some((key, based_on, now)) =
             state_conflict(&mut *tx, end.run_id, &end.state_base).await?
