@@ -37,6 +37,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const API: &str = "bench-api";
 const EXEC: &str = "bench-exec";
+/// Seconds from the last job's start to the round's first measured one.
+const WARM_UP_SECONDS: i64 = 30;
 /// Day partitions of the run table made before a PostgreSQL round.
 const PARTITION_DAYS: i64 = 35;
 
@@ -164,27 +166,34 @@ async fn round(job_count: usize, seconds: i64, backend: &Backend, arrival: Arriv
             .unwrap();
         ids.push(job["id"].as_i64().unwrap());
     }
-    for (i, id) in ids.iter().enumerate() {
-        let admin_url = &admin_urls[i % admin_urls.len()];
-        http.post(format!("{admin_url}/api/v1/jobs/{id}/start"))
-            .bearer_auth(API)
-            .send()
-            .await
-            .unwrap();
+    // Started by 16 clients at once (one at a time, a busy admin took
+    // minutes to start thousands).
+    let mut starting = tokio::task::JoinSet::new();
+    for (client, chunk) in ids.chunks(ids.len().div_ceil(16).max(1)).enumerate() {
+        let (http, chunk, admin_url) = (
+            http.clone(),
+            chunk.to_vec(),
+            admin_urls[client % admin_urls.len()].clone(),
+        );
+        starting.spawn(async move {
+            for id in chunk {
+                http.post(format!("{admin_url}/api/v1/jobs/{id}/start"))
+                    .bearer_auth(API)
+                    .send()
+                    .await
+                    .unwrap();
+            }
+        });
     }
-    // Measure whole seconds, after a warm-up (first runs compile nothing
-    // but create each job's instance).
-    let begin = (now_ms() / 1000 + 5) * 1000;
+    starting.join_all().await;
+    // Measure whole seconds, after a warm-up: the first runs compile
+    // nothing but create each job's instance, and the first pre-reads
+    // write every job's fires at once.
+    let begin = (now_ms() / 1000 + WARM_UP_SECONDS) * 1000;
     let end = begin + seconds * 1000;
-    tokio::time::sleep(Duration::from_millis((end - now_ms() + 200).max(0) as u64)).await;
-    for id in &ids {
-        http.post(format!("{admin_url}/api/v1/jobs/{id}/stop"))
-            .bearer_auth(API)
-            .send()
-            .await
-            .unwrap();
-    }
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    // The runs of the window's last second (jittered up to 999 ms) have
+    // had 5 s to end; the jobs go on firing until the admin stops.
+    tokio::time::sleep(Duration::from_millis((end + 6_000 - now_ms()).max(0) as u64)).await;
 
     let store = Store::connect(&store_url).await.unwrap();
     let runs = store
