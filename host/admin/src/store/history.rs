@@ -3,6 +3,9 @@
 
 use super::*;
 
+/// The advisory lock an admin folding `run_end` holds (PostgreSQL).
+const REPORT_FOLD_LOCK: i64 = 0x6372_6f6e_666f_6c64; // "cronfold"
+
 /// Rows of `run_end` folded into the daily reports per transaction.
 pub const REPORT_FOLD_BATCH: i64 = 20_000;
 
@@ -87,47 +90,57 @@ impl Store {
     /// (+1 of how one ended; -1 cancelled for a cancelled run that ran
     /// after all) into the daily reports, deleting them in the same transaction (so
     /// each is counted once, whichever admin folds it); returns how many.
+    ///
+    /// Summed by the database, not read out: 20,000 rows a batch returned
+    /// row by row held SQLite's writer long enough to make firing at
+    /// 5,000 runs/s seconds late each minute.
     pub async fn fold_run_ends(&self, limit: i64) -> Result<u64, StoreError> {
         let mut tx = self.writer.begin().await?;
-        let rows = sqlx::query(
-            "DELETE FROM run_end WHERE id IN (SELECT id FROM run_end ORDER BY id LIMIT $1) \
-             RETURNING tenant, day, status, delta",
+        if self.backend == Backend::Postgres {
+            // One admin folds at a time: the sums are read before the rows
+            // are deleted, and a second admin reading them meanwhile would
+            // count them again. (SQLite has one writer.)
+            sqlx::query("SELECT pg_advisory_xact_lock($1)")
+                .bind(REPORT_FOLD_LOCK)
+                .execute(&mut *tx)
+                .await?;
+        }
+        // The batch: the `limit` oldest rows, those up to its newest id.
+        let newest: Option<i64> = sqlx::query_scalar(
+            "SELECT CAST(MAX(id) AS BIGINT) FROM \
+             (SELECT id FROM run_end ORDER BY id LIMIT $1) AS batch",
         )
         .bind(limit)
-        .fetch_all(&mut *tx)
+        .fetch_one(&mut *tx)
         .await?;
-        let mut counts: HashMap<(String, String), [i64; 3]> = HashMap::new();
-        for row in &rows {
-            let status: String = row.try_get("status")?;
-            let at = match status.parse::<RunStatus>() {
-                Ok(RunStatus::Success) => 0,
-                Ok(RunStatus::Failed) => 1,
-                Ok(RunStatus::Cancelled) => 2,
-                // Not an end: nothing to count.
-                _ => continue,
-            };
-            counts
-                .entry((row.try_get("tenant")?, row.try_get("day")?))
-                .or_default()[at] += row.try_get::<i64, _>("delta")?;
-        }
-        for ((tenant, day), [success, failed, cancelled]) in counts {
-            sqlx::query(
-                "INSERT INTO daily_report (tenant, day, success, failed, running, cancelled) \
-                 VALUES ($1, $2, $3, $4, 0, $5) ON CONFLICT (tenant, day) DO UPDATE SET \
-                 success = daily_report.success + excluded.success, \
-                 failed = daily_report.failed + excluded.failed, \
-                 cancelled = daily_report.cancelled + excluded.cancelled",
-            )
-            .bind(tenant)
-            .bind(day)
-            .bind(success)
-            .bind(failed)
-            .bind(cancelled)
+        let Some(newest) = newest else {
+            return Ok(0);
+        };
+        sqlx::query(
+            "INSERT INTO daily_report (tenant, day, success, failed, running, cancelled) \
+             SELECT tenant, day, \
+             SUM(CASE WHEN status = $2 THEN delta ELSE 0 END), \
+             SUM(CASE WHEN status = $3 THEN delta ELSE 0 END), 0, \
+             SUM(CASE WHEN status = $4 THEN delta ELSE 0 END) \
+             FROM run_end WHERE id <= $1 AND status IN ($2, $3, $4) GROUP BY tenant, day \
+             ON CONFLICT (tenant, day) DO UPDATE SET \
+             success = daily_report.success + excluded.success, \
+             failed = daily_report.failed + excluded.failed, \
+             cancelled = daily_report.cancelled + excluded.cancelled",
+        )
+        .bind(newest)
+        .bind(RunStatus::Success.as_str())
+        .bind(RunStatus::Failed.as_str())
+        .bind(RunStatus::Cancelled.as_str())
+        .execute(&mut *tx)
+        .await?;
+        let folded = sqlx::query("DELETE FROM run_end WHERE id <= $1")
+            .bind(newest)
             .execute(&mut *tx)
-            .await?;
-        }
+            .await?
+            .rows_affected();
         tx.commit().await?;
-        Ok(rows.len() as u64)
+        Ok(folded)
     }
 
     /// Sets each daily report's `running` to the runs written that day
