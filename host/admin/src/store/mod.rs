@@ -154,27 +154,23 @@ impl Backend {
     /// and no `CASE id WHEN ...` to walk per row: a thousand run ends
     /// bound value by value were 53 statements on SQLite.
     fn json_rows(self, parameter: usize, fields: &[(&str, &str)], prefix: &str) -> String {
+        // Each field (key, SQL type) written as `item` writes it.
+        let list = |item: &dyn Fn(&str, &str) -> String| {
+            fields
+                .iter()
+                .map(|(key, sql_type)| item(key, sql_type))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         match self {
             Backend::Sqlite => format!(
                 "SELECT {} FROM json_each(${parameter})",
-                fields
-                    .iter()
-                    .map(|(key, _)| format!("value->>'{key}' AS {prefix}{key}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                list(&|key, _| format!("value->>'{key}' AS {prefix}{key}"))
             ),
             Backend::Postgres => format!(
                 "SELECT {} FROM jsonb_to_recordset(CAST(${parameter} AS jsonb)) AS batch({})",
-                fields
-                    .iter()
-                    .map(|(key, _)| format!("{key} AS {prefix}{key}"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                fields
-                    .iter()
-                    .map(|(key, sql_type)| format!("{key} {sql_type}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                list(&|key, _| format!("{key} AS {prefix}{key}")),
+                list(&|key, sql_type| format!("{key} {sql_type}")),
             ),
         }
     }
