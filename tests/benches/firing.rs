@@ -28,7 +28,7 @@ use cronbox_admin::store::RunFilter;
 use cronbox_admin::{AdminConfig, Database, SchedulerConfig, Store};
 use cronbox_example_jobs as jobs;
 use cronbox_executor::ExecutorConfig;
-use cronbox_tests::PostgresServer;
+use cronbox_tests::{AdminClient, PostgresServer};
 use serde_json::{Value, json};
 
 /// The allocator the `cronbox` binary uses.
@@ -191,9 +191,14 @@ async fn round(job_count: usize, seconds: i64, backend: &Backend, arrival: Arriv
     // write every job's fires at once.
     let begin = (now_ms() / 1000 + WARM_UP_SECONDS) * 1000;
     let end = begin + seconds * 1000;
-    // The runs of the window's last second (jittered up to 999 ms) have
-    // had 5 s to end; the jobs go on firing until the admin stops.
-    tokio::time::sleep(Duration::from_millis((end + 6_000 - now_ms()).max(0) as u64)).await;
+    // The window is over once a fire planned after its last second (and
+    // jittered up to 999 ms past it) has run; then every run of it must
+    // have ended. The jobs go on firing until the admin stops.
+    let api = AdminClient::new(admin_url.clone(), API);
+    let window = Duration::from_millis((end - now_ms()).max(0) as u64);
+    api.until_a_run_succeeded_from(end + 1_000, window + Duration::from_secs(120))
+        .await;
+    api.until_ended_before(end + 1_000).await;
 
     let store = Store::connect(&store_url).await.unwrap();
     let runs = store

@@ -40,8 +40,6 @@ impl Scheduler {
         // What each tenant may still log today, spent as the batch goes.
         let mut log_room: HashMap<String, LogRoom> = HashMap::new();
         let mut ends: Vec<RunEnd> = Vec::with_capacity(results.len());
-        // What each result costs its tenant: run time, log bytes.
-        let mut charges = Vec::with_capacity(results.len());
         for mut result in results {
             let tenant = jobs
                 .get(&JobId::from(result.job_id))
@@ -76,7 +74,6 @@ impl Scheduler {
                     state_quota = Some((tenant.clone(), limit));
                 }
             }
-            charges.push((result.duration_ms, log_charge));
             ends.push(RunEnd {
                 module_digest: (!result.module_digest.is_empty())
                     .then(|| result.module_digest.clone()),
@@ -110,12 +107,12 @@ impl Scheduler {
         let ended = self.store.finish_runs(&ends).await?;
         // Runs, run time and log bytes of the runs that ended, per tenant.
         let mut usage: HashMap<String, (u64, u64, u64)> = HashMap::new();
-        for (run, (ms, log_bytes)) in ended.iter().zip(&charges) {
-            if let Some(run) = run {
+        for (run, end) in ended.iter().zip(&ends) {
+            if let (Some(run), Some(charge)) = (run, end.charge) {
                 let entry = usage.entry(run.tenant.clone()).or_default();
                 entry.0 += 1;
-                entry.1 += ms;
-                entry.2 += log_bytes;
+                entry.1 += u64::try_from(charge.run_ms).unwrap_or_default();
+                entry.2 += u64::try_from(charge.log_bytes).unwrap_or_default();
             }
         }
         for (tenant, (runs, ms, bytes)) in &usage {
