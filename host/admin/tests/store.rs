@@ -1378,7 +1378,7 @@ async fn sqlite_runs_are_claimed_dispatched_and_ended_once() {
     let store = Store::open_sqlite(dir.path()).await.unwrap();
     run_lifecycle(&store).await;
     let url = format!("sqlite://{}", dir.path().join("cronbox.db").display());
-    leases(&store, &Store::connect(&url).await.unwrap()).await;
+    leases(&store, &Store::connect(&url).await.unwrap(), &url).await;
     let second = Store::open_sqlite(dir.path()).await;
     assert!(
         matches!(second, Err(StoreError::Locked(_))),
@@ -1465,7 +1465,7 @@ async fn a_bad_database_url_is_refused_clearly() {
 
 /// Two admins (`a` wrote the run) and one pending run: its dispatch goes to
 /// one of them at a time, and to the other once `a`'s lease runs out.
-async fn leases(a: &Store, b: &Store) {
+async fn leases(a: &Store, b: &Store, url: &str) {
     let id = a.insert_job(&job(), 0).await.unwrap();
     let run = a.insert_run(&fire(id, 10_000), 10).await.unwrap();
     assert_eq!(
@@ -1497,6 +1497,16 @@ async fn leases(a: &Store, b: &Store) {
         [] as [RunId; 0],
         "not pending"
     );
+    // A lease only ever guards a pending run: the row drops it once
+    // dispatched, not to carry it for as long as the run is kept.
+    let pool = sqlx::AnyPool::connect(url).await.unwrap();
+    let lease: (Option<String>, Option<i64>) =
+        sqlx::query_as("SELECT lease_owner, lease_until_ms FROM run WHERE id = $1")
+            .bind(run)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(lease, (None, None));
 }
 
 /// Each table's columns, with their types in a common vocabulary (both

@@ -26,7 +26,7 @@ pub(super) async fn cancel_waiting(
     };
     let sql = format!(
         "UPDATE run SET status = $1, outcome = $1, code = 0, message = $2, finished_at_ms = $3, \
-         alarm_status = $4 WHERE job_id = $5 AND status IN ('pending', 'dispatched') AND status = 'pending'{kinds_clause} \
+         alarm_status = $4, lease_owner = NULL, lease_until_ms = NULL WHERE job_id = $5 AND status IN ('pending', 'dispatched') AND status = 'pending'{kinds_clause} \
          RETURNING id"
     );
     let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
@@ -207,7 +207,8 @@ async fn end_runs_in(
          message = end_message, log = end_log, executor = COALESCE(end_executor, executor), \
          started_at_ms = end_started, finished_at_ms = end_finished, alarm_status = end_alarm, \
          module_digest = COALESCE(end_digest, module_digest), fuel_consumed = end_fuel, \
-         peak_memory_bytes = end_peak FROM ({}) AS ends \
+         peak_memory_bytes = end_peak, lease_owner = NULL, lease_until_ms = NULL \
+         FROM ({}) AS ends \
          WHERE run.id = end_id{} \
          AND (run.status IN ($1, $2) OR (run.status = $3 AND end_started IS NOT NULL)) \
          RETURNING {}",
@@ -259,8 +260,8 @@ async fn mark_runs_in(
     // $1 dispatched, $2 pending, $3 the marks. Only fixed names and
     // placeholders go into the text.
     let sql = format!(
-        "UPDATE run SET status = $1, executor = mark_executor, dispatched_at_ms = mark_at \
-         FROM ({}) AS marks WHERE run.id = mark_id AND run.status = $2{} RETURNING id",
+        "UPDATE run SET status = $1, executor = mark_executor, dispatched_at_ms = mark_at, \
+         lease_owner = NULL, lease_until_ms = NULL FROM ({}) AS marks WHERE run.id = mark_id AND run.status = $2{} RETURNING id",
         backend.json_rows(3, &FIELDS, "mark_"),
         scheduled_between(range, 4),
     );
