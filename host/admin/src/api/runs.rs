@@ -91,7 +91,7 @@ pub(super) async fn run_log(
         .run_log(id)
         .await?
         .unwrap_or_default();
-    let (lines, total) = log_page(&stored, offset, limit);
+    let (lines, total) = crate::store::logs::page(&stored, offset, limit);
     let end = offset.min(total) + lines.len();
     let finished = run.status != crate::store::RunStatus::Pending;
     Ok(Json(cronbox_protocol::LogResponse {
@@ -100,86 +100,6 @@ pub(super) async fn run_log(
         next_offset: end,
         finished: finished && end == total,
     }))
-}
-
-/// The lines `offset..offset + limit` of a stored log (a JSON array) and
-/// how many lines it has, in one pass that builds only the lines returned
-/// (the others are skipped unparsed into values). A log that does not
-/// parse reads as empty.
-fn log_page(stored: &str, offset: usize, limit: usize) -> (Vec<cronbox_protocol::LogLine>, usize) {
-    use serde::de::{DeserializeSeed, IgnoredAny, SeqAccess, Visitor};
-
-    struct Page {
-        offset: usize,
-        limit: usize,
-    }
-
-    impl<'de> Visitor<'de> for Page {
-        type Value = (Vec<cronbox_protocol::LogLine>, usize);
-
-        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("an array of log lines")
-        }
-
-        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-            let mut lines = Vec::new();
-            let mut index = 0;
-            loop {
-                let wanted = index >= self.offset && index - self.offset < self.limit;
-                let more = if wanted {
-                    seq.next_element::<cronbox_protocol::LogLine>()?
-                        .map(|line| lines.push(line))
-                        .is_some()
-                } else {
-                    seq.next_element::<IgnoredAny>()?.is_some()
-                };
-                if !more {
-                    return Ok((lines, index));
-                }
-                index += 1;
-            }
-        }
-    }
-
-    impl<'de> DeserializeSeed<'de> for Page {
-        type Value = (Vec<cronbox_protocol::LogLine>, usize);
-
-        fn deserialize<D: serde::Deserializer<'de>>(
-            self,
-            deserializer: D,
-        ) -> Result<Self::Value, D::Error> {
-            deserializer.deserialize_seq(self)
-        }
-    }
-
-    let mut deserializer = serde_json::Deserializer::from_str(stored);
-    Page { offset, limit }
-        .deserialize(&mut deserializer)
-        .unwrap_or_default()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_stored_log_is_paged_in_one_pass() {
-        let lines: Vec<cronbox_protocol::LogLine> = (0..10)
-            .map(|i| cronbox_protocol::LogLine {
-                at_ms: i,
-                source: cronbox_protocol::LogSource::Stdout,
-                text: format!("line {i}"),
-            })
-            .collect();
-        let stored = serde_json::to_string(&lines).unwrap();
-        let (page, total) = log_page(&stored, 3, 4);
-        assert_eq!(total, 10);
-        assert_eq!(page, lines[3..7]);
-        assert_eq!(log_page(&stored, 8, 100), (lines[8..].to_vec(), 10));
-        assert_eq!(log_page(&stored, 50, 10), (Vec::new(), 10));
-        assert_eq!(log_page("", 0, 10), (Vec::new(), 0));
-        assert_eq!(log_page("not json", 0, 10), (Vec::new(), 0));
-    }
 }
 
 /// Most runs in one page of `GET /api/v1/runs`.

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use cronbox_protocol::{LogLine, LogSource};
 
-use crate::store::RunCharge;
+use crate::store::{RunCharge, logs};
 
 impl Scheduler {
     /// Records results from an executor (idempotent by run id) and acts on
@@ -44,7 +44,7 @@ impl Scheduler {
             let tenant = jobs
                 .get(&JobId::from(result.job_id))
                 .map(|job| job.tenant.clone());
-            let mut log = serde_json::to_string(&result.log).unwrap_or_default();
+            let mut log = logs::encode(&result.log);
             let mut log_charge = log.len() as u64;
             let mut state_quota = None;
             if let Some(tenant) = &tenant {
@@ -62,7 +62,7 @@ impl Scheduler {
                 } else {
                     // Past what is left today: cut, and the day is used up.
                     cut_log(&mut result.log, room.left, tenant, room.limit);
-                    log = serde_json::to_string(&result.log).unwrap_or_default();
+                    log = logs::encode(&result.log);
                     log_charge = room.left.max(log.len() as u64);
                     room.left = 0;
                 }
@@ -266,7 +266,7 @@ fn cut_log(log: &mut Vec<LogLine>, left: u64, tenant: &str, limit: u64) {
     let mut used = 0;
     for line in log.iter() {
         // The line and its comma.
-        let bytes = serde_json::to_vec(line).map_or(0, |bytes| bytes.len() as u64 + 1);
+        let bytes = logs::stored_bytes(line);
         if used + bytes > budget {
             break;
         }

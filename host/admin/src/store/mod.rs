@@ -32,6 +32,7 @@ mod calendars;
 mod dashboard;
 mod history;
 mod jobs;
+pub mod logs;
 mod modules;
 mod partitions;
 mod quotas;

@@ -226,7 +226,7 @@ pub struct RunEnd {
     pub outcome: String,
     pub code: i64,
     pub message: String,
-    /// The run's log as JSON lines.
+    /// The run's log as stored (see [`logs::encode`](super::logs::encode)).
     pub log: String,
     /// The executor that ran it, when known.
     pub executor: Option<String>,
