@@ -275,6 +275,7 @@ async fn bench(rows: i64, seconds: i64) {
     let inserting = Instant::now();
     insert_history(&pool, rows).await;
     let inserted_in = inserting.elapsed();
+    eprintln!("{rows} rows inserted in {:.0} s", inserted_in.as_secs_f64());
     // Their ends counted into the daily reports, as the day's passes would
     // have done.
     Store::connect(&url(data))
@@ -284,6 +285,10 @@ async fn bench(rows: i64, seconds: i64) {
         .await
         .unwrap();
     let history_bytes = database_bytes(&pool).await;
+    eprintln!(
+        "their ends folded into the daily reports; {:.0} s since the insert began",
+        inserting.elapsed().as_secs_f64()
+    );
     let bind = base.trim_start_matches("http://").to_owned();
     let second = admin(data, &bind, Some(Duration::from_secs(3600))).await;
     let old_before = now_ms() - HOUR_MS;
@@ -303,6 +308,10 @@ async fn bench(rows: i64, seconds: i64) {
     start_jobs(&base, &ids, "start").await;
     let window_begin = Instant::now();
     let old_at_start = count_old().await;
+    eprintln!(
+        "second admin firing, {old_at_start} old runs left; {:.0} s since it started",
+        deleting.elapsed().as_secs_f64()
+    );
     let with_retention = measure(data, &api, seconds).await;
     let old_at_end = count_old().await;
     let window = window_begin.elapsed();

@@ -135,14 +135,23 @@ impl AdminClient {
             "the window's runs end",
             || async {
                 for status in [RunStatus::Pending, RunStatus::Dispatched] {
-                    let query = RunQuery {
+                    let mut query = RunQuery {
                         status: Some(status),
                         to_ms: Some(before_ms),
                         limit: Some(1),
                         ..RunQuery::default()
                     };
-                    if !self.api.runs(&query).await.ok()?.runs.is_empty() {
-                        return None;
+                    // A page reads a bounded number of runs: none found
+                    // there is not none at all while it has a cursor.
+                    loop {
+                        let page = self.api.runs(&query).await.ok()?;
+                        if !page.runs.is_empty() {
+                            return None;
+                        }
+                        match page.next_before {
+                            Some(before) => query.before = Some(before),
+                            None => break,
+                        }
                     }
                 }
                 Some(())
@@ -152,7 +161,9 @@ impl AdminClient {
     }
 
     /// Once a run scheduled at or after `from_ms` has succeeded: fires are
-    /// running at least that far (waited for up to `within`).
+    /// running at least that far (waited for up to `within`). Looks among
+    /// the newest runs one page reads (the last 50,000), where a fire
+    /// that just ran is.
     pub async fn until_a_run_succeeded_from(&self, from_ms: i64, within: Duration) {
         until_within(within, "a run of the window's end succeeds", || async {
             let query = RunQuery {

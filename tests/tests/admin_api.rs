@@ -251,6 +251,35 @@ async fn runs_are_listed_by_filter_and_page() {
         .await;
     assert_eq!(ids(&window), [failed.id.0]);
 
+    // Past 50,000 newer runs, a page filtered by status reads those and
+    // stops: an empty page whose cursor leads on to the failure.
+    let pool = sqlx::AnyPool::connect(&format!(
+        "sqlite://{}",
+        stack._data.path().join("admin/cronbox.db").display()
+    ))
+    .await
+    .unwrap();
+    sqlx::query(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 50000) \
+         INSERT INTO run (tenant, job_id, kind, scheduled_at_ms, param, status, module_digest, \
+         created_at_ms) SELECT tenant, job_id, kind, scheduled_at_ms, param, status, \
+         module_digest, created_at_ms FROM n, (SELECT * FROM run WHERE job_id = $1 LIMIT 1)",
+    )
+    .bind(hello.0)
+    .execute(&pool)
+    .await
+    .unwrap();
+    let (_, page) = stack.get("/api/v1/runs?status=failed").await;
+    assert_eq!(ids(&page), [] as [i64; 0], "{page}");
+    let before = page["next_before"]
+        .as_i64()
+        .expect("a cursor past what was read");
+    let (_, page) = stack
+        .get(&format!("/api/v1/runs?status=failed&before={before}"))
+        .await;
+    assert_eq!(ids(&page), [failed.id.0]);
+    assert_eq!(page["next_before"], Value::Null, "{page}");
+
     for (query, field) in [
         ("status=exploded", "status"),
         ("limit=0", "limit"),

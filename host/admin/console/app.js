@@ -839,7 +839,7 @@ function lateness(run) {
   return run.started_at_ms ? run.started_at_ms - run.scheduled_at_ms : null;
 }
 
-function runsTable(runs) {
+function runsTable(runs, empty = T.runs.empty) {
   const rows = runs.map((run) => h("tr", { "data-run": run.id },
     h("td", {}, link(`#/runs/${run.id}`, run.id)),
     h("td", {}, link(`#/jobs/${run.job_id}`, run.job_id)),
@@ -850,7 +850,7 @@ function runsTable(runs) {
     h("td", {}, run.executor || "—"),
     h("td", {}, run.started_at_ms && run.finished_at_ms
       ? formatDuration(run.finished_at_ms - run.started_at_ms) : "—")));
-  return table(T.runs.columns, rows, T.runs.empty);
+  return table(T.runs.columns, rows, empty);
 }
 
 function toMs(text) {
@@ -891,7 +891,10 @@ async function runsPage(params) {
   const paging = h("p", { class: "paging" },
     before ? link(`#/runs${query(filters)}`, T.common.first) : null, " ",
     page.next_before ? link(`#/runs${query({ ...filters, before: page.next_before })}`, T.common.next) : null);
-  return h("div", { id: "runs" }, h("h1", {}, T.runs.title), form, runsTable(page.runs), paging);
+  // A page reads a bounded number of runs for its filters: an empty one
+  // with a cursor means none matched so far, not none at all.
+  const found = runsTable(page.runs, page.next_before ? T.runs.emptySoFar : T.runs.empty);
+  return h("div", { id: "runs" }, h("h1", {}, T.runs.title), form, found, paging);
 }
 
 function runFields(run) {

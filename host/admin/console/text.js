@@ -150,6 +150,7 @@ export const T = {
     to: "Scheduled before",
     columns: ["Id", "Job", "Kind", "Scheduled", "Status", "Outcome", "Executor", "Duration"],
     empty: "No runs match.",
+    emptySoFar: "No runs match among the newest read for this page; older runs are on the next.",
   },
   run: {
     title: (id) => `Run ${id}`,

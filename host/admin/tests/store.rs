@@ -267,6 +267,49 @@ async fn run_lifecycle(store: &Store) {
             .collect::<Vec<_>>(),
         [3_000, 2_000]
     );
+    // With `examine`, a page reads that many of the job's newest runs for
+    // its status: the failures among the two newest, then, below the
+    // oldest of them, the rest; the last page says nothing is left.
+    let failed_of = |runs: &[cronbox_admin::store::RunRow]| -> Vec<RunId> {
+        runs.iter()
+            .filter(|run| run.status == RunStatus::Failed)
+            .map(|run| run.id)
+            .collect()
+    };
+    let mut bounded = RunFilter {
+        job_id: Some(id),
+        status: Some(RunStatus::Failed),
+        limit: 10,
+        examine: Some(2),
+        ..RunFilter::default()
+    };
+    let page = store.list_runs(&bounded).await.unwrap();
+    assert_eq!(
+        page.iter().map(|r| r.id).collect::<Vec<_>>(),
+        failed_of(&all[..2])
+    );
+    let cursor = store.oldest_examined(&bounded).await.unwrap();
+    assert_eq!(cursor, Some(all[1].id), "two runs examined, more below");
+    bounded.before_id = cursor;
+    let page = store.list_runs(&bounded).await.unwrap();
+    assert_eq!(
+        page.iter().map(|r| r.id).collect::<Vec<_>>(),
+        failed_of(&all[2..])
+    );
+    assert_eq!(
+        store.oldest_examined(&bounded).await.unwrap(),
+        None,
+        "all read"
+    );
+    // Nothing to narrow: every run read matches, the page stops at `limit`.
+    let unnarrowed = RunFilter {
+        job_id: Some(id),
+        limit: 10,
+        examine: Some(1),
+        ..RunFilter::default()
+    };
+    assert_eq!(store.list_runs(&unnarrowed).await.unwrap().len(), 3);
+    assert_eq!(store.oldest_examined(&unnarrowed).await.unwrap(), None);
 
     // Daily report: one success, two failed, written at 0 ms (1970-01-01).
     assert_eq!(first_day_counts(store).await, [(1, 2, 0, 0)]);

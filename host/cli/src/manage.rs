@@ -1172,6 +1172,10 @@ pub fn job(args: JobArgs) -> anyhow::Result<()> {
     })
 }
 
+/// Pages `cronbox runs` reads to fill its list (each reads at most 50,000
+/// runs for a status filter).
+const RUNS_PAGES_AT_MOST: usize = 20;
+
 pub fn runs(args: RunsArgs) -> anyhow::Result<()> {
     let (client, json, runtime) = args.connection.open()?;
     runtime.block_on(async move {
@@ -1183,13 +1187,27 @@ pub fn runs(args: RunsArgs) -> anyhow::Result<()> {
             .map_err(|error| {
                 anyhow::anyhow!("{error}: use pending, dispatched, success, failed or cancelled")
             })?;
-        let query = RunQuery {
+        let mut query = RunQuery {
             job: args.job,
             status,
             limit: Some(args.limit),
             ..RunQuery::default()
         };
-        let page = client.runs(&query).await?;
+        // A page reads a bounded number of runs for its status: go on from
+        // its cursor until the newest `limit` are found, a few pages at
+        // most (the answer's `next_before` says where the rest begin).
+        let mut page = client.runs(&query).await?;
+        for _ in 1..RUNS_PAGES_AT_MOST {
+            let (Some(before), true) = (page.next_before, page.runs.len() < args.limit as usize)
+            else {
+                break;
+            };
+            query.before = Some(before);
+            query.limit = Some(args.limit - page.runs.len() as u32);
+            let more = client.runs(&query).await?;
+            page.runs.extend(more.runs);
+            page.next_before = more.next_before;
+        }
         show(json, &page, |page| {
             let rows: Vec<Vec<String>> = page
                 .runs

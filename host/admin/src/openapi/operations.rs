@@ -803,7 +803,7 @@ pub(super) fn operations() -> Vec<Operation> {
                 "get",
                 "/api/v1/runs",
                 "runs",
-                "Runs by filter, newest first, paged",
+                "Runs by filter, newest first, paged; a page reads at most the 50,000 newest runs (of the tenant, or of the job) for its other filters, so it may hold fewer than limit, even none, with next_before to go on from",
                 None,
                 "200",
                 schema("RunPage"),

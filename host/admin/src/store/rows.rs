@@ -329,6 +329,13 @@ pub struct RunFilter {
     /// Ids below this one (the cursor of the next page).
     pub before_id: Option<RunId>,
     pub limit: i64,
+    /// At most this many runs, the newest of those the tenant, job and
+    /// cursor select, are read for the other conditions (`None`: as many
+    /// as it takes). A page of a filter that matches few runs then costs
+    /// a bounded read, and may hold fewer than `limit` runs, even none:
+    /// [`Store::oldest_examined`](super::Store::oldest_examined) says
+    /// where the next begins.
+    pub examine: Option<i64>,
 }
 
 pub use cronbox_api::DailyReport;

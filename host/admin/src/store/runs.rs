@@ -280,6 +280,106 @@ async fn mark_runs_in(
         .collect::<Result<_, _>>()?)
 }
 
+/// A run filter's conditions, numbered from `$1`: those that select runs
+/// through an index (tenant, job, cursor, an open status), then those
+/// that narrow what they select (group, another status, kind, scheduled
+/// time). Bound by
+/// [`bind_selecting`] and [`bind_narrowing`], in that order.
+fn run_conditions(filter: &RunFilter) -> (Vec<String>, Vec<String>) {
+    let mut next = 0;
+    let mut placeholder = || {
+        next += 1;
+        format!("${next}")
+    };
+    let mut selecting = Vec::new();
+    if filter.tenant.is_some() {
+        selecting.push(format!("tenant = {}", placeholder()));
+    }
+    if filter.job_id.is_some() {
+        selecting.push(format!("job_id = {}", placeholder()));
+    }
+    if filter.before_id.is_some() {
+        selecting.push(format!("id < {}", placeholder()));
+    }
+    // Runs still open are few and indexed (`run_by_status`, partial: its
+    // condition is repeated for the planners): they select; any other
+    // status narrows.
+    if filter.status.is_some_and(RunStatus::is_open) {
+        selecting.push(format!(
+            "status IN ('pending', 'dispatched') AND status = {}",
+            placeholder()
+        ));
+    }
+    let mut narrowing = Vec::new();
+    if filter.group.is_some() {
+        narrowing.push(format!(
+            "job_id IN (SELECT id FROM job WHERE group_name = {})",
+            placeholder()
+        ));
+    }
+    if filter.status.is_some_and(|status| !status.is_open()) {
+        narrowing.push(format!("status = {}", placeholder()));
+    }
+    if filter.kind.is_some() {
+        narrowing.push(format!("kind = {}", placeholder()));
+    }
+    if filter.from_ms.is_some() {
+        narrowing.push(format!("scheduled_at_ms >= {}", placeholder()));
+    }
+    if filter.to_ms.is_some() {
+        narrowing.push(format!("scheduled_at_ms < {}", placeholder()));
+    }
+    (selecting, narrowing)
+}
+
+/// ` WHERE a AND b ...`, or nothing for no conditions.
+fn where_all(conditions: &[String]) -> String {
+    if conditions.is_empty() {
+        String::new()
+    } else {
+        format!(" WHERE {}", conditions.join(" AND "))
+    }
+}
+
+type AnyQuery<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>;
+
+/// Binds the values of [`run_conditions`]' selecting conditions.
+fn bind_selecting<'q>(mut query: AnyQuery<'q>, filter: &RunFilter) -> AnyQuery<'q> {
+    if let Some(tenant) = &filter.tenant {
+        query = query.bind(tenant.clone());
+    }
+    if let Some(job_id) = filter.job_id {
+        query = query.bind(job_id);
+    }
+    if let Some(before) = filter.before_id {
+        query = query.bind(before);
+    }
+    if let Some(status) = filter.status.filter(|status| status.is_open()) {
+        query = query.bind(status.as_str());
+    }
+    query
+}
+
+/// Binds the values of [`run_conditions`]' narrowing conditions.
+fn bind_narrowing<'q>(mut query: AnyQuery<'q>, filter: &RunFilter) -> AnyQuery<'q> {
+    if let Some(group) = &filter.group {
+        query = query.bind(group.clone());
+    }
+    if let Some(status) = filter.status.filter(|status| !status.is_open()) {
+        query = query.bind(status.as_str());
+    }
+    if let Some(kind) = filter.kind {
+        query = query.bind(kind.as_str());
+    }
+    if let Some(from) = filter.from_ms {
+        query = query.bind(from);
+    }
+    if let Some(to) = filter.to_ms {
+        query = query.bind(to);
+    }
+    query
+}
+
 /// `rows` as the JSON text a batch statement binds (see
 /// `Backend::json_rows`).
 fn json_value(rows: &impl serde::Serialize) -> Result<String, StoreError> {
@@ -504,83 +604,80 @@ impl Store {
         Ok(rows.iter().map(run_from_row).collect::<Result<_, _>>()?)
     }
 
-    /// Runs matching `filter`, newest first, at most `filter.limit`.
+    /// Runs matching `filter`, newest first, at most `filter.limit`; with
+    /// `filter.examine`, found among that many of the newest runs the
+    /// tenant, job and cursor select (see [`Store::oldest_examined`]).
     pub async fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunRow>, StoreError> {
-        let mut conditions = Vec::new();
-        let mut next = 0;
-        let mut placeholder = || {
-            next += 1;
-            format!("${next}")
-        };
-        if filter.tenant.is_some() {
-            conditions.push(format!("tenant = {}", placeholder()));
-        }
-        if filter.job_id.is_some() {
-            conditions.push(format!("job_id = {}", placeholder()));
-        }
-        if filter.group.is_some() {
-            conditions.push(format!(
-                "job_id IN (SELECT id FROM job WHERE group_name = {})",
-                placeholder()
-            ));
-        }
-        if filter.status.is_some() {
-            conditions.push(format!("status = {}", placeholder()));
-        }
-        if filter.kind.is_some() {
-            conditions.push(format!("kind = {}", placeholder()));
-        }
-        if filter.from_ms.is_some() {
-            conditions.push(format!("scheduled_at_ms >= {}", placeholder()));
-        }
-        if filter.to_ms.is_some() {
-            conditions.push(format!("scheduled_at_ms < {}", placeholder()));
-        }
-        if filter.before_id.is_some() {
-            conditions.push(format!("id < {}", placeholder()));
-        }
-        let limit = placeholder();
-        let condition = if conditions.is_empty() {
-            String::new()
-        } else {
-            format!(" WHERE {}", conditions.join(" AND "))
-        };
+        let (selecting, narrowing) = run_conditions(filter);
+        let window = filter.examine.filter(|_| !narrowing.is_empty());
+        let placeholders = selecting.len() + narrowing.len();
         // Only placeholders and fixed column names go into the text.
-        let sql = format!(
-            concat!(
-                "SELECT ",
-                run_columns!(),
-                " FROM run{} ORDER BY id DESC LIMIT {}"
+        let sql = match window {
+            // The window's oldest id comes from an index (or the table's
+            // ids) alone; then the runs are read newest first, down to it
+            // at most, and the read stops at the page's limit.
+            Some(_) => format!(
+                concat!(
+                    "SELECT ",
+                    run_columns!(),
+                    " FROM run WHERE {}id >= (SELECT COALESCE(MIN(id), 0) FROM (SELECT id FROM run{} \
+                     ORDER BY id DESC LIMIT ${}) AS window_runs) AND {} ORDER BY id DESC LIMIT ${}"
+                ),
+                selecting
+                    .iter()
+                    .map(|condition| format!("{condition} AND "))
+                    .collect::<String>(),
+                where_all(&selecting),
+                placeholders + 1,
+                narrowing.join(" AND "),
+                placeholders + 2,
             ),
-            condition, limit
-        );
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-        if let Some(tenant) = &filter.tenant {
-            query = query.bind(tenant.clone());
-        }
-        if let Some(job_id) = filter.job_id {
-            query = query.bind(job_id);
-        }
-        if let Some(group) = &filter.group {
-            query = query.bind(group.clone());
-        }
-        if let Some(status) = &filter.status {
-            query = query.bind(status.as_str());
-        }
-        if let Some(kind) = filter.kind {
-            query = query.bind(kind.as_str());
-        }
-        if let Some(from) = filter.from_ms {
-            query = query.bind(from);
-        }
-        if let Some(to) = filter.to_ms {
-            query = query.bind(to);
-        }
-        if let Some(before) = filter.before_id {
-            query = query.bind(before);
+            None => format!(
+                concat!(
+                    "SELECT ",
+                    run_columns!(),
+                    " FROM run{} ORDER BY id DESC LIMIT ${}"
+                ),
+                where_all(&[selecting, narrowing].concat()),
+                placeholders + 1,
+            ),
+        };
+        let query = bind_selecting(sqlx::query(sqlx::AssertSqlSafe(sql)), filter);
+        let mut query = bind_narrowing(query, filter);
+        if let Some(examine) = window {
+            query = query.bind(examine);
         }
         let rows = query.bind(filter.limit).fetch_all(&self.pool).await?;
         Ok(rows.iter().map(run_from_row).collect::<Result<_, _>>()?)
+    }
+
+    /// Where the next page of `filter` begins when [`Store::list_runs`]
+    /// returned fewer than `filter.limit` runs because it examined its
+    /// `filter.examine` newest: the oldest run examined (the next page's
+    /// cursor). `None` when every run was examined, or nothing bounded
+    /// the page.
+    pub async fn oldest_examined(&self, filter: &RunFilter) -> Result<Option<RunId>, StoreError> {
+        let (selecting, narrowing) = run_conditions(filter);
+        let Some(examine) = filter.examine.filter(|_| !narrowing.is_empty()) else {
+            return Ok(None);
+        };
+        // Only placeholders go into the text.
+        let sql = format!(
+            "SELECT CAST(MIN(id) AS BIGINT) AS oldest, CAST(COUNT(*) AS BIGINT) AS examined \
+             FROM (SELECT id FROM run{} ORDER BY id DESC LIMIT ${}) AS window_runs",
+            where_all(&selecting),
+            selecting.len() + 1,
+        );
+        let row = bind_selecting(sqlx::query(sqlx::AssertSqlSafe(sql)), filter)
+            .bind(examine)
+            .fetch_one(&self.pool)
+            .await?;
+        let examined: i64 = row.try_get("examined")?;
+        Ok(if examined >= examine {
+            row.try_get::<Option<RunId>, _>("oldest")?
+        } else {
+            None
+        })
     }
 
     /// Records that a broadcast fire became shard `index` of `total`.
