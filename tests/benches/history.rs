@@ -120,6 +120,9 @@ async fn measure(data: &Path, api: &AdminClient, seconds: i64) -> Firing {
             from_ms: Some(begin),
             to_ms: Some(end),
             limit: i64::MAX / 2,
+            // The window's runs are among those written since it began
+            // (read at once, for not reading back through a day of history).
+            examine: Some(JOBS as i64 * (seconds + 600)),
             ..RunFilter::default()
         })
         .await
