@@ -2867,6 +2867,95 @@ async fn jobs_are_created_in_batches_all_or_none() {
     stack.shutdown().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_in_batches_and_name_searches_on_postgres() {
+    let postgres = PostgresServer::start();
+    let admin = cronbox_admin::start(AdminConfig {
+        bind: "127.0.0.1:0".parse().unwrap(),
+        database: Database::Url(postgres.create_database("batches")),
+        api_token: API.into(),
+        executor_token: EXEC.into(),
+        scheduler: SchedulerConfig::default(),
+        max_request_bytes: 16 << 20,
+    })
+    .await
+    .unwrap();
+    let api = AdminClient::new(format!("http://{}", admin.local_addr()), API);
+    api.api
+        .upload(jobs::bytes("hello"), Some("greeter"), &[])
+        .await
+        .unwrap();
+    let spec = |name: String| -> JobSpec {
+        serde_json::from_value(json!({
+            "name": name, "module": "greeter",
+            "schedule_type": "CRON", "schedule_conf": "0 0 3 * * ?",
+        }))
+        .unwrap()
+    };
+    // A batch with one bad schedule stores nothing; a good one stores all,
+    // in its order, started.
+    let mut refused: Vec<JobSpec> = (0..3).map(|i| spec(format!("no-{i}"))).collect();
+    refused[1].schedule_conf = "0 0 25 * * ?".into();
+    let error = api
+        .api
+        .create_jobs(&JobBatch {
+            jobs: refused,
+            start: false,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(error.status(), Some(422), "{error}");
+    let batch: Vec<JobSpec> = (0..500)
+        .map(|i| spec(format!("nightly-{i:03}-{}", ["export", "cleanup"][i % 2])))
+        .collect();
+    let created = api
+        .api
+        .create_jobs(&JobBatch {
+            jobs: batch,
+            start: true,
+        })
+        .await
+        .unwrap();
+    assert_eq!((created.ids.len(), created.started), (500, 500));
+    let names = |path: String| {
+        let api = &api;
+        async move {
+            let (status, jobs) = api.get(&path).await;
+            assert_eq!(status, 200, "{path}: {jobs}");
+            jobs.as_array()
+                .unwrap()
+                .iter()
+                .map(|job| job["name"].as_str().unwrap().to_owned())
+                .collect::<Vec<_>>()
+        }
+    };
+    let all = names("/api/v1/jobs?limit=1000".into()).await;
+    assert_eq!(all.len(), 500, "nothing of the refused batch");
+    assert_eq!(all[7], "nightly-007-cleanup");
+    // A search by part of a name, in any letter case, paged by id.
+    let found = names("/api/v1/jobs?search=7-CLEAN&limit=1000".into()).await;
+    assert_eq!(
+        found,
+        (0..500)
+            .filter(|i| i % 2 == 1 && i % 10 == 7)
+            .map(|i| format!("nightly-{i:03}-cleanup"))
+            .collect::<Vec<_>>()
+    );
+    let first = names("/api/v1/jobs?search=export&limit=100".into()).await;
+    assert_eq!(first.len(), 100);
+    let after = created.ids[first.len() * 2 - 2].0;
+    let next = names(format!(
+        "/api/v1/jobs?search=export&limit=100&after={after}"
+    ))
+    .await;
+    assert_eq!(next.first().map(String::as_str), Some("nightly-200-export"));
+    assert_eq!(
+        names("/api/v1/jobs?search=%25".into()).await,
+        [] as [String; 0]
+    );
+    admin.shutdown().await;
+}
+
 /// Uploads `hello` as module `greeter` and starts `count` jobs of `group`
 /// running it at second 0 of every minute, created in one batch.
 async fn start_minutely_jobs(api: &AdminClient, count: usize, group: &str) {
