@@ -2908,14 +2908,7 @@ async fn jobs_in_batches_and_name_searches_on_postgres() {
     let batch: Vec<JobSpec> = (0..500)
         .map(|i| spec(format!("nightly-{i:03}-{}", ["export", "cleanup"][i % 2])))
         .collect();
-    let created = api
-        .api
-        .create_jobs(&JobBatch {
-            jobs: batch,
-            start: true,
-        })
-        .await
-        .unwrap();
+    let created = create_started(&api, batch).await;
     assert_eq!((created.ids.len(), created.started), (500, 500));
     let names = |path: String| {
         let api = &api;
@@ -2972,15 +2965,15 @@ async fn start_minutely_jobs(api: &AdminClient, count: usize, group: &str) {
             .unwrap()
         })
         .collect();
-    let created = api
-        .api
-        .create_jobs(&JobBatch {
-            jobs: batch,
-            start: true,
-        })
+    assert_eq!(create_started(api, batch).await.started, count);
+}
+
+/// Creates `jobs` in one batch, started.
+async fn create_started(api: &AdminClient, jobs: Vec<JobSpec>) -> cronbox_api::JobsCreated {
+    api.api
+        .create_jobs(&JobBatch { jobs, start: true })
         .await
-        .unwrap();
-    assert_eq!(created.started, count);
+        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
