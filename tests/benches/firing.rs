@@ -196,8 +196,12 @@ async fn round(job_count: usize, seconds: i64, backend: &Backend, arrival: Arriv
     // have ended. The jobs go on firing until the admin stops.
     let api = AdminClient::new(admin_url.clone(), API);
     let window = Duration::from_millis((end - now_ms()).max(0) as u64);
-    api.until_a_run_succeeded_from(end + 1_000, window + Duration::from_secs(120))
-        .await;
+    api.until_a_run_succeeded_from(
+        cronbox_api::JobId(ids[0]),
+        end + 1_000,
+        window + Duration::from_secs(120),
+    )
+    .await;
     api.until_ended_before(end + 1_000).await;
 
     let store = Store::connect(&store_url).await.unwrap();
@@ -229,6 +233,21 @@ async fn round(job_count: usize, seconds: i64, backend: &Backend, arrival: Arriv
         }
     }
     if std::env::var_os("CRONBOX_BENCH_DEBUG").is_some() {
+        // Per planned second of the window: the latest start, and the
+        // latest dispatch (negative: sent ahead), both past the fire's time.
+        let mut worst: std::collections::BTreeMap<i64, (i64, i64)> = Default::default();
+        for run in runs.iter().filter(|run| planned(run) < end) {
+            let entry = worst
+                .entry((planned(run) - begin) / 1000)
+                .or_insert((i64::MIN, i64::MIN));
+            if let Some(started) = run.started_at_ms {
+                entry.0 = entry.0.max(started - run.scheduled_at_ms);
+            }
+            if let Some(sent) = run.dispatched_at_ms {
+                entry.1 = entry.1.max(sent - run.scheduled_at_ms);
+            }
+        }
+        eprintln!("debug: second → (latest start, latest dispatch) past the fire: {worst:?}");
         let all: Vec<_> = store
             .runs_of_job(cronbox_admin::store::JobId(ids[0]))
             .await

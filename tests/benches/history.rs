@@ -22,6 +22,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use cronbox_admin::store::RunFilter;
 use cronbox_admin::{AdminConfig, Database, RunningAdmin, SchedulerConfig, Store};
+use cronbox_api::JobId;
 use cronbox_executor::{ExecutorConfig, RunningExecutor};
 use cronbox_tests::AdminClient;
 use serde_json::{Value, json};
@@ -105,13 +106,14 @@ struct Firing {
 /// Fires the started jobs for `seconds` whole seconds after a warm-up and
 /// reads how it went from the run table, once every run of the window has
 /// ended.
-async fn measure(data: &Path, api: &AdminClient, seconds: i64) -> Firing {
+/// `job` is one of the firing jobs (whose runs say when the window is over).
+async fn measure(data: &Path, api: &AdminClient, job: JobId, seconds: i64) -> Firing {
     let begin = (now_ms() / 1000 + 4) * 1000;
     let end = begin + seconds * 1000;
     // The window is over once a fire of its last second has run; then
     // every run of it must have ended.
     let window = Duration::from_millis((end - now_ms()).max(0) as u64);
-    api.until_a_run_succeeded_from(end - 1_000, window + Duration::from_secs(120))
+    api.until_a_run_succeeded_from(job, end - 1_000, window + Duration::from_secs(120))
         .await;
     api.until_ended_before(end).await;
     let store = Store::connect(&url(data)).await.unwrap();
@@ -258,7 +260,7 @@ async fn bench(rows: i64, seconds: i64) {
     let pool = sqlx::AnyPool::connect(&url(data)).await.unwrap();
     let bytes_before = database_bytes(&pool).await;
     start_jobs(&base, &ids, "start").await;
-    let baseline = measure(data, &api, seconds).await;
+    let baseline = measure(data, &api, JobId(ids[1]), seconds).await;
     start_jobs(&base, &ids, "stop").await;
     api.until_ended_before(i64::MAX).await;
     let all_runs: i64 = sqlx::query_scalar("SELECT CAST(COUNT(*) AS BIGINT) FROM run")
@@ -315,7 +317,7 @@ async fn bench(rows: i64, seconds: i64) {
         "second admin firing, {old_at_start} old runs left; {:.0} s since it started",
         deleting.elapsed().as_secs_f64()
     );
-    let with_retention = measure(data, &api, seconds).await;
+    let with_retention = measure(data, &api, JobId(ids[1]), seconds).await;
     let old_at_end = count_old().await;
     let window = window_begin.elapsed();
     start_jobs(&base, &ids, "stop").await;

@@ -160,13 +160,14 @@ impl AdminClient {
         .await
     }
 
-    /// Once a run scheduled at or after `from_ms` has succeeded: fires are
-    /// running at least that far (waited for up to `within`). Looks among
-    /// the newest runs one page reads (the last 50,000), where a fire
-    /// that just ran is.
-    pub async fn until_a_run_succeeded_from(&self, from_ms: i64, within: Duration) {
+    /// Once a run of `job` scheduled at or after `from_ms` has succeeded:
+    /// fires are running at least that far (waited for up to `within`).
+    /// One job's runs, read through its index: cheap enough to ask every
+    /// 50 ms while the admin is under the load being measured.
+    pub async fn until_a_run_succeeded_from(&self, job: JobId, from_ms: i64, within: Duration) {
         until_within(within, "a run of the window's end succeeds", || async {
             let query = RunQuery {
+                job: Some(job),
                 status: Some(RunStatus::Success),
                 from_ms: Some(from_ms),
                 limit: Some(1),
