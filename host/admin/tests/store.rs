@@ -1996,3 +1996,28 @@ async fn postgres_run_partitions_are_made_ahead_and_dropped_whole() {
     .unwrap();
     assert_eq!(tables, ["run_dusk", "run_end", "rundown"], "{tables:?}");
 }
+
+/// The writer never checkpoints SQLite's log (a pause of every write at
+/// rate); the store's checkpointer copies it into the database beside it.
+#[tokio::test]
+async fn sqlite_log_is_checkpointed_beside_the_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_sqlite(dir.path()).await.unwrap();
+    let id = store.insert_job(&job(), 0).await.unwrap();
+    let database = dir.path().join("cronbox.db");
+    let before = std::fs::metadata(&database).unwrap().len();
+    // About 8 MiB of runs: twice the log SQLite's writer would have
+    // checkpointed by itself.
+    for at in 0..1_000 {
+        let run = NewRun {
+            param: "p".repeat(8 << 10),
+            ..fire(id, at)
+        };
+        store.insert_run(&run, at).await.unwrap();
+    }
+    cronbox_tests::until("the log is copied into the database", || async {
+        let size = std::fs::metadata(&database).ok()?.len();
+        (size >= before + (8 << 20)).then_some(())
+    })
+    .await;
+}

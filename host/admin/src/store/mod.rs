@@ -102,6 +102,48 @@ pub struct Store {
     /// This process's name in run leases (random per start).
     owner: std::sync::Arc<str>,
     _lock: Option<std::sync::Arc<std::fs::File>>,
+    /// SQLite's checkpoints, run beside the writer (see [`Checkpointer`]).
+    _checkpointer: Option<std::sync::Arc<Checkpointer>>,
+}
+
+/// How often SQLite's WAL is checkpointed beside the writer.
+const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Copies SQLite's write-ahead log into the database from a reading
+/// connection every [`CHECKPOINT_EVERY`] (`PRAGMA wal_checkpoint(PASSIVE)`:
+/// it waits for nobody), so that the writer never does: with its automatic
+/// checkpoints the writer stopped every few hundred milliseconds at
+/// thousands of runs a second to copy pages and sync the file while every
+/// claim, mark and end waited. Stops when the last clone of the store is
+/// dropped (or its pools are closed).
+#[derive(Debug)]
+struct Checkpointer(tokio::task::JoinHandle<()>);
+
+impl Checkpointer {
+    fn start(readers: AnyPool) -> Checkpointer {
+        Checkpointer(tokio::spawn(async move {
+            let mut every = tokio::time::interval(CHECKPOINT_EVERY);
+            every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                every.tick().await;
+                if readers.is_closed() {
+                    return;
+                }
+                if let Err(error) = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
+                    .execute(&readers)
+                    .await
+                {
+                    tracing::warn!(%error, "checkpointing SQLite's log failed");
+                }
+            }
+        }))
+    }
+}
+
+impl Drop for Checkpointer {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// How long after its scheduled time the admin that wrote a fire keeps the
@@ -237,7 +279,7 @@ impl Store {
         } else {
             return Err(StoreError::UnsupportedUrl(url.to_owned()));
         };
-        let connect = |connections: u32| {
+        let connect = |connections: u32, writes: bool| {
             AnyPoolOptions::new()
                 .max_connections(connections)
                 .after_connect(move |conn, _| {
@@ -253,25 +295,33 @@ impl Store {
                             // 2 MiB, read the run table's indexes back
                             // from the kernel a page at a time at rate).
                             sqlx::query(SQLITE_CACHE_SIZE).execute(&mut *conn).await?;
+                            if writes {
+                                // Checkpoints run beside it (Checkpointer).
+                                sqlx::query("PRAGMA wal_autocheckpoint = 0")
+                                    .execute(&mut *conn)
+                                    .await?;
+                            }
                         }
                         Ok(())
                     })
                 })
                 .connect(url)
         };
-        let (pool, writer) = match backend {
+        let (pool, writer, checkpointer) = match backend {
             Backend::Sqlite => {
-                let writer = connect(1).await?;
+                let writer = connect(1, true).await?;
                 sqlx::query("PRAGMA journal_mode = WAL")
                     .execute(&writer)
                     .await?;
                 SQLITE_MIGRATIONS.run(&writer).await?;
-                (connect(4).await?, writer)
+                let pool = connect(4, false).await?;
+                let checkpointer = std::sync::Arc::new(Checkpointer::start(pool.clone()));
+                (pool, writer, Some(checkpointer))
             }
             Backend::Postgres => {
-                let pool = connect(16).await?;
+                let pool = connect(16, false).await?;
                 POSTGRES_MIGRATIONS.run(&pool).await?;
-                (pool.clone(), pool)
+                (pool.clone(), pool, None)
             }
         };
         Ok(Store {
@@ -280,6 +330,7 @@ impl Store {
             backend,
             owner: hex::encode(rand::random::<[u8; 8]>()).into(),
             _lock: None,
+            _checkpointer: checkpointer,
         })
     }
 
