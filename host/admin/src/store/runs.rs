@@ -283,8 +283,8 @@ async fn mark_runs_in(
 /// A run filter's conditions, numbered from `$1`: those that select runs
 /// through an index (tenant, job, cursor, an open status), then those
 /// that narrow what they select (group, another status, kind, scheduled
-/// time). Bound by
-/// [`bind_selecting`] and [`bind_narrowing`], in that order.
+/// time). Bound by [`bind_selecting`] and [`bind_narrowing`], in that
+/// order.
 fn run_conditions(filter: &RunFilter) -> (Vec<String>, Vec<String>) {
     let mut next = 0;
     let mut placeholder = || {
