@@ -280,102 +280,124 @@ async fn mark_runs_in(
         .collect::<Result<_, _>>()?)
 }
 
-/// A run filter's conditions, numbered from `$1`: those that select runs
-/// through an index (tenant, job, cursor, an open status), then those
-/// that narrow what they select (group, another status, kind, scheduled
-/// time). Bound by [`bind_selecting`] and [`bind_narrowing`], in that
-/// order.
-fn run_conditions(filter: &RunFilter) -> (Vec<String>, Vec<String>) {
-    let mut next = 0;
-    let mut placeholder = || {
-        next += 1;
-        format!("${next}")
-    };
-    let mut selecting = Vec::new();
-    if filter.tenant.is_some() {
-        selecting.push(format!("tenant = {}", placeholder()));
+/// A value a run filter's condition binds.
+enum Bound {
+    Text(String),
+    Number(i64),
+}
+
+/// A run filter's conditions, each with the value it binds: those that
+/// select runs through an index (tenant, job, cursor, an open status),
+/// then those that narrow what they select (group, another status, kind,
+/// scheduled time). Each `?` becomes its placeholder, numbered from `$1`
+/// in that order, the order [`bind_all`] binds them in.
+struct RunConditions {
+    selecting: Vec<(String, Bound)>,
+    narrowing: Vec<(String, Bound)>,
+}
+
+impl RunConditions {
+    fn of(filter: &RunFilter) -> RunConditions {
+        let mut selecting = Vec::new();
+        if let Some(tenant) = &filter.tenant {
+            selecting.push(("tenant = ?", Bound::Text(tenant.clone())));
+        }
+        if let Some(job_id) = filter.job_id {
+            selecting.push(("job_id = ?", Bound::Number(job_id.0)));
+        }
+        if let Some(before) = filter.before_id {
+            selecting.push(("id < ?", Bound::Number(before.0)));
+        }
+        // Runs still open are few and indexed (`run_by_status`, partial:
+        // its condition is repeated for the planners): they select; any
+        // other status narrows.
+        let (open, closed) = match filter.status {
+            Some(status) if status.is_open() => (Some(status), None),
+            other => (None, other),
+        };
+        if let Some(status) = open {
+            selecting.push((
+                "status IN ('pending', 'dispatched') AND status = ?",
+                Bound::Text(status.as_str().to_owned()),
+            ));
+        }
+        let mut narrowing = Vec::new();
+        if let Some(group) = &filter.group {
+            narrowing.push((
+                "job_id IN (SELECT id FROM job WHERE group_name = ?)",
+                Bound::Text(group.clone()),
+            ));
+        }
+        if let Some(status) = closed {
+            narrowing.push(("status = ?", Bound::Text(status.as_str().to_owned())));
+        }
+        if let Some(kind) = filter.kind {
+            narrowing.push(("kind = ?", Bound::Text(kind.as_str().to_owned())));
+        }
+        if let Some(from) = filter.from_ms {
+            narrowing.push(("scheduled_at_ms >= ?", Bound::Number(from)));
+        }
+        if let Some(to) = filter.to_ms {
+            narrowing.push(("scheduled_at_ms < ?", Bound::Number(to)));
+        }
+        let mut next = 0;
+        let mut number = |conditions: Vec<(&str, Bound)>| -> Vec<(String, Bound)> {
+            conditions
+                .into_iter()
+                .map(|(text, value)| {
+                    next += 1;
+                    (text.replace('?', &format!("${next}")), value)
+                })
+                .collect()
+        };
+        let selecting = number(selecting);
+        let narrowing = number(narrowing);
+        RunConditions {
+            selecting,
+            narrowing,
+        }
     }
-    if filter.job_id.is_some() {
-        selecting.push(format!("job_id = {}", placeholder()));
+
+    /// How many placeholders the conditions use.
+    fn len(&self) -> usize {
+        self.selecting.len() + self.narrowing.len()
     }
-    if filter.before_id.is_some() {
-        selecting.push(format!("id < {}", placeholder()));
-    }
-    // Runs still open are few and indexed (`run_by_status`, partial: its
-    // condition is repeated for the planners): they select; any other
-    // status narrows.
-    if filter.status.is_some_and(RunStatus::is_open) {
-        selecting.push(format!(
-            "status IN ('pending', 'dispatched') AND status = {}",
-            placeholder()
-        ));
-    }
-    let mut narrowing = Vec::new();
-    if filter.group.is_some() {
-        narrowing.push(format!(
-            "job_id IN (SELECT id FROM job WHERE group_name = {})",
-            placeholder()
-        ));
-    }
-    if filter.status.is_some_and(|status| !status.is_open()) {
-        narrowing.push(format!("status = {}", placeholder()));
-    }
-    if filter.kind.is_some() {
-        narrowing.push(format!("kind = {}", placeholder()));
-    }
-    if filter.from_ms.is_some() {
-        narrowing.push(format!("scheduled_at_ms >= {}", placeholder()));
-    }
-    if filter.to_ms.is_some() {
-        narrowing.push(format!("scheduled_at_ms < {}", placeholder()));
-    }
-    (selecting, narrowing)
 }
 
 /// ` WHERE a AND b ...`, or nothing for no conditions.
-fn where_all(conditions: &[String]) -> String {
-    if conditions.is_empty() {
+fn where_all<'a>(conditions: impl IntoIterator<Item = &'a (String, Bound)>) -> String {
+    let texts: Vec<&str> = conditions
+        .into_iter()
+        .map(|(text, _)| text.as_str())
+        .collect();
+    if texts.is_empty() {
         String::new()
     } else {
-        format!(" WHERE {}", conditions.join(" AND "))
+        format!(" WHERE {}", texts.join(" AND "))
     }
+}
+
+/// The ids of the `$limit` newest runs the selecting conditions choose, as
+/// a subquery (read from an index, or the table's ids, alone).
+fn newest_ids(conditions: &RunConditions, limit: usize) -> String {
+    format!(
+        "(SELECT id FROM run{} ORDER BY id DESC LIMIT ${limit}) AS window_runs",
+        where_all(&conditions.selecting)
+    )
 }
 
 type AnyQuery<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>;
 
-/// Binds the values of [`run_conditions`]' selecting conditions.
-fn bind_selecting<'q>(mut query: AnyQuery<'q>, filter: &RunFilter) -> AnyQuery<'q> {
-    if let Some(tenant) = &filter.tenant {
-        query = query.bind(tenant.clone());
-    }
-    if let Some(job_id) = filter.job_id {
-        query = query.bind(job_id);
-    }
-    if let Some(before) = filter.before_id {
-        query = query.bind(before);
-    }
-    if let Some(status) = filter.status.filter(|status| status.is_open()) {
-        query = query.bind(status.as_str());
-    }
-    query
-}
-
-/// Binds the values of [`run_conditions`]' narrowing conditions.
-fn bind_narrowing<'q>(mut query: AnyQuery<'q>, filter: &RunFilter) -> AnyQuery<'q> {
-    if let Some(group) = &filter.group {
-        query = query.bind(group.clone());
-    }
-    if let Some(status) = filter.status.filter(|status| !status.is_open()) {
-        query = query.bind(status.as_str());
-    }
-    if let Some(kind) = filter.kind {
-        query = query.bind(kind.as_str());
-    }
-    if let Some(from) = filter.from_ms {
-        query = query.bind(from);
-    }
-    if let Some(to) = filter.to_ms {
-        query = query.bind(to);
+/// Binds the values of `conditions`, in their placeholders' order.
+fn bind_all<'q, 'a>(
+    mut query: AnyQuery<'q>,
+    conditions: impl IntoIterator<Item = &'a (String, Bound)>,
+) -> AnyQuery<'q> {
+    for (_, value) in conditions {
+        query = match value {
+            Bound::Text(text) => query.bind(text.clone()),
+            Bound::Number(number) => query.bind(*number),
+        };
     }
     query
 }
@@ -608,9 +630,9 @@ impl Store {
     /// `filter.examine`, found among that many of the newest runs the
     /// tenant, job and cursor select (see [`Store::oldest_examined`]).
     pub async fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunRow>, StoreError> {
-        let (selecting, narrowing) = run_conditions(filter);
-        let window = filter.examine.filter(|_| !narrowing.is_empty());
-        let placeholders = selecting.len() + narrowing.len();
+        let conditions = RunConditions::of(filter);
+        let window = filter.examine.filter(|_| !conditions.narrowing.is_empty());
+        let all = conditions.selecting.iter().chain(&conditions.narrowing);
         // Only placeholders and fixed column names go into the text.
         let sql = match window {
             // The window's oldest id comes from an index (or the table's
@@ -620,17 +642,12 @@ impl Store {
                 concat!(
                     "SELECT ",
                     run_columns!(),
-                    " FROM run WHERE {}id >= (SELECT COALESCE(MIN(id), 0) FROM (SELECT id FROM run{} \
-                     ORDER BY id DESC LIMIT ${}) AS window_runs) AND {} ORDER BY id DESC LIMIT ${}"
+                    " FROM run{} id >= (SELECT COALESCE(MIN(id), 0) FROM {}) \
+                     ORDER BY id DESC LIMIT ${}"
                 ),
-                selecting
-                    .iter()
-                    .map(|condition| format!("{condition} AND "))
-                    .collect::<String>(),
-                where_all(&selecting),
-                placeholders + 1,
-                narrowing.join(" AND "),
-                placeholders + 2,
+                where_all(all) + " AND",
+                newest_ids(&conditions, conditions.len() + 1),
+                conditions.len() + 2,
             ),
             None => format!(
                 concat!(
@@ -638,12 +655,14 @@ impl Store {
                     run_columns!(),
                     " FROM run{} ORDER BY id DESC LIMIT ${}"
                 ),
-                where_all(&[selecting, narrowing].concat()),
-                placeholders + 1,
+                where_all(all),
+                conditions.len() + 1,
             ),
         };
-        let query = bind_selecting(sqlx::query(sqlx::AssertSqlSafe(sql)), filter);
-        let mut query = bind_narrowing(query, filter);
+        let mut query = bind_all(
+            sqlx::query(sqlx::AssertSqlSafe(sql)),
+            conditions.selecting.iter().chain(&conditions.narrowing),
+        );
         if let Some(examine) = window {
             query = query.bind(examine);
         }
@@ -657,18 +676,17 @@ impl Store {
     /// cursor). `None` when every run was examined, or nothing bounded
     /// the page.
     pub async fn oldest_examined(&self, filter: &RunFilter) -> Result<Option<RunId>, StoreError> {
-        let (selecting, narrowing) = run_conditions(filter);
-        let Some(examine) = filter.examine.filter(|_| !narrowing.is_empty()) else {
+        let conditions = RunConditions::of(filter);
+        let Some(examine) = filter.examine.filter(|_| !conditions.narrowing.is_empty()) else {
             return Ok(None);
         };
         // Only placeholders go into the text.
         let sql = format!(
             "SELECT CAST(MIN(id) AS BIGINT) AS oldest, CAST(COUNT(*) AS BIGINT) AS examined \
-             FROM (SELECT id FROM run{} ORDER BY id DESC LIMIT ${}) AS window_runs",
-            where_all(&selecting),
-            selecting.len() + 1,
+             FROM {}",
+            newest_ids(&conditions, conditions.selecting.len() + 1),
         );
-        let row = bind_selecting(sqlx::query(sqlx::AssertSqlSafe(sql)), filter)
+        let row = bind_all(sqlx::query(sqlx::AssertSqlSafe(sql)), &conditions.selecting)
             .bind(examine)
             .fetch_one(&self.pool)
             .await?;
