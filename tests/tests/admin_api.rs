@@ -3031,6 +3031,83 @@ async fn runs_scheduled_at(stack: &Stack, at_ms: i64) -> usize {
     page["runs"].as_array().map_or(0, Vec::len)
 }
 
+/// The pre-read writes fires nearest first across jobs: with more jobs
+/// than one claim takes and five seconds of fires due at once, every job's
+/// fire of a second is written (given its run id) before any fire of the
+/// next second. Claiming each job's five seconds in turn wrote the last
+/// jobs' first fires after their dispatch time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pre_read_writes_every_jobs_nearest_fire_first() {
+    /// More than a claim takes on SQLite (1,000 jobs), in two batches.
+    const JOBS: usize = 1_200;
+    let start = next_whole_minute();
+    let (stack, clock) = stack_on_manual_clock(start).await;
+    stack
+        .api
+        .api
+        .upload(jobs::bytes("hello"), Some("greeter"), &[])
+        .await
+        .unwrap();
+    // Every second of the next minute: nothing is due until the clock
+    // moves, so both batches are claimed together.
+    let next_minute = (start / 60_000 + 1) % 60;
+    let specs: Vec<JobSpec> = (0..JOBS)
+        .map(|i| {
+            serde_json::from_value(json!({
+                "name": format!("next-minute-{i}"), "module": "greeter",
+                "schedule_type": "CRON", "schedule_conf": format!("* {next_minute} * * * ?"),
+                "time_zone": "UTC",
+            }))
+            .unwrap()
+        })
+        .collect();
+    for batch in specs.chunks(600) {
+        assert_eq!(
+            create_started(&stack.api, batch.to_vec()).await.started,
+            600
+        );
+    }
+    // The fires due are those at start + 60 s ..= start + 64 s; none is
+    // sent, as the clock stands before the first.
+    let first = start + 60_000;
+    clock.advance(Duration::from_secs(59));
+    let window = format!("from_ms={first}&to_ms={}", first + 5_000);
+    // (id, second of the window) of every run in it, newest first.
+    let written = until("five seconds of every job's fires are written", || async {
+        let mut runs: Vec<(i64, i64)> = Vec::new();
+        let mut path = format!("/api/v1/runs?{window}&limit=1000");
+        loop {
+            let (status, page) = stack.get(&path).await;
+            assert_eq!(status, 200, "{page}");
+            runs.extend(page["runs"].as_array().unwrap().iter().map(|run| {
+                let at = run["scheduled_at_ms"].as_i64().unwrap();
+                (run["id"].as_i64().unwrap(), (at - first) / 1_000)
+            }));
+            match page["next_before"].as_i64() {
+                Some(before) => path = format!("/api/v1/runs?{window}&limit=1000&before={before}"),
+                None => break,
+            }
+        }
+        (runs.len() == JOBS * 5).then_some(runs)
+    })
+    .await;
+    assert!(written.windows(2).all(|pair| pair[0].0 > pair[1].0));
+    for second in 0..5 {
+        let count = written.iter().filter(|(_, at)| *at == second).count();
+        assert_eq!(count, JOBS, "second {second}");
+    }
+    // Newest first, so the seconds never rise down the list: a later
+    // second's fire written before an earlier second's would.
+    let out_of_order = written
+        .windows(2)
+        .filter(|pair| pair[0].1 < pair[1].1)
+        .count();
+    assert_eq!(
+        out_of_order, 0,
+        "a later fire was written before a nearer one"
+    );
+}
+
 /// An admin given fires faster than it can send them stops claiming new
 /// ones once its dispatch backlog is full, instead of queueing them all in
 /// memory; the fires it held back are claimed once the backlog drains.

@@ -86,7 +86,9 @@ async fn claim(
 /// A run's life: claimed once, dispatched once, ended once (state with
 /// success only), listed, counted, retained.
 async fn run_lifecycle(store: &Store) {
+    assert_eq!(store.earliest_due().await.unwrap(), None, "no job yet");
     let id = store.insert_job(&job(), 0).await.unwrap();
+    assert_eq!(store.earliest_due().await.unwrap(), Some(1_000));
 
     // A claim moves the next fire and writes the runs atomically.
     let claimed = claim(store, 2_000, |_| {
@@ -94,6 +96,7 @@ async fn run_lifecycle(store: &Store) {
     })
     .await;
     assert_eq!(claimed, [(id, vec![Some(RunId(1)), Some(RunId(2))])]);
+    assert_eq!(store.earliest_due().await.unwrap(), Some(3_000));
     // A second pass over the same window finds nothing due: the job's next
     // fire moved with the claim.
     let stale = claim(store, 2_000, |_| (vec![fire(id, 1_000)], Some(3_000))).await;

@@ -1,45 +1,77 @@
 //! The pre-read: every pass claims the fires due within the window and
-//! writes them as pending runs, in batches of jobs (with `FOR UPDATE SKIP
-//! LOCKED` on PostgreSQL, so several admins share the due jobs), then
-//! hands them to dispatch.
+//! writes them as pending runs, a second of scheduled time at a time
+//! (nearest first) and in batches of jobs (with `FOR UPDATE SKIP LOCKED` on
+//! PostgreSQL, so several admins share the due jobs), then hands them to
+//! dispatch.
 
 use super::*;
+
+/// Scheduled time the pre-read claims fires over in one step: every job's
+/// fires within a step are written before any fire of the next.
+pub(super) const CLAIM_STEP_MS: i64 = 1_000;
+
+/// Where the pre-read's next step of claims ends (inclusive): a step's
+/// length of scheduled time from the earliest job due (or from where the
+/// last step ended, whichever is later, so that steps always advance),
+/// never past the pass's horizon. Fires already overdue are all claimed in
+/// the first step.
+pub(super) fn step_end(earliest_due: i64, claimed_until: i64, horizon: i64) -> i64 {
+    (earliest_due.max(claimed_until) + CLAIM_STEP_MS - 1).min(horizon)
+}
 
 impl Scheduler {
     /// One pass: claim every fire due within the pre-read window, in
     /// batches of jobs, one transaction each (a transaction per job cost a
     /// commit per fire: at thousands of fires a second the commits were the
     /// admin's largest cost on SQLite).
+    ///
+    /// Fires are claimed in steps of [`CLAIM_STEP_MS`] of scheduled time,
+    /// nearest first: a pass that claimed each job's whole window in turn
+    /// wrote the last jobs' next-second fires after their dispatch time
+    /// whenever it had seconds of fires to catch up on (its first pass, or
+    /// after a slow one), so those runs started seconds late while fires
+    /// four seconds away were already written.
     pub(super) async fn pre_read(self: &Arc<Self>) -> Result<(), StoreError> {
-        /// Jobs claimed per transaction.
-        const BATCH: i64 = 200;
         self.refresh_stale_calendars().await?;
+        let batch = self.store.claim_batch();
         let now = self.now_ms();
         let horizon = now + self.config.pre_read.as_millis() as i64;
-        loop {
-            if self.metrics.dispatch_backlog.get() >= self.config.max_backlog as i64 {
-                // Claimed fires would only wait in memory: leave them in
-                // their jobs until the backlog drains.
-                self.metrics.pre_reads_held.inc();
-                tracing::debug!("dispatch backlog full; pre-read held");
+        let mut claimed_until = now;
+        while claimed_until < horizon {
+            let Some(earliest_due) = self.store.earliest_due().await? else {
+                return Ok(());
+            };
+            if earliest_due > horizon {
                 return Ok(());
             }
-            let claimed = self
-                .store
-                .claim_due_batch(horizon, BATCH, now, |job| {
-                    plan_job(job, &self.rules_of(job), now, horizon)
-                })
-                .await?;
-            let count = claimed.len();
-            let mut written = Vec::new();
-            for claim in &claimed {
-                self.collect_written(&claim.job, &claim.written, now, &mut written);
+            let until = step_end(earliest_due, claimed_until, horizon);
+            loop {
+                if self.metrics.dispatch_backlog.get() >= self.config.max_backlog as i64 {
+                    // Claimed fires would only wait in memory: leave them in
+                    // their jobs until the backlog drains.
+                    self.metrics.pre_reads_held.inc();
+                    tracing::debug!("dispatch backlog full; pre-read held");
+                    return Ok(());
+                }
+                let claimed = self
+                    .store
+                    .claim_due_batch(until, batch as i64, now, |job| {
+                        plan_job(job, &self.rules_of(job), now, until)
+                    })
+                    .await?;
+                let count = claimed.len();
+                let mut written = Vec::new();
+                for claim in &claimed {
+                    self.collect_written(&claim.job, &claim.written, now, &mut written);
+                }
+                self.clone().dispatch_all_at(written);
+                if count < batch {
+                    break;
+                }
             }
-            self.clone().dispatch_all_at(written);
-            if (count as i64) < BATCH {
-                return Ok(());
-            }
+            claimed_until = until;
         }
+        Ok(())
     }
 
     /// The rows of the fires just written for `job` (counted), to dispatch.
@@ -56,5 +88,27 @@ impl Scheduler {
                 written.push(written_run(*id, &job.tenant, fire, now));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_start_at_the_earliest_due_and_always_advance() {
+        let now = 100_000;
+        let horizon = now + 5_000;
+        // Overdue jobs and the next second's go in the first step.
+        assert_eq!(step_end(now - 60_000, now, horizon), now + 999);
+        // A second's fires of an every-second job are one step, not two.
+        assert_eq!(step_end(now + 1_000, now + 999, horizon), now + 1_999);
+        // A quiet stretch is skipped: the step starts at the earliest due.
+        assert_eq!(step_end(now + 3_200, now, horizon), now + 4_199);
+        // A job still due before the last step's end (one another admin
+        // holds) does not hold the steps back.
+        assert_eq!(step_end(now + 500, now + 2_000, horizon), now + 2_999);
+        // Never past the horizon.
+        assert_eq!(step_end(now + 4_800, now, horizon), horizon);
     }
 }

@@ -391,6 +391,35 @@ impl Store {
         Ok(deleted == 1)
     }
 
+    /// The earliest next fire among started jobs (`None`: no job is
+    /// scheduled), read from the due index alone on a reading connection:
+    /// where the pre-read's next step of claims starts.
+    pub async fn earliest_due(&self) -> Result<Option<i64>, StoreError> {
+        let row = sqlx::query(
+            "SELECT next_fire_at_ms FROM job WHERE enabled = 1 AND next_fire_at_ms IS NOT NULL \
+             ORDER BY next_fire_at_ms LIMIT 1",
+        )
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(match row {
+            Some(row) => Some(row.try_get("next_fire_at_ms")?),
+            None => None,
+        })
+    }
+
+    /// Jobs the pre-read claims per transaction: on SQLite, where every
+    /// claim waits in line for the one writer behind dispatch marks and
+    /// run ends, 1,000 (at 5,000 runs/s a claim of 200 waited ~25 ms for
+    /// ~15 ms of work, and a second of fires took 25 of them); on
+    /// PostgreSQL 200, so that several admins share the due jobs between
+    /// them (`FOR UPDATE SKIP LOCKED` locks a whole batch).
+    pub fn claim_batch(&self) -> usize {
+        match self.backend {
+            Backend::Sqlite => 1_000,
+            Backend::Postgres => 200,
+        }
+    }
+
     /// Claims up to `limit` jobs due by `until_ms` in one transaction:
     /// `plan` gives each job's fires and next fire (`None`: the job cannot
     /// be scheduled and is stopped). On PostgreSQL the jobs are those no
