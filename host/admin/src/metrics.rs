@@ -40,6 +40,9 @@ pub(crate) struct Metrics {
     /// Results refused because their receipt did not match the run's
     /// dispatch (forged, or sent by an executor the run never went to).
     pub(crate) results_refused: Counter,
+    /// Transactions that wrote callbacks' run ends (callbacks waiting for
+    /// the writer together share one).
+    pub(crate) run_end_writes: Counter,
     quota_limit: Family<QuotaLabel, Gauge>,
     quota_used: Family<QuotaLabel, Gauge>,
 }
@@ -58,6 +61,7 @@ impl Metrics {
         let alarms_sent = Counter::default();
         let alarm_failures = Counter::default();
         let results_refused = Counter::default();
+        let run_end_writes = Counter::default();
         registry.register("fires", "Scheduled fires written as runs", fires.clone());
         registry.register(
             "start_lateness_seconds",
@@ -95,6 +99,11 @@ impl Metrics {
             "Results refused: their receipt does not match the run's dispatch",
             results_refused.clone(),
         );
+        registry.register(
+            "run_end_writes",
+            "Transactions that wrote callbacks' run ends (callbacks waiting together share one)",
+            run_end_writes.clone(),
+        );
         let quota_limit = Family::<QuotaLabel, Gauge>::default();
         let quota_used = Family::<QuotaLabel, Gauge>::default();
         registry.register(
@@ -111,6 +120,7 @@ impl Metrics {
             quota_limit,
             quota_used,
             results_refused,
+            run_end_writes,
             registry,
             fires,
             lateness,

@@ -45,6 +45,7 @@ mod backfill;
 mod batching;
 mod calendars;
 mod dispatch;
+mod ends;
 mod executors;
 mod planner;
 mod preread;
@@ -160,6 +161,9 @@ pub struct Scheduler {
     /// queue one write transaction each.
     marks: tokio::sync::mpsc::UnboundedSender<DispatchMark>,
     mark_queue: std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<DispatchMark>>>,
+    /// Callbacks' run ends, written together by [`ends::write_run_ends`]
+    /// when several wait for the writer.
+    ends: tokio::sync::mpsc::UnboundedSender<ends::EndRequest>,
     /// Starts a pre-read pass now (a job was started or changed).
     wake: tokio::sync::Notify,
     metrics: Arc<Metrics>,
@@ -194,11 +198,22 @@ impl Scheduler {
             .build()
             .unwrap_or_default();
         let (marks, mark_queue) = tokio::sync::mpsc::unbounded_channel();
+        let (ends, end_queue) = tokio::sync::mpsc::unbounded_channel();
+        // Results may come before the pre-read starts: this writer runs
+        // from the start.
+        let metrics = Arc::new(Metrics::new());
+        tasks.spawn_loop(ends::write_run_ends(
+            store.clone(),
+            end_queue,
+            metrics.run_end_writes.clone(),
+            tasks.stopping(),
+        ));
         Arc::new(Scheduler {
             marks,
             mark_queue: std::sync::Mutex::new(Some(mark_queue)),
+            ends,
             wake: tokio::sync::Notify::new(),
-            metrics: Arc::new(Metrics::new()),
+            metrics,
             fast_slots: Arc::new(Semaphore::new(config.max_dispatches)),
             slow_slots: Arc::new(Semaphore::new((config.max_dispatches / 4).max(1))),
             slow_jobs: std::sync::Mutex::new(SlowJobs::default()),

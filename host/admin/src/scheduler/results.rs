@@ -9,6 +9,26 @@ use cronbox_protocol::{LogLine, LogSource};
 use crate::store::{RunCharge, logs};
 
 impl Scheduler {
+    /// Ends runs through the writer of run ends (with the other callbacks
+    /// waiting for it), or directly before it starts or once it stopped.
+    async fn finish_runs(&self, ends: Vec<RunEnd>) -> ends::Ended {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        if let Err(refused) = self.ends.send(ends::EndRequest { ends, reply }) {
+            let ends = refused.0.ends;
+            let ended = self.store.finish_runs(&ends).await;
+            return (ends, ended);
+        }
+        match answer.await {
+            Ok(ended) => ended,
+            // The writer stopped with the request queued: the admin is
+            // stopping; the executor sends these results again.
+            Err(_) => (
+                Vec::new(),
+                Err(StoreError::Database(sqlx::Error::PoolClosed)),
+            ),
+        }
+    }
+
     /// Records results from an executor (idempotent by run id) and acts on
     /// them: state is committed with a successful result (unless it
     /// conflicts with a commit the run did not see), then children, retries
@@ -101,10 +121,11 @@ impl Scheduler {
                 }),
             });
         }
-        // One transaction for the batch, with what it costs each tenant
-        // today; a repeated callback finds its run already ended and
-        // changes nothing.
-        let ended = self.store.finish_runs(&ends).await?;
+        // One transaction for the batch (and the other callbacks waiting
+        // with it), with what it costs each tenant today; a repeated
+        // callback finds its run already ended and changes nothing.
+        let (ends, ended) = self.finish_runs(ends).await;
+        let ended = ended?;
         // Runs, run time and log bytes of the runs that ended, per tenant.
         let mut usage: HashMap<String, (u64, u64, u64)> = HashMap::new();
         for (run, end) in ended.iter().zip(&ends) {
