@@ -6,7 +6,8 @@ use std::collections::HashMap;
 
 use cronbox_admin::store::{
     AlarmState, DayUsage, Digest, DispatchMark, JobId, JobRow, Moved, NewRun, QUOTA_EXCEEDED,
-    RunCharge, RunEnd, RunFilter, RunId, RunStatus, Store, StoreError, TenantUsage, VersionPush,
+    RunCharge, RunEnd, RunFilter, RunId, RunStatus, STATE_UNSTORABLE, Store, StoreError,
+    TenantUsage, VersionPush,
 };
 use cronbox_admin::store::{ExecutorLoad, Principal};
 use cronbox_api::{Role, User};
@@ -1418,11 +1419,66 @@ async fn a_corrupt_stored_value_is_an_error_not_a_default() {
     assert_eq!(stopped, 0, "the corrupt job is stopped");
 }
 
+/// A guest's message or state holding U+0000 (which PostgreSQL cannot store
+/// as text) ends its own run, not the write of every run ended with it: the
+/// message is kept with U+FFFD in its place, state with it fails its run.
+async fn results_holding_nul(store: &Store) {
+    let job = store.insert_job(&job(), 0).await.unwrap();
+    let trapped = store.insert_run(&fire(job, 5_000), 0).await.unwrap();
+    let stateful = store.insert_run(&fire(job, 6_000), 0).await.unwrap();
+    let plain = store.insert_run(&fire(job, 7_000), 0).await.unwrap();
+    let ended = |run_id, success: bool| RunEnd {
+        run_id,
+        success,
+        outcome: if success { "success" } else { "trapped" }.into(),
+        code: if success { 200 } else { 500 },
+        finished_at_ms: 8_000,
+        ..RunEnd::default()
+    };
+    let mut with_nul = ended(stateful, true);
+    with_nul
+        .state_changes
+        .insert("cur\0sor".into(), Some("1".into()));
+    with_nul
+        .state_changes
+        .insert("other".into(), Some("2".into()));
+    let ends = [
+        RunEnd {
+            message: "bad\0byte".into(),
+            ..ended(trapped, false)
+        },
+        with_nul,
+        ended(plain, true),
+    ];
+    let answered = store.finish_runs(&ends).await.unwrap();
+    assert!(answered.iter().all(Option::is_some), "{answered:?}");
+    let trapped = store.run(trapped).await.unwrap().unwrap();
+    assert_eq!(trapped.message.as_deref(), Some("bad\u{FFFD}byte"));
+    let stateful = store.run(stateful).await.unwrap().unwrap();
+    assert_eq!(
+        (stateful.status, stateful.outcome.as_deref()),
+        (RunStatus::Failed, Some(STATE_UNSTORABLE))
+    );
+    assert!(
+        stateful
+            .message
+            .as_deref()
+            .unwrap_or_default()
+            .contains("U+0000"),
+        "{stateful:?}"
+    );
+    let state = store.job_state(job).await.unwrap();
+    assert!(state.values.is_empty(), "no change committed: {state:?}");
+    let plain = store.run(plain).await.unwrap().unwrap();
+    assert_eq!(plain.status, RunStatus::Success);
+}
+
 #[tokio::test]
 async fn sqlite_runs_are_claimed_dispatched_and_ended_once() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open_sqlite(dir.path()).await.unwrap();
     run_lifecycle(&store).await;
+    results_holding_nul(&store).await;
     let url = format!("sqlite://{}", dir.path().join("cronbox.db").display());
     leases(&store, &Store::connect(&url).await.unwrap(), &url).await;
     let second = Store::open_sqlite(dir.path()).await;
@@ -1451,6 +1507,7 @@ async fn postgres_runs_are_claimed_dispatched_and_ended_once() {
             .collect::<Vec<_>>(),
         [id]
     );
+    results_holding_nul(&store).await;
 }
 
 /// Two admins folding the ends of 300 runs into the reports at the same

@@ -162,6 +162,23 @@ static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migratio
 /// commit it did not see (a failure: alarm and retry apply).
 pub const STATE_CONFLICT: &str = "state_conflict";
 
+/// The outcome of a successful run whose state changes held the character
+/// U+0000 in a key or value, which the database cannot store as text (a
+/// failure: nothing of its changes is committed).
+pub const STATE_UNSTORABLE: &str = "state_unstorable";
+
+/// Text as the database stores it: PostgreSQL refuses the character U+0000
+/// in text (and SQLite's functions stop at it), so a guest's message that
+/// carried one failed the write of every run ended with it — the whole
+/// callback, other tenants' results included. Each is replaced by U+FFFD.
+pub(crate) fn storable_text(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.contains('\0') {
+        std::borrow::Cow::Owned(text.replace('\0', "\u{FFFD}"))
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    }
+}
+
 /// The outcome of a run ended because its tenant was past a quota.
 pub const QUOTA_EXCEEDED: &str = "quota_exceeded";
 

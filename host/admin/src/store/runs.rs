@@ -143,7 +143,7 @@ async fn end_runs_in(
         status: &'a str,
         outcome: &'a str,
         code: i64,
-        message: &'a str,
+        message: std::borrow::Cow<'a, str>,
         log: &'a str,
         executor: Option<&'a str>,
         started: Option<i64>,
@@ -188,7 +188,7 @@ async fn end_runs_in(
                 status: status.as_str(),
                 outcome: &end.outcome,
                 code: end.code,
-                message: &end.message,
+                message: storable_text(&end.message),
                 log: &end.log,
                 executor: end.executor.as_deref(),
                 started: end.started_at_ms,
@@ -979,7 +979,22 @@ impl Store {
             .await?;
         }
         let mut end = std::borrow::Cow::Borrowed(end);
-        if let Some((key, based_on, now)) =
+        let unstorable = end.state_changes.iter().find(|(key, value)| {
+            key.contains('\0') || value.as_deref().is_some_and(|value| value.contains('\0'))
+        });
+        if let Some((key, _)) = unstorable {
+            let message = format!(
+                "state not committed: key {:?} or its value holds the character U+0000, which \
+                 cannot be stored; the run's changes were dropped",
+                storable_text(key)
+            );
+            let invalid = end.to_mut();
+            invalid.success = false;
+            invalid.outcome = STATE_UNSTORABLE.to_owned();
+            invalid.code = 500;
+            invalid.message = message;
+            invalid.state_changes.clear();
+        } else if let Some((key, based_on, now)) =
             state_conflict(&mut *tx, end.run_id, &end.state_base).await?
         {
             let conflict = end.to_mut();
