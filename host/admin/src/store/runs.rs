@@ -982,40 +982,41 @@ impl Store {
         let unstorable = end.state_changes.iter().find(|(key, value)| {
             key.contains('\0') || value.as_deref().is_some_and(|value| value.contains('\0'))
         });
-        if let Some((key, _)) = unstorable {
-            let message = format!(
-                "state not committed: key {:?} or its value holds the character U+0000, which \
-                 cannot be stored; the run's changes were dropped",
-                storable_text(key)
-            );
-            let invalid = end.to_mut();
-            invalid.success = false;
-            invalid.outcome = STATE_UNSTORABLE.to_owned();
-            invalid.code = 500;
-            invalid.message = message;
-            invalid.state_changes.clear();
+        // Why its changes cannot be committed, if they cannot: the run
+        // fails with that outcome and message instead.
+        let refused = if let Some((key, _)) = unstorable {
+            Some((
+                STATE_UNSTORABLE,
+                format!(
+                    "state not committed: key {:?} or its value holds the character U+0000, \
+                     which cannot be stored; the run's changes were dropped",
+                    storable_text(key)
+                ),
+            ))
         } else if let Some((key, based_on, now)) =
             state_conflict(&mut *tx, end.run_id, &end.state_base).await?
         {
-            let conflict = end.to_mut();
-            conflict.success = false;
-            conflict.outcome = STATE_CONFLICT.to_owned();
-            conflict.code = 500;
-            conflict.message = format!(
-                "state not committed: key {key:?} changed after this run read it \
-                 (revision {based_on}, now {now}); the run's changes were dropped"
-            );
-            conflict.state_changes.clear();
-        } else if let Some((tenant, limit)) = &end.state_quota
-            && let Some(message) =
-                state_over_quota(&mut *tx, self.backend, end.as_ref(), tenant, *limit).await?
-        {
-            let over = end.to_mut();
-            over.success = false;
-            over.outcome = QUOTA_EXCEEDED.to_owned();
-            over.code = 500;
-            over.message = message;
-            over.state_changes.clear();
+            Some((
+                STATE_CONFLICT,
+                format!(
+                    "state not committed: key {key:?} changed after this run read it \
+                     (revision {based_on}, now {now}); the run's changes were dropped"
+                ),
+            ))
+        } else if let Some((tenant, limit)) = &end.state_quota {
+            state_over_quota(&mut *tx, self.backend, end.as_ref(), tenant, *limit)
+                .await?
+                .map(|message| (QUOTA_EXCEEDED, message))
+        } else {
+            None
+        };
+        if let Some((outcome, message)) = refused {
+            let failed = end.to_mut();
+            failed.success = false;
+            failed.outcome = outcome.to_owned();
+            failed.code = 500;
+            failed.message = message;
+            failed.state_changes.clear();
         }
         let end = end.as_ref();
         let Some(run) = end_runs(&mut *tx, self.backend, &[end])
