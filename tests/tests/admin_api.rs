@@ -3071,20 +3071,24 @@ async fn the_pre_read_writes_every_jobs_nearest_fire_first() {
     // sent, as the clock stands before the first.
     let first = start + 60_000;
     clock.advance(Duration::from_secs(59));
-    let window = format!("from_ms={first}&to_ms={}", first + 5_000);
     // (id, second of the window) of every run in it, newest first.
     let written = until("five seconds of every job's fires are written", || async {
+        let mut query = cronbox_api::RunQuery {
+            from_ms: Some(first),
+            to_ms: Some(first + 5_000),
+            limit: Some(1000),
+            ..Default::default()
+        };
         let mut runs: Vec<(i64, i64)> = Vec::new();
-        let mut path = format!("/api/v1/runs?{window}&limit=1000");
         loop {
-            let (status, page) = stack.get(&path).await;
-            assert_eq!(status, 200, "{page}");
-            runs.extend(page["runs"].as_array().unwrap().iter().map(|run| {
-                let at = run["scheduled_at_ms"].as_i64().unwrap();
-                (run["id"].as_i64().unwrap(), (at - first) / 1_000)
-            }));
-            match page["next_before"].as_i64() {
-                Some(before) => path = format!("/api/v1/runs?{window}&limit=1000&before={before}"),
+            let page = stack.api.api.runs(&query).await.unwrap();
+            runs.extend(
+                page.runs
+                    .iter()
+                    .map(|run| (run.id.0, (run.scheduled_at_ms - first) / 1_000)),
+            );
+            match page.next_before {
+                Some(before) => query.before = Some(before),
                 None => break,
             }
         }

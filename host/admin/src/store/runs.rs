@@ -645,7 +645,7 @@ impl Store {
                     " FROM run{} id >= (SELECT COALESCE(MIN(id), 0) FROM {}) \
                      ORDER BY id DESC LIMIT ${}"
                 ),
-                where_all(all) + " AND",
+                where_all(all.clone()) + " AND",
                 newest_ids(&conditions, conditions.len() + 1),
                 conditions.len() + 2,
             ),
@@ -655,14 +655,11 @@ impl Store {
                     run_columns!(),
                     " FROM run{} ORDER BY id DESC LIMIT ${}"
                 ),
-                where_all(all),
+                where_all(all.clone()),
                 conditions.len() + 1,
             ),
         };
-        let mut query = bind_all(
-            sqlx::query(sqlx::AssertSqlSafe(sql)),
-            conditions.selecting.iter().chain(&conditions.narrowing),
-        );
+        let mut query = bind_all(sqlx::query(sqlx::AssertSqlSafe(sql)), all);
         if let Some(examine) = window {
             query = query.bind(examine);
         }
