@@ -1255,6 +1255,127 @@ async fn refusals_are_json_naming_the_part_and_integers_are_json_schemas() {
     stack.shutdown().await;
 }
 
+/// No text a caller sends may hold U+0000 (PostgreSQL's text refuses it):
+/// in a body or a query it is a 422 naming where it is, in a path a 422
+/// too, and nothing is stored; an executor's callback, which reports
+/// guests' text as it was, is still accepted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_holding_nul_is_refused_naming_where_and_nothing_is_stored() {
+    use reqwest::Method as M;
+    let stack = stack(SchedulerConfig::default()).await;
+    let counter = stack.job("counter", "counter", json!({})).await;
+    let digest = stack.get(&format!("/api/v1/jobs/{counter}")).await.1["module_digest"].clone();
+    let job = |extra: Value| {
+        let mut spec = json!({ "name": "nul", "module_digest": digest });
+        for (key, value) in extra.as_object().unwrap() {
+            spec[key] = value.clone();
+        }
+        Some(spec)
+    };
+    let refusals = [
+        (
+            M::POST,
+            "/api/v1/jobs".to_owned(),
+            job(json!({ "param": "a\u{0}b" })),
+            "param",
+        ),
+        (
+            M::POST,
+            "/api/v1/jobs".to_owned(),
+            job(json!({ "name": "\u{0}" })),
+            "name",
+        ),
+        (
+            M::POST,
+            "/api/v1/jobs".to_owned(),
+            job(json!({ "config": { "key": "x", "k\u{0}": "v" } })),
+            "config",
+        ),
+        (
+            M::PUT,
+            format!("/api/v1/jobs/{counter}"),
+            job(json!({ "config": { "key": "\u{0}" } })),
+            "config.key",
+        ),
+        (
+            M::POST,
+            "/api/v1/jobs/batch".to_owned(),
+            Some(json!({ "jobs": [job(json!({})), job(json!({ "group": "g\u{0}" }))] })),
+            "jobs[1].group",
+        ),
+        (
+            M::PUT,
+            format!("/api/v1/jobs/{counter}/state"),
+            Some(json!({ "state": { "count": "4\u{0}" } })),
+            "state.count",
+        ),
+        (
+            M::POST,
+            format!("/api/v1/jobs/{counter}/trigger"),
+            Some(json!({ "param": "\u{0}" })),
+            "param",
+        ),
+    ];
+    for (method, path, body, field) in refusals {
+        let (status, error) = stack.call(method.clone(), &path, body).await;
+        assert_eq!(
+            (status, error["code"].as_str(), error["field"].as_str()),
+            (422, Some("invalid_request"), Some(field)),
+            "{method} {path}: {error}"
+        );
+        assert!(
+            error["message"].as_str().unwrap().contains("U+0000"),
+            "{error}"
+        );
+    }
+    for (method, path, code, field) in [
+        (
+            M::GET,
+            "/api/v1/jobs?limit=5&search=a%00",
+            "invalid_query",
+            Some("search"),
+        ),
+        (M::DELETE, "/api/v1/secrets/a%00b", "invalid_request", None),
+    ] {
+        let (status, error) = stack.call(method, path, None).await;
+        assert_eq!(
+            (status, error["code"].as_str(), error["field"].as_str()),
+            (422, Some(code), field),
+            "{path}: {error}"
+        );
+        assert!(
+            error["message"].as_str().unwrap().contains("%00"),
+            "{error}"
+        );
+    }
+    let jobs = stack.api.api.jobs(&Default::default()).await.unwrap();
+    assert_eq!(jobs.len(), 1, "nothing stored: {jobs:?}");
+    assert_eq!(jobs[0].config, Default::default(), "nothing stored");
+    let (_, state) = stack.get(&format!("/api/v1/jobs/{counter}/state")).await;
+    assert_eq!(state["state"], json!({}), "nothing stored");
+    let runs = stack.api.api.job_runs(counter, None, 10).await.unwrap();
+    assert!(runs.is_empty(), "nothing triggered: {runs:?}");
+
+    let (status, answer) = stack
+        .api
+        .with_token(EXEC)
+        .call(
+            M::POST,
+            "/api/v1/callback",
+            Some(json!({ "results": [{
+                "run_id": 987_654, "job_id": counter, "outcome": "failed",
+                "message": "guest text \u{0}", "code": 500, "started_at_ms": 1,
+                "duration_ms": 1, "module_digest": digest, "executor": "http://127.0.0.1:9",
+            }] })),
+        )
+        .await;
+    assert_eq!(
+        status, 200,
+        "a callback reports guests' text as it was: {answer}"
+    );
+    stack.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn push_pin_new_version_and_rollback_with_runs_naming_what_ran() {
     let stack = stack(SchedulerConfig::default()).await;

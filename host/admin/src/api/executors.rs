@@ -37,7 +37,7 @@ pub(super) async fn registry_remove(
 
 pub(super) async fn callback(
     State(state): State<Arc<AdminState>>,
-    ApiJson(batch): ApiJson<CallbackBatch>,
+    CallbackJson(batch): CallbackJson<CallbackBatch>,
 ) -> Result<StatusCode, Failure> {
     state.scheduler.accept_results(batch.results).await?;
     Ok(StatusCode::OK)

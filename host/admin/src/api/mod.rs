@@ -268,8 +268,42 @@ pub(crate) fn router(state: Arc<AdminState>, max_module_bytes: usize) -> Router 
             Failure::new(StatusCode::NOT_FOUND, ErrorCode::NotFound, "no such route")
         })
         .layer(DefaultBodyLimit::max(JSON_BODY_BYTES))
+        .layer(middleware::from_fn(refuse_nul_in_uri))
         .layer(middleware::from_fn(errors_as_json))
         .with_state(state)
+}
+
+/// Refuses a request whose path or query holds `%00`: decoded, a name in
+/// the path (a secret's, a user's) or a query's text (a search) would hold
+/// U+0000, which PostgreSQL's text refuses — a 422 saying where (a query's
+/// `field` is the parameter), on either engine, instead of a 500 from the
+/// database.
+async fn refuse_nul_in_uri(request: Request, next: Next) -> Response {
+    const NUL: &str = "%00";
+    let uri = request.uri();
+    let refusal = if uri.path().contains(NUL) {
+        Some(Failure::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            ErrorCode::InvalidRequest,
+            "the path holds %00 (U+0000), which no name may hold",
+        ))
+    } else {
+        uri.query()
+            .and_then(|query| query.split('&').find(|pair| pair.contains(NUL)))
+            .map(|pair| {
+                let name = pair.split_once('=').map_or(pair, |(name, _)| name);
+                Failure::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    ErrorCode::InvalidQuery,
+                    format!("{name}: holds %00 (U+0000), which no text may hold"),
+                )
+                .field(name)
+            })
+    };
+    match refusal {
+        Some(failure) => failure.into_response(),
+        None => next.run(request).await,
+    }
 }
 
 pub(crate) struct Failure {
@@ -427,27 +461,50 @@ impl From<StoreError> for Failure {
 }
 
 /// A JSON request body (`Content-Type: application/json`), read by
-/// [`decode_json`].
+/// [`decode_json`]. No text in it may hold U+0000: what a caller sends is
+/// stored, and PostgreSQL's text refuses that character (a 422 naming
+/// where it is, on either engine, rather than a 500 from the database).
 pub(crate) struct ApiJson<T>(T);
+
+/// An executor's callback: read like [`ApiJson`], except that its text —
+/// guests' messages and state, reported as they were — may hold U+0000
+/// (the store writes messages with U+FFFD in its place and ends a run
+/// whose state changes hold it `state_unstorable`).
+pub(crate) struct CallbackJson<T>(T);
 
 impl<S: Send + Sync, T: DeserializeOwned + Serialize> FromRequest<S> for ApiJson<T> {
     type Rejection = Failure;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, Failure> {
-        match Json::<Value>::from_request(request, state).await {
-            Ok(Json(value)) => decode_json(value).map(ApiJson),
-            Err(rejection) => {
-                let status = rejection.status();
-                let code = match rejection {
-                    JsonRejection::JsonSyntaxError(_) => ErrorCode::MalformedJson,
-                    JsonRejection::MissingJsonContentType(_) => ErrorCode::UnsupportedMediaType,
-                    _ if status == StatusCode::PAYLOAD_TOO_LARGE => ErrorCode::PayloadTooLarge,
-                    _ => ErrorCode::BadRequest,
-                };
-                Err(Failure::new(status, code, rejection.body_text()))
-            }
-        }
+        let value = json_value(request, state).await?;
+        refuse_text_with_nul(&value)?;
+        decode_json(value).map(ApiJson)
     }
+}
+
+impl<S: Send + Sync, T: DeserializeOwned + Serialize> FromRequest<S> for CallbackJson<T> {
+    type Rejection = Failure;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Failure> {
+        decode_json(json_value(request, state).await?).map(CallbackJson)
+    }
+}
+
+/// A request's body as JSON, refused with the reason it cannot be read.
+async fn json_value<S: Send + Sync>(request: Request, state: &S) -> Result<Value, Failure> {
+    Json::<Value>::from_request(request, state)
+        .await
+        .map(|Json(value)| value)
+        .map_err(|rejection| {
+            let status = rejection.status();
+            let code = match rejection {
+                JsonRejection::JsonSyntaxError(_) => ErrorCode::MalformedJson,
+                JsonRejection::MissingJsonContentType(_) => ErrorCode::UnsupportedMediaType,
+                _ if status == StatusCode::PAYLOAD_TOO_LARGE => ErrorCode::PayloadTooLarge,
+                _ => ErrorCode::BadRequest,
+            };
+            Failure::new(status, code, rejection.body_text())
+        })
 }
 
 /// A request body as `T`. Every request body is one JSON object; every
@@ -511,30 +568,78 @@ fn integral_floats_as_integers(value: &mut Value) {
 /// The first integer past `i64::MAX`, with `path` left at it
 /// (`results[0].run_id`).
 fn integer_past_i64(value: &Value, path: &mut String) -> Option<serde_json::Number> {
-    match value {
+    first_in_json(value, path, &|value| match value {
         Value::Number(number) if number.is_u64() && number.as_i64().is_none() => {
             Some(number.clone())
         }
-        Value::Array(items) => items.iter().enumerate().find_map(|(index, item)| {
-            let length = path.len();
-            path.push_str(&format!("[{index}]"));
-            let found = integer_past_i64(item, path);
-            if found.is_none() {
-                path.truncate(length);
-            }
-            found
-        }),
+        _ => None,
+    })
+}
+
+/// A 422 naming where the body's first text holding U+0000 is.
+fn refuse_text_with_nul(body: &Value) -> Result<(), Failure> {
+    let mut path = String::new();
+    let Some(what) = text_with_nul(body, &mut path) else {
+        return Ok(());
+    };
+    let place = if path.is_empty() { "the body" } else { &path };
+    let failure = Failure::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        ErrorCode::InvalidRequest,
+        format!("{place}: {what} holds U+0000 (NUL), which no text may hold"),
+    );
+    Err(if path.is_empty() {
+        failure
+    } else {
+        failure.field(&path)
+    })
+}
+
+/// Where the first text holding U+0000 is: `path` is left at the value
+/// (`config.key`), or at the object whose key holds it; the answer says
+/// which ("the value" or "a key").
+fn text_with_nul(value: &Value, path: &mut String) -> Option<&'static str> {
+    first_in_json(value, path, &|value| match value {
+        Value::String(text) if text.contains('\0') => Some("the value"),
+        Value::Object(fields) if fields.keys().any(|key| key.contains('\0')) => Some("a key"),
+        _ => None,
+    })
+}
+
+/// The first value (depth first, the value itself before what it holds)
+/// that `found` answers for, with `path` left at it.
+fn first_in_json<T>(
+    value: &Value,
+    path: &mut String,
+    found: &dyn Fn(&Value) -> Option<T>,
+) -> Option<T> {
+    if let Some(answer) = found(value) {
+        return Some(answer);
+    }
+    let mut within = |step: &dyn Fn(&mut String), item: &Value| {
+        let length = path.len();
+        step(path);
+        let answer = first_in_json(item, path, found);
+        if answer.is_none() {
+            path.truncate(length);
+        }
+        answer
+    };
+    match value {
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(index, item)| within(&|path| path.push_str(&format!("[{index}]")), item)),
         Value::Object(fields) => fields.iter().find_map(|(name, field)| {
-            let length = path.len();
-            if !path.is_empty() {
-                path.push('.');
-            }
-            path.push_str(name);
-            let found = integer_past_i64(field, path);
-            if found.is_none() {
-                path.truncate(length);
-            }
-            found
+            within(
+                &|path| {
+                    if !path.is_empty() {
+                        path.push('.');
+                    }
+                    path.push_str(name);
+                },
+                field,
+            )
         }),
         _ => None,
     }
@@ -553,6 +658,7 @@ fn optional_json<T: DeserializeOwned + Serialize + Default>(body: &[u8]) -> Resu
             error.to_string(),
         )
     })?;
+    refuse_text_with_nul(&value)?;
     decode_json(value)
 }
 
