@@ -1242,6 +1242,27 @@ async fn sqlite_lists_become_rows_in_migration_6() {
     lists_become_rows(&sqlx::AnyPool::connect(&url).await.unwrap(), "sqlite").await;
 }
 
+/// The SQLite linked in is built without its memory statistics
+/// (`.cargo/config.toml`): with them, every allocation and free of every
+/// connection takes one process-wide lock, which held firing back
+/// (BENCHMARKS.md, "SQLite's allocation lock").
+#[tokio::test]
+async fn sqlite_is_built_without_memory_statistics() {
+    sqlx::any::install_default_drivers();
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}?mode=rwc", dir.path().join("any.db").display());
+    let pool = sqlx::AnyPool::connect(&url).await.unwrap();
+    let options: Vec<String> =
+        sqlx::query_scalar("SELECT compile_options FROM pragma_compile_options")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    assert!(
+        options.iter().any(|option| option == "DEFAULT_MEMSTATUS=0"),
+        "{options:?}"
+    );
+}
+
 #[tokio::test]
 async fn postgres_lists_become_rows_in_migration_6() {
     sqlx::any::install_default_drivers();
