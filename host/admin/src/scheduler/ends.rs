@@ -147,12 +147,10 @@ mod tests {
         answer
     }
 
-    #[tokio::test]
-    async fn callbacks_that_wait_together_share_a_write_and_each_gets_its_own_rows() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open_sqlite(dir.path()).await.unwrap();
+    /// `count` pending runs of job 1 in `store`.
+    async fn pending_runs(store: &Store, count: i64) -> Vec<RunId> {
         let mut runs = Vec::new();
-        for at in 0..5 {
+        for at in 0..count {
             let fire = NewRun {
                 job_id: crate::model::JobId(1),
                 kind: TriggerKind::Manual,
@@ -165,6 +163,31 @@ mod tests {
             };
             runs.push(store.insert_run(&fire, 1_000).await.unwrap());
         }
+        runs
+    }
+
+    /// The writer's answer to a callback: its ends' run ids, and the ids of
+    /// the rows it ended (or the error).
+    async fn answered(
+        answer: oneshot::Receiver<Ended>,
+    ) -> (Vec<RunId>, Result<Vec<Option<RunId>>, String>) {
+        let (ends, rows) = answer.await.unwrap();
+        let ends = ends.iter().map(|end| end.run_id).collect();
+        let rows = rows
+            .map(|rows| {
+                rows.iter()
+                    .map(|row| row.as_ref().map(|row| row.id))
+                    .collect()
+            })
+            .map_err(|error| error.to_string());
+        (ends, rows)
+    }
+
+    #[tokio::test]
+    async fn callbacks_that_wait_together_share_a_write_and_each_gets_its_own_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_sqlite(dir.path()).await.unwrap();
+        let runs = pending_runs(&store, 5).await;
         // Three callbacks wait before the writer starts; the third names
         // again a run the first ends.
         let (send, queue) = mpsc::unbounded_channel();
@@ -185,25 +208,18 @@ mod tests {
             writes.clone(),
             stop.clone(),
         ));
-        let mut answered = Vec::new();
+        let mut answers_given = Vec::new();
         for answer in answers {
-            let (ends, rows) = answer.await.unwrap();
-            let ends: Vec<RunId> = ends.iter().map(|end| end.run_id).collect();
-            let rows: Vec<Option<RunId>> = rows
-                .unwrap()
-                .iter()
-                .map(|row| row.as_ref().map(|row| row.id))
-                .collect();
-            answered.push((ends, rows));
+            answers_given.push(answered(answer).await);
         }
         assert_eq!(writes.get(), 1, "one transaction for the three callbacks");
         assert_eq!(
-            answered,
+            answers_given,
             [
-                (callbacks[0].clone(), vec![Some(runs[0]), Some(runs[1])]),
-                (callbacks[1].clone(), vec![Some(runs[2]), Some(runs[3])]),
+                (callbacks[0].clone(), Ok(vec![Some(runs[0]), Some(runs[1])])),
+                (callbacks[1].clone(), Ok(vec![Some(runs[2]), Some(runs[3])])),
                 // A run ends once: the first callback naming it has its row.
-                (callbacks[2].clone(), vec![Some(runs[4]), None]),
+                (callbacks[2].clone(), Ok(vec![Some(runs[4]), None])),
             ]
         );
         for run in &runs {
@@ -221,6 +237,78 @@ mod tests {
             assert_eq!((ends.len(), rows.unwrap().len()), (big.len(), big.len()));
         }
         assert_eq!(writes.get(), 3);
+        stop.cancel();
+        writer.await.unwrap();
+    }
+
+    /// A group whose write fails is written callback by callback: the
+    /// callback holding the end the database refuses fails alone (its
+    /// executor sends it again), the others end their runs.
+    #[tokio::test]
+    async fn a_group_that_fails_is_written_callback_by_callback() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_sqlite(dir.path()).await.unwrap();
+        let runs = pending_runs(&store, 4).await;
+        // The database refuses to end one run (a trigger on the same file
+        // the store writes, as a constraint or a full disk would).
+        sqlx::any::install_default_drivers();
+        let url = format!("sqlite://{}", dir.path().join("cronbox.db").display());
+        let raw = sqlx::AnyPool::connect(&url).await.unwrap();
+        let trigger = format!(
+            "CREATE TRIGGER refuse_one_end BEFORE UPDATE ON run WHEN OLD.id = {} \
+             BEGIN SELECT RAISE(ABORT, 'this run may not end'); END",
+            runs[1].0
+        );
+        sqlx::raw_sql(sqlx::AssertSqlSafe(trigger))
+            .execute(&raw)
+            .await
+            .unwrap();
+
+        let (send, queue) = mpsc::unbounded_channel();
+        let callbacks = [vec![runs[0]], vec![runs[1], runs[2]], vec![runs[3]]];
+        let answers: Vec<_> = callbacks
+            .iter()
+            .map(|runs| queue_callback(&send, runs))
+            .collect();
+        let writes = Counter::default();
+        let stop = CancellationToken::new();
+        let writer = tokio::spawn(write_run_ends(
+            store.clone(),
+            queue,
+            writes.clone(),
+            stop.clone(),
+        ));
+        let mut answers_given = Vec::new();
+        for answer in answers {
+            answers_given.push(answered(answer).await);
+        }
+        assert_eq!(writes.get(), 4, "the group, then each callback alone");
+        assert_eq!(
+            answers_given[0],
+            (callbacks[0].clone(), Ok(vec![Some(runs[0])]))
+        );
+        assert_eq!(
+            answers_given[2],
+            (callbacks[2].clone(), Ok(vec![Some(runs[3])]))
+        );
+        let (ends, refused) = &answers_given[1];
+        assert_eq!(ends, &callbacks[1]);
+        assert!(
+            refused
+                .as_ref()
+                .is_err_and(|error| error.contains("this run may not end")),
+            "{refused:?}"
+        );
+        let mut statuses = Vec::new();
+        for run in &runs {
+            statuses.push(store.run(*run).await.unwrap().unwrap().status);
+        }
+        use crate::store::RunStatus::{Pending, Success};
+        assert_eq!(
+            statuses,
+            [Success, Pending, Pending, Success],
+            "the refused callback ended none of its runs"
+        );
         stop.cancel();
         writer.await.unwrap();
     }
