@@ -166,6 +166,56 @@ mod tests {
         runs
     }
 
+    /// The run-end writer of a test, and its queue.
+    struct Writer {
+        send: mpsc::UnboundedSender<EndRequest>,
+        writes: Counter,
+        stop: CancellationToken,
+        task: tokio::task::JoinHandle<()>,
+    }
+
+    impl Writer {
+        /// Queues `callbacks`, then starts the writer (so they wait for it
+        /// together); answers it and what it answered each callback.
+        async fn after(
+            store: &Store,
+            callbacks: &[Vec<RunId>],
+        ) -> (
+            Writer,
+            Vec<(Vec<RunId>, Result<Vec<Option<RunId>>, String>)>,
+        ) {
+            let (send, queue) = mpsc::unbounded_channel();
+            let answers: Vec<_> = callbacks
+                .iter()
+                .map(|runs| queue_callback(&send, runs))
+                .collect();
+            let writes = Counter::default();
+            let stop = CancellationToken::new();
+            let task = tokio::spawn(write_run_ends(
+                store.clone(),
+                queue,
+                writes.clone(),
+                stop.clone(),
+            ));
+            let mut answers_given = Vec::new();
+            for answer in answers {
+                answers_given.push(answered(answer).await);
+            }
+            let writer = Writer {
+                send,
+                writes,
+                stop,
+                task,
+            };
+            (writer, answers_given)
+        }
+
+        async fn stop(self) {
+            self.stop.cancel();
+            self.task.await.unwrap();
+        }
+    }
+
     /// The writer's answer to a callback: its ends' run ids, and the ids of
     /// the rows it ended (or the error).
     async fn answered(
@@ -190,29 +240,17 @@ mod tests {
         let runs = pending_runs(&store, 5).await;
         // Three callbacks wait before the writer starts; the third names
         // again a run the first ends.
-        let (send, queue) = mpsc::unbounded_channel();
         let callbacks = [
             vec![runs[0], runs[1]],
             vec![runs[2], runs[3]],
             vec![runs[4], runs[1]],
         ];
-        let answers: Vec<_> = callbacks
-            .iter()
-            .map(|runs| queue_callback(&send, runs))
-            .collect();
-        let writes = Counter::default();
-        let stop = CancellationToken::new();
-        let writer = tokio::spawn(write_run_ends(
-            store.clone(),
-            queue,
-            writes.clone(),
-            stop.clone(),
-        ));
-        let mut answers_given = Vec::new();
-        for answer in answers {
-            answers_given.push(answered(answer).await);
-        }
-        assert_eq!(writes.get(), 1, "one transaction for the three callbacks");
+        let (writer, answers_given) = Writer::after(&store, &callbacks).await;
+        assert_eq!(
+            writer.writes.get(),
+            1,
+            "one transaction for the three callbacks"
+        );
         assert_eq!(
             answers_given,
             [
@@ -231,14 +269,16 @@ mod tests {
         let big: Vec<RunId> = (0..ENDS_PER_WRITE as i64 * 3 / 4)
             .map(|id| RunId(1_000_000 + id))
             .collect();
-        let answers = [queue_callback(&send, &big), queue_callback(&send, &big)];
+        let answers = [
+            queue_callback(&writer.send, &big),
+            queue_callback(&writer.send, &big),
+        ];
         for answer in answers {
             let (ends, rows) = answer.await.unwrap();
             assert_eq!((ends.len(), rows.unwrap().len()), (big.len(), big.len()));
         }
-        assert_eq!(writes.get(), 3);
-        stop.cancel();
-        writer.await.unwrap();
+        assert_eq!(writer.writes.get(), 3);
+        writer.stop().await;
     }
 
     /// A group whose write fails is written callback by callback: the
@@ -264,25 +304,13 @@ mod tests {
             .await
             .unwrap();
 
-        let (send, queue) = mpsc::unbounded_channel();
         let callbacks = [vec![runs[0]], vec![runs[1], runs[2]], vec![runs[3]]];
-        let answers: Vec<_> = callbacks
-            .iter()
-            .map(|runs| queue_callback(&send, runs))
-            .collect();
-        let writes = Counter::default();
-        let stop = CancellationToken::new();
-        let writer = tokio::spawn(write_run_ends(
-            store.clone(),
-            queue,
-            writes.clone(),
-            stop.clone(),
-        ));
-        let mut answers_given = Vec::new();
-        for answer in answers {
-            answers_given.push(answered(answer).await);
-        }
-        assert_eq!(writes.get(), 4, "the group, then each callback alone");
+        let (writer, answers_given) = Writer::after(&store, &callbacks).await;
+        assert_eq!(
+            writer.writes.get(),
+            4,
+            "the group, then each callback alone"
+        );
         assert_eq!(
             answers_given[0],
             (callbacks[0].clone(), Ok(vec![Some(runs[0])]))
@@ -309,7 +337,6 @@ mod tests {
             [Success, Pending, Pending, Success],
             "the refused callback ended none of its runs"
         );
-        stop.cancel();
-        writer.await.unwrap();
+        writer.stop().await;
     }
 }
