@@ -1,9 +1,12 @@
 //! [`Browser`]: Debian's headless Chromium driven over WebDriver
 //! (`chromedriver` on a port it picks, `fantoccini` as the client), for
 //! the console's tests. Each browser has a fresh profile and no network
-//! beyond loopback; it is closed, and its driver killed, when dropped.
+//! beyond loopback. Dropped, it kills chromedriver's whole process group
+//! — Chromium and its helpers with it (killed alone, the driver left them
+//! running after the tests).
 
 use std::io::BufRead as _;
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
@@ -41,6 +44,8 @@ impl Browser {
         }
         let mut driver = Command::new(CHROMEDRIVER)
             .arg("--port=0")
+            // Its own process group, which the browsers it starts join.
+            .process_group(0)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -173,8 +178,28 @@ impl Browser {
     }
 }
 
+impl Browser {
+    /// The process group of chromedriver and the browser it started.
+    pub fn process_group(&self) -> u32 {
+        self.driver.id()
+    }
+}
+
+/// Whether any process of `group` is alive (`kill -0`).
+pub fn process_group_alive(group: u32) -> bool {
+    Command::new("kill")
+        .args(["-0", "--", &format!("-{group}")])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
+}
+
 impl Drop for Browser {
     fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.driver.id())])
+            .stderr(Stdio::null())
+            .status();
         let _ = self.driver.kill();
         let _ = self.driver.wait();
     }

@@ -30,7 +30,7 @@ mod postgres;
 mod python;
 mod webhook;
 
-pub use browser::Browser;
+pub use browser::{Browser, process_group_alive};
 pub use client::{AdminClient, WAIT, until, until_within};
 pub use executor_client::ExecutorClient;
 pub use origin::{SeenRequest, TestOrigin};

@@ -9,7 +9,7 @@ mod support;
 use std::path::{Path, PathBuf};
 
 use cronbox_api::{JobQuery, JobSpec};
-use cronbox_tests::{AdminClient, Browser, until};
+use cronbox_tests::{AdminClient, Browser, process_group_alive, until};
 use reqwest::Method;
 use serde_json::{Value, json};
 use support::{Process, up};
@@ -655,4 +655,19 @@ async fn the_console_is_served_with_a_strict_policy() {
         .await
         .unwrap();
     assert_eq!(missing.status(), 404);
+}
+
+/// A browser dropped (at a test's end, or when it panics) leaves no
+/// process behind: Chromium and its helpers go with chromedriver.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_browser_leaves_no_process_behind() {
+    let browser = Browser::start(&screenshots()).await;
+    browser.goto("about:blank").await;
+    let group = browser.process_group();
+    assert!(process_group_alive(group), "the browser runs");
+    drop(browser);
+    until("no process of the browser is left", || async {
+        (!process_group_alive(group)).then_some(())
+    })
+    .await;
 }
