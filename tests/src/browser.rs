@@ -92,6 +92,11 @@ impl Browser {
         }
     }
 
+    /// The process group of chromedriver and the browser it started.
+    pub fn process_group(&self) -> u32 {
+        self.driver.id()
+    }
+
     pub async fn goto(&self, url: &str) {
         self.client.goto(url).await.expect("the page loads");
     }
@@ -178,29 +183,25 @@ impl Browser {
     }
 }
 
-impl Browser {
-    /// The process group of chromedriver and the browser it started.
-    pub fn process_group(&self) -> u32 {
-        self.driver.id()
-    }
-}
-
-/// Whether any process of `group` is alive (`kill -0`).
-pub fn process_group_alive(group: u32) -> bool {
+/// `kill -SIGNAL -- -GROUP`: whether some process of `group` got it.
+fn signal_group(signal: &str, group: u32) -> bool {
     Command::new("kill")
-        .args(["-0", "--", &format!("-{group}")])
+        .args([&format!("-{signal}"), "--", &format!("-{group}")])
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|status| status.success())
 }
 
+/// Whether any process of `group` is alive (`kill -0`).
+pub fn process_group_alive(group: u32) -> bool {
+    signal_group("0", group)
+}
+
 impl Drop for Browser {
     fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-KILL", "--", &format!("-{}", self.driver.id())])
-            .stderr(Stdio::null())
-            .status();
-        let _ = self.driver.kill();
+        if !signal_group("KILL", self.process_group()) {
+            let _ = self.driver.kill();
+        }
         let _ = self.driver.wait();
     }
 }

@@ -616,9 +616,10 @@ fn first_in_json<T>(
     if let Some(answer) = found(value) {
         return Some(answer);
     }
-    let mut within = |step: &dyn Fn(&mut String), item: &Value| {
-        let length = path.len();
-        step(path);
+    // Each step appends to `path`; a step that finds nothing takes its
+    // part off again.
+    let length = path.len();
+    let within = |path: &mut String, item: &Value| {
         let answer = first_in_json(item, path, found);
         if answer.is_none() {
             path.truncate(length);
@@ -626,20 +627,16 @@ fn first_in_json<T>(
         answer
     };
     match value {
-        Value::Array(items) => items
-            .iter()
-            .enumerate()
-            .find_map(|(index, item)| within(&|path| path.push_str(&format!("[{index}]")), item)),
+        Value::Array(items) => items.iter().enumerate().find_map(|(index, item)| {
+            path.push_str(&format!("[{index}]"));
+            within(path, item)
+        }),
         Value::Object(fields) => fields.iter().find_map(|(name, field)| {
-            within(
-                &|path| {
-                    if !path.is_empty() {
-                        path.push('.');
-                    }
-                    path.push_str(name);
-                },
-                field,
-            )
+            if length > 0 {
+                path.push('.');
+            }
+            path.push_str(name);
+            within(path, field)
         }),
         _ => None,
     }
