@@ -299,6 +299,14 @@ impl Store {
         let connect = |connections: u32, writes: bool| {
             AnyPoolOptions::new()
                 .max_connections(connections)
+                // Connections are kept for the pool's life, so that sqlx
+                // starts no maintenance task. sqlx 0.9's walks the idle
+                // connections `num_idle()` times, a counter that a return
+                // racing a take wraps below zero: the walk then spins a
+                // runtime thread for good (found spinning after a bench
+                // round; sqlx issue 3645).
+                .idle_timeout(None)
+                .max_lifetime(None)
                 .after_connect(move |conn, _| {
                     Box::pin(async move {
                         if backend == Backend::Sqlite {
@@ -366,5 +374,29 @@ impl Store {
     /// and dispatches (random per start; `GET /readyz` reports it).
     pub fn instance(&self) -> &str {
         &self.owner
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// No pool of the store has sqlx reap its connections: the task that
+    /// would could spin a runtime thread for good (see [`Store::connect`]).
+    #[tokio::test]
+    async fn no_pool_has_a_maintenance_task() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_sqlite(dir.path()).await.unwrap();
+        for pool in [&store.pool, &store.writer] {
+            let options = pool.options();
+            assert_eq!(
+                (
+                    options.get_idle_timeout(),
+                    options.get_max_lifetime(),
+                    options.get_min_connections()
+                ),
+                (None, None, 0)
+            );
+        }
     }
 }
