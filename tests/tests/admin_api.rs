@@ -1906,6 +1906,92 @@ async fn backoff_fixed_delay_and_misfires_follow_the_admins_clock() {
     stack.shutdown().await;
 }
 
+/// A fire the admin wrote is sent under the lease its write gave it: on
+/// time, with no second write to take a lease (one write fewer per run at
+/// rate); sent so late that little of that lease is left, its lease is
+/// taken again first. Leases written are counted by a trigger on the
+/// admin's own SQLite file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fire_sent_on_time_goes_under_its_write_lease_and_a_late_one_renews_it() {
+    let start = next_whole_minute();
+    let (stack, clock) = stack_on_manual_clock(start).await;
+    let api = &stack.api;
+    let pool = sqlx::AnyPool::connect(&format!(
+        "sqlite://{}",
+        stack._data.path().join("admin/cronbox.db").display()
+    ))
+    .await
+    .unwrap();
+    for statement in [
+        "CREATE TABLE lease_taken (run_id INTEGER NOT NULL)",
+        "CREATE TRIGGER count_leases_taken AFTER UPDATE OF lease_until_ms ON run \
+         WHEN NEW.lease_until_ms IS NOT NULL \
+         BEGIN INSERT INTO lease_taken (run_id) VALUES (NEW.id); END",
+    ] {
+        sqlx::query(statement).execute(&pool).await.unwrap();
+    }
+    let leases_taken = |run: i64| {
+        let pool = pool.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM lease_taken WHERE run_id = $1")
+                .bind(run)
+                .fetch_one(&pool)
+                .await
+                .unwrap()
+        }
+    };
+    let job = stack
+        .job(
+            "minutely",
+            "hello",
+            json!({ "schedule_type": "CRON", "schedule_conf": "0 * * * * ?" }),
+        )
+        .await;
+    let (status, _) = api
+        .call(
+            reqwest::Method::POST,
+            &format!("/api/v1/jobs/{job}/start"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200);
+    // Written by the pre-read two seconds ahead, pending until its instant.
+    let clock = &clock;
+    let written = |at: i64| async move {
+        clock.set(at - 2_000);
+        until("the fire is written", || async {
+            api.runs(job)
+                .await
+                .into_iter()
+                .find(|run| run.scheduled_at_ms == at)
+        })
+        .await
+    };
+
+    let on_time = start + 60_000;
+    let run = written(on_time).await;
+    clock.set(on_time);
+    assert_eq!(api.ended(run.id).await.status, RunStatus::Success);
+    assert_eq!(
+        leases_taken(run.id.0).await,
+        0,
+        "sent under its write lease"
+    );
+
+    // Dispatched six seconds after its instant: four seconds of its write
+    // lease (ten) are left, less than a send may need.
+    let late = start + 120_000;
+    let run = written(late).await;
+    clock.set(late + 6_000);
+    assert_eq!(api.ended(run.id).await.status, RunStatus::Success);
+    assert_eq!(
+        leases_taken(run.id.0).await,
+        1,
+        "its lease taken again first"
+    );
+    stack.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn jobs_are_listed_by_filter_and_page() {
     let stack = stack(SchedulerConfig::default()).await;

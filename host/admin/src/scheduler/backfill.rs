@@ -177,7 +177,8 @@ impl Scheduler {
                 if let Some(run_id) = self.store.insert_backfill_run(&run, now).await? {
                     written += 1;
                     let row = planner::written_run(run_id, &job.tenant, &run, now);
-                    self.clone().dispatch_now(row, None);
+                    let leased_until = write_lease_until(row.scheduled_at_ms, now);
+                    self.clone().dispatch_now(row, leased_until, None);
                 }
             }
             let next = chunk.last().copied().unwrap_or_default();

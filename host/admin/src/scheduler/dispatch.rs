@@ -82,6 +82,16 @@ impl Probe for HttpProbe<'_> {
     }
 }
 
+/// The lease runs to dispatch are under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Lease {
+    /// This admin wrote them and holds the lease the write gave each
+    /// (see [`write_lease_until`]).
+    Written,
+    /// Found pending (at start-up, or orphaned by a dead admin): to take.
+    ToTake,
+}
+
 /// What a dispatch reads before routing: the job (`None` if it was
 /// deleted) and its durable state.
 #[derive(Debug)]
@@ -169,8 +179,8 @@ pub(super) fn shard_address(run: &RunRow, addresses: &[String]) -> Option<String
 
 impl Scheduler {
     /// Dispatches `run` at its scheduled instant (at once if it is past).
-    pub fn dispatch_at(self: Arc<Self>, run: RunRow) {
-        self.dispatch_all_at(vec![run]);
+    pub(super) fn dispatch_at(self: Arc<Self>, run: RunRow, lease: Lease) {
+        self.dispatch_all_at(vec![run], lease);
     }
 
     /// Dispatches each run `dispatch_ahead` before its scheduled instant
@@ -179,45 +189,75 @@ impl Scheduler {
     /// (the earliest's) and one read of their jobs and states, so a
     /// thousand jobs firing on the same second cost two queries, not two
     /// thousand, and neither do a thousand fires spread over a second.
-    pub fn dispatch_all_at(self: Arc<Self>, runs: Vec<RunRow>) {
+    pub(super) fn dispatch_all_at(self: Arc<Self>, runs: Vec<RunRow>, lease: Lease) {
         let ahead = self.config.dispatch_ahead.as_millis() as i64;
         for (send_at, runs) in send_windows(runs, ahead) {
             let scheduler = self.clone();
             self.tasks.spawn(async move {
                 scheduler.config.clock.sleep_until(send_at).await;
                 let due = scheduler.in_backlog(runs.len());
-                scheduler.dispatch_group(runs, due).await;
+                scheduler.dispatch_group(runs, lease, due).await;
             });
         }
+    }
+
+    /// The runs among `runs` this admin holds a lease on long enough to
+    /// send them, each with when that lease runs out: those it wrote whose
+    /// write lease has [`LEASE_LEFT_TO_SEND_MS`] left as they are, the
+    /// others only if it takes their leases now (in one write). With
+    /// several admins, a run whose admin died is so taken over by exactly
+    /// one other.
+    async fn leased(&self, runs: Vec<RunRow>, lease: Lease) -> Vec<(RunRow, i64)> {
+        let now = self.now_ms();
+        let (mut held, to_take): (Vec<_>, Vec<_>) = runs
+            .into_iter()
+            .map(|run| {
+                let until = match lease {
+                    Lease::Written => write_lease_until(run.scheduled_at_ms, run.created_at_ms),
+                    Lease::ToTake => now,
+                };
+                (run, until)
+            })
+            .partition(|(_, until)| until - now >= LEASE_LEFT_TO_SEND_MS);
+        if to_take.is_empty() {
+            return held;
+        }
+        let ids: Vec<(RunId, i64)> = to_take
+            .iter()
+            .map(|(run, _)| (run.id, run.scheduled_at_ms))
+            .collect();
+        match self.store.take_leases(&ids, now).await {
+            Ok(taken) => {
+                let taken: std::collections::HashSet<RunId> = taken.into_iter().collect();
+                held.extend(
+                    to_take
+                        .into_iter()
+                        .filter(|(run, _)| taken.contains(&run.id))
+                        .map(|(run, _)| (run, now + DISPATCH_LEASE_MS)),
+                );
+            }
+            Err(error) => {
+                // Left pending: taken over once their lease runs out.
+                tracing::warn!(%error, count = ids.len(), "cannot take the leases of due runs");
+            }
+        }
+        held
     }
 
     /// Reads what the runs' dispatches need in one go, then dispatches each
     /// in its pool. `due` counts the runs in the backlog; each run's task
     /// takes its share.
-    pub(super) async fn dispatch_group(self: Arc<Self>, runs: Vec<RunRow>, mut due: InBacklog) {
-        // Only runs this admin holds the lease of: with several admins, a
-        // run whose admin died is taken over by exactly one other.
-        let ids: Vec<(RunId, i64)> = runs
-            .iter()
-            .map(|run| (run.id, run.scheduled_at_ms))
-            .collect();
-        let runs: Vec<RunRow> = match self.store.take_leases(&ids, self.now_ms()).await {
-            Ok(taken) => {
-                let taken: std::collections::HashSet<RunId> = taken.into_iter().collect();
-                runs.into_iter()
-                    .filter(|run| taken.contains(&run.id))
-                    .collect()
-            }
-            Err(error) => {
-                // Left pending: taken over once their lease runs out.
-                tracing::warn!(%error, count = ids.len(), "cannot take the leases of due runs");
-                return;
-            }
-        };
+    pub(super) async fn dispatch_group(
+        self: Arc<Self>,
+        runs: Vec<RunRow>,
+        lease: Lease,
+        mut due: InBacklog,
+    ) {
+        let runs = self.leased(runs, lease).await;
         if runs.is_empty() {
             return;
         }
-        let mut job_ids: Vec<JobId> = runs.iter().map(|run| run.job_id).collect();
+        let mut job_ids: Vec<JobId> = runs.iter().map(|(run, _)| run.job_id).collect();
         job_ids.sort_unstable();
         job_ids.dedup();
         let read = async {
@@ -230,18 +270,20 @@ impl Scheduler {
             Err(error) => {
                 // Each dispatch reads for itself instead.
                 tracing::warn!(%error, "cannot read the jobs of a group of fires");
-                for run in runs {
+                for (run, leased_until) in runs {
                     let scheduler = self.clone();
                     let due = due.take_one();
                     self.tasks.spawn(async move {
-                        scheduler.dispatch_in_pool(&run, None, None).await;
+                        scheduler
+                            .dispatch_in_pool(&run, leased_until, None, None)
+                            .await;
                         drop(due);
                     });
                 }
                 return;
             }
         };
-        for run in runs {
+        for (run, leased_until) in runs {
             let prepared = Prepared {
                 job: jobs.get(&run.job_id).cloned(),
                 state: states.get(&run.job_id).cloned().unwrap_or_default(),
@@ -249,7 +291,9 @@ impl Scheduler {
             let scheduler = self.clone();
             let due = due.take_one();
             self.tasks.spawn(async move {
-                scheduler.dispatch_in_pool(&run, Some(prepared), None).await;
+                scheduler
+                    .dispatch_in_pool(&run, leased_until, Some(prepared), None)
+                    .await;
                 drop(due);
             });
         }
@@ -265,10 +309,12 @@ impl Scheduler {
         }
     }
 
-    /// Dispatches in the job's pool (fast or slow), timing it.
+    /// Dispatches in the job's pool (fast or slow), timing it. `leased_until`
+    /// is when this admin's lease on the run runs out.
     pub(super) async fn dispatch_in_pool(
         self: &Arc<Self>,
         run: &RunRow,
+        leased_until: i64,
         prepared: Option<Prepared>,
         addresses: Option<Vec<String>>,
     ) {
@@ -282,13 +328,12 @@ impl Scheduler {
         } else {
             &self.fast_slots
         };
-        let waited = std::time::Instant::now();
         let Ok(_slot) = slots.clone().acquire_owned().await else {
             return;
         };
-        // A long wait for a slot may have outlived the run's lease: renew
+        // A long wait for a slot may have used up the run's lease: renew
         // it, or leave the run to the admin that took it over.
-        if waited.elapsed() > Duration::from_millis(crate::store::DISPATCH_LEASE_MS as u64 / 2) {
+        if leased_until - self.now_ms() < LEASE_LEFT_TO_SEND_MS {
             match self
                 .store
                 .take_leases(&[(run.id, run.scheduled_at_ms)], self.now_ms())
@@ -465,14 +510,15 @@ impl Scheduler {
     /// progress, keeping its lease, then dispatches it; gives up if the
     /// run stops being pending (its job stopped, killed or deleted).
     async fn hold_until_alone(self: Arc<Self>, run: RunRow) {
-        loop {
+        let leased_until = loop {
             self.config
                 .clock
                 .sleep_until(self.now_ms() + HOLD_CHECK_MS)
                 .await;
+            let now = self.now_ms();
             match self
                 .store
-                .take_leases(&[(run.id, run.scheduled_at_ms)], self.now_ms())
+                .take_leases(&[(run.id, run.scheduled_at_ms)], now)
                 .await
             {
                 Ok(taken) if taken == [run.id] => {}
@@ -483,15 +529,15 @@ impl Scheduler {
                 }
             }
             match self.store.running_runs(run.job_id).await {
-                Ok(running) if running.is_empty() => break,
+                Ok(running) if running.is_empty() => break now + DISPATCH_LEASE_MS,
                 Ok(_) => {}
                 Err(error) => {
                     tracing::warn!(run = %run.id, %error, "cannot read a held run's job");
                     return;
                 }
             }
-        }
-        self.dispatch_now(run, None);
+        };
+        self.dispatch_now(run, leased_until, None);
     }
 
     /// The live addresses of `group` now (registered and beating, or the
@@ -793,7 +839,8 @@ impl Scheduler {
             .await?;
         if let Some(run) = self.store.run(id).await? {
             // Written with this admin's lease, so no other admin sends it.
-            self.clone().dispatch_now(run, addresses);
+            let leased_until = write_lease_until(run.scheduled_at_ms, run.created_at_ms);
+            self.clone().dispatch_now(run, leased_until, addresses);
         }
         Ok(id)
     }
@@ -801,10 +848,18 @@ impl Scheduler {
     /// Dispatches `run` at once in its pool, to `addresses` if given.
     /// (A plain function: a trigger dispatches, and a dispatch can end a
     /// run and trigger children, so an async one would contain itself.)
-    pub(super) fn dispatch_now(self: Arc<Self>, run: RunRow, addresses: Option<Vec<String>>) {
+    pub(super) fn dispatch_now(
+        self: Arc<Self>,
+        run: RunRow,
+        leased_until: i64,
+        addresses: Option<Vec<String>>,
+    ) {
         let scheduler = self.clone();
-        self.tasks
-            .spawn(async move { scheduler.dispatch_in_pool(&run, None, addresses).await });
+        self.tasks.spawn(async move {
+            scheduler
+                .dispatch_in_pool(&run, leased_until, None, addresses)
+                .await
+        });
     }
 }
 

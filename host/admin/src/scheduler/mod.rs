@@ -36,8 +36,8 @@ use crate::model::{JobId, MisfirePolicy, RunId};
 use crate::routing::{Probe, Route, RouteStrategy, Router};
 use crate::schedule::{Rules, Schedule};
 use crate::store::{
-    DispatchMark, JobRow, JobState, NewRun, RunEnd, RunRow, RunStatus, Store, StoreError,
-    outcome_is_deliberate,
+    DISPATCH_LEASE_MS, DispatchMark, JobRow, JobState, LEASE_LEFT_TO_SEND_MS, NewRun, RunEnd,
+    RunRow, RunStatus, Store, StoreError, outcome_is_deliberate, write_lease_until,
 };
 use crate::tasks::Tasks;
 
@@ -273,7 +273,7 @@ impl Scheduler {
                         "recovering runs written but not dispatched"
                     );
                 }
-                self.clone().dispatch_all_at(pending);
+                self.clone().dispatch_all_at(pending, Lease::ToTake);
             }
             Err(error) => tracing::error!(%error, "cannot read pending runs"),
         }
@@ -293,7 +293,7 @@ impl Scheduler {
                             count = orphans.len(),
                             "taking over runs whose admin did not dispatch them"
                         );
-                        self.clone().dispatch_all_at(orphans);
+                        self.clone().dispatch_all_at(orphans, Lease::ToTake);
                     }
                     Ok(_) => {}
                     Err(error) => tracing::warn!(%error, "orphaned-run check failed"),

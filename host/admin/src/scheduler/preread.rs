@@ -64,7 +64,7 @@ impl Scheduler {
                 for claim in &claimed {
                     self.collect_written(&claim.job, &claim.written, now, &mut written);
                 }
-                self.clone().dispatch_all_at(written);
+                self.clone().dispatch_all_at(written, Lease::Written);
                 if count < batch {
                     break;
                 }

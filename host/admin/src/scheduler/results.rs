@@ -228,7 +228,7 @@ impl Scheduler {
         };
         let id = self.store.insert_run(&retry, self.now_ms()).await?;
         if let Some(run) = self.store.run(id).await? {
-            self.clone().dispatch_at(run);
+            self.clone().dispatch_at(run, Lease::Written);
         }
         Ok(())
     }

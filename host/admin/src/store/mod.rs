@@ -51,6 +51,7 @@ pub use rows::{
     ClaimedJob, DailyReport, DispatchMark, JobFilter, JobRow, JobState, NewRun, RunCharge, RunEnd,
     RunFilter, RunRow,
 };
+pub use runs::write_lease_until;
 pub use users::{Principal, StoredUser};
 // Shared by the aggregates' files (each imports `super::*`).
 use rows::{decode_due_jobs, job_from_row, run_from_row, scheduled_range};
@@ -147,12 +148,18 @@ impl Drop for Checkpointer {
 }
 
 /// How long after its scheduled time the admin that wrote a fire keeps the
-/// sole right to dispatch it.
-pub const WRITE_LEASE_MS: i64 = 5_000;
+/// sole right to dispatch it: as long as a dispatch's lease, so that a
+/// fire sent on time goes under the lease its write gave it, with no
+/// second write to take one.
+pub const WRITE_LEASE_MS: i64 = DISPATCH_LEASE_MS;
 
 /// How long a dispatch holds its run (the send's timeout, and time to
 /// record it).
 pub const DISPATCH_LEASE_MS: i64 = 10_000;
+
+/// The least a run's lease must have left when its dispatch is sent (or
+/// the lease is taken again first): time to send it and record it.
+pub const LEASE_LEFT_TO_SEND_MS: i64 = DISPATCH_LEASE_MS / 2;
 
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 

@@ -440,12 +440,13 @@ fn bind_new_run<'q>(
         .bind(&run.module_digest)
         .bind(now_ms)
         .bind(owner)
-        .bind(write_lease_until(run, now_ms))
+        .bind(write_lease_until(run.scheduled_at_ms, now_ms))
 }
 
-/// When the lease of the admin that writes `run` at `now_ms` runs out.
-fn write_lease_until(run: &NewRun, now_ms: i64) -> i64 {
-    run.scheduled_at_ms.max(now_ms) + WRITE_LEASE_MS
+/// When the lease of the admin that writes a run scheduled at
+/// `scheduled_at_ms` at `written_at_ms` (its `created_at_ms`) runs out.
+pub fn write_lease_until(scheduled_at_ms: i64, written_at_ms: i64) -> i64 {
+    scheduled_at_ms.max(written_at_ms) + WRITE_LEASE_MS
 }
 
 /// The class of PostgreSQL's two-key advisory locks a state commit takes
@@ -543,7 +544,7 @@ pub(super) async fn insert_fires(
                 attempt: run.attempt,
                 param: &run.param,
                 digest: &run.module_digest,
-                lease_until: write_lease_until(run, now_ms),
+                lease_until: write_lease_until(run.scheduled_at_ms, now_ms),
             })
             .collect();
         let query = sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
