@@ -142,6 +142,19 @@ impl Stack {
         self.job_as(API, name, module, extra).await
     }
 
+    /// A job running `hello` on the minute (`0 * * * * ?`), started.
+    async fn started_minutely_hello(&self) -> JobId {
+        let job = self
+            .job(
+                "minutely",
+                "hello",
+                json!({ "schedule_type": "CRON", "schedule_conf": "0 * * * * ?" }),
+            )
+            .await;
+        self.api.api.start_job(job).await.unwrap();
+        job
+    }
+
     async fn job_as(&self, token: &str, name: &str, module: &str, extra: Value) -> JobId {
         let api = self.api.with_token(token);
         api.job(name, jobs::bytes(module), extra).await
@@ -1940,21 +1953,7 @@ async fn a_fire_sent_on_time_goes_under_its_write_lease_and_a_late_one_renews_it
                 .unwrap()
         }
     };
-    let job = stack
-        .job(
-            "minutely",
-            "hello",
-            json!({ "schedule_type": "CRON", "schedule_conf": "0 * * * * ?" }),
-        )
-        .await;
-    let (status, _) = api
-        .call(
-            reqwest::Method::POST,
-            &format!("/api/v1/jobs/{job}/start"),
-            None,
-        )
-        .await;
-    assert_eq!(status, 200);
+    let job = stack.started_minutely_hello().await;
     // Written by the pre-read two seconds ahead, pending until its instant.
     let clock = &clock;
     let written = |at: i64| async move {
@@ -2534,14 +2533,7 @@ async fn a_paused_job_says_who_and_why_and_resumes_by_itself() {
     let start = next_whole_minute();
     let (stack, clock) = stack_on_manual_clock(start).await;
     let api = &stack.api;
-    let job = stack
-        .job(
-            "minutely",
-            "hello",
-            json!({ "schedule_type": "CRON", "schedule_conf": "0 * * * * ?" }),
-        )
-        .await;
-    api.api.start_job(job).await.unwrap();
+    let job = stack.started_minutely_hello().await;
     let path = format!("/api/v1/jobs/{job}/pause");
     let pause = |body: Value| api.call(reqwest::Method::POST, &path, Some(body));
 
