@@ -1978,7 +1978,7 @@ async fn a_fire_sent_on_time_goes_under_its_write_lease_and_a_late_one_renews_it
     );
 
     // Dispatched six seconds after its instant: four seconds of its write
-    // lease (ten) are left, less than a send may need.
+    // lease (ten) are left, less than taking the lease gives.
     let late = start + 120_000;
     let run = written(late).await;
     clock.set(late + 6_000);

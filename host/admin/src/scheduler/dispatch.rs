@@ -333,7 +333,7 @@ impl Scheduler {
         };
         // A long wait for a slot may have used up the run's lease: renew
         // it, or leave the run to the admin that took it over.
-        if leased_until - self.now_ms() < LEASE_LEFT_TO_SEND_MS {
+        if leased_until - self.now_ms() < RENEW_LEASE_BELOW_MS {
             match self
                 .store
                 .take_leases(&[(run.id, run.scheduled_at_ms)], self.now_ms())

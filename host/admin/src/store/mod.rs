@@ -157,9 +157,15 @@ pub const WRITE_LEASE_MS: i64 = DISPATCH_LEASE_MS;
 /// record it).
 pub const DISPATCH_LEASE_MS: i64 = 10_000;
 
-/// The least a run's lease must have left when its dispatch is sent (or
-/// the lease is taken again first): time to send it and record it.
-pub const LEASE_LEFT_TO_SEND_MS: i64 = DISPATCH_LEASE_MS / 2;
+/// The least a run's write lease must have left for its dispatch to go
+/// out under it (or the lease is taken again first): what taking it would
+/// give, so that a send never has less time to be recorded than a taken
+/// lease allows. A fire sent on time has its whole write lease left.
+pub const LEASE_LEFT_TO_SEND_MS: i64 = DISPATCH_LEASE_MS;
+
+/// A dispatch whose wait for a slot left its lease with less than this
+/// renews it before sending (or leaves the run to whoever took it).
+pub const RENEW_LEASE_BELOW_MS: i64 = DISPATCH_LEASE_MS / 2;
 
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 
