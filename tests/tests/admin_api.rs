@@ -1977,11 +1977,11 @@ async fn a_fire_sent_on_time_goes_under_its_write_lease_and_a_late_one_renews_it
         "sent under its write lease"
     );
 
-    // Dispatched six seconds after its instant: four seconds of its write
-    // lease (ten) are left, less than taking the lease gives.
+    // Dispatched eight seconds after its instant: seven seconds of its
+    // write lease (fifteen) are left, less than taking the lease gives.
     let late = start + 120_000;
     let run = written(late).await;
-    clock.set(late + 6_000);
+    clock.set(late + 8_000);
     assert_eq!(api.ended(run.id).await.status, RunStatus::Success);
     assert_eq!(
         leases_taken(run.id.0).await,

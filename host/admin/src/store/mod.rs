@@ -148,10 +148,10 @@ impl Drop for Checkpointer {
 }
 
 /// How long after its scheduled time the admin that wrote a fire keeps the
-/// sole right to dispatch it: as long as a dispatch's lease, so that a
-/// fire sent on time goes under the lease its write gave it, with no
-/// second write to take one.
-pub const WRITE_LEASE_MS: i64 = DISPATCH_LEASE_MS;
+/// sole right to dispatch it: a dispatch's lease and 5 s more, so that a
+/// fire sent on time, or up to 5 s late, goes under the lease its write
+/// gave it with no second write to take one.
+pub const WRITE_LEASE_MS: i64 = DISPATCH_LEASE_MS + 5_000;
 
 /// How long a dispatch holds its run (the send's timeout, and time to
 /// record it).
