@@ -233,21 +233,24 @@ async fn round(job_count: usize, seconds: i64, backend: &Backend, arrival: Arriv
         }
     }
     if std::env::var_os("CRONBOX_BENCH_DEBUG").is_some() {
-        // Per planned second of the window: the latest start, and the
-        // latest dispatch (negative: sent ahead), both past the fire's time.
-        let mut worst: std::collections::BTreeMap<i64, (i64, i64)> = Default::default();
+        // Per planned second of the window: the latest write, dispatch and
+        // start past the fire's time (negative: ahead of it).
+        let mut worst: std::collections::BTreeMap<i64, (i64, i64, i64)> = Default::default();
         for run in runs.iter().filter(|run| planned(run) < end) {
-            let entry = worst
-                .entry((planned(run) - begin) / 1000)
-                .or_insert((i64::MIN, i64::MIN));
-            if let Some(started) = run.started_at_ms {
-                entry.0 = entry.0.max(started - run.scheduled_at_ms);
-            }
+            let entry = worst.entry((planned(run) - begin) / 1000).or_insert((
+                i64::MIN,
+                i64::MIN,
+                i64::MIN,
+            ));
+            entry.0 = entry.0.max(run.created_at_ms - run.scheduled_at_ms);
             if let Some(sent) = run.dispatched_at_ms {
                 entry.1 = entry.1.max(sent - run.scheduled_at_ms);
             }
+            if let Some(started) = run.started_at_ms {
+                entry.2 = entry.2.max(started - run.scheduled_at_ms);
+            }
         }
-        eprintln!("debug: second → (latest start, latest dispatch) past the fire: {worst:?}");
+        eprintln!("debug: second → (latest write, dispatch, start) past the fire: {worst:?}");
         let all: Vec<_> = store
             .runs_of_job(cronbox_admin::store::JobId(ids[0]))
             .await

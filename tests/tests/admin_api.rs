@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use cronbox_admin::clock::{Clock, ManualClock};
 use cronbox_admin::{AdminConfig, Database, SchedulerConfig};
-use cronbox_api::{ErrorCode, JobBatch, JobId, JobSpec, Run, RunStatus, TriggerKind};
+use cronbox_api::{ErrorCode, JobBatch, JobId, JobSpec, Run, RunId, RunStatus, TriggerKind};
 use cronbox_example_jobs as jobs;
 use cronbox_executor::ExecutorConfig;
 use cronbox_tests::{AdminClient, PostgresServer, WebhookReceiver, until};
@@ -1988,6 +1988,58 @@ async fn a_fire_sent_on_time_goes_under_its_write_lease_and_a_late_one_renews_it
         1,
         "its lease taken again first"
     );
+    stack.shutdown().await;
+}
+
+/// The pre-read reads only the columns it plans fires with, so a job whose
+/// stored row is damaged in another (here its route, an unknown name) still
+/// has its fire written: the dispatch, which reads the whole job, ends that
+/// run naming the column and stops the job, instead of leaving the run to
+/// be taken over and fail again for ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fire_of_a_job_whose_row_does_not_decode_ends_and_stops_the_job() {
+    let start = next_whole_minute();
+    let (stack, clock) = stack_on_manual_clock(start).await;
+    let api = &stack.api;
+    let pool = sqlx::AnyPool::connect(&format!(
+        "sqlite://{}",
+        stack._data.path().join("admin/cronbox.db").display()
+    ))
+    .await
+    .unwrap();
+    let job = stack.started_minutely_hello().await;
+    sqlx::query("UPDATE job SET route = 'SIDEWAYS' WHERE id = $1")
+        .bind(job.0)
+        .execute(&pool)
+        .await
+        .unwrap();
+    let fire = start + 60_000;
+    clock.set(fire);
+    let run = until("the fire is written", || async {
+        sqlx::query_scalar::<_, i64>(
+            "SELECT id FROM run WHERE job_id = $1 AND scheduled_at_ms = $2",
+        )
+        .bind(job.0)
+        .bind(fire)
+        .fetch_optional(&pool)
+        .await
+        .unwrap()
+    })
+    .await;
+    let ended = api.ended(RunId(run)).await;
+    assert_eq!(ended.status, RunStatus::Failed);
+    let message = ended.message.unwrap_or_default();
+    assert!(
+        message.contains("route") && message.contains("SIDEWAYS"),
+        "{message}"
+    );
+    let (enabled, next_fire): (i64, Option<i64>) =
+        sqlx::query_as("SELECT enabled, next_fire_at_ms FROM job WHERE id = $1")
+            .bind(job.0)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!((enabled, next_fire), (0, None), "the job is stopped");
     stack.shutdown().await;
 }
 

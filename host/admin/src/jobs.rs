@@ -345,9 +345,14 @@ fn checked_rules(
 
 /// The rules of a stored job.
 pub fn rules_of(job: &JobRow) -> Rules {
-    let zone = job.time_zone.parse().unwrap_or(chrono_tz::Tz::UTC);
-    Rules::parse(&job.schedule_rules, zone, job.id.0).unwrap_or_else(|_| Rules {
-        seed: job.id.0,
+    stored_rules(&job.schedule_rules, &job.time_zone, job.id)
+}
+
+/// The rules `rules` of job `id` stored with `time_zone`.
+pub fn stored_rules(rules: &cronbox_api::ScheduleRules, time_zone: &str, id: JobId) -> Rules {
+    let zone = time_zone.parse().unwrap_or(chrono_tz::Tz::UTC);
+    Rules::parse(rules, zone, id.0).unwrap_or_else(|_| Rules {
+        seed: id.0,
         zone: Some(zone),
         ..Rules::default()
     })

@@ -5,9 +5,9 @@
 use std::collections::HashMap;
 
 use cronbox_admin::store::{
-    AlarmState, DayUsage, Digest, DispatchMark, JobId, JobRow, Moved, NewRun, QUOTA_EXCEEDED,
-    RunCharge, RunEnd, RunFilter, RunId, RunStatus, STATE_UNSTORABLE, Store, StoreError,
-    TenantUsage, VersionPush,
+    AlarmState, DayUsage, Digest, DispatchMark, DueJob, JobId, JobRow, Moved, NewRun,
+    QUOTA_EXCEEDED, RunCharge, RunEnd, RunFilter, RunId, RunStatus, STATE_UNSTORABLE, Store,
+    StoreError, TenantUsage, VersionPush,
 };
 use cronbox_admin::store::{ExecutorLoad, Principal};
 use cronbox_api::{Role, User};
@@ -69,7 +69,7 @@ fn fire(job_id: JobId, at: i64) -> NewRun {
 async fn claim(
     store: &Store,
     until_ms: i64,
-    plan: impl Fn(&JobRow) -> (Vec<NewRun>, Option<i64>),
+    plan: impl Fn(&DueJob) -> (Vec<NewRun>, Option<i64>),
 ) -> Vec<(JobId, Vec<Option<RunId>>)> {
     store
         .claim_due_batch(until_ms, 100, 10, |job| Some(plan(job)))
@@ -1420,14 +1420,16 @@ async fn a_corrupt_stored_value_is_an_error_not_a_default() {
     sqlx::any::install_default_drivers();
     let url = format!("sqlite://{}", dir.path().join("cronbox.db").display());
     let raw = sqlx::AnyPool::connect(&url).await.unwrap();
-    sqlx::query("UPDATE job SET route = 'SIDEWAYS' WHERE id = $1")
+    sqlx::query("UPDATE job SET misfire = 'SIDEWAYS' WHERE id = $1")
         .bind(corrupt)
         .execute(&raw)
         .await
         .unwrap();
-    let error = store.job(corrupt).await.unwrap_err().to_string();
+    let error = store.job(corrupt).await.unwrap_err();
+    assert!(error.is_undecodable_row(), "{error}");
+    let error = error.to_string();
     assert!(
-        error.contains("route") && error.contains("SIDEWAYS"),
+        error.contains("misfire") && error.contains("SIDEWAYS"),
         "{error}"
     );
     let due = claim(&store, 10_000, |_| (Vec::new(), None)).await;

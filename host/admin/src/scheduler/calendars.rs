@@ -68,6 +68,15 @@ impl Scheduler {
         )
     }
 
+    /// [`Scheduler::rules_of`] a job the pre-read claimed.
+    pub(super) fn rules_of_due(&self, job: &DueJob) -> Rules {
+        self.with_calendars(
+            crate::jobs::stored_rules(&job.schedule_rules, &job.time_zone, job.id),
+            &job.tenant,
+            &job.schedule_rules.calendars,
+        )
+    }
+
     /// `rules` with the dates of `tenant`'s calendars `names` excluded too
     /// (a name the tenant has no calendar of adds nothing).
     pub fn with_calendars(&self, mut rules: Rules, tenant: &str, names: &[String]) -> Rules {

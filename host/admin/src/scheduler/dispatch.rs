@@ -357,6 +357,27 @@ impl Scheduler {
             .record(run.job_id, started.elapsed(), self.now_ms());
     }
 
+    /// Ends `run` of a job whose stored row does not decode (the pre-read
+    /// reads only the columns it plans with, so another column's damage is
+    /// found here), and stops the job: every later fire would end the same.
+    async fn stop_undecodable_job(
+        self: &Arc<Self>,
+        run: &RunRow,
+        error: &StoreError,
+    ) -> Result<(), StoreError> {
+        tracing::error!(job = %run.job_id, %error, "job row does not decode; job stopped");
+        self.metrics.dispatch_failures.inc();
+        // Ended without what follows an end (retries, children, alarms):
+        // they are the job's settings, and those do not decode.
+        let message = format!("the job's stored row does not decode: {error}");
+        let end = RunEnd::failed(run.id, "rejected", &message, self.now_ms());
+        if self.store.finish_run(&end).await?.is_some() {
+            self.metrics.run_ended("rejected");
+        }
+        self.store.stop_job(run.job_id, self.now_ms()).await?;
+        Ok(())
+    }
+
     /// Routes and sends a run; records the trigger failure as the run's end.
     /// Reads the job and its state unless `prepared` brings them.
     pub(super) async fn dispatch(
@@ -368,9 +389,14 @@ impl Scheduler {
         let now = self.now_ms();
         let Prepared { job, state } = match prepared {
             Some(prepared) => prepared,
-            None => Prepared {
-                job: self.store.job(run.job_id).await?,
-                state: self.store.job_state(run.job_id).await?,
+            None => match self.store.job(run.job_id).await {
+                Err(error) if error.is_undecodable_row() => {
+                    return self.stop_undecodable_job(run, &error).await;
+                }
+                job => Prepared {
+                    job: job?,
+                    state: self.store.job_state(run.job_id).await?,
+                },
             },
         };
         let Some(job) = job else {

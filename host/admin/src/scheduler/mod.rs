@@ -36,7 +36,7 @@ use crate::model::{JobId, MisfirePolicy, RunId};
 use crate::routing::{Probe, Route, RouteStrategy, Router};
 use crate::schedule::{Rules, Schedule};
 use crate::store::{
-    DISPATCH_LEASE_MS, DispatchMark, JobRow, JobState, LEASE_LEFT_TO_SEND_MS, NewRun,
+    DISPATCH_LEASE_MS, DispatchMark, DueJob, JobRow, JobState, LEASE_LEFT_TO_SEND_MS, NewRun,
     RENEW_LEASE_BELOW_MS, RunEnd, RunRow, RunStatus, Store, StoreError, outcome_is_deliberate,
     write_lease_until,
 };

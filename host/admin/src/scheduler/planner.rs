@@ -7,13 +7,13 @@ use super::*;
 /// fire after them; `None` (logged) when its schedule cannot be read, and
 /// the job is to be stopped.
 pub(super) fn plan_job(
-    job: &JobRow,
+    job: &DueJob,
     rules: &Rules,
     now: i64,
     horizon: i64,
 ) -> Option<(Vec<NewRun>, Option<i64>)> {
     let expected = job.next_fire_at_ms?;
-    let schedule = match schedule_of(job) {
+    let schedule = match Schedule::parse(job.schedule_type, &job.schedule_conf, &job.time_zone) {
         Ok(schedule) => schedule,
         Err(error) => {
             tracing::error!(job = %job.id, %error, "unparseable schedule; job stopped");
@@ -25,10 +25,10 @@ pub(super) fn plan_job(
 }
 
 /// The runs to write for `job`'s planned fires.
-pub(super) fn new_runs(job: &JobRow, fires: &[(i64, TriggerKind)]) -> Vec<NewRun> {
+pub(super) fn new_runs(job: &DueJob, fires: &[(i64, TriggerKind)]) -> Vec<NewRun> {
     fires
         .iter()
-        .map(|(at, kind)| NewRun::of_job(job, *kind, *at))
+        .map(|(at, kind)| NewRun::of_due_job(job, *kind, *at))
         .collect()
 }
 
@@ -66,7 +66,7 @@ pub(super) fn written_run(id: RunId, tenant: &str, run: &NewRun, now: i64) -> Ru
 /// fire's run is written for its planned instant plus its jitter), and its
 /// next fire after them.
 pub fn plan_fires(
-    job: &JobRow,
+    job: &DueJob,
     schedule: &Schedule,
     rules: &Rules,
     expected: i64,
@@ -164,14 +164,15 @@ mod tests {
             let schedule = schedule_of(&job).unwrap_or_else(|error| panic!("{error}"));
             // A 4 s stall: the four missed fires run, then the due ones.
             let rules = Rules::default();
-            let (fires, next) = plan_fires(&job, &schedule, &rules, now - 4_000, now, horizon);
+            let due = DueJob::from(&job);
+            let (fires, next) = plan_fires(&due, &schedule, &rules, now - 4_000, now, horizon);
             let expected: Vec<(i64, TriggerKind)> = (-4..=1)
                 .map(|second| (now + second * 1_000, TriggerKind::Schedule))
                 .collect();
             assert_eq!(fires, expected, "{misfire}");
             assert_eq!(next, Some(now + 2_000));
             // A 6 s stall is past the 5 s threshold.
-            let (fires, next) = plan_fires(&job, &schedule, &rules, now - 6_000, now, horizon);
+            let (fires, next) = plan_fires(&due, &schedule, &rules, now - 6_000, now, horizon);
             let expected: Vec<(i64, TriggerKind)> = match misfire {
                 MisfirePolicy::DoNothing => vec![],
                 MisfirePolicy::FireOnceNow => vec![(now, TriggerKind::Misfire)],

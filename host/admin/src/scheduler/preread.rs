@@ -56,13 +56,13 @@ impl Scheduler {
                 let claimed = self
                     .store
                     .claim_due_batch(until, batch as i64, now, |job| {
-                        plan_job(job, &self.rules_of(job), now, until)
+                        plan_job(job, &self.rules_of_due(job), now, until)
                     })
                     .await?;
                 let count = claimed.len();
                 let mut written = Vec::new();
                 for claim in &claimed {
-                    self.collect_written(&claim.job, &claim.written, now, &mut written);
+                    self.collect_written(&claim.job.tenant, &claim.written, now, &mut written);
                 }
                 self.clone().dispatch_all_at(written, Lease::Written);
                 if count < batch {
@@ -74,10 +74,11 @@ impl Scheduler {
         Ok(())
     }
 
-    /// The rows of the fires just written for `job` (counted), to dispatch.
+    /// The rows of the fires just written for a job of `tenant` (counted),
+    /// to dispatch.
     pub(super) fn collect_written(
         &self,
-        job: &JobRow,
+        tenant: &str,
         fires: &[(Option<RunId>, NewRun)],
         now: i64,
         written: &mut Vec<RunRow>,
@@ -85,7 +86,7 @@ impl Scheduler {
         for (id, fire) in fires {
             if let Some(id) = id {
                 self.metrics.fires.inc();
-                written.push(written_run(*id, &job.tenant, fire, now));
+                written.push(written_run(*id, tenant, fire, now));
             }
         }
     }

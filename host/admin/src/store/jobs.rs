@@ -433,13 +433,13 @@ impl Store {
         until_ms: i64,
         limit: i64,
         now_ms: i64,
-        mut plan: impl FnMut(&JobRow) -> Option<(Vec<NewRun>, Option<i64>)>,
+        mut plan: impl FnMut(&DueJob) -> Option<(Vec<NewRun>, Option<i64>)>,
     ) -> Result<Vec<ClaimedJob>, StoreError> {
         macro_rules! due {
             ($lock:literal) => {
                 concat!(
                     "SELECT ",
-                    job_columns!(),
+                    due_job_columns!(),
                     " FROM job WHERE enabled = 1 AND next_fire_at_ms IS NOT NULL \
                      AND next_fire_at_ms <= $1 ORDER BY next_fire_at_ms LIMIT $2",
                     $lock
@@ -456,8 +456,7 @@ impl Store {
             .bind(limit)
             .fetch_all(&mut *tx)
             .await?;
-        let (mut jobs, mut stopped) = decode_due_jobs(&rows);
-        attach_children(&mut tx, &mut jobs).await?;
+        let (jobs, mut stopped) = decode_due_jobs(&rows);
         // Each statement below covers the whole batch: a statement per job
         // or fire was a round trip to the database each.
         let mut moves = Vec::with_capacity(jobs.len());

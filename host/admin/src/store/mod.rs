@@ -48,8 +48,8 @@ pub use partitions::{PartitionChanges, RunPartition};
 pub use quotas::{DAY_MS, DayUsage, TenantUsage};
 pub use registry::{ExecutorLoad, RegisteredExecutor};
 pub use rows::{
-    ClaimedJob, DailyReport, DispatchMark, JobFilter, JobRow, JobState, NewRun, RunCharge, RunEnd,
-    RunFilter, RunRow,
+    ClaimedJob, DailyReport, DispatchMark, DueJob, JobFilter, JobRow, JobState, NewRun, RunCharge,
+    RunEnd, RunFilter, RunRow,
 };
 pub use runs::write_lease_until;
 pub use users::{Principal, StoredUser};
@@ -81,6 +81,15 @@ pub enum StoreError {
     /// concurrent update cannot slip one past the check before it).
     #[error("child jobs would form a cycle through job {0}")]
     ChildCycle(JobId),
+}
+
+impl StoreError {
+    /// A stored row holds a value its column's type does not decode (an
+    /// unknown enum name, JSON that does not parse): reading it again
+    /// fails the same way.
+    pub fn is_undecodable_row(&self) -> bool {
+        matches!(self, StoreError::Database(sqlx::Error::ColumnDecode { .. }))
+    }
 }
 
 /// Which engine the store runs on.
