@@ -2043,6 +2043,83 @@ async fn a_fire_of_a_job_whose_row_does_not_decode_ends_and_stops_the_job() {
     stack.shutdown().await;
 }
 
+/// A pre-read that keeps up claims a job for its fires one second past
+/// its window as well: an every-second job is claimed (its row read, its
+/// next fire moved) once for every two fires written. Moves are counted by
+/// a trigger on the admin's SQLite file; the clock is advanced a second at
+/// a time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_firing_every_second_is_claimed_once_for_two_fires() {
+    let start = next_whole_minute();
+    let (stack, clock) = stack_on_manual_clock(start).await;
+    let pool = sqlx::AnyPool::connect(&format!(
+        "sqlite://{}",
+        stack._data.path().join("admin/cronbox.db").display()
+    ))
+    .await
+    .unwrap();
+    for statement in [
+        "CREATE TABLE next_fire_moved (job_id INTEGER NOT NULL)",
+        "CREATE TRIGGER count_next_fire_moves AFTER UPDATE OF next_fire_at_ms ON job \
+         WHEN NEW.next_fire_at_ms IS NOT OLD.next_fire_at_ms \
+         BEGIN INSERT INTO next_fire_moved (job_id) VALUES (NEW.id); END",
+    ] {
+        sqlx::query(statement).execute(&pool).await.unwrap();
+    }
+    let job = stack
+        .job(
+            "every-second",
+            "hello",
+            json!({ "schedule_type": "CRON", "schedule_conf": "* * * * * ?" }),
+        )
+        .await;
+    stack.api.api.start_job(job).await.unwrap();
+    let count = |sql: &'static str| {
+        let pool = pool.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>(sql)
+                .bind(job.0)
+                .fetch_one(&pool)
+                .await
+                .unwrap()
+        }
+    };
+    // The pre-read writes the fires of the five seconds ahead.
+    let window_written = |now: i64| {
+        let pool = pool.clone();
+        async move {
+            until("the window's last fire is written", || async {
+                sqlx::query_scalar::<_, i64>(
+                    "SELECT id FROM run WHERE job_id = $1 AND scheduled_at_ms = $2",
+                )
+                .bind(job.0)
+                .bind(now + 5_000)
+                .fetch_optional(&pool)
+                .await
+                .unwrap()
+            })
+            .await;
+        }
+    };
+    window_written(start).await;
+    let fires = "SELECT COUNT(*) FROM run WHERE job_id = $1";
+    let moves = "SELECT COUNT(*) FROM next_fire_moved WHERE job_id = $1";
+    let (fires_before, moves_before) = (count(fires).await, count(moves).await);
+    for second in 1..=10 {
+        let now = start + second * 1_000;
+        clock.set(now);
+        window_written(now).await;
+    }
+    let fires_written = count(fires).await - fires_before;
+    let claims = count(moves).await - moves_before;
+    assert!(fires_written >= 10, "{fires_written} fires in 10 s");
+    assert!(
+        claims * 10 <= fires_written * 6,
+        "{claims} claims for {fires_written} fires"
+    );
+    stack.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn jobs_are_listed_by_filter_and_page() {
     let stack = stack(SchedulerConfig::default()).await;
