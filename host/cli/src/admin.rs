@@ -36,7 +36,8 @@ pub struct AdminArgs {
     /// Token shared with executors.
     #[arg(long, env = "CRONBOX_TOKEN", hide_env_values = true)]
     executor_token: String,
-    /// How far ahead due jobs are read and their runs written.
+    /// How far ahead due jobs are read and their runs written (a job read
+    /// has its fires in the second after that written too).
     #[arg(long, env = "CRONBOX_ADMIN_PRE_READ", default_value = "5s", value_parser = humantime::parse_duration)]
     pre_read: Duration,
     /// An executor without a heartbeat for this long is dead.

@@ -67,7 +67,8 @@ use slow_jobs::*;
 /// Timing settings of the scheduler.
 #[derive(Debug, Clone)]
 pub struct SchedulerConfig {
-    /// How far ahead due jobs are read and their runs written.
+    /// How far ahead due jobs are read and their runs written (a job read
+    /// has its fires in the second after that written too).
     pub pre_read: Duration,
     /// An executor is dead after this long without a heartbeat.
     pub dead_after: Duration,
