@@ -115,6 +115,16 @@ async fn ready(
 }
 
 impl Stack {
+    /// A connection pool of its own to the admin's SQLite file.
+    async fn admin_database(&self) -> sqlx::AnyPool {
+        sqlx::AnyPool::connect(&format!(
+            "sqlite://{}",
+            self._data.path().join("admin/cronbox.db").display()
+        ))
+        .await
+        .unwrap()
+    }
+
     async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
         self.call_as(API, method, path, body).await
     }
@@ -266,12 +276,7 @@ async fn runs_are_listed_by_filter_and_page() {
 
     // Past 50,000 newer runs, a page filtered by status reads those and
     // stops: an empty page whose cursor leads on to the failure.
-    let pool = sqlx::AnyPool::connect(&format!(
-        "sqlite://{}",
-        stack._data.path().join("admin/cronbox.db").display()
-    ))
-    .await
-    .unwrap();
+    let pool = stack.admin_database().await;
     sqlx::query(
         "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 50000) \
          INSERT INTO run (tenant, job_id, kind, scheduled_at_ms, param, status, module_digest, \
@@ -1929,12 +1934,7 @@ async fn a_fire_sent_on_time_goes_under_its_write_lease_and_a_late_one_renews_it
     let start = next_whole_minute();
     let (stack, clock) = stack_on_manual_clock(start).await;
     let api = &stack.api;
-    let pool = sqlx::AnyPool::connect(&format!(
-        "sqlite://{}",
-        stack._data.path().join("admin/cronbox.db").display()
-    ))
-    .await
-    .unwrap();
+    let pool = stack.admin_database().await;
     for statement in [
         "CREATE TABLE lease_taken (run_id INTEGER NOT NULL)",
         "CREATE TRIGGER count_leases_taken AFTER UPDATE OF lease_until_ms ON run \
@@ -2001,12 +2001,7 @@ async fn a_fire_of_a_job_whose_row_does_not_decode_ends_and_stops_the_job() {
     let start = next_whole_minute();
     let (stack, clock) = stack_on_manual_clock(start).await;
     let api = &stack.api;
-    let pool = sqlx::AnyPool::connect(&format!(
-        "sqlite://{}",
-        stack._data.path().join("admin/cronbox.db").display()
-    ))
-    .await
-    .unwrap();
+    let pool = stack.admin_database().await;
     let job = stack.started_minutely_hello().await;
     sqlx::query("UPDATE job SET route = 'SIDEWAYS' WHERE id = $1")
         .bind(job.0)
@@ -2052,12 +2047,7 @@ async fn a_fire_of_a_job_whose_row_does_not_decode_ends_and_stops_the_job() {
 async fn a_job_firing_every_second_is_claimed_once_for_two_fires() {
     let start = next_whole_minute();
     let (stack, clock) = stack_on_manual_clock(start).await;
-    let pool = sqlx::AnyPool::connect(&format!(
-        "sqlite://{}",
-        stack._data.path().join("admin/cronbox.db").display()
-    ))
-    .await
-    .unwrap();
+    let pool = stack.admin_database().await;
     for statement in [
         "CREATE TABLE next_fire_moved (job_id INTEGER NOT NULL)",
         "CREATE TRIGGER count_next_fire_moves AFTER UPDATE OF next_fire_at_ms ON job \
