@@ -15,9 +15,10 @@ mod support;
 use std::collections::HashMap;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use cronbox_admin::Store;
+use cronbox_admin::scheduler::CLAIM_PAST_HORIZON_MS;
 use cronbox_admin::store::WRITE_LEASE_MS;
 use cronbox_admin::store::{JobId, RunFilter, RunId, RunRow};
+use cronbox_admin::{SchedulerConfig, Store};
 use cronbox_api::{AlarmState, Client, JobSpec, RunStatus, TriggerKind, TriggerRequest};
 use cronbox_example_jobs as jobs;
 use cronbox_tests::until;
@@ -403,7 +404,12 @@ async fn a_killed_admins_fires_are_taken_over() {
         .await
         .unwrap();
     assert!(!orphaned.is_empty(), "the killed admin held no fire");
-    let to = second_after(WRITE_LEASE_MS + 5_000);
+    // Its last fires were written as far ahead as a pre-read reaches; each
+    // is taken over once its write lease has run out, at the next check
+    // for orphans (every second or so) — then every job is stopped.
+    let pre_read_reach =
+        SchedulerConfig::default().pre_read.as_millis() as i64 + CLAIM_PAST_HORIZON_MS;
+    let to = second_after(pre_read_reach + WRITE_LEASE_MS + 3_000);
     tokio::time::sleep(Duration::from_millis((to - now_ms() + 500).max(0) as u64)).await;
     cluster.stop_all(&ids).await;
     let runs = cluster.settle(from, to).await;

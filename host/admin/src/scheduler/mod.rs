@@ -62,6 +62,7 @@ use dispatch::*;
 pub use executors::JobKill;
 pub use planner::plan_fires;
 use planner::*;
+pub use preread::CLAIM_PAST_HORIZON_MS;
 use slow_jobs::*;
 
 /// Timing settings of the scheduler.

@@ -17,7 +17,7 @@ pub(super) const CLAIM_STEP_MS: i64 = 1_000;
 /// once costs the single writer about two thirds of what two claims did.
 /// Only the last step, the one a pass that keeps up makes, reaches
 /// further: a pass catching up claims each job's nearest fires first.
-pub(super) const CLAIM_PAST_HORIZON_MS: i64 = 1_000;
+pub const CLAIM_PAST_HORIZON_MS: i64 = 1_000;
 
 /// Where the pre-read's next step of claims ends (inclusive): a step's
 /// length of scheduled time from the earliest job due (or from where the
