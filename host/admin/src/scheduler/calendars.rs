@@ -61,19 +61,27 @@ impl Scheduler {
     /// The rules a job's fires follow: its own, with the dates of the
     /// tenant's calendars it names.
     pub fn rules_of(&self, job: &JobRow) -> Rules {
-        self.with_calendars(
-            crate::jobs::rules_of(job),
-            &job.tenant,
-            &job.schedule_rules.calendars,
-        )
+        self.stored_rules(&job.tenant, job.id, &job.time_zone, &job.schedule_rules)
     }
 
     /// [`Scheduler::rules_of`] a job the pre-read claimed.
     pub(super) fn rules_of_due(&self, job: &DueJob) -> Rules {
+        self.stored_rules(&job.tenant, job.id, &job.time_zone, &job.schedule_rules)
+    }
+
+    /// The rules `rules` stored for job `id` of `tenant` in `time_zone`,
+    /// with the tenant's calendars they name.
+    fn stored_rules(
+        &self,
+        tenant: &str,
+        id: JobId,
+        time_zone: &str,
+        rules: &cronbox_api::ScheduleRules,
+    ) -> Rules {
         self.with_calendars(
-            crate::jobs::stored_rules(&job.schedule_rules, &job.time_zone, job.id),
-            &job.tenant,
-            &job.schedule_rules.calendars,
+            crate::jobs::stored_rules(rules, time_zone, id),
+            tenant,
+            &rules.calendars,
         )
     }
 
