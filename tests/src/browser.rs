@@ -42,26 +42,7 @@ impl Browser {
                  (apt-get install chromium chromium-driver)"
             );
         }
-        let mut driver = Command::new(CHROMEDRIVER)
-            .arg("--port=0")
-            // Its own process group, which the browsers it starts join.
-            .process_group(0)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("chromedriver starts");
-        let stdout = driver.stdout.take().expect("stdout is piped");
-        let mut lines = std::io::BufReader::new(stdout).lines();
-        let port = loop {
-            let line = lines
-                .next()
-                .expect("chromedriver exited before saying its port")
-                .expect("chromedriver's output is readable");
-            if let Some(rest) = line.split("started successfully on port ").nth(1) {
-                break rest.trim_end_matches('.').trim().to_owned();
-            }
-        };
-        std::thread::spawn(move || for _ in lines {});
+        let (driver, port) = start_driver();
         let profile = tempfile::tempdir().expect("a profile directory");
         let mut capabilities = serde_json::Map::new();
         capabilities.insert(
@@ -181,6 +162,73 @@ impl Browser {
         std::fs::write(&path, png).expect("the screenshot is written");
         path
     }
+}
+
+/// How many times [`start_driver`] starts chromedriver before giving up.
+const DRIVER_ATTEMPTS: usize = 3;
+
+/// Starts chromedriver on a port it picks; the child and that port.
+///
+/// A driver that exits before saying its port (seen once in CI, one
+/// start in hundreds of runs, with nothing on stdout) is started again,
+/// up to [`DRIVER_ATTEMPTS`] times; what it wrote to stderr and its exit
+/// status are printed for each failed start, and in the panic if every
+/// start fails.
+fn start_driver() -> (Child, String) {
+    let mut failures = Vec::new();
+    for attempt in 1..=DRIVER_ATTEMPTS {
+        match try_start_driver() {
+            Ok(started) => return started,
+            Err(failure) => {
+                eprintln!("chromedriver start {attempt} of {DRIVER_ATTEMPTS} failed: {failure}");
+                failures.push(failure);
+            }
+        }
+    }
+    panic!("chromedriver exited before saying its port, {DRIVER_ATTEMPTS} times: {failures:#?}");
+}
+
+/// One chromedriver start: the child and its port, or why it exited first.
+fn try_start_driver() -> Result<(Child, String), String> {
+    let mut driver = Command::new(CHROMEDRIVER)
+        .arg("--port=0")
+        // Its own process group, which the browsers it starts join.
+        .process_group(0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("chromedriver starts");
+    let stderr = driver.stderr.take().expect("stderr is piped");
+    // Drained for as long as the driver runs, so it never blocks on it.
+    let stderr_reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if text.len() < 4096 {
+                text.push_str(&line);
+                text.push('\n');
+            }
+        }
+        text
+    });
+    let stdout = driver.stdout.take().expect("stdout is piped");
+    let mut lines = std::io::BufReader::new(stdout).lines();
+    let mut said = String::new();
+    for line in lines.by_ref() {
+        let Ok(line) = line else { break };
+        if let Some(rest) = line.split("started successfully on port ").nth(1) {
+            let port = rest.trim_end_matches('.').trim().to_owned();
+            std::thread::spawn(move || for _ in lines {});
+            return Ok((driver, port));
+        }
+        said.push_str(&line);
+        said.push('\n');
+    }
+    let status = driver.wait().map_err(|error| error.to_string())?;
+    let stderr = stderr_reader.join().unwrap_or_default();
+    Err(format!("{status}; stdout: {said:?}; stderr: {stderr:?}"))
 }
 
 /// `kill -SIGNAL -- -GROUP`: whether some process of `group` got it.
