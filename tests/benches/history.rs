@@ -170,11 +170,12 @@ async fn insert_history(pool: &sqlx::AnyPool, rows: i64) {
         sqlx::query(
             "WITH RECURSIVE n(i) AS (SELECT $1 UNION ALL SELECT i + 1 FROM n WHERE i < $2) \
              INSERT INTO run (tenant, job_id, kind, scheduled_at_ms, shard_index, shard_total, \
-             attempt, param, status, executor, module_digest, outcome, code, message, log, \
-             created_at_ms, dispatched_at_ms, started_at_ms, finished_at_ms, alarm_status, \
+             attempt, param, status, executor, module_digest, module_sha, outcome, code, message, \
+             log, created_at_ms, dispatched_at_ms, started_at_ms, finished_at_ms, alarm_status, \
              fuel_consumed, peak_memory_bytes) \
              SELECT r.tenant, r.job_id, r.kind, $3 + n.i * $4, r.shard_index, r.shard_total, \
-             r.attempt, r.param, r.status, r.executor, r.module_digest, r.outcome, r.code, \
+             r.attempt, r.param, r.status, r.executor, r.module_digest, r.module_sha, r.outcome, \
+             r.code, \
              r.message, r.log, $3 + n.i * $4, $3 + n.i * $4, $3 + n.i * $4 + 1, \
              $3 + n.i * $4 + 2, r.alarm_status, r.fuel_consumed, r.peak_memory_bytes \
              FROM n, (SELECT * FROM run WHERE status = 'success' ORDER BY id LIMIT 1) AS r",

@@ -77,10 +77,12 @@ fn main() {
         for day in [first, first + 1] {
             sqlx::query(
                 "INSERT INTO run (tenant, job_id, kind, scheduled_at_ms, status, executor, \
-                 module_digest, outcome, code, message, log, created_at_ms, dispatched_at_ms, \
-                 started_at_ms, finished_at_ms, alarm_status, peak_memory_bytes) \
+                 module_digest, module_sha, outcome, code, message, log, created_at_ms, \
+                 dispatched_at_ms, started_at_ms, finished_at_ms, alarm_status, \
+                 peak_memory_bytes) \
                  SELECT 'default', 1 + g % 1000, 'schedule', $1 + g, 'success', \
-                 'http://127.0.0.1:40000', repeat('ab', 32), 'success', 200, 'hello, world', \
+                 'http://127.0.0.1:40000', '', decode(repeat('ab', 32), 'hex'), 'success', 200, \
+                 'hello, world', \
                  '[{\"at_ms\":' || ($1 + g) || ',\"source\":\"guest\",\"text\":\"hello, world\"}]', \
                  $1 + g, $1 + g + 10, $1 + g + 11, $1 + g + 12, 'none', 1114112 \
                  FROM generate_series(1, $2) AS g",

@@ -280,8 +280,8 @@ async fn runs_are_listed_by_filter_and_page() {
     sqlx::query(
         "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 50000) \
          INSERT INTO run (tenant, job_id, kind, scheduled_at_ms, param, status, module_digest, \
-         created_at_ms) SELECT tenant, job_id, kind, scheduled_at_ms, param, status, \
-         module_digest, created_at_ms FROM n, (SELECT * FROM run WHERE job_id = $1 LIMIT 1)",
+         module_sha, created_at_ms) SELECT tenant, job_id, kind, scheduled_at_ms, param, status, \
+         module_digest, module_sha, created_at_ms FROM n, (SELECT * FROM run WHERE job_id = $1 LIMIT 1)",
     )
     .bind(hello.0)
     .execute(&pool)

@@ -1496,6 +1496,119 @@ async fn results_holding_nul(store: &Store) {
     assert_eq!(plain.status, RunStatus::Success);
 }
 
+/// A run names the module it runs in 32 bytes (migration 0019) and reads
+/// back the digest it was written with, whether written alone or by a
+/// claim; a run written before, in 64 characters, still reads, ends with
+/// the module its executor names, and keeps that module from collection;
+/// an end naming something that is no digest leaves the run's module as
+/// it was (on PostgreSQL it would fail the whole batch of ends).
+async fn runs_name_their_module_in_bytes(store: &Store, url: &str) {
+    let pool = sqlx::AnyPool::connect(url).await.unwrap();
+    let digest = |c: char| c.to_string().repeat(64).parse::<Digest>().unwrap();
+    let stored = |run: RunId| {
+        let pool = pool.clone();
+        async move {
+            sqlx::query_as::<_, (String, Option<Vec<u8>>)>(
+                "SELECT module_digest, module_sha FROM run WHERE id = $1",
+            )
+            .bind(run)
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+        }
+    };
+    let module_of =
+        |run: RunId| async move { store.run(run).await.unwrap().unwrap().module_digest };
+    let job_id = store
+        .insert_job(
+            &JobRow {
+                next_fire_at_ms: Some(900_000),
+                ..job()
+            },
+            0,
+        )
+        .await
+        .unwrap();
+
+    let alone = NewRun {
+        module_digest: digest('b'),
+        ..fire(job_id, 800_000)
+    };
+    let alone = store.insert_run(&alone, 100).await.unwrap();
+    assert_eq!(stored(alone).await, (String::new(), Some(vec![0xbb; 32])));
+    assert_eq!(module_of(alone).await, digest('b'));
+
+    let claimed = claim(store, 900_000, |due| {
+        if due.id == job_id {
+            let run = NewRun {
+                module_digest: digest('c'),
+                ..fire(job_id, 900_000)
+            };
+            (vec![run], None)
+        } else {
+            (Vec::new(), due.next_fire_at_ms)
+        }
+    })
+    .await;
+    let by_claim = claimed
+        .iter()
+        .find(|(id, _)| *id == job_id)
+        .and_then(|(_, ids)| ids[0])
+        .expect("the claim wrote the fire");
+    assert_eq!(
+        stored(by_claim).await,
+        (String::new(), Some(vec![0xcc; 32]))
+    );
+    assert_eq!(module_of(by_claim).await, digest('c'));
+
+    // An end naming no digest: the run keeps its module.
+    store
+        .finish_run(&RunEnd {
+            module_digest: Some("not a digest".to_owned()),
+            ..RunEnd::failed(by_claim, "failed", "no", 900_100)
+        })
+        .await
+        .unwrap()
+        .expect("the run ends");
+    assert_eq!(module_of(by_claim).await, digest('c'));
+
+    // A run written before migration 0019, open, its module uploaded long
+    // ago: kept from collection, then ended by a module swapped in.
+    store
+        .put_module(digest('d').as_str(), b"wasm", 0)
+        .await
+        .unwrap();
+    store
+        .own_module("acme", digest('d').as_str())
+        .await
+        .unwrap();
+    let before: RunId = sqlx::query_scalar(
+        "INSERT INTO run (job_id, kind, scheduled_at_ms, status, module_digest, created_at_ms) \
+         VALUES ($1, 'schedule', 950000, 'pending', $2, 100) RETURNING id",
+    )
+    .bind(job_id)
+    .bind(digest('d').as_str())
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(module_of(before).await, digest('d'));
+    store.collect_unused_modules(1_000).await.unwrap();
+    assert!(
+        store.module(digest('d').as_str()).await.unwrap().is_some(),
+        "an open run written before names its module in text"
+    );
+    store
+        .finish_run(&RunEnd {
+            module_digest: Some(digest('e').as_str().to_owned()),
+            ..RunEnd::failed(before, "failed", "no", 950_100)
+        })
+        .await
+        .unwrap()
+        .expect("the run ends");
+    assert_eq!(module_of(before).await, digest('e'));
+    assert_eq!(stored(before).await.1, Some(vec![0xee; 32]));
+}
+
 #[tokio::test]
 async fn sqlite_runs_are_claimed_dispatched_and_ended_once() {
     let dir = tempfile::tempdir().unwrap();
@@ -1504,6 +1617,7 @@ async fn sqlite_runs_are_claimed_dispatched_and_ended_once() {
     results_holding_nul(&store).await;
     let url = format!("sqlite://{}", dir.path().join("cronbox.db").display());
     leases(&store, &Store::connect(&url).await.unwrap(), &url).await;
+    runs_name_their_module_in_bytes(&store, &url).await;
     let second = Store::open_sqlite(dir.path()).await;
     assert!(
         matches!(second, Err(StoreError::Locked(_))),
@@ -1531,6 +1645,7 @@ async fn postgres_runs_are_claimed_dispatched_and_ended_once() {
         [id]
     );
     results_holding_nul(&store).await;
+    runs_name_their_module_in_bytes(&store, &server.url()).await;
 }
 
 /// Two admins folding the ends of 300 runs into the reports at the same

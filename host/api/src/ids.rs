@@ -97,9 +97,11 @@ impl std::error::Error for NotADigest {}
 impl Digest {
     /// A digest of bytes just hashed (trusted to be 32 bytes).
     pub fn from_sha256(bytes: &[u8]) -> Digest {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
         let mut text = String::with_capacity(bytes.len() * 2);
         for byte in bytes {
-            text.push_str(&format!("{byte:02x}"));
+            text.push(char::from(DIGITS[usize::from(byte >> 4)]));
+            text.push(char::from(DIGITS[usize::from(byte & 0xf)]));
         }
         Digest(text)
     }

@@ -54,7 +54,7 @@ pub use rows::{
 pub use runs::write_lease_until;
 pub use users::{Principal, StoredUser};
 // Shared by the aggregates' files (each imports `super::*`).
-use rows::{decode_due_jobs, job_from_row, run_from_row, scheduled_range};
+use rows::{decode_due_jobs, digest_bytes, job_from_row, run_from_row, scheduled_range};
 use runs::{cancel_waiting, insert_fires, insert_run};
 
 /// Why the store failed.
@@ -227,6 +227,17 @@ const SQLITE_VALUES_PER_STATEMENT: usize = 256;
 const SQLITE_CACHE_SIZE: &str = "PRAGMA cache_size = -32768";
 
 impl Backend {
+    /// SQL that turns `hex_text`, hex digits (any case), into the bytes
+    /// they spell: how a digest bound as text is stored in a run's
+    /// `module_sha`. Validate the text first: PostgreSQL's `decode` fails
+    /// the statement on a non-hex digit where SQLite's `unhex` answers NULL.
+    fn bytes_of_hex(self, hex_text: &str) -> String {
+        match self {
+            Backend::Sqlite => format!("unhex({hex_text})"),
+            Backend::Postgres => format!("decode({hex_text}, 'hex')"),
+        }
+    }
+
     /// The rows of a batch statement as one bound value: `SELECT`ing, from
     /// the JSON array of objects bound as `$parameter`, each of `fields`
     /// (its key and SQL type) as the column `{prefix}{key}`.

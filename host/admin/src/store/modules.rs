@@ -136,17 +136,21 @@ impl Store {
     /// its owners; how many contents went.
     pub async fn collect_unused_modules(&self, stored_before_ms: i64) -> Result<u64, StoreError> {
         let mut tx = self.writer.begin().await?;
-        let deleted = sqlx::query(
+        // An open run names its module by bytes (`module_sha`) or, written
+        // before migration 0019, by text. Only fixed SQL goes into the text.
+        let sql = format!(
             "DELETE FROM module WHERE created_at_ms < $1 \
              AND NOT EXISTS (SELECT 1 FROM job WHERE job.module_digest = module.digest) \
              AND NOT EXISTS (SELECT 1 FROM module_version v WHERE v.digest = module.digest) \
              AND NOT EXISTS (SELECT 1 FROM run WHERE run.status IN ('pending', 'dispatched') \
-                             AND run.module_digest = module.digest)",
-        )
-        .bind(stored_before_ms)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
+                             AND (run.module_sha = {} OR run.module_digest = module.digest))",
+            self.backend.bytes_of_hex("module.digest"),
+        );
+        let deleted = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(stored_before_ms)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
         if deleted > 0 {
             sqlx::query(
                 "DELETE FROM module_owner WHERE NOT EXISTS \

@@ -186,10 +186,29 @@ pub type RunRow = cronbox_api::Run;
 macro_rules! run_columns {
     () => {
         "id, tenant, job_id, kind, scheduled_at_ms, shard_index, shard_total, attempt, param, \
-         status, executor, module_digest, outcome, code, message, created_at_ms, dispatched_at_ms, \
-         started_at_ms, finished_at_ms, alarm_status, alarm_message, fuel_consumed, \
-         peak_memory_bytes"
+         status, executor, module_digest, module_sha, outcome, code, message, created_at_ms, \
+         dispatched_at_ms, started_at_ms, finished_at_ms, alarm_status, alarm_message, \
+         fuel_consumed, peak_memory_bytes"
     };
+}
+
+/// The module a run ran, in hex: from `module_sha`'s 32 bytes (how runs
+/// are written since migration 0019), or the 64 characters of
+/// `module_digest` of a run written before.
+fn run_digest(row: &AnyRow) -> Result<Digest, sqlx::Error> {
+    match row.try_get::<Option<Vec<u8>>, _>("module_sha")? {
+        Some(bytes) if bytes.len() == 32 => Ok(Digest::from_sha256(&bytes)),
+        Some(bytes) => Err(sqlx::Error::ColumnDecode {
+            index: "module_sha".to_owned(),
+            source: format!("{} bytes, where a sha256 is 32", bytes.len()).into(),
+        }),
+        None => row.try_get("module_digest"),
+    }
+}
+
+/// A digest as a run's `module_sha` stores it.
+pub(super) fn digest_bytes(digest: &Digest) -> Vec<u8> {
+    hex::decode(digest.as_str()).expect("a Digest is 64 hex digits")
 }
 
 pub(super) fn run_from_row(row: &AnyRow) -> Result<RunRow, sqlx::Error> {
@@ -205,7 +224,7 @@ pub(super) fn run_from_row(row: &AnyRow) -> Result<RunRow, sqlx::Error> {
         param: row.try_get("param")?,
         status: decode(row, "status")?,
         executor: row.try_get("executor")?,
-        module_digest: row.try_get("module_digest")?,
+        module_digest: run_digest(row)?,
         outcome: row.try_get("outcome")?,
         code: row.try_get("code")?,
         message: row.try_get("message")?,

@@ -85,9 +85,10 @@ pub(super) async fn insert_run(
         ($conflict:literal) => {
             concat!(
                 "INSERT INTO run (tenant, job_id, kind, scheduled_at_ms, shard_index, shard_total, \
-                 attempt, param, status, module_digest, created_at_ms, lease_owner, lease_until_ms) \
+                 attempt, param, status, module_digest, module_sha, created_at_ms, lease_owner, \
+                 lease_until_ms) \
                  VALUES (COALESCE((SELECT tenant FROM job WHERE id = $1), 'default'), $1, $2, $3, \
-                 $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+                 $4, $5, $6, $7, $8, '', $9, $10, $11, $12)",
                 $conflict,
                 " RETURNING id"
             )
@@ -194,7 +195,12 @@ async fn end_runs_in(
                 started: end.started_at_ms,
                 finished: end.finished_at_ms,
                 alarm: alarm.as_str(),
-                digest: end.module_digest.as_deref(),
+                // Only a digest: anything else the executor sent is
+                // ignored, and the run keeps the module it was written with.
+                digest: end
+                    .module_digest
+                    .as_deref()
+                    .filter(|digest| digest.parse::<Digest>().is_ok()),
                 fuel: end.fuel_consumed,
                 peak: end.peak_memory_bytes,
             }
@@ -206,12 +212,13 @@ async fn end_runs_in(
         "UPDATE run SET status = end_status, outcome = end_outcome, code = end_code, \
          message = end_message, log = end_log, executor = COALESCE(end_executor, executor), \
          started_at_ms = end_started, finished_at_ms = end_finished, alarm_status = end_alarm, \
-         module_digest = COALESCE(end_digest, module_digest), fuel_consumed = end_fuel, \
+         module_sha = COALESCE({}, module_sha), fuel_consumed = end_fuel, \
          peak_memory_bytes = end_peak, lease_owner = NULL, lease_until_ms = NULL \
          FROM ({}) AS ends \
          WHERE run.id = end_id{} \
          AND (run.status IN ($1, $2) OR (run.status = $3 AND end_started IS NOT NULL)) \
          RETURNING {}",
+        backend.bytes_of_hex("end_digest"),
         backend.json_rows(4, &FIELDS, "end_"),
         scheduled_between(range, 5),
         run_columns!(),
@@ -437,7 +444,7 @@ fn bind_new_run<'q>(
         .bind(run.attempt)
         .bind(&run.param)
         .bind(RunStatus::Pending.as_str())
-        .bind(&run.module_digest)
+        .bind(digest_bytes(&run.module_digest))
         .bind(now_ms)
         .bind(owner)
         .bind(write_lease_until(run.scheduled_at_ms, now_ms))
@@ -521,13 +528,16 @@ pub(super) async fn insert_fires(
     // $1 pending, $2 created, $3 lease owner, $4 the fires. `WHERE true`:
     // SQLite would read `ON CONFLICT` after a bare `FROM` as a join's `ON`.
     // Only fixed names and placeholders go into the text.
+    // A fire's digest is a `Digest`: hex, as `bytes_of_hex` needs.
     let sql = format!(
         "INSERT INTO run (tenant, job_id, kind, scheduled_at_ms, shard_index, shard_total, \
-         attempt, param, status, module_digest, created_at_ms, lease_owner, lease_until_ms) \
+         attempt, param, status, module_digest, module_sha, created_at_ms, lease_owner, \
+         lease_until_ms) \
          SELECT fire_tenant, fire_job, fire_kind, fire_scheduled, fire_shard_index, \
-         fire_shard_total, fire_attempt, fire_param, $1, fire_digest, $2, $3, fire_lease_until \
+         fire_shard_total, fire_attempt, fire_param, $1, '', {}, $2, $3, fire_lease_until \
          FROM ({}) AS fires WHERE true \
          ON CONFLICT DO NOTHING RETURNING id, job_id, scheduled_at_ms, shard_index",
+        backend.bytes_of_hex("fire_digest"),
         backend.json_rows(4, &FIELDS, "fire_"),
     );
     let mut ids = Vec::with_capacity(fires.len());
