@@ -18,7 +18,10 @@
 //!
 //! For each (jobs, seconds) round it prints runs/s, start lateness
 //! (scheduled → execution start, from the run table) p50/p99/max, and the
-//! lost (a second with no run) and duplicate (a second with two) counts.
+//! lost (a second with no run) and duplicate (a second with two) counts,
+//! and the CPU time the whole process (admins, executor and this bench's
+//! own requests) used over the window per run it was due to fire: a
+//! steadier figure than lateness for comparing two builds.
 #![allow(clippy::unwrap_used)] // a benchmark: any failure should stop it loudly
 
 use std::collections::HashMap;
@@ -194,6 +197,14 @@ async fn round(job_count: usize, seconds: i64, backend: &Backend, arrival: Arriv
     // The window is over once a fire planned after its last second (and
     // jittered up to 999 ms past it) has run; then every run of it must
     // have ended. The jobs go on firing until the admin stops.
+    // The process's CPU time over the window: what a run costs, admin and
+    // executor together, a steadier figure than lateness between rounds.
+    let cpu_over_window = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis((begin - now_ms()).max(0) as u64)).await;
+        let first = process_cpu_ms();
+        tokio::time::sleep(Duration::from_millis((end - now_ms()).max(0) as u64)).await;
+        process_cpu_ms() - first
+    });
     let api = AdminClient::new(admin_url.clone(), API);
     let window = Duration::from_millis((end - now_ms()).max(0) as u64);
     api.until_a_run_succeeded_from(
@@ -287,19 +298,32 @@ async fn round(job_count: usize, seconds: i64, backend: &Backend, arrival: Arriv
         Arrival::Burst => "",
         Arrival::Spread => ", spread",
     };
+    let cpu_ms = cpu_over_window.await.unwrap();
     println!(
-        "| {store_name:<22} | {job_count:>5} | {seconds:>3} s | {:>8.0} | {:>5} ms | {:>5} ms | {:>6} ms | {:>5} | {duplicates:>4} | {unfinished:>4} |",
+        "| {store_name:<22} | {job_count:>5} | {seconds:>3} s | {:>8.0} | {:>5} ms | {:>5} ms | {:>6} ms | {:>5} | {duplicates:>4} | {unfinished:>4} | {:>6.0} µs |",
         lateness.len() as f64 / seconds as f64,
         pct(0.50),
         pct(0.99),
         lateness.last().copied().unwrap_or(-1),
         expected - fired,
+        cpu_ms as f64 * 1000.0 / expected.max(1) as f64,
     );
     executor.shutdown().await;
     for admin in admins {
         admin.shutdown().await;
     }
     drop(postgres);
+}
+
+/// User and system CPU time this process has used, in milliseconds
+/// (`/proc/self/stat`, in the kernel's 100 Hz ticks).
+fn process_cpu_ms() -> i64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    // Fields after the command, which is in parentheses and may hold spaces.
+    let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+    // utime and stime are fields 14 and 15 of the whole line.
+    let ticks: i64 = fields[11].parse::<i64>().unwrap() + fields[12].parse::<i64>().unwrap();
+    ticks * 10
 }
 
 fn main() {
@@ -348,10 +372,10 @@ fn main() {
     threads.block_on(async {
         println!("Seconds-cron firing, admins + one executor in one process, trivial job\n");
         println!(
-            "| store                  | jobs  | for   | runs/s   | late p50 | p99      | max       | lost  | dup  | not ok |"
+            "| store                  | jobs  | for   | runs/s   | late p50 | p99      | max       | lost  | dup  | not ok | CPU/run |"
         );
         println!(
-            "|------------------------|-------|-------|----------|----------|----------|-----------|-------|------|--------|"
+            "|------------------------|-------|-------|----------|----------|----------|-----------|-------|------|--------|---------|"
         );
         for (jobs, seconds) in rounds {
             round(jobs, seconds, &backend, arrival).await;
