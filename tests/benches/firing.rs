@@ -27,6 +27,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use cronbox_admin::clock::{Clock as _, SystemClock};
 use cronbox_admin::store::RunFilter;
 use cronbox_admin::{AdminConfig, Database, SchedulerConfig, Store};
 use cronbox_example_jobs as jobs;
@@ -200,9 +201,10 @@ async fn round(job_count: usize, seconds: i64, backend: &Backend, arrival: Arriv
     // The process's CPU time over the window: what a run costs, admin and
     // executor together, a steadier figure than lateness between rounds.
     let cpu_over_window = tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis((begin - now_ms()).max(0) as u64)).await;
+        let clock = SystemClock::default();
+        clock.sleep_until(begin).await;
         let first = process_cpu_ms();
-        tokio::time::sleep(Duration::from_millis((end - now_ms()).max(0) as u64)).await;
+        clock.sleep_until(end).await;
         process_cpu_ms() - first
     });
     let api = AdminClient::new(admin_url.clone(), API);

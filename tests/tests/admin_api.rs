@@ -154,11 +154,16 @@ impl Stack {
 
     /// A job running `hello` on the minute (`0 * * * * ?`), started.
     async fn started_minutely_hello(&self) -> JobId {
+        self.started_hello("minutely", "0 * * * * ?").await
+    }
+
+    /// A job `name` running `hello` on the seconds cron `cron`, started.
+    async fn started_hello(&self, name: &str, cron: &str) -> JobId {
         let job = self
             .job(
-                "minutely",
+                name,
                 "hello",
-                json!({ "schedule_type": "CRON", "schedule_conf": "0 * * * * ?" }),
+                json!({ "schedule_type": "CRON", "schedule_conf": cron }),
             )
             .await;
         self.api.api.start_job(job).await.unwrap();
@@ -2056,14 +2061,7 @@ async fn a_job_firing_every_second_is_claimed_once_for_two_fires() {
     ] {
         sqlx::query(statement).execute(&pool).await.unwrap();
     }
-    let job = stack
-        .job(
-            "every-second",
-            "hello",
-            json!({ "schedule_type": "CRON", "schedule_conf": "* * * * * ?" }),
-        )
-        .await;
-    stack.api.api.start_job(job).await.unwrap();
+    let job = stack.started_hello("every-second", "* * * * * ?").await;
     let count = |sql: &'static str| {
         let pool = pool.clone();
         async move {
