@@ -394,7 +394,8 @@ impl Store {
                     .await?;
                 SQLITE_MIGRATIONS.run(&writer).await?;
                 let pool = connect(4, false).await?;
-                let checkpointer = std::sync::Arc::new(Checkpointer::start(pool.clone(), writer.clone()));
+                let checkpointer =
+                    std::sync::Arc::new(Checkpointer::start(pool.clone(), writer.clone()));
                 (pool, writer, Some(checkpointer))
             }
             Backend::Postgres => {
