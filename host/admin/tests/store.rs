@@ -231,6 +231,38 @@ async fn run_lifecycle(store: &Store) {
         (Some("timeout"), Some("http://e1"))
     );
 
+    // A result that beats its run's mark: the mark, when it comes, gives
+    // the run its dispatch time (and the executor its end did not name)
+    // and leaves how it ended alone; a second mark changes nothing.
+    let second = runs[1].id;
+    assert!(
+        !store
+            .mark_dispatched(second, "http://e3", 55)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .mark_dispatched(second, "http://e4", 56)
+            .await
+            .unwrap()
+    );
+    let second = store.run(second).await.unwrap().unwrap();
+    assert_eq!(
+        (
+            second.status,
+            second.outcome.as_deref(),
+            second.executor.as_deref(),
+            second.dispatched_at_ms
+        ),
+        (
+            RunStatus::Failed,
+            Some("failed"),
+            Some("http://e3"),
+            Some(55)
+        )
+    );
+
     // Listing runs by filter, newest first, on both engines.
     let all = store
         .list_runs(&RunFilter {

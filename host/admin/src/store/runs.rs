@@ -241,13 +241,17 @@ async fn end_runs_in(
 
 /// Marks the pending runs among `marks` scheduled within `range`
 /// (inclusive; `None`: wherever they are) dispatched, the marks bound as
-/// one JSON value (see `Backend::json_rows`); answers their ids.
+/// one JSON value (see `Backend::json_rows`). A run whose result came
+/// before its mark (the executor's callback beat the batched mark) keeps
+/// the status and executor its end wrote and gets its dispatch time, which
+/// it had none of. Answers the ids of the runs written, each with whether
+/// it was pending.
 async fn mark_runs_in(
     conn: &mut sqlx::AnyConnection,
     backend: Backend,
     marks: &[&DispatchMark],
     range: Option<(i64, i64)>,
-) -> Result<Vec<RunId>, StoreError> {
+) -> Result<Vec<(RunId, bool)>, StoreError> {
     /// A mark as the statement reads it.
     #[derive(serde::Serialize)]
     struct MarkValues<'a> {
@@ -265,10 +269,16 @@ async fn mark_runs_in(
         })
         .collect();
     // $1 dispatched, $2 pending, $3 the marks. Only fixed names and
-    // placeholders go into the text.
+    // placeholders go into the text. A dispatched run always has its
+    // dispatch time, so no run is marked twice; a run that ended keeps
+    // its lease columns empty as its end left them.
     let sql = format!(
-        "UPDATE run SET status = $1, executor = mark_executor, dispatched_at_ms = mark_at, \
-         lease_owner = NULL, lease_until_ms = NULL FROM ({}) AS marks WHERE run.id = mark_id AND run.status = $2{} RETURNING id",
+        "UPDATE run SET status = CASE WHEN run.status = $2 THEN $1 ELSE run.status END, \
+         executor = CASE WHEN run.status = $2 THEN mark_executor \
+         ELSE COALESCE(run.executor, mark_executor) END, \
+         dispatched_at_ms = mark_at, lease_owner = NULL, lease_until_ms = NULL \
+         FROM ({}) AS marks WHERE run.id = mark_id \
+         AND (run.status = $2 OR run.dispatched_at_ms IS NULL){} RETURNING id, status",
         backend.json_rows(3, &FIELDS, "mark_"),
         scheduled_between(range, 4),
     );
@@ -279,12 +289,16 @@ async fn mark_runs_in(
     if let Some((earliest, latest)) = range {
         query = query.bind(earliest).bind(latest);
     }
+    let dispatched = RunStatus::Dispatched.as_str();
     Ok(query
         .fetch_all(&mut *conn)
         .await?
         .iter()
-        .map(|row| row.try_get("id"))
-        .collect::<Result<_, _>>()?)
+        .map(|row| {
+            let status: &str = row.try_get("status")?;
+            Ok((row.try_get("id")?, status == dispatched))
+        })
+        .collect::<Result<_, sqlx::Error>>()?)
 }
 
 /// A value a run filter's condition binds.
@@ -827,7 +841,8 @@ impl Store {
             == 1)
     }
 
-    /// Marks several pending runs dispatched, many in one statement;
+    /// Marks several pending runs dispatched, many in one statement (and
+    /// gives runs that ended before their mark their dispatch time);
     /// returns how many were still pending.
     pub async fn mark_dispatched_many(&self, marks: &[DispatchMark]) -> Result<u64, StoreError> {
         /// Marks per statement (bound together as one value).
@@ -841,9 +856,11 @@ impl Store {
         for chunk in marks.chunks(MARKS_PER_UPDATE) {
             let range = scheduled_range(chunk.iter().map(|mark| mark.scheduled_at_ms));
             let done = mark_runs_in(&mut tx, self.backend, chunk, range).await?;
-            marked += done.len() as u64;
+            marked += done.iter().filter(|(_, pending)| *pending).count() as u64;
             if range.is_some() && done.len() < chunk.len() {
                 // Not pending any more, or a hint that missed: by id alone.
+                let done: std::collections::HashSet<RunId> =
+                    done.iter().map(|(id, _)| *id).collect();
                 let missed: Vec<&DispatchMark> = chunk
                     .iter()
                     .copied()
@@ -851,7 +868,9 @@ impl Store {
                     .collect();
                 marked += mark_runs_in(&mut tx, self.backend, &missed, None)
                     .await?
-                    .len() as u64;
+                    .iter()
+                    .filter(|(_, pending)| *pending)
+                    .count() as u64;
             }
         }
         tx.commit().await?;
