@@ -301,6 +301,11 @@ async fn mark_runs_in(
         .collect::<Result<_, sqlx::Error>>()?)
 }
 
+/// How many of the runs [`mark_runs_in`] wrote were pending.
+fn were_pending(written: &[(RunId, bool)]) -> u64 {
+    written.iter().filter(|(_, pending)| *pending).count() as u64
+}
+
 /// A value a run filter's condition binds.
 enum Bound {
     Text(String),
@@ -856,7 +861,7 @@ impl Store {
         for chunk in marks.chunks(MARKS_PER_UPDATE) {
             let range = scheduled_range(chunk.iter().map(|mark| mark.scheduled_at_ms));
             let done = mark_runs_in(&mut tx, self.backend, chunk, range).await?;
-            marked += done.iter().filter(|(_, pending)| *pending).count() as u64;
+            marked += were_pending(&done);
             if range.is_some() && done.len() < chunk.len() {
                 // Not pending any more, or a hint that missed: by id alone.
                 let done: std::collections::HashSet<RunId> =
@@ -866,11 +871,7 @@ impl Store {
                     .copied()
                     .filter(|mark| !done.contains(&mark.run_id))
                     .collect();
-                marked += mark_runs_in(&mut tx, self.backend, &missed, None)
-                    .await?
-                    .iter()
-                    .filter(|(_, pending)| *pending)
-                    .count() as u64;
+                marked += were_pending(&mark_runs_in(&mut tx, self.backend, &missed, None).await?);
             }
         }
         tx.commit().await?;
