@@ -1641,6 +1641,116 @@ async fn runs_name_their_module_in_bytes(store: &Store, url: &str) {
     assert_eq!(stored(before).await.1, Some(vec![0xee; 32]));
 }
 
+/// Job rows read through `jobs_by_id` are kept and served again only
+/// while the job's revision holds. Every column a job row holds moves the
+/// revision (a column added to `job` and left out of migration 0020's
+/// trigger fails here), and so do its children; its next fire, read anew
+/// each time, and the times it was written do not.
+async fn job_rows_are_kept_while_their_revision_holds(store: &Store, url: &str) {
+    let pool = sqlx::AnyPool::connect(url).await.unwrap();
+    let id = store.insert_job(&job(), 0).await.unwrap();
+    let other = store.insert_job(&job(), 0).await.unwrap();
+    let run = |sql: &'static str| {
+        let pool = pool.clone();
+        async move {
+            sqlx::query(sql).bind(id).execute(&pool).await.unwrap();
+        }
+    };
+    let revision = || {
+        let pool = pool.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>("SELECT revision FROM job WHERE id = $1")
+                .bind(id)
+                .fetch_one(&pool)
+                .await
+                .unwrap()
+        }
+    };
+    let read = || async { store.jobs_by_id(&[id]).await.unwrap().remove(&id) };
+    let columns: Vec<String> = sqlx::query_scalar(if url.starts_with("sqlite") {
+        "SELECT name FROM pragma_table_info('job')"
+    } else {
+        "SELECT CAST(column_name AS TEXT) FROM information_schema.columns WHERE table_name = 'job'"
+    })
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert!(columns.len() > 30, "{columns:?}");
+    let outside_a_job_row = [
+        "id",
+        "revision",
+        "next_fire_at_ms",
+        "created_at_ms",
+        "updated_at_ms",
+        "pause_until_ms",
+    ];
+    for column in &columns {
+        let before = revision().await;
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE job SET {column} = {column} WHERE id = $1"
+        )))
+        .bind(id)
+        .execute(&pool)
+        .await
+        .unwrap();
+        let after = revision().await;
+        if outside_a_job_row.contains(&column.as_str()) {
+            assert_eq!(after, before, "writing {column} moved the revision");
+        } else {
+            assert!(
+                after > before,
+                "writing {column} left the revision at {before}"
+            );
+        }
+    }
+
+    // Read once, then served as kept while the revision holds: a change
+    // whose revision is put back is not seen...
+    assert_eq!(read().await.unwrap().param, "");
+    run("UPDATE job SET param = 'behind' WHERE id = $1").await;
+    run("UPDATE job SET revision = revision - 1 WHERE id = $1").await;
+    assert_eq!(read().await.unwrap().param, "", "served as kept");
+    // ...and is once the revision moves.
+    run("UPDATE job SET revision = revision + 1 WHERE id = $1").await;
+    assert_eq!(read().await.unwrap().param, "behind");
+    // The next fire is read with the check, not kept.
+    run("UPDATE job SET next_fire_at_ms = 123456 WHERE id = $1").await;
+    assert_eq!(read().await.unwrap().next_fire_at_ms, Some(123_456));
+    // An update through the store, and children added or taken away alone.
+    let updated = JobRow {
+        param: "updated".into(),
+        children: vec![other],
+        ..job()
+    };
+    assert!(store.update_job(id, &updated, None, 1).await.unwrap());
+    let kept = read().await.unwrap();
+    assert_eq!(
+        (kept.param.as_str(), kept.children),
+        ("updated", vec![other])
+    );
+    run("DELETE FROM job_child WHERE job_id = $1").await;
+    assert_eq!(read().await.unwrap().children, []);
+    sqlx::query("INSERT INTO job_child (job_id, position, child_id) VALUES ($1, 0, $2)")
+        .bind(id)
+        .bind(other)
+        .execute(&pool)
+        .await
+        .unwrap();
+    assert_eq!(read().await.unwrap().children, [other]);
+    // A deleted job is not served.
+    assert!(store.delete_job(id).await.unwrap());
+    assert!(read().await.is_none());
+    assert_eq!(
+        store
+            .jobs_by_id(&[id, other])
+            .await
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
+        [&other]
+    );
+}
+
 #[tokio::test]
 async fn sqlite_runs_are_claimed_dispatched_and_ended_once() {
     let dir = tempfile::tempdir().unwrap();
@@ -1650,6 +1760,7 @@ async fn sqlite_runs_are_claimed_dispatched_and_ended_once() {
     let url = format!("sqlite://{}", dir.path().join("cronbox.db").display());
     leases(&store, &Store::connect(&url).await.unwrap(), &url).await;
     runs_name_their_module_in_bytes(&store, &url).await;
+    job_rows_are_kept_while_their_revision_holds(&store, &url).await;
     let second = Store::open_sqlite(dir.path()).await;
     assert!(
         matches!(second, Err(StoreError::Locked(_))),
@@ -1678,6 +1789,7 @@ async fn postgres_runs_are_claimed_dispatched_and_ended_once() {
     );
     results_holding_nul(&store).await;
     runs_name_their_module_in_bytes(&store, &server.url()).await;
+    job_rows_are_kept_while_their_revision_holds(&store, &server.url()).await;
 }
 
 /// Two admins folding the ends of 300 runs into the reports at the same

@@ -125,29 +125,68 @@ impl Store {
             .transpose()?
             .into_iter()
             .collect();
-        attach_children(&mut *self.pool.acquire().await?, &mut jobs).await?;
+        attach_children(&mut *self.pool.acquire().await?, self.backend, &mut jobs).await?;
         Ok(jobs.pop())
     }
 
     /// The jobs among `ids` that exist, read in as few queries as the
-    /// engines' parameter limits allow.
+    /// engines' parameter limits allow: each job's revision and next fire,
+    /// then the whole rows of those not kept at that revision (see
+    /// `job_cache`).
     pub async fn jobs_by_id(&self, ids: &[JobId]) -> Result<HashMap<JobId, JobRow>, StoreError> {
-        let mut found = Vec::with_capacity(ids.len());
-        for chunk in ids.chunks(self.backend.rows_per_statement(IN_LIST_CHUNK, 1)) {
-            let sql = format!(
-                concat!("SELECT ", job_columns!(), " FROM job WHERE id IN ({})"),
-                placeholders(chunk.len())
-            );
-            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-            for id in chunk {
-                query = query.bind(*id);
-            }
-            for row in query.fetch_all(&self.pool).await? {
-                found.push(job_from_row(&row)?);
+        let mut found = HashMap::with_capacity(ids.len());
+        if ids.is_empty() {
+            return Ok(found);
+        }
+        let sql = format!(
+            "SELECT id, revision, next_fire_at_ms FROM job WHERE id IN ({})",
+            self.backend.ids_in(1)
+        );
+        let mut unkept = Vec::new();
+        for row in sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(id_list(ids))
+            .fetch_all(&self.pool)
+            .await?
+        {
+            let id: JobId = row.try_get("id")?;
+            match self.jobs.get(id, row.try_get("revision")?) {
+                Some(mut job) => {
+                    job.next_fire_at_ms = row.try_get("next_fire_at_ms")?;
+                    found.insert(id, job);
+                }
+                None => unkept.push(id),
             }
         }
-        attach_children(&mut *self.pool.acquire().await?, &mut found).await?;
-        Ok(found.into_iter().map(|job| (job.id, job)).collect())
+        if unkept.is_empty() {
+            return Ok(found);
+        }
+        let sql = format!(
+            concat!(
+                "SELECT ",
+                job_columns!(),
+                ", revision FROM job WHERE id IN ({})"
+            ),
+            self.backend.ids_in(1)
+        );
+        let mut read = Vec::with_capacity(unkept.len());
+        let mut revisions = Vec::with_capacity(unkept.len());
+        for row in sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(id_list(&unkept))
+            .fetch_all(&self.pool)
+            .await?
+        {
+            read.push(job_from_row(&row)?);
+            revisions.push(row.try_get::<i64, _>("revision")?);
+        }
+        // Children read after the row are as new as it or newer: a row kept
+        // with newer children than its revision says is read again at the
+        // next check, never served stale.
+        attach_children(&mut *self.pool.acquire().await?, self.backend, &mut read).await?;
+        for (job, revision) in read.into_iter().zip(revisions) {
+            self.jobs.put(&job, revision);
+            found.insert(job.id, job);
+        }
+        Ok(found)
     }
 
     /// A page of jobs by `filter`, in id order (an indexed read of one
@@ -231,7 +270,7 @@ impl Store {
             .iter()
             .map(job_from_row)
             .collect::<Result<Vec<_>, _>>()?;
-        attach_children(&mut *self.pool.acquire().await?, &mut jobs).await?;
+        attach_children(&mut *self.pool.acquire().await?, self.backend, &mut jobs).await?;
         Ok(jobs)
     }
 
@@ -260,7 +299,7 @@ impl Store {
             .iter()
             .map(job_from_row)
             .collect::<Result<Vec<_>, _>>()?;
-        attach_children(&mut *self.pool.acquire().await?, &mut jobs).await?;
+        attach_children(&mut *self.pool.acquire().await?, self.backend, &mut jobs).await?;
         Ok(jobs)
     }
 
@@ -512,22 +551,23 @@ impl Store {
             .iter()
             .map(|id| (*id, JobState::default()))
             .collect();
-        for chunk in job_ids.chunks(self.backend.rows_per_statement(IN_LIST_CHUNK, 1)) {
-            let sql = format!(
-                "SELECT job_id, key, value, revision FROM job_state WHERE job_id IN ({})",
-                placeholders(chunk.len())
+        if job_ids.is_empty() {
+            return Ok(states);
+        }
+        let sql = format!(
+            "SELECT job_id, key, value, revision FROM job_state WHERE job_id IN ({})",
+            self.backend.ids_in(1)
+        );
+        for row in sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(id_list(job_ids))
+            .fetch_all(&self.pool)
+            .await?
+        {
+            states.entry(row.try_get("job_id")?).or_default().insert(
+                row.try_get("key")?,
+                row.try_get("value")?,
+                row.try_get("revision")?,
             );
-            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-            for id in chunk {
-                query = query.bind(*id);
-            }
-            for row in query.fetch_all(&self.pool).await? {
-                states.entry(row.try_get("job_id")?).or_default().insert(
-                    row.try_get("key")?,
-                    row.try_get("value")?,
-                    row.try_get("revision")?,
-                );
-            }
         }
         Ok(states)
     }
@@ -701,9 +741,10 @@ async fn closes_cycle(conn: &mut sqlx::AnyConnection, id: JobId) -> Result<bool,
     .is_some())
 }
 
-/// Fills each job's children from `job_child`, in one query per chunk.
+/// Fills each job's children from `job_child`, in one query.
 async fn attach_children(
     conn: &mut sqlx::AnyConnection,
+    backend: Backend,
     jobs: &mut [JobRow],
 ) -> Result<(), StoreError> {
     if jobs.is_empty() {
@@ -715,23 +756,26 @@ async fn attach_children(
         .map(|(i, job)| (job.id, i))
         .collect();
     let ids: Vec<JobId> = jobs.iter().map(|job| job.id).collect();
-    for chunk in ids.chunks(IN_LIST_CHUNK) {
-        let sql = format!(
-            "SELECT job_id, child_id FROM job_child WHERE job_id IN ({}) ORDER BY job_id, position",
-            placeholders(chunk.len())
-        );
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-        for id in chunk {
-            query = query.bind(*id);
-        }
-        for row in query.fetch_all(&mut *conn).await? {
-            let job_id: JobId = row.try_get("job_id")?;
-            if let Some(at) = index.get(&job_id) {
-                jobs[*at].children.push(row.try_get("child_id")?);
-            }
+    let sql = format!(
+        "SELECT job_id, child_id FROM job_child WHERE job_id IN ({}) ORDER BY job_id, position",
+        backend.ids_in(1)
+    );
+    for row in sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(id_list(&ids))
+        .fetch_all(&mut *conn)
+        .await?
+    {
+        let job_id: JobId = row.try_get("job_id")?;
+        if let Some(at) = index.get(&job_id) {
+            jobs[*at].children.push(row.try_get("child_id")?);
         }
     }
     Ok(())
+}
+
+/// Job ids as the JSON array [`Backend::ids_in`] reads.
+fn id_list(ids: &[JobId]) -> String {
+    serde_json::to_string(ids).unwrap_or_else(|_| "[]".to_owned())
 }
 
 /// A job's configuration as its column stores it: a JSON object.

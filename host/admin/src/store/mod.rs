@@ -9,7 +9,8 @@
 //! Laid out by aggregate: `rows` (the row types and their decoding),
 //! `registry` (executors, groups, the receipt key), `modules`, `tenants`,
 //! `users` (users, sessions, tokens with their roles), `jobs`
-//! (definitions, claims, durable state), `runs` (writing, leasing,
+//! (definitions, claims, durable state; `job_cache` keeps the rows read,
+//! checked against each job's revision), `runs` (writing, leasing,
 //! dispatching and ending runs), `history` (alarms, daily reports,
 //! retention), `dashboard` (the console's counts over recent runs),
 //! `backfills` (a schedule run over a past range, and its progress),
@@ -31,6 +32,7 @@ mod backfills;
 mod calendars;
 mod dashboard;
 mod history;
+mod job_cache;
 mod jobs;
 pub mod logs;
 mod modules;
@@ -114,6 +116,8 @@ pub struct Store {
     _lock: Option<std::sync::Arc<std::fs::File>>,
     /// SQLite's checkpoints, run beside the writer (see [`Checkpointer`]).
     _checkpointer: Option<std::sync::Arc<Checkpointer>>,
+    /// Job rows read, served again while their revision holds.
+    jobs: std::sync::Arc<job_cache::JobCache>,
 }
 
 /// How often SQLite's WAL is checkpointed beside the writer.
@@ -286,6 +290,19 @@ impl Backend {
         }
     }
 
+    /// A subquery of the ids in the JSON array bound as `$parameter`: one
+    /// statement text whatever their number, prepared once per connection
+    /// and kept in its statement cache, where `IN ($1, ..., $n)` was a
+    /// statement to prepare for every new n.
+    fn ids_in(self, parameter: usize) -> String {
+        match self {
+            Backend::Sqlite => format!("SELECT value FROM json_each(${parameter})"),
+            Backend::Postgres => format!(
+                "SELECT CAST(value AS BIGINT) FROM jsonb_array_elements_text(CAST(${parameter} AS jsonb))"
+            ),
+        }
+    }
+
     /// Rows a batch statement writes or reads at a time, `values_per_row`
     /// bound values each: `most`, or fewer on SQLite (see
     /// [`SQLITE_VALUES_PER_STATEMENT`]).
@@ -411,6 +428,7 @@ impl Store {
             owner: hex::encode(rand::random::<[u8; 8]>()).into(),
             _lock: None,
             _checkpointer: checkpointer,
+            jobs: std::sync::Arc::new(job_cache::JobCache::new(job_cache::JOB_CACHE_BYTES)),
         })
     }
 
