@@ -20,7 +20,7 @@ use lru::LruCache;
 
 use super::{JobId, JobRow};
 
-/// Bytes of job rows kept at most (about 40,000 rows of the usual size).
+/// Bytes of job rows kept at most (about 20,000 rows of the usual size).
 pub(super) const JOB_CACHE_BYTES: usize = 32 << 20;
 
 /// Job rows by id, each with its revision and weight.

@@ -129,10 +129,9 @@ impl Store {
         Ok(jobs.pop())
     }
 
-    /// The jobs among `ids` that exist, read in as few queries as the
-    /// engines' parameter limits allow: each job's revision and next fire,
-    /// then the whole rows of those not kept at that revision (see
-    /// `job_cache`).
+    /// The jobs among `ids` that exist: each job's revision and next fire
+    /// in one query, then, in another, the whole rows of those not kept at
+    /// that revision (see `job_cache`).
     pub async fn jobs_by_id(&self, ids: &[JobId]) -> Result<HashMap<JobId, JobRow>, StoreError> {
         let mut found = HashMap::with_capacity(ids.len());
         if ids.is_empty() {
