@@ -143,7 +143,7 @@ impl Store {
         );
         let mut unkept = Vec::new();
         for row in sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(id_list(ids))
+            .bind(json_value(ids)?)
             .fetch_all(&self.pool)
             .await?
         {
@@ -170,7 +170,7 @@ impl Store {
         let mut read = Vec::with_capacity(unkept.len());
         let mut revisions = Vec::with_capacity(unkept.len());
         for row in sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(id_list(&unkept))
+            .bind(json_value(&unkept)?)
             .fetch_all(&self.pool)
             .await?
         {
@@ -558,7 +558,7 @@ impl Store {
             self.backend.ids_in(1)
         );
         for row in sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(id_list(job_ids))
+            .bind(json_value(job_ids)?)
             .fetch_all(&self.pool)
             .await?
         {
@@ -760,7 +760,7 @@ async fn attach_children(
         backend.ids_in(1)
     );
     for row in sqlx::query(sqlx::AssertSqlSafe(sql))
-        .bind(id_list(&ids))
+        .bind(json_value(&ids)?)
         .fetch_all(&mut *conn)
         .await?
     {
@@ -770,11 +770,6 @@ async fn attach_children(
         }
     }
     Ok(())
-}
-
-/// Job ids as the JSON array [`Backend::ids_in`] reads.
-fn id_list(ids: &[JobId]) -> String {
-    serde_json::to_string(ids).unwrap_or_else(|_| "[]".to_owned())
 }
 
 /// A job's configuration as its column stores it: a JSON object.

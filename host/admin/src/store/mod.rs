@@ -316,6 +316,13 @@ impl Backend {
 
 /// `$1, $2, ..., $count`: the placeholders of an `IN` list. Only numbers go
 /// into the SQL text; the values are bound.
+/// `rows` as the JSON text a batch statement binds (see
+/// [`Backend::json_rows`] and [`Backend::ids_in`]).
+fn json_value(rows: &(impl serde::Serialize + ?Sized)) -> Result<String, StoreError> {
+    serde_json::to_string(rows)
+        .map_err(|error| StoreError::Database(sqlx::Error::Encode(Box::new(error))))
+}
+
 fn placeholders(count: usize) -> String {
     (1..=count)
         .map(|n| format!("${n}"))

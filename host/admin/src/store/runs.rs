@@ -428,13 +428,6 @@ fn bind_all<'q, 'a>(
     query
 }
 
-/// `rows` as the JSON text a batch statement binds (see
-/// `Backend::json_rows`).
-fn json_value(rows: &impl serde::Serialize) -> Result<String, StoreError> {
-    serde_json::to_string(rows)
-        .map_err(|error| StoreError::Database(sqlx::Error::Encode(Box::new(error))))
-}
-
 /// ` AND scheduled_at_ms BETWEEN $first AND $first+1` when there is a
 /// range to name (bound after the statement's other values), else nothing.
 fn scheduled_between(range: Option<(i64, i64)>, first: usize) -> String {
