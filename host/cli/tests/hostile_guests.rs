@@ -19,6 +19,13 @@ const WAIT: Duration = Duration::from_secs(60);
 const MIB: u64 = 1 << 20;
 /// Instance slots of the executor: the hostile tenant's share is three.
 const SLOTS: u32 = 4;
+/// The timeout of every hostile run but the infinite loop. Waiting for the
+/// tenant's share counts against it, and the attacks queue behind the
+/// sleeper and the loop on two slots, so it is wide: on a loaded machine a
+/// deep recursion that waited out a 5 s loop must still get to overflow.
+const ATTACK_TIMEOUT_MS: u64 = 30_000;
+/// The infinite loop's timeout, the one the attack is expected to meet.
+const LOOP_TIMEOUT_MS: u64 = 5_000;
 
 fn command(tenant: &str, job_id: u64, run_id: u64, digest: &str, param: &str) -> RunCommand {
     let trigger = Trigger {
@@ -136,7 +143,9 @@ async fn hostile_guests_end_their_own_runs_only_and_the_executors_memory_stays_b
             "infinite loop",
             admin.add_module(jobs::bytes("runaway")),
             "",
-            Expect::Outcome(Outcome::Timeout { timeout_ms: 5_000 }),
+            Expect::Outcome(Outcome::Timeout {
+                timeout_ms: LOOP_TIMEOUT_MS,
+            }),
         ),
         (
             "deep recursion",
@@ -171,11 +180,14 @@ async fn hostile_guests_end_their_own_runs_only_and_the_executors_memory_stays_b
     let mut sleeper = command("hostile", sleeper_job, 99, &slow_sleeper, "600000");
     sleeper.limits.timeout_ms = 600_000;
     assert!(executor.run(&sleeper).await.accepted);
-    for (index, (_, digest, param, _)) in attacks.iter().enumerate() {
+    for (index, (_, digest, param, expect)) in attacks.iter().enumerate() {
         let id = index as u64 + 1;
-        let response = executor
-            .run(&command("hostile", id, id, digest, param))
-            .await;
+        let mut attack = command("hostile", id, id, digest, param);
+        attack.limits.timeout_ms = match expect {
+            Expect::Outcome(Outcome::Timeout { timeout_ms }) => *timeout_ms,
+            _ => ATTACK_TIMEOUT_MS,
+        };
+        let response = executor.run(&attack).await;
         assert!(response.accepted, "{response:?}");
     }
 
