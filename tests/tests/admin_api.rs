@@ -1399,6 +1399,91 @@ async fn text_holding_nul_is_refused_naming_where_and_nothing_is_stored() {
     stack.shutdown().await;
 }
 
+/// An executor's callback is read straight into its type when it can be,
+/// and otherwise as every other body is: the same answers either way. An
+/// integer past `i64` (where the type has `u64`s) is refused naming where
+/// it is, an integral float is read as its integer, and a body that is not
+/// one object is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn callbacks_are_read_as_the_document_says_whichever_way() {
+    use reqwest::Method as M;
+    let stack = stack(SchedulerConfig::default()).await;
+    let counter = stack.job("counter", "counter", json!({})).await;
+    let digest = stack.get(&format!("/api/v1/jobs/{counter}")).await.1["module_digest"].clone();
+    let result = |run_id: Value, duration_ms: Value| {
+        json!({
+            "run_id": run_id, "job_id": counter, "outcome": "failed",
+            "message": "m", "code": 500, "started_at_ms": 1,
+            "duration_ms": duration_ms, "module_digest": digest,
+            "executor": "http://127.0.0.1:9",
+        })
+    };
+    let callback = |body: Value| {
+        let stack = &stack;
+        async move {
+            stack
+                .api
+                .with_token(EXEC)
+                .call(M::POST, "/api/v1/callback", Some(body))
+                .await
+        }
+    };
+    let answers = [
+        (
+            json!({ "results": [result(json!(987_654), json!(1))] }),
+            200,
+            None,
+            None,
+        ),
+        (
+            json!({ "results": [result(json!(987_655), json!(5.0))] }),
+            200,
+            None,
+            None,
+        ),
+        (
+            json!({ "results": [result(json!(u64::MAX), json!(1))] }),
+            400,
+            Some("invalid_request"),
+            Some("results[0].run_id"),
+        ),
+        (
+            json!({ "results": [result(json!(987_656), json!(-1))] }),
+            400,
+            Some("invalid_request"),
+            Some("results[0].duration_ms"),
+        ),
+        (
+            json!([[result(json!(987_657), json!(1))]]),
+            400,
+            Some("invalid_request"),
+            None,
+        ),
+    ];
+    for (body, status, code, field) in answers {
+        let (got, answer) = callback(body.clone()).await;
+        assert_eq!(
+            (got, answer["code"].as_str(), answer["field"].as_str()),
+            (status, code, field),
+            "{body}: {answer}"
+        );
+    }
+    let cut_short = stack
+        .api
+        .http
+        .post(format!("{}/api/v1/callback", stack.api.base))
+        .bearer_auth(EXEC)
+        .header("content-type", "application/json")
+        .body(r#"{"results": ["#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cut_short.status(), 400);
+    let answer: Value = cut_short.json().await.unwrap();
+    assert_eq!(answer["code"], "malformed_json", "{answer}");
+    stack.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn push_pin_new_version_and_rollback_with_runs_naming_what_ran() {
     let stack = stack(SchedulerConfig::default()).await;

@@ -278,8 +278,11 @@ impl Backend {
                 .join(", ")
         };
         match self {
+            // `jsonb_each`, not `json_each`: each object comes as SQLite's
+            // binary JSON, which `->>` reads as it is. `json_each` gave it
+            // as text, written out and parsed again for every field.
             Backend::Sqlite => format!(
-                "SELECT {} FROM json_each(${parameter})",
+                "SELECT {} FROM jsonb_each(${parameter})",
                 list(&|key, _| format!("value->>'{key}' AS {prefix}{key}"))
             ),
             Backend::Postgres => format!(
@@ -382,6 +385,10 @@ impl Store {
                 // round; sqlx issue 3645).
                 .idle_timeout(None)
                 .max_lifetime(None)
+                // A SQLite connection is a file in this process: it cannot
+                // drop like a server's, and the ping sqlx sends before each
+                // use was a round trip through its worker thread.
+                .test_before_acquire(backend == Backend::Postgres)
                 .after_connect(move |conn, _| {
                     Box::pin(async move {
                         if backend == Backend::Sqlite {
