@@ -477,7 +477,7 @@ impl<S: Send + Sync, T: DeserializeOwned + Serialize> FromRequest<S> for ApiJson
     type Rejection = Failure;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, Failure> {
-        let value = json_value(request, state).await?;
+        let value: Value = json_body(request, state).await?;
         refuse_text_with_nul(&value)?;
         decode_json(value).map(ApiJson)
     }
@@ -521,11 +521,6 @@ fn has_long_digit_run(text: &str) -> bool {
         run = if byte.is_ascii_digit() { run + 1 } else { 0 };
         run > LONGEST_SHORT_RUN
     })
-}
-
-/// A request's body as JSON, refused with the reason it cannot be read.
-async fn json_value<S: Send + Sync>(request: Request, state: &S) -> Result<Value, Failure> {
-    json_body(request, state).await
 }
 
 /// A request's body read as `B` (a `Value`, or the text of any JSON value),

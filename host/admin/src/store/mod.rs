@@ -317,8 +317,6 @@ impl Backend {
     }
 }
 
-/// `$1, $2, ..., $count`: the placeholders of an `IN` list. Only numbers go
-/// into the SQL text; the values are bound.
 /// `rows` as the JSON text a batch statement binds (see
 /// [`Backend::json_rows`] and [`Backend::ids_in`]).
 fn json_value(rows: &(impl serde::Serialize + ?Sized)) -> Result<String, StoreError> {
@@ -326,6 +324,8 @@ fn json_value(rows: &(impl serde::Serialize + ?Sized)) -> Result<String, StoreEr
         .map_err(|error| StoreError::Database(sqlx::Error::Encode(Box::new(error))))
 }
 
+/// `$1, $2, ..., $count`: the placeholders of an `IN` list. Only numbers go
+/// into the SQL text; the values are bound.
 fn placeholders(count: usize) -> String {
     (1..=count)
         .map(|n| format!("${n}"))
