@@ -104,6 +104,10 @@ struct Cached {
 pub struct Quotas {
     defaults: QuotaDefaults,
     cache: Mutex<HashMap<String, Cached>>,
+    /// Each tenant's runs this admin sent whose dispatch marks are not
+    /// written yet (they wait to be written with the runs' ends): in
+    /// progress, though the store does not count them as such.
+    unmarked: Mutex<HashMap<String, u64>>,
 }
 
 impl Quotas {
@@ -111,6 +115,7 @@ impl Quotas {
         Quotas {
             defaults,
             cache: Mutex::new(HashMap::new()),
+            unmarked: Mutex::new(HashMap::new()),
         }
     }
 
@@ -141,11 +146,15 @@ impl Quotas {
             cached.refreshing_since = Some(Instant::now());
         }
         let read = async {
+            let mut usage = store.tenant_run_usage(tenant, day).await?;
+            // Read after the store: a mark written meanwhile is counted
+            // twice until the next read, never not at all.
+            usage.running_runs += self.unmarked_of(tenant);
             Ok::<_, StoreError>(Cached {
                 read_at: Instant::now(),
                 refreshing_since: None,
                 own: store.tenant_quotas(tenant).await?,
-                usage: store.tenant_run_usage(tenant, day).await?,
+                usage,
                 day,
             })
         };
@@ -161,6 +170,35 @@ impl Quotas {
                 Err(error)
             }
         }
+    }
+
+    /// A run of `tenant` was sent; its dispatch mark waits to be written
+    /// (see [`Quotas::marks_written`]).
+    pub fn sent_unmarked(&self, tenant: &str) {
+        *self.lock_unmarked().entry(tenant.to_owned()).or_default() += 1;
+    }
+
+    /// The dispatch marks of `runs` runs of `tenant` were written (or
+    /// given up on): the store counts them from now on.
+    pub fn marks_written(&self, tenant: &str, runs: u64) {
+        let mut unmarked = self.lock_unmarked();
+        if let Some(count) = unmarked.get_mut(tenant) {
+            *count = count.saturating_sub(runs);
+            if *count == 0 {
+                unmarked.remove(tenant);
+            }
+        }
+    }
+
+    /// How many of `tenant`'s runs sent have their marks still to write.
+    pub(crate) fn unmarked_of(&self, tenant: &str) -> u64 {
+        self.lock_unmarked().get(tenant).copied().unwrap_or(0)
+    }
+
+    fn lock_unmarked(&self) -> std::sync::MutexGuard<'_, HashMap<String, u64>> {
+        self.unmarked
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
     }
 
     /// Forgets what was read of `tenant` (its limits were just changed).
@@ -479,5 +517,32 @@ mod tests {
         own.set(Quota::Jobs, Some(7));
         assert_eq!(quotas.limit_in(&own, Quota::Jobs), 7);
         assert_eq!(quotas.limit_in(&own, Quota::Modules), 1_000);
+    }
+
+    /// Runs sent whose dispatch marks wait to be written are in progress:
+    /// a read of the store's count, which does not see them, adds them.
+    #[tokio::test]
+    async fn runs_sent_before_their_marks_are_written_count_as_in_progress() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let store = Store::open_sqlite(dir.path()).await.expect("a store");
+        let mut changes = QuotaSettings::default();
+        changes.set(Quota::RunningRuns, Some(2));
+        let quotas = Quotas::new(QuotaDefaults::default().with(&changes));
+        quotas.sent_unmarked("acme");
+        quotas.sent_unmarked("acme");
+        let admitted = quotas.admit_run(&store, "acme", 0).await.expect("read");
+        assert!(admitted.is_err(), "two runs in progress of two");
+        assert!(
+            quotas
+                .admit_run(&store, "other", 0)
+                .await
+                .expect("read")
+                .is_ok(),
+            "another tenant's runs are its own"
+        );
+        quotas.marks_written("acme", 2);
+        quotas.forget("acme");
+        let admitted = quotas.admit_run(&store, "acme", 0).await.expect("read");
+        assert!(admitted.is_ok(), "{admitted:?}");
     }
 }

@@ -1528,6 +1528,122 @@ async fn results_holding_nul(store: &Store) {
     assert_eq!(plain.status, RunStatus::Success);
 }
 
+/// Dispatch marks written with run ends: a mark whose run an end ends is
+/// written by that end (its dispatch time; its executor where the end
+/// names none), in one write of the row on SQLite; every other mark is
+/// written as a mark: one for a run no end names, one for a run that had
+/// ended before, one for a run whose end commits state.
+async fn marks_written_with_ends(store: &Store, url: &str) {
+    let job = store.insert_job(&job(), 0).await.unwrap();
+    let mut runs = Vec::new();
+    for at in 0..5 {
+        runs.push(store.insert_run(&fire(job, 50_000 + at), 0).await.unwrap());
+    }
+    let [quick, unnamed, ended_before, committing, named_twice] = runs[..] else {
+        unreachable!()
+    };
+    let ended = |run_id| RunEnd {
+        run_id,
+        success: true,
+        outcome: "success".into(),
+        code: 200,
+        started_at_ms: Some(60_010),
+        finished_at_ms: 60_020,
+        ..RunEnd::default()
+    };
+    store.finish_runs(&[ended(ended_before)]).await.unwrap();
+    let pool = sqlx::AnyPool::connect(url).await.unwrap();
+    let sqlite = url.starts_with("sqlite:");
+    if sqlite {
+        // Every write of a run row, counted.
+        for sql in [
+            "CREATE TABLE run_write (run_id INTEGER)",
+            "CREATE TRIGGER count_run_writes AFTER UPDATE ON run \
+             BEGIN INSERT INTO run_write VALUES (NEW.id); END",
+        ] {
+            sqlx::query(sql).execute(&pool).await.unwrap();
+        }
+    }
+    let mark = |run_id, executor: &str| DispatchMark {
+        run_id,
+        executor: executor.into(),
+        at_ms: 60_000,
+        scheduled_at_ms: None,
+    };
+    let marks = [
+        mark(quick, "http://e1"),
+        mark(unnamed, "http://e2"),
+        mark(ended_before, "http://e3"),
+        mark(committing, "http://e4"),
+        mark(named_twice, "http://e5"),
+        // A second mark of one run (sent again): the first holds.
+        mark(named_twice, "http://e6"),
+    ];
+    let mut commits = ended(committing);
+    commits.state_changes.insert("k".into(), Some("v".into()));
+    let ends = [
+        ended(quick),
+        ended(ended_before),
+        commits,
+        RunEnd {
+            executor: Some("http://ran-here".into()),
+            ..ended(named_twice)
+        },
+    ];
+    let answered = store.finish_runs_marking(&marks, &ends).await.unwrap();
+    let answered: Vec<Option<RunId>> = answered
+        .iter()
+        .map(|run| run.as_ref().map(|run| run.id))
+        .collect();
+    assert_eq!(
+        answered,
+        [Some(quick), None, Some(committing), Some(named_twice)]
+    );
+    let mut seen = Vec::new();
+    for run in &runs {
+        let run = store.run(*run).await.unwrap().unwrap();
+        seen.push((run.status, run.dispatched_at_ms, run.executor));
+    }
+    let e = |name: &str| Some(name.to_owned());
+    assert_eq!(
+        seen,
+        [
+            (RunStatus::Success, Some(60_000), e("http://e1")),
+            (RunStatus::Dispatched, Some(60_000), e("http://e2")),
+            (RunStatus::Success, Some(60_000), e("http://e3")),
+            (RunStatus::Success, Some(60_000), e("http://e4")),
+            (RunStatus::Success, Some(60_000), e("http://ran-here")),
+        ]
+    );
+    assert_eq!(store.job_state(job).await.unwrap().values.len(), 1);
+    if sqlite {
+        let writes: Vec<i64> = sqlx::query("SELECT run_id FROM run_write ORDER BY run_id")
+            .fetch_all(&pool)
+            .await
+            .unwrap()
+            .iter()
+            .map(|row| sqlx::Row::get(row, "run_id"))
+            .collect();
+        // The quick run and the run named twice: one write each. The
+        // others: a mark, then (committing) an end.
+        let ids = |runs: &[RunId]| runs.iter().map(|run| run.0).collect::<Vec<_>>();
+        assert_eq!(
+            writes,
+            ids(&[
+                quick,
+                unnamed,
+                ended_before,
+                committing,
+                committing,
+                named_twice
+            ])
+        );
+        for sql in ["DROP TRIGGER count_run_writes", "DROP TABLE run_write"] {
+            sqlx::query(sql).execute(&pool).await.unwrap();
+        }
+    }
+}
+
 /// A run names the module it runs in 32 bytes (migration 0019) and reads
 /// back the digest it was written with, whether written alone or by a
 /// claim; a run written before, in 64 characters, still reads, ends with
@@ -1758,6 +1874,7 @@ async fn sqlite_runs_are_claimed_dispatched_and_ended_once() {
     run_lifecycle(&store).await;
     results_holding_nul(&store).await;
     let url = format!("sqlite://{}", dir.path().join("cronbox.db").display());
+    marks_written_with_ends(&store, &url).await;
     leases(&store, &Store::connect(&url).await.unwrap(), &url).await;
     runs_name_their_module_in_bytes(&store, &url).await;
     job_rows_are_kept_while_their_revision_holds(&store, &url).await;
@@ -1788,6 +1905,7 @@ async fn postgres_runs_are_claimed_dispatched_and_ended_once() {
         [id]
     );
     results_holding_nul(&store).await;
+    marks_written_with_ends(&store, &server.url()).await;
     runs_name_their_module_in_bytes(&store, &server.url()).await;
     job_rows_are_kept_while_their_revision_holds(&store, &server.url()).await;
 }

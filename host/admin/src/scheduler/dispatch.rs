@@ -4,42 +4,6 @@
 
 use super::*;
 
-/// Most dispatch marks written in one transaction.
-pub(super) const MARK_BATCH: usize = 1_000;
-
-/// Writes dispatch marks as they come, all those waiting in one
-/// transaction, until `stop`; then writes what is left.
-pub(super) async fn write_dispatch_marks(
-    store: Store,
-    mut queue: tokio::sync::mpsc::UnboundedReceiver<DispatchMark>,
-    stop: CancellationToken,
-) {
-    let mut batch = Vec::with_capacity(MARK_BATCH);
-    loop {
-        let stopping = tokio::select! {
-            received = queue.recv_many(&mut batch, MARK_BATCH) => received == 0,
-            _ = stop.cancelled() => true,
-        };
-        if stopping {
-            while let Ok(mark) = queue.try_recv() {
-                batch.push(mark);
-            }
-        }
-        if !batch.is_empty()
-            && let Err(error) = store.mark_dispatched_many(&batch).await
-        {
-            // The runs stay pending: their results still end them, and a
-            // restarted admin re-dispatches them (the executor answers
-            // that it already has them).
-            tracing::warn!(%error, count = batch.len(), "cannot record dispatched runs");
-        }
-        batch.clear();
-        if stopping {
-            return;
-        }
-    }
-}
-
 /// How long a group's address list is reused before the registry is read
 /// again.
 pub(super) const ADDRESS_CACHE: Duration = Duration::from_secs(1);
@@ -765,7 +729,7 @@ impl Scheduler {
         let now = self.now_ms();
         match answer {
             Answer::Response(answer) if answer.accepted => {
-                self.mark_dispatched(run, address, now);
+                self.mark_dispatched(job, run, address, now);
             }
             Answer::Response(answer) => {
                 let reason = answer
@@ -779,7 +743,7 @@ impl Scheduler {
                 // The executor already has this run: an earlier dispatch
                 // reached it but the admin died before recording it. Its
                 // result will come by callback.
-                self.mark_dispatched(run, address, now);
+                self.mark_dispatched(job, run, address, now);
             }
             Answer::Refused { status, message } => {
                 // The executor's answer stays in the operator's log; the
@@ -795,14 +759,27 @@ impl Scheduler {
         Ok(())
     }
 
-    /// Queues the record that `address` accepted `run`.
-    pub(super) fn mark_dispatched(&self, run: &RunRow, address: &str, now: i64) {
-        let _ = self.marks.send(DispatchMark {
-            run_id: run.id,
-            executor: address.to_owned(),
-            at_ms: now,
-            scheduled_at_ms: Some(run.scheduled_at_ms),
-        });
+    /// Queues the record that `address` accepted `run` (see
+    /// [`ends::write_run_ends`]): it may wait for the run's end unless
+    /// the job's overlap policy reads which of its runs are in progress.
+    pub(super) fn mark_dispatched(&self, job: &JobRow, run: &RunRow, address: &str, now: i64) {
+        self.quotas.sent_unmarked(&job.tenant);
+        let queued = ends::QueuedMark {
+            mark: DispatchMark {
+                run_id: run.id,
+                executor: address.to_owned(),
+                at_ms: now,
+                scheduled_at_ms: Some(run.scheduled_at_ms),
+            },
+            tenant: job.tenant.clone(),
+            may_wait: job.schedule_rules.overlap == cronbox_api::OverlapPolicy::Allow,
+        };
+        if self.marks.send(queued).is_err() {
+            // The writer stopped (the admin is stopping): the run stays
+            // pending; a restarted admin sends it again and hears that
+            // the executor has it.
+            self.quotas.marks_written(&job.tenant, 1);
+        }
     }
 
     /// Ends a run that could not be dispatched (outcome `rejected`), then

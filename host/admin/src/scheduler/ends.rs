@@ -1,6 +1,7 @@
-//! Run ends from callbacks that arrive together, written together: one
-//! task takes every callback's ends waiting for it and writes them in one
-//! transaction (group commit), answering each callback with its own rows.
+//! The writer of what happens to a run after its fire: dispatch marks and
+//! run ends, in one task that takes every callback's ends and every mark
+//! waiting for it and writes them in one transaction (group commit),
+//! answering each callback with its own rows.
 //!
 //! At 6,000 runs/s spread, executors sent ~150 callbacks a second of 15 to
 //! 130 results each (three in flight per executor, each answered in tens of
@@ -9,16 +10,45 @@
 //! not its work, was full. Waiting callbacks now share the next
 //! transaction, so the busier the writer, the larger (and fewer) its
 //! transactions; a callback alone still goes at once.
+//!
+//! A dispatch mark is not urgent (the run's lease keeps it this admin's
+//! until it is written), so marks wait up to [`MARK_WAIT`] for ends to go
+//! with. A quick run's end usually comes within that time, and then its
+//! mark is written by its end, in the same row write (see
+//! [`Store::finish_runs_marking`]): one write of the row and its indexes
+//! where a mark and an end, written apart, were two, each in its own
+//! transaction.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
 
 use prometheus_client::metrics::counter::Counter;
 use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::store::{RunEnd, RunRow, Store, StoreError};
+use crate::quotas::Quotas;
+use crate::store::{DispatchMark, RunEnd, RunId, RunRow, Store, StoreError};
 
 /// Ends written in one transaction at most (callbacks are kept whole: one
 /// larger than this goes alone).
 pub(super) const ENDS_PER_WRITE: usize = 2_000;
+
+/// Dispatch marks taken from their queue at a time.
+const MARKS_PER_RECEIVE: usize = 1_000;
+
+/// How long a dispatch mark waits past its run's instant (or its
+/// dispatch, if later) for the run's end to be written with.
+pub(super) const MARK_WAIT: Duration = Duration::from_millis(100);
+
+/// The longest a dispatch mark waits, however far ahead its run was sent.
+pub(super) const MARK_WAIT_MOST: Duration = Duration::from_secs(2);
+
+/// Dispatch marks waiting past this many are written at once, the
+/// longest-waiting first.
+pub(super) const MARKS_WAITING_MOST: usize = 50_000;
 
 /// A callback's ends given back, with the rows of the runs they ended (see
 /// [`Store::finish_runs`]).
@@ -31,35 +61,127 @@ pub(super) struct EndRequest {
     pub(super) reply: oneshot::Sender<Ended>,
 }
 
-/// Writes the ends of the callbacks waiting, together, until `stop`; then
-/// writes what is left. A write that fails is tried again callback by
-/// callback, so one callback's bad end fails that callback only. `writes`
-/// counts the transactions.
+/// A dispatch mark on its way to the writer.
+#[derive(Debug)]
+pub(super) struct QueuedMark {
+    pub(super) mark: DispatchMark,
+    /// The run's tenant (see [`Quotas::sent_unmarked`]).
+    pub(super) tenant: String,
+    /// Whether the mark may wait for the run's end. Not when the job's
+    /// overlap policy reads which of its runs are in progress.
+    pub(super) may_wait: bool,
+}
+
+/// The dispatch marks waiting to be written, each until its run's end
+/// takes it or its wait is over.
+#[derive(Default)]
+struct WaitingMarks {
+    /// The first mark of each run (a mark sent again changes nothing once
+    /// the first is written).
+    by_run: HashMap<RunId, QueuedMark>,
+    /// When each mark must go, soonest first (a run's entry stays after
+    /// its end took the mark, and is skipped).
+    due: BinaryHeap<Reverse<(Instant, RunId)>>,
+}
+
+impl WaitingMarks {
+    /// Keeps `mark` until its run's instant (it was sent ahead, and its
+    /// executor holds it until then) and [`MARK_WAIT`] more.
+    /// A mark sent again, of a run whose first mark waits, is answered
+    /// back: it is written at once (and changes nothing).
+    fn add(&mut self, queued: QueuedMark) -> Option<QueuedMark> {
+        let mark = &queued.mark;
+        if self.by_run.contains_key(&mark.run_id) {
+            return Some(queued);
+        }
+        let wait = if queued.may_wait {
+            let ahead = mark
+                .scheduled_at_ms
+                .map_or(0, |scheduled| scheduled.saturating_sub(mark.at_ms))
+                .clamp(0, MARK_WAIT_MOST.as_millis() as i64);
+            (Duration::from_millis(ahead as u64) + MARK_WAIT).min(MARK_WAIT_MOST)
+        } else {
+            Duration::ZERO
+        };
+        self.due.push(Reverse((Instant::now() + wait, mark.run_id)));
+        self.by_run.insert(mark.run_id, queued);
+        None
+    }
+
+    /// When the next mark must go, if one waits.
+    fn next_due(&mut self) -> Option<Instant> {
+        while let Some(Reverse((due, run_id))) = self.due.peek() {
+            if self.by_run.contains_key(run_id) {
+                return Some(*due);
+            }
+            self.due.pop();
+        }
+        None
+    }
+
+    /// The marks that go now: those of the runs `ends` end, those whose
+    /// wait is over (all of them when `all`), and the longest-waiting past
+    /// [`MARKS_WAITING_MOST`].
+    fn take(&mut self, ends: &[EndRequest], all: bool) -> Vec<QueuedMark> {
+        if all {
+            self.due.clear();
+            return self.by_run.drain().map(|(_, mark)| mark).collect();
+        }
+        let mut going: Vec<QueuedMark> = ends
+            .iter()
+            .flat_map(|request| &request.ends)
+            .filter_map(|end| self.by_run.remove(&end.run_id))
+            .collect();
+        let now = Instant::now();
+        while let Some(Reverse((due, run_id))) = self.due.peek().copied() {
+            if due > now && self.by_run.len() <= MARKS_WAITING_MOST {
+                break;
+            }
+            self.due.pop();
+            going.extend(self.by_run.remove(&run_id));
+        }
+        going
+    }
+}
+
+/// Writes the ends of the callbacks waiting and the dispatch marks, together,
+/// until `stop`; then writes what is left. Ends go at once (with the marks
+/// waiting); marks alone go after [`MARK_WAIT`]. A write that fails is
+/// tried again: the marks alone, then callback by callback, so one
+/// callback's bad end fails that callback only. `writes` counts the
+/// transactions.
 pub(super) async fn write_run_ends(
     store: Store,
     mut queue: mpsc::UnboundedReceiver<EndRequest>,
+    mut marks: mpsc::UnboundedReceiver<QueuedMark>,
+    quotas: Arc<Quotas>,
     writes: Counter,
     stop: CancellationToken,
 ) {
     let mut carried: Option<EndRequest> = None;
+    let mut waiting = WaitingMarks::default();
+    let mut received = Vec::with_capacity(MARKS_PER_RECEIVE);
+    let mut marks_open = true;
+    let mut stopping = false;
     loop {
         let mut group = Vec::new();
-        let stopping = match carried.take() {
-            Some(request) => {
-                group.push(request);
-                false
-            }
-            None => tokio::select! {
-                received = queue.recv() => match received {
-                    Some(request) => {
-                        group.push(request);
-                        false
-                    }
-                    None => return,
+        if let Some(request) = carried.take() {
+            group.push(request);
+        } else if !stopping {
+            let marks_due = waiting.next_due();
+            tokio::select! {
+                request = queue.recv() => match request {
+                    Some(request) => group.push(request),
+                    None => stopping = true,
                 },
-                _ = stop.cancelled() => true,
-            },
-        };
+                count = marks.recv_many(&mut received, MARKS_PER_RECEIVE), if marks_open => {
+                    marks_open = count > 0;
+                }
+                _ = tokio::time::sleep_until(marks_due.unwrap_or_else(Instant::now)),
+                    if marks_due.is_some() => {}
+                _ = stop.cancelled() => stopping = true,
+            }
+        }
         let mut count: usize = group.iter().map(|request| request.ends.len()).sum();
         while let Ok(request) = queue.try_recv() {
             if count + request.ends.len() > ENDS_PER_WRITE && !group.is_empty() {
@@ -69,31 +191,50 @@ pub(super) async fn write_run_ends(
             count += request.ends.len();
             group.push(request);
         }
-        if !group.is_empty() {
-            write_group(&store, group, &writes).await;
+        while let Ok(mark) = marks.try_recv() {
+            received.push(mark);
         }
-        if stopping && carried.is_none() && queue.is_empty() {
+        let mut going: Vec<QueuedMark> = received
+            .drain(..)
+            .filter_map(|mark| waiting.add(mark))
+            .collect();
+        going.extend(waiting.take(&group, stopping));
+        if !group.is_empty() || !going.is_empty() {
+            let mut tenants: HashMap<String, u64> = HashMap::new();
+            let marks = going
+                .into_iter()
+                .map(|queued| {
+                    *tenants.entry(queued.tenant).or_default() += 1;
+                    queued.mark
+                })
+                .collect();
+            write_group(&store, marks, group, &writes).await;
+            for (tenant, runs) in tenants {
+                quotas.marks_written(&tenant, runs);
+            }
+        }
+        if stopping && carried.is_none() && queue.is_empty() && marks.is_empty() {
             return;
         }
     }
 }
 
-/// Writes one group's ends in one transaction and answers each callback.
-async fn write_group(store: &Store, group: Vec<EndRequest>, writes: &Counter) {
+/// Writes one group's marks and ends in one transaction and answers each
+/// callback.
+async fn write_group(
+    store: &Store,
+    marks: Vec<DispatchMark>,
+    group: Vec<EndRequest>,
+    writes: &Counter,
+) {
     writes.inc();
-    if group.len() == 1 {
-        let request = group.into_iter().next().expect("one request");
-        let ended = store.finish_runs(&request.ends).await;
-        let _ = request.reply.send((request.ends, ended));
-        return;
-    }
     let lengths: Vec<usize> = group.iter().map(|request| request.ends.len()).collect();
     let (all, replies): (Vec<Vec<RunEnd>>, Vec<oneshot::Sender<Ended>>) = group
         .into_iter()
         .map(|request| (request.ends, request.reply))
         .unzip();
     let all: Vec<RunEnd> = all.into_iter().flatten().collect();
-    let together = store.finish_runs(&all).await;
+    let together = store.finish_runs_marking(&marks, &all).await;
     let mut ends = all.into_iter();
     match together {
         Ok(ended) => {
@@ -103,12 +244,27 @@ async fn write_group(store: &Store, group: Vec<EndRequest>, writes: &Counter) {
                 let _ = reply.send((own, Ok(rows.by_ref().take(*length).collect())));
             }
         }
+        Err(error) if marks.is_empty() && replies.len() == 1 => {
+            let own: Vec<RunEnd> = ends.collect();
+            let reply = replies.into_iter().next().expect("one callback");
+            let _ = reply.send((own, Err(error)));
+        }
         Err(error) => {
             tracing::warn!(
                 %error,
                 callbacks = lengths.len(),
-                "writing callbacks' run ends together failed; writing each alone"
+                marks = marks.len(),
+                "writing run ends and dispatch marks together failed; writing them apart"
             );
+            if !marks.is_empty() {
+                writes.inc();
+                if let Err(error) = store.mark_dispatched_many(&marks).await {
+                    // The runs stay pending: their results still end them,
+                    // and a restarted admin re-dispatches them (the
+                    // executor answers that it already has them).
+                    tracing::warn!(%error, count = marks.len(), "cannot record dispatched runs");
+                }
+            }
             for (length, reply) in lengths.iter().zip(replies) {
                 let own: Vec<RunEnd> = ends.by_ref().take(*length).collect();
                 writes.inc();
@@ -133,6 +289,21 @@ mod tests {
             code: 200,
             finished_at_ms: 2_000,
             ..RunEnd::default()
+        }
+    }
+
+    /// The record that executor `http://e1` took `run_id` (of tenant
+    /// `default`) at 1,500, for a run due then.
+    fn mark_of(run_id: RunId) -> QueuedMark {
+        QueuedMark {
+            mark: DispatchMark {
+                run_id,
+                executor: "http://e1".into(),
+                at_ms: 1_500,
+                scheduled_at_ms: Some(1_500),
+            },
+            tenant: "default".into(),
+            may_wait: true,
         }
     }
 
@@ -166,9 +337,11 @@ mod tests {
         runs
     }
 
-    /// The run-end writer of a test, and its queue.
+    /// The run-end writer of a test, and its queues.
     struct Writer {
         send: mpsc::UnboundedSender<EndRequest>,
+        mark: mpsc::UnboundedSender<QueuedMark>,
+        quotas: Arc<Quotas>,
         writes: Counter,
         stop: CancellationToken,
         task: tokio::task::JoinHandle<()>,
@@ -184,7 +357,25 @@ mod tests {
             Writer,
             Vec<(Vec<RunId>, Result<Vec<Option<RunId>>, String>)>,
         ) {
+            Writer::after_marks(store, &[], callbacks).await
+        }
+
+        /// [`Writer::after`] with dispatch marks of `marked` queued first.
+        async fn after_marks(
+            store: &Store,
+            marked: &[RunId],
+            callbacks: &[Vec<RunId>],
+        ) -> (
+            Writer,
+            Vec<(Vec<RunId>, Result<Vec<Option<RunId>>, String>)>,
+        ) {
             let (send, queue) = mpsc::unbounded_channel();
+            let (mark, marks) = mpsc::unbounded_channel();
+            let quotas = Arc::new(Quotas::new(Default::default()));
+            for run_id in marked {
+                quotas.sent_unmarked("default");
+                mark.send(mark_of(*run_id)).unwrap();
+            }
             let answers: Vec<_> = callbacks
                 .iter()
                 .map(|runs| queue_callback(&send, runs))
@@ -194,6 +385,8 @@ mod tests {
             let task = tokio::spawn(write_run_ends(
                 store.clone(),
                 queue,
+                marks,
+                quotas.clone(),
                 writes.clone(),
                 stop.clone(),
             ));
@@ -203,6 +396,8 @@ mod tests {
             }
             let writer = Writer {
                 send,
+                mark,
+                quotas,
                 writes,
                 stop,
                 task,
@@ -338,5 +533,123 @@ mod tests {
             "the refused callback ended none of its runs"
         );
         writer.stop().await;
+    }
+
+    /// A mark waiting when its run's end comes is written by the end: one
+    /// transaction, and the run has its dispatch time and executor. A mark
+    /// alone waits for ends (up to `MARK_WAIT`), then goes by itself.
+    #[tokio::test]
+    async fn marks_go_with_the_ends_that_come_for_them_or_alone_after_a_wait() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_sqlite(dir.path()).await.unwrap();
+        let runs = pending_runs(&store, 3).await;
+        let (writer, answers_given) =
+            Writer::after_marks(&store, &runs[..2], &[vec![runs[0], runs[1]]]).await;
+        assert_eq!(
+            answers_given,
+            [(
+                vec![runs[0], runs[1]],
+                Ok(vec![Some(runs[0]), Some(runs[1])])
+            )]
+        );
+        assert_eq!(writer.writes.get(), 1, "marks and ends in one transaction");
+        assert_eq!(
+            writer.quotas.unmarked_of("default"),
+            0,
+            "written marks are let go"
+        );
+        for run in &runs[..2] {
+            let run = store.run(*run).await.unwrap().unwrap();
+            assert_eq!(
+                (run.status, run.dispatched_at_ms, run.executor.as_deref()),
+                (
+                    crate::store::RunStatus::Success,
+                    Some(1_500),
+                    Some("http://e1")
+                )
+            );
+        }
+
+        // A mark with no end to go with: written once its wait is over.
+        let sent = std::time::Instant::now();
+        writer.quotas.sent_unmarked("default");
+        writer.mark.send(mark_of(runs[2])).unwrap();
+        let marked = loop {
+            let run = store.run(runs[2]).await.unwrap().unwrap();
+            if run.status == crate::store::RunStatus::Dispatched {
+                break run;
+            }
+            assert!(sent.elapsed() < Duration::from_secs(10), "never marked");
+            tokio::task::yield_now().await;
+        };
+        assert!(sent.elapsed() >= MARK_WAIT, "{:?}", sent.elapsed());
+        assert_eq!(marked.dispatched_at_ms, Some(1_500));
+        assert_eq!(writer.writes.get(), 2);
+        assert_eq!(writer.quotas.unmarked_of("default"), 0);
+        writer.stop().await;
+    }
+
+    /// Marks still waiting when the admin stops are written before the
+    /// writer ends.
+    #[tokio::test]
+    async fn marks_waiting_at_the_stop_are_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_sqlite(dir.path()).await.unwrap();
+        let runs = pending_runs(&store, 1).await;
+        let (writer, _) = Writer::after_marks(&store, &runs, &[]).await;
+        writer.stop().await;
+        let run = store.run(runs[0]).await.unwrap().unwrap();
+        assert_eq!(run.status, crate::store::RunStatus::Dispatched);
+    }
+
+    /// A mark waits until its run's instant and `MARK_WAIT` more, unless it
+    /// may not wait; an end of its run takes it at any time; a mark sent
+    /// again while the first waits goes at once.
+    #[test]
+    fn a_mark_waits_for_its_runs_end_until_past_its_instant() {
+        let ahead = |run_id: i64, may_wait: bool| QueuedMark {
+            mark: DispatchMark {
+                run_id: RunId(run_id),
+                executor: "http://e1".into(),
+                at_ms: 1_000,
+                // Sent a second ahead of its instant.
+                scheduled_at_ms: Some(2_000),
+            },
+            tenant: "default".into(),
+            may_wait,
+        };
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap()
+            .block_on(async {
+                let mut waiting = WaitingMarks::default();
+                assert!(waiting.add(ahead(1, true)).is_none());
+                assert!(waiting.add(ahead(2, true)).is_none());
+                assert!(waiting.add(ahead(3, false)).is_none());
+                let again = waiting.add(ahead(1, true));
+                assert_eq!(again.map(|queued| queued.mark.run_id), Some(RunId(1)));
+                let due = waiting.next_due().unwrap() - Instant::now();
+                assert!(due <= Duration::from_millis(1), "{due:?}");
+                let taken = |marks: Vec<QueuedMark>| -> Vec<RunId> {
+                    marks.into_iter().map(|queued| queued.mark.run_id).collect()
+                };
+                assert_eq!(taken(waiting.take(&[], false)), [RunId(3)], "may not wait");
+                let (reply, _) = oneshot::channel();
+                let end_of_2 = EndRequest {
+                    ends: vec![ended_well(RunId(2))],
+                    reply,
+                };
+                assert_eq!(taken(waiting.take(&[end_of_2], false)), [RunId(2)]);
+                let due = waiting.next_due().unwrap() - Instant::now();
+                assert!(due > Duration::from_secs(1), "{due:?}");
+                assert!(due <= Duration::from_secs(1) + MARK_WAIT, "{due:?}");
+                assert_eq!(
+                    taken(waiting.take(&[], true)),
+                    [RunId(1)],
+                    "all, at the stop"
+                );
+                assert!(waiting.next_due().is_none());
+            });
     }
 }

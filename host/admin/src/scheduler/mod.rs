@@ -27,7 +27,6 @@ use cronbox_protocol::{
     executor_paths,
 };
 use tokio::sync::Semaphore;
-use tokio_util::sync::CancellationToken;
 
 use crate::clock::{Clock, SystemClock};
 use crate::jobs::{children_of, schedule_of};
@@ -160,10 +159,10 @@ pub struct Scheduler {
     addresses:
         std::sync::Mutex<std::collections::HashMap<String, (std::time::Instant, Vec<String>)>>,
     /// Runs accepted by executors, recorded as dispatched in batches by
-    /// [`write_dispatch_marks`] so that a burst of dispatches does not
-    /// queue one write transaction each.
-    marks: tokio::sync::mpsc::UnboundedSender<DispatchMark>,
-    mark_queue: std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<DispatchMark>>>,
+    /// [`ends::write_run_ends`] (with run ends, when they come soon
+    /// enough) so that a burst of dispatches does not queue one write
+    /// transaction each.
+    marks: tokio::sync::mpsc::UnboundedSender<ends::QueuedMark>,
     /// Callbacks' run ends, written together by [`ends::write_run_ends`]
     /// when several wait for the writer.
     ends: tokio::sync::mpsc::UnboundedSender<ends::EndRequest>,
@@ -176,7 +175,7 @@ pub struct Scheduler {
     /// Every task the scheduler spawns (timers, dispatches, the mark
     /// writer), ended and awaited when the admin stops.
     tasks: Tasks,
-    quotas: crate::quotas::Quotas,
+    quotas: Arc<crate::quotas::Quotas>,
     /// Module versions being compiled ahead on executors.
     warming: warming::Warming,
     /// Tenants' shared calendars, read every few seconds.
@@ -205,15 +204,17 @@ impl Scheduler {
         // Results may come before the pre-read starts: this writer runs
         // from the start.
         let metrics = Arc::new(Metrics::new());
+        let quotas = Arc::new(crate::quotas::Quotas::new(config.quota_defaults.clone()));
         tasks.spawn_loop(ends::write_run_ends(
             store.clone(),
             end_queue,
+            mark_queue,
+            quotas.clone(),
             metrics.run_end_writes.clone(),
             tasks.stopping(),
         ));
         Arc::new(Scheduler {
             marks,
-            mark_queue: std::sync::Mutex::new(Some(mark_queue)),
             ends,
             wake: tokio::sync::Notify::new(),
             metrics,
@@ -224,7 +225,7 @@ impl Scheduler {
             store,
             router: Router::default(),
             http,
-            quotas: crate::quotas::Quotas::new(config.quota_defaults.clone()),
+            quotas,
             config,
             receipt_key,
             tasks,
@@ -255,19 +256,6 @@ impl Scheduler {
     /// written but not dispatched by an earlier process.
     pub async fn run(self: Arc<Self>) {
         let stop = self.tasks.stopping();
-        let mark_queue = self
-            .mark_queue
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
-            .take();
-        if let Some(queue) = mark_queue {
-            // Watches the stop itself, to write what is queued before it ends.
-            self.tasks.spawn_loop(write_dispatch_marks(
-                self.store.clone(),
-                queue,
-                stop.clone(),
-            ));
-        }
         match self.store.pending_runs().await {
             Ok(pending) => {
                 if !pending.is_empty() {

@@ -108,14 +108,17 @@ pub(super) async fn insert_run(
 /// Ends each of `ends`' runs that is still waiting or running (or was
 /// cancelled while its dispatch was on its way, and ran after all: what it
 /// did is recorded then), all in one statement; answers the ended runs by
-/// id (a run that had ended already is absent).
+/// id (a run that had ended already is absent). A run with a dispatch mark
+/// among `marks` gets what the mark would have written (its dispatch time;
+/// its executor, if the end names none) in the same row write.
 async fn end_runs(
     conn: &mut sqlx::AnyConnection,
     backend: Backend,
     ends: &[&RunEnd],
+    marks: &HashMap<RunId, &DispatchMark>,
 ) -> Result<HashMap<RunId, RunRow>, StoreError> {
     let range = scheduled_range(ends.iter().map(|end| end.scheduled_at_ms));
-    let mut ended = end_runs_in(conn, backend, ends, range).await?;
+    let mut ended = end_runs_in(conn, backend, ends, marks, range).await?;
     if range.is_some() && ended.len() < ends.len() {
         // Ended before, or a hint that missed: by id alone.
         let missed: Vec<&RunEnd> = ends
@@ -123,7 +126,7 @@ async fn end_runs(
             .copied()
             .filter(|end| !ended.contains_key(&end.run_id))
             .collect();
-        ended.extend(end_runs_in(conn, backend, &missed, None).await?);
+        ended.extend(end_runs_in(conn, backend, &missed, marks, None).await?);
     }
     Ok(ended)
 }
@@ -135,6 +138,7 @@ async fn end_runs_in(
     conn: &mut sqlx::AnyConnection,
     backend: Backend,
     ends: &[&RunEnd],
+    marks: &HashMap<RunId, &DispatchMark>,
     range: Option<(i64, i64)>,
 ) -> Result<HashMap<RunId, RunRow>, StoreError> {
     /// An end as the statement reads it.
@@ -153,8 +157,10 @@ async fn end_runs_in(
         digest: Option<&'a str>,
         fuel: Option<i64>,
         peak: Option<i64>,
+        dispatched: Option<i64>,
+        marked_by: Option<&'a str>,
     }
-    const FIELDS: [(&str, &str); 13] = [
+    const FIELDS: [(&str, &str); 15] = [
         ("id", "BIGINT"),
         ("status", "TEXT"),
         ("outcome", "TEXT"),
@@ -168,6 +174,8 @@ async fn end_runs_in(
         ("digest", "TEXT"),
         ("fuel", "BIGINT"),
         ("peak", "BIGINT"),
+        ("dispatched", "BIGINT"),
+        ("marked_by", "TEXT"),
     ];
     let values: Vec<EndValues<'_>> = ends
         .iter()
@@ -203,14 +211,20 @@ async fn end_runs_in(
                     .filter(|digest| digest.parse::<Digest>().is_ok()),
                 fuel: end.fuel_consumed,
                 peak: end.peak_memory_bytes,
+                dispatched: marks.get(&end.run_id).map(|mark| mark.at_ms),
+                marked_by: marks.get(&end.run_id).map(|mark| mark.executor.as_str()),
             }
         })
         .collect();
     // $1 pending, $2 dispatched, $3 cancelled, $4 the ends. Only fixed
-    // names and placeholders go into the text.
+    // names and placeholders go into the text. A folded mark writes what
+    // `mark_runs_in` would have: the dispatch time where there is none,
+    // the executor where nothing else names one.
     let sql = format!(
         "UPDATE run SET status = end_status, outcome = end_outcome, code = end_code, \
-         message = end_message, log = end_log, executor = COALESCE(end_executor, executor), \
+         message = end_message, log = end_log, \
+         executor = COALESCE(end_executor, executor, end_marked_by), \
+         dispatched_at_ms = COALESCE(dispatched_at_ms, end_dispatched), \
          started_at_ms = end_started, finished_at_ms = end_finished, alarm_status = end_alarm, \
          module_sha = COALESCE({}, module_sha), fuel_consumed = end_fuel, \
          peak_memory_bytes = end_peak, lease_owner = NULL, lease_until_ms = NULL \
@@ -299,6 +313,37 @@ async fn mark_runs_in(
             Ok((row.try_get("id")?, status == dispatched))
         })
         .collect::<Result<_, sqlx::Error>>()?)
+}
+
+/// Marks `marks`' pending runs dispatched (see [`mark_runs_in`]), many in
+/// one statement; answers how many were still pending. Rows are taken in
+/// id order, as every batch writer takes them, so that two admins' batches
+/// cannot deadlock on each other.
+async fn write_marks(
+    conn: &mut sqlx::AnyConnection,
+    backend: Backend,
+    mut marks: Vec<&DispatchMark>,
+) -> Result<u64, StoreError> {
+    /// Marks per statement (bound together as one value).
+    const MARKS_PER_UPDATE: usize = 1_000;
+    marks.sort_by_key(|mark| mark.run_id);
+    let mut marked = 0;
+    for chunk in marks.chunks(MARKS_PER_UPDATE) {
+        let range = scheduled_range(chunk.iter().map(|mark| mark.scheduled_at_ms));
+        let done = mark_runs_in(conn, backend, chunk, range).await?;
+        marked += were_pending(&done);
+        if range.is_some() && done.len() < chunk.len() {
+            // Not pending any more, or a hint that missed: by id alone.
+            let done: std::collections::HashSet<RunId> = done.iter().map(|(id, _)| *id).collect();
+            let missed: Vec<&DispatchMark> = chunk
+                .iter()
+                .copied()
+                .filter(|mark| !done.contains(&mark.run_id))
+                .collect();
+            marked += were_pending(&mark_runs_in(conn, backend, &missed, None).await?);
+        }
+    }
+    Ok(marked)
 }
 
 /// How many of the runs [`mark_runs_in`] wrote were pending.
@@ -843,30 +888,8 @@ impl Store {
     /// gives runs that ended before their mark their dispatch time);
     /// returns how many were still pending.
     pub async fn mark_dispatched_many(&self, marks: &[DispatchMark]) -> Result<u64, StoreError> {
-        /// Marks per statement (bound together as one value).
-        const MARKS_PER_UPDATE: usize = 1_000;
-        // Rows in id order, as every batch writer takes them, so that two
-        // admins' batches cannot deadlock on each other.
-        let mut marks: Vec<&DispatchMark> = marks.iter().collect();
-        marks.sort_by_key(|mark| mark.run_id);
         let mut tx = self.writer.begin().await?;
-        let mut marked = 0;
-        for chunk in marks.chunks(MARKS_PER_UPDATE) {
-            let range = scheduled_range(chunk.iter().map(|mark| mark.scheduled_at_ms));
-            let done = mark_runs_in(&mut tx, self.backend, chunk, range).await?;
-            marked += were_pending(&done);
-            if range.is_some() && done.len() < chunk.len() {
-                // Not pending any more, or a hint that missed: by id alone.
-                let done: std::collections::HashSet<RunId> =
-                    done.iter().map(|(id, _)| *id).collect();
-                let missed: Vec<&DispatchMark> = chunk
-                    .iter()
-                    .copied()
-                    .filter(|mark| !done.contains(&mark.run_id))
-                    .collect();
-                marked += were_pending(&mark_runs_in(&mut tx, self.backend, &missed, None).await?);
-            }
-        }
+        let marked = write_marks(&mut tx, self.backend, marks.iter().collect()).await?;
         tx.commit().await?;
         Ok(marked)
     }
@@ -948,30 +971,72 @@ impl Store {
     /// callback batch): for each, the ended run or `None` if it had already
     /// ended.
     pub async fn finish_runs(&self, ends: &[RunEnd]) -> Result<Vec<Option<RunRow>>, StoreError> {
+        self.finish_runs_marking(&[], ends).await
+    }
+
+    /// [`Store::finish_runs`] with dispatch marks written in the same
+    /// transaction (see [`Store::mark_dispatched_many`]). A mark whose run
+    /// one of `ends` ends is written by that end, in the same row write:
+    /// a quick run's mark and end, written apart, were two writes of the
+    /// row and of its indexes, in two transactions. On PostgreSQL the
+    /// other marks go first in a transaction of their own, so that one
+    /// transaction never takes two lists of rows, each in id order, that
+    /// another admin's could take the other way round.
+    pub async fn finish_runs_marking(
+        &self,
+        marks: &[DispatchMark],
+        ends: &[RunEnd],
+    ) -> Result<Vec<Option<RunRow>>, StoreError> {
         /// Ends per statement (bound together as one value).
         const ENDS_PER_UPDATE: usize = 500;
-        // Rows in id order (see `mark_dispatched_many`); answers in the
-        // callers' order. Ends that commit state go one at a time, each
-        // checked against the state the one before it wrote; the others
-        // end together, many per statement.
+        // Rows in id order (see `write_marks`); answers in the callers'
+        // order. Ends that commit state go one at a time, each checked
+        // against the state the one before it wrote; the others end
+        // together, many per statement.
         let mut order: Vec<usize> = (0..ends.len()).collect();
         order.sort_by_key(|index| ends[*index].run_id);
         let (committing, plain): (Vec<usize>, Vec<usize>) = order
             .into_iter()
             .partition(|index| ends[*index].success && !ends[*index].state_changes.is_empty());
+        let ended_together: std::collections::HashSet<RunId> =
+            plain.iter().map(|index| ends[*index].run_id).collect();
+        // A run's first mark goes with its end (a mark sent again changes
+        // nothing once the first is written).
+        let (folded, mut apart): (Vec<&DispatchMark>, Vec<&DispatchMark>) = marks
+            .iter()
+            .partition(|mark| ended_together.contains(&mark.run_id));
+        let mut first_marks: HashMap<RunId, &DispatchMark> = HashMap::new();
+        for mark in &folded {
+            first_marks.entry(mark.run_id).or_insert(mark);
+        }
+        if self.backend == Backend::Postgres && !apart.is_empty() {
+            let mut tx = self.writer.begin().await?;
+            write_marks(&mut tx, self.backend, std::mem::take(&mut apart)).await?;
+            tx.commit().await?;
+        }
         let mut tx = self.writer.begin().await?;
+        write_marks(&mut tx, self.backend, apart).await?;
         let mut ended = vec![None; ends.len()];
         for index in committing {
             ended[index] = self.finish_committing_state(&mut tx, &ends[index]).await?;
         }
         for chunk in plain.chunks(ENDS_PER_UPDATE) {
             let together: Vec<&RunEnd> = chunk.iter().map(|index| &ends[*index]).collect();
-            let mut rows = end_runs(&mut tx, self.backend, &together).await?;
+            let mut rows = end_runs(&mut tx, self.backend, &together, &first_marks).await?;
             for index in chunk {
                 // A run named twice ends once: the first answer has it.
                 ended[*index] = rows.remove(&ends[*index].run_id);
             }
         }
+        // A mark whose end ended nothing (the run had ended before) is
+        // written as a mark: the run still gets its dispatch time.
+        let ended_now: std::collections::HashSet<RunId> =
+            ended.iter().flatten().map(|run| run.id).collect();
+        let unwritten: Vec<&DispatchMark> = folded
+            .into_iter()
+            .filter(|mark| !ended_now.contains(&mark.run_id))
+            .collect();
+        write_marks(&mut tx, self.backend, unwritten).await?;
         super::quotas::add_day_usage(&mut tx, &day_charges(ends, &ended)).await?;
         tx.commit().await?;
         Ok(ended)
@@ -1040,7 +1105,7 @@ impl Store {
             failed.state_changes.clear();
         }
         let end = end.as_ref();
-        let Some(run) = end_runs(&mut *tx, self.backend, &[end])
+        let Some(run) = end_runs(&mut *tx, self.backend, &[end], &HashMap::new())
             .await?
             .remove(&end.run_id)
         else {
