@@ -12,12 +12,13 @@
 //! transactions; a callback alone still goes at once.
 //!
 //! A dispatch mark is not urgent (the run's lease keeps it this admin's
-//! until it is written), so marks wait up to [`MARK_WAIT`] for ends to go
-//! with. A quick run's end usually comes within that time, and then its
-//! mark is written by its end, in the same row write (see
-//! [`Store::finish_runs_marking`]): one write of the row and its indexes
-//! where a mark and an end, written apart, were two, each in its own
-//! transaction.
+//! until it is written), so a mark waits for its run's end: until the
+//! run's instant (it was sent ahead, and its executor holds it until then)
+//! and [`MARK_WAIT`] more, [`MARK_WAIT_MOST`] at most. A quick run's end
+//! comes within that time, and then its mark is written by its end, in the
+//! same row write (see [`Store::finish_runs_marking`]): one write of the
+//! row and its indexes where a mark and an end, written apart, were two,
+//! each in its own transaction.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -145,8 +146,9 @@ impl WaitingMarks {
 }
 
 /// Writes the ends of the callbacks waiting and the dispatch marks, together,
-/// until `stop`; then writes what is left. Ends go at once (with the marks
-/// waiting); marks alone go after [`MARK_WAIT`]. A write that fails is
+/// until `stop`; then writes what is left. Ends go at once, with the marks
+/// of their runs and those whose wait is over; other marks go alone once
+/// their wait is over (see [`WaitingMarks`]). A write that fails is
 /// tried again: the marks alone, then callback by callback, so one
 /// callback's bad end fails that callback only. `writes` counts the
 /// transactions.
