@@ -609,16 +609,13 @@ mod tests {
     /// again while the first waits goes at once.
     #[test]
     fn a_mark_waits_for_its_runs_end_until_past_its_instant() {
-        let ahead = |run_id: i64, may_wait: bool| QueuedMark {
-            mark: DispatchMark {
-                run_id: RunId(run_id),
-                executor: "http://e1".into(),
-                at_ms: 1_000,
-                // Sent a second ahead of its instant.
-                scheduled_at_ms: Some(2_000),
-            },
-            tenant: "default".into(),
-            may_wait,
+        let ahead = |run_id: i64, may_wait: bool| {
+            let mut queued = mark_of(RunId(run_id));
+            // Sent a second ahead of its instant.
+            queued.mark.at_ms = 1_000;
+            queued.mark.scheduled_at_ms = Some(2_000);
+            queued.may_wait = may_wait;
+            queued
         };
         tokio::runtime::Builder::new_current_thread()
             .enable_time()
