@@ -573,21 +573,21 @@ mod tests {
         }
 
         // A mark with no end to go with: written once its wait is over.
+        // The writer lets the quota's count go last, after its write is
+        // committed, so that is the event to wait for (the row can read
+        // `dispatched` before the writer has counted it).
         let sent = std::time::Instant::now();
         writer.quotas.sent_unmarked("default");
         writer.mark.send(mark_of(runs[2])).unwrap();
-        let marked = loop {
-            let run = store.run(runs[2]).await.unwrap().unwrap();
-            if run.status == crate::store::RunStatus::Dispatched {
-                break run;
-            }
+        while writer.quotas.unmarked_of("default") != 0 {
             assert!(sent.elapsed() < Duration::from_secs(10), "never marked");
             tokio::task::yield_now().await;
-        };
+        }
         assert!(sent.elapsed() >= MARK_WAIT, "{:?}", sent.elapsed());
+        let marked = store.run(runs[2]).await.unwrap().unwrap();
+        assert_eq!(marked.status, crate::store::RunStatus::Dispatched);
         assert_eq!(marked.dispatched_at_ms, Some(1_500));
         assert_eq!(writer.writes.get(), 2);
-        assert_eq!(writer.quotas.unmarked_of("default"), 0);
         writer.stop().await;
     }
 
