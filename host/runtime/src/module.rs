@@ -124,6 +124,40 @@ impl JobModule {
     }
 }
 
+/// How often, and after what pauses, the image new instances' memories
+/// start from is made again when the kernel refuses it.
+const MEMORY_IMAGE_RETRIES: [Duration; 3] = [
+    Duration::from_millis(10),
+    Duration::from_millis(50),
+    Duration::from_millis(200),
+];
+
+/// Makes the image every instance's linear memory is mapped from (on Linux
+/// a sealed memfd) while the module loads, on a blocking thread, instead of
+/// at its first run; a refusal is tried again after a pause.
+///
+/// Sealing a freshly written memfd can fail with `EBUSY` while the kernel
+/// still holds its pages (seen once in a test run, loading a Python
+/// job): made lazily by the first instantiation, that failed the run as if
+/// the guest had trapped. If every attempt fails the module
+/// still loads, and its first instantiation tries once more.
+fn prepare_memory_images(digest: &str, mut make: impl FnMut() -> wasmtime::Result<()>) {
+    let mut pauses = MEMORY_IMAGE_RETRIES.iter();
+    loop {
+        let Err(error) = make() else {
+            return;
+        };
+        let Some(pause) = pauses.next() else {
+            tracing::warn!(%digest, error = %format!("{error:#}"),
+                "cannot make the module's memory image; its first run tries again");
+            return;
+        };
+        tracing::debug!(%digest, error = %format!("{error:#}"),
+            "making the module's memory image failed; trying again");
+        std::thread::sleep(*pause);
+    }
+}
+
 /// The sha256 of a module as lowercase hex.
 pub fn digest_of(wasm: &[u8]) -> String {
     hex::encode(Sha256::digest(wasm))
@@ -181,6 +215,7 @@ impl Runtime {
         if cache_status != CacheStatus::Hit {
             self.inner.cache.store(&digest, &component);
         }
+        prepare_memory_images(&digest, || component.initialize_copy_on_write_image());
         Ok(JobModule {
             inner: Arc::new(ModuleInner {
                 digest,
@@ -196,5 +231,33 @@ impl Runtime {
     /// Where the artifact of `digest` is cached, if the disk cache is on.
     pub fn artifact_path(&self, digest: &str) -> Option<std::path::PathBuf> {
         self.inner.cache.entry_path(digest)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A memory image the kernel refuses is made again after a pause, up
+    /// to the last retry, and never after it succeeds.
+    #[test]
+    fn a_refused_memory_image_is_made_again_a_bounded_number_of_times() {
+        let mut attempts = 0;
+        prepare_memory_images("a", || {
+            attempts += 1;
+            if attempts < 3 {
+                Err(wasmtime::format_err!("cannot add seals to the memfd"))
+            } else {
+                Ok(())
+            }
+        });
+        assert_eq!(attempts, 3, "retried until it was made, then left alone");
+
+        let mut attempts = 0;
+        prepare_memory_images("b", || {
+            attempts += 1;
+            Err(wasmtime::format_err!("cannot add seals to the memfd"))
+        });
+        assert_eq!(attempts, 1 + MEMORY_IMAGE_RETRIES.len());
     }
 }
