@@ -802,9 +802,10 @@ async fn refused_past_the_limit(stack: &Stack, path: &str, length: usize) -> (u1
                 .lines()
                 .find_map(|line| {
                     let (name, value) = line.split_once(':')?;
-                    name.eq_ignore_ascii_case("content-length")
-                        .then(|| value.trim().parse::<usize>().ok())
-                        .flatten()
+                    if !name.eq_ignore_ascii_case("content-length") {
+                        return None;
+                    }
+                    value.trim().parse::<usize>().ok()
                 })
                 .expect("the answer names its length");
             if body.len() >= named || read == 0 {

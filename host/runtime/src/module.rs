@@ -137,10 +137,10 @@ const MEMORY_IMAGE_RETRIES: [Duration; 3] = [
 /// at its first run; a refusal is tried again after a pause.
 ///
 /// Sealing a freshly written memfd can fail with `EBUSY` while the kernel
-/// still holds its pages (seen once in a test run, loading a Python
-/// job): made lazily by the first instantiation, that failed the run as if
-/// the guest had trapped. If every attempt fails the module
-/// still loads, and its first instantiation tries once more.
+/// still holds its pages (seen once in a test run, loading a Python job):
+/// made lazily by the first instantiation, that failed the run as if the
+/// guest had trapped. If every attempt fails, the module still loads, and
+/// its first instantiation tries once more.
 fn prepare_memory_images(digest: &str, mut make: impl FnMut() -> wasmtime::Result<()>) {
     let mut pauses = MEMORY_IMAGE_RETRIES.iter();
     loop {
