@@ -47,7 +47,7 @@ impl Probe for HttpProbe<'_> {
 }
 
 /// The lease runs to dispatch are under.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(super) enum Lease {
     /// This admin wrote them and holds the lease the write gave each
     /// (see [`write_lease_until`]).
@@ -103,24 +103,60 @@ pub(super) fn dispatch_window(ahead_ms: i64) -> i64 {
     (ahead_ms / 3).max(1)
 }
 
-/// `runs` in the windows of scheduled time they are sent in, each with
-/// when it is sent: `ahead` before its earliest run's instant.
-pub(super) fn send_windows(runs: Vec<RunRow>, ahead_ms: i64) -> Vec<(i64, Vec<RunRow>)> {
+/// The window of scheduled time `scheduled_at_ms` falls in, and when that
+/// window's runs are sent: `ahead` before the window's start, so each of
+/// its runs goes between `ahead` and `ahead` plus a window before its
+/// instant.
+pub(super) fn send_window(scheduled_at_ms: i64, ahead_ms: i64) -> (i64, i64) {
     let window = dispatch_window(ahead_ms);
-    let mut by_window: std::collections::BTreeMap<i64, Vec<RunRow>> = Default::default();
-    for run in runs {
-        by_window
-            .entry(run.scheduled_at_ms.div_euclid(window))
-            .or_default()
-            .push(run);
+    let index = scheduled_at_ms.div_euclid(window);
+    (index, index * window - ahead_ms)
+}
+
+/// Runs waiting for their window's timer, by window and lease. Every batch
+/// of claims adds its runs to the windows they fall in, so that all the
+/// runs of one window share one timer and one read of their jobs, however
+/// many batches they were claimed in. A window closes when its timer takes
+/// its runs; runs added after that open it again, with a timer of its own
+/// (which goes off at once: its time has come).
+///
+/// Each claim batch had windows of its own: at 10,000 fires a second in
+/// batches of a few hundred jobs, the admin read jobs and states for 300
+/// windows a second where 10 would do, and the reads waited on each
+/// other.
+#[derive(Debug, Default)]
+pub(super) struct OpenWindows {
+    open: std::sync::Mutex<std::collections::HashMap<(i64, Lease), Vec<RunRow>>>,
+}
+
+impl OpenWindows {
+    /// Adds `runs` to window `index` of `lease`; true if this opened it
+    /// (its timer is the caller's to start).
+    fn add(&self, index: i64, lease: Lease, runs: Vec<RunRow>) -> bool {
+        let mut open = self
+            .open
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        match open.entry((index, lease)) {
+            std::collections::hash_map::Entry::Occupied(mut window) => {
+                window.get_mut().extend(runs);
+                false
+            }
+            std::collections::hash_map::Entry::Vacant(window) => {
+                window.insert(runs);
+                true
+            }
+        }
     }
-    by_window
-        .into_values()
-        .map(|runs| {
-            let earliest = runs.iter().map(|run| run.scheduled_at_ms).min();
-            (earliest.unwrap_or_default() - ahead_ms, runs)
-        })
-        .collect()
+
+    /// Closes window `index` of `lease`, taking its runs.
+    fn take(&self, index: i64, lease: Lease) -> Vec<RunRow> {
+        let mut open = self
+            .open
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        open.remove(&(index, lease)).unwrap_or_default()
+    }
 }
 
 /// Whether a SHARDING_BROADCAST run stands for one shard (a retry, or a
@@ -150,15 +186,26 @@ impl Scheduler {
     /// Dispatches each run `dispatch_ahead` before its scheduled instant
     /// (at once if that is past), for the executor to hold until the
     /// instant. Runs due within one [`dispatch_window`] share one timer
-    /// (the earliest's) and one read of their jobs and states, so a
+    /// and one read of their jobs and states (see [`OpenWindows`]), so a
     /// thousand jobs firing on the same second cost two queries, not two
     /// thousand, and neither do a thousand fires spread over a second.
     pub(super) fn dispatch_all_at(self: Arc<Self>, runs: Vec<RunRow>, lease: Lease) {
         let ahead = self.config.dispatch_ahead.as_millis() as i64;
-        for (send_at, runs) in send_windows(runs, ahead) {
+        let mut by_window: std::collections::BTreeMap<(i64, i64), Vec<RunRow>> = Default::default();
+        for run in runs {
+            by_window
+                .entry(send_window(run.scheduled_at_ms, ahead))
+                .or_default()
+                .push(run);
+        }
+        for ((index, send_at), runs) in by_window {
+            if !self.windows.add(index, lease, runs) {
+                continue;
+            }
             let scheduler = self.clone();
             self.tasks.spawn(async move {
                 scheduler.config.clock.sleep_until(send_at).await;
+                let runs = scheduler.windows.take(index, lease);
                 let due = scheduler.in_backlog(runs.len());
                 scheduler.dispatch_group(runs, lease, due).await;
             });
@@ -888,27 +935,55 @@ mod tests {
     fn fires_spread_over_a_second_are_sent_in_a_few_windows_ahead_of_each_instant() {
         let ahead = 300;
         // A fire every millisecond of a second, as jittered jobs make.
-        let runs: Vec<RunRow> = (0..1000).map(|ms| run_at(ms, 60_000 + ms)).collect();
-        let windows = send_windows(runs, ahead);
-        assert_eq!(windows.len(), 10, "a window is a third of `ahead`");
-        let mut sent = 0;
-        for (send_at, runs) in &windows {
-            for run in runs {
-                let early = run.scheduled_at_ms - send_at;
-                assert!(
-                    (ahead..ahead + dispatch_window(ahead)).contains(&early),
-                    "run {} sent {early} ms ahead",
-                    run.id
-                );
-            }
-            sent += runs.len();
+        let mut windows = std::collections::BTreeMap::<(i64, i64), usize>::new();
+        for ms in 0..1000 {
+            let scheduled_at = 60_000 + ms;
+            let (index, send_at) = send_window(scheduled_at, ahead);
+            let early = scheduled_at - send_at;
+            assert!(
+                (ahead..ahead + dispatch_window(ahead)).contains(&early),
+                "a fire at {scheduled_at} sent {early} ms ahead"
+            );
+            *windows.entry((index, send_at)).or_default() += 1;
         }
-        assert_eq!(sent, 1000, "every run sent once");
+        assert_eq!(windows.len(), 10, "a window is a third of `ahead`");
+        assert_eq!(windows.values().sum::<usize>(), 1000, "every run sent once");
 
         // Nothing sent ahead: only runs due on the same millisecond share.
-        let runs = vec![run_at(1, 5), run_at(2, 5), run_at(3, 6)];
-        let windows = send_windows(runs, 0);
-        let sizes: Vec<(i64, usize)> = windows.iter().map(|(at, runs)| (*at, runs.len())).collect();
-        assert_eq!(sizes, [(5, 2), (6, 1)]);
+        assert_eq!(send_window(5, 0), send_window(5, 0));
+        assert_ne!(send_window(5, 0).0, send_window(6, 0).0);
+        assert_eq!(send_window(6, 0).1, 6, "sent at its instant");
+    }
+
+    #[test]
+    fn the_batches_of_one_window_share_it_until_its_timer_takes_them() {
+        let windows = OpenWindows::default();
+        assert!(
+            windows.add(7, Lease::Written, vec![run_at(1, 700)]),
+            "opened"
+        );
+        assert!(
+            !windows.add(7, Lease::Written, vec![run_at(2, 701), run_at(3, 799)]),
+            "a second batch joins the open window"
+        );
+        assert!(
+            windows.add(7, Lease::ToTake, vec![run_at(4, 700)]),
+            "runs to take a lease on have a window of their own"
+        );
+        assert!(windows.add(8, Lease::Written, vec![run_at(5, 800)]));
+        let taken: Vec<RunId> = windows
+            .take(7, Lease::Written)
+            .iter()
+            .map(|run| run.id)
+            .collect();
+        assert_eq!(taken, [RunId(1), RunId(2), RunId(3)]);
+        assert!(windows.take(7, Lease::Written).is_empty(), "taken once");
+        assert!(
+            windows.add(7, Lease::Written, vec![run_at(6, 750)]),
+            "a batch after the timer opens the window again"
+        );
+        assert_eq!(windows.take(7, Lease::Written).len(), 1);
+        assert_eq!(windows.take(7, Lease::ToTake).len(), 1);
+        assert_eq!(windows.take(8, Lease::Written).len(), 1);
     }
 }

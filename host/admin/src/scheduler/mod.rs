@@ -182,6 +182,8 @@ pub struct Scheduler {
     calendars: std::sync::Mutex<calendars::CalendarCache>,
     /// Run commands on their way to each executor, sent in batches.
     batches: Batches,
+    /// Runs waiting for their window's time to be sent.
+    windows: OpenWindows,
 }
 
 impl Scheduler {
@@ -232,6 +234,7 @@ impl Scheduler {
             warming: warming::Warming::default(),
             calendars: std::sync::Mutex::new(calendars::CalendarCache::default()),
             batches: Batches::default(),
+            windows: OpenWindows::default(),
         })
     }
 
