@@ -103,7 +103,6 @@ async fn round(job_count: usize, seconds: i64, backend: &Backend, arrival: Arriv
                 api_token: API.into(),
                 executor_token: EXEC.into(),
                 scheduler: SchedulerConfig {
-                    max_dispatches: 512,
                     // One tenant holds every job: as an operator would for
                     // a tenant this busy, its jobs and runs in progress
                     // (dispatched ahead, held, running, result on its way:
@@ -135,7 +134,9 @@ async fn round(job_count: usize, seconds: i64, backend: &Backend, arrival: Arriv
         data.path().join("executor"),
     );
     executor_config.beat_interval = Duration::from_secs(1);
-    executor_config.runtime.max_instances = (job_count as u32 + 64).max(64);
+    // One instance slot per job, up to the 10,064 whose reservations fit
+    // the address space (at 12,000 the pooling allocator's mmap fails).
+    executor_config.runtime.max_instances = (job_count.min(10_000) as u32 + 64).max(64);
     let executor = cronbox_executor::start(executor_config).await.unwrap();
     tokio::time::sleep(Duration::from_millis(1500)).await;
 

@@ -21,8 +21,11 @@ use super::Scheduler;
 /// Most bytes of commands in one batch (a larger command goes alone).
 pub(super) const BATCH_BYTES: usize = 1 << 20;
 
-/// Batch requests on their way to one executor at a time.
-pub(super) const BATCHES_IN_FLIGHT: usize = 4;
+/// Batch requests on their way to one executor at a time. With four (256
+/// commands a round trip), an admin that had fallen behind at 10,000
+/// runs/s sent no faster than the fires came, and never caught up
+/// (BENCHMARKS, "Windows shared by claim batches").
+pub(super) const BATCHES_IN_FLIGHT: usize = 16;
 
 /// A queue with nothing to send for this long ends (its executor may be
 /// gone); the next command starts another.

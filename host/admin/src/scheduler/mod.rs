@@ -72,7 +72,9 @@ pub struct SchedulerConfig {
     pub pre_read: Duration,
     /// An executor is dead after this long without a heartbeat.
     pub dead_after: Duration,
-    /// Dispatches in flight at once (back-pressure beyond).
+    /// Dispatches in flight at once (back-pressure beyond). Each is a
+    /// task waiting for its executor's answer; at 10,000 runs/s a few
+    /// thousand are needed for an admin that fell behind to catch up.
     pub max_dispatches: usize,
     /// Runs whose time to be sent has come but whose dispatch has not ended
     /// (waiting for a slot, the database or an executor) beyond which the
@@ -120,7 +122,7 @@ impl Default for SchedulerConfig {
         SchedulerConfig {
             pre_read: Duration::from_secs(5),
             dead_after: Duration::from_secs(90),
-            max_dispatches: 256,
+            max_dispatches: 2048,
             max_backlog: 10_000,
             dispatch_timeout: Duration::from_secs(3),
             lost_after: Duration::from_secs(600),
