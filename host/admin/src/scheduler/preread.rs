@@ -1,14 +1,13 @@
 //! The pre-read: every pass claims the fires due within the window and
-//! writes them as pending runs, those of the next two seconds a second at
-//! a time and then the rest of the window at once, in batches of jobs (with `FOR UPDATE SKIP LOCKED` on
+//! writes them as pending runs, a second of scheduled time at a time
+//! (nearest first) and in batches of jobs (with `FOR UPDATE SKIP LOCKED` on
 //! PostgreSQL, so several admins share the due jobs), then hands them to
 //! dispatch.
 
 use super::*;
 
-/// Scheduled time a step of the pre-read claims fires over while they are
-/// near (see [`CLAIM_IN_STEPS_MS`]): every job's fires within it are
-/// written before any later fire.
+/// Scheduled time the pre-read claims fires over in one step: every job's
+/// fires within a step are written before any fire of the next.
 pub(super) const CLAIM_STEP_MS: i64 = 1_000;
 
 /// Scheduled time past the pass's horizon that a job claimed in the pass's
@@ -16,32 +15,17 @@ pub(super) const CLAIM_STEP_MS: i64 = 1_000;
 /// job (its row read, its next fire planned and moved, its share of the
 /// commit), so a job firing every second claimed for two of its fires at
 /// once costs the single writer about two thirds of what two claims did.
-/// Only the last step reaches further: a pass catching up claims each
-/// job's nearest fires first.
+/// Only the last step, the one a pass that keeps up makes, reaches
+/// further: a pass catching up claims each job's nearest fires first.
 pub const CLAIM_PAST_HORIZON_MS: i64 = 1_000;
 
-/// Scheduled time from now within which the pre-read claims fires a step
-/// ([`CLAIM_STEP_MS`]) at a time; past it, the rest of the window goes in
-/// one step.
-pub(super) const CLAIM_IN_STEPS_MS: i64 = 2_000;
-
-/// Where the pre-read's next step of claims ends (inclusive). A step that
-/// starts within [`CLAIM_IN_STEPS_MS`] of `now` claims [`CLAIM_STEP_MS`]
-/// of scheduled time from the earliest job due, or from where the last
-/// step ended (`claimed_until`), whichever is later (fires already overdue
-/// all go in the first): the fires about to be sent, every job's written
-/// before any later fire. A step that starts past it claims the rest of
-/// the window at once: a claim's cost is mostly per job, and a pass
-/// catching up on five seconds in one-second steps claimed every job five
-/// times, so a slow pass made the next one as slow. Never past the
-/// horizon.
-pub(super) fn step_end(earliest_due: i64, claimed_until: i64, now: i64, horizon: i64) -> i64 {
-    let from = earliest_due.max(claimed_until);
-    if from < now + CLAIM_IN_STEPS_MS {
-        (from + CLAIM_STEP_MS - 1).min(horizon)
-    } else {
-        horizon
-    }
+/// Where the pre-read's next step of claims ends (inclusive): a step's
+/// length of scheduled time from the earliest job due (or from where the
+/// last step ended, whichever is later, so that steps always advance),
+/// never past the pass's horizon. Fires already overdue are all claimed in
+/// the first step.
+pub(super) fn step_end(earliest_due: i64, claimed_until: i64, horizon: i64) -> i64 {
+    (earliest_due.max(claimed_until) + CLAIM_STEP_MS - 1).min(horizon)
 }
 
 /// How far the fires of a job claimed in a step ending at `until` are
@@ -61,26 +45,26 @@ impl Scheduler {
     /// commit per fire: at thousands of fires a second the commits were the
     /// admin's largest cost on SQLite).
     ///
-    /// Fires are claimed nearest first (see [`step_end`]):
-    /// a pass that claimed each job's whole window in turn wrote the last
-    /// jobs' next-second fires after their dispatch time whenever it had
-    /// seconds of fires to catch up on (its first pass, or after a slow
-    /// one), so those runs started seconds late while fires four seconds
-    /// away were already written.
+    /// Fires are claimed in steps of [`CLAIM_STEP_MS`] of scheduled time,
+    /// nearest first: a pass that claimed each job's whole window in turn
+    /// wrote the last jobs' next-second fires after their dispatch time
+    /// whenever it had seconds of fires to catch up on (its first pass, or
+    /// after a slow one), so those runs started seconds late while fires
+    /// four seconds away were already written.
     pub(super) async fn pre_read(self: &Arc<Self>) -> Result<(), StoreError> {
         self.refresh_stale_calendars().await?;
         let batch = self.store.claim_batch();
         let now = self.now_ms();
         let horizon = now + self.config.pre_read.as_millis() as i64;
         let mut claimed_until = now;
-        loop {
+        while claimed_until < horizon {
             let Some(earliest_due) = self.store.earliest_due().await? else {
                 return Ok(());
             };
             if earliest_due > horizon {
                 return Ok(());
             }
-            let until = step_end(earliest_due, claimed_until, now, horizon);
+            let until = step_end(earliest_due, claimed_until, horizon);
             loop {
                 if self.metrics.dispatch_backlog.get() >= self.config.max_backlog as i64 {
                     // Claimed fires would only wait in memory: leave them in
@@ -106,11 +90,9 @@ impl Scheduler {
                     break;
                 }
             }
-            if until >= horizon {
-                return Ok(());
-            }
             claimed_until = until;
         }
+        Ok(())
     }
 
     /// The rows of the fires just written for a job of `tenant` (counted),
@@ -136,25 +118,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn near_fires_are_claimed_a_second_at_a_time_and_the_rest_at_once() {
+    fn steps_start_at_the_earliest_due_and_always_advance() {
         let now = 100_000;
         let horizon = now + 5_000;
         // Overdue jobs and the next second's go in the first step.
-        assert_eq!(step_end(now - 60_000, now, now, horizon), now + 999);
-        // The second after it is a step of its own.
-        assert_eq!(step_end(now + 1_000, now + 999, now, horizon), now + 1_999);
+        assert_eq!(step_end(now - 60_000, now, horizon), now + 999);
+        // A second's fires of an every-second job are one step, not two.
+        assert_eq!(step_end(now + 1_000, now + 999, horizon), now + 1_999);
+        // A quiet stretch is skipped: the step starts at the earliest due.
+        assert_eq!(step_end(now + 3_200, now, horizon), now + 4_199);
         // A job still due before the last step's end (one another admin
         // holds) does not hold the steps back.
-        assert_eq!(step_end(now + 500, now + 999, now, horizon), now + 1_998);
-        // Past the first seconds, the rest of the window in one step: a
-        // pass catching up on five seconds claims each job three times,
-        // not five.
-        assert_eq!(step_end(now + 2_000, now + 1_999, now, horizon), horizon);
-        // A quiet stretch is skipped: the rest from the earliest due.
-        assert_eq!(step_end(now + 3_200, now, now, horizon), horizon);
-        // A pass that keeps up claims the second its horizon moved on by,
-        // in one step.
-        assert_eq!(step_end(now + 4_500, now, now, horizon), horizon);
+        assert_eq!(step_end(now + 500, now + 2_000, horizon), now + 2_999);
+        // Never past the horizon.
+        assert_eq!(step_end(now + 4_800, now, horizon), horizon);
     }
 
     #[test]
