@@ -244,6 +244,32 @@ const IN_LIST_CHUNK: usize = 500;
 /// binds by position; its batches stay as large as they are written.
 const SQLITE_VALUES_PER_STATEMENT: usize = 256;
 
+/// Rows a SQLite statement's worker thread hands over before it waits for
+/// the task reading them (sqlx's default is 50). sqlx runs each SQLite
+/// connection on a thread of its own and sends a statement's rows to the
+/// awaiting task through a channel of this size; when it is full the
+/// thread stops until that task is next polled. On a loaded runtime that
+/// was a wait of milliseconds per 50 rows, with the single writer's
+/// connection held: a claim of 1,000 due jobs and their 2,000 fires, or
+/// the ends of 2,000 runs, stopped dozens of times, and the writer's
+/// thread was busy only 40–50 % of the time while claims queued behind it
+/// (BENCHMARKS, "Rows handed over a few at a time"). Larger than any
+/// result the writer reads (a claim's 1,000 jobs, 2,000 ends); bounded,
+/// so that a large read still cannot buffer without end.
+pub const SQLITE_ROW_BUFFER: usize = 4_096;
+
+/// `url` with SQLite's row buffer set to [`SQLITE_ROW_BUFFER`], unless the
+/// URL sets it itself. The setting is a URL parameter that cronbox's copy
+/// of sqlx's SQLite driver adds (`vendor/sqlx-sqlite`): a pool made by
+/// `sqlx::any` takes its options from the URL alone.
+fn with_sqlite_row_buffer(url: &str) -> String {
+    if url.contains("row_buffer_size=") {
+        return url.to_owned();
+    }
+    let separator = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{separator}row_buffer_size={SQLITE_ROW_BUFFER}")
+}
+
 /// The page cache of each SQLite connection: 32 MiB (negative: KiB), five
 /// connections at most.
 const SQLITE_CACHE_SIZE: &str = "PRAGMA cache_size = -32768";
@@ -374,6 +400,11 @@ impl Store {
         } else {
             return Err(StoreError::UnsupportedUrl(url.to_owned()));
         };
+        let url = match backend {
+            Backend::Sqlite => with_sqlite_row_buffer(url),
+            Backend::Postgres => url.to_owned(),
+        };
+        let url = url.as_str();
         let connect = |connections: u32, writes: bool| {
             AnyPoolOptions::new()
                 .max_connections(connections)
@@ -478,6 +509,45 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sqlite_urls_get_the_row_buffer_unless_they_set_it() {
+        assert_eq!(
+            with_sqlite_row_buffer("sqlite:///data/cronbox.db?mode=rwc"),
+            format!("sqlite:///data/cronbox.db?mode=rwc&row_buffer_size={SQLITE_ROW_BUFFER}")
+        );
+        assert_eq!(
+            with_sqlite_row_buffer("sqlite:///data/cronbox.db"),
+            format!("sqlite:///data/cronbox.db?row_buffer_size={SQLITE_ROW_BUFFER}")
+        );
+        assert_eq!(
+            with_sqlite_row_buffer("sqlite:///x.db?row_buffer_size=64"),
+            "sqlite:///x.db?row_buffer_size=64"
+        );
+    }
+
+    /// The row buffer is a parameter the SQLite driver in use understands
+    /// (sqlx's own rejects it as unknown), and a bad value is refused with
+    /// its name.
+    #[tokio::test]
+    async fn the_sqlite_driver_reads_the_row_buffer_from_the_url() {
+        use std::str::FromStr;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cronbox.db");
+        let url = format!("sqlite://{}?mode=rwc&row_buffer_size=4096", path.display());
+        let options = sqlx::sqlite::SqliteConnectOptions::from_str(&url).unwrap();
+        assert!(
+            format!("{options:?}").contains("row_channel_size: 4096"),
+            "{options:?}"
+        );
+        let bad = format!("sqlite://{}?row_buffer_size=0", path.display());
+        let error = sqlx::sqlite::SqliteConnectOptions::from_str(&bad).unwrap_err();
+        assert!(error.to_string().contains("row_buffer_size"), "{error}");
+        // The store's own URL carries it (sqlx's driver would refuse to
+        // open it).
+        let store = Store::open_sqlite(dir.path()).await.unwrap();
+        store.ping().await.unwrap();
+    }
 
     /// No pool of the store has sqlx reap its connections: the task that
     /// would could spin a runtime thread for good (see [`Store::connect`]).
