@@ -610,30 +610,42 @@ impl Store {
     }
 }
 
-/// Sets each job's next fire (`None`: none), many jobs per statement.
+/// Sets each job's next fire (`None`: none), the moves bound as one value
+/// (see `Backend::json_rows`): a claim of 1,000 jobs is one statement,
+/// where binding each value was eight on SQLite (see
+/// `SQLITE_VALUES_PER_STATEMENT`), each a hop to SQLite's thread and back
+/// with the writer's connection held.
 async fn move_next_fires(
     conn: &mut sqlx::AnyConnection,
     backend: Backend,
     moves: &[(JobId, Option<i64>)],
 ) -> Result<(), StoreError> {
-    for chunk in moves.chunks(backend.rows_per_statement(IN_LIST_CHUNK / 2, 2)) {
-        let mut cases = String::new();
-        let mut ids = Vec::with_capacity(chunk.len());
-        for n in 0..chunk.len() {
-            let (id, next) = (2 * n + 1, 2 * n + 2);
-            cases += &format!(" WHEN ${id} THEN CAST(${next} AS BIGINT)");
-            ids.push(format!("${id}"));
-        }
-        // Only placeholders go into the text.
-        let sql = format!(
-            "UPDATE job SET next_fire_at_ms = CASE id{cases} END WHERE id IN ({})",
-            ids.join(", ")
-        );
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-        for (id, next) in chunk {
-            query = query.bind(*id).bind(*next);
-        }
-        query.execute(&mut *conn).await?;
+    /// A move as the statement reads it.
+    #[derive(serde::Serialize)]
+    struct MoveValues {
+        id: JobId,
+        next: Option<i64>,
+    }
+    /// Moves per statement (bound together as one value).
+    const MOVES_PER_UPDATE: usize = 1_000;
+    const FIELDS: [(&str, &str); 2] = [("id", "BIGINT"), ("next", "BIGINT")];
+    // Only fixed names and placeholders go into the text.
+    let sql = format!(
+        "UPDATE job SET next_fire_at_ms = move_next FROM ({}) AS moves WHERE job.id = move_id",
+        backend.json_rows(1, &FIELDS, "move_")
+    );
+    for chunk in moves.chunks(MOVES_PER_UPDATE) {
+        let values: Vec<MoveValues> = chunk
+            .iter()
+            .map(|(id, next)| MoveValues {
+                id: *id,
+                next: *next,
+            })
+            .collect();
+        sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
+            .bind(json_value(&values)?)
+            .execute(&mut *conn)
+            .await?;
     }
     Ok(())
 }
