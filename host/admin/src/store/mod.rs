@@ -256,7 +256,7 @@ const SQLITE_VALUES_PER_STATEMENT: usize = 256;
 /// (BENCHMARKS, "Rows handed over a few at a time"). Larger than any
 /// result the writer reads (a claim's 1,000 jobs, 2,000 ends); bounded,
 /// so that a large read still cannot buffer without end.
-pub const SQLITE_ROW_BUFFER: usize = 4_096;
+const SQLITE_ROW_BUFFER: usize = 4_096;
 
 /// `url` with SQLite's row buffer set to [`SQLITE_ROW_BUFFER`], unless the
 /// URL sets it itself. The setting is a URL parameter that cronbox's copy
