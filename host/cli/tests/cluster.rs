@@ -21,8 +21,8 @@ use cronbox_admin::store::{JobId, RunFilter, RunId, RunRow};
 use cronbox_admin::{SchedulerConfig, Store};
 use cronbox_api::{AlarmState, Client, JobSpec, RunStatus, TriggerKind, TriggerRequest};
 use cronbox_example_jobs as jobs;
-use cronbox_tests::until;
 use cronbox_tests::{PostgresServer, WebhookReceiver};
+use cronbox_tests::{until, until_within};
 use serde_json::{Value, json};
 use support::{Process, cronbox_listening};
 
@@ -196,30 +196,32 @@ impl Cluster {
     }
 
     /// Once the executors' successful executions are as many as the
-    /// successful run rows (failing, with both counts, if they never are).
-    /// They can differ for a while after the runs settle: a fire the stop
-    /// cancelled while an executor already held it (its dispatch mark not
-    /// yet written) runs anyway, is counted by the executor when it
-    /// finishes, and its end then replaces the cancellation in its row.
+    /// successful run rows (failing if they never are; each pair that
+    /// differs is printed). They can differ for a while after the runs
+    /// settle: a fire the stop cancelled while an executor already held it
+    /// (its dispatch mark not yet written) runs anyway, is counted by the
+    /// executor when it finishes, and its end then replaces the
+    /// cancellation in its row.
     async fn until_executions_match_success_rows(&self) {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let succeeded = self
-                .settle(0, i64::MAX)
-                .await
-                .iter()
-                .filter(|run| run.status == RunStatus::Success)
-                .count() as u64;
-            let executed = self.executions_succeeded().await;
-            if executed == succeeded || Instant::now() >= deadline {
-                assert_eq!(
-                    executed, succeeded,
-                    "successful executions on the executors against successful run rows"
-                );
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        until_within(
+            WAIT,
+            "the successful executions on the executors equal the successful run rows",
+            || async {
+                let succeeded = self
+                    .settle(0, i64::MAX)
+                    .await
+                    .iter()
+                    .filter(|run| run.status == RunStatus::Success)
+                    .count() as u64;
+                let executed = self.executions_succeeded().await;
+                if executed == succeeded {
+                    return Some(());
+                }
+                eprintln!("successful executions {executed}, successful run rows {succeeded}");
+                None
+            },
+        )
+        .await;
     }
 
     fn base(&self, admin: usize) -> &str {
