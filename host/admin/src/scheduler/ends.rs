@@ -51,6 +51,12 @@ pub(super) const MARK_WAIT_MOST: Duration = Duration::from_secs(2);
 /// longest-waiting first.
 pub(super) const MARKS_WAITING_MOST: usize = 50_000;
 
+/// The longest a write of ends and marks lets the pre-read's claims go
+/// first at SQLite's writer (see [`Store::urgent_writes`]): a pass that
+/// keeps up claims in well under this, and one catching up on seconds of
+/// fires still lets ends through four times a second.
+pub(super) const ENDS_YIELD_MOST: Duration = Duration::from_millis(250);
+
 /// A callback's ends given back, with the rows of the runs they ended (see
 /// [`Store::finish_runs`]).
 pub(super) type Ended = (Vec<RunEnd>, Result<Vec<Option<RunRow>>, StoreError>);
@@ -167,6 +173,9 @@ pub(super) async fn write_run_ends(
     let mut stopping = false;
     loop {
         let mut group = Vec::new();
+        // A write that follows one the ends overflowed is part of one
+        // backlog, already waited for once.
+        let backlog = carried.is_some();
         if let Some(request) = carried.take() {
             group.push(request);
         } else if !stopping {
@@ -183,6 +192,12 @@ pub(super) async fn write_run_ends(
                     if marks_due.is_some() => {}
                 _ = stop.cancelled() => stopping = true,
             }
+        }
+        if !stopping && !backlog {
+            // Callbacks arriving meanwhile join this write (and those past
+            // what one write takes follow at once, without a wait each:
+            // a wait per write would cap the ends written a second).
+            store.after_urgent_writes(ENDS_YIELD_MOST).await;
         }
         let mut count: usize = group.iter().map(|request| request.ends.len()).sum();
         while let Ok(request) = queue.try_recv() {
@@ -650,5 +665,44 @@ mod tests {
                 );
                 assert!(waiting.next_due().is_none());
             });
+    }
+
+    #[tokio::test]
+    async fn ends_wait_while_the_pre_read_claims_and_go_when_it_is_done() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_sqlite(dir.path()).await.unwrap();
+        let runs = pending_runs(&store, 2).await;
+        let claiming = store.urgent_writes();
+        let (send, queue) = mpsc::unbounded_channel();
+        let (_mark, marks) = mpsc::unbounded_channel();
+        let writes = Counter::default();
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(write_run_ends(
+            store.clone(),
+            queue,
+            marks,
+            Arc::new(Quotas::new(Default::default())),
+            writes.clone(),
+            stop.clone(),
+        ));
+        let first = queue_callback(&send, &runs[..1]);
+        // Everything up to the write is on this thread's runtime: given
+        // the chance, a writer that did not wait would have begun it.
+        for _ in 0..20 {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(writes.get(), 0, "the ends wait for the claims");
+        let second = queue_callback(&send, &runs[1..]);
+        drop(claiming);
+        let (first, second) = tokio::time::timeout(Duration::from_secs(10), async {
+            (answered(first).await, answered(second).await)
+        })
+        .await
+        .expect("the ends are written once the claims are done");
+        assert_eq!(first, (vec![runs[0]], Ok(vec![Some(runs[0])])));
+        assert_eq!(second, (vec![runs[1]], Ok(vec![Some(runs[1])])));
+        assert_eq!(writes.get(), 1, "the callback that came meanwhile joined");
+        stop.cancel();
+        task.await.unwrap();
     }
 }

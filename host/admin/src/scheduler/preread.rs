@@ -53,6 +53,9 @@ impl Scheduler {
     /// four seconds away were already written.
     pub(super) async fn pre_read(self: &Arc<Self>) -> Result<(), StoreError> {
         self.refresh_stale_calendars().await?;
+        // Run ends, marks and the checkpoint wait for the pass's claims at
+        // SQLite's writer (bounded: `ends::ENDS_YIELD_MOST`).
+        let _first = self.store.urgent_writes();
         let batch = self.store.claim_batch();
         let now = self.now_ms();
         let horizon = now + self.config.pre_read.as_millis() as i64;

@@ -42,6 +42,7 @@ mod registry;
 mod runs;
 mod secrets;
 mod tenants;
+mod turns;
 mod users;
 
 pub use dashboard::BucketCounts;
@@ -54,6 +55,7 @@ pub use rows::{
     RunEnd, RunFilter, RunRow,
 };
 pub use runs::write_lease_until;
+pub use turns::UrgentWrites;
 pub use users::{Principal, StoredUser};
 // Shared by the aggregates' files (each imports `super::*`).
 use rows::{decode_due_jobs, digest_bytes, job_from_row, run_from_row, scheduled_range};
@@ -116,6 +118,9 @@ pub struct Store {
     _lock: Option<std::sync::Arc<std::fs::File>>,
     /// SQLite's checkpoints, run beside the writer (see [`Checkpointer`]).
     _checkpointer: Option<std::sync::Arc<Checkpointer>>,
+    /// Who goes first at SQLite's writer (see [`turns`]); `None` on
+    /// PostgreSQL.
+    turns: Option<std::sync::Arc<turns::WriterTurns>>,
     /// Job rows read, served again while their revision holds.
     jobs: std::sync::Arc<job_cache::JobCache>,
 }
@@ -137,7 +142,11 @@ const SQLITE_JOURNAL_SIZE_LIMIT: &str = "PRAGMA journal_size_limit = 67108864";
 struct Checkpointer(tokio::task::JoinHandle<()>);
 
 impl Checkpointer {
-    fn start(readers: AnyPool, writer: AnyPool) -> Checkpointer {
+    fn start(
+        readers: AnyPool,
+        writer: AnyPool,
+        turns: std::sync::Arc<turns::WriterTurns>,
+    ) -> Checkpointer {
         Checkpointer(tokio::spawn(async move {
             let mut every = tokio::time::interval(CHECKPOINT_EVERY);
             every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -146,7 +155,7 @@ impl Checkpointer {
                 if readers.is_closed() || writer.is_closed() {
                     return;
                 }
-                if let Err(error) = checkpoint_sqlite(&readers, &writer).await {
+                if let Err(error) = checkpoint_sqlite(&readers, &writer, &turns).await {
                     tracing::warn!(%error, "checkpointing SQLite's log failed");
                 }
             }
@@ -165,9 +174,17 @@ impl Checkpointer {
 /// is never idle: at 8,000 runs/s the log grew without end (5.7 GB in 80
 /// seconds beside a 200 MB database), every frame written past its end
 /// into new file pages, and the kernel's dirty pages with it.
-async fn checkpoint_sqlite(readers: &AnyPool, writer: &AnyPool) -> Result<(), StoreError> {
+///
+/// The second step lets the pre-read's claims go first (see [`turns`]),
+/// [`CHECKPOINT_EVERY`] at the longest.
+async fn checkpoint_sqlite(
+    readers: &AnyPool,
+    writer: &AnyPool,
+    turns: &turns::WriterTurns,
+) -> Result<(), StoreError> {
     const PASSIVE: &str = "PRAGMA wal_checkpoint(PASSIVE)";
     sqlx::query(PASSIVE).execute(readers).await?;
+    turns.after_urgent(CHECKPOINT_EVERY).await;
     sqlx::query(PASSIVE).execute(writer).await?;
     Ok(())
 }
@@ -448,7 +465,7 @@ impl Store {
                 })
                 .connect(url)
         };
-        let (pool, writer, checkpointer) = match backend {
+        let (pool, writer, checkpointer, turns) = match backend {
             Backend::Sqlite => {
                 let writer = connect(1, true).await?;
                 sqlx::query("PRAGMA journal_mode = WAL")
@@ -456,14 +473,19 @@ impl Store {
                     .await?;
                 SQLITE_MIGRATIONS.run(&writer).await?;
                 let pool = connect(4, false).await?;
-                let checkpointer =
-                    std::sync::Arc::new(Checkpointer::start(pool.clone(), writer.clone()));
-                (pool, writer, Some(checkpointer))
+                let turns = std::sync::Arc::new(turns::WriterTurns::default());
+                let checkpointer = Checkpointer::start(pool.clone(), writer.clone(), turns.clone());
+                (
+                    pool,
+                    writer,
+                    Some(std::sync::Arc::new(checkpointer)),
+                    Some(turns),
+                )
             }
             Backend::Postgres => {
                 let pool = connect(16, false).await?;
                 POSTGRES_MIGRATIONS.run(&pool).await?;
-                (pool.clone(), pool, None)
+                (pool.clone(), pool, None, None)
             }
         };
         Ok(Store {
@@ -473,6 +495,7 @@ impl Store {
             owner: hex::encode(rand::random::<[u8; 8]>()).into(),
             _lock: None,
             _checkpointer: checkpointer,
+            turns,
             jobs: std::sync::Arc::new(job_cache::JobCache::new(job_cache::JOB_CACHE_BYTES)),
         })
     }
@@ -482,9 +505,9 @@ impl Store {
     /// writer's next transaction starts the log over. Nothing on
     /// PostgreSQL.
     pub async fn checkpoint(&self) -> Result<(), StoreError> {
-        match self.backend {
-            Backend::Sqlite => checkpoint_sqlite(&self.pool, &self.writer).await,
-            Backend::Postgres => Ok(()),
+        match &self.turns {
+            Some(turns) => checkpoint_sqlite(&self.pool, &self.writer, turns).await,
+            None => Ok(()),
         }
     }
 
