@@ -386,6 +386,23 @@ mod tests {
             Writer,
             Vec<(Vec<RunId>, Result<Vec<Option<RunId>>, String>)>,
         ) {
+            let writer = Writer::start(store, marked);
+            let answers: Vec<_> = callbacks
+                .iter()
+                .map(|runs| queue_callback(&writer.send, runs))
+                .collect();
+            let mut answers_given = Vec::new();
+            for answer in answers {
+                answers_given.push(answered(answer).await);
+            }
+            (writer, answers_given)
+        }
+
+        /// A writer over `store` with dispatch marks of `marked` queued.
+        /// Its task first runs when the test next waits (a test's runtime
+        /// has one thread), so what the test queues before that waits for
+        /// it together.
+        fn start(store: &Store, marked: &[RunId]) -> Writer {
             let (send, queue) = mpsc::unbounded_channel();
             let (mark, marks) = mpsc::unbounded_channel();
             let quotas = Arc::new(Quotas::new(Default::default()));
@@ -393,10 +410,6 @@ mod tests {
                 quotas.sent_unmarked("default");
                 mark.send(mark_of(*run_id)).unwrap();
             }
-            let answers: Vec<_> = callbacks
-                .iter()
-                .map(|runs| queue_callback(&send, runs))
-                .collect();
             let writes = Counter::default();
             let stop = CancellationToken::new();
             let task = tokio::spawn(write_run_ends(
@@ -407,19 +420,14 @@ mod tests {
                 writes.clone(),
                 stop.clone(),
             ));
-            let mut answers_given = Vec::new();
-            for answer in answers {
-                answers_given.push(answered(answer).await);
-            }
-            let writer = Writer {
+            Writer {
                 send,
                 mark,
                 quotas,
                 writes,
                 stop,
                 task,
-            };
-            (writer, answers_given)
+            }
         }
 
         async fn stop(self) {
@@ -673,26 +681,15 @@ mod tests {
         let store = Store::open_sqlite(dir.path()).await.unwrap();
         let runs = pending_runs(&store, 2).await;
         let claiming = store.urgent_writes();
-        let (send, queue) = mpsc::unbounded_channel();
-        let (_mark, marks) = mpsc::unbounded_channel();
-        let writes = Counter::default();
-        let stop = CancellationToken::new();
-        let task = tokio::spawn(write_run_ends(
-            store.clone(),
-            queue,
-            marks,
-            Arc::new(Quotas::new(Default::default())),
-            writes.clone(),
-            stop.clone(),
-        ));
-        let first = queue_callback(&send, &runs[..1]);
+        let writer = Writer::start(&store, &[]);
+        let first = queue_callback(&writer.send, &runs[..1]);
         // Everything up to the write is on this thread's runtime: given
         // the chance, a writer that did not wait would have begun it.
         for _ in 0..20 {
             tokio::task::yield_now().await;
         }
-        assert_eq!(writes.get(), 0, "the ends wait for the claims");
-        let second = queue_callback(&send, &runs[1..]);
+        assert_eq!(writer.writes.get(), 0, "the ends wait for the claims");
+        let second = queue_callback(&writer.send, &runs[1..]);
         drop(claiming);
         let (first, second) = tokio::time::timeout(Duration::from_secs(10), async {
             (answered(first).await, answered(second).await)
@@ -701,8 +698,37 @@ mod tests {
         .expect("the ends are written once the claims are done");
         assert_eq!(first, (vec![runs[0]], Ok(vec![Some(runs[0])])));
         assert_eq!(second, (vec![runs[1]], Ok(vec![Some(runs[1])])));
-        assert_eq!(writes.get(), 1, "the callback that came meanwhile joined");
-        stop.cancel();
-        task.await.unwrap();
+        assert_eq!(
+            writer.writes.get(),
+            1,
+            "the callback that came meanwhile joined"
+        );
+        writer.stop().await;
+    }
+
+    #[tokio::test]
+    async fn a_backlog_past_one_write_waits_for_the_claims_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_sqlite(dir.path()).await.unwrap();
+        // A pass that claims for longer than the ends wait for it.
+        let _claiming = store.urgent_writes();
+        let writer = Writer::start(&store, &[]);
+        let overflowing: Vec<RunId> = (1..=ENDS_PER_WRITE as i64).map(RunId).collect();
+        let first = queue_callback(&writer.send, &overflowing);
+        let _second = queue_callback(&writer.send, &[RunId(0)]);
+        let (ends, _) = tokio::time::timeout(Duration::from_secs(10), first)
+            .await
+            .expect("the ends wait for the claims only so long")
+            .unwrap();
+        assert_eq!(ends.len(), ENDS_PER_WRITE);
+        for _ in 0..20 {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(
+            writer.writes.get(),
+            2,
+            "what did not fit the first write follows it without a second wait"
+        );
+        writer.stop().await;
     }
 }
