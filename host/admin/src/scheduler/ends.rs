@@ -193,7 +193,10 @@ pub(super) async fn write_run_ends(
                 _ = stop.cancelled() => stopping = true,
             }
         }
-        if !stopping && !backlog {
+        // A mark that may not wait (its job's overlap policy reads it)
+        // does not wait for the claims either.
+        let marks_now = received.iter().any(|mark| !mark.may_wait);
+        if !stopping && !backlog && !marks_now {
             // Callbacks arriving meanwhile join this write (and those past
             // what one write takes follow at once, without a wait each:
             // a wait per write would cap the ends written a second).
@@ -729,6 +732,28 @@ mod tests {
             2,
             "what did not fit the first write follows it without a second wait"
         );
+        writer.stop().await;
+    }
+
+    #[tokio::test]
+    async fn a_mark_that_may_not_wait_does_not_wait_for_the_claims() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_sqlite(dir.path()).await.unwrap();
+        let runs = pending_runs(&store, 1).await;
+        let _claiming = store.urgent_writes();
+        let writer = Writer::start(&store, &[]);
+        writer.quotas.sent_unmarked("default");
+        writer
+            .mark
+            .send(QueuedMark {
+                may_wait: false,
+                ..mark_of(runs[0])
+            })
+            .unwrap();
+        for _ in 0..20 {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(writer.writes.get(), 1, "written while the claims go on");
         writer.stop().await;
     }
 }
