@@ -150,6 +150,9 @@ pub fn main(args: ExecutorArgs) -> anyhow::Result<ExitCode> {
         },
         ..RuntimeConfig::default()
     };
+    if let Some(warning) = mapping_limit_warning(args.max_instances, max_map_count()) {
+        eprintln!("warning: {warning}");
+    }
     let threads = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -165,6 +168,37 @@ pub fn main(args: ExecutorArgs) -> anyhow::Result<ExitCode> {
         eprintln!("cronbox executor shutting down");
         executor.shutdown().await;
         Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// Memory mappings an instance slot in use may cost the process, with
+/// room to spare: wasmtime guards each instance's stack and memory, and a
+/// process with all of 10,064 slots in use held about 65,000 mappings
+/// (BENCHMARKS, "Claims first at the writer").
+const MAPPINGS_PER_SLOT: u64 = 8;
+
+/// Linux's limit on a process's memory mappings, where it can be read.
+fn max_map_count() -> Option<u64> {
+    std::fs::read_to_string("/proc/sys/vm/max_map_count")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// What to tell the operator when `slots` instance slots in use could
+/// need more memory mappings than `max_map_count` allows: past it the
+/// process can start no thread, and requests fail with `EAGAIN`.
+fn mapping_limit_warning(slots: u32, max_map_count: Option<u64>) -> Option<String> {
+    let limit = max_map_count?;
+    let needed = u64::from(slots) * MAPPINGS_PER_SLOT;
+    (needed > limit).then(|| {
+        format!(
+            "--max-instances {slots} may need about {needed} memory mappings, more than \
+             vm.max_map_count ({limit}) allows; past it the process cannot start threads. \
+             Raise it (sysctl vm.max_map_count={}) or give fewer slots",
+            needed.next_power_of_two().max(262_144)
+        )
     })
 }
 
@@ -228,5 +262,21 @@ mod tests {
         ] {
             assert!(parse_http_limit(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn slots_past_the_memory_mapping_limit_are_warned_about() {
+        // Linux's default limit holds the default slots with room.
+        assert_eq!(mapping_limit_warning(64, Some(65_530)), None);
+        let warning = mapping_limit_warning(10_000, Some(65_530)).expect("too many slots");
+        assert!(warning.contains("--max-instances 10000"), "{warning}");
+        assert!(warning.contains("vm.max_map_count (65530)"), "{warning}");
+        assert!(
+            warning.contains("sysctl vm.max_map_count=262144"),
+            "{warning}"
+        );
+        assert_eq!(mapping_limit_warning(10_000, Some(262_144)), None);
+        // No limit to read (not Linux): nothing to say.
+        assert_eq!(mapping_limit_warning(10_000, None), None);
     }
 }
