@@ -171,3 +171,15 @@ impl RunningAdmin {
         self.tasks.shutdown().await;
     }
 }
+
+/// Helpers shared by the crate's unit tests.
+#[cfg(test)]
+pub(crate) mod test_support {
+    /// Lets every other task on this (single-threaded) test runtime run
+    /// as far as it can without waiting on anything outside it.
+    pub(crate) async fn let_others_run() {
+        for _ in 0..20 {
+            tokio::task::yield_now().await;
+        }
+    }
+}

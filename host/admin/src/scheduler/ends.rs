@@ -299,6 +299,7 @@ async fn write_group(
 mod tests {
     use super::*;
     use crate::store::{NewRun, RunId};
+    use crate::test_support::let_others_run;
     use cronbox_protocol::TriggerKind;
 
     fn ended_well(run_id: RunId) -> RunEnd {
@@ -688,9 +689,7 @@ mod tests {
         let first = queue_callback(&writer.send, &runs[..1]);
         // Everything up to the write is on this thread's runtime: given
         // the chance, a writer that did not wait would have begun it.
-        for _ in 0..20 {
-            tokio::task::yield_now().await;
-        }
+        let_others_run().await;
         assert_eq!(writer.writes.get(), 0, "the ends wait for the claims");
         let second = queue_callback(&writer.send, &runs[1..]);
         drop(claiming);
@@ -724,9 +723,7 @@ mod tests {
             .expect("the ends wait for the claims only so long")
             .unwrap();
         assert_eq!(ends.len(), ENDS_PER_WRITE);
-        for _ in 0..20 {
-            tokio::task::yield_now().await;
-        }
+        let_others_run().await;
         assert_eq!(
             writer.writes.get(),
             2,
@@ -750,9 +747,7 @@ mod tests {
                 ..mark_of(runs[0])
             })
             .unwrap();
-        for _ in 0..20 {
-            tokio::task::yield_now().await;
-        }
+        let_others_run().await;
         assert_eq!(writer.writes.get(), 1, "written while the claims go on");
         writer.stop().await;
     }

@@ -97,14 +97,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Lets every other task on this (single-threaded) test runtime run
-    /// as far as it can.
-    async fn let_others_run() {
-        for _ in 0..10 {
-            tokio::task::yield_now().await;
-        }
-    }
+    use crate::test_support::let_others_run;
 
     #[tokio::test]
     async fn a_write_that_can_wait_goes_when_the_urgent_ones_are_done() {
