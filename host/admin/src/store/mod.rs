@@ -291,17 +291,6 @@ fn with_sqlite_row_buffer(url: &str) -> String {
 /// connections at most.
 const SQLITE_CACHE_SIZE: &str = "PRAGMA cache_size = -32768";
 
-/// Where SQLite keeps its temporary files: in memory. A statement that
-/// changes many rows inside a transaction keeps the pages it changed in a
-/// statement journal (to undo that statement alone), and past 64 KiB
-/// SQLite wrote it to a file of its own in `/var/tmp`, created, written
-/// and deleted for each such statement: at 10,000 runs/s, 130 of the 340
-/// MB a second the process wrote and six of its sixteen write calls a run
-/// (BENCHMARKS, "Temporary files in memory"). Every statement the store
-/// runs is bounded (claims of 1,000 jobs, ends in groups of 500, pages of
-/// lists), and so is what such a statement keeps.
-const SQLITE_TEMP_STORE: &str = "PRAGMA temp_store = MEMORY";
-
 impl Backend {
     /// SQL that turns `hex_text`, hex digits (any case), into the bytes
     /// they spell: how a digest bound as text is stored in a run's
@@ -461,7 +450,6 @@ impl Store {
                             // 2 MiB, read the run table's indexes back
                             // from the kernel a page at a time at rate).
                             sqlx::query(SQLITE_CACHE_SIZE).execute(&mut *conn).await?;
-                            sqlx::query(SQLITE_TEMP_STORE).execute(&mut *conn).await?;
                             if writes {
                                 // Checkpoints run beside it (Checkpointer).
                                 sqlx::query("PRAGMA wal_autocheckpoint = 0")
@@ -582,21 +570,6 @@ mod tests {
         // open it).
         let store = Store::open_sqlite(dir.path()).await.unwrap();
         store.ping().await.unwrap();
-    }
-
-    /// Every connection keeps SQLite's temporary files (statement
-    /// journals among them) in memory: 2 is `MEMORY`.
-    #[tokio::test]
-    async fn sqlite_connections_keep_temporary_files_in_memory() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open_sqlite(dir.path()).await.unwrap();
-        for pool in [&store.pool, &store.writer] {
-            let temp_store: i64 = sqlx::query_scalar("PRAGMA temp_store")
-                .fetch_one(pool)
-                .await
-                .unwrap();
-            assert_eq!(temp_store, 2);
-        }
     }
 
     /// No pool of the store has sqlx reap its connections: the task that
