@@ -182,4 +182,14 @@ pub(crate) mod test_support {
             tokio::task::yield_now().await;
         }
     }
+
+    /// A store on a new SQLite file in a temporary directory, which is
+    /// deleted when the returned handle drops: keep it for the test's life.
+    pub(crate) async fn sqlite_store() -> (tempfile::TempDir, crate::store::Store) {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let store = crate::store::Store::open_sqlite(dir.path())
+            .await
+            .expect("a store");
+        (dir, store)
+    }
 }

@@ -523,8 +523,7 @@ mod tests {
     /// a read of the store's count, which does not see them, adds them.
     #[tokio::test]
     async fn runs_sent_before_their_marks_are_written_count_as_in_progress() {
-        let dir = tempfile::tempdir().expect("a temporary directory");
-        let store = Store::open_sqlite(dir.path()).await.expect("a store");
+        let (_dir, store) = crate::test_support::sqlite_store().await;
         let mut changes = QuotaSettings::default();
         changes.set(Quota::RunningRuns, Some(2));
         let quotas = Quotas::new(QuotaDefaults::default().with(&changes));

@@ -299,7 +299,7 @@ async fn write_group(
 mod tests {
     use super::*;
     use crate::store::{NewRun, RunId};
-    use crate::test_support::let_others_run;
+    use crate::test_support::{let_others_run, sqlite_store};
     use cronbox_protocol::TriggerKind;
 
     fn ended_well(run_id: RunId) -> RunEnd {
@@ -459,8 +459,7 @@ mod tests {
 
     #[tokio::test]
     async fn callbacks_that_wait_together_share_a_write_and_each_gets_its_own_rows() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open_sqlite(dir.path()).await.unwrap();
+        let (_dir, store) = sqlite_store().await;
         let runs = pending_runs(&store, 5).await;
         // Three callbacks wait before the writer starts; the third names
         // again a run the first ends.
@@ -510,8 +509,7 @@ mod tests {
     /// executor sends it again), the others end their runs.
     #[tokio::test]
     async fn a_group_that_fails_is_written_callback_by_callback() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open_sqlite(dir.path()).await.unwrap();
+        let (dir, store) = sqlite_store().await;
         let runs = pending_runs(&store, 4).await;
         // The database refuses to end one run (a trigger on the same file
         // the store writes, as a constraint or a full disk would).
@@ -569,8 +567,7 @@ mod tests {
     /// alone waits for ends (up to `MARK_WAIT`), then goes by itself.
     #[tokio::test]
     async fn marks_go_with_the_ends_that_come_for_them_or_alone_after_a_wait() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open_sqlite(dir.path()).await.unwrap();
+        let (_dir, store) = sqlite_store().await;
         let runs = pending_runs(&store, 3).await;
         let (writer, answers_given) =
             Writer::after_marks(&store, &runs[..2], &[vec![runs[0], runs[1]]]).await;
@@ -622,8 +619,7 @@ mod tests {
     /// writer ends.
     #[tokio::test]
     async fn marks_waiting_at_the_stop_are_written() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open_sqlite(dir.path()).await.unwrap();
+        let (_dir, store) = sqlite_store().await;
         let runs = pending_runs(&store, 1).await;
         let (writer, _) = Writer::after_marks(&store, &runs, &[]).await;
         writer.stop().await;
@@ -681,8 +677,7 @@ mod tests {
 
     #[tokio::test]
     async fn ends_wait_while_the_pre_read_claims_and_go_when_it_is_done() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open_sqlite(dir.path()).await.unwrap();
+        let (_dir, store) = sqlite_store().await;
         let runs = pending_runs(&store, 2).await;
         let claiming = store.urgent_writes();
         let writer = Writer::start(&store, &[]);
@@ -710,8 +705,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_backlog_past_one_write_waits_for_the_claims_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open_sqlite(dir.path()).await.unwrap();
+        let (_dir, store) = sqlite_store().await;
         // A pass that claims for longer than the ends wait for it.
         let _claiming = store.urgent_writes();
         let writer = Writer::start(&store, &[]);
@@ -734,8 +728,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_mark_that_may_not_wait_does_not_wait_for_the_claims() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open_sqlite(dir.path()).await.unwrap();
+        let (_dir, store) = sqlite_store().await;
         let runs = pending_runs(&store, 1).await;
         let _claiming = store.urgent_writes();
         let writer = Writer::start(&store, &[]);

@@ -576,8 +576,7 @@ mod tests {
     /// would could spin a runtime thread for good (see [`Store::connect`]).
     #[tokio::test]
     async fn no_pool_has_a_maintenance_task() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open_sqlite(dir.path()).await.unwrap();
+        let (_dir, store) = crate::test_support::sqlite_store().await;
         for pool in [&store.pool, &store.writer] {
             let options = pool.options();
             assert_eq!(
