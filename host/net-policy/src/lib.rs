@@ -12,7 +12,9 @@
 //! unless the operator allows a network explicitly (`127.0.0.1/32`).
 //!
 //! [`NetPolicy::resolve`] resolves a host name once and returns an address
-//! that passed the check; the caller connects to that address (never
+//! that passed the check — an IPv6 form that embeds an IPv4 address given
+//! as that IPv4 address, so that what is connected to is what was judged;
+//! the caller connects to that address (never
 //! looking the name up again), so a name that answers differently the
 //! second time (DNS rebinding) gains nothing. Redirects are the caller's to
 //! refuse, or to check hop by hop.
@@ -96,7 +98,7 @@ impl NetPolicy {
         let literal = host.trim_start_matches('[').trim_end_matches(']');
         if let Ok(address) = literal.parse::<IpAddr>() {
             self.check(address)?;
-            return Ok(SocketAddr::new(address, port));
+            return Ok(SocketAddr::new(connect_to(address), port));
         }
         let found: Vec<SocketAddr> = tokio::net::lookup_host((host, port))
             .await
@@ -108,7 +110,7 @@ impl NetPolicy {
         let mut first_denial = None;
         for address in found {
             match self.check(address.ip()) {
-                Ok(()) => return Ok(address),
+                Ok(()) => return Ok(SocketAddr::new(connect_to(address.ip()), port)),
                 Err(denied) => {
                     first_denial.get_or_insert(denied);
                 }
@@ -147,6 +149,14 @@ impl std::fmt::Display for NetPolicy {
         let nets: Vec<String> = self.allowed.iter().map(IpNet::to_string).collect();
         f.write_str(&nets.join(","))
     }
+}
+
+/// The address to connect to for `address`, which passed the check: the
+/// IPv4 address an IPv6 form embeds (it was judged as that address; a
+/// NAT64 prefix or 6to4 relay would otherwise decide where it goes),
+/// else `address` itself.
+fn connect_to(address: IpAddr) -> IpAddr {
+    embedded_v4(address).map_or(address, IpAddr::V4)
 }
 
 /// The IPv4 address an IPv6 address stands for: mapped (`::ffff:a.b.c.d`),
@@ -289,6 +299,33 @@ mod tests {
         assert_eq!("".parse::<NetPolicy>().unwrap(), NetPolicy::public_only());
         let error = "10.0.0.0/8,localhost".parse::<NetPolicy>().unwrap_err();
         assert!(error.to_string().contains("\"localhost\""), "{error}");
+    }
+
+    #[tokio::test]
+    async fn an_embedded_ipv4_address_is_judged_and_connected_to_as_ipv4() {
+        let policy: NetPolicy = "127.0.0.1/32".parse().unwrap();
+        for form in [
+            "::ffff:127.0.0.1",
+            "::127.0.0.1",
+            "64:ff9b::7f00:1",
+            "2002:7f00:1::",
+        ] {
+            let address = policy.resolve(&format!("[{form}]"), 8080).await.unwrap();
+            assert_eq!(address, "127.0.0.1:8080".parse().unwrap(), "{form}");
+        }
+        // Denied ones stay denied, whatever their form.
+        for form in ["::ffff:127.0.0.2", "64:ff9b::a9fe:a9fe", "2002:a9fe:a9fe::"] {
+            assert!(
+                policy.resolve(&format!("[{form}]"), 80).await.is_err(),
+                "{form}"
+            );
+        }
+        // An address that embeds nothing is connected to as given.
+        let loopback: NetPolicy = "::1/128".parse().unwrap();
+        assert_eq!(
+            loopback.resolve("[::1]", 80).await.unwrap(),
+            "[::1]:80".parse().unwrap()
+        );
     }
 
     #[tokio::test]
