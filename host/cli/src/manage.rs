@@ -481,7 +481,7 @@ pub fn secret(args: SecretArgs) -> anyhow::Result<()> {
                         outln!(
                             "{:<10} {:<32} updated {}  jobs: {}",
                             secret.tenant,
-                            secret.name,
+                            crate::out::printable(&secret.name, false),
                             time(Some(secret.updated_at_ms)),
                             if used.is_empty() {
                                 "-".to_owned()
@@ -818,10 +818,19 @@ fn show<T: Serialize>(json: bool, answer: &T, human: impl FnOnce(&T)) -> anyhow:
     }
 }
 
-/// Prints rows under a header, columns padded to their widest cell.
+/// Prints rows under a header, columns padded to their widest cell; a
+/// cell's control characters are shown escaped ([`crate::out::printable`]).
 fn print_table(header: &[&str], rows: &[Vec<String>]) {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| {
+            row.iter()
+                .map(|cell| crate::out::printable(cell, false).into_owned())
+                .collect()
+        })
+        .collect();
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
-    for row in rows {
+    for row in &rows {
         for (width, cell) in widths.iter_mut().zip(row) {
             *width = (*width).max(cell.chars().count());
         }
@@ -836,7 +845,7 @@ fn print_table(header: &[&str], rows: &[Vec<String>]) {
     };
     line(header.iter().map(|h| h.to_string()).collect());
     for row in rows {
-        line(row.clone());
+        line(row);
     }
 }
 
@@ -1255,7 +1264,8 @@ pub fn logs(args: LogsArgs) -> anyhow::Result<()> {
                     writeln!(out, "{}", serde_json::to_string(line)?)?;
                 } else {
                     let (source, level) = source_and_level(line.source);
-                    writeln!(out, "{source:<6} {level:<5} {}", line.text)?;
+                    let text = crate::out::printable(&line.text, true);
+                    writeln!(out, "{source:<6} {level:<5} {text}")?;
                 }
             }
             out.flush()?;

@@ -17,6 +17,27 @@ pub fn line(args: std::fmt::Arguments<'_>) {
     }
 }
 
+/// `text` with each control character (ESC, CR, LF, TAB, ...) written as
+/// its Rust escape (`\u{1b}`, `\r`): what users and jobs wrote (names,
+/// notes, messages, log lines) can then not move the cursor, rewrite the
+/// rows around it or retitle the terminal. `keep_tabs` leaves TAB as it is
+/// (log lines).
+pub fn printable(text: &str, keep_tabs: bool) -> std::borrow::Cow<'_, str> {
+    let escaped = |c: char| c.is_control() && !(keep_tabs && c == '\t');
+    if !text.chars().any(escaped) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut shown = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if escaped(c) {
+            shown.extend(c.escape_default());
+        } else {
+            shown.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(shown)
+}
+
 /// Ends the process after a failed write to standard output: quietly when
 /// the reader closed the pipe, with one line otherwise.
 pub fn write_failed(error: &std::io::Error) -> ! {
@@ -53,6 +74,21 @@ pub fn quiet_panics() {
             .unwrap_or_default();
         eprintln!("error: cronbox failed unexpectedly: {message}{place}; please report this");
     }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::printable;
+
+    #[test]
+    fn control_characters_are_shown_escaped() {
+        assert_eq!(printable("plain name", false), "plain name");
+        assert_eq!(
+            printable("a\u{1b}[2Jb\r\nc\td", false),
+            "a\\u{1b}[2Jb\\r\\nc\\td"
+        );
+        assert_eq!(printable("a\tb\u{7}", true), "a\tb\\u{7}");
+    }
 }
 
 /// `println!` that follows this module's rules.

@@ -537,6 +537,25 @@ fn a_cli_session_against_cronbox_up() {
     );
     assert!(versions.contains("rollback to version 1"), "{versions}");
 
+    // What users wrote is printed with its control characters escaped: a
+    // pause note cannot clear or rewrite the operator's terminal.
+    let greeter = data.path().join("greeter.toml");
+    let noted = json(
+        base,
+        token,
+        &["job", "create", "--file", greeter.to_str().unwrap()],
+    )["id"]
+        .to_string();
+    ok(
+        base,
+        token,
+        &["job", "pause", &noted, "--note", "\u{1b}[2Jgone\r"],
+    );
+    let listed = ok(base, token, &["job", "list"]);
+    assert!(!listed.contains(['\u{1b}', '\r']), "{listed:?}");
+    assert!(listed.contains("\\u{1b}[2Jgone\\r"), "{listed}");
+    ok(base, token, &["job", "delete", &noted]);
+
     // Update, show, start, stop and delete.
     let updated = json(
         base,
