@@ -47,7 +47,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 pub use scheduler::SchedulerConfig;
-pub use store::{Store, StoreError};
+pub use store::{Store, StoreError, create_private_dir};
 
 /// Versions kept per module name (older ones go unless a job pins them).
 pub const KEPT_MODULE_VERSIONS: usize = 30;
@@ -130,6 +130,7 @@ pub async fn start(config: AdminConfig) -> Result<RunningAdmin, AdminError> {
         max_module_bytes: config.max_request_bytes,
         keep_versions: KEPT_MODULE_VERSIONS,
         logins: service::users::LoginThrottle::default(),
+        uploads: api::UploadRoom::for_modules_of(config.max_request_bytes),
     });
     let app = api::router(state, config.max_request_bytes);
     let stop = tasks.stopping();

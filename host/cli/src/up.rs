@@ -94,7 +94,8 @@ const DEMOS: &[Demo] = &[
 ];
 
 pub fn main(args: UpArgs) -> anyhow::Result<ExitCode> {
-    std::fs::create_dir_all(&args.data_dir)
+    // 0700: it holds the database, tokens and keys.
+    cronbox_admin::create_private_dir(&args.data_dir)
         .with_context(|| format!("cannot create {}", args.data_dir.display()))?;
     let token_file = args.data_dir.join("api-token");
     let (api_token, token_source) = match args.token {

@@ -49,14 +49,14 @@ pub use dashboard::BucketCounts;
 pub use modules::{ModuleVersion, Moved, VersionPush};
 pub use partitions::{PartitionChanges, RunPartition};
 pub use quotas::{DAY_MS, DayUsage, TenantUsage};
-pub use registry::{ExecutorLoad, RegisteredExecutor};
+pub use registry::{ExecutorLoad, GroupRow, RegisteredExecutor};
 pub use rows::{
     ClaimedJob, DailyReport, DispatchMark, DueJob, JobFilter, JobRow, JobState, NewRun, RunCharge,
     RunEnd, RunFilter, RunRow,
 };
 pub use runs::write_lease_until;
 pub use turns::UrgentWrites;
-pub use users::{Principal, StoredUser};
+pub use users::{Principal, StoredUser, TokenOwner};
 // Shared by the aggregates' files (each imports `super::*`).
 use rows::{decode_due_jobs, digest_bytes, job_from_row, run_from_row, scheduled_range};
 use runs::{cancel_waiting, insert_fires, insert_run};
@@ -376,21 +376,55 @@ fn placeholders(count: usize) -> String {
         .join(", ")
 }
 
+/// Creates `dir` (and its missing parents) readable by this user only
+/// (0700); an existing directory is left as it is.
+pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+/// Makes the SQLite file `database` and its `-wal` and `-shm` files
+/// readable by this user only (0600): an existing one is tightened, a
+/// missing database is created empty with that mode, and SQLite gives the
+/// files it makes beside it the database's mode.
+fn make_private_files(database: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let private = std::fs::Permissions::from_mode(0o600);
+    if !database.exists() {
+        std::fs::OpenOptions::new()
+            .create_new(true)
+            .write(true)
+            .mode(0o600)
+            .open(database)?;
+    }
+    for suffix in ["", "-wal", "-shm"] {
+        let mut path = database.as_os_str().to_owned();
+        path.push(suffix);
+        match std::fs::set_permissions(&path, private.clone()) {
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            other => other?,
+        }
+    }
+    Ok(())
+}
+
 impl Store {
-    /// Opens the embedded SQLite store under `data_dir` (creating it),
+    /// Opens the embedded SQLite store under `data_dir` (creating it 0700,
+    /// its database files 0600),
     /// refusing a data directory another admin holds.
     pub async fn open_sqlite(data_dir: &Path) -> Result<Store, StoreError> {
         let io = |source| StoreError::DataDir {
             path: data_dir.to_path_buf(),
             source,
         };
-        std::fs::create_dir_all(data_dir).map_err(io)?;
-        let lock = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(data_dir.join("admin.lock"))
-            .map_err(io)?;
+        create_private_dir(data_dir).map_err(io)?;
+        let mut lock_options = std::fs::OpenOptions::new();
+        lock_options.create(true).truncate(false).write(true);
+        std::os::unix::fs::OpenOptionsExt::mode(&mut lock_options, 0o600);
+        let lock = lock_options.open(data_dir.join("admin.lock")).map_err(io)?;
         match lock.try_lock() {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => {
@@ -398,10 +432,9 @@ impl Store {
             }
             Err(std::fs::TryLockError::Error(error)) => return Err(io(error)),
         }
-        let url = format!(
-            "sqlite://{}?mode=rwc",
-            data_dir.join("cronbox.db").display()
-        );
+        let database = data_dir.join("cronbox.db");
+        make_private_files(&database).map_err(io)?;
+        let url = format!("sqlite://{}?mode=rwc", database.display());
         let mut store = Store::connect(&url).await?;
         store._lock = Some(std::sync::Arc::new(lock));
         Ok(store)
