@@ -251,7 +251,8 @@ async fn failed_logins_are_throttled_and_a_new_password_ends_sessions() {
             true,
             Method::PUT,
             "/api/v1/users/bob/password",
-            Some(json!({ "password": "a-brand-new-password" })),
+            Some(json!({ "password": "a-brand-new-password",
+                         "current_password": password("bob") })),
         )
         .await;
     assert_eq!(status, 200, "{body}");

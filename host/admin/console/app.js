@@ -1159,6 +1159,7 @@ async function adminPage() {
   parts.push(section(T.admin.me, definitionList([
     ["User", session.user], ["Tenant", session.tenant], ["Role", session.role],
   ]), session.user ? formOf("password-form", [
+    field(T.admin.currentPassword, h("input", { name: "current_password", type: "password", autocomplete: "current-password" })),
     field(T.admin.newPassword, h("input", { name: "password", type: "password", autocomplete: "new-password" })),
   ], T.common.save, async (data) => {
     await call("PUT", `/api/v1/users/${encodeURIComponent(session.user)}/password`, data);

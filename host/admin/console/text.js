@@ -231,6 +231,7 @@ export const T = {
     tokenColumns: ["Id", "Label", "Role", "User", "Created", ""],
     revoke: "Revoke",
     password: "Change your password",
+    currentPassword: "Current password",
     newPassword: "New password (12 characters or more)",
     passwordSet: "Password changed: log in again.",
     users: "Users",

@@ -90,6 +90,9 @@ pub fn validate(
             format!("must be 1 to {MAX_GROUP_BYTES} characters"),
         ));
     }
+    for (field, text) in [("name", &spec.name), ("group", &spec.group)] {
+        refuse_control_characters(field, text)?;
+    }
     for (field, value, max) in [
         (
             "schedule_conf",
@@ -286,6 +289,22 @@ pub fn check_module_name(name: &str) -> Result<(), InvalidJob> {
     }
 }
 
+/// Refuses a name holding a control character (CR, LF, TAB, ESC, ...):
+/// names are printed in tables and terminals, where one could rewrite the
+/// rows around it.
+pub fn refuse_control_characters(field: &'static str, text: &str) -> Result<(), InvalidJob> {
+    match text.chars().find(|c| c.is_control()) {
+        Some(c) => Err(invalid(
+            field,
+            format!(
+                "holds the control character U+{:04X}; names may not hold control characters",
+                u32::from(c)
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// `NAME` (latest) or `NAME@N` (version N).
 fn parse_module_reference(reference: &str) -> Result<(String, Option<i64>), InvalidJob> {
     let (name, version) = match reference.split_once('@') {
@@ -351,10 +370,17 @@ pub fn rules_of(job: &JobRow) -> Rules {
 /// The rules `rules` of job `id` stored with `time_zone`.
 pub fn stored_rules(rules: &cronbox_api::ScheduleRules, time_zone: &str, id: JobId) -> Rules {
     let zone = time_zone.parse().unwrap_or(chrono_tz::Tz::UTC);
-    Rules::parse(rules, zone, id.0).unwrap_or_else(|_| Rules {
-        seed: id.0,
-        zone: Some(zone),
-        ..Rules::default()
+    Rules::parse(rules, zone, id.0).unwrap_or_else(|refused| {
+        // Rules are checked when saved; ones that no longer pass (saved by
+        // an earlier version) allow no fire rather than none of their
+        // limits: a window that failed to parse must not open now.
+        tracing::error!(job = %id, field = refused.field, "{}; the job will not fire", refused.message);
+        Rules {
+            seed: id.0,
+            zone: Some(zone),
+            ends_at_ms: Some(i64::MIN),
+            ..Rules::default()
+        }
     })
 }
 

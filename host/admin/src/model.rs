@@ -8,3 +8,7 @@ pub use cronbox_api::{
     AlarmState, BlockStrategy, Digest, JobId, MisfirePolicy, RouteStrategy, RunId, RunStatus,
     ScheduleType, TriggerKind,
 };
+
+/// The operator's own tenant: objects the operator creates belong to it,
+/// and it may use every executor group.
+pub const DEFAULT_TENANT: &str = "default";

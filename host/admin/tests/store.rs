@@ -725,7 +725,9 @@ async fn users_and_sessions(store: &Store) {
     store.add_token(&as_bob, "his", "t-bob", 21).await.unwrap();
     assert_eq!(store.tokens("acme", Some("ada")).await.unwrap().len(), 1);
     assert_eq!(store.tokens("acme", None).await.unwrap().len(), 2);
-    assert!(!store.revoke_user_token("bob", ada_token).await.unwrap());
+    let owner = store.token_owner("acme", ada_token).await.unwrap().unwrap();
+    assert_eq!(owner.user.as_deref(), Some("ada"));
+    assert_eq!(store.token_owner("globex", ada_token).await.unwrap(), None);
     assert_eq!(store.remove_user("bob").await.unwrap(), Some((1, 1)));
     assert_eq!(store.token_principal("t-bob").await.unwrap(), None);
     assert_eq!(store.token_principal("t-ada").await.unwrap(), Some(as_ada));
@@ -1190,8 +1192,8 @@ async fn group_addresses(store: &Store) {
         .await
         .unwrap();
     let groups = store.groups().await.unwrap();
-    let pinned = groups.iter().find(|group| group.0 == "pinned").unwrap();
-    assert_eq!(pinned.2, ["http://a:1"], "replaced, not added to");
+    let pinned = groups.iter().find(|group| group.name == "pinned").unwrap();
+    assert_eq!(pinned.addresses, ["http://a:1"], "replaced, not added to");
 }
 
 /// Applies the migration files of one engine numbered from `from` and
@@ -1264,6 +1266,50 @@ async fn lists_become_rows(pool: &sqlx::AnyPool, engine: &str) {
         .await,
         ["pinned:http://b:1", "pinned:http://a:1"]
     );
+}
+
+/// Migration 0021 keeps every tenant's jobs in the groups they use: each
+/// (group, tenant) of a job outside the operator's tenant is granted, and
+/// the group `default` is shared with every tenant.
+async fn groups_are_granted_to_the_tenants_using_them(pool: &sqlx::AnyPool, engine: &str) {
+    migrate(pool, engine, "0001", "0021").await;
+    sqlx::raw_sql(
+        "INSERT INTO job (tenant, group_name, name, module_digest, schedule_type, created_at_ms, \
+         updated_at_ms) VALUES ('acme', 'etl', 'a', 'd', 'NONE', 0, 0), \
+         ('acme', 'etl', 'b', 'd', 'NONE', 0, 0), ('default', 'ops', 'c', 'd', 'NONE', 0, 0), \
+         ('globex', 'default', 'd', 'd', 'NONE', 0, 0);",
+    )
+    .execute(pool)
+    .await
+    .unwrap();
+    migrate(pool, engine, "0021", "0022").await;
+    use sqlx::Row as _;
+    let grants: Vec<String> =
+        sqlx::query("SELECT group_name, tenant FROM group_tenant ORDER BY group_name, tenant")
+            .fetch_all(pool)
+            .await
+            .unwrap()
+            .iter()
+            .map(|row| format!("{}:{}", row.get::<String, _>(0), row.get::<String, _>(1)))
+            .collect();
+    assert_eq!(grants, ["default:*", "default:globex", "etl:acme"]);
+}
+
+#[tokio::test]
+async fn sqlite_groups_are_granted_in_migration_21() {
+    sqlx::any::install_default_drivers();
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}?mode=rwc", dir.path().join("old.db").display());
+    let pool = sqlx::AnyPool::connect(&url).await.unwrap();
+    groups_are_granted_to_the_tenants_using_them(&pool, "sqlite").await;
+}
+
+#[tokio::test]
+async fn postgres_groups_are_granted_in_migration_21() {
+    sqlx::any::install_default_drivers();
+    let server = PostgresServer::start();
+    let pool = sqlx::AnyPool::connect(&server.url()).await.unwrap();
+    groups_are_granted_to_the_tenants_using_them(&pool, "postgres").await;
 }
 
 #[tokio::test]
@@ -2536,4 +2582,40 @@ async fn sqlite_log_is_checkpointed_beside_the_writer() {
         (size >= before + (8 << 20)).then_some(())
     })
     .await;
+}
+
+/// The admin's data directory is made 0700 and its database files 0600
+/// (they hold sealed secrets, token and password hashes); files left
+/// readable by an earlier version are tightened at the next start.
+#[tokio::test]
+async fn the_data_directory_and_database_files_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let parent = tempfile::tempdir().unwrap();
+    let data = parent.path().join("cronbox-data");
+    let mode =
+        |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    let store = Store::open_sqlite(&data).await.unwrap();
+    store.ping().await.unwrap();
+    assert_eq!(mode(&data), 0o700);
+    for file in [
+        "cronbox.db",
+        "cronbox.db-wal",
+        "cronbox.db-shm",
+        "admin.lock",
+    ] {
+        assert_eq!(mode(&data.join(file)), 0o600, "{file}");
+    }
+
+    // An earlier version's world-readable files.
+    let older = parent.path().join("older");
+    std::fs::create_dir(&older).unwrap();
+    for file in ["cronbox.db", "cronbox.db-wal"] {
+        std::fs::write(older.join(file), b"").unwrap();
+        std::fs::set_permissions(older.join(file), std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    let store = Store::open_sqlite(&older).await.unwrap();
+    store.ping().await.unwrap();
+    for file in ["cronbox.db", "cronbox.db-wal", "cronbox.db-shm"] {
+        assert_eq!(mode(&older.join(file)), 0o600, "{file} tightened");
+    }
 }

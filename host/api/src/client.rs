@@ -247,7 +247,9 @@ impl Client {
         self.call(Method::POST, "/api/v1/users", Some(spec)).await
     }
 
-    /// Sets a user's password; its sessions end.
+    /// Sets another user's password (as its admin); its sessions end.
+    /// One's own password is changed from a login session, with the
+    /// current one (the console's Admin page).
     pub async fn set_password(
         &self,
         name: &str,
@@ -256,6 +258,7 @@ impl Client {
         let path = format!("/api/v1/users/{name}/password");
         let body = PasswordChange {
             password: password.to_owned(),
+            current_password: None,
         };
         self.call(Method::PUT, &path, Some(&body)).await
     }

@@ -25,13 +25,29 @@ pub struct GroupSpec {
 }
 
 /// An executor group: `AUTO` (addresses from the registry) or `MANUAL`.
+/// A tenant is shown the groups it may use, without addresses or tenants
+/// (the operator's infrastructure); the operator sees everything.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Group {
     pub name: String,
     #[schema(example = "AUTO")]
     pub address_type: String,
-    /// A `MANUAL` group's addresses, in order.
+    /// A `MANUAL` group's addresses, in order (the operator only).
     pub addresses: Vec<String>,
+    /// The tenants that may put jobs in the group; `*` is every tenant
+    /// (the operator only; its own tenant, `default`, may use every
+    /// group).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tenants: Vec<String>,
+}
+
+/// `PUT /api/v1/groups/{name}/tenants`: the tenants that may put jobs in
+/// the group, replacing those before; `*` is every tenant.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GroupTenants {
+    #[schema(example = json!(["acme"]))]
+    pub tenants: Vec<String>,
 }
 
 /// A registered executor and its last heartbeat.

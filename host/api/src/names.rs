@@ -204,10 +204,12 @@ named_enum! {
         Viewer => "viewer",
         /// Modules, jobs, runs, kills and durable state of its tenant.
         Developer => "developer",
-        /// A tenant's users, tokens and secrets, and what a developer does.
+        /// A tenant's users, tokens and secrets (and the jobs that read
+        /// secrets, and the modules those follow), and what a developer
+        /// does.
         Admin => "admin",
         /// The operator: every tenant, tenants themselves, executor
-        /// groups, quotas and HTTP ceilings (users of tenant `default`
+        /// groups and the tenants each serves, quotas and HTTP ceilings (users of tenant `default`
         /// only).
         Operator => "operator",
     }

@@ -86,6 +86,11 @@ pub struct User {
 pub struct PasswordChange {
     /// 12 to 1,024 bytes.
     pub password: String,
+    /// The user's password now: needed (with a login session, not a
+    /// token) to change one's own; not read when an admin sets another
+    /// user's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_password: Option<String>,
 }
 
 impl std::fmt::Debug for PasswordChange {

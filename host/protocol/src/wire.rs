@@ -529,6 +529,9 @@ pub enum ErrorCode {
     /// Too many failed logins for that user or from that address; retry
     /// after the `Retry-After` header's seconds.
     TooManyAttempts,
+    /// The admin is reading as many uploads at once as it holds room for;
+    /// retry after the `Retry-After` header's seconds.
+    UploadsBusy,
     /// An unexpected error on the server (its detail is logged there, not sent).
     Internal,
 }
@@ -574,6 +577,7 @@ impl ErrorCode {
         ErrorCode::UserExists,
         ErrorCode::UnknownUser,
         ErrorCode::TooManyAttempts,
+        ErrorCode::UploadsBusy,
         ErrorCode::Internal,
     ];
 
@@ -618,6 +622,7 @@ impl ErrorCode {
             ErrorCode::UserExists => "user_exists",
             ErrorCode::UnknownUser => "unknown_user",
             ErrorCode::TooManyAttempts => "too_many_attempts",
+            ErrorCode::UploadsBusy => "uploads_busy",
             ErrorCode::Internal => "internal",
         }
     }

@@ -3,7 +3,8 @@
 //! the tests read the same types).
 
 pub use cronbox_api::{
-    Deleted, Executor, Group, GroupSpec, JobKilled, JobStateBody, Ready, Report, RolledBack,
-    RunCounts, RunKilled, RunPage, StateEdit, Tenant, TenantCreated, TenantModule, TenantSpec,
-    TokenCreated, TokenRevoked, TokenSpec, TriggerRequest, Triggered, Uploaded, VersionChoice,
+    Deleted, Executor, Group, GroupSpec, GroupTenants, JobKilled, JobStateBody, Ready, Report,
+    RolledBack, RunCounts, RunKilled, RunPage, StateEdit, Tenant, TenantCreated, TenantModule,
+    TenantSpec, TokenCreated, TokenRevoked, TokenSpec, TriggerRequest, Triggered, Uploaded,
+    VersionChoice,
 };

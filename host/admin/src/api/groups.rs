@@ -1,7 +1,8 @@
-//! Executor groups (AUTO or MANUAL) and the registered executors.
+//! Executor groups (AUTO or MANUAL), the tenants each is granted to, and
+//! the registered executors.
 
 use super::*;
-use bodies::GroupSpec;
+use bodies::{GroupSpec, GroupTenants};
 
 pub(super) async fn put_group(
     State(state): State<Arc<AdminState>>,
@@ -17,10 +18,44 @@ pub(super) async fn put_group(
         &spec.addresses,
     )
     .await?;
+    let tenants = granted_tenants(&state, &name).await?;
     Ok(Json(bodies::Group {
         name,
         address_type: kind,
         addresses: spec.addresses,
+        tenants,
+    }))
+}
+
+async fn granted_tenants(state: &AdminState, group: &str) -> Result<Vec<String>, Failure> {
+    Ok(state
+        .scheduler
+        .store()
+        .groups()
+        .await?
+        .into_iter()
+        .find(|row| row.name == group)
+        .map(|row| row.tenants)
+        .unwrap_or_default())
+}
+
+/// Grants group `name` to the tenants listed, replacing the grants before
+/// (operator only): their jobs may then be put in it. Jobs already in the
+/// group keep running when a grant is taken back; their next change is
+/// refused until they move to a group of their tenant.
+pub(super) async fn put_group_tenants(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path(name): Path<String>,
+    ApiJson(grants): ApiJson<GroupTenants>,
+) -> Result<impl IntoResponse, Failure> {
+    caller.require_operator("granting an executor group")?;
+    let row = service::groups::grant(state.scheduler.store(), &name, &grants.tenants).await?;
+    Ok(Json(bodies::Group {
+        name: row.name,
+        address_type: row.address_type,
+        addresses: row.addresses,
+        tenants: row.tenants,
     }))
 }
 
@@ -50,8 +85,12 @@ pub(super) async fn list_executors(
     Ok(Json(executors))
 }
 
+/// The executor groups: every one with its addresses and tenants for the
+/// operator; for anyone else the groups its tenant may use, without them
+/// (executor addresses are the operator's infrastructure).
 pub(super) async fn list_groups(
     State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
 ) -> Result<impl IntoResponse, Failure> {
     let groups: Vec<bodies::Group> = state
         .scheduler
@@ -59,10 +98,26 @@ pub(super) async fn list_groups(
         .groups()
         .await?
         .into_iter()
-        .map(|(name, address_type, addresses)| bodies::Group {
-            name,
-            address_type,
-            addresses,
+        .filter_map(|row| {
+            if caller.operator() {
+                return Some(bodies::Group {
+                    name: row.name,
+                    address_type: row.address_type,
+                    addresses: row.addresses,
+                    tenants: row.tenants,
+                });
+            }
+            let usable = caller.tenant == DEFAULT_TENANT
+                || row
+                    .tenants
+                    .iter()
+                    .any(|tenant| tenant == "*" || *tenant == caller.tenant);
+            usable.then_some(bodies::Group {
+                name: row.name,
+                address_type: row.address_type,
+                addresses: Vec::new(),
+                tenants: Vec::new(),
+            })
         })
         .collect();
     Ok(Json(groups))

@@ -10,6 +10,9 @@ pub(super) async fn create_job(
     Extension(caller): Extension<Caller>,
     ApiJson(spec): ApiJson<JobSpec>,
 ) -> Result<impl IntoResponse, Failure> {
+    if !spec.secrets.is_empty() {
+        require_secret_manager(&caller, "secrets", "a job that reads secrets")?;
+    }
     let job = service::jobs::create(&state.scheduler, &caller.tenant, &spec).await?;
     Ok((StatusCode::CREATED, Json(job)))
 }
@@ -21,6 +24,13 @@ pub(super) async fn create_jobs(
     Extension(caller): Extension<Caller>,
     ApiJson(batch): ApiJson<JobBatch>,
 ) -> Result<impl IntoResponse, Failure> {
+    if let Some(index) = batch.jobs.iter().position(|spec| !spec.secrets.is_empty()) {
+        require_secret_manager(
+            &caller,
+            &format!("jobs[{index}].secrets"),
+            "a job that reads secrets",
+        )?;
+    }
     let created = service::jobs::create_many(&state.scheduler, &caller.tenant, &batch).await?;
     Ok((StatusCode::CREATED, Json(created)))
 }
@@ -33,9 +43,29 @@ pub(super) async fn update_job(
     ApiJson(spec): ApiJson<JobSpec>,
 ) -> Result<impl IntoResponse, Failure> {
     let current = visible_job(&state, &caller, id).await?;
+    if !current.secrets.is_empty() {
+        require_secret_manager(&caller, "secrets", "changing a job that reads secrets")?;
+    } else if !spec.secrets.is_empty() {
+        require_secret_manager(&caller, "secrets", "a job that reads secrets")?;
+    }
     Ok(Json(
         service::jobs::update(&state.scheduler, &current, &spec).await?,
     ))
+}
+
+/// The role that manages secrets ([`Role::Admin`]) is the role that may
+/// have code read them: a job's code reads every secret the job names, so
+/// naming one, or changing a job that names some (its module, its
+/// parameters), is reading them. A developer still starts, stops, pauses
+/// and triggers such a job.
+pub(super) fn require_secret_manager(
+    caller: &Caller,
+    field: &str,
+    what: &str,
+) -> Result<(), Failure> {
+    caller
+        .require(Role::Admin, what)
+        .map_err(|failure| failure.field(field))
 }
 
 /// Most jobs in one page of `GET /api/v1/jobs`.
@@ -528,161 +558,4 @@ pub(super) async fn put_state(
     caller.require(Role::Developer, "editing a job's state")?;
     service::jobs::replace_state(store, id, &edit.state, state.scheduler.now_ms()).await?;
     Ok(Json(bodies::JobStateBody::new(id, edit.state)))
-}
-
-/// Starts a backfill of a job: its schedule's instants in a past range,
-/// run as runs of kind `backfill` at a bounded rate.
-pub(super) async fn backfill_job(
-    State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
-    Path(id): Path<JobId>,
-    ApiJson(request): ApiJson<cronbox_api::BackfillRequest>,
-) -> Result<impl IntoResponse, Failure> {
-    let job = visible_job(&state, &caller, id).await?;
-    let backfill = state
-        .scheduler
-        .start_backfill(&job, &request, &caller.who())
-        .await
-        .map_err(|error| match error {
-            crate::scheduler::BackfillError::Invalid { field, message } => Failure::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                ErrorCode::InvalidJob,
-                message,
-            )
-            .field(field),
-            crate::scheduler::BackfillError::Store(error) => Failure::from(error),
-        })?;
-    Ok((StatusCode::CREATED, Json(backfill)))
-}
-
-/// The caller's backfills, newest first (of one job with `job`).
-pub(super) async fn list_backfills(
-    State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
-    Query(params): Query<std::collections::HashMap<String, String>>,
-) -> Result<impl IntoResponse, Failure> {
-    let query = ListQuery::new(params, &["job"])?;
-    let tenant = caller.only_tenant();
-    Ok(Json(
-        state
-            .scheduler
-            .store()
-            .backfills(tenant.as_deref(), query.number("job")?)
-            .await?,
-    ))
-}
-
-async fn visible_backfill(
-    state: &AdminState,
-    caller: &Caller,
-    id: i64,
-) -> Result<cronbox_api::Backfill, Failure> {
-    match state.scheduler.store().backfill(id).await? {
-        Some(backfill) if caller.sees(&backfill.tenant) => Ok(backfill),
-        _ => Err(Failure::new(
-            StatusCode::NOT_FOUND,
-            ErrorCode::NotFound,
-            format!("no backfill {id}"),
-        )),
-    }
-}
-
-pub(super) async fn get_backfill(
-    State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
-    Path(id): Path<i64>,
-) -> Result<impl IntoResponse, Failure> {
-    Ok(Json(visible_backfill(&state, &caller, id).await?))
-}
-
-/// Cancels a backfill: no more of its runs are written (those written go
-/// on).
-pub(super) async fn cancel_backfill(
-    State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
-    Path(id): Path<i64>,
-) -> Result<impl IntoResponse, Failure> {
-    visible_backfill(&state, &caller, id).await?;
-    state.scheduler.store().cancel_backfill(id).await?;
-    Ok(Json(visible_backfill(&state, &caller, id).await?))
-}
-
-/// The caller's tenant's calendars (every tenant's for the operator).
-pub(super) async fn list_calendars(
-    State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
-) -> Result<impl IntoResponse, Failure> {
-    let tenant = caller.only_tenant();
-    Ok(Json(
-        state.scheduler.store().calendars(tenant.as_deref()).await?,
-    ))
-}
-
-/// Sets a calendar of the caller's tenant: the dates its jobs that name it
-/// do not fire on (sorted, without repeats).
-pub(super) async fn put_calendar(
-    State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
-    Path(name): Path<String>,
-    ApiJson(body): ApiJson<cronbox_api::CalendarDates>,
-) -> Result<impl IntoResponse, Failure> {
-    let refuse = |field: &str, message: String| {
-        Failure::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            ErrorCode::InvalidJob,
-            message,
-        )
-        .field(field)
-    };
-    let valid_name = (1..=64).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
-    if !valid_name {
-        return Err(refuse(
-            "name",
-            format!("calendar name {name:?} must be 1 to 64 of A-Z a-z 0-9 - _ ."),
-        ));
-    }
-    let dates =
-        crate::schedule::parse_dates(&body.dates).map_err(|message| refuse("dates", message))?;
-    let calendar = cronbox_api::Calendar {
-        tenant: caller.tenant.clone(),
-        name,
-        dates: crate::schedule::date_texts(&dates),
-        updated_at_ms: state.scheduler.now_ms(),
-    };
-    let store = state.scheduler.store();
-    store.put_calendar(&calendar).await?;
-    state.scheduler.refresh_calendars().await?;
-    state.scheduler.wake();
-    Ok(Json(calendar))
-}
-
-/// Deletes a calendar of the caller's tenant (jobs naming it fire on its
-/// dates from then on).
-pub(super) async fn delete_calendar(
-    State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
-    Path(name): Path<String>,
-) -> Result<impl IntoResponse, Failure> {
-    let store = state.scheduler.store();
-    let unknown = || {
-        Failure::new(
-            StatusCode::NOT_FOUND,
-            ErrorCode::NotFound,
-            format!("no calendar {name:?}"),
-        )
-    };
-    let calendar = store
-        .calendars(Some(&caller.tenant))
-        .await?
-        .into_iter()
-        .find(|calendar| calendar.name == name)
-        .ok_or_else(unknown)?;
-    if !store.delete_calendar(&caller.tenant, &name).await? {
-        return Err(unknown());
-    }
-    state.scheduler.refresh_calendars().await?;
-    Ok(Json(calendar))
 }

@@ -14,6 +14,59 @@ pub(super) struct UploadQuery {
     labels: Option<String>,
 }
 
+/// How many of the largest uploads the admin reads at once.
+pub(crate) const UPLOADS_AT_ONCE: u32 = 4;
+
+/// Room for the module uploads the admin reads at once: each holds the
+/// bytes it may be (its `Content-Length`, else the largest upload) until
+/// it is answered, so concurrent uploads cannot take the admin's memory
+/// past [`UPLOADS_AT_ONCE`] of the largest; one that finds no room is
+/// answered 503 `uploads_busy` at once (with `Retry-After`), before its
+/// body is read.
+#[derive(Debug)]
+pub(crate) struct UploadRoom {
+    kib: tokio::sync::Semaphore,
+    largest_kib: u32,
+}
+
+impl UploadRoom {
+    /// Room for modules of at most `max_bytes` (with their multipart
+    /// envelope).
+    pub(crate) fn for_modules_of(max_bytes: usize) -> UploadRoom {
+        let largest_kib =
+            u32::try_from((max_bytes + (64 << 10)).div_ceil(1024)).unwrap_or(u32::MAX);
+        let total = largest_kib.saturating_mul(UPLOADS_AT_ONCE);
+        UploadRoom {
+            kib: tokio::sync::Semaphore::new(total as usize),
+            largest_kib,
+        }
+    }
+
+    /// Room for an upload of `content_length` bytes (unknown: the
+    /// largest), held until the permit is dropped.
+    pub(crate) fn take(
+        &self,
+        content_length: Option<u64>,
+    ) -> Result<tokio::sync::SemaphorePermit<'_>, Failure> {
+        let kib = content_length
+            .map_or(self.largest_kib, |bytes| {
+                u32::try_from(bytes.div_ceil(1024)).unwrap_or(u32::MAX)
+            })
+            .clamp(1, self.largest_kib);
+        self.kib.try_acquire_many(kib).map_err(|_| {
+            Failure::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                ErrorCode::UploadsBusy,
+                format!(
+                    "the admin is reading {UPLOADS_AT_ONCE} uploads' worth of modules at once; \
+                     try again in a moment"
+                ),
+            )
+            .retry_after(1)
+        })
+    }
+}
+
 pub(super) fn too_large(limit: usize) -> Failure {
     Failure::new(
         StatusCode::PAYLOAD_TOO_LARGE,
@@ -42,12 +95,17 @@ pub(super) async fn upload_module(
         )
     })?;
     let limit = state.max_module_bytes;
+    let content_length = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok()?.parse().ok());
+    let _room = state.uploads.take(content_length)?;
     let multipart = request
         .headers()
         .get(header::CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())
         .is_some_and(|value| value.starts_with("multipart/form-data"));
-    let bytes: Vec<u8> = if multipart {
+    let bytes: Bytes = if multipart {
         let bad = |message: String| {
             Failure::new(StatusCode::BAD_REQUEST, ErrorCode::InvalidUpload, message)
         };
@@ -85,9 +143,7 @@ pub(super) async fn upload_module(
                 }
             }
         }
-        module
-            .ok_or_else(|| bad("the form has no `module` file field".to_owned()))?
-            .to_vec()
+        module.ok_or_else(|| bad("the form has no `module` file field".to_owned()))?
     } else {
         Bytes::from_request(request, &())
             .await
@@ -102,8 +158,10 @@ pub(super) async fn upload_module(
                     )
                 }
             })?
-            .to_vec()
     };
+    if let Some(name) = &query.name {
+        require_push_right(&state, &caller, name, "name").await?;
+    }
     let answer = service::modules::upload(
         &state.scheduler,
         &caller.tenant,
@@ -118,6 +176,36 @@ pub(super) async fn upload_module(
     )
     .await?;
     Ok((StatusCode::CREATED, Json(answer)))
+}
+
+/// A new current version of module `name` runs in the jobs that follow
+/// it: when one of them reads secrets, making it needs the role that
+/// manages secrets (see [`require_secret_manager`]).
+async fn require_push_right(
+    state: &AdminState,
+    caller: &Caller,
+    name: &str,
+    field: &str,
+) -> Result<(), Failure> {
+    if caller.role.includes(Role::Admin) {
+        return Ok(());
+    }
+    let readers = state
+        .scheduler
+        .store()
+        .secret_jobs_following(&caller.tenant, name)
+        .await?;
+    match readers.first() {
+        None => Ok(()),
+        Some(job) => require_secret_manager(
+            caller,
+            field,
+            &format!(
+                "a new version of module {name:?}, which job {job} follows and which reads \
+                 secrets,"
+            ),
+        ),
+    }
 }
 
 pub(super) async fn list_modules(
@@ -154,6 +242,7 @@ pub(super) async fn rollback_module(
     Path(name): Path<String>,
     ApiJson(choice): ApiJson<VersionChoice>,
 ) -> Result<impl IntoResponse, Failure> {
+    require_push_right(&state, &caller, &name, "name").await?;
     let rolled_back = service::modules::rollback(
         &state.scheduler,
         &caller.tenant,

@@ -45,16 +45,13 @@ fn throttle_keys(user: &str, peer: Option<SocketAddr>) -> Vec<String> {
 }
 
 fn too_many_attempts(retry_after: u64) -> Response {
-    let mut response = Failure::new(
+    Failure::new(
         StatusCode::TOO_MANY_REQUESTS,
         ErrorCode::TooManyAttempts,
         format!("too many failed logins; try again in {retry_after} s"),
     )
-    .into_response();
-    response
-        .headers_mut()
-        .insert(header::RETRY_AFTER, retry_after.into());
-    response
+    .retry_after(retry_after)
+    .into_response()
 }
 
 /// Logs in (no token): answers the session and sets its cookie.
@@ -65,16 +62,18 @@ pub(super) async fn login(
     ApiJson(login): ApiJson<Login>,
 ) -> Result<Response, Failure> {
     let peer = peer.map(|Extension(ConnectInfo(address))| address);
-    let keys = throttle_keys(&login.user, peer);
     let throttle: &LoginThrottle = &state.logins;
     let now_ms = state.scheduler.now_ms();
-    if let Err(retry_after) = throttle.check(&keys, now_ms) {
-        return Ok(too_many_attempts(retry_after));
-    }
+    // Counted before the password is checked: concurrent guesses share
+    // one allowance.
+    let attempt = match throttle.attempt(throttle_keys(&login.user, peer), now_ms) {
+        Ok(attempt) => attempt,
+        Err(retry_after) => return Ok(too_many_attempts(retry_after)),
+    };
     let store = state.scheduler.store();
     let Some(user) = service::users::authenticate(store, &login.user, &login.password).await?
     else {
-        throttle.failed(&keys, now_ms);
+        drop(attempt);
         tracing::warn!(user = %login.user, ?peer, "failed login");
         return Err(Failure::new(
             StatusCode::UNAUTHORIZED,
@@ -82,7 +81,7 @@ pub(super) async fn login(
             "wrong user name or password",
         ));
     };
-    throttle.succeeded(&keys);
+    attempt.succeeded();
     let (cookie, csrf) = service::users::open_session(store, &user.name, now_ms).await?;
     let mut response = Json(Session {
         user: Some(user.name),
@@ -240,15 +239,56 @@ pub(super) async fn remove_user(
     }))
 }
 
-/// Sets a user's password (its own, or as its tenant's admin); every
-/// session of the user ends.
+/// Sets a user's password; every session of the user ends. One's own
+/// password needs a login session (a token never changes it: a leaked
+/// read-only token must not become its user) and the current password,
+/// whose wrong guesses are throttled as logins are (under a key of their
+/// own). Another user's needs the
+/// admin role (of the token, when a token calls) at or above that user's.
 pub(super) async fn set_password(
     State(state): State<Arc<AdminState>>,
     Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
     ApiJson(change): ApiJson<PasswordChange>,
 ) -> Result<Json<UserChanged>, Failure> {
-    if caller.user.as_deref() != Some(name.as_str()) {
+    if caller.user.as_deref() == Some(name.as_str()) {
+        if caller.csrf.is_none() {
+            return Err(Failure::new(
+                StatusCode::FORBIDDEN,
+                ErrorCode::Forbidden,
+                "changing one's own password needs a login session, not a token: log in (the \
+                 console's Admin page)",
+            ));
+        }
+        // Counted apart from logins: a user whose name is being guessed at
+        // the login can still change its password from its session.
+        let attempt = state
+            .logins
+            .attempt(vec![format!("change:{name}")], state.scheduler.now_ms())
+            .map_err(|retry_after| {
+                Failure::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    ErrorCode::TooManyAttempts,
+                    format!("too many wrong passwords; try again in {retry_after} s"),
+                )
+                .retry_after(retry_after)
+            })?;
+        let current = change.current_password.as_deref().unwrap_or_default();
+        if service::users::authenticate(state.scheduler.store(), &name, current)
+            .await?
+            .is_none()
+        {
+            drop(attempt);
+            return Err(Failure::new(
+                StatusCode::FORBIDDEN,
+                ErrorCode::Forbidden,
+                "current_password: wrong or missing; changing one's own password needs the \
+                 current one",
+            )
+            .field("current_password"));
+        }
+        attempt.succeeded();
+    } else {
         caller.require(Role::Admin, "setting another user's password")?;
         managed_user(&state, &caller, &name).await?;
     }
@@ -318,25 +358,47 @@ pub(super) async fn create_user_token(
 }
 
 /// Revokes one of the caller's tokens (a tenant admin: any of its
-/// tenant's).
+/// tenant's). Either way only a token whose role, and whose user's role,
+/// the caller's role includes: a tenant admin never revokes an operator
+/// user's token, nor a viewer token its user's admin token.
 pub(super) async fn revoke_user_token(
     State(state): State<Arc<AdminState>>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<i64>,
 ) -> Result<Json<bodies::TokenRevoked>, Failure> {
     let store = state.scheduler.store();
-    let revoked = if caller.role.includes(Role::Admin) {
-        store.revoke_token(&caller.tenant, id).await?
-    } else {
-        let user = caller.require_user("revoking a token")?;
-        store.revoke_user_token(user, id).await?
-    };
-    if !revoked {
-        return Err(Failure::new(
+    let unknown = || {
+        Failure::new(
             StatusCode::NOT_FOUND,
             ErrorCode::UnknownToken,
             format!("no token {id} of this caller"),
+        )
+    };
+    let owner = store
+        .token_owner(&caller.tenant, id)
+        .await?
+        .ok_or_else(unknown)?;
+    if !caller.role.includes(Role::Admin)
+        && owner.user.as_deref() != Some(caller.require_user("revoking a token")?)
+    {
+        return Err(unknown());
+    }
+    if let Some(above) = [Some(owner.role), owner.user_role]
+        .into_iter()
+        .flatten()
+        .find(|role| !caller.role.includes(*role))
+    {
+        return Err(Failure::new(
+            StatusCode::FORBIDDEN,
+            ErrorCode::Forbidden,
+            format!(
+                "token {id} belongs to a {above}, above this caller's role ({})",
+                caller.role
+            ),
         ));
+    }
+    if !store.revoke_token(&caller.tenant, id).await? {
+        return Err(unknown());
     }
     Ok(Json(bodies::TokenRevoked {
         tenant: caller.tenant,

@@ -28,6 +28,7 @@ fn schemas() -> Value {
     collect::<crate::jobs::JobSpec>(&mut all);
     collect::<cronbox_api::JobBatch>(&mut all);
     collect::<GroupSpec>(&mut all);
+    collect::<GroupTenants>(&mut all);
     collect::<TriggerRequest>(&mut all);
     collect::<StateEdit>(&mut all);
     collect::<VersionChoice>(&mut all);
@@ -94,6 +95,11 @@ fn schemas() -> Value {
 
 /// The document.
 pub(crate) fn document() -> Value {
+    let access: std::collections::HashMap<(&str, &str), crate::api::Access> =
+        crate::api::route_table()
+            .into_iter()
+            .map(|(method, path, access)| ((method, path), access))
+            .collect();
     let mut paths = serde_json::Map::new();
     for operation in operations() {
         let mut parameters: Vec<Value> = operation
@@ -126,6 +132,12 @@ pub(crate) fn document() -> Value {
             "operationId": format!("{}{}", operation.method, operation.path.replace(['/', '{', '}', '-', '.'], "_")),
             "parameters": parameters,
             "security": security,
+            // Who may call it, from the router's own table: `none`,
+            // `executor`, `any` (any user caller, on itself), or the
+            // least role (viewer, developer, admin, operator).
+            "x-required-role": access
+                .get(&(operation.method, operation.path))
+                .map(|access| access.name()),
             "responses": {
                 operation.status: if operation.response.is_null() {
                     json!({ "description": "Success, with no body" })
@@ -184,7 +196,7 @@ mod tests {
     fn the_document_lists_exactly_the_routes_served() {
         let mut served: Vec<(String, String)> = crate::api::route_table()
             .into_iter()
-            .map(|(method, path)| (method.to_owned(), path.to_owned()))
+            .map(|(method, path, _)| (method.to_owned(), path.to_owned()))
             .collect();
         served.sort();
         let document = document();

@@ -76,6 +76,22 @@ impl Rules {
             field: "schedule_rules",
             message,
         };
+        for (field, value) in [
+            ("schedule_rules.starts_at_ms", written.starts_at_ms),
+            ("schedule_rules.ends_at_ms", written.ends_at_ms),
+        ] {
+            if let Some(ms) = value
+                && DateTime::from_timestamp_millis(ms).is_none()
+            {
+                return Err(InvalidRules {
+                    field,
+                    message: format!(
+                        "{field} {ms} is not an instant (milliseconds since 1970 within years \
+                         -262143 to 262142)"
+                    ),
+                });
+            }
+        }
         if let (Some(starts), Some(ends)) = (written.starts_at_ms, written.ends_at_ms)
             && ends <= starts
         {

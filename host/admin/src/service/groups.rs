@@ -2,7 +2,46 @@
 //! `MANUAL` (the addresses the operator lists).
 
 use super::ServiceError;
-use crate::store::Store;
+use crate::store::{GroupRow, Store};
+
+/// Every tenant, in a group's grants.
+pub const EVERY_TENANT: &str = "*";
+
+/// Grants group `name` to `tenants` (known tenants, or `*`), replacing the
+/// grants before; the group as stored after.
+pub async fn grant(
+    store: &Store,
+    name: &str,
+    tenants: &[String],
+) -> Result<GroupRow, ServiceError> {
+    let invalid = |field, message: String| ServiceError::InvalidGroup { field, message };
+    if !store.group_exists(name).await? {
+        return Err(ServiceError::UnknownGroup(name.to_owned()));
+    }
+    let known: Vec<String> = store
+        .tenants()
+        .await?
+        .into_iter()
+        .map(|(tenant, _)| tenant)
+        .collect();
+    if let Some(unknown) = tenants.iter().find(|tenant| {
+        tenant.as_str() != EVERY_TENANT
+            && tenant.as_str() != crate::model::DEFAULT_TENANT
+            && !known.contains(tenant)
+    }) {
+        return Err(invalid(
+            "tenants",
+            format!("no tenant {unknown:?} (name known tenants, or \"*\" for every tenant)"),
+        ));
+    }
+    store.set_group_tenants(name, tenants).await?;
+    store
+        .groups()
+        .await?
+        .into_iter()
+        .find(|row| row.name == name)
+        .ok_or_else(|| ServiceError::UnknownGroup(name.to_owned()))
+}
 
 /// Creates or replaces group `name`; returns its address type as stored
 /// (`AUTO` or `MANUAL`). A MANUAL group needs http(s) addresses.

@@ -65,7 +65,9 @@ pub async fn create_many(
                 .map_err(|invalid| ServiceError::invalid(invalid.field, invalid.message))
                 .map_err(at)?;
         if groups.insert(row.group_name.clone()) {
-            known_group(store, &row.group_name).await.map_err(at)?;
+            known_group(store, tenant, &row.group_name)
+                .await
+                .map_err(at)?;
         }
         super::tenants::check_within_ceiling(store, tenant, &row.http_allow)
             .await
@@ -229,7 +231,7 @@ pub async fn update(
     )
     .map_err(|invalid| ServiceError::invalid(invalid.field, invalid.message))?;
     let store = scheduler.store();
-    known_group(store, &row.group_name).await?;
+    known_group(store, &current.tenant, &row.group_name).await?;
     super::tenants::check_within_ceiling(store, &current.tenant, &row.http_allow).await?;
     // Only names the job did not reference before must exist: one deleted
     // with force since does not block other edits of the job.
@@ -393,17 +395,29 @@ pub async fn replace_state(
 }
 
 /// Refuses a job naming an executor group nobody configured or registered
-/// in (it would fail at every fire).
-async fn known_group(store: &Store, group: &str) -> Result<(), ServiceError> {
-    if store.group_exists(group).await? {
+/// in (it would fail at every fire), or one `tenant` may not use: the
+/// operator grants groups to tenants (`PUT /api/v1/groups/{name}/tenants`),
+/// since a group's executors and addresses are the operator's (their
+/// network grants, their MANUAL addresses the admin contacts). To a tenant
+/// both refusals read the same, as other tenants' objects do.
+async fn known_group(store: &Store, tenant: &str, group: &str) -> Result<(), ServiceError> {
+    if store.group_exists(group).await? && store.group_granted(group, tenant).await? {
         return Ok(());
     }
+    let operator_hint = if tenant == crate::model::DEFAULT_TENANT {
+        format!(
+            "a group exists once an executor registers in it or the operator configures it \
+             (PUT /api/v1/groups/{group})"
+        )
+    } else {
+        format!(
+            "the operator grants groups to tenants (PUT /api/v1/groups/{group}/tenants); \
+             GET /api/v1/groups lists those tenant {tenant:?} may use"
+        )
+    };
     Err(ServiceError::invalid(
         "group",
-        format!(
-            "unknown executor group {group:?}: a group exists once an executor registers in it \
-             or the operator configures it (PUT /api/v1/groups/{group})"
-        ),
+        format!("unknown executor group {group:?} for this tenant: {operator_hint}"),
     ))
 }
 

@@ -47,6 +47,9 @@ pub enum ServiceError {
         field: &'static str,
         message: String,
     },
+    /// No executor group of that name.
+    #[error("no executor group {0:?}")]
+    UnknownGroup(String),
     /// An uploaded module refused (not a component, another world, a bad
     /// name or label, ...); `field` names the field when one is at fault.
     #[error("{message}")]

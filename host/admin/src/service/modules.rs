@@ -218,7 +218,11 @@ pub async fn label(
     label: &str,
     version: i64,
 ) -> Result<Vec<ModuleVersion>, ServiceError> {
-    parse_labels(Some(label))?;
+    // One label, checked whole (not split at commas nor trimmed).
+    crate::jobs::check_module_name(label).map_err(|invalid| ServiceError::InvalidModule {
+        field: Some("label"),
+        message: invalid.message.replace("module name", "label"),
+    })?;
     let before = versions(store, tenant, name).await?;
     if !store.set_module_label(tenant, name, version, label).await? {
         return Err(unknown_version(name, version, &before));

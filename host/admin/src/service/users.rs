@@ -92,12 +92,12 @@ pub async fn create(
 ) -> Result<User, ServiceError> {
     check_name(&spec.name)?;
     check_password(&spec.password)?;
-    if spec.role == Role::Operator && tenant != crate::api::DEFAULT_TENANT {
+    if spec.role == Role::Operator && tenant != crate::model::DEFAULT_TENANT {
         return Err(ServiceError::InvalidUser {
             field: "role",
             message: format!(
                 "only users of tenant {:?} may be operators",
-                crate::api::DEFAULT_TENANT
+                crate::model::DEFAULT_TENANT
             ),
         });
     }
@@ -180,7 +180,8 @@ pub const FAILED_LOGINS_ALLOWED: u32 = 5;
 /// an office) and one of them should not lock the others out for long.
 pub const FAILED_LOGINS_ALLOWED_PER_ADDRESS: u32 = 50;
 
-/// The allowance of a throttle key (`addr:...` or `user:...`).
+/// The allowance of a throttle key (`addr:...`, `user:...`, or
+/// `change:...` for the current password of a password change).
 fn allowance(key: &str) -> u32 {
     if key.starts_with("addr:") {
         FAILED_LOGINS_ALLOWED_PER_ADDRESS
@@ -197,64 +198,168 @@ const MAX_TRACKED: usize = 10_000;
 /// Failed logins by key (`user:NAME`, `addr:IP`), in fixed windows: past
 /// its allowance ([`FAILED_LOGINS_ALLOWED`] for a name,
 /// [`FAILED_LOGINS_ALLOWED_PER_ADDRESS`] for an address) a key is refused
-/// until its window ends. Kept
-/// in this admin's memory (each admin of a cluster counts its own).
+/// until its window ends. An attempt is reserved before its password is
+/// checked and counts against the allowance while it is checked, so a
+/// burst of concurrent guesses gets no more checks than one guess after
+/// another. Kept in this admin's memory (each admin of a cluster counts
+/// its own).
 #[derive(Debug, Default)]
 pub struct LoginThrottle {
-    failures: Mutex<HashMap<String, (u32, i64)>>,
+    windows: Mutex<HashMap<String, Window>>,
+}
+
+/// One key's count in its window.
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    /// Failed attempts since `start_ms`.
+    failed: u32,
+    /// Attempts reserved and not yet decided.
+    pending: u32,
+    start_ms: i64,
+}
+
+impl Window {
+    fn new(now_ms: i64) -> Window {
+        Window {
+            failed: 0,
+            pending: 0,
+            start_ms: now_ms,
+        }
+    }
+
+    fn ended(&self, now_ms: i64) -> bool {
+        now_ms >= self.start_ms + THROTTLE_WINDOW_MS
+    }
 }
 
 impl LoginThrottle {
-    /// `Err(seconds to wait)` when any of `keys` is over its allowance.
-    pub fn check(&self, keys: &[String], now_ms: i64) -> Result<(), u64> {
-        let failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
-        let wait = keys
-            .iter()
-            .filter_map(|key| Some((allowance(key), failures.get(key)?)))
-            .filter(|(allowed, (count, start))| {
-                count >= allowed && now_ms < start + THROTTLE_WINDOW_MS
-            })
-            .map(|(_, failure)| failure)
-            .map(|(_, start)| start + THROTTLE_WINDOW_MS - now_ms)
-            .max();
-        match wait {
-            Some(ms) => Err((ms as u64).div_ceil(1000).max(1)),
-            None => Ok(()),
-        }
+    /// Reserves an attempt against each of `keys`, or `Err(seconds to
+    /// wait)` when any of them has no allowance left (failed and pending
+    /// attempts together). The attempt ends as failed unless told it
+    /// succeeded (an attempt abandoned half-way counts as failed).
+    pub fn attempt(&self, keys: Vec<String>, now_ms: i64) -> Result<Attempt<'_>, u64> {
+        self.reserve(&keys, now_ms)?;
+        Ok(Attempt {
+            throttle: self,
+            keys,
+            now_ms,
+            decided: false,
+        })
     }
 
-    /// Counts a failed login against each of `keys`.
-    pub fn failed(&self, keys: &[String], now_ms: i64) {
-        let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
-        if failures.len() + keys.len() > MAX_TRACKED {
-            failures.retain(|_, (_, start)| now_ms < *start + THROTTLE_WINDOW_MS);
-            while failures.len() + keys.len() > MAX_TRACKED {
-                let Some(oldest) = failures
-                    .iter()
-                    .min_by_key(|(_, (_, start))| *start)
-                    .map(|(key, _)| key.clone())
-                else {
-                    break;
-                };
-                failures.remove(&oldest);
-            }
-        }
+    fn reserve(&self, keys: &[String], now_ms: i64) -> Result<(), u64> {
+        let mut windows = self.windows.lock().unwrap_or_else(|e| e.into_inner());
+        let mut wait_ms = None::<i64>;
         for key in keys {
-            let entry = failures.entry(key.clone()).or_insert((0, now_ms));
-            if now_ms >= entry.1 + THROTTLE_WINDOW_MS {
-                *entry = (0, now_ms);
+            let Some(window) = windows.get_mut(key) else {
+                continue;
+            };
+            if window.ended(now_ms) {
+                *window = Window {
+                    pending: window.pending,
+                    ..Window::new(now_ms)
+                };
             }
-            entry.0 += 1;
+            let allowed = allowance(key);
+            let wait = if window.failed >= allowed {
+                window.start_ms + THROTTLE_WINDOW_MS - now_ms
+            } else if window.failed + window.pending >= allowed {
+                // Attempts under way may yet fail: ask again in a moment.
+                1_000
+            } else {
+                continue;
+            };
+            wait_ms = Some(wait_ms.map_or(wait, |other| other.max(wait)));
+        }
+        if let Some(ms) = wait_ms {
+            return Err((ms as u64).div_ceil(1000).max(1));
+        }
+        Self::make_room(&mut windows, keys.len(), now_ms);
+        for key in keys {
+            windows
+                .entry(key.clone())
+                .or_insert_with(|| Window::new(now_ms))
+                .pending += 1;
+        }
+        Ok(())
+    }
+
+    /// Past [`MAX_TRACKED`] keys, drops the ended windows with nothing
+    /// pending, then the oldest.
+    fn make_room(windows: &mut HashMap<String, Window>, adding: usize, now_ms: i64) {
+        if windows.len() + adding <= MAX_TRACKED {
+            return;
+        }
+        windows.retain(|_, window| window.pending > 0 || !window.ended(now_ms));
+        while windows.len() + adding > MAX_TRACKED {
+            let Some(oldest) = windows
+                .iter()
+                .min_by_key(|(_, window)| window.start_ms)
+                .map(|(key, _)| key.clone())
+            else {
+                break;
+            };
+            windows.remove(&oldest);
         }
     }
 
-    /// Forgets the failures of the user names among `keys` after a
-    /// successful login. An address keeps its count: logging in to one's
-    /// own account must not reset the guessing at others'.
-    pub fn succeeded(&self, keys: &[String]) {
-        let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
-        for key in keys.iter().filter(|key| key.starts_with("user:")) {
-            failures.remove(key);
+    /// Ends a reservation of `keys` as a failed login: counted against
+    /// each.
+    fn failed(&self, keys: &[String], now_ms: i64) {
+        let mut windows = self.windows.lock().unwrap_or_else(|e| e.into_inner());
+        for key in keys {
+            let window = windows
+                .entry(key.clone())
+                .or_insert_with(|| Window::new(now_ms));
+            window.pending = window.pending.saturating_sub(1);
+            if window.ended(now_ms) {
+                *window = Window {
+                    pending: window.pending,
+                    ..Window::new(now_ms)
+                };
+            }
+            window.failed += 1;
+        }
+    }
+
+    /// Ends a reservation of `keys` as a successful login: the failures of
+    /// the user names among them are forgotten. An address keeps its
+    /// count: logging in to one's own account must not reset the guessing
+    /// at others'.
+    fn succeeded(&self, keys: &[String]) {
+        let mut windows = self.windows.lock().unwrap_or_else(|e| e.into_inner());
+        for key in keys {
+            if let Some(window) = windows.get_mut(key) {
+                window.pending = window.pending.saturating_sub(1);
+                if key.starts_with("user:") {
+                    window.failed = 0;
+                }
+            }
+        }
+    }
+}
+
+/// A login attempt reserved with [`LoginThrottle::attempt`].
+#[derive(Debug)]
+pub struct Attempt<'t> {
+    throttle: &'t LoginThrottle,
+    keys: Vec<String>,
+    now_ms: i64,
+    decided: bool,
+}
+
+impl Attempt<'_> {
+    /// The password matched.
+    pub fn succeeded(mut self) {
+        self.decided = true;
+        self.throttle.succeeded(&self.keys);
+    }
+}
+
+impl Drop for Attempt<'_> {
+    fn drop(&mut self) {
+        if !self.decided {
+            self.throttle.failed(&self.keys, self.now_ms);
         }
     }
 }
@@ -287,39 +392,69 @@ mod tests {
     #[test]
     fn the_throttle_refuses_after_the_allowance_until_the_window_ends() {
         let throttle = LoginThrottle::default();
-        let keys = ["user:ada".to_owned(), "addr:10.0.0.1".to_owned()];
+        let keys = ["user:ada".to_owned(), "addr:127.0.0.9".to_owned()];
         for attempt in 0..FAILED_LOGINS_ALLOWED {
-            assert_eq!(throttle.check(&keys, 1_000), Ok(()), "attempt {attempt}");
+            assert_eq!(throttle.reserve(&keys, 1_000), Ok(()), "attempt {attempt}");
             throttle.failed(&keys, 1_000);
         }
-        assert_eq!(throttle.check(&keys, 1_000), Err(300));
+        assert_eq!(throttle.reserve(&keys, 1_000), Err(300));
         // Another user from the same address is not held back yet.
-        let bob = ["user:bob".to_owned(), "addr:10.0.0.1".to_owned()];
-        assert_eq!(throttle.check(&bob, 1_000), Ok(()));
+        let bob = ["user:bob".to_owned(), "addr:127.0.0.9".to_owned()];
+        assert_eq!(throttle.reserve(&bob, 1_000), Ok(()));
+        throttle.succeeded(&bob);
         for _ in FAILED_LOGINS_ALLOWED..FAILED_LOGINS_ALLOWED_PER_ADDRESS {
-            throttle.failed(&["addr:10.0.0.1".to_owned()], 1_000);
+            throttle.reserve(&keys[1..], 1_000).unwrap();
+            throttle.failed(&keys[1..], 1_000);
         }
-        assert_eq!(throttle.check(&bob, 1_000), Err(300), "the address is");
+        assert_eq!(throttle.reserve(&bob, 1_000), Err(300), "the address is");
         assert_eq!(
-            throttle.check(&keys, 1_000 + THROTTLE_WINDOW_MS),
+            throttle.reserve(&keys, 1_000 + THROTTLE_WINDOW_MS),
             Ok(()),
             "the window ended"
         );
-        throttle.succeeded(&keys);
-        assert_eq!(throttle.check(&keys[..1], 1_000), Ok(()));
+
+        // A success forgives the name's failures, not the address's.
+        let throttle = LoginThrottle::default();
+        let carol = ["user:carol".to_owned(), "addr:127.0.0.9".to_owned()];
+        for _ in 0..3 {
+            drop(throttle.attempt(carol.to_vec(), 1_000).unwrap());
+        }
+        throttle.attempt(carol.to_vec(), 1_000).unwrap().succeeded();
+        let windows = throttle.windows.lock().unwrap();
+        assert_eq!(windows["user:carol"].failed, 0);
         assert_eq!(
-            throttle.check(&keys, 1_000),
-            Err(300),
+            windows["addr:127.0.0.9"].failed, 3,
             "the address keeps its count"
         );
+        assert!(windows.values().all(|window| window.pending == 0));
+    }
+
+    #[test]
+    fn attempts_under_way_count_against_the_allowance() {
+        let throttle = LoginThrottle::default();
+        let keys = ["user:ada".to_owned()];
+        // A burst: every attempt reserved before any is decided.
+        let attempts: Vec<Attempt<'_>> = (0..80)
+            .filter_map(|_| throttle.attempt(keys.to_vec(), 1_000).ok())
+            .collect();
+        assert_eq!(attempts.len(), FAILED_LOGINS_ALLOWED as usize);
+        assert_eq!(
+            throttle.reserve(&keys, 1_000),
+            Err(1),
+            "ask again once those are decided"
+        );
+        drop(attempts); // each failed
+        assert_eq!(throttle.reserve(&keys, 1_000), Err(300));
     }
 
     #[test]
     fn the_throttle_stays_bounded() {
         let throttle = LoginThrottle::default();
         for n in 0..(MAX_TRACKED + 100) {
-            throttle.failed(&[format!("user:{n}")], n as i64);
+            let keys = [format!("user:{n}")];
+            throttle.reserve(&keys, n as i64).unwrap();
+            throttle.failed(&keys, n as i64);
         }
-        assert!(throttle.failures.lock().unwrap().len() <= MAX_TRACKED);
+        assert!(throttle.windows.lock().unwrap().len() <= MAX_TRACKED);
     }
 }

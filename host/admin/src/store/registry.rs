@@ -13,6 +13,18 @@ pub struct ExecutorLoad {
     pub free_slots: Option<i64>,
 }
 
+/// A configured executor group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupRow {
+    pub name: String,
+    /// `AUTO` or `MANUAL`.
+    pub address_type: String,
+    /// A MANUAL group's addresses, in order.
+    pub addresses: Vec<String>,
+    /// The tenants granted the group (`*`: every tenant).
+    pub tenants: Vec<String>,
+}
+
 /// A registered executor as the registry holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RegisteredExecutor {
@@ -198,8 +210,8 @@ impl Store {
         Ok(())
     }
 
-    /// Every configured group: (name, address type, manual addresses).
-    pub async fn groups(&self) -> Result<Vec<(String, String, Vec<String>)>, StoreError> {
+    /// Every configured group, by name.
+    pub async fn groups(&self) -> Result<Vec<GroupRow>, StoreError> {
         let mut addresses: HashMap<i64, Vec<String>> = HashMap::new();
         for row in sqlx::query("SELECT group_id, address FROM group_address ORDER BY position")
             .fetch_all(&self.pool)
@@ -210,6 +222,16 @@ impl Store {
                 .or_default()
                 .push(row.try_get("address")?);
         }
+        let mut tenants: HashMap<String, Vec<String>> = HashMap::new();
+        for row in sqlx::query("SELECT group_name, tenant FROM group_tenant ORDER BY tenant")
+            .fetch_all(&self.pool)
+            .await?
+        {
+            tenants
+                .entry(row.try_get("group_name")?)
+                .or_default()
+                .push(row.try_get("tenant")?);
+        }
         Ok(
             sqlx::query("SELECT id, name, address_type FROM executor_group ORDER BY name")
                 .fetch_all(&self.pool)
@@ -217,14 +239,59 @@ impl Store {
                 .iter()
                 .map(|row| {
                     let id: i64 = row.try_get("id")?;
-                    Ok((
-                        row.try_get("name")?,
-                        row.try_get("address_type")?,
-                        addresses.remove(&id).unwrap_or_default(),
-                    ))
+                    let name: String = row.try_get("name")?;
+                    Ok(GroupRow {
+                        tenants: tenants.remove(&name).unwrap_or_default(),
+                        name,
+                        address_type: row.try_get("address_type")?,
+                        addresses: addresses.remove(&id).unwrap_or_default(),
+                    })
                 })
                 .collect::<Result<_, sqlx::Error>>()?,
         )
+    }
+
+    /// Whether `tenant` may put jobs in group `group`: the operator's own
+    /// tenant any group, another one a group granted to it or to every
+    /// tenant (`*`).
+    pub async fn group_granted(&self, group: &str, tenant: &str) -> Result<bool, StoreError> {
+        if tenant == crate::model::DEFAULT_TENANT {
+            return Ok(true);
+        }
+        Ok(sqlx::query(
+            "SELECT 1 AS granted FROM group_tenant WHERE group_name = $1 \
+             AND (tenant = $2 OR tenant = '*')",
+        )
+        .bind(group)
+        .bind(tenant)
+        .fetch_optional(&self.pool)
+        .await?
+        .is_some())
+    }
+
+    /// Replaces the tenants that may use group `group` (`*`: every tenant).
+    pub async fn set_group_tenants(
+        &self,
+        group: &str,
+        tenants: &[String],
+    ) -> Result<(), StoreError> {
+        let mut tx = self.writer.begin().await?;
+        sqlx::query("DELETE FROM group_tenant WHERE group_name = $1")
+            .bind(group)
+            .execute(&mut *tx)
+            .await?;
+        for tenant in tenants {
+            sqlx::query(
+                "INSERT INTO group_tenant (group_name, tenant) VALUES ($1, $2) \
+                 ON CONFLICT (group_name, tenant) DO NOTHING",
+            )
+            .bind(group)
+            .bind(tenant)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
     }
 
     /// The instant executor liveness is measured from: now, or the newest

@@ -134,4 +134,25 @@ impl Store {
         }
         Ok(ids)
     }
+
+    /// The jobs of `tenant` that follow module `name` (its latest version,
+    /// not a pinned one) and read secrets.
+    pub async fn secret_jobs_following(
+        &self,
+        tenant: &str,
+        name: &str,
+    ) -> Result<Vec<i64>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id FROM job WHERE tenant = $1 AND module_name = $2 \
+             AND module_version IS NULL AND secrets <> '[]' ORDER BY id",
+        )
+        .bind(tenant)
+        .bind(name)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| row.try_get("id"))
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(StoreError::from)
+    }
 }

@@ -21,6 +21,16 @@ pub struct Principal {
     pub user: Option<String>,
 }
 
+/// Whose a token is ([`Store::token_owner`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenOwner {
+    /// The role the token carries.
+    pub role: Role,
+    pub user: Option<String>,
+    /// The role of the user who made it.
+    pub user_role: Option<Role>,
+}
+
 fn user_from_row(row: &AnyRow) -> Result<User, sqlx::Error> {
     Ok(User {
         name: row.try_get("name")?,
@@ -265,16 +275,35 @@ impl Store {
             .map_err(StoreError::from)
     }
 
-    /// Revokes token `id` of `user`; false if it has none of that id.
-    pub async fn revoke_user_token(&self, user: &str, id: i64) -> Result<bool, StoreError> {
-        Ok(
-            sqlx::query("DELETE FROM api_token WHERE user_name = $1 AND id = $2")
-                .bind(user)
-                .bind(id)
-                .execute(&self.writer)
-                .await?
-                .rows_affected()
-                == 1,
+    /// Whose token `id` of `tenant` is: its role, its user and that
+    /// user's role (none for a tenant token).
+    pub async fn token_owner(
+        &self,
+        tenant: &str,
+        id: i64,
+    ) -> Result<Option<TokenOwner>, StoreError> {
+        let row = sqlx::query(
+            "SELECT api_token.role, api_token.user_name, app_user.role AS user_role \
+             FROM api_token LEFT JOIN app_user ON app_user.name = api_token.user_name \
+             WHERE api_token.tenant = $1 AND api_token.id = $2",
         )
+        .bind(tenant)
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        let user_role: Option<String> = row.try_get("user_role")?;
+        Ok(Some(TokenOwner {
+            role: decode(&row, "role")?,
+            user: row.try_get("user_name")?,
+            user_role: user_role
+                .map(|role| {
+                    role.parse().map_err(|error| sqlx::Error::ColumnDecode {
+                        index: "user_role".to_owned(),
+                        source: Box::new(error),
+                    })
+                })
+                .transpose()?,
+        }))
     }
 }

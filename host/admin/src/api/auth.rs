@@ -1,0 +1,238 @@
+//! Who is calling: the executor token, users' and tenants' bearer tokens,
+//! the operator token, and session cookies with their CSRF tokens; the
+//! [`Caller`] every user route reads, and its role checks.
+
+use super::*;
+
+/// The bearer token of a request.
+pub(crate) fn bearer(request: &Request) -> Result<&str, Failure> {
+    bearer_in(request.headers())
+}
+
+/// The bearer token of a request's headers.
+pub(crate) fn bearer_in(headers: &axum::http::HeaderMap) -> Result<&str, Failure> {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .ok_or_else(|| {
+            Failure::new(
+                StatusCode::UNAUTHORIZED,
+                ErrorCode::Unauthorized,
+                "missing token: send `Authorization: Bearer <token>`",
+            )
+        })
+}
+
+pub(crate) fn wrong_token() -> Failure {
+    Failure::new(
+        StatusCode::UNAUTHORIZED,
+        ErrorCode::Unauthorized,
+        "wrong token",
+    )
+}
+
+pub(crate) fn same_token(presented: &str, expected: &str) -> bool {
+    bool::from(presented.as_bytes().ct_eq(expected.as_bytes()))
+}
+
+pub(crate) async fn executor_auth(
+    State(state): State<Arc<AdminState>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    match bearer(&request) {
+        Ok(token) if same_token(token, &state.executor_token) => next.run(request).await,
+        Ok(_) => wrong_token().into_response(),
+        Err(failure) => failure.into_response(),
+    }
+}
+
+pub(crate) use crate::model::DEFAULT_TENANT;
+
+/// Who is calling the user API: a user (through its session or one of
+/// its tokens), a tenant's token, or the operator token.
+#[derive(Debug, Clone)]
+pub(crate) struct Caller {
+    /// The tenant whose objects it sees and creates (`default` for the
+    /// operator).
+    pub(crate) tenant: String,
+    /// What it may do; [`Role::Operator`] sees every tenant's objects.
+    pub(crate) role: Role,
+    /// The user behind the request, if any.
+    pub(crate) user: Option<String>,
+    /// The CSRF token of the session the request came with, if it came
+    /// with one.
+    pub(crate) csrf: Option<String>,
+}
+
+impl Caller {
+    pub(crate) fn operator(&self) -> bool {
+        self.role == Role::Operator
+    }
+
+    /// Who made a change, as recorded with it: the user's name, else
+    /// which kind of token.
+    pub(crate) fn who(&self) -> String {
+        match &self.user {
+            Some(user) => user.clone(),
+            None if self.operator() => "operator token".to_owned(),
+            None => "tenant token".to_owned(),
+        }
+    }
+
+    /// Whether the caller may see an object of `tenant`. Objects it may not
+    /// see are answered 404, as if they did not exist.
+    pub(crate) fn sees(&self, tenant: &str) -> bool {
+        self.operator() || self.tenant == tenant
+    }
+
+    /// The tenant to restrict listings to (`None` for the operator).
+    pub(crate) fn only_tenant(&self) -> Option<String> {
+        (!self.operator()).then(|| self.tenant.clone())
+    }
+
+    /// [`Caller::require_operator`] for one field of a request.
+    pub(crate) fn require_operator_for(&self, field: &str, what: &str) -> Result<(), Failure> {
+        self.require_operator(what)
+            .map_err(|failure| failure.field(field))
+    }
+
+    pub(crate) fn require_operator(&self, what: &str) -> Result<(), Failure> {
+        self.require(Role::Operator, what)
+    }
+
+    /// Refuses (403) a caller whose role does not include `role`.
+    pub(crate) fn require(&self, role: Role, what: &str) -> Result<(), Failure> {
+        if self.role.includes(role) {
+            Ok(())
+        } else {
+            Err(Failure::new(
+                StatusCode::FORBIDDEN,
+                ErrorCode::Forbidden,
+                format!(
+                    "{what} needs the {role} role; this caller is a {}",
+                    self.role
+                ),
+            ))
+        }
+    }
+
+    /// The calling user's name, refusing (403) a token no user made.
+    pub(crate) fn require_user(&self, what: &str) -> Result<&str, Failure> {
+        self.user.as_deref().ok_or_else(|| {
+            Failure::new(
+                StatusCode::FORBIDDEN,
+                ErrorCode::Forbidden,
+                format!("{what} needs a user: log in, or use a token a user made"),
+            )
+        })
+    }
+}
+
+/// The session cookie's name.
+pub(crate) const SESSION_COOKIE: &str = "cronbox_session";
+/// The header a session's state-changing request carries its CSRF token in.
+pub(crate) const CSRF_HEADER: &str = "x-csrf-token";
+
+/// The value of cookie `name` of a request.
+pub(crate) fn cookie<'r>(request: &'r axum::http::HeaderMap, name: &str) -> Option<&'r str> {
+    request
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value)
+}
+
+/// Authenticates a user request: a bearer token (the operator's, or a
+/// stored one with its role), else the session cookie — whose
+/// state-changing requests must carry the session's CSRF token. What the
+/// caller's role allows is the route table's to say (`routes::Access`).
+pub(crate) async fn user_auth(
+    State(state): State<Arc<AdminState>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    match caller_of(&state, request.headers(), reads(&request)).await {
+        Ok(caller) => {
+            request.extensions_mut().insert(caller);
+            next.run(request).await
+        }
+        Err(failure) => failure.into_response(),
+    }
+}
+
+/// Whether a request only reads.
+pub(crate) fn reads(request: &Request) -> bool {
+    matches!(
+        *request.method(),
+        axum::http::Method::GET | axum::http::Method::HEAD
+    )
+}
+
+/// Who sent a request with these headers (see [`user_auth`]); `reads`:
+/// whether the request only reads.
+pub(crate) async fn caller_of(
+    state: &AdminState,
+    headers: &axum::http::HeaderMap,
+    reads: bool,
+) -> Result<Caller, Failure> {
+    let store = state.scheduler.store();
+    if headers.contains_key(header::AUTHORIZATION) {
+        let token = bearer_in(headers)?;
+        if same_token(token, &state.api_token) {
+            return Ok(Caller {
+                tenant: DEFAULT_TENANT.to_owned(),
+                role: Role::Operator,
+                user: None,
+                csrf: None,
+            });
+        }
+        let principal = store
+            .token_principal(&service::tenants::token_hash(token))
+            .await?
+            .ok_or_else(wrong_token)?;
+        return Ok(Caller {
+            tenant: principal.tenant,
+            role: principal.role,
+            user: principal.user,
+            csrf: None,
+        });
+    }
+    let Some(cookie) = cookie(headers, SESSION_COOKIE) else {
+        return Err(bearer_in(headers).err().unwrap_or_else(wrong_token));
+    };
+    let (user, csrf) = store
+        .session(
+            &service::tenants::token_hash(cookie),
+            state.scheduler.now_ms(),
+        )
+        .await?
+        .ok_or_else(|| {
+            Failure::new(
+                StatusCode::UNAUTHORIZED,
+                ErrorCode::Unauthorized,
+                "the session has ended: log in again",
+            )
+        })?;
+    let presented = headers
+        .get(CSRF_HEADER)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or("");
+    if !reads && !same_token(presented, &csrf) {
+        return Err(Failure::new(
+            StatusCode::FORBIDDEN,
+            ErrorCode::Forbidden,
+            "a change made with a session needs its CSRF token in the X-CSRF-Token header",
+        ));
+    }
+    Ok(Caller {
+        tenant: user.tenant,
+        role: user.role,
+        user: Some(user.name),
+        csrf: Some(csrf),
+    })
+}

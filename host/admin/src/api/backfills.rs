@@ -1,0 +1,81 @@
+//! Backfills: a job's schedule run over a past range, at a bounded rate;
+//! started, listed, read and cancelled.
+
+use super::*;
+
+/// Starts a backfill of a job: its schedule's instants in a past range,
+/// run as runs of kind `backfill` at a bounded rate.
+pub(super) async fn backfill_job(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<JobId>,
+    ApiJson(request): ApiJson<cronbox_api::BackfillRequest>,
+) -> Result<impl IntoResponse, Failure> {
+    let job = visible_job(&state, &caller, id).await?;
+    let backfill = state
+        .scheduler
+        .start_backfill(&job, &request, &caller.who())
+        .await
+        .map_err(|error| match error {
+            crate::scheduler::BackfillError::Invalid { field, message } => Failure::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ErrorCode::InvalidJob,
+                message,
+            )
+            .field(field),
+            crate::scheduler::BackfillError::Store(error) => Failure::from(error),
+        })?;
+    Ok((StatusCode::CREATED, Json(backfill)))
+}
+
+/// The caller's backfills, newest first (of one job with `job`).
+pub(super) async fn list_backfills(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Query(params): Query<std::collections::HashMap<String, String>>,
+) -> Result<impl IntoResponse, Failure> {
+    let query = ListQuery::new(params, &["job"])?;
+    let tenant = caller.only_tenant();
+    Ok(Json(
+        state
+            .scheduler
+            .store()
+            .backfills(tenant.as_deref(), query.number("job")?)
+            .await?,
+    ))
+}
+
+async fn visible_backfill(
+    state: &AdminState,
+    caller: &Caller,
+    id: i64,
+) -> Result<cronbox_api::Backfill, Failure> {
+    match state.scheduler.store().backfill(id).await? {
+        Some(backfill) if caller.sees(&backfill.tenant) => Ok(backfill),
+        _ => Err(Failure::new(
+            StatusCode::NOT_FOUND,
+            ErrorCode::NotFound,
+            format!("no backfill {id}"),
+        )),
+    }
+}
+
+pub(super) async fn get_backfill(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<i64>,
+) -> Result<impl IntoResponse, Failure> {
+    Ok(Json(visible_backfill(&state, &caller, id).await?))
+}
+
+/// Cancels a backfill: no more of its runs are written (those written go
+/// on).
+pub(super) async fn cancel_backfill(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<i64>,
+) -> Result<impl IntoResponse, Failure> {
+    visible_backfill(&state, &caller, id).await?;
+    state.scheduler.store().cancel_backfill(id).await?;
+    Ok(Json(visible_backfill(&state, &caller, id).await?))
+}

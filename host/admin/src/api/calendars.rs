@@ -1,0 +1,83 @@
+//! Calendars: named sets of dates a tenant's jobs do not fire on.
+
+use super::*;
+
+/// The caller's tenant's calendars (every tenant's for the operator).
+pub(super) async fn list_calendars(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+) -> Result<impl IntoResponse, Failure> {
+    let tenant = caller.only_tenant();
+    Ok(Json(
+        state.scheduler.store().calendars(tenant.as_deref()).await?,
+    ))
+}
+
+/// Sets a calendar of the caller's tenant: the dates its jobs that name it
+/// do not fire on (sorted, without repeats).
+pub(super) async fn put_calendar(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path(name): Path<String>,
+    ApiJson(body): ApiJson<cronbox_api::CalendarDates>,
+) -> Result<impl IntoResponse, Failure> {
+    let refuse = |field: &str, message: String| {
+        Failure::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            ErrorCode::InvalidJob,
+            message,
+        )
+        .field(field)
+    };
+    let valid_name = (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
+    if !valid_name {
+        return Err(refuse(
+            "name",
+            format!("calendar name {name:?} must be 1 to 64 of A-Z a-z 0-9 - _ ."),
+        ));
+    }
+    let dates =
+        crate::schedule::parse_dates(&body.dates).map_err(|message| refuse("dates", message))?;
+    let calendar = cronbox_api::Calendar {
+        tenant: caller.tenant.clone(),
+        name,
+        dates: crate::schedule::date_texts(&dates),
+        updated_at_ms: state.scheduler.now_ms(),
+    };
+    let store = state.scheduler.store();
+    store.put_calendar(&calendar).await?;
+    state.scheduler.refresh_calendars().await?;
+    state.scheduler.wake();
+    Ok(Json(calendar))
+}
+
+/// Deletes a calendar of the caller's tenant (jobs naming it fire on its
+/// dates from then on).
+pub(super) async fn delete_calendar(
+    State(state): State<Arc<AdminState>>,
+    Extension(caller): Extension<Caller>,
+    Path(name): Path<String>,
+) -> Result<impl IntoResponse, Failure> {
+    let store = state.scheduler.store();
+    let unknown = || {
+        Failure::new(
+            StatusCode::NOT_FOUND,
+            ErrorCode::NotFound,
+            format!("no calendar {name:?}"),
+        )
+    };
+    let calendar = store
+        .calendars(Some(&caller.tenant))
+        .await?
+        .into_iter()
+        .find(|calendar| calendar.name == name)
+        .ok_or_else(unknown)?;
+    if !store.delete_calendar(&caller.tenant, &name).await? {
+        return Err(unknown());
+    }
+    state.scheduler.refresh_calendars().await?;
+    Ok(Json(calendar))
+}

@@ -1,0 +1,178 @@
+//! The API's error answer: a status and an [`ApiError`] body naming the
+//! field at fault, and how service and store errors become one.
+
+use super::*;
+
+pub(crate) struct Failure {
+    status: StatusCode,
+    body: ApiError,
+    /// Seconds to wait before trying again (the `Retry-After` header).
+    retry_after: Option<u64>,
+}
+
+impl Failure {
+    pub(crate) fn new(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> Self {
+        Failure {
+            status,
+            body: ApiError {
+                code,
+                message: message.into(),
+                field: None,
+            },
+            retry_after: None,
+        }
+    }
+
+    pub(crate) fn field(mut self, field: &str) -> Self {
+        self.body.field = Some(field.to_owned());
+        self
+    }
+
+    /// Answered with a `Retry-After` of `seconds`.
+    pub(crate) fn retry_after(mut self, seconds: u64) -> Self {
+        self.retry_after = Some(seconds);
+        self
+    }
+}
+
+impl IntoResponse for Failure {
+    fn into_response(self) -> Response {
+        let mut response = (self.status, Json(self.body)).into_response();
+        if let Some(seconds) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, seconds.into());
+        }
+        response
+    }
+}
+
+impl From<ServiceError> for Failure {
+    fn from(error: ServiceError) -> Self {
+        match error {
+            ServiceError::InvalidJob { field, message } => Failure::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ErrorCode::InvalidJob,
+                message,
+            )
+            .field(field),
+            refused @ ServiceError::InvalidJobInBatch { index, field, .. } => Failure::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ErrorCode::InvalidJob,
+                refused.to_string(),
+            )
+            .field(&format!("jobs[{index}].{field}")),
+            in_use @ ServiceError::JobInUse { .. } => Failure::new(
+                StatusCode::CONFLICT,
+                ErrorCode::JobInUse,
+                in_use.to_string(),
+            ),
+            ServiceError::InvalidGroup { field, message } => Failure::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ErrorCode::InvalidGroup,
+                message,
+            )
+            .field(field),
+            ServiceError::InvalidModule { field, message } => {
+                let failure = Failure::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    ErrorCode::InvalidModule,
+                    message,
+                );
+                match field {
+                    Some(field) => failure.field(field),
+                    None => failure,
+                }
+            }
+            unknown @ ServiceError::UnknownSecret(_) => Failure::new(
+                StatusCode::NOT_FOUND,
+                ErrorCode::UnknownSecret,
+                unknown.to_string(),
+            ),
+            in_use @ ServiceError::SecretInUse { .. } => Failure::new(
+                StatusCode::CONFLICT,
+                ErrorCode::SecretInUse,
+                in_use.to_string(),
+            ),
+            disabled @ ServiceError::SecretsDisabled => Failure::new(
+                StatusCode::CONFLICT,
+                ErrorCode::SecretsDisabled,
+                disabled.to_string(),
+            ),
+            ServiceError::InvalidUser { field, message } => Failure::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ErrorCode::InvalidUser,
+                message,
+            )
+            .field(field),
+            exists @ ServiceError::UserExists(_) => Failure::new(
+                StatusCode::CONFLICT,
+                ErrorCode::UserExists,
+                exists.to_string(),
+            )
+            .field("name"),
+            unknown @ ServiceError::UnknownUser(_) => Failure::new(
+                StatusCode::NOT_FOUND,
+                ErrorCode::UnknownUser,
+                unknown.to_string(),
+            ),
+            unknown @ ServiceError::UnknownGroup(_) => Failure::new(
+                StatusCode::NOT_FOUND,
+                ErrorCode::NotFound,
+                unknown.to_string(),
+            ),
+            unknown @ ServiceError::UnknownModule(_) => Failure::new(
+                StatusCode::NOT_FOUND,
+                ErrorCode::UnknownModule,
+                unknown.to_string(),
+            ),
+            unknown @ ServiceError::UnknownVersion { .. } => Failure::new(
+                StatusCode::NOT_FOUND,
+                ErrorCode::UnknownModule,
+                unknown.to_string(),
+            )
+            .field("version"),
+            ServiceError::ModuleTooLarge(message) => Failure::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                ErrorCode::ModuleTooLarge,
+                message,
+            ),
+            invalid @ ServiceError::InvalidTenant(_) => Failure::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ErrorCode::InvalidTenant,
+                invalid.to_string(),
+            )
+            .field("name"),
+            exists @ ServiceError::TenantExists(_) => Failure::new(
+                StatusCode::CONFLICT,
+                ErrorCode::TenantExists,
+                exists.to_string(),
+            ),
+            ServiceError::InvalidState(message) => Failure::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ErrorCode::InvalidState,
+                message,
+            )
+            .field("state"),
+            ServiceError::QuotaExceeded(exceeded) => Failure::new(
+                StatusCode::FORBIDDEN,
+                ErrorCode::QuotaExceeded,
+                exceeded.to_string(),
+            )
+            .field(exceeded.quota.as_str()),
+            ServiceError::Store(error) => error.into(),
+        }
+    }
+}
+
+impl From<StoreError> for Failure {
+    fn from(error: StoreError) -> Self {
+        tracing::error!(%error, "store error");
+        // The detail (database text) stays in the admin's log.
+        Failure::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorCode::Internal,
+            "internal error; the admin's log has the detail",
+        )
+    }
+}
