@@ -1323,7 +1323,7 @@ async fn sqlite_lists_become_rows_in_migration_6() {
 /// The SQLite linked in is built as `.cargo/config.toml` asks: without
 /// its memory statistics (with them, every allocation and free of every
 /// connection takes one process-wide lock, which held firing back;
-/// BENCHMARKS.md, "SQLite's allocation lock"), and with statement
+/// BENCHMARKS.md's history, "SQLite's allocation lock"), and with statement
 /// journals kept in memory up to 32 MiB (past SQLite's 64 KiB, claims and
 /// run ends wrote theirs to files; "Statement journals in memory").
 #[tokio::test]

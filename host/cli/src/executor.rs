@@ -174,7 +174,7 @@ pub fn main(args: ExecutorArgs) -> anyhow::Result<ExitCode> {
 /// Memory mappings an instance slot in use may cost the process, with
 /// room to spare: wasmtime guards each instance's stack and memory, and a
 /// process with all of 10,064 slots in use held about 65,000 mappings
-/// (BENCHMARKS, "Claims first at the writer").
+/// (BENCHMARKS.md's history, "Claims first at the writer").
 const MAPPINGS_PER_SLOT: u64 = 8;
 
 /// Linux's limit on a process's memory mappings, where it can be read.

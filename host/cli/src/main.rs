@@ -30,7 +30,7 @@ use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// mimalloc rather than the system's allocator: the admin and executor
 /// allocate from many threads at once, where glibc's arenas contend (see
-/// BENCHMARKS, "Throughput").
+/// BENCHMARKS.md's history, "Throughput").
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -24,7 +24,7 @@ pub(super) const BATCH_BYTES: usize = 1 << 20;
 /// Batch requests on their way to one executor at a time. With four (256
 /// commands a round trip), an admin that had fallen behind at 10,000
 /// runs/s sent no faster than the fires came, and never caught up
-/// (BENCHMARKS, "Windows shared by claim batches").
+/// (BENCHMARKS.md's history, "Windows shared by claim batches").
 pub(super) const BATCHES_IN_FLIGHT: usize = 16;
 
 /// A queue with nothing to send for this long ends (its executor may be

@@ -116,7 +116,7 @@ pub(super) const OVERDUE: i64 = i64::MIN;
 /// Overdue runs went in their own windows too: an admin that had fallen
 /// behind claimed seconds of late fires in a batch, spread over dozens of
 /// windows of a few runs each, each with its two reads, at the moment it
-/// most needed to save work (BENCHMARKS, "Windows shared by claim
+/// most needed to save work (BENCHMARKS.md's history, "Windows shared by claim
 /// batches").
 pub(super) fn send_window(scheduled_at_ms: i64, ahead_ms: i64, now_ms: i64) -> (i64, i64) {
     let window = dispatch_window(ahead_ms);

@@ -270,7 +270,7 @@ const SQLITE_VALUES_PER_STATEMENT: usize = 256;
 /// connection held: a claim of 1,000 due jobs and their 2,000 fires, or
 /// the ends of 2,000 runs, stopped dozens of times, and the writer's
 /// thread was busy only 40–50 % of the time while claims queued behind it
-/// (BENCHMARKS, "Rows handed over a few at a time"). Larger than any
+/// (BENCHMARKS.md's history, "Rows handed over a few at a time"). Larger than any
 /// result the writer reads (a claim's 1,000 jobs, 2,000 ends); bounded,
 /// so that a large read still cannot buffer without end.
 const SQLITE_ROW_BUFFER: usize = 4_096;

@@ -7,7 +7,7 @@
 //! ask for it. At 9,000–10,000 runs/s a claim asked behind a run-end write
 //! (200–400 ms from asking to commit) and the checkpoint, and a pass of
 //! five claims waited behind them at each claim: the pass ran late, and
-//! so did the fires it wrote last (BENCHMARKS, "A lagging round's
+//! so did the fires it wrote last (BENCHMARKS.md's history, "A lagging round's
 //! pre-read"). A pass now holds [`UrgentWrites`] while it claims, and the
 //! writes that can wait ask for the connection only once no pass holds it
 //! or after waiting [`Store::after_urgent_writes`]'s bound, so a pass
