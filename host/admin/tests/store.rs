@@ -1244,7 +1244,13 @@ async fn lists_become_rows(pool: &sqlx::AnyPool, engine: &str) {
             .await
             .unwrap()
             .iter()
-            .map(|row| format!("{}:{}", row.get::<String, _>(0), row.get::<String, _>(1)))
+            .map(|row| {
+                format!(
+                    "{}:{}",
+                    row.try_get::<String, _>(0).unwrap(),
+                    row.try_get::<String, _>(1).unwrap()
+                )
+            })
             .collect::<Vec<_>>()
     };
     assert_eq!(
@@ -1290,7 +1296,13 @@ async fn groups_are_granted_to_the_tenants_using_them(pool: &sqlx::AnyPool, engi
             .await
             .unwrap()
             .iter()
-            .map(|row| format!("{}:{}", row.get::<String, _>(0), row.get::<String, _>(1)))
+            .map(|row| {
+                format!(
+                    "{}:{}",
+                    row.try_get::<String, _>(0).unwrap(),
+                    row.try_get::<String, _>(1).unwrap()
+                )
+            })
             .collect();
     assert_eq!(grants, ["default:*", "default:globex", "etl:acme"]);
 }
@@ -2098,11 +2110,11 @@ async fn sqlite_schema(url: &str) -> Schema {
             .iter()
             .map(|row| {
                 use sqlx::Row as _;
-                let declared: String = row.get("type");
-                let required: i64 = row.get("required");
-                let key: i64 = row.get("pk");
+                let declared: String = row.try_get("type").unwrap();
+                let required: i64 = row.try_get("required").unwrap();
+                let key: i64 = row.try_get("pk").unwrap();
                 (
-                    row.get("name"),
+                    row.try_get("name").unwrap(),
                     common_type(&declared),
                     required == 0 && key == 0,
                 )
@@ -2129,13 +2141,16 @@ async fn postgres_schema(url: &str) -> Schema {
     let mut schema = Schema::new();
     for row in &rows {
         use sqlx::Row as _;
-        let data_type: String = row.get("data_type");
-        let nullable: String = row.get("is_nullable");
-        schema.entry(row.get("table_name")).or_default().push((
-            row.get("column_name"),
-            common_type(&data_type),
-            nullable == "YES",
-        ));
+        let data_type: String = row.try_get("data_type").unwrap();
+        let nullable: String = row.try_get("is_nullable").unwrap();
+        schema
+            .entry(row.try_get("table_name").unwrap())
+            .or_default()
+            .push((
+                row.try_get("column_name").unwrap(),
+                common_type(&data_type),
+                nullable == "YES",
+            ));
     }
     for columns in schema.values_mut() {
         columns.sort();
@@ -2239,7 +2254,7 @@ async fn sqlite_and_postgres_schemas_are_the_same() {
                 .iter()
                 .map(|row| {
                     use sqlx::Row as _;
-                    row.get::<String, _>("detail")
+                    row.try_get::<String, _>("detail").unwrap()
                 })
                 .collect();
         assert!(

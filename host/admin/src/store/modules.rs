@@ -169,7 +169,8 @@ impl Store {
             .bind(digest)
             .fetch_optional(&self.pool)
             .await?
-            .map(|row| row.get("content")))
+            .map(|row| row.try_get("content"))
+            .transpose()?)
     }
 
     /// Records that `tenant` uploaded the module `digest` (idempotent).

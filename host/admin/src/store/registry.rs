@@ -166,8 +166,8 @@ impl Store {
         .fetch_all(&self.pool)
         .await?
         .iter()
-        .map(|row| row.get("address"))
-        .collect();
+        .map(|row| row.try_get("address"))
+        .collect::<Result<_, sqlx::Error>>()?;
         addresses.sort();
         Ok(addresses)
     }

@@ -952,8 +952,8 @@ impl Store {
         .fetch_all(&self.pool)
         .await?
         .iter()
-        .map(|row| row.get("executor"))
-        .collect())
+        .map(|row| row.try_get("executor"))
+        .collect::<Result<_, sqlx::Error>>()?)
     }
 
     /// Ends a run with its result, once: a second result for a finished run
@@ -1168,6 +1168,8 @@ impl Store {
             .bind(run_id)
             .fetch_optional(&self.pool)
             .await?
-            .and_then(|row| row.get::<Option<String>, _>("log")))
+            .map(|row| row.try_get::<Option<String>, _>("log"))
+            .transpose()?
+            .flatten())
     }
 }

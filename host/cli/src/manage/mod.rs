@@ -1,0 +1,182 @@
+//! The management commands: `module`, `job`, `state`, `runs`, `logs`,
+//! `kill`, `secret`, `user`, `ceiling` and `quota`, each a thin layer over
+//! the admin's API ([`ApiClient`]); one file per family of commands.
+//!
+//! Output is a readable table or summary by default and the admin's JSON
+//! with `--json`. Errors print one line naming what went wrong and exit 1.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use clap::{Args, Subcommand};
+use cronbox_api::{
+    Client, Job, JobBatch, JobId, JobQuery, JobSpec, JobsCreated, LogSource, Quota, QuotaSettings,
+    Role, RunId, RunQuery, RunStatus, TriggerRequest, TriggerSource, UserSpec,
+};
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+mod jobs;
+mod modules;
+mod runs;
+mod tenant;
+
+pub use jobs::{JobArgs, StateArgs, job, state};
+pub use modules::{ModuleArgs, module};
+pub use runs::{KillArgs, LogsArgs, RunsArgs, kill, logs, runs};
+pub(crate) use tenant::parse_quota_change;
+pub use tenant::{CeilingArgs, QuotaArgs, SecretArgs, UserArgs, ceiling, quota, secret, user};
+
+/// How to reach the admin, shared by every management command.
+#[derive(Debug, Clone, Args)]
+pub struct Connection {
+    /// Base URL of the admin API.
+    #[arg(
+        long,
+        global = true,
+        env = "CRONBOX_ADMIN",
+        default_value = "http://127.0.0.1:8080"
+    )]
+    admin: String,
+    /// API token (default: the one `cronbox up` keeps in
+    /// ./cronbox-data/api-token).
+    #[arg(long, global = true, env = "CRONBOX_API_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// Print the admin's JSON instead of a table.
+    #[arg(long, global = true)]
+    json: bool,
+}
+
+impl Connection {
+    /// What every command starts from: a client, whether to print JSON,
+    /// and a runtime to drive the requests on.
+    fn open(&self) -> anyhow::Result<(Client, bool, tokio::runtime::Runtime)> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("cannot start the async runtime")?;
+        Ok((self.client()?, self.json, runtime))
+    }
+
+    fn client(&self) -> anyhow::Result<Client> {
+        let token = match &self.token {
+            Some(token) => token.clone(),
+            None => std::fs::read_to_string("cronbox-data/api-token")
+                .map(|token| token.trim().to_owned())
+                .map_err(|_| {
+                    anyhow::anyhow!(
+                        "no API token: pass --token or set CRONBOX_API_TOKEN (cronbox up keeps \
+                         its token in cronbox-data/api-token)"
+                    )
+                })?,
+        };
+        Ok(Client::new(&self.admin, &token))
+    }
+}
+
+/// The text of `file`, or of stdin without one, as it is; `what` names it
+/// in an error.
+fn read_input(file: Option<&PathBuf>, what: &str) -> anyhow::Result<String> {
+    match file {
+        Some(path) => {
+            std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
+        }
+        None => {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+                .with_context(|| format!("cannot read {what} from stdin"))?;
+            Ok(text)
+        }
+    }
+}
+
+/// A password from a file or stdin, without the line end a shell or an
+/// editor adds.
+fn read_password(file: Option<&PathBuf>) -> anyhow::Result<String> {
+    let text = read_input(file, "the password")?;
+    Ok(text.trim_end_matches(['\n', '\r']).to_owned())
+}
+
+fn print_json(value: &impl Serialize) -> anyhow::Result<()> {
+    outln!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}
+
+/// Prints an answer as the admin sent it (`--json`), or as `human` has it.
+fn show<T: Serialize>(json: bool, answer: &T, human: impl FnOnce(&T)) -> anyhow::Result<()> {
+    if json {
+        print_json(answer)
+    } else {
+        human(answer);
+        Ok(())
+    }
+}
+
+/// Prints rows under a header, columns padded to their widest cell; a
+/// cell's control characters are shown escaped ([`crate::out::printable`]).
+fn print_table(header: &[&str], rows: &[Vec<String>]) {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| {
+            row.iter()
+                .map(|cell| crate::out::printable(cell, false).into_owned())
+                .collect()
+        })
+        .collect();
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<String>| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        outln!("{}", padded.join("  ").trim_end());
+    };
+    line(header.iter().map(|h| h.to_string()).collect());
+    for row in rows {
+        line(row);
+    }
+}
+
+/// Prints a list as the admin sent it (`--json`), or as a table with one
+/// `row` per element.
+fn print_list<T: Serialize>(
+    json: bool,
+    items: &[T],
+    header: &[&str],
+    row: impl Fn(&T) -> Vec<String>,
+) -> anyhow::Result<()> {
+    show(json, &items, |items| {
+        let rows: Vec<Vec<String>> = items.iter().map(row).collect();
+        print_table(header, &rows);
+    })
+}
+
+/// An optional value as table text.
+fn or_dash(value: Option<impl ToString>) -> String {
+    value.map_or_else(|| "-".to_owned(), |value| value.to_string())
+}
+
+/// Milliseconds since the epoch as a UTC time.
+fn time(ms: Option<i64>) -> String {
+    ms.and_then(chrono::DateTime::from_timestamp_millis)
+        .map_or_else(
+            || "-".to_owned(),
+            |at| at.format("%Y-%m-%d %H:%M:%S%.3f").to_string(),
+        )
+}
+
+fn labels(labels: &[String]) -> String {
+    if labels.is_empty() {
+        "-".to_owned()
+    } else {
+        labels.join(",")
+    }
+}

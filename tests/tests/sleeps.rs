@@ -1,0 +1,139 @@
+//! Tests synchronise on events, not on sleeps. Every `sleep(` left in the
+//! test code is listed here, per file with its count and the reason it is
+//! there; a new one fails this test until it is replaced by an event (bind
+//! port 0 and read the address, `until` over what the test waits for, an
+//! injected clock) or listed with its reason. A count that falls must be
+//! lowered here too, so the list only shrinks.
+#![allow(clippy::unwrap_used)] // in tests a failed unwrap is a failed test
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Where test code lives: test folders, the harness, benches.
+const TEST_FOLDERS: &[&str] = &[
+    "tests/tests",
+    "tests/src",
+    "host/admin/tests",
+    "host/cli/tests",
+    "host/cli/tests/support",
+    "host/executor/tests",
+    "host/runtime/tests",
+    "host/component-check/tests",
+];
+
+/// (file, sleeps in it, why).
+const ALLOWED: &[(&str, usize, &str)] = &[
+    (
+        "tests/src/client.rs",
+        1,
+        "`until`'s own interval between two polls of what a test waits for",
+    ),
+    (
+        "tests/src/lib.rs",
+        2,
+        "the stand-in admin's waits for a result: polls between reads of what it recorded",
+    ),
+    (
+        "tests/src/postgres.rs",
+        1,
+        "polls pg_isready-style between connection attempts while the server starts",
+    ),
+    (
+        "host/runtime/tests/runs.rs",
+        2,
+        "a kill sent after a chosen delay (what is tested is the time to stop after it), \
+         and a live-log reader's interval between pages",
+    ),
+    (
+        "host/cli/tests/cluster.rs",
+        9,
+        "fires on the real clock across processes: the test waits for a window of whole \
+         seconds to pass, and for PostgreSQL to stay down for a while; the rest are \
+         hand-written polls to become `until`",
+    ),
+    (
+        "host/cli/tests/admin.rs",
+        5,
+        "hand-written polls of a process's answers, to become `until`",
+    ),
+    (
+        "host/cli/tests/executor.rs",
+        2,
+        "hand-written polls of a process's answers, to become `until`",
+    ),
+    (
+        "host/cli/tests/up.rs",
+        4,
+        "hand-written polls of `cronbox up`'s answers, to become `until`",
+    ),
+    (
+        "host/executor/tests/executor.rs",
+        8,
+        "hand-written polls of the executor's answers, to become `until`; one spaces \
+         triggers so that versions interleave; two wait to see that nothing more happens \
+         after refused requests",
+    ),
+    (
+        "tests/tests/admin_api.rs",
+        5,
+        "hand-written polls of the admin's answers, to become `until`; one waits past an \
+         alarm's retry interval to see that nothing more is sent",
+    ),
+];
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+#[test]
+fn no_test_sleeps_to_synchronise_beyond_the_listed_ones() {
+    let root = root();
+    let mut found: BTreeMap<String, usize> = BTreeMap::new();
+    for folder in TEST_FOLDERS {
+        let Ok(entries) = std::fs::read_dir(root.join(folder)) else {
+            continue;
+        };
+        for entry in entries {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|ext| ext != "rs") || path.ends_with("sleeps.rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let count = text
+                .lines()
+                .filter(|line| !line.trim_start().starts_with("//"))
+                .map(|line| line.matches("sleep(").count())
+                .sum();
+            if count > 0 {
+                let name = path.strip_prefix(&root).unwrap().display().to_string();
+                found.insert(name, count);
+            }
+        }
+    }
+    let allowed: BTreeMap<String, usize> = ALLOWED
+        .iter()
+        .map(|(file, count, _)| ((*file).to_owned(), *count))
+        .collect();
+    let mut wrong = Vec::new();
+    for (file, count) in &found {
+        match allowed.get(file) {
+            None => wrong.push(format!("{file}: {count} sleep(s), none allowed")),
+            Some(most) if count > most => {
+                wrong.push(format!("{file}: {count} sleep(s), {most} allowed"))
+            }
+            Some(most) if count < most => wrong.push(format!(
+                "{file}: {count} sleep(s) now, {most} listed: lower the list"
+            )),
+            Some(_) => {}
+        }
+    }
+    for file in allowed.keys().filter(|file| !found.contains_key(*file)) {
+        wrong.push(format!(
+            "{file}: listed but sleeps no more: take it off the list"
+        ));
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
