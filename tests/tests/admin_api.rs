@@ -2529,7 +2529,10 @@ async fn runs_past_a_run_time_quota_end_quota_exceeded() {
     }
     let run = stack.run_to_end_as(&token, counter, "").await;
     assert_eq!(run.status, RunStatus::Failed, "{run:?}");
-    assert_eq!(run.outcome.as_deref(), Some("quota_exceeded"));
+    assert_eq!(
+        run.outcome.map(cronbox_api::RunOutcome::as_str),
+        Some("quota_exceeded")
+    );
     let message = run.message.unwrap();
     assert!(message.contains("state_bytes"), "{message}");
     assert_eq!(job_state(&stack, counter).await, json!({ "count": "9" }));
@@ -2537,7 +2540,11 @@ async fn runs_past_a_run_time_quota_end_quota_exceeded() {
     // Runs in progress across the cluster: none allowed.
     set_quotas(&stack, "team-r", json!({ "running_runs": 0 })).await;
     let run = stack.run_to_end_as(&token, counter, "").await;
-    assert_eq!(run.outcome.as_deref(), Some("quota_exceeded"), "{run:?}");
+    assert_eq!(
+        run.outcome.map(cronbox_api::RunOutcome::as_str),
+        Some("quota_exceeded"),
+        "{run:?}"
+    );
     assert!(run.executor.is_none(), "never sent: {run:?}");
     assert!(run.message.unwrap().contains("running_runs"));
 
@@ -2548,7 +2555,11 @@ async fn runs_past_a_run_time_quota_end_quota_exceeded() {
     assert_eq!(run.status, RunStatus::Success, "{run:?}");
     set_quotas(&stack, "team-r", json!({ "run_ms_per_day": 1 })).await;
     let run = stack.run_to_end_as(&token, sleeper, "20").await;
-    assert_eq!(run.outcome.as_deref(), Some("quota_exceeded"), "{run:?}");
+    assert_eq!(
+        run.outcome.map(cronbox_api::RunOutcome::as_str),
+        Some("quota_exceeded"),
+        "{run:?}"
+    );
     assert!(run.message.unwrap().contains("run_ms_per_day"));
 
     // Log bytes per day: a chatty run's log is cut at what is left, and
@@ -2573,7 +2584,11 @@ async fn runs_past_a_run_time_quota_end_quota_exceeded() {
     let marker = lines.last().unwrap()["text"].as_str().unwrap();
     assert!(marker.contains("log_bytes_per_day"), "{marker}");
     let run = stack.run_to_end_as(&token, chatty, "1").await;
-    assert_eq!(run.outcome.as_deref(), Some("quota_exceeded"), "{run:?}");
+    assert_eq!(
+        run.outcome.map(cronbox_api::RunOutcome::as_str),
+        Some("quota_exceeded"),
+        "{run:?}"
+    );
     assert!(run.message.unwrap().contains("log_bytes_per_day"));
 
     let metrics = stack.api.metrics().await;
@@ -2921,7 +2936,7 @@ async fn overlap_policies_hold_across_two_executors() {
         let runs = api.runs(cancel).await;
         (runs
             .iter()
-            .filter(|run| run.outcome.as_deref() == Some("killed"))
+            .filter(|run| run.outcome.map(cronbox_api::RunOutcome::as_str) == Some("killed"))
             .count()
             >= 2)
             .then_some(runs)

@@ -5,8 +5,8 @@
 //! admin, the CLI and the tests share them.
 
 pub use cronbox_api::{
-    AlarmState, BlockStrategy, Digest, JobId, MisfirePolicy, RouteStrategy, RunId, RunStatus,
-    ScheduleType, TriggerKind,
+    AlarmState, BlockStrategy, Digest, JobId, MisfirePolicy, RouteStrategy, RunId, RunOutcome,
+    RunStatus, ScheduleType, TriggerKind,
 };
 
 /// The operator's own tenant: objects the operator creates belong to it,

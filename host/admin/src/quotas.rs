@@ -21,8 +21,6 @@ use cronbox_api::{Quota, QuotaSettings, QuotaUse, TenantQuotas};
 use crate::schedule::Schedule;
 use crate::store::{DAY_MS, Store, StoreError, TenantUsage};
 
-pub use crate::store::QUOTA_EXCEEDED;
-
 /// How long limits and counts read from the database are reused.
 const REFRESH: Duration = Duration::from_secs(1);
 

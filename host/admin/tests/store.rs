@@ -5,9 +5,8 @@
 use std::collections::HashMap;
 
 use cronbox_admin::store::{
-    AlarmState, DayUsage, Digest, DispatchMark, DueJob, JobId, JobRow, Moved, NewRun,
-    QUOTA_EXCEEDED, RunCharge, RunEnd, RunFilter, RunId, RunStatus, STATE_UNSTORABLE, Store,
-    StoreError, TenantUsage, VersionPush,
+    AlarmState, DayUsage, Digest, DispatchMark, DueJob, JobId, JobRow, Moved, NewRun, RunCharge,
+    RunEnd, RunFilter, RunId, RunOutcome, RunStatus, Store, StoreError, TenantUsage, VersionPush,
 };
 use cronbox_admin::store::{ExecutorLoad, Principal};
 use cronbox_api::{Role, User};
@@ -128,7 +127,7 @@ async fn run_lifecycle(store: &Store) {
     let success = RunEnd {
         run_id: run,
         success: true,
-        outcome: "success".into(),
+        outcome: RunOutcome::Success,
         code: 200,
         message: "ok".into(),
         log: "[]".into(),
@@ -158,7 +157,7 @@ async fn run_lifecycle(store: &Store) {
     later.insert("count".into(), Some("99".into()));
     let late = RunEnd {
         state_changes: later.clone(),
-        ..RunEnd::failed(run, "failed", "late", 40)
+        ..RunEnd::failed(run, RunOutcome::Failed, "late", 40)
     };
     assert!(
         store.finish_run(&late).await.unwrap().is_none(),
@@ -166,7 +165,7 @@ async fn run_lifecycle(store: &Store) {
     );
     let failed = RunEnd {
         state_changes: later,
-        ..RunEnd::failed(runs[1].id, "failed", "no", 50)
+        ..RunEnd::failed(runs[1].id, RunOutcome::Failed, "no", 50)
     };
     assert!(store.finish_run(&failed).await.unwrap().is_some());
     let state = store.job_state(id).await.unwrap();
@@ -210,11 +209,11 @@ async fn run_lifecycle(store: &Store) {
     let batch = [
         RunEnd {
             scheduled_at_ms: Some(1_000),
-            ..RunEnd::failed(run, "failed", "again", 70)
+            ..RunEnd::failed(run, RunOutcome::Failed, "again", 70)
         },
         RunEnd {
             scheduled_at_ms: Some(5),
-            ..RunEnd::failed(third, "timeout", "slow", 70)
+            ..RunEnd::failed(third, RunOutcome::Timeout, "slow", 70)
         },
     ];
     let ended: Vec<Option<RunId>> = store
@@ -227,7 +226,10 @@ async fn run_lifecycle(store: &Store) {
     assert_eq!(ended, [None, Some(third)]);
     let third = store.run(third).await.unwrap().unwrap();
     assert_eq!(
-        (third.outcome.as_deref(), third.executor.as_deref()),
+        (
+            third.outcome.map(RunOutcome::as_str),
+            third.executor.as_deref()
+        ),
         (Some("timeout"), Some("http://e1"))
     );
 
@@ -251,7 +253,7 @@ async fn run_lifecycle(store: &Store) {
     assert_eq!(
         (
             second.status,
-            second.outcome.as_deref(),
+            second.outcome.map(RunOutcome::as_str),
             second.executor.as_deref(),
             second.dispatched_at_ms
         ),
@@ -612,7 +614,7 @@ async fn module_collection(store: &Store) {
     };
     let ended = store.insert_run(&ended, 100).await.unwrap();
     store
-        .finish_run(&RunEnd::failed(ended, "failed", "no", 200))
+        .finish_run(&RunEnd::failed(ended, RunOutcome::Failed, "no", 200))
         .await
         .unwrap();
     store
@@ -748,7 +750,11 @@ async fn console_and_schedule_records(store: &Store) {
         ends.push(RunEnd {
             run_id: id,
             success: n != 1,
-            outcome: if n == 1 { "failed" } else { "success" }.into(),
+            outcome: if n == 1 {
+                RunOutcome::Failed
+            } else {
+                RunOutcome::Success
+            },
             started_at_ms: Some(at + 7),
             finished_at_ms: at + 9,
             ..RunEnd::default()
@@ -1051,7 +1057,7 @@ async fn quotas_and_usage(store: &Store) {
     let end = |limit: u64| RunEnd {
         run_id: run,
         success: true,
-        outcome: "success".into(),
+        outcome: RunOutcome::Success,
         code: 200,
         message: "ok".into(),
         log: "[]".into(),
@@ -1062,7 +1068,10 @@ async fn quotas_and_usage(store: &Store) {
         ..RunEnd::default()
     };
     let refused = store.finish_run(&end(12)).await.unwrap().unwrap();
-    assert_eq!(refused.outcome.as_deref(), Some(QUOTA_EXCEEDED));
+    assert_eq!(
+        refused.outcome.map(RunOutcome::as_str),
+        Some("quota_exceeded")
+    );
     assert_eq!(refused.status, RunStatus::Failed);
     assert!(refused.message.unwrap().contains("13 bytes (limit 12)"));
     assert_eq!(
@@ -1093,7 +1102,7 @@ async fn quotas_and_usage(store: &Store) {
     let charged = |run_id: RunId, run_ms: i64| RunEnd {
         run_id,
         success: true,
-        outcome: "success".into(),
+        outcome: RunOutcome::Success,
         code: 200,
         log: "[]".into(),
         finished_at_ms,
@@ -1375,11 +1384,11 @@ async fn state_conflicts_and_cancellation(store: &Store) {
     let success = |run: RunId, value: &str, base: i64| RunEnd {
         run_id: run,
         success: true,
-        outcome: "success".into(),
+        outcome: RunOutcome::Success,
         code: 200,
         state_changes: [("count".to_owned(), Some(value.to_owned()))].into(),
         state_base: [("count".to_owned(), base)].into(),
-        ..RunEnd::failed(run, "success", "ok", 20)
+        ..RunEnd::failed(run, RunOutcome::Success, "ok", 20)
     };
     let absent = cronbox_protocol::ABSENT_REVISION;
     let ended = store
@@ -1395,7 +1404,10 @@ async fn state_conflicts_and_cancellation(store: &Store) {
         .unwrap()
         .unwrap();
     assert_eq!(ended.status, RunStatus::Failed);
-    assert_eq!(ended.outcome.as_deref(), Some("state_conflict"));
+    assert_eq!(
+        ended.outcome.map(RunOutcome::as_str),
+        Some("state_conflict")
+    );
     assert!(
         ended.message.as_deref().unwrap_or("").contains("count"),
         "{:?}",
@@ -1462,17 +1474,17 @@ async fn state_conflicts_and_cancellation(store: &Store) {
     // cancelled.
     let never_started = RunEnd {
         executor: Some("http://e1".into()),
-        ..RunEnd::failed(retry, "rejected", "refused at its instant", 41)
+        ..RunEnd::failed(retry, RunOutcome::Rejected, "refused at its instant", 41)
     };
     assert!(store.finish_run(&never_started).await.unwrap().is_none());
     let ran_after_all = RunEnd {
         run_id: manual,
         success: true,
-        outcome: "success".into(),
+        outcome: RunOutcome::Success,
         code: 200,
         executor: Some("http://e1".into()),
         started_at_ms: Some(42),
-        ..RunEnd::failed(manual, "success", "ran", 43)
+        ..RunEnd::failed(manual, RunOutcome::Success, "ran", 43)
     };
     let ended = store.finish_run(&ran_after_all).await.unwrap().unwrap();
     assert_eq!(ended.status, RunStatus::Success);
@@ -1494,8 +1506,8 @@ async fn state_conflicts_and_cancellation(store: &Store) {
         success(fourth, "4", revision),
     );
     let (a, b) = tokio::join!(store.finish_run(&three), store.finish_run(&four));
-    let mut outcomes =
-        [a.unwrap().unwrap(), b.unwrap().unwrap()].map(|run| run.outcome.unwrap_or_default());
+    let mut outcomes = [a.unwrap().unwrap(), b.unwrap().unwrap()]
+        .map(|run| run.outcome.map(RunOutcome::as_str).unwrap_or_default());
     outcomes.sort();
     assert_eq!(outcomes, ["state_conflict", "success"]);
     let value = &store.job_state(id).await.unwrap().values["count"];
@@ -1547,7 +1559,11 @@ async fn results_holding_nul(store: &Store) {
     let ended = |run_id, success: bool| RunEnd {
         run_id,
         success,
-        outcome: if success { "success" } else { "trapped" }.into(),
+        outcome: if success {
+            RunOutcome::Success
+        } else {
+            RunOutcome::Trap
+        },
         code: if success { 200 } else { 500 },
         finished_at_ms: 8_000,
         ..RunEnd::default()
@@ -1573,8 +1589,8 @@ async fn results_holding_nul(store: &Store) {
     assert_eq!(trapped.message.as_deref(), Some("bad\u{FFFD}byte"));
     let stateful = store.run(stateful).await.unwrap().unwrap();
     assert_eq!(
-        (stateful.status, stateful.outcome.as_deref()),
-        (RunStatus::Failed, Some(STATE_UNSTORABLE))
+        (stateful.status, stateful.outcome.map(RunOutcome::as_str)),
+        (RunStatus::Failed, Some("state_unstorable"))
     );
     assert!(
         stateful
@@ -1607,7 +1623,7 @@ async fn marks_written_with_ends(store: &Store, url: &str) {
     let ended = |run_id| RunEnd {
         run_id,
         success: true,
-        outcome: "success".into(),
+        outcome: RunOutcome::Success,
         code: 200,
         started_at_ms: Some(60_010),
         finished_at_ms: 60_020,
@@ -1775,7 +1791,7 @@ async fn runs_name_their_module_in_bytes(store: &Store, url: &str) {
     store
         .finish_run(&RunEnd {
             module_digest: Some("not a digest".to_owned()),
-            ..RunEnd::failed(by_claim, "failed", "no", 900_100)
+            ..RunEnd::failed(by_claim, RunOutcome::Failed, "no", 900_100)
         })
         .await
         .unwrap()
@@ -1810,7 +1826,7 @@ async fn runs_name_their_module_in_bytes(store: &Store, url: &str) {
     store
         .finish_run(&RunEnd {
             module_digest: Some(digest('e').as_str().to_owned()),
-            ..RunEnd::failed(before, "failed", "no", 950_100)
+            ..RunEnd::failed(before, RunOutcome::Failed, "no", 950_100)
         })
         .await
         .unwrap()
@@ -1983,13 +1999,13 @@ async fn postgres_admins_folding_together_count_each_end_once() {
     for at in 0..300 {
         let run = a.insert_run(&fire(id, at * 1000), 1).await.unwrap();
         let end = if at % 3 == 0 {
-            RunEnd::failed(run, "trapped", "no", 2)
+            RunEnd::failed(run, RunOutcome::Trap, "no", 2)
         } else {
             RunEnd {
                 success: true,
-                outcome: "success".into(),
+                outcome: RunOutcome::Success,
                 code: 200,
-                ..RunEnd::failed(run, "success", "", 2)
+                ..RunEnd::failed(run, RunOutcome::Success, "", 2)
             }
         };
         a.finish_run(&end).await.unwrap().unwrap();
@@ -2376,7 +2392,12 @@ async fn postgres_run_partitions_are_made_ahead_and_dropped_whole() {
             .await
             .unwrap();
         store
-            .finish_run(&RunEnd::failed(run, "failed", "no", at(created_day, 5)))
+            .finish_run(&RunEnd::failed(
+                run,
+                RunOutcome::Failed,
+                "no",
+                at(created_day, 5),
+            ))
             .await
             .unwrap()
             .unwrap();
@@ -2484,7 +2505,7 @@ async fn postgres_run_partitions_are_made_ahead_and_dropped_whole() {
 
     // Once the open run ends and the late run has aged out, their days go.
     store
-        .finish_run(&RunEnd::failed(open, "failed", "no", at(40, 1)))
+        .finish_run(&RunEnd::failed(open, RunOutcome::Failed, "no", at(40, 1)))
         .await
         .unwrap()
         .unwrap();

@@ -45,8 +45,8 @@ pub use jobs::{
 };
 pub use modules::{ModuleVersion, RolledBack, TenantModule, Uploaded, VersionChoice};
 pub use names::{
-    AlarmState, MisfirePolicy, OverlapPolicy, Quota, Role, RouteStrategy, RunStatus, ScheduleType,
-    parse_ignoring_case,
+    AlarmState, MisfirePolicy, OverlapPolicy, Quota, Role, RouteStrategy, RunOutcome, RunStatus,
+    ScheduleType, parse_ignoring_case,
 };
 pub use runs::{
     DailyReport, Dashboard, FailingJob, HourCounts, Report, Run, RunCounts, RunKilled, RunPage,

@@ -91,6 +91,81 @@ impl RunStatus {
 }
 
 named_enum! {
+    /// How a run ended: what the executor reported (the protocol's
+    /// `OutcomeKind`), or what the admin decided for a run that did not
+    /// report (`lost`, `cancelled`, `quota_exceeded`) or whose report it
+    /// could not take (`state_conflict`, `state_unstorable`).
+    RunOutcome, "run outcome" {
+        /// `execute` returned ok.
+        Success => "success",
+        /// `execute` (or `init`) returned an error.
+        Failed => "failed",
+        /// Stopped at its deadline.
+        Timeout => "timeout",
+        /// Killed on request.
+        Killed => "killed",
+        /// Replaced by a newer run of its job (COVER_EARLY).
+        Covered => "covered",
+        /// Used up its fuel.
+        OutOfFuel => "out_of_fuel",
+        /// Asked for memory past its limit.
+        MemoryLimit => "memory_limit",
+        /// Trapped (a panic, a stack overflow, ...).
+        Trap => "trap",
+        /// Not run: refused by a block strategy, a module that could not
+        /// load, no executor, ...
+        Rejected => "rejected",
+        /// Dispatched, and its executor stopped answering before a result.
+        Lost => "lost",
+        /// Never ran: its job was stopped or killed while it waited.
+        Cancelled => "cancelled",
+        /// Not run, or its changes dropped: its tenant was past a quota.
+        QuotaExceeded => "quota_exceeded",
+        /// Succeeded, but another run changed the state it read or wrote
+        /// first: its changes were not committed (a failure, retried).
+        StateConflict => "state_conflict",
+        /// Succeeded, but its state changes hold text the database cannot
+        /// store (U+0000): not committed.
+        StateUnstorable => "state_unstorable",
+    }
+}
+
+impl RunOutcome {
+    /// Whether a person or the system ended the run on purpose: no alarm,
+    /// no retry.
+    pub fn is_deliberate(self) -> bool {
+        matches!(
+            self,
+            RunOutcome::Killed | RunOutcome::Covered | RunOutcome::Cancelled
+        )
+    }
+}
+
+/// A run's end before anything is known of it counts as failed.
+impl Default for RunOutcome {
+    fn default() -> RunOutcome {
+        RunOutcome::Failed
+    }
+}
+
+impl From<cronbox_protocol::OutcomeKind> for RunOutcome {
+    fn from(kind: cronbox_protocol::OutcomeKind) -> RunOutcome {
+        use cronbox_protocol::OutcomeKind as Kind;
+        match kind {
+            Kind::Success => RunOutcome::Success,
+            Kind::Failed => RunOutcome::Failed,
+            Kind::Timeout => RunOutcome::Timeout,
+            Kind::Killed => RunOutcome::Killed,
+            Kind::Covered => RunOutcome::Covered,
+            Kind::OutOfFuel => RunOutcome::OutOfFuel,
+            Kind::MemoryLimit => RunOutcome::MemoryLimit,
+            Kind::Trap => RunOutcome::Trap,
+            Kind::Rejected => RunOutcome::Rejected,
+        }
+    }
+}
+
+named_enum! {
     /// Where a run's failure alarm is.
     AlarmState, "alarm state" {
         /// No alarm is due (success, not ended yet, or ended on purpose).

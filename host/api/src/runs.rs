@@ -5,7 +5,7 @@ use cronbox_protocol::TriggerKind;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::{AlarmState, Digest, JobId, RunId, RunStatus};
+use crate::{AlarmState, Digest, JobId, RunId, RunOutcome, RunStatus};
 
 /// A run as stored and answered.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -25,8 +25,8 @@ pub struct Run {
     pub executor: Option<String>,
     /// The content that ran (or will).
     pub module_digest: Digest,
-    /// How it ended (`success`, `failed`, `timeout`, `lost`, ...).
-    pub outcome: Option<String>,
+    /// How it ended.
+    pub outcome: Option<RunOutcome>,
     pub code: Option<i64>,
     pub message: Option<String>,
     pub created_at_ms: i64,

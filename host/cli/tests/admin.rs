@@ -866,7 +866,10 @@ async fn a_run_is_killed_and_its_log_read_through_the_admin() {
     assert_eq!(status, 200, "{killed}");
     assert_eq!(killed["killed"], true);
     let ended = cluster.run(run).await;
-    assert_eq!(ended.outcome.as_deref(), Some("killed"));
+    assert_eq!(
+        ended.outcome.map(cronbox_api::RunOutcome::as_str),
+        Some("killed")
+    );
     let (_, stored) = cluster
         .call(
             reqwest::Method::GET,
@@ -915,7 +918,11 @@ async fn a_run_lost_with_its_executor_is_failed_and_retried_elsewhere() {
     );
     let lost = cluster.run(run).await;
     assert_eq!(lost.status, RunStatus::Failed);
-    assert_eq!(lost.outcome.as_deref(), Some("lost"), "{lost:?}");
+    assert_eq!(
+        lost.outcome.map(cronbox_api::RunOutcome::as_str),
+        Some("lost"),
+        "{lost:?}"
+    );
     let runs = cluster.wait_runs(job, 2).await;
     let retry = &runs[1];
     assert_eq!(retry.kind, TriggerKind::Retry);

@@ -496,7 +496,10 @@ async fn a_run_on_a_killed_executor_is_lost_and_retried_on_another() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
     assert_eq!(
-        (first.status.as_str(), first.outcome.as_deref()),
+        (
+            first.status.as_str(),
+            first.outcome.map(cronbox_api::RunOutcome::as_str)
+        ),
         ("failed", Some("lost")),
         "{first:?}"
     );

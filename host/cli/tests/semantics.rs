@@ -384,7 +384,7 @@ async fn a_broadcast_counts_each_shard_against_the_running_runs_quota() {
     let next = stack.trigger(job, json!({})).await;
     let refused = stack.ended(next).await;
     assert_eq!(
-        refused.outcome.as_deref(),
+        refused.outcome.map(cronbox_api::RunOutcome::as_str),
         Some("quota_exceeded"),
         "{refused:?}"
     );
@@ -496,7 +496,10 @@ async fn stopping_a_job_cancels_its_waiting_fires_without_alarms() {
         assert_eq!(run.alarm_status, AlarmState::None, "{run:?}");
     }
     for run in cancelled {
-        assert_eq!(run.outcome.as_deref(), Some("cancelled"));
+        assert_eq!(
+            run.outcome.map(cronbox_api::RunOutcome::as_str),
+            Some("cancelled")
+        );
         assert_eq!(run.kind, TriggerKind::Schedule);
     }
     assert!(
@@ -540,7 +543,7 @@ async fn two_executors_writing_one_key_lose_no_update() {
         .count();
     let conflicts = runs
         .iter()
-        .filter(|r| r.outcome.as_deref() == Some("state_conflict"))
+        .filter(|r| r.outcome.map(cronbox_api::RunOutcome::as_str) == Some("state_conflict"))
         .count();
     let executors: std::collections::HashSet<&str> =
         runs.iter().filter_map(|r| r.executor.as_deref()).collect();
@@ -661,7 +664,10 @@ async fn killing_a_job_stops_its_runs_queued_runs_and_pending_retries() {
     for run in [first, second] {
         let run = stack.ended(run).await;
         assert_eq!(
-            (run.outcome.as_deref(), run.alarm_status),
+            (
+                run.outcome.map(cronbox_api::RunOutcome::as_str),
+                run.alarm_status
+            ),
             (Some("killed"), AlarmState::None),
             "{run:?}"
         );

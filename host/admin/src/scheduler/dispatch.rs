@@ -398,9 +398,9 @@ impl Scheduler {
         // Ended without what follows an end (retries, children, alarms):
         // they are the job's settings, and those do not decode.
         let message = format!("the job's stored row does not decode: {error}");
-        let end = RunEnd::failed(run.id, "rejected", &message, self.now_ms());
+        let end = RunEnd::failed(run.id, RunOutcome::Rejected, &message, self.now_ms());
         if self.store.finish_run(&end).await?.is_some() {
-            self.metrics.run_ended("rejected");
+            self.metrics.run_ended(RunOutcome::Rejected.as_str());
         }
         self.store.stop_job(run.job_id, self.now_ms()).await?;
         Ok(())
@@ -448,7 +448,7 @@ impl Scheduler {
             return Ok(());
         }
         if let Err(exceeded) = self.quotas.admit_run(&self.store, &job.tenant, now).await? {
-            self.fail_with(run, crate::quotas::QUOTA_EXCEEDED, &exceeded.to_string())
+            self.fail_with(run, RunOutcome::QuotaExceeded, &exceeded.to_string())
                 .await?;
             return Ok(());
         }
@@ -853,14 +853,14 @@ impl Scheduler {
         run: &RunRow,
         message: &str,
     ) -> Result<(), StoreError> {
-        self.fail_with(run, "rejected", message).await
+        self.fail_with(run, RunOutcome::Rejected, message).await
     }
 
     /// [`Scheduler::fail`] with another outcome.
     pub(super) async fn fail_with(
         self: &Arc<Self>,
         run: &RunRow,
-        outcome: &str,
+        outcome: RunOutcome,
         message: &str,
     ) -> Result<(), StoreError> {
         tracing::warn!(
@@ -875,7 +875,7 @@ impl Scheduler {
             .finish_run(&RunEnd::failed(run.id, outcome, message, self.now_ms()))
             .await?;
         if let Some(ended) = ended {
-            self.metrics.run_ended(outcome);
+            self.metrics.run_ended(outcome.as_str());
             self.after_end(&ended, None).await?;
         }
         Ok(())

@@ -306,7 +306,7 @@ mod tests {
         RunEnd {
             run_id,
             success: true,
-            outcome: "success".into(),
+            outcome: crate::model::RunOutcome::Success,
             code: 200,
             finished_at_ms: 2_000,
             ..RunEnd::default()

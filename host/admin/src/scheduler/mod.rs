@@ -31,13 +31,12 @@ use tokio::sync::Semaphore;
 use crate::clock::{Clock, SystemClock};
 use crate::jobs::{children_of, schedule_of};
 use crate::metrics::Metrics;
-use crate::model::{JobId, MisfirePolicy, RunId};
+use crate::model::{JobId, MisfirePolicy, RunId, RunOutcome};
 use crate::routing::{Probe, Route, RouteStrategy, Router};
 use crate::schedule::{Rules, Schedule};
 use crate::store::{
     DISPATCH_LEASE_MS, DispatchMark, DueJob, JobRow, JobState, LEASE_LEFT_TO_SEND_MS, NewRun,
-    RENEW_LEASE_BELOW_MS, RunEnd, RunRow, RunStatus, Store, StoreError, outcome_is_deliberate,
-    write_lease_until,
+    RENEW_LEASE_BELOW_MS, RunEnd, RunRow, RunStatus, Store, StoreError, write_lease_until,
 };
 use crate::tasks::Tasks;
 

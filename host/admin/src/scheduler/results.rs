@@ -100,7 +100,7 @@ impl Scheduler {
                 run_id: RunId::from(result.run_id),
                 scheduled_at_ms: result.scheduled_at_ms,
                 success: result.outcome.is_success(),
-                outcome: result.outcome.kind().as_str().to_owned(),
+                outcome: result.outcome.kind().into(),
                 code: i64::from(result.code),
                 message: result.outcome.message(),
                 log,
@@ -144,7 +144,7 @@ impl Scheduler {
                 continue;
             };
             self.metrics
-                .run_ended(run.outcome.as_deref().unwrap_or(&end.outcome));
+                .run_ended(run.outcome.unwrap_or(end.outcome).as_str());
             if run.kind == TriggerKind::Schedule
                 && let Some(started) = end.started_at_ms
             {
@@ -182,7 +182,7 @@ impl Scheduler {
                     tracing::warn!(%child, %error, "child job not triggered");
                 }
             }
-        } else if !run.outcome.as_deref().is_some_and(outcome_is_deliberate) {
+        } else if !run.outcome.is_some_and(RunOutcome::is_deliberate) {
             self.retry(run, job).await?;
         }
         // The type first: no parse of every ended run's cron expression
@@ -247,10 +247,10 @@ impl Scheduler {
             );
             let ended = self
                 .store
-                .finish_run(&RunEnd::failed(run.id, "lost", &message, now))
+                .finish_run(&RunEnd::failed(run.id, RunOutcome::Lost, &message, now))
                 .await?;
             if let Some(ended) = ended {
-                self.metrics.run_ended("lost");
+                self.metrics.run_ended(RunOutcome::Lost.as_str());
                 tracing::warn!(run = %run.id, "{message}");
                 self.after_end(&ended, None).await?;
             }

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 use cronbox_protocol::{ABSENT_REVISION, StateChanges, StateRevision, TriggerKind};
 
-pub use crate::model::{AlarmState, Digest, JobId, MisfirePolicy, RunId, RunStatus};
+pub use crate::model::{AlarmState, Digest, JobId, MisfirePolicy, RunId, RunOutcome, RunStatus};
 use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, Row};
 
@@ -219,15 +219,6 @@ static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations
 
 static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
 
-/// The outcome of a successful run whose state changes conflicted with a
-/// commit it did not see (a failure: alarm and retry apply).
-pub const STATE_CONFLICT: &str = "state_conflict";
-
-/// The outcome of a successful run whose state changes held the character
-/// U+0000 in a key or value, which the database cannot store as text (a
-/// failure: nothing of its changes is committed).
-pub const STATE_UNSTORABLE: &str = "state_unstorable";
-
 /// Text as the database stores it: PostgreSQL refuses the character U+0000
 /// in text (and SQLite's functions stop at it), so a guest's message that
 /// carried one failed the write of every run ended with it — the whole
@@ -238,15 +229,6 @@ pub(crate) fn storable_text(text: &str) -> std::borrow::Cow<'_, str> {
     } else {
         std::borrow::Cow::Borrowed(text)
     }
-}
-
-/// The outcome of a run ended because its tenant was past a quota.
-pub const QUOTA_EXCEEDED: &str = "quota_exceeded";
-
-/// Outcomes of runs that a person or the system ended on purpose: no
-/// alarm, no retry.
-pub fn outcome_is_deliberate(outcome: &str) -> bool {
-    matches!(outcome, "killed" | "covered" | "cancelled")
 }
 
 /// Ids per `IN (...)` list: well under SQLite's and PostgreSQL's limits on

@@ -17,6 +17,23 @@ macro_rules! job_columns {
     };
 }
 
+/// [`decode`] for a column that may be NULL.
+pub(super) fn decode_optional<T>(row: &AnyRow, column: &str) -> Result<Option<T>, sqlx::Error>
+where
+    T: std::str::FromStr,
+    T::Err: std::error::Error + Send + Sync + 'static,
+{
+    let text: Option<String> = row.try_get(column)?;
+    text.map(|text| {
+        text.parse()
+            .map_err(|error: T::Err| sqlx::Error::ColumnDecode {
+                index: column.to_owned(),
+                source: Box::new(error),
+            })
+    })
+    .transpose()
+}
+
 /// A text column decoded into one of the domain's enums: an unknown value
 /// is an error naming the column, never a default.
 pub(super) fn decode<T>(row: &AnyRow, column: &str) -> Result<T, sqlx::Error>
@@ -225,7 +242,7 @@ pub(super) fn run_from_row(row: &AnyRow) -> Result<RunRow, sqlx::Error> {
         status: decode(row, "status")?,
         executor: row.try_get("executor")?,
         module_digest: run_digest(row)?,
-        outcome: row.try_get("outcome")?,
+        outcome: decode_optional(row, "outcome")?,
         code: row.try_get("code")?,
         message: row.try_get("message")?,
         created_at_ms: row.try_get("created_at_ms")?,
@@ -330,8 +347,7 @@ pub(super) fn scheduled_range(times: impl IntoIterator<Item = Option<i64>>) -> O
 pub struct RunEnd {
     pub run_id: RunId,
     pub success: bool,
-    /// The outcome kind (`success`, `failed`, `timeout`, `lost`, ...).
-    pub outcome: String,
+    pub outcome: RunOutcome,
     pub code: i64,
     pub message: String,
     /// The run's log as stored (see [`logs::encode`](super::logs::encode)).
@@ -378,11 +394,11 @@ pub struct RunCharge {
 impl RunEnd {
     /// A run that ended without a result from a guest (not dispatched,
     /// refused, lost): `outcome` says which.
-    pub fn failed(run_id: RunId, outcome: &str, message: &str, now_ms: i64) -> RunEnd {
+    pub fn failed(run_id: RunId, outcome: RunOutcome, message: &str, now_ms: i64) -> RunEnd {
         RunEnd {
             run_id,
             success: false,
-            outcome: outcome.to_owned(),
+            outcome,
             code: 500,
             message: message.to_owned(),
             finished_at_ms: now_ms,
@@ -395,7 +411,7 @@ impl RunEnd {
     pub fn cancelled(run_id: RunId, message: &str, now_ms: i64) -> RunEnd {
         RunEnd {
             code: 0,
-            ..RunEnd::failed(run_id, RunStatus::Cancelled.as_str(), message, now_ms)
+            ..RunEnd::failed(run_id, RunOutcome::Cancelled, message, now_ms)
         }
     }
 }

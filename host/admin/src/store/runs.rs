@@ -182,12 +182,12 @@ async fn end_runs_in(
         .map(|end| {
             let status = if end.success {
                 RunStatus::Success
-            } else if end.outcome == RunStatus::Cancelled.as_str() {
+            } else if end.outcome == RunOutcome::Cancelled {
                 RunStatus::Cancelled
             } else {
                 RunStatus::Failed
             };
-            let alarm = if end.success || outcome_is_deliberate(&end.outcome) {
+            let alarm = if end.success || end.outcome.is_deliberate() {
                 AlarmState::None
             } else {
                 AlarmState::Due
@@ -195,7 +195,7 @@ async fn end_runs_in(
             EndValues {
                 id: end.run_id,
                 status: status.as_str(),
-                outcome: &end.outcome,
+                outcome: end.outcome.as_str(),
                 code: end.code,
                 message: storable_text(&end.message),
                 log: &end.log,
@@ -1072,7 +1072,7 @@ impl Store {
         // fails with that outcome and message instead.
         let refused = if let Some((key, _)) = unstorable {
             Some((
-                STATE_UNSTORABLE,
+                RunOutcome::StateUnstorable,
                 format!(
                     "state not committed: key {:?} or its value holds the character U+0000, \
                      which cannot be stored; the run's changes were dropped",
@@ -1083,7 +1083,7 @@ impl Store {
             state_conflict(&mut *tx, end.run_id, &end.state_base).await?
         {
             Some((
-                STATE_CONFLICT,
+                RunOutcome::StateConflict,
                 format!(
                     "state not committed: key {key:?} changed after this run read it \
                      (revision {based_on}, now {now}); the run's changes were dropped"
@@ -1092,14 +1092,14 @@ impl Store {
         } else if let Some((tenant, limit)) = &end.state_quota {
             state_over_quota(&mut *tx, self.backend, end.as_ref(), tenant, *limit)
                 .await?
-                .map(|message| (QUOTA_EXCEEDED, message))
+                .map(|message| (RunOutcome::QuotaExceeded, message))
         } else {
             None
         };
         if let Some((outcome, message)) = refused {
             let failed = end.to_mut();
             failed.success = false;
-            failed.outcome = outcome.to_owned();
+            failed.outcome = outcome;
             failed.code = 500;
             failed.message = message;
             failed.state_changes.clear();
