@@ -86,7 +86,11 @@ async fn seed(store: &Store, jobs: usize, runs: usize) {
         ends.push(RunEnd {
             run_id: id,
             success,
-            outcome: if success { "success" } else { "failed" }.into(),
+            outcome: if success {
+                cronbox_admin::model::RunOutcome::Success
+            } else {
+                cronbox_admin::model::RunOutcome::Failed
+            },
             code: if success { 200 } else { 500 },
             message: "done".into(),
             log: String::new(),

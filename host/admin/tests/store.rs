@@ -1700,7 +1700,7 @@ async fn marks_written_with_ends(store: &Store, url: &str) {
             .await
             .unwrap()
             .iter()
-            .map(|row| sqlx::Row::get(row, "run_id"))
+            .map(|row| sqlx::Row::try_get(row, "run_id").unwrap())
             .collect();
         // The quick run and the run named twice: one write each. The
         // others: a mark, then (committing) an end.

@@ -76,6 +76,16 @@ pub fn quiet_panics() {
     }));
 }
 
+/// `println!` that follows this module's rules.
+macro_rules! outln {
+    () => {
+        $crate::out::line(format_args!(""))
+    };
+    ($($arg:tt)*) => {
+        $crate::out::line(format_args!($($arg)*))
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::printable;
@@ -89,14 +99,4 @@ mod tests {
         );
         assert_eq!(printable("a\tb\u{7}", true), "a\tb\\u{7}");
     }
-}
-
-/// `println!` that follows this module's rules.
-macro_rules! outln {
-    () => {
-        $crate::out::line(format_args!(""))
-    };
-    ($($arg:tt)*) => {
-        $crate::out::line(format_args!($($arg)*))
-    };
 }

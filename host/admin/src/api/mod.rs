@@ -91,9 +91,6 @@ pub(crate) struct AdminState {
     pub(crate) uploads: UploadRoom,
 }
 
-/// Routes declared together with their method, so that the table the
-/// OpenAPI document is checked against is the router's own.
-
 /// Prometheus text format; no token (like the executor's). The quota
 /// gauges are read from the database on each scrape.
 async fn metrics(State(state): State<Arc<AdminState>>) -> impl IntoResponse {
