@@ -2553,7 +2553,7 @@ async fn postgres_run_partitions_are_made_ahead_and_dropped_whole() {
 #[tokio::test]
 async fn sqlite_log_starts_over_under_writes_that_never_pause() {
     const WRITES: usize = 1_600;
-    const WRITES_PER_CHECKPOINT: usize = 100;
+    const WRITES_PER_CHECKPOINT: usize = 50;
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open_sqlite(dir.path()).await.unwrap();
     let id = store.insert_job(&job(), 0).await.unwrap();
@@ -2587,10 +2587,13 @@ async fn sqlite_log_starts_over_under_writes_that_never_pause() {
     // param's overflow pages, the run table's indexes; about twelve
     // measured): all of them, 77 MB here without a restart, would be over
     // 8 * WRITES pages. With restarts the log holds about one
-    // checkpoint's interval, about 5 MB.
+    // checkpoint's interval, 2.5 MB on a quiet machine; on a loaded one a
+    // restart can miss several checkpoints (a log of 25 MB was seen with
+    // one every 100 writes), so the bound is half the least a log that
+    // never restarted could be.
     let all_writes = 8 * 4096 * WRITES as u64;
     assert!(
-        log < all_writes / 4,
+        log < all_writes / 2,
         "the log is {log} bytes after {WRITES} writes ({all_writes} bytes or more without a restart)"
     );
 }
