@@ -39,6 +39,8 @@ mod modules;
 mod partitions;
 mod quotas;
 mod registry;
+mod run_ends;
+mod run_lists;
 mod runs;
 mod secrets;
 mod tenants;

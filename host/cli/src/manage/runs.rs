@@ -127,8 +127,29 @@ pub fn logs(args: LogsArgs) -> anyhow::Result<()> {
     let (client, json, runtime) = args.connection.open()?;
     runtime.block_on(async move {
         let mut offset = 0;
+        let mut failing_since: Option<std::time::Instant> = None;
         loop {
-            let page = client.log(args.run, offset).await?;
+            let page = match client.log(args.run, offset).await {
+                Ok(page) => {
+                    failing_since = None;
+                    page
+                }
+                // A follower rides out what a moment may cure: the admin,
+                // or the executor it asks for a running run's live log,
+                // briefly out of reach.
+                Err(error)
+                    if args.follow
+                        && is_transient(&error)
+                        && failing_since
+                            .get_or_insert_with(std::time::Instant::now)
+                            .elapsed()
+                            < FOLLOW_PATIENCE =>
+                {
+                    tokio::time::sleep(FOLLOW_EVERY).await;
+                    continue;
+                }
+                Err(error) => return Err(error.into()),
+            };
             let mut out = std::io::stdout().lock();
             for line in &page.lines {
                 if json {
@@ -160,6 +181,20 @@ pub fn logs(args: LogsArgs) -> anyhow::Result<()> {
         }
         Ok(())
     })
+}
+
+/// How long `logs --follow` keeps asking through transient failures
+/// before it gives up with the last one.
+const FOLLOW_PATIENCE: Duration = Duration::from_secs(15);
+
+/// Whether a failure may pass by itself: the admin out of reach, or its
+/// answer that the run's executor is (502, 503, 504).
+fn is_transient(error: &cronbox_api::ClientError) -> bool {
+    match error {
+        cronbox_api::ClientError::Unreachable { .. } => true,
+        cronbox_api::ClientError::Refused { status, .. } => matches!(status, 502..=504),
+        cronbox_api::ClientError::UnexpectedAnswer { status, .. } => matches!(status, 502..=504),
+    }
 }
 
 /// A log line's source and level as the admin's JSON names them.
