@@ -8,22 +8,23 @@
 //! Names follow the `wit/job.wit` contract where the guest sees the same
 //! concept (trigger kinds, log levels).
 
+mod errors;
 mod http;
 mod log;
 mod outcome;
 mod trigger;
 mod wire;
 
+pub use errors::{ApiError, ErrorCode};
 pub use http::HttpLimits;
 pub use log::{LogLevel, LogLine, LogSource};
 pub use outcome::{Outcome, OutcomeKind};
 pub use trigger::{Trigger, TriggerKind, UnknownName};
 pub use wire::{
-    ABSENT_REVISION, ApiError, BeatResponse, BlockStrategy, CallbackBatch, ErrorCode,
-    IdleBeatRequest, IdleBeatResponse, KillCommand, KillResponse, LogQuery, LogResponse,
-    PrepareCommand, PrepareResponse, Registration, RunAnswer, RunBatch, RunBatchResponse,
-    RunCommand, RunResponse, RunResult, Secrets, StateRevision, WireLimits, admin_paths,
-    executor_paths,
+    ABSENT_REVISION, BeatResponse, BlockStrategy, CallbackBatch, IdleBeatRequest, IdleBeatResponse,
+    KillCommand, KillResponse, LogQuery, LogResponse, PrepareCommand, PrepareResponse,
+    Registration, RunAnswer, RunBatch, RunBatchResponse, RunCommand, RunResponse, RunResult,
+    Secrets, StateRevision, WireLimits, admin_paths, executor_paths,
 };
 
 /// The state change set of a run: for each key the run wrote, its new value,
