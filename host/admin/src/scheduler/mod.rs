@@ -50,7 +50,9 @@ mod planner;
 mod preread;
 mod receipts;
 mod results;
+mod sending;
 mod slow_jobs;
+mod triggers;
 mod warming;
 
 pub use backfill::{BackfillError, DEFAULT_PER_SECOND, MAX_BACKFILL_FIRES, MAX_PER_SECOND};
@@ -61,6 +63,7 @@ pub use executors::JobKill;
 pub use planner::plan_fires;
 use planner::*;
 pub use preread::CLAIM_PAST_HORIZON_MS;
+use sending::*;
 use slow_jobs::*;
 
 /// Timing settings of the scheduler.
