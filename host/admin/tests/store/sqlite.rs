@@ -1,0 +1,144 @@
+//! SQLite itself: its build flags, its log restarting under writes, the checkpointer, the files' modes.
+
+use super::*;
+
+/// The SQLite linked in is built as `.cargo/config.toml` asks: without
+/// its memory statistics (with them, every allocation and free of every
+/// connection takes one process-wide lock, which held firing back;
+/// BENCHMARKS.md's history, "SQLite's allocation lock"), and with statement
+/// journals kept in memory up to 32 MiB (past SQLite's 64 KiB, claims and
+/// run ends wrote theirs to files; "Statement journals in memory").
+#[tokio::test]
+async fn sqlite_is_built_with_the_workspace_flags() {
+    sqlx::any::install_default_drivers();
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}?mode=rwc", dir.path().join("any.db").display());
+    let pool = sqlx::AnyPool::connect(&url).await.unwrap();
+    let options: Vec<String> =
+        sqlx::query_scalar("SELECT compile_options FROM pragma_compile_options")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    for wanted in ["DEFAULT_MEMSTATUS=0", "STMTJRNL_SPILL=33554432"] {
+        assert!(
+            options.iter().any(|option| option == wanted),
+            "{wanted} not in {options:?}"
+        );
+    }
+}
+
+/// SQLite's log starts over while writes never pause: checkpointed only
+/// from a reader, beside a writer that always had a transaction going, it
+/// was never whole in the database when a transaction began, so SQLite
+/// never went back to its start and it grew by every write (5.7 GB in 80 s
+/// of firing at 8,000 runs/s). Here one task writes runs back to back
+/// while the test checkpoints after every [`WRITES_PER_CHECKPOINT`] of
+/// them; the log must stay a few checkpoints' worth, not all the writes.
+#[tokio::test]
+async fn sqlite_log_starts_over_under_writes_that_never_pause() {
+    const WRITES: usize = 1_600;
+    const WRITES_PER_CHECKPOINT: usize = 50;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_sqlite(dir.path()).await.unwrap();
+    let id = store.insert_job(&job(), 0).await.unwrap();
+    let written = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
+    let writer = {
+        let (store, written) = (store.clone(), written.clone());
+        tokio::spawn(async move {
+            for at in 0..WRITES as i64 {
+                let run = NewRun {
+                    param: "p".repeat(8 << 10),
+                    ..fire(id, at)
+                };
+                store.insert_run(&run, at).await.unwrap();
+                written.add_permits(1);
+            }
+        })
+    };
+    for _ in 0..WRITES / WRITES_PER_CHECKPOINT {
+        written
+            .acquire_many(WRITES_PER_CHECKPOINT as u32)
+            .await
+            .unwrap()
+            .forget();
+        store.checkpoint().await.unwrap();
+    }
+    writer.await.unwrap();
+    let log = std::fs::metadata(dir.path().join("cronbox.db-wal"))
+        .unwrap()
+        .len();
+    // Each write is at least eight pages of the log (the run, its 8 KiB
+    // param's overflow pages, the run table's indexes; about twelve
+    // measured): all of them, 77 MB here without a restart, would be over
+    // 8 * WRITES pages. With restarts the log holds about one
+    // checkpoint's interval, 2.5 MB on a quiet machine; on a loaded one a
+    // restart can miss several checkpoints (a log of 25 MB was seen with
+    // one every 100 writes), so the bound is half the least a log that
+    // never restarted could be.
+    let all_writes = 8 * 4096 * WRITES as u64;
+    assert!(
+        log < all_writes / 2,
+        "the log is {log} bytes after {WRITES} writes ({all_writes} bytes or more without a restart)"
+    );
+}
+
+/// The writer never checkpoints SQLite's log (a pause of every write at
+/// rate); the store's checkpointer copies it into the database beside it.
+#[tokio::test]
+async fn sqlite_log_is_checkpointed_beside_the_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_sqlite(dir.path()).await.unwrap();
+    let id = store.insert_job(&job(), 0).await.unwrap();
+    let database = dir.path().join("cronbox.db");
+    let before = std::fs::metadata(&database).unwrap().len();
+    // About 8 MiB of runs: twice the log SQLite's writer would have
+    // checkpointed by itself.
+    for at in 0..1_000 {
+        let run = NewRun {
+            param: "p".repeat(8 << 10),
+            ..fire(id, at)
+        };
+        store.insert_run(&run, at).await.unwrap();
+    }
+    cronbox_tests::until("the log is copied into the database", || async {
+        let size = std::fs::metadata(&database).ok()?.len();
+        (size >= before + (8 << 20)).then_some(())
+    })
+    .await;
+}
+
+/// The admin's data directory is made 0700 and its database files 0600
+/// (they hold sealed secrets, token and password hashes); files left
+/// readable by an earlier version are tightened at the next start.
+#[tokio::test]
+async fn the_data_directory_and_database_files_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let parent = tempfile::tempdir().unwrap();
+    let data = parent.path().join("cronbox-data");
+    let mode =
+        |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    let store = Store::open_sqlite(&data).await.unwrap();
+    store.ping().await.unwrap();
+    assert_eq!(mode(&data), 0o700);
+    for file in [
+        "cronbox.db",
+        "cronbox.db-wal",
+        "cronbox.db-shm",
+        "admin.lock",
+    ] {
+        assert_eq!(mode(&data.join(file)), 0o600, "{file}");
+    }
+
+    // An earlier version's world-readable files.
+    let older = parent.path().join("older");
+    std::fs::create_dir(&older).unwrap();
+    for file in ["cronbox.db", "cronbox.db-wal"] {
+        std::fs::write(older.join(file), b"").unwrap();
+        std::fs::set_permissions(older.join(file), std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    let store = Store::open_sqlite(&older).await.unwrap();
+    store.ping().await.unwrap();
+    for file in ["cronbox.db", "cronbox.db-wal", "cronbox.db-shm"] {
+        assert_eq!(mode(&older.join(file)), 0o600, "{file} tightened");
+    }
+}
