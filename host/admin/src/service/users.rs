@@ -230,6 +230,17 @@ impl Window {
     fn ended(&self, now_ms: i64) -> bool {
         now_ms >= self.start_ms + THROTTLE_WINDOW_MS
     }
+
+    /// Starts a new window at `now_ms` once this one has ended; attempts
+    /// under way stay counted.
+    fn roll(&mut self, now_ms: i64) {
+        if self.ended(now_ms) {
+            *self = Window {
+                pending: self.pending,
+                ..Window::new(now_ms)
+            };
+        }
+    }
 }
 
 impl LoginThrottle {
@@ -254,12 +265,7 @@ impl LoginThrottle {
             let Some(window) = windows.get_mut(key) else {
                 continue;
             };
-            if window.ended(now_ms) {
-                *window = Window {
-                    pending: window.pending,
-                    ..Window::new(now_ms)
-                };
-            }
+            window.roll(now_ms);
             let allowed = allowance(key);
             let wait = if window.failed >= allowed {
                 window.start_ms + THROTTLE_WINDOW_MS - now_ms
@@ -312,12 +318,7 @@ impl LoginThrottle {
                 .entry(key.clone())
                 .or_insert_with(|| Window::new(now_ms));
             window.pending = window.pending.saturating_sub(1);
-            if window.ended(now_ms) {
-                *window = Window {
-                    pending: window.pending,
-                    ..Window::new(now_ms)
-                };
-            }
+            window.roll(now_ms);
             window.failed += 1;
         }
     }
