@@ -145,5 +145,12 @@ async fn readyz(State(state): State<Arc<AdminState>>) -> Response {
 
 /// The OpenAPI 3.0 document of this API; no token.
 async fn openapi() -> impl IntoResponse {
-    Json(crate::openapi::document())
+    // The same for the process's life: built and written once.
+    static DOCUMENT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        DOCUMENT
+            .get_or_init(|| crate::openapi::document().to_string())
+            .as_str(),
+    )
 }

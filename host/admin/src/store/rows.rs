@@ -41,12 +41,10 @@ where
     T: std::str::FromStr,
     T::Err: std::error::Error + Send + Sync + 'static,
 {
-    let text: String = row.try_get(column)?;
-    text.parse()
-        .map_err(|error: T::Err| sqlx::Error::ColumnDecode {
-            index: column.to_owned(),
-            source: Box::new(error),
-        })
+    decode_optional(row, column)?.ok_or_else(|| sqlx::Error::ColumnDecode {
+        index: column.to_owned(),
+        source: "NULL where a value is required".into(),
+    })
 }
 
 /// A job as the pre-read claims it: what planning its fires and writing

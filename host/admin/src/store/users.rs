@@ -2,7 +2,7 @@
 
 use cronbox_api::{Role, TokenInfo, User};
 
-use super::rows::decode;
+use super::rows::{decode, decode_optional};
 use super::*;
 
 /// A user as stored, with its password hash (never answered).
@@ -292,18 +292,10 @@ impl Store {
         .fetch_optional(&self.pool)
         .await?;
         let Some(row) = row else { return Ok(None) };
-        let user_role: Option<String> = row.try_get("user_role")?;
         Ok(Some(TokenOwner {
             role: decode(&row, "role")?,
             user: row.try_get("user_name")?,
-            user_role: user_role
-                .map(|role| {
-                    role.parse().map_err(|error| sqlx::Error::ColumnDecode {
-                        index: "user_role".to_owned(),
-                        source: Box::new(error),
-                    })
-                })
-                .transpose()?,
+            user_role: decode_optional(&row, "user_role")?,
         }))
     }
 }
