@@ -33,7 +33,6 @@ mod housekeeping;
 pub mod jobs;
 mod metrics;
 pub mod model;
-mod openapi;
 pub mod quotas;
 pub mod routing;
 pub mod schedule;

@@ -15,13 +15,16 @@ pub(crate) fn bearer_in(headers: &axum::http::HeaderMap) -> Result<&str, Failure
         .get(header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.strip_prefix("Bearer "))
-        .ok_or_else(|| {
-            Failure::new(
-                StatusCode::UNAUTHORIZED,
-                ErrorCode::Unauthorized,
-                "missing token: send `Authorization: Bearer <token>`",
-            )
-        })
+        .ok_or_else(missing_token)
+}
+
+/// The answer to a request without a token (nor a session).
+pub(crate) fn missing_token() -> Failure {
+    Failure::new(
+        StatusCode::UNAUTHORIZED,
+        ErrorCode::Unauthorized,
+        "missing token: send `Authorization: Bearer <token>`",
+    )
 }
 
 pub(crate) fn wrong_token() -> Failure {
@@ -64,6 +67,24 @@ pub(crate) struct Caller {
     /// The CSRF token of the session the request came with, if it came
     /// with one.
     pub(crate) csrf: Option<String>,
+}
+
+/// A handler names the caller by taking a `Caller`: the router's
+/// authentication put it in the request (every route needing a user runs
+/// behind it); a route without one answers 401.
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Caller {
+    type Rejection = Failure;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _state: &S,
+    ) -> Result<Caller, Failure> {
+        parts
+            .extensions
+            .get::<Caller>()
+            .cloned()
+            .ok_or_else(missing_token)
+    }
 }
 
 impl Caller {

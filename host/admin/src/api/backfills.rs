@@ -7,7 +7,7 @@ use super::*;
 /// run as runs of kind `backfill` at a bounded rate.
 pub(super) async fn backfill_job(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(id): Path<JobId>,
     ApiJson(request): ApiJson<cronbox_api::BackfillRequest>,
 ) -> Result<impl IntoResponse, Failure> {
@@ -31,7 +31,7 @@ pub(super) async fn backfill_job(
 /// The caller's backfills, newest first (of one job with `job`).
 pub(super) async fn list_backfills(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Query(params): Query<std::collections::HashMap<String, String>>,
 ) -> Result<impl IntoResponse, Failure> {
     let query = ListQuery::new(params, &["job"])?;
@@ -62,7 +62,7 @@ async fn visible_backfill(
 
 pub(super) async fn get_backfill(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(id): Path<i64>,
 ) -> Result<impl IntoResponse, Failure> {
     Ok(Json(visible_backfill(&state, &caller, id).await?))
@@ -72,10 +72,60 @@ pub(super) async fn get_backfill(
 /// on).
 pub(super) async fn cancel_backfill(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(id): Path<i64>,
 ) -> Result<impl IntoResponse, Failure> {
     visible_backfill(&state, &caller, id).await?;
     state.scheduler.store().cancel_backfill(id).await?;
     Ok(Json(visible_backfill(&state, &caller, id).await?))
+}
+
+/// This file's routes: each one's document, the access it needs and its
+/// handler.
+pub(super) fn routes(table: &mut Routes) {
+    let operation = op(
+        "post",
+        "/api/v1/jobs/{id}/backfill",
+        "jobs",
+        "Run the job's schedule over a past range (from_ms, to_ms], as runs of kind backfill, per_second a second (each instant of a job once)",
+        Some(schema("BackfillRequest")),
+        "201",
+        schema("Backfill"),
+    );
+    table.route(operation, DEVELOPER, backfill_job);
+    let operation = op(
+        "get",
+        "/api/v1/backfills",
+        "jobs",
+        "The caller's backfills, newest first, at most 100",
+        None,
+        "200",
+        array_of(schema("Backfill")),
+    )
+    .with_query(vec![(
+        "job",
+        integer(i64::MIN, i64::MAX),
+        "Only this job's",
+    )]);
+    table.route(operation, VIEWER, list_backfills);
+    let operation = op(
+        "get",
+        "/api/v1/backfills/{id}",
+        "jobs",
+        "A backfill and how far it has gone",
+        None,
+        "200",
+        schema("Backfill"),
+    );
+    table.route(operation, VIEWER, get_backfill);
+    let operation = op(
+        "delete",
+        "/api/v1/backfills/{id}",
+        "jobs",
+        "Cancel a backfill: no more of its runs are written",
+        None,
+        "200",
+        schema("Backfill"),
+    );
+    table.route(operation, DEVELOPER, cancel_backfill);
 }

@@ -5,7 +5,7 @@ use super::*;
 /// The caller's tenant's calendars (every tenant's for the operator).
 pub(super) async fn list_calendars(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
 ) -> Result<impl IntoResponse, Failure> {
     let tenant = caller.only_tenant();
     Ok(Json(
@@ -17,7 +17,7 @@ pub(super) async fn list_calendars(
 /// do not fire on (sorted, without repeats).
 pub(super) async fn put_calendar(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(name): Path<String>,
     ApiJson(body): ApiJson<cronbox_api::CalendarDates>,
 ) -> Result<impl IntoResponse, Failure> {
@@ -58,7 +58,7 @@ pub(super) async fn put_calendar(
 /// dates from then on).
 pub(super) async fn delete_calendar(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(name): Path<String>,
 ) -> Result<impl IntoResponse, Failure> {
     let store = state.scheduler.store();
@@ -80,4 +80,39 @@ pub(super) async fn delete_calendar(
     }
     state.scheduler.refresh_calendars().await?;
     Ok(Json(calendar))
+}
+
+/// This file's routes: each one's document, the access it needs and its
+/// handler.
+pub(super) fn routes(table: &mut Routes) {
+    let operation = op(
+        "get",
+        "/api/v1/calendars",
+        "jobs",
+        "The caller's tenant's shared calendars (every tenant's for the operator)",
+        None,
+        "200",
+        array_of(schema("Calendar")),
+    );
+    table.route(operation, VIEWER, list_calendars);
+    let operation = op(
+        "put",
+        "/api/v1/calendars/{name}",
+        "jobs",
+        "Set a shared calendar of the caller's tenant: dates its jobs that name it (schedule_rules.calendars) do not fire on",
+        Some(schema("CalendarDates")),
+        "200",
+        schema("Calendar"),
+    );
+    table.route(operation, DEVELOPER, put_calendar);
+    let operation = op(
+        "delete",
+        "/api/v1/calendars/{name}",
+        "jobs",
+        "Delete a shared calendar (jobs naming it fire on its dates from then on)",
+        None,
+        "200",
+        schema("Calendar"),
+    );
+    table.route(operation, DEVELOPER, delete_calendar);
 }

@@ -60,3 +60,53 @@ pub(super) async fn module_content(
             )
         })
 }
+
+/// This file's routes: each one's document, the access it needs and its
+/// handler.
+pub(super) fn routes(table: &mut Routes) {
+    let operation = op(
+        "post",
+        admin_paths::REGISTRY,
+        "executors",
+        "Register or beat an executor (executor token)",
+        Some(schema("Registration")),
+        "200",
+        Value::Null,
+    );
+    table.route(operation, Access::Executor, registry);
+    let operation = op(
+        "post",
+        admin_paths::REGISTRY_REMOVE,
+        "executors",
+        "Deregister an executor (executor token)",
+        Some(schema("Registration")),
+        "200",
+        Value::Null,
+    );
+    table.route(operation, Access::Executor, registry_remove);
+    let operation = op(
+        "post",
+        admin_paths::CALLBACK,
+        "executors",
+        "Deliver run results, idempotent by run id (executor token)",
+        Some(schema("CallbackBatch")),
+        "200",
+        Value::Null,
+    );
+    table.route(
+        operation,
+        Access::Executor,
+        callback.layer(DefaultBodyLimit::max(CALLBACK_BODY_BYTES)),
+    );
+    let operation = op(
+        "get",
+        "/api/v1/modules/{digest}/content",
+        "executors",
+        "A module's bytes by sha256 (executor token)",
+        None,
+        "200",
+        json!({ "type": "string", "format": "binary" }),
+    )
+    .with_media("application/octet-stream");
+    table.route(operation, Access::Executor, module_content);
+}

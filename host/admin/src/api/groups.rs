@@ -6,7 +6,7 @@ use bodies::{GroupSpec, GroupTenants};
 
 pub(super) async fn put_group(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(name): Path<String>,
     ApiJson(spec): ApiJson<GroupSpec>,
 ) -> Result<impl IntoResponse, Failure> {
@@ -45,7 +45,7 @@ async fn granted_tenants(state: &AdminState, group: &str) -> Result<Vec<String>,
 /// refused until they move to a group of their tenant.
 pub(super) async fn put_group_tenants(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(name): Path<String>,
     ApiJson(grants): ApiJson<GroupTenants>,
 ) -> Result<impl IntoResponse, Failure> {
@@ -63,7 +63,7 @@ pub(super) async fn put_group_tenants(
 /// addresses are the operator's infrastructure).
 pub(super) async fn list_executors(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
 ) -> Result<impl IntoResponse, Failure> {
     caller.require_operator("listing executors")?;
     let alive_since = state.scheduler.alive_since_now().await?;
@@ -90,7 +90,7 @@ pub(super) async fn list_executors(
 /// (executor addresses are the operator's infrastructure).
 pub(super) async fn list_groups(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
 ) -> Result<impl IntoResponse, Failure> {
     let groups: Vec<bodies::Group> = state
         .scheduler
@@ -121,4 +121,49 @@ pub(super) async fn list_groups(
         })
         .collect();
     Ok(Json(groups))
+}
+
+/// This file's routes: each one's document, the access it needs and its
+/// handler.
+pub(super) fn routes(table: &mut Routes) {
+    let operation = op(
+        "get",
+        "/api/v1/groups",
+        "groups",
+        "Executor groups: all, with addresses and tenants, for the operator; the groups the caller's tenant may use, without them, for anyone else",
+        None,
+        "200",
+        array_of(schema("Group")),
+    );
+    table.route(operation, VIEWER, list_groups);
+    let operation = op(
+        "get",
+        "/api/v1/executors",
+        "groups",
+        "Registered executors with their group, last heartbeat and whether they count as alive (operator only)",
+        None,
+        "200",
+        array_of(schema("Executor")),
+    );
+    table.route(operation, OPERATOR, list_executors);
+    let operation = op(
+        "put",
+        "/api/v1/groups/{name}",
+        "groups",
+        "Create or replace an executor group (operator)",
+        Some(schema("GroupSpec")),
+        "200",
+        schema("Group"),
+    );
+    table.route(operation, OPERATOR, put_group);
+    let operation = op(
+        "put",
+        "/api/v1/groups/{name}/tenants",
+        "groups",
+        "Grant an executor group to tenants, replacing its grants; `*` is every tenant (operator)",
+        Some(schema("GroupTenants")),
+        "200",
+        schema("Group"),
+    );
+    table.route(operation, OPERATOR, put_group_tenants);
 }

@@ -1,13 +1,13 @@
-//! Jobs: create, read, update, delete; start, stop, trigger and kill;
-//! schedule previews; durable state.
+//! Jobs: create, read, update, delete; start, stop and pause; durable
+//! state. Triggers and kills are `triggers`', previews `schedules`'.
 
 use super::*;
-use bodies::{StateEdit, TriggerRequest};
-use cronbox_api::{JobBatch, TriggerSource};
+use bodies::StateEdit;
+use cronbox_api::JobBatch;
 
 pub(super) async fn create_job(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     ApiJson(spec): ApiJson<JobSpec>,
 ) -> Result<impl IntoResponse, Failure> {
     if !spec.secrets.is_empty() {
@@ -21,7 +21,7 @@ pub(super) async fn create_job(
 /// [`service::jobs::create_many`]).
 pub(super) async fn create_jobs(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     ApiJson(batch): ApiJson<JobBatch>,
 ) -> Result<impl IntoResponse, Failure> {
     if let Some(index) = batch.jobs.iter().position(|spec| !spec.secrets.is_empty()) {
@@ -38,7 +38,7 @@ pub(super) async fn create_jobs(
 /// Replaces a job's definition (see [`service::jobs::update`]).
 pub(super) async fn update_job(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(id): Path<JobId>,
     ApiJson(spec): ApiJson<JobSpec>,
 ) -> Result<impl IntoResponse, Failure> {
@@ -76,7 +76,7 @@ const MAX_JOBS_PAGE: i64 = 1000;
 /// 1000 (the default). The answer is the page, an array.
 pub(super) async fn list_jobs(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Query(params): Query<std::collections::HashMap<String, String>>,
 ) -> Result<impl IntoResponse, Failure> {
     let query = ListQuery::new(
@@ -130,7 +130,7 @@ pub(super) async fn list_jobs(
 
 pub(super) async fn get_job(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(id): Path<JobId>,
 ) -> Result<impl IntoResponse, Failure> {
     Ok(Json(visible_job(&state, &caller, id).await?))
@@ -159,7 +159,7 @@ pub(super) fn unknown_job(id: JobId) -> Failure {
 
 pub(super) async fn start_job(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(id): Path<JobId>,
 ) -> Result<impl IntoResponse, Failure> {
     let store = state.scheduler.store();
@@ -194,7 +194,7 @@ pub(super) async fn start_job(
 
 pub(super) async fn stop_job(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(id): Path<JobId>,
 ) -> Result<impl IntoResponse, Failure> {
     let store = state.scheduler.store();
@@ -221,7 +221,7 @@ const MAX_PAUSE_NOTE_BYTES: usize = 1024;
 /// start.
 pub(super) async fn pause_job(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(id): Path<JobId>,
     body: Bytes,
 ) -> Result<impl IntoResponse, Failure> {
@@ -275,259 +275,11 @@ pub(super) async fn pause_job(
     Ok(Json(state.scheduler.store().job(id).await?))
 }
 
-/// Kills a whole job: its running, queued and held runs on executors, and
-/// its runs waiting to be dispatched (pending retries included), which end
-/// as cancelled.
-pub(super) async fn kill_job(
-    State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
-    Path(id): Path<JobId>,
-) -> Result<impl IntoResponse, Failure> {
-    let job = visible_job(&state, &caller, id).await?;
-    let outcome = state.scheduler.kill_job(&job).await?;
-    Ok(Json(bodies::JobKilled {
-        job_id: id,
-        outcome,
-    }))
-}
-
-pub(super) async fn trigger_job(
-    State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
-    Path(id): Path<JobId>,
-    body: Bytes,
-) -> Result<impl IntoResponse, Failure> {
-    let request: TriggerRequest = optional_json(&body)?;
-    if request
-        .param
-        .as_ref()
-        .is_some_and(|param| param.len() > crate::jobs::MAX_PARAM_BYTES)
-    {
-        return Err(Failure::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            ErrorCode::InvalidRequest,
-            "param is too long",
-        )
-        .field("param"));
-    }
-    let job = visible_job(&state, &caller, id).await?;
-    if let Some(addresses) = &request.addresses {
-        // The admin sends the executor token with every run: only to
-        // executors the operator runs, never to an address a tenant names.
-        caller.require_operator_for("addresses", "choosing executor addresses for a run")?;
-        let allowed = state.scheduler.group_addresses_now(&job.group_name).await?;
-        if addresses.is_empty() {
-            return Err(Failure::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                ErrorCode::InvalidRequest,
-                "addresses, when given, must name at least one executor",
-            )
-            .field("addresses"));
-        }
-        if let Some(outside) = addresses.iter().find(|a| !allowed.contains(a)) {
-            return Err(Failure::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                ErrorCode::InvalidRequest,
-                format!(
-                    "address {outside:?} is not a live executor of group {:?}; a run may only \
-                     go to its job's group (live now: {})",
-                    job.group_name,
-                    if allowed.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        allowed.join(", ")
-                    }
-                ),
-            )
-            .field("addresses"));
-        }
-    }
-    let kind = match request.kind {
-        TriggerSource::Api => cronbox_protocol::TriggerKind::Api,
-        TriggerSource::Manual => cronbox_protocol::TriggerKind::Manual,
-    };
-    let run_id = state
-        .scheduler
-        .trigger(id, kind, request.param, request.addresses)
-        .await?;
-    Ok((StatusCode::ACCEPTED, Json(bodies::Triggered { run_id })))
-}
-
-/// Most fire times one `next-fires` request may ask for.
-pub(crate) const MAX_NEXT_FIRES: i64 = 100;
-
-pub(super) async fn next_fires(
-    State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
-    Path(id): Path<JobId>,
-    Query(params): Query<std::collections::HashMap<String, String>>,
-) -> Result<impl IntoResponse, Failure> {
-    let query = ListQuery::new(params, &["count"])?;
-    let count = query.bounded("count", 5, 1, MAX_NEXT_FIRES)? as usize;
-    let job = visible_job(&state, &caller, id).await?;
-    let schedule = schedule_of(&job).map_err(|error| {
-        Failure::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            ErrorCode::InvalidJob,
-            error.to_string(),
-        )
-    })?;
-    // A paused job fires from the end of its pause, or not at all.
-    let from = match &job.pause {
-        Some(pause) => pause
-            .until_ms
-            .and_then(chrono::DateTime::from_timestamp_millis)
-            .map(|until| until.max(state.scheduler.now())),
-        None => Some(state.scheduler.now()),
-    };
-    let fires: Vec<String> = from
-        .map(|from| {
-            state
-                .scheduler
-                .rules_of(&job)
-                .preview(&schedule, from, count)
-        })
-        .unwrap_or_default()
-        .into_iter()
-        .map(|at| at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
-        .collect();
-    Ok(Json(fires))
-}
-
-/// The items of a comma-separated query parameter, trimmed, empty ones
-/// dropped.
-fn comma_list(text: Option<String>) -> Vec<String> {
-    text.map(|text| {
-        text.split(',')
-            .map(str::trim)
-            .filter(|item| !item.is_empty())
-            .map(str::to_owned)
-            .collect()
-    })
-    .unwrap_or_default()
-}
-
-/// The next fires of a schedule not yet saved (`schedule_type`,
-/// `schedule_conf`, `time_zone` as a job definition writes them; `count`
-/// of them): what a job form shows as its author types. Refused as a job
-/// with that schedule would be, naming the field.
-pub(super) async fn schedule_preview(
-    State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
-    Query(params): Query<std::collections::HashMap<String, String>>,
-) -> Result<impl IntoResponse, Failure> {
-    let query = ListQuery::new(
-        params,
-        &[
-            "schedule_type",
-            "schedule_conf",
-            "time_zone",
-            "count",
-            "starts_at_ms",
-            "ends_at_ms",
-            "exclude_dates",
-            "jitter_ms",
-            "calendars",
-        ],
-    )?;
-    let count = query.bounded("count", 5, 1, MAX_NEXT_FIRES)? as usize;
-    let schedule_type = query
-        .text("schedule_type")
-        .unwrap_or_else(|| "CRON".to_owned());
-    let conf = query.text("schedule_conf").unwrap_or_default();
-    let time_zone = query.text("time_zone").unwrap_or_else(|| "UTC".to_owned());
-    for (field, text, most) in [
-        ("schedule_conf", &conf, crate::jobs::MAX_SCHEDULE_CONF_BYTES),
-        ("time_zone", &time_zone, crate::jobs::MAX_TIME_ZONE_BYTES),
-    ] {
-        let length = text.chars().count();
-        if length > most {
-            return Err(ListQuery::invalid(
-                field,
-                format!("{length} characters; at most {most}"),
-            ));
-        }
-    }
-    let (_, schedule) =
-        crate::jobs::checked_schedule(&schedule_type, &conf, &time_zone).map_err(|invalid| {
-            Failure::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                ErrorCode::InvalidJob,
-                invalid.message,
-            )
-            .field(invalid.field)
-        })?;
-    let zone: chrono_tz::Tz = time_zone
-        .parse()
-        .map_err(|_| ListQuery::invalid("time_zone", format!("unknown time zone {time_zone:?}")))?;
-    let written = cronbox_api::ScheduleRules {
-        starts_at_ms: query.number("starts_at_ms")?,
-        ends_at_ms: query.number("ends_at_ms")?,
-        exclude_dates: comma_list(query.text("exclude_dates")),
-        jitter_ms: query.bounded("jitter_ms", 0, 0, crate::schedule::MAX_JITTER_MS)?,
-        // Overlap decides at dispatch, not when a fire is.
-        overlap: cronbox_api::OverlapPolicy::Allow,
-        calendars: comma_list(query.text("calendars")),
-    };
-    // A job not yet saved has no id: its jitter is shown as job 0's.
-    let rules = crate::schedule::Rules::parse(&written, zone, 0).map_err(|refused| {
-        Failure::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            ErrorCode::InvalidJob,
-            refused.message,
-        )
-        .field(refused.field)
-    })?;
-    let rules = state
-        .scheduler
-        .with_calendars(rules, &caller.tenant, &written.calendars);
-    let fires = rules.preview(&schedule, state.scheduler.now(), count);
-    Ok(Json(cronbox_api::SchedulePreview {
-        fires: fires
-            .iter()
-            .map(|at| at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
-            .collect(),
-        local: fires
-            .iter()
-            .map(|at| {
-                at.with_timezone(&zone)
-                    .to_rfc3339_opts(chrono::SecondsFormat::Millis, false)
-            })
-            .collect(),
-        time_zone: zone.name().to_owned(),
-    }))
-}
-
-/// A page of a job's runs, oldest first: `after` (the last id of the
-/// previous page) and `limit` (default and most 1000).
-pub(super) async fn job_runs(
-    State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
-    Path(id): Path<JobId>,
-    Query(params): Query<std::collections::HashMap<String, String>>,
-) -> Result<impl IntoResponse, Failure> {
-    let query = ListQuery::new(params, &["after", "limit"])?;
-    visible_job(&state, &caller, id).await?;
-    let runs = state
-        .scheduler
-        .store()
-        .runs_of_job_page(
-            id,
-            query.number("after")?,
-            query.limit(MAX_JOB_RUNS_PAGE, MAX_JOB_RUNS_PAGE)?,
-        )
-        .await?;
-    Ok(Json(runs))
-}
-
-/// Most runs in one page of `GET /api/v1/jobs/{id}/runs`.
-const MAX_JOB_RUNS_PAGE: i64 = 1000;
-
 /// Deletes a job (its runs stay as history). Refused while another job
 /// names it as a child.
 pub(super) async fn delete_job(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(id): Path<JobId>,
 ) -> Result<impl IntoResponse, Failure> {
     let job = visible_job(&state, &caller, id).await?;
@@ -537,7 +289,7 @@ pub(super) async fn delete_job(
 
 pub(super) async fn get_state(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(id): Path<JobId>,
 ) -> Result<impl IntoResponse, Failure> {
     let store = state.scheduler.store();
@@ -549,7 +301,7 @@ pub(super) async fn get_state(
 /// Replaces a job's durable state: what its next run will see.
 pub(super) async fn put_state(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(id): Path<JobId>,
     ApiJson(edit): ApiJson<StateEdit>,
 ) -> Result<impl IntoResponse, Failure> {
@@ -558,4 +310,160 @@ pub(super) async fn put_state(
     caller.require(Role::Developer, "editing a job's state")?;
     service::jobs::replace_state(store, id, &edit.state, state.scheduler.now_ms()).await?;
     Ok(Json(bodies::JobStateBody::new(id, edit.state)))
+}
+
+/// This file's routes: each one's document, the access it needs and its
+/// handler.
+pub(super) fn routes(table: &mut Routes) {
+    let operation = op(
+        "post",
+        "/api/v1/jobs",
+        "jobs",
+        "Create a job (stopped)",
+        Some(schema("JobSpec")),
+        "201",
+        schema("Job"),
+    );
+    table.route(operation, DEVELOPER, create_job);
+    let operation = op(
+        "post",
+        "/api/v1/jobs/batch",
+        "jobs",
+        "Create up to 1,000 jobs at once, all or none (an import); a refusal names the job's place, as field jobs[N].FIELD",
+        Some(schema("JobBatch")),
+        "201",
+        schema("JobsCreated"),
+    );
+    table.route(
+        operation,
+        DEVELOPER,
+        create_jobs.layer(DefaultBodyLimit::max(JOB_BATCH_BODY_BYTES)),
+    );
+    let operation = Operation {
+        query: vec![
+            ("group", text(), "Jobs of this executor group"),
+            ("name", text(), "Jobs with exactly this name"),
+            (
+                "search",
+                text(),
+                "Jobs whose name contains this text, in any letter case",
+            ),
+            (
+                "module",
+                text(),
+                "Jobs following or pinned to this named module",
+            ),
+            (
+                "schedule_type",
+                schema("ScheduleType"),
+                "Jobs of this schedule type",
+            ),
+            (
+                "enabled",
+                json!({ "type": "boolean" }),
+                "Started (true) or stopped (false) jobs",
+            ),
+            (
+                "after",
+                integer(i64::MIN, i64::MAX),
+                "Ids above this one: the last id of the previous page",
+            ),
+            (
+                "limit",
+                integer(1, 1000),
+                "Jobs per page (default and most 1000)",
+            ),
+        ],
+        ..op(
+            "get",
+            "/api/v1/jobs",
+            "jobs",
+            "A page of the caller's jobs in id order, filtered",
+            None,
+            "200",
+            array_of(schema("Job")),
+        )
+    };
+    table.route(operation, VIEWER, list_jobs);
+    let operation = op(
+        "get",
+        "/api/v1/jobs/{id}",
+        "jobs",
+        "A job",
+        None,
+        "200",
+        schema("Job"),
+    );
+    table.route(operation, VIEWER, get_job);
+    let operation = op(
+        "put",
+        "/api/v1/jobs/{id}",
+        "jobs",
+        "Replace a job's definition",
+        Some(schema("JobSpec")),
+        "200",
+        schema("Job"),
+    );
+    table.route(operation, DEVELOPER, update_job);
+    let operation = op(
+        "delete",
+        "/api/v1/jobs/{id}",
+        "jobs",
+        "Delete a job (its runs stay); refused while it is another job's child",
+        None,
+        "200",
+        schema("Deleted"),
+    );
+    table.route(operation, DEVELOPER, delete_job);
+    let operation = op(
+        "post",
+        "/api/v1/jobs/{id}/start",
+        "jobs",
+        "Start firing on schedule",
+        None,
+        "200",
+        schema("Job"),
+    );
+    table.route(operation, DEVELOPER, start_job);
+    let operation = op(
+        "post",
+        "/api/v1/jobs/{id}/stop",
+        "jobs",
+        "Stop firing; runs waiting to be dispatched (fires written ahead, retries) end as cancelled",
+        None,
+        "200",
+        schema("Job"),
+    );
+    table.route(operation, DEVELOPER, stop_job);
+    let operation = op(
+            "post",
+            "/api/v1/jobs/{id}/pause",
+            "jobs",
+            "Pause with a note: as a stop, recording who, why and until when; with until_ms it resumes by itself at its first fire after it",
+            Some(schema("PauseRequest")),
+            "200",
+            schema("Job"),
+        )
+        .body_optional();
+    table.route(operation, DEVELOPER, pause_job);
+    let operation = op(
+        "get",
+        "/api/v1/jobs/{id}/state",
+        "jobs",
+        "A job's durable state",
+        None,
+        "200",
+        schema("JobStateBody"),
+    );
+    table.route(operation, VIEWER, get_state);
+    let operation = op(
+        "put",
+        "/api/v1/jobs/{id}/state",
+        "jobs",
+        "Replace a job's durable state (operator)",
+        Some(schema("StateEdit")),
+        "200",
+        schema("JobStateBody"),
+    );
+    table.route(operation, DEVELOPER, put_state);
 }

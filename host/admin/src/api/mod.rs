@@ -11,8 +11,10 @@
 //! fault.
 //!
 //! One file per resource (`executors`, `modules`, `tenants`, `jobs`,
-//! `runs`, `groups`, `secrets`, `users`); `routes` holds the route table
-//! with the access each route needs, `auth` who is calling (`Caller`),
+//! `triggers`, `schedules`, `backfills`, `calendars`, `runs`, `groups`,
+//! `secrets`, `users`), each with its handlers and its `routes()`: every
+//! route's OpenAPI operation and the access it needs, from which `routes`
+//! builds the router and `openapi` the document; `auth` who is calling (`Caller`),
 //! `failure` the error body (`Failure`), `json` how requests are read.
 
 use std::sync::Arc;
@@ -30,8 +32,8 @@ use cronbox_api::Role;
 use cronbox_protocol::{ApiError, CallbackBatch, ErrorCode, Registration, admin_paths};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use serde_json::value::RawValue;
+use serde_json::{Value, json};
 use subtle::ConstantTimeEq;
 
 use crate::jobs::{JobSpec, schedule_of};
@@ -46,35 +48,32 @@ mod calendars;
 mod executors;
 mod failure;
 mod json;
+mod openapi;
 mod routes;
 
 mod groups;
 mod jobs;
 mod modules;
 mod runs;
+mod schedules;
 mod secrets;
 mod tenants;
+mod triggers;
 mod users;
 
 use auth::*;
-use backfills::*;
-use calendars::*;
-use executors::*;
 use failure::*;
-use groups::*;
 use jobs::*;
 use json::*;
 pub(crate) use modules::UploadRoom;
-use modules::*;
+use openapi::operation::*;
 pub(crate) use routes::router;
-pub(crate) use routes::{Access, route_table};
-use runs::*;
+use routes::{ADMIN, CALLBACK_BODY_BYTES, DEVELOPER, JOB_BATCH_BODY_BYTES, OPERATOR, VIEWER};
+pub(crate) use routes::{Access, Routes, route_table};
 
-pub(crate) use jobs::MAX_NEXT_FIRES;
 pub(crate) use runs::MAX_LOG_PAGE;
-use secrets::*;
+pub(crate) use schedules::MAX_NEXT_FIRES;
 use tenants::*;
-use users::*;
 
 pub(crate) struct AdminState {
     pub(crate) scheduler: Arc<Scheduler>,
@@ -150,7 +149,43 @@ async fn openapi() -> impl IntoResponse {
     (
         [(header::CONTENT_TYPE, "application/json")],
         DOCUMENT
-            .get_or_init(|| crate::openapi::document().to_string())
+            .get_or_init(|| openapi::document().to_string())
             .as_str(),
     )
+}
+
+/// The routes open to all but logging in (that is `users`'): metrics,
+/// readiness and the document.
+fn open_routes(table: &mut Routes) {
+    let operation = op(
+        "get",
+        "/metrics",
+        "observability",
+        "Prometheus metrics (no token)",
+        None,
+        "200",
+        json!({ "type": "string" }),
+    )
+    .with_media("application/openmetrics-text");
+    table.route(operation, Access::Open, metrics);
+    let operation = op(
+        "get",
+        "/readyz",
+        "observability",
+        "Readiness: 200 once the API serves and the database answers, 503 otherwise (no token)",
+        None,
+        "200",
+        schema("Ready"),
+    );
+    table.route(operation, Access::Open, readyz);
+    let operation = op(
+        "get",
+        "/api/v1/openapi.json",
+        "observability",
+        "This document (no token)",
+        None,
+        "200",
+        object(),
+    );
+    table.route(operation, Access::Open, openapi);
 }

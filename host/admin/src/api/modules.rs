@@ -83,7 +83,7 @@ pub(super) fn too_large(limit: usize) -> Failure {
 /// version, and the jobs that follow the module move to it.
 pub(super) async fn upload_module(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     query: Result<Query<UploadQuery>, axum::extract::rejection::QueryRejection>,
     request: Request,
 ) -> Result<impl IntoResponse, Failure> {
@@ -210,7 +210,7 @@ async fn require_push_right(
 
 pub(super) async fn list_modules(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
 ) -> Result<impl IntoResponse, Failure> {
     let modules: Vec<bodies::TenantModule> = state
         .scheduler
@@ -225,7 +225,7 @@ pub(super) async fn list_modules(
 
 pub(super) async fn list_module_versions(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(name): Path<String>,
 ) -> Result<impl IntoResponse, Failure> {
     let store = state.scheduler.store();
@@ -238,7 +238,7 @@ pub(super) async fn list_module_versions(
 /// [`service::modules::rollback`]).
 pub(super) async fn rollback_module(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(name): Path<String>,
     ApiJson(choice): ApiJson<VersionChoice>,
 ) -> Result<impl IntoResponse, Failure> {
@@ -258,7 +258,7 @@ pub(super) async fn rollback_module(
 /// Puts a label on one version (taking it off any other).
 pub(super) async fn label_module(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path((name, label)): Path<(String, String)>,
     ApiJson(choice): ApiJson<VersionChoice>,
 ) -> Result<impl IntoResponse, Failure> {
@@ -266,4 +266,91 @@ pub(super) async fn label_module(
     let versions =
         service::modules::label(store, &caller.tenant, &name, &label, choice.version).await?;
     Ok(Json(versions))
+}
+
+/// This file's routes: each one's document, the access it needs and its
+/// handler.
+pub(super) fn routes(table: &mut Routes, max_module_bytes: usize) {
+    let operation = Operation {
+        query: vec![
+            (
+                "name",
+                text(),
+                "Module name: the upload becomes its next version",
+            ),
+            (
+                "labels",
+                text(),
+                "Comma-separated labels for the new version",
+            ),
+        ],
+        body_content: Some(json!({
+            "application/octet-stream": { "schema": { "type": "string", "format": "binary" } },
+            "multipart/form-data": { "schema": {
+                "type": "object",
+                "required": ["module"],
+                "additionalProperties": false,
+                "properties": {
+                    "module": { "type": "string", "format": "binary" },
+                    "name": { "type": "string" },
+                    "labels": { "type": "string" }
+                }
+            } }
+        })),
+        ..op(
+            "post",
+            "/api/v1/modules",
+            "modules",
+            "Upload a component (raw body or multipart field `module`), checked before it is stored",
+            None,
+            "201",
+            schema("Uploaded"),
+        )
+    };
+    // Room for a multipart envelope around the largest module.
+    table.route(
+        operation,
+        DEVELOPER,
+        upload_module.layer(DefaultBodyLimit::max(max_module_bytes + (64 << 10))),
+    );
+    let operation = op(
+        "get",
+        "/api/v1/modules",
+        "modules",
+        "The latest version of each named module",
+        None,
+        "200",
+        array_of(schema("TenantModule")),
+    );
+    table.route(operation, VIEWER, list_modules);
+    let operation = op(
+        "get",
+        "/api/v1/modules/{name}/versions",
+        "modules",
+        "A module's versions, newest first",
+        None,
+        "200",
+        array_of(schema("ModuleVersion")),
+    );
+    table.route(operation, VIEWER, list_module_versions);
+    let operation = op(
+        "post",
+        "/api/v1/modules/{name}/rollback",
+        "modules",
+        "Make an earlier version current again (as a new version)",
+        Some(schema("VersionChoice")),
+        "201",
+        schema("RolledBack"),
+    );
+    table.route(operation, DEVELOPER, rollback_module);
+    let operation = op(
+        "put",
+        "/api/v1/modules/{name}/labels/{label}",
+        "modules",
+        "Put a label on one version",
+        Some(schema("VersionChoice")),
+        "200",
+        array_of(schema("ModuleVersion")),
+    );
+    table.route(operation, DEVELOPER, label_module);
 }

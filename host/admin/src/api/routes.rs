@@ -36,19 +36,26 @@ impl Access {
     }
 }
 
-const VIEWER: Access = Access::Role(Role::Viewer);
-const DEVELOPER: Access = Access::Role(Role::Developer);
-const ADMIN: Access = Access::Role(Role::Admin);
-const OPERATOR: Access = Access::Role(Role::Operator);
+pub(super) const VIEWER: Access = Access::Role(Role::Viewer);
+pub(super) const DEVELOPER: Access = Access::Role(Role::Developer);
+pub(super) const ADMIN: Access = Access::Role(Role::Admin);
+pub(super) const OPERATOR: Access = Access::Role(Role::Operator);
 
-/// The routes, each in the router of its access, and the table of
-/// (method, path, access).
+/// One route as the table holds it: what the document says of it (its
+/// method and path among that) and the access it needs.
+pub(crate) struct Route {
+    pub(crate) operation: Operation,
+    pub(crate) access: Access,
+}
+
+/// The routes, each in the router of its access, and the table of every
+/// route with its document and access.
 pub(crate) struct Routes {
     open: Router<Arc<AdminState>>,
     executors: Router<Arc<AdminState>>,
     callers: Router<Arc<AdminState>>,
     users: Router<Arc<AdminState>>,
-    table: Vec<(&'static str, &'static str, Access)>,
+    table: Vec<Route>,
 }
 
 impl Routes {
@@ -62,69 +69,37 @@ impl Routes {
         }
     }
 
-    fn add<H, T>(
-        mut self,
-        method: &'static str,
-        filter: MethodFilter,
-        path: &'static str,
-        access: Access,
-        handler: H,
-    ) -> Routes
+    /// Serves `handler` at the operation's method and path to callers
+    /// with `access`, and lists it in the table.
+    pub(crate) fn route<H, T>(&mut self, operation: Operation, access: Access, handler: H)
     where
         H: Handler<T, Arc<AdminState>>,
         T: 'static,
     {
-        self.table.push((method, path, access));
+        let filter = match operation.method {
+            "get" => MethodFilter::GET,
+            "post" => MethodFilter::POST,
+            "put" => MethodFilter::PUT,
+            "delete" => MethodFilter::DELETE,
+            other => unreachable!("no route is served by method {other}"),
+        };
+        let path = operation.path;
+        self.table.push(Route { operation, access });
         let route = on(filter, handler);
         match access {
-            Access::Open => self.open = self.open.route(path, route),
-            Access::Executor => self.executors = self.executors.route(path, route),
-            Access::Caller => self.callers = self.callers.route(path, route),
+            Access::Open => self.open = std::mem::take(&mut self.open).route(path, route),
+            Access::Executor => {
+                self.executors = std::mem::take(&mut self.executors).route(path, route)
+            }
+            Access::Caller => self.callers = std::mem::take(&mut self.callers).route(path, route),
             Access::Role(role) => {
                 let route =
                     route.route_layer(middleware::from_fn(move |request: Request, next: Next| {
                         require_role(role, request, next)
                     }));
-                self.users = self.users.route(path, route);
+                self.users = std::mem::take(&mut self.users).route(path, route);
             }
         }
-        self
-    }
-
-    fn get<H: Handler<T, Arc<AdminState>>, T: 'static>(
-        self,
-        path: &'static str,
-        access: Access,
-        h: H,
-    ) -> Routes {
-        self.add("get", MethodFilter::GET, path, access, h)
-    }
-
-    fn post<H: Handler<T, Arc<AdminState>>, T: 'static>(
-        self,
-        path: &'static str,
-        access: Access,
-        h: H,
-    ) -> Routes {
-        self.add("post", MethodFilter::POST, path, access, h)
-    }
-
-    fn put<H: Handler<T, Arc<AdminState>>, T: 'static>(
-        self,
-        path: &'static str,
-        access: Access,
-        h: H,
-    ) -> Routes {
-        self.add("put", MethodFilter::PUT, path, access, h)
-    }
-
-    fn delete<H: Handler<T, Arc<AdminState>>, T: 'static>(
-        self,
-        path: &'static str,
-        access: Access,
-        h: H,
-    ) -> Routes {
-        self.add("delete", MethodFilter::DELETE, path, access, h)
     }
 }
 
@@ -139,136 +114,31 @@ pub(crate) const JOB_BATCH_BODY_BYTES: usize = 16 << 20;
 /// result to 1.5 MiB and bounds its batches at 1 MiB).
 pub(crate) const CALLBACK_BODY_BYTES: usize = 16 << 20;
 
-/// Every route with the access it needs; an upload may be
-/// `max_module_bytes`, every other body [`JSON_BODY_BYTES`]. Reads need a
-/// viewer, changes at least a developer (`changes_need_a_developer` holds
-/// the table to that).
+/// Every route with its document and the access it needs, each
+/// resource's beside its handlers; an upload may be `max_module_bytes`,
+/// every other body [`JSON_BODY_BYTES`]. Reads need a viewer, changes at
+/// least a developer (`changes_need_a_developer` holds the table to that).
 fn routes(max_module_bytes: usize) -> Routes {
-    Routes::new()
-        // Open.
-        .get("/metrics", Access::Open, metrics)
-        .get("/readyz", Access::Open, readyz)
-        .get("/api/v1/openapi.json", Access::Open, openapi)
-        .post("/api/v1/session", Access::Open, login)
-        // Executors.
-        .post(admin_paths::REGISTRY, Access::Executor, registry)
-        .post(
-            admin_paths::REGISTRY_REMOVE,
-            Access::Executor,
-            registry_remove,
-        )
-        .post(
-            admin_paths::CALLBACK,
-            Access::Executor,
-            callback.layer(DefaultBodyLimit::max(CALLBACK_BODY_BYTES)),
-        )
-        .get(
-            "/api/v1/modules/{digest}/content",
-            Access::Executor,
-            module_content,
-        )
-        // A caller on itself.
-        .get("/api/v1/session", Access::Caller, session)
-        .delete("/api/v1/session", Access::Caller, logout)
-        .get("/api/v1/tokens", Access::Caller, list_tokens)
-        .post("/api/v1/tokens", Access::Caller, create_user_token)
-        .delete("/api/v1/tokens/{id}", Access::Caller, revoke_user_token)
-        .put(
-            "/api/v1/users/{name}/password",
-            Access::Caller,
-            set_password,
-        )
-        // Modules.
-        .post(
-            "/api/v1/modules",
-            DEVELOPER,
-            // Room for a multipart envelope around the largest module.
-            upload_module.layer(DefaultBodyLimit::max(max_module_bytes + (64 << 10))),
-        )
-        .get("/api/v1/modules", VIEWER, list_modules)
-        .get(
-            "/api/v1/modules/{name}/versions",
-            VIEWER,
-            list_module_versions,
-        )
-        .post(
-            "/api/v1/modules/{name}/rollback",
-            DEVELOPER,
-            rollback_module,
-        )
-        .put(
-            "/api/v1/modules/{name}/labels/{label}",
-            DEVELOPER,
-            label_module,
-        )
-        // Tenants, their settings, secrets and users.
-        .post("/api/v1/tenants", OPERATOR, create_tenant)
-        .get("/api/v1/tenants", OPERATOR, list_tenants)
-        .post("/api/v1/tenants/{name}/tokens", OPERATOR, create_token)
-        .delete("/api/v1/tenants/{name}/tokens/{id}", OPERATOR, revoke_token)
-        .get("/api/v1/tenants/{name}/quotas", VIEWER, get_quotas)
-        .put("/api/v1/tenants/{name}/quotas", OPERATOR, put_quotas)
-        .get(
-            "/api/v1/tenants/{name}/http-ceiling",
-            VIEWER,
-            get_http_ceiling,
-        )
-        .put(
-            "/api/v1/tenants/{name}/http-ceiling",
-            OPERATOR,
-            put_http_ceiling,
-        )
-        .get("/api/v1/secrets", ADMIN, list_secrets)
-        .put("/api/v1/secrets/{name}", ADMIN, put_secret)
-        .delete("/api/v1/secrets/{name}", ADMIN, delete_secret)
-        .get("/api/v1/users", ADMIN, list_users)
-        .post("/api/v1/users", ADMIN, create_user)
-        .delete("/api/v1/users/{name}", ADMIN, remove_user)
-        // Executor groups.
-        .get("/api/v1/groups", VIEWER, list_groups)
-        .get("/api/v1/executors", OPERATOR, list_executors)
-        .put("/api/v1/groups/{name}", OPERATOR, put_group)
-        .put("/api/v1/groups/{name}/tenants", OPERATOR, put_group_tenants)
-        // Jobs.
-        .post("/api/v1/jobs", DEVELOPER, create_job)
-        .post(
-            "/api/v1/jobs/batch",
-            DEVELOPER,
-            create_jobs.layer(DefaultBodyLimit::max(JOB_BATCH_BODY_BYTES)),
-        )
-        .get("/api/v1/jobs", VIEWER, list_jobs)
-        .get("/api/v1/jobs/{id}", VIEWER, get_job)
-        .put("/api/v1/jobs/{id}", DEVELOPER, update_job)
-        .delete("/api/v1/jobs/{id}", DEVELOPER, delete_job)
-        .post("/api/v1/jobs/{id}/start", DEVELOPER, start_job)
-        .post("/api/v1/jobs/{id}/stop", DEVELOPER, stop_job)
-        .post("/api/v1/jobs/{id}/pause", DEVELOPER, pause_job)
-        .post("/api/v1/jobs/{id}/backfill", DEVELOPER, backfill_job)
-        .get("/api/v1/backfills", VIEWER, list_backfills)
-        .get("/api/v1/backfills/{id}", VIEWER, get_backfill)
-        .delete("/api/v1/backfills/{id}", DEVELOPER, cancel_backfill)
-        .get("/api/v1/calendars", VIEWER, list_calendars)
-        .put("/api/v1/calendars/{name}", DEVELOPER, put_calendar)
-        .delete("/api/v1/calendars/{name}", DEVELOPER, delete_calendar)
-        .post("/api/v1/jobs/{id}/trigger", DEVELOPER, trigger_job)
-        .post("/api/v1/jobs/{id}/kill", DEVELOPER, kill_job)
-        .get("/api/v1/jobs/{id}/next-fires", VIEWER, next_fires)
-        .get("/api/v1/schedule-preview", VIEWER, schedule_preview)
-        .get("/api/v1/jobs/{id}/runs", VIEWER, job_runs)
-        .get("/api/v1/jobs/{id}/state", VIEWER, get_state)
-        .put("/api/v1/jobs/{id}/state", DEVELOPER, put_state)
-        // Runs and reports.
-        .get("/api/v1/runs", VIEWER, list_runs)
-        .get("/api/v1/runs/{id}", VIEWER, get_run)
-        .post("/api/v1/runs/{id}/kill", DEVELOPER, kill_run)
-        .get("/api/v1/runs/{id}/log", VIEWER, run_log)
-        .get("/api/v1/reports", VIEWER, reports)
-        .get("/api/v1/dashboard", VIEWER, dashboard)
+    let mut table = Routes::new();
+    super::open_routes(&mut table);
+    executors::routes(&mut table);
+    users::routes(&mut table);
+    modules::routes(&mut table, max_module_bytes);
+    tenants::routes(&mut table);
+    secrets::routes(&mut table);
+    groups::routes(&mut table);
+    jobs::routes(&mut table);
+    triggers::routes(&mut table);
+    schedules::routes(&mut table);
+    backfills::routes(&mut table);
+    calendars::routes(&mut table);
+    runs::routes(&mut table);
+    table
 }
 
-/// Every route the admin serves, as (method, path, access): what the
+/// Every route the admin serves, with its document and access: what the
 /// OpenAPI document lists and states.
-pub(crate) fn route_table() -> Vec<(&'static str, &'static str, Access)> {
+pub(crate) fn route_table() -> Vec<Route> {
     routes(0).table
 }
 
@@ -302,12 +172,7 @@ pub(crate) fn router(state: Arc<AdminState>, max_module_bytes: usize) -> Router 
 /// handler reads the request.
 async fn require_role(role: Role, request: Request, next: Next) -> Response {
     let Some(caller) = request.extensions().get::<Caller>() else {
-        return Failure::new(
-            StatusCode::UNAUTHORIZED,
-            ErrorCode::Unauthorized,
-            "missing token: send `Authorization: Bearer <token>`",
-        )
-        .into_response();
+        return missing_token().into_response();
     };
     if caller.role.includes(role) {
         return next.run(request).await;
@@ -399,13 +264,15 @@ mod tests {
 
     #[test]
     fn changes_need_a_developer() {
-        for (method, path, access) in route_table() {
+        for Route { operation, access } in route_table() {
             if let Access::Role(role) = access
-                && method != "get"
+                && operation.method != "get"
             {
                 assert!(
                     role.includes(Role::Developer),
-                    "{method} {path} lets a {role} change something"
+                    "{} {} lets a {role} change something",
+                    operation.method,
+                    operation.path
                 );
             }
         }

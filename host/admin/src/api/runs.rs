@@ -23,7 +23,7 @@ pub(super) async fn visible_run(
 
 pub(super) async fn get_run(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(id): Path<RunId>,
 ) -> Result<impl IntoResponse, Failure> {
     Ok(Json(visible_run(&state, &caller, id).await?))
@@ -31,7 +31,7 @@ pub(super) async fn get_run(
 
 pub(super) async fn kill_run(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(id): Path<RunId>,
 ) -> Result<impl IntoResponse, Failure> {
     let run = visible_run(&state, &caller, id).await?;
@@ -59,7 +59,7 @@ pub(crate) const MAX_LOG_PAGE: i64 = 5000;
 /// read from the store once it ended.
 pub(super) async fn run_log(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(id): Path<RunId>,
     Query(params): Query<std::collections::HashMap<String, String>>,
 ) -> Result<impl IntoResponse, Failure> {
@@ -117,7 +117,7 @@ pub(super) const RUNS_EXAMINED_PER_PAGE: i64 = 50_000;
 /// page returns as `next_before`.
 pub(super) async fn list_runs(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Query(params): Query<std::collections::HashMap<String, String>>,
 ) -> Result<impl IntoResponse, Failure> {
     let query = ListQuery::new(
@@ -182,7 +182,7 @@ pub(super) struct ReportQuery {
 /// totals.
 pub(super) async fn reports(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     query: Result<Query<ReportQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<impl IntoResponse, Failure> {
     let Query(query) = query.map_err(|rejection| {
@@ -242,7 +242,7 @@ const TOP_FAILING: i64 = 5;
 /// console's dashboard.
 pub(super) async fn dashboard(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
 ) -> Result<Json<cronbox_api::Dashboard>, Failure> {
     const HOUR_MS: i64 = 3_600_000;
     let store = state.scheduler.store();
@@ -339,4 +339,122 @@ pub(super) async fn dashboard(
         runs_in_progress: store.runs_in_progress(tenant, now_ms).await?,
         top_failing,
     }))
+}
+
+/// This file's routes: each one's document, the access it needs and its
+/// handler.
+pub(super) fn routes(table: &mut Routes) {
+    let operation = Operation {
+        query: vec![
+            ("job", integer(i64::MIN, i64::MAX), "Runs of this job"),
+            ("group", text(), "Runs of the jobs of this executor group"),
+            ("status", schema("RunStatus"), "Runs in this status"),
+            (
+                "kind",
+                json!({ "type": "string",
+                            "enum": ["schedule", "manual", "api", "retry", "parent", "misfire", "backfill"] }),
+                "Runs of this trigger kind",
+            ),
+            (
+                "from_ms",
+                integer(i64::MIN, i64::MAX),
+                "Scheduled at or after (ms since the epoch)",
+            ),
+            (
+                "to_ms",
+                integer(i64::MIN, i64::MAX),
+                "Scheduled before (ms since the epoch)",
+            ),
+            (
+                "before",
+                integer(i64::MIN, i64::MAX),
+                "Runs with a smaller id: the previous page's next_before",
+            ),
+            (
+                "limit",
+                integer(1, 1000),
+                "Page size, 1 to 1000 (default 100)",
+            ),
+        ],
+        ..op(
+            "get",
+            "/api/v1/runs",
+            "runs",
+            "Runs by filter, newest first, paged; a page reads at most the 50,000 newest runs (of the tenant, or of the job) for its other filters, so it may hold fewer than limit, even none, with next_before to go on from",
+            None,
+            "200",
+            schema("RunPage"),
+        )
+    };
+    table.route(operation, VIEWER, list_runs);
+    let operation = op(
+        "get",
+        "/api/v1/runs/{id}",
+        "runs",
+        "A run",
+        None,
+        "200",
+        schema("Run"),
+    );
+    table.route(operation, VIEWER, get_run);
+    let operation = op(
+        "post",
+        "/api/v1/runs/{id}/kill",
+        "runs",
+        "Kill a running run (forwarded to its executor)",
+        None,
+        "200",
+        schema("RunKilled"),
+    );
+    table.route(operation, DEVELOPER, kill_run);
+    let operation = Operation {
+        query: vec![
+            ("offset", integer(0, i64::MAX), "First line (default 0)"),
+            (
+                "limit",
+                integer(1, crate::api::MAX_LOG_PAGE),
+                "Lines (default 1000, at most 5000)",
+            ),
+        ],
+        ..op(
+            "get",
+            "/api/v1/runs/{id}/log",
+            "runs",
+            "A run's log by line offset, live while it runs",
+            None,
+            "200",
+            schema("LogResponse"),
+        )
+    };
+    table.route(operation, VIEWER, run_log);
+    let operation = Operation {
+        query: vec![
+            (
+                "from",
+                day(),
+                "First day, YYYY-MM-DD (default: a week before `to`)",
+            ),
+            ("to", day(), "Last day, YYYY-MM-DD (default: today, UTC)"),
+        ],
+        ..op(
+            "get",
+            "/api/v1/reports",
+            "reports",
+            "Run counts per day and their totals",
+            None,
+            "200",
+            schema("Report"),
+        )
+    };
+    table.route(operation, VIEWER, reports);
+    let operation = op(
+        "get",
+        "/api/v1/dashboard",
+        "runs",
+        "Runs by hour (24 h) and by day (30 days), success rate, start lateness, executors online, runs in progress, the jobs failing most: the caller's tenant (every tenant's for the operator)",
+        None,
+        "200",
+        schema("Dashboard"),
+    );
+    table.route(operation, VIEWER, dashboard);
 }

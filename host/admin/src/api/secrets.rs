@@ -8,7 +8,7 @@ use super::*;
 /// (equal when it is new), never its value.
 pub(super) async fn put_secret(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(name): Path<String>,
     ApiJson(body): ApiJson<cronbox_api::SecretValue>,
 ) -> Result<impl IntoResponse, Failure> {
@@ -35,7 +35,7 @@ pub(super) async fn put_secret(
 /// and the jobs referencing each.
 pub(super) async fn list_secrets(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
 ) -> Result<impl IntoResponse, Failure> {
     let tenant = caller.only_tenant();
     Ok(Json(listed(&state, tenant.as_deref()).await?))
@@ -64,7 +64,7 @@ async fn listed(
 /// `force=true`.
 pub(super) async fn delete_secret(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(name): Path<String>,
     Query(params): Query<std::collections::HashMap<String, String>>,
 ) -> Result<impl IntoResponse, Failure> {
@@ -86,4 +86,46 @@ pub(super) async fn delete_secret(
         name,
         still_referenced_by,
     }))
+}
+
+/// This file's routes: each one's document, the access it needs and its
+/// handler.
+pub(super) fn routes(table: &mut Routes) {
+    let operation = op(
+        "get",
+        "/api/v1/secrets",
+        "secrets",
+        "The caller's secrets (every tenant's for the operator): names, dates and the jobs referencing each; never values (admin)",
+        None,
+        "200",
+        array_of(schema("Secret")),
+    );
+    table.route(operation, ADMIN, list_secrets);
+    let operation = op(
+        "put",
+        "/api/v1/secrets/{name}",
+        "secrets",
+        "Set a secret of the caller's tenant, new or replaced (write-only: no route answers its value)",
+        Some(schema("SecretValue")),
+        "200",
+        schema("Secret"),
+    );
+    table.route(operation, ADMIN, put_secret);
+    let operation = Operation {
+        query: vec![(
+            "force",
+            json!({ "type": "boolean" }),
+            "Delete even while jobs reference it (their runs then read nothing under its name)",
+        )],
+        ..op(
+            "delete",
+            "/api/v1/secrets/{name}",
+            "secrets",
+            "Delete a secret (409 while jobs reference it, unless force=true)",
+            None,
+            "200",
+            schema("SecretDeleted"),
+        )
+    };
+    table.route(operation, ADMIN, delete_secret);
 }

@@ -6,7 +6,7 @@ use bodies::{TenantSpec, TokenSpec};
 /// Creates a tenant and its first token (operator only).
 pub(super) async fn create_tenant(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     ApiJson(spec): ApiJson<TenantSpec>,
 ) -> Result<impl IntoResponse, Failure> {
     caller.require_operator("creating a tenant")?;
@@ -28,7 +28,7 @@ pub(super) async fn create_tenant(
 
 pub(super) async fn list_tenants(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
 ) -> Result<impl IntoResponse, Failure> {
     caller.require_operator("listing tenants")?;
     let tenants: Vec<bodies::Tenant> = state
@@ -86,7 +86,7 @@ async fn visible_tenant(state: &AdminState, caller: &Caller, tenant: &str) -> Re
 /// A tenant's quotas with its use (the operator, or the tenant itself).
 pub(super) async fn get_quotas(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(tenant): Path<String>,
 ) -> Result<impl IntoResponse, Failure> {
     visible_tenant(&state, &caller, &tenant).await?;
@@ -102,7 +102,7 @@ pub(super) async fn get_quotas(
 /// the defaults, the others follow them; answers as [`get_quotas`].
 pub(super) async fn put_quotas(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(tenant): Path<String>,
     ApiJson(settings): ApiJson<cronbox_api::QuotaSettings>,
 ) -> Result<impl IntoResponse, Failure> {
@@ -123,7 +123,7 @@ pub(super) async fn put_quotas(
 /// tenant itself).
 pub(super) async fn get_http_ceiling(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(tenant): Path<String>,
 ) -> Result<impl IntoResponse, Failure> {
     visible_tenant(&state, &caller, &tenant).await?;
@@ -136,7 +136,7 @@ pub(super) async fn get_http_ceiling(
 /// ceiling of its dispatch.
 pub(super) async fn put_http_ceiling(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(tenant): Path<String>,
     ApiJson(ceiling): ApiJson<cronbox_api::HttpCeiling>,
 ) -> Result<impl IntoResponse, Failure> {
@@ -155,7 +155,7 @@ pub(super) async fn put_http_ceiling(
 /// admin; the token is shown once.
 pub(super) async fn create_token(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(tenant): Path<String>,
     body: Bytes,
 ) -> Result<impl IntoResponse, Failure> {
@@ -186,7 +186,7 @@ pub(super) async fn create_token(
 
 pub(super) async fn revoke_token(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path((tenant, id)): Path<(String, i64)>,
 ) -> Result<impl IntoResponse, Failure> {
     caller.require_operator("revoking a token")?;
@@ -201,4 +201,90 @@ pub(super) async fn revoke_token(
         tenant,
         revoked: id,
     }))
+}
+
+/// This file's routes: each one's document, the access it needs and its
+/// handler.
+pub(super) fn routes(table: &mut Routes) {
+    let operation = op(
+        "post",
+        "/api/v1/tenants",
+        "tenants",
+        "Create a tenant and its first token (operator)",
+        Some(schema("TenantSpec")),
+        "201",
+        schema("TenantCreated"),
+    );
+    table.route(operation, OPERATOR, create_tenant);
+    let operation = op(
+        "get",
+        "/api/v1/tenants",
+        "tenants",
+        "Tenants and their token counts (operator)",
+        None,
+        "200",
+        array_of(schema("Tenant")),
+    );
+    table.route(operation, OPERATOR, list_tenants);
+    let operation = op(
+        "post",
+        "/api/v1/tenants/{name}/tokens",
+        "tenants",
+        "Add a token to a tenant (operator); shown once",
+        Some(schema("TokenSpec")),
+        "201",
+        schema("TokenCreated"),
+    )
+    .body_optional();
+    table.route(operation, OPERATOR, create_token);
+    let operation = op(
+        "delete",
+        "/api/v1/tenants/{name}/tokens/{id}",
+        "tenants",
+        "Revoke a token (operator)",
+        None,
+        "200",
+        schema("TokenRevoked"),
+    );
+    table.route(operation, OPERATOR, revoke_token);
+    let operation = op(
+        "get",
+        "/api/v1/tenants/{name}/quotas",
+        "tenants",
+        "A tenant's quotas: each limit, whether the tenant has its own, and its use (the operator, or the tenant itself)",
+        None,
+        "200",
+        schema("TenantQuotas"),
+    );
+    table.route(operation, VIEWER, get_quotas);
+    let operation = op(
+        "put",
+        "/api/v1/tenants/{name}/quotas",
+        "tenants",
+        "Replace a tenant's own quotas (operator): those named replace the defaults, the others follow them",
+        Some(schema("QuotaSettings")),
+        "200",
+        schema("TenantQuotas"),
+    );
+    table.route(operation, OPERATOR, put_quotas);
+    let operation = op(
+        "get",
+        "/api/v1/tenants/{name}/http-ceiling",
+        "tenants",
+        "The origins a tenant's jobs may be granted (the operator, or the tenant itself)",
+        None,
+        "200",
+        schema("HttpCeiling"),
+    );
+    table.route(operation, VIEWER, get_http_ceiling);
+    let operation = op(
+        "put",
+        "/api/v1/tenants/{name}/http-ceiling",
+        "tenants",
+        "Replace a tenant's HTTP ceiling (operator): each job's http_allow must lie within it",
+        Some(schema("HttpCeiling")),
+        "200",
+        schema("HttpCeiling"),
+    );
+    table.route(operation, OPERATOR, put_http_ceiling);
 }

@@ -97,7 +97,7 @@ pub(super) async fn login(
 }
 
 /// Who the caller is (and its session's CSRF token).
-pub(super) async fn session(Extension(caller): Extension<Caller>) -> Json<Session> {
+pub(super) async fn session(caller: Caller) -> Json<Session> {
     Json(Session {
         user: caller.user,
         tenant: caller.tenant,
@@ -157,7 +157,7 @@ async fn managed_user(state: &AdminState, caller: &Caller, name: &str) -> Result
 /// narrows it).
 pub(super) async fn list_users(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Query(params): Query<std::collections::HashMap<String, String>>,
 ) -> Result<Json<Vec<User>>, Failure> {
     caller.require(Role::Admin, "listing users")?;
@@ -175,7 +175,7 @@ pub(super) async fn list_users(
 /// operator anywhere).
 pub(super) async fn create_user(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     ApiJson(spec): ApiJson<UserSpec>,
 ) -> Result<impl IntoResponse, Failure> {
     caller.require(Role::Admin, "creating a user")?;
@@ -214,7 +214,7 @@ pub(super) async fn create_user(
 /// Removes a user, its sessions and its tokens.
 pub(super) async fn remove_user(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(name): Path<String>,
 ) -> Result<Json<UserChanged>, Failure> {
     caller.require(Role::Admin, "removing a user")?;
@@ -247,7 +247,7 @@ pub(super) async fn remove_user(
 /// admin role (of the token, when a token calls) at or above that user's.
 pub(super) async fn set_password(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(name): Path<String>,
     ApiJson(change): ApiJson<PasswordChange>,
 ) -> Result<Json<UserChanged>, Failure> {
@@ -304,7 +304,7 @@ pub(super) async fn set_password(
 /// The caller's tokens; a tenant admin sees every token of its tenant.
 pub(super) async fn list_tokens(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
 ) -> Result<Json<Vec<TokenInfo>>, Failure> {
     let user = if caller.role.includes(Role::Admin) {
         None
@@ -320,7 +320,7 @@ pub(super) async fn list_tokens(
 /// token is shown once.
 pub(super) async fn create_user_token(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     body: Bytes,
 ) -> Result<impl IntoResponse, Failure> {
     let user = caller.require_user("making a token")?.to_owned();
@@ -363,7 +363,7 @@ pub(super) async fn create_user_token(
 /// user's token, nor a viewer token its user's admin token.
 pub(super) async fn revoke_user_token(
     State(state): State<Arc<AdminState>>,
-    Extension(caller): Extension<Caller>,
+    caller: Caller,
     Path(id): Path<i64>,
 ) -> Result<Json<bodies::TokenRevoked>, Failure> {
     let store = state.scheduler.store();
@@ -404,4 +404,115 @@ pub(super) async fn revoke_user_token(
         tenant: caller.tenant,
         revoked: id,
     }))
+}
+
+/// This file's routes: each one's document, the access it needs and its
+/// handler.
+pub(super) fn routes(table: &mut Routes) {
+    let operation = op(
+        "post",
+        "/api/v1/session",
+        "users",
+        "Log in (no token): answers the session and its CSRF token, and sets the session cookie",
+        Some(schema("Login")),
+        "200",
+        schema("Session"),
+    );
+    table.route(operation, Access::Open, login);
+    let operation = op(
+        "get",
+        "/api/v1/session",
+        "users",
+        "Who the caller is: user, tenant, role (and a session's CSRF token)",
+        None,
+        "200",
+        schema("Session"),
+    );
+    table.route(operation, Access::Caller, session);
+    let operation = op(
+        "delete",
+        "/api/v1/session",
+        "users",
+        "Log out: ends the session on the server and clears its cookie",
+        None,
+        "200",
+        schema("LoggedOut"),
+    );
+    table.route(operation, Access::Caller, logout);
+    let operation = op(
+        "get",
+        "/api/v1/tokens",
+        "users",
+        "The caller's tokens (an admin: every token of its tenant); never their values",
+        None,
+        "200",
+        array_of(schema("TokenInfo")),
+    );
+    table.route(operation, Access::Caller, list_tokens);
+    let operation = op(
+        "post",
+        "/api/v1/tokens",
+        "users",
+        "Make a token for the calling user, with its role or a lower one; shown once",
+        Some(schema("UserTokenSpec")),
+        "201",
+        schema("UserTokenCreated"),
+    )
+    .body_optional();
+    table.route(operation, Access::Caller, create_user_token);
+    let operation = op(
+        "delete",
+        "/api/v1/tokens/{id}",
+        "users",
+        "Revoke one of the caller's tokens (an admin: any of its tenant's)",
+        None,
+        "200",
+        schema("TokenRevoked"),
+    );
+    table.route(operation, Access::Caller, revoke_user_token);
+    let operation = op(
+        "put",
+        "/api/v1/users/{name}/password",
+        "users",
+        "Set a password: one's own from a login session with `current_password` (never with a token), or another user's as its admin; the user's sessions end",
+        Some(schema("PasswordChange")),
+        "200",
+        schema("UserChanged"),
+    );
+    table.route(operation, Access::Caller, set_password);
+    let operation = op(
+        "get",
+        "/api/v1/users",
+        "users",
+        "Users of the caller's tenant (admin; every tenant's for the operator)",
+        None,
+        "200",
+        array_of(schema("User")),
+    )
+    .with_query(vec![(
+        "tenant",
+        text(),
+        "Only this tenant's users (operator)",
+    )]);
+    table.route(operation, ADMIN, list_users);
+    let operation = op(
+        "post",
+        "/api/v1/users",
+        "users",
+        "Create a user (admin, up to its own role; another tenant's: operator)",
+        Some(schema("UserSpec")),
+        "201",
+        schema("User"),
+    );
+    table.route(operation, ADMIN, create_user);
+    let operation = op(
+        "delete",
+        "/api/v1/users/{name}",
+        "users",
+        "Remove a user with its sessions and tokens (admin)",
+        None,
+        "200",
+        schema("UserChanged"),
+    );
+    table.route(operation, ADMIN, remove_user);
 }

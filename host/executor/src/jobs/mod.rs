@@ -7,6 +7,10 @@
 //! the job's limit are running (1, or N under CONCURRENT), keeps the workers
 //! between runs, and removes the job from the table (retiring its workers,
 //! which calls the guests' `destroy`) after `idle_retire` without work.
+//!
+//! `admission` takes a run in (checks, block strategy), `job_loop` is a
+//! job's task, `slots` each tenant's share of the instance slots. Every
+//! task is tracked: shutdown waits for them.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,10 +27,20 @@ use cronbox_runtime::{
 };
 use tokio::sync::Notify;
 use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::metrics::Metrics;
 use crate::modules::{ModuleStore, is_digest};
 use crate::spool::Spool;
+
+mod admission;
+mod job_loop;
+mod slots;
+
+use admission::*;
+use job_loop::*;
+use slots::*;
 
 /// Why a `run` was not taken.
 #[derive(Debug, thiserror::Error)]
@@ -56,65 +70,14 @@ struct Shared {
     idle_retire: Duration,
     retained: Retention,
     closing: AtomicBool,
+    /// Every task of the job table (each job's loop, each held run's
+    /// timer): shutdown waits for them.
+    tasks: TaskTracker,
+    /// Cancelled at shutdown: held runs stop waiting for their start.
+    stopping: CancellationToken,
     /// Each tenant's share of the instance slots: the runs it may have
     /// executing at once.
     tenant_slots: TenantSlots,
-}
-
-/// Per-tenant semaphores of `share` permits each (fewer where a tenant's
-/// quota of instances per executor is smaller): no tenant's running
-/// instances can fill every slot of the executor, so another tenant's run
-/// always finds one (idle instances are evicted for it by the runtime).
-/// A tenant's semaphore is kept once made (one per tenant seen): dropping
-/// it while a run holds or awaits a permit would let the tenant past its
-/// share.
-struct TenantSlots {
-    share: usize,
-    by_tenant: Mutex<HashMap<String, TenantSlot>>,
-}
-
-/// One tenant's semaphore and how many permits it has in all (given out
-/// or not).
-struct TenantSlot {
-    semaphore: Arc<tokio::sync::Semaphore>,
-    permits: usize,
-}
-
-impl TenantSlots {
-    fn new(share: usize) -> Self {
-        TenantSlots {
-            share: share.max(1),
-            by_tenant: Mutex::new(HashMap::new()),
-        }
-    }
-
-    /// `tenant`'s semaphore, resized to its quota when the admin sent one
-    /// (a shrink takes back free permits now and the others as they are
-    /// returned, at the tenant's next runs).
-    fn of(&self, tenant: &str, quota: Option<u32>) -> Arc<tokio::sync::Semaphore> {
-        let wanted = quota.map_or(self.share, |quota| {
-            self.share
-                .min(usize::try_from(quota).unwrap_or(usize::MAX))
-                .max(1)
-        });
-        let mut by_tenant = self
-            .by_tenant
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner());
-        let slot = by_tenant
-            .entry(tenant.to_owned())
-            .or_insert_with(|| TenantSlot {
-                semaphore: Arc::new(tokio::sync::Semaphore::new(wanted)),
-                permits: wanted,
-            });
-        if wanted > slot.permits {
-            slot.semaphore.add_permits(wanted - slot.permits);
-            slot.permits = wanted;
-        } else if wanted < slot.permits {
-            slot.permits -= slot.semaphore.forget_permits(slot.permits - wanted);
-        }
-        slot.semaphore.clone()
-    }
 }
 
 /// How the job table treats runs and instances.
@@ -195,6 +158,7 @@ impl StartState {
 
 /// How long, and how many, change sets a job keeps for later snapshots.
 const RECENT_CHANGES_FOR: Duration = Duration::from_secs(60);
+
 const RECENT_CHANGES_MAX: usize = 64;
 
 struct Pending {
@@ -353,127 +317,6 @@ impl Table {
     }
 }
 
-fn validate(command: &RunCommand) -> Result<(), SubmitError> {
-    let invalid = |field, message: String| Err(SubmitError::Invalid { field, message });
-    if !is_digest(&command.module_digest) {
-        return invalid(
-            "module_digest",
-            format!(
-                "module_digest must be a sha256 in lowercase hex (64 characters), got {:?}",
-                command.module_digest
-            ),
-        );
-    }
-    let trigger = &command.trigger;
-    if trigger.shard_total == 0 || trigger.shard_index >= trigger.shard_total {
-        return invalid(
-            "trigger.shard_index",
-            format!(
-                "shard {} of {} is impossible: need shard_index < shard_total",
-                trigger.shard_index, trigger.shard_total
-            ),
-        );
-    }
-    if let Err(error) = cronbox_runtime::parse_origins(&command.http_allow) {
-        return invalid("http_allow", error.to_string());
-    }
-    if let Some((name, value, max)) = command.http_limits.first_outside(&HttpLimits::MAX) {
-        return invalid(
-            "http_limits",
-            format!("http_limits.{name} is {value}, outside 1..={max}"),
-        );
-    }
-    if command.limits.timeout_ms == 0 {
-        return invalid(
-            "limits.timeout_ms",
-            "timeout_ms must be positive".to_owned(),
-        );
-    }
-    if command.block_strategy == BlockStrategy::Concurrent && command.max_concurrency == 0 {
-        return invalid(
-            "max_concurrency",
-            "max_concurrency must be at least 1 under CONCURRENT".to_owned(),
-        );
-    }
-    Ok(())
-}
-
-/// A trigger its job's block strategy refused.
-struct Refused {
-    pending: Pending,
-    outcome: Outcome,
-}
-
-/// Applies a trigger to its job: queues it (starting the job's task if
-/// needed), covering earlier runs under COVER_EARLY, or refuses it under
-/// DISCARD_LATER when the job is busy here.
-fn apply(shared: &Arc<Shared>, pending: Pending) -> Result<(), Box<Refused>> {
-    let run_id = pending.command.trigger.run_id;
-    let job_id = pending.command.trigger.job_id;
-    let mut covered = Vec::new();
-    {
-        let mut table = shared.lock();
-        if shared.closing.load(Ordering::SeqCst) {
-            return Err(Box::new(Refused {
-                pending,
-                outcome: Outcome::Rejected {
-                    reason: "the executor shut down before the run started".to_owned(),
-                },
-            }));
-        }
-        let entry = match table.jobs.entry(job_id) {
-            std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
-            std::collections::hash_map::Entry::Vacant(vacant) => {
-                let wake = Arc::new(Notify::new());
-                tokio::spawn(job_loop(shared.clone(), job_id, wake.clone()));
-                vacant.insert(JobEntry {
-                    queue: VecDeque::new(),
-                    running: HashMap::new(),
-                    limit: 1,
-                    wake,
-                    recent_changes: VecDeque::new(),
-                })
-            }
-        };
-        let busy = !entry.running.is_empty() || !entry.queue.is_empty();
-        let strategy = pending.command.block_strategy;
-        match strategy {
-            BlockStrategy::DiscardLater if busy => {
-                return Err(Box::new(Refused {
-                    pending,
-                    outcome: Outcome::Rejected {
-                        reason: format!(
-                            "job {job_id} is already running or queued here (DISCARD_LATER)"
-                        ),
-                    },
-                }));
-            }
-            BlockStrategy::CoverEarly => {
-                for handle in entry.running.values() {
-                    handle.cover();
-                }
-                covered.extend(entry.queue.drain(..));
-            }
-            _ => {}
-        }
-        entry.limit = match strategy {
-            BlockStrategy::Concurrent => pending.command.max_concurrency.max(1) as usize,
-            _ => 1,
-        };
-        let handle = pending.handle.clone();
-        entry.queue.push_back(pending);
-        entry.wake.notify_one();
-        table.active.insert(run_id, handle);
-    }
-    shared.metrics.queued.inc();
-    for pending in covered {
-        shared.metrics.queued.dec();
-        pending.handle.cover();
-        shared.report_unstarted(pending, Outcome::Covered);
-    }
-    Ok(())
-}
-
 impl Jobs {
     pub(crate) fn new(
         runtime: Runtime,
@@ -494,6 +337,8 @@ impl Jobs {
                 idle_retire: settings.idle_retire,
                 retained: settings.retained,
                 closing: AtomicBool::new(false),
+                tasks: TaskTracker::new(),
+                stopping: CancellationToken::new(),
                 tenant_slots: TenantSlots::new(settings.tenant_share),
             }),
         }
@@ -526,9 +371,15 @@ impl Jobs {
                 },
             );
             drop(table);
+            let stopping = shared.stopping.clone();
+            let tasks = shared.tasks.clone();
             let shared = shared.clone();
-            tokio::spawn(async move {
-                tokio::time::sleep(delay).await;
+            tasks.spawn(async move {
+                tokio::select! {
+                    () = tokio::time::sleep(delay) => {}
+                    // Shutdown reports held runs itself.
+                    () = stopping.cancelled() => return,
+                }
                 let Some(pending) = shared.lock().held.remove(&run_id) else {
                     return; // killed, or dropped at shutdown
                 };
@@ -678,6 +529,7 @@ impl Jobs {
     pub(crate) async fn shutdown(&self, grace: Duration) {
         let shared = &self.shared;
         shared.closing.store(true, Ordering::SeqCst);
+        shared.stopping.cancel();
         let mut held: Vec<Pending>;
         let dropped: Vec<Pending> = {
             let mut table = shared.lock();
@@ -714,12 +566,15 @@ impl Jobs {
             handle.kill();
         }
         // Job tasks notice `closing`, retire their workers and leave.
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        while !shared.lock().jobs.is_empty() && tokio::time::Instant::now() < deadline {
-            for entry in shared.lock().jobs.values() {
-                entry.wake.notify_one();
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+        for entry in shared.lock().jobs.values() {
+            entry.wake.notify_one();
+        }
+        shared.tasks.close();
+        if tokio::time::timeout(Duration::from_secs(10), shared.tasks.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("job tasks still running 10 s after the executor began to stop");
         }
     }
 
@@ -731,204 +586,4 @@ impl Jobs {
             .flat_map(|entry| entry.running.values().cloned())
             .collect()
     }
-}
-
-/// The task of one job: starts its runs, keeps its workers, retires when idle.
-async fn job_loop(shared: Arc<Shared>, job_id: u64, wake: Arc<Notify>) {
-    let mut idle_workers: Vec<JobWorker> = Vec::new();
-    let mut in_flight: JoinSet<JobWorker> = JoinSet::new();
-    loop {
-        // Start every run the job's limit allows.
-        loop {
-            let next = {
-                let mut table = shared.lock();
-                let Some(entry) = table.jobs.get_mut(&job_id) else {
-                    break;
-                };
-                if entry.running.len() >= entry.limit {
-                    None
-                } else {
-                    entry.queue.pop_front().inspect(|pending| {
-                        entry
-                            .running
-                            .insert(pending.command.trigger.run_id, pending.handle.clone());
-                    })
-                }
-            };
-            let Some(pending) = next else { break };
-            shared.metrics.queued.dec();
-            match worker_for(&shared, &mut idle_workers, &pending.command).await {
-                Ok(worker) => {
-                    shared.metrics.running.inc();
-                    in_flight.spawn(run_one(shared.clone(), worker, pending));
-                }
-                Err(reason) => {
-                    let run_id = pending.command.trigger.run_id;
-                    if let Some(entry) = shared.lock().jobs.get_mut(&job_id) {
-                        entry.running.remove(&run_id);
-                    }
-                    shared.report_unstarted(pending, Outcome::Rejected { reason });
-                }
-            }
-        }
-
-        let closing = shared.closing.load(Ordering::SeqCst);
-        if closing && in_flight.is_empty() {
-            shared.lock().jobs.remove(&job_id);
-            retire_all(&shared, idle_workers).await;
-            return;
-        }
-
-        tokio::select! {
-            _ = wake.notified() => {}
-            joined = in_flight.join_next(), if !in_flight.is_empty() => {
-                if let Some(Ok(worker)) = joined {
-                    idle_workers.push(worker);
-                }
-            }
-            _ = tokio::time::sleep(shared.idle_retire), if in_flight.is_empty() => {
-                let gone = {
-                    let mut table = shared.lock();
-                    let idle = table
-                        .jobs
-                        .get(&job_id)
-                        .is_none_or(|entry| entry.queue.is_empty() && entry.running.is_empty());
-                    if idle {
-                        table.jobs.remove(&job_id);
-                    }
-                    idle
-                };
-                if gone {
-                    retire_all(&shared, idle_workers).await;
-                    return;
-                }
-            }
-        }
-    }
-}
-
-/// A worker for the command's module: a warm one if there is one; else a
-/// new one, after retiring workers of other versions (the hot swap).
-async fn worker_for(
-    shared: &Shared,
-    idle_workers: &mut Vec<JobWorker>,
-    command: &RunCommand,
-) -> Result<JobWorker, String> {
-    let mode = if command.fresh_instance {
-        InstanceMode::FreshPerRun
-    } else {
-        InstanceMode::Warm
-    };
-    let digest = command.module_digest.as_str();
-    if let Some(index) = idle_workers
-        .iter()
-        .position(|worker| worker.module().digest() == digest && worker.mode() == mode)
-    {
-        return Ok(idle_workers.swap_remove(index));
-    }
-    let (stale, keep): (Vec<JobWorker>, Vec<JobWorker>) = idle_workers
-        .drain(..)
-        .partition(|worker| worker.module().digest() != digest);
-    *idle_workers = keep;
-    retire_all(shared, stale).await;
-    let module = shared.modules.get(digest).await?;
-    Ok(JobWorker::new(&shared.runtime, module, mode))
-}
-
-async fn retire_all(shared: &Shared, workers: Vec<JobWorker>) {
-    for worker in workers {
-        let digest = worker.module().digest().to_owned();
-        if let Some(report) = worker.retire().await {
-            if report.error.is_none() {
-                shared.metrics.instances_retired.inc();
-            }
-            for line in &report.log {
-                tracing::info!(module = %digest, "destroy: {}", line.text);
-            }
-            if let Some(error) = report.error {
-                tracing::warn!(module = %digest, %error, "destroy did not complete");
-            }
-        }
-    }
-}
-
-/// The report of a run that never got its tenant's share: killed while
-/// waiting, or out of time.
-fn unstarted_report(handle: &RunHandle, worker: &JobWorker, timeout_ms: u64) -> RunReport {
-    let outcome = handle
-        .stopped_outcome()
-        .unwrap_or(Outcome::Timeout { timeout_ms });
-    RunReport::unstarted(outcome, worker.module().digest())
-}
-
-async fn run_one(shared: Arc<Shared>, mut worker: JobWorker, pending: Pending) -> JobWorker {
-    let Pending {
-        command,
-        handle,
-        received,
-    } = pending;
-    let limits = RunLimits {
-        timeout: Duration::from_millis(command.limits.timeout_ms),
-        fuel: command.limits.fuel,
-        memory_bytes: command.limits.memory_bytes,
-        log_bytes: usize::try_from(command.limits.log_bytes).unwrap_or(usize::MAX),
-        ..RunLimits::default()
-    };
-    let job_id = command.trigger.job_id;
-    let start = shared.lock().jobs.get(&job_id).map_or_else(
-        || StartState {
-            values: Arc::new(command.state.clone()),
-            revisions: command.state_revisions.clone(),
-        },
-        |entry| entry.current_state(&command, received),
-    );
-    let timeout = limits.timeout;
-    let request = RunRequest {
-        trigger: command.trigger.clone(),
-        limits,
-        state: start.values.clone(),
-        config: command.config.clone(),
-        // Checked when the command was submitted.
-        http_allow: cronbox_runtime::parse_origins(&command.http_allow)
-            .unwrap_or_default()
-            .into(),
-        http_limits: command.http_limits,
-        secrets: command.secrets.0.clone(),
-    };
-    // The tenant's share first: waiting for it counts against the run's
-    // timeout and ends on a kill, like waiting for a slot.
-    let waiting_since = tokio::time::Instant::now();
-    let slots = shared
-        .tenant_slots
-        .of(&command.tenant, command.tenant_max_instances);
-    let share = tokio::select! {
-        biased;
-        _ = handle.cancelled() => None,
-        _ = tokio::time::sleep(timeout) => None,
-        permit = slots.acquire_owned() => permit.ok(),
-    };
-    let waited = waiting_since.elapsed();
-    let report = match share {
-        Some(_share) if waited < timeout => worker.run_after_wait(request, &handle, waited).await,
-        _ => unstarted_report(&handle, &worker, command.limits.timeout_ms),
-    };
-    let run_id = command.trigger.run_id;
-    {
-        let mut table = shared.lock();
-        if let Some(entry) = table.jobs.get_mut(&job_id) {
-            entry.running.remove(&run_id);
-            if report.outcome.is_success() && !report.state_changes.is_empty() {
-                entry.remember_changes(run_id, &report.state_changes);
-            }
-        }
-        table.active.remove(&run_id);
-        table.remember_finished(run_id, handle, shared.retained);
-        shared
-            .metrics
-            .retained_log_bytes
-            .set(table.finished_log_bytes as i64);
-    }
-    shared.metrics.running.dec();
-    shared.report_finished(&command, report, &start);
-    worker
 }

@@ -1,39 +1,35 @@
-//! The operations of the document: method, path, tag, summary, request
-//! and response schemas (by name, resolved against the derived schemas),
-//! query parameters; one file per family of routes.
+//! What the document says of one route ([`Operation`]): method, path,
+//! tag, summary, request and response schemas (by name, resolved against
+//! the derived schemas), query parameters. Each route is written once, in
+//! its resource's `routes()` beside its handlers, with its `Operation`:
+//! the router and the document are built from that one table.
 
 use serde_json::{Value, json};
 
-mod jobs;
-mod modules;
-mod open;
-mod people;
-mod runs;
-
 /// One operation: its tag, summary, path parameters, request body schema,
 /// success status and response schema.
-pub(super) struct Operation {
-    pub(super) method: &'static str,
-    pub(super) path: &'static str,
-    pub(super) tag: &'static str,
-    pub(super) summary: &'static str,
-    pub(super) body: Option<Value>,
-    pub(super) status: &'static str,
+pub(crate) struct Operation {
+    pub(crate) method: &'static str,
+    pub(crate) path: &'static str,
+    pub(crate) tag: &'static str,
+    pub(crate) summary: &'static str,
+    pub(crate) body: Option<Value>,
+    pub(crate) status: &'static str,
     /// The success response's schema; `Null` for a response with no body.
-    pub(super) response: Value,
+    pub(crate) response: Value,
     /// The media type of the success response.
-    pub(super) response_media: &'static str,
+    pub(crate) response_media: &'static str,
     /// Whether the body may be left out.
-    pub(super) body_optional: bool,
+    pub(crate) body_optional: bool,
     /// The body's media types and schemas, when not JSON (`body` unused).
-    pub(super) body_content: Option<Value>,
+    pub(crate) body_content: Option<Value>,
     /// Query parameters: name, schema, description.
-    pub(super) query: Vec<(&'static str, Value, &'static str)>,
+    pub(crate) query: Vec<(&'static str, Value, &'static str)>,
 }
 
 impl Operation {
     /// The success response in `media` instead of JSON.
-    pub(super) fn with_media(self, media: &'static str) -> Operation {
+    pub(crate) fn with_media(self, media: &'static str) -> Operation {
         Operation {
             response_media: media,
             ..self
@@ -41,12 +37,12 @@ impl Operation {
     }
 
     /// With these query parameters.
-    pub(super) fn with_query(self, query: Vec<(&'static str, Value, &'static str)>) -> Operation {
+    pub(crate) fn with_query(self, query: Vec<(&'static str, Value, &'static str)>) -> Operation {
         Operation { query, ..self }
     }
 
     /// The body may be left out.
-    pub(super) fn body_optional(self) -> Operation {
+    pub(crate) fn body_optional(self) -> Operation {
         Operation {
             body_optional: true,
             ..self
@@ -54,35 +50,35 @@ impl Operation {
     }
 }
 
-pub(super) fn schema(name: &str) -> Value {
+pub(crate) fn schema(name: &str) -> Value {
     json!({ "$ref": format!("#/components/schemas/{name}") })
 }
 
-pub(super) fn array_of(item: Value) -> Value {
+pub(crate) fn array_of(item: Value) -> Value {
     json!({ "type": "array", "items": item })
 }
 
-pub(super) fn object() -> Value {
+pub(crate) fn object() -> Value {
     json!({ "type": "object" })
 }
 
 /// An integer from `min` to `max`, as the handler checks it.
-pub(super) fn integer(min: i64, max: i64) -> Value {
+pub(crate) fn integer(min: i64, max: i64) -> Value {
     json!({ "type": "integer", "format": "int64", "minimum": min, "maximum": max })
 }
 
-pub(super) fn text() -> Value {
+pub(crate) fn text() -> Value {
     json!({ "type": "string" })
 }
 
 /// A day as `YYYY-MM-DD`.
-pub(super) fn day() -> Value {
+pub(crate) fn day() -> Value {
     json!({ "type": "string", "format": "date", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$" })
 }
 
 /// An operation answering JSON, with no query parameters and a required
 /// body (when it has one).
-pub(super) fn op(
+pub(crate) fn op(
     method: &'static str,
     path: &'static str,
     tag: &'static str,
@@ -104,17 +100,4 @@ pub(super) fn op(
         body_content: None,
         query: Vec::new(),
     }
-}
-
-pub(in crate::openapi) fn operations() -> Vec<Operation> {
-    [
-        open::operations(),
-        modules::operations(),
-        people::operations(),
-        jobs::operations(),
-        runs::operations(),
-    ]
-    .into_iter()
-    .flatten()
-    .collect()
 }

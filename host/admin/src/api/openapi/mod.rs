@@ -1,13 +1,14 @@
 //! The OpenAPI 3.1 document of the admin's HTTP API, served at
-//! `/api/v1/openapi.json`: the operations from the table in `operations`,
-//! the schemas derived (`utoipa::ToSchema`) from the very types the
-//! handlers read and answer. Tests check that it lists exactly the routes
+//! `/api/v1/openapi.json`: the operations from the route table (each
+//! written beside its handlers, the same entry that routes it), the
+//! schemas derived (`utoipa::ToSchema`) from the very types the handlers
+//! read and answer. Tests check that it lists exactly the routes
 //! the router serves, that every reference resolves and that it parses as
 //! OpenAPI.
 
-mod operations;
+pub(super) mod operation;
 
-use operations::{operations, schema};
+use operation::schema;
 
 use serde_json::{Value, json};
 use utoipa::ToSchema;
@@ -95,20 +96,15 @@ fn schemas() -> Value {
 
 /// The document.
 pub(crate) fn document() -> Value {
-    let access: std::collections::HashMap<(&str, &str), crate::api::Access> =
-        crate::api::route_table()
-            .into_iter()
-            .map(|(method, path, access)| ((method, path), access))
-            .collect();
     let mut paths = serde_json::Map::new();
-    for operation in operations() {
+    for super::routes::Route { operation, access } in super::route_table() {
         let mut parameters: Vec<Value> = operation
             .path
             .split('/')
             .filter_map(|segment| segment.strip_prefix('{')?.strip_suffix('}'))
             .map(|name| {
                 let kind = if name == "id" {
-                    operations::integer(i64::MIN, i64::MAX)
+                    operation::integer(i64::MIN, i64::MAX)
                 } else {
                     json!({ "type": "string" })
                 };
@@ -135,9 +131,7 @@ pub(crate) fn document() -> Value {
             // Who may call it, from the router's own table: `none`,
             // `executor`, `any` (any user caller, on itself), or the
             // least role (viewer, developer, admin, operator).
-            "x-required-role": access
-                .get(&(operation.method, operation.path))
-                .map(|access| access.name()),
+            "x-required-role": access.name(),
             "responses": {
                 operation.status: if operation.response.is_null() {
                     json!({ "description": "Success, with no body" })
@@ -193,12 +187,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_document_lists_exactly_the_routes_served() {
+    fn the_document_lists_each_route_once_with_its_path_parameters() {
         let mut served: Vec<(String, String)> = crate::api::route_table()
             .into_iter()
-            .map(|(method, path, _)| (method.to_owned(), path.to_owned()))
+            .map(|route| {
+                (
+                    route.operation.method.to_owned(),
+                    route.operation.path.to_owned(),
+                )
+            })
             .collect();
         served.sort();
+        let routes = served.len();
+        served.dedup();
+        assert_eq!(served.len(), routes, "a route is listed twice");
         let document = document();
         let mut documented: Vec<(String, String)> = document["paths"]
             .as_object()
@@ -214,6 +216,19 @@ mod tests {
             .collect();
         documented.sort();
         assert_eq!(documented, served);
+        for (path, item) in document["paths"].as_object().unwrap() {
+            for operation in item.as_object().unwrap().values() {
+                let named: Vec<&str> = operation["parameters"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|parameter| parameter["in"] == "path")
+                    .map(|parameter| parameter["name"].as_str().unwrap())
+                    .collect();
+                let segments = path.matches('{').count();
+                assert_eq!(named.len(), segments, "{path}: {named:?}");
+            }
+        }
     }
 
     #[test]

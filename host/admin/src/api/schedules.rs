@@ -1,0 +1,228 @@
+//! Schedule previews: a job's next fires, and a schedule's before it is
+//! saved.
+
+use super::*;
+
+/// Most fire times one `next-fires` request may ask for.
+pub(crate) const MAX_NEXT_FIRES: i64 = 100;
+
+pub(super) async fn next_fires(
+    State(state): State<Arc<AdminState>>,
+    caller: Caller,
+    Path(id): Path<JobId>,
+    Query(params): Query<std::collections::HashMap<String, String>>,
+) -> Result<impl IntoResponse, Failure> {
+    let query = ListQuery::new(params, &["count"])?;
+    let count = query.bounded("count", 5, 1, MAX_NEXT_FIRES)? as usize;
+    let job = visible_job(&state, &caller, id).await?;
+    let schedule = schedule_of(&job).map_err(|error| {
+        Failure::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            ErrorCode::InvalidJob,
+            error.to_string(),
+        )
+    })?;
+    // A paused job fires from the end of its pause, or not at all.
+    let from = match &job.pause {
+        Some(pause) => pause
+            .until_ms
+            .and_then(chrono::DateTime::from_timestamp_millis)
+            .map(|until| until.max(state.scheduler.now())),
+        None => Some(state.scheduler.now()),
+    };
+    let fires: Vec<String> = from
+        .map(|from| {
+            state
+                .scheduler
+                .rules_of(&job)
+                .preview(&schedule, from, count)
+        })
+        .unwrap_or_default()
+        .into_iter()
+        .map(|at| at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+        .collect();
+    Ok(Json(fires))
+}
+
+/// The items of a comma-separated query parameter, trimmed, empty ones
+/// dropped.
+fn comma_list(text: Option<String>) -> Vec<String> {
+    text.map(|text| {
+        text.split(',')
+            .map(str::trim)
+            .filter(|item| !item.is_empty())
+            .map(str::to_owned)
+            .collect()
+    })
+    .unwrap_or_default()
+}
+
+/// The next fires of a schedule not yet saved (`schedule_type`,
+/// `schedule_conf`, `time_zone` as a job definition writes them; `count`
+/// of them): what a job form shows as its author types. Refused as a job
+/// with that schedule would be, naming the field.
+pub(super) async fn schedule_preview(
+    State(state): State<Arc<AdminState>>,
+    caller: Caller,
+    Query(params): Query<std::collections::HashMap<String, String>>,
+) -> Result<impl IntoResponse, Failure> {
+    let query = ListQuery::new(
+        params,
+        &[
+            "schedule_type",
+            "schedule_conf",
+            "time_zone",
+            "count",
+            "starts_at_ms",
+            "ends_at_ms",
+            "exclude_dates",
+            "jitter_ms",
+            "calendars",
+        ],
+    )?;
+    let count = query.bounded("count", 5, 1, MAX_NEXT_FIRES)? as usize;
+    let schedule_type = query
+        .text("schedule_type")
+        .unwrap_or_else(|| "CRON".to_owned());
+    let conf = query.text("schedule_conf").unwrap_or_default();
+    let time_zone = query.text("time_zone").unwrap_or_else(|| "UTC".to_owned());
+    for (field, text, most) in [
+        ("schedule_conf", &conf, crate::jobs::MAX_SCHEDULE_CONF_BYTES),
+        ("time_zone", &time_zone, crate::jobs::MAX_TIME_ZONE_BYTES),
+    ] {
+        let length = text.chars().count();
+        if length > most {
+            return Err(ListQuery::invalid(
+                field,
+                format!("{length} characters; at most {most}"),
+            ));
+        }
+    }
+    let (_, schedule) =
+        crate::jobs::checked_schedule(&schedule_type, &conf, &time_zone).map_err(|invalid| {
+            Failure::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ErrorCode::InvalidJob,
+                invalid.message,
+            )
+            .field(invalid.field)
+        })?;
+    let zone: chrono_tz::Tz = time_zone
+        .parse()
+        .map_err(|_| ListQuery::invalid("time_zone", format!("unknown time zone {time_zone:?}")))?;
+    let written = cronbox_api::ScheduleRules {
+        starts_at_ms: query.number("starts_at_ms")?,
+        ends_at_ms: query.number("ends_at_ms")?,
+        exclude_dates: comma_list(query.text("exclude_dates")),
+        jitter_ms: query.bounded("jitter_ms", 0, 0, crate::schedule::MAX_JITTER_MS)?,
+        // Overlap decides at dispatch, not when a fire is.
+        overlap: cronbox_api::OverlapPolicy::Allow,
+        calendars: comma_list(query.text("calendars")),
+    };
+    // A job not yet saved has no id: its jitter is shown as job 0's.
+    let rules = crate::schedule::Rules::parse(&written, zone, 0).map_err(|refused| {
+        Failure::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            ErrorCode::InvalidJob,
+            refused.message,
+        )
+        .field(refused.field)
+    })?;
+    let rules = state
+        .scheduler
+        .with_calendars(rules, &caller.tenant, &written.calendars);
+    let fires = rules.preview(&schedule, state.scheduler.now(), count);
+    Ok(Json(cronbox_api::SchedulePreview {
+        fires: fires
+            .iter()
+            .map(|at| at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+            .collect(),
+        local: fires
+            .iter()
+            .map(|at| {
+                at.with_timezone(&zone)
+                    .to_rfc3339_opts(chrono::SecondsFormat::Millis, false)
+            })
+            .collect(),
+        time_zone: zone.name().to_owned(),
+    }))
+}
+
+/// This file's routes: each one's document, the access it needs and its
+/// handler.
+pub(super) fn routes(table: &mut Routes) {
+    let operation = Operation {
+        query: vec![(
+            "count",
+            integer(1, crate::api::MAX_NEXT_FIRES),
+            "How many fire times (default 5, at most 100)",
+        )],
+        ..op(
+            "get",
+            "/api/v1/jobs/{id}/next-fires",
+            "jobs",
+            "The next fire times (RFC 3339)",
+            None,
+            "200",
+            array_of(json!({ "type": "string", "format": "date-time" })),
+        )
+    };
+    table.route(operation, VIEWER, next_fires);
+    let operation = op(
+            "get",
+            "/api/v1/schedule-preview",
+            "jobs",
+            "The next fires of a schedule before a job has it, in UTC and in its time zone (refused as a job's schedule would be, naming the field)",
+            None,
+            "200",
+            schema("SchedulePreview"),
+        )
+        .with_query(vec![
+            (
+                "schedule_type",
+                text(),
+                "CRON (default), FIX_RATE, FIX_DELAY, ONE_SHOT or NONE (another is refused, 422)",
+            ),
+            (
+                "schedule_conf",
+                json!({ "type": "string", "maxLength": crate::jobs::MAX_SCHEDULE_CONF_BYTES }),
+                "The expression, interval or instant",
+            ),
+            (
+                "time_zone",
+                json!({ "type": "string", "maxLength": crate::jobs::MAX_TIME_ZONE_BYTES }),
+                "An IANA time zone (default UTC)",
+            ),
+            (
+                "starts_at_ms",
+                integer(i64::MIN, i64::MAX),
+                "No fire before this instant",
+            ),
+            (
+                "ends_at_ms",
+                integer(i64::MIN, i64::MAX),
+                "No fire after this instant",
+            ),
+            (
+                "exclude_dates",
+                text(),
+                "Local dates (YYYY-MM-DD, comma separated) without a fire",
+            ),
+            (
+                "calendars",
+                text(),
+                "Names of the tenant's shared calendars (comma separated) whose dates are skipped",
+            ),
+            (
+                "jitter_ms",
+                integer(0, crate::schedule::MAX_JITTER_MS),
+                "Each fire shown up to this many ms late, as its run would be written",
+            ),
+            (
+                "count",
+                integer(1, crate::api::MAX_NEXT_FIRES),
+                "How many fire times (default 5, at most 100)",
+            ),
+        ]);
+    table.route(operation, VIEWER, schedule_preview);
+}

@@ -1,0 +1,159 @@
+//! A job's runs: triggering one now, killing its running ones, listing
+//! its runs.
+
+use super::*;
+use bodies::TriggerRequest;
+use cronbox_api::TriggerSource;
+
+/// Kills a whole job: its running, queued and held runs on executors, and
+/// its runs waiting to be dispatched (pending retries included), which end
+/// as cancelled.
+pub(super) async fn kill_job(
+    State(state): State<Arc<AdminState>>,
+    caller: Caller,
+    Path(id): Path<JobId>,
+) -> Result<impl IntoResponse, Failure> {
+    let job = visible_job(&state, &caller, id).await?;
+    let outcome = state.scheduler.kill_job(&job).await?;
+    Ok(Json(bodies::JobKilled {
+        job_id: id,
+        outcome,
+    }))
+}
+
+pub(super) async fn trigger_job(
+    State(state): State<Arc<AdminState>>,
+    caller: Caller,
+    Path(id): Path<JobId>,
+    body: Bytes,
+) -> Result<impl IntoResponse, Failure> {
+    let request: TriggerRequest = optional_json(&body)?;
+    if request
+        .param
+        .as_ref()
+        .is_some_and(|param| param.len() > crate::jobs::MAX_PARAM_BYTES)
+    {
+        return Err(Failure::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            ErrorCode::InvalidRequest,
+            "param is too long",
+        )
+        .field("param"));
+    }
+    let job = visible_job(&state, &caller, id).await?;
+    if let Some(addresses) = &request.addresses {
+        // The admin sends the executor token with every run: only to
+        // executors the operator runs, never to an address a tenant names.
+        caller.require_operator_for("addresses", "choosing executor addresses for a run")?;
+        let allowed = state.scheduler.group_addresses_now(&job.group_name).await?;
+        if addresses.is_empty() {
+            return Err(Failure::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ErrorCode::InvalidRequest,
+                "addresses, when given, must name at least one executor",
+            )
+            .field("addresses"));
+        }
+        if let Some(outside) = addresses.iter().find(|a| !allowed.contains(a)) {
+            return Err(Failure::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ErrorCode::InvalidRequest,
+                format!(
+                    "address {outside:?} is not a live executor of group {:?}; a run may only \
+                     go to its job's group (live now: {})",
+                    job.group_name,
+                    if allowed.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        allowed.join(", ")
+                    }
+                ),
+            )
+            .field("addresses"));
+        }
+    }
+    let kind = match request.kind {
+        TriggerSource::Api => cronbox_protocol::TriggerKind::Api,
+        TriggerSource::Manual => cronbox_protocol::TriggerKind::Manual,
+    };
+    let run_id = state
+        .scheduler
+        .trigger(id, kind, request.param, request.addresses)
+        .await?;
+    Ok((StatusCode::ACCEPTED, Json(bodies::Triggered { run_id })))
+}
+
+/// A page of a job's runs, oldest first: `after` (the last id of the
+/// previous page) and `limit` (default and most 1000).
+pub(super) async fn job_runs(
+    State(state): State<Arc<AdminState>>,
+    caller: Caller,
+    Path(id): Path<JobId>,
+    Query(params): Query<std::collections::HashMap<String, String>>,
+) -> Result<impl IntoResponse, Failure> {
+    let query = ListQuery::new(params, &["after", "limit"])?;
+    visible_job(&state, &caller, id).await?;
+    let runs = state
+        .scheduler
+        .store()
+        .runs_of_job_page(
+            id,
+            query.number("after")?,
+            query.limit(MAX_JOB_RUNS_PAGE, MAX_JOB_RUNS_PAGE)?,
+        )
+        .await?;
+    Ok(Json(runs))
+}
+
+/// Most runs in one page of `GET /api/v1/jobs/{id}/runs`.
+const MAX_JOB_RUNS_PAGE: i64 = 1000;
+
+/// This file's routes: each one's document, the access it needs and its
+/// handler.
+pub(super) fn routes(table: &mut Routes) {
+    let operation = op(
+            "post",
+            "/api/v1/jobs/{id}/trigger",
+            "jobs",
+            "Run now, with an optional parameter; kind `api` (default) or `manual` (a person, through the CLI or console); addresses (operator only, executors of the job's group only)",
+            Some(schema("TriggerRequest")),
+            "202",
+            schema("Triggered"),
+        )
+        .body_optional();
+    table.route(operation, DEVELOPER, trigger_job);
+    let operation = op(
+        "post",
+        "/api/v1/jobs/{id}/kill",
+        "jobs",
+        "Kill every run of the job: running, queued and held runs on executors are stopped, runs waiting to be dispatched (retries included) end as cancelled",
+        None,
+        "200",
+        schema("JobKilled"),
+    );
+    table.route(operation, DEVELOPER, kill_job);
+    let operation = Operation {
+        query: vec![
+            (
+                "after",
+                integer(i64::MIN, i64::MAX),
+                "Runs with a larger id: the last id of the previous page",
+            ),
+            (
+                "limit",
+                integer(1, 1000),
+                "Runs per page (default and most 1000)",
+            ),
+        ],
+        ..op(
+            "get",
+            "/api/v1/jobs/{id}/runs",
+            "runs",
+            "A page of a job's runs, oldest first",
+            None,
+            "200",
+            array_of(schema("Run")),
+        )
+    };
+    table.route(operation, VIEWER, job_runs);
+}

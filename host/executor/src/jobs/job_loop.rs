@@ -1,0 +1,213 @@
+//! The task of one job: starts its queued runs up to the job's limit on
+//! warm workers (hot-swapping versions), reports each, and retires the
+//! workers when the job is idle.
+
+use super::*;
+
+/// The task of one job: starts its runs, keeps its workers, retires when idle.
+pub(super) async fn job_loop(shared: Arc<Shared>, job_id: u64, wake: Arc<Notify>) {
+    let mut idle_workers: Vec<JobWorker> = Vec::new();
+    let mut in_flight: JoinSet<JobWorker> = JoinSet::new();
+    loop {
+        // Start every run the job's limit allows.
+        loop {
+            let next = {
+                let mut table = shared.lock();
+                let Some(entry) = table.jobs.get_mut(&job_id) else {
+                    break;
+                };
+                if entry.running.len() >= entry.limit {
+                    None
+                } else {
+                    entry.queue.pop_front().inspect(|pending| {
+                        entry
+                            .running
+                            .insert(pending.command.trigger.run_id, pending.handle.clone());
+                    })
+                }
+            };
+            let Some(pending) = next else { break };
+            shared.metrics.queued.dec();
+            match worker_for(&shared, &mut idle_workers, &pending.command).await {
+                Ok(worker) => {
+                    shared.metrics.running.inc();
+                    in_flight.spawn(run_one(shared.clone(), worker, pending));
+                }
+                Err(reason) => {
+                    let run_id = pending.command.trigger.run_id;
+                    if let Some(entry) = shared.lock().jobs.get_mut(&job_id) {
+                        entry.running.remove(&run_id);
+                    }
+                    shared.report_unstarted(pending, Outcome::Rejected { reason });
+                }
+            }
+        }
+
+        let closing = shared.closing.load(Ordering::SeqCst);
+        if closing && in_flight.is_empty() {
+            shared.lock().jobs.remove(&job_id);
+            retire_all(&shared, idle_workers).await;
+            return;
+        }
+
+        tokio::select! {
+            _ = wake.notified() => {}
+            joined = in_flight.join_next(), if !in_flight.is_empty() => {
+                if let Some(Ok(worker)) = joined {
+                    idle_workers.push(worker);
+                }
+            }
+            _ = tokio::time::sleep(shared.idle_retire), if in_flight.is_empty() => {
+                let gone = {
+                    let mut table = shared.lock();
+                    let idle = table
+                        .jobs
+                        .get(&job_id)
+                        .is_none_or(|entry| entry.queue.is_empty() && entry.running.is_empty());
+                    if idle {
+                        table.jobs.remove(&job_id);
+                    }
+                    idle
+                };
+                if gone {
+                    retire_all(&shared, idle_workers).await;
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// A worker for the command's module: a warm one if there is one; else a
+/// new one, after retiring workers of other versions (the hot swap).
+pub(super) async fn worker_for(
+    shared: &Shared,
+    idle_workers: &mut Vec<JobWorker>,
+    command: &RunCommand,
+) -> Result<JobWorker, String> {
+    let mode = if command.fresh_instance {
+        InstanceMode::FreshPerRun
+    } else {
+        InstanceMode::Warm
+    };
+    let digest = command.module_digest.as_str();
+    if let Some(index) = idle_workers
+        .iter()
+        .position(|worker| worker.module().digest() == digest && worker.mode() == mode)
+    {
+        return Ok(idle_workers.swap_remove(index));
+    }
+    let (stale, keep): (Vec<JobWorker>, Vec<JobWorker>) = idle_workers
+        .drain(..)
+        .partition(|worker| worker.module().digest() != digest);
+    *idle_workers = keep;
+    retire_all(shared, stale).await;
+    let module = shared.modules.get(digest).await?;
+    Ok(JobWorker::new(&shared.runtime, module, mode))
+}
+
+pub(super) async fn retire_all(shared: &Shared, workers: Vec<JobWorker>) {
+    for worker in workers {
+        let digest = worker.module().digest().to_owned();
+        if let Some(report) = worker.retire().await {
+            if report.error.is_none() {
+                shared.metrics.instances_retired.inc();
+            }
+            for line in &report.log {
+                tracing::info!(module = %digest, "destroy: {}", line.text);
+            }
+            if let Some(error) = report.error {
+                tracing::warn!(module = %digest, %error, "destroy did not complete");
+            }
+        }
+    }
+}
+
+/// The report of a run that never got its tenant's share: killed while
+/// waiting, or out of time.
+pub(super) fn unstarted_report(
+    handle: &RunHandle,
+    worker: &JobWorker,
+    timeout_ms: u64,
+) -> RunReport {
+    let outcome = handle
+        .stopped_outcome()
+        .unwrap_or(Outcome::Timeout { timeout_ms });
+    RunReport::unstarted(outcome, worker.module().digest())
+}
+
+pub(super) async fn run_one(
+    shared: Arc<Shared>,
+    mut worker: JobWorker,
+    pending: Pending,
+) -> JobWorker {
+    let Pending {
+        command,
+        handle,
+        received,
+    } = pending;
+    let limits = RunLimits {
+        timeout: Duration::from_millis(command.limits.timeout_ms),
+        fuel: command.limits.fuel,
+        memory_bytes: command.limits.memory_bytes,
+        log_bytes: usize::try_from(command.limits.log_bytes).unwrap_or(usize::MAX),
+        ..RunLimits::default()
+    };
+    let job_id = command.trigger.job_id;
+    let start = shared.lock().jobs.get(&job_id).map_or_else(
+        || StartState {
+            values: Arc::new(command.state.clone()),
+            revisions: command.state_revisions.clone(),
+        },
+        |entry| entry.current_state(&command, received),
+    );
+    let timeout = limits.timeout;
+    let request = RunRequest {
+        trigger: command.trigger.clone(),
+        limits,
+        state: start.values.clone(),
+        config: command.config.clone(),
+        // Checked when the command was submitted.
+        http_allow: cronbox_runtime::parse_origins(&command.http_allow)
+            .unwrap_or_default()
+            .into(),
+        http_limits: command.http_limits,
+        secrets: command.secrets.0.clone(),
+    };
+    // The tenant's share first: waiting for it counts against the run's
+    // timeout and ends on a kill, like waiting for a slot.
+    let waiting_since = tokio::time::Instant::now();
+    let slots = shared
+        .tenant_slots
+        .of(&command.tenant, command.tenant_max_instances);
+    let share = tokio::select! {
+        biased;
+        _ = handle.cancelled() => None,
+        _ = tokio::time::sleep(timeout) => None,
+        permit = slots.acquire_owned() => permit.ok(),
+    };
+    let waited = waiting_since.elapsed();
+    let report = match share {
+        Some(_share) if waited < timeout => worker.run_after_wait(request, &handle, waited).await,
+        _ => unstarted_report(&handle, &worker, command.limits.timeout_ms),
+    };
+    let run_id = command.trigger.run_id;
+    {
+        let mut table = shared.lock();
+        if let Some(entry) = table.jobs.get_mut(&job_id) {
+            entry.running.remove(&run_id);
+            if report.outcome.is_success() && !report.state_changes.is_empty() {
+                entry.remember_changes(run_id, &report.state_changes);
+            }
+        }
+        table.active.remove(&run_id);
+        table.remember_finished(run_id, handle, shared.retained);
+        shared
+            .metrics
+            .retained_log_bytes
+            .set(table.finished_log_bytes as i64);
+    }
+    shared.metrics.running.dec();
+    shared.report_finished(&command, report, &start);
+    worker
+}
