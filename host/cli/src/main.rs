@@ -16,6 +16,7 @@
 mod out;
 
 mod admin;
+mod cache;
 mod config;
 mod executor;
 mod manage;

@@ -79,6 +79,8 @@ pub struct RunArgs {
     json: bool,
     #[command(flatten)]
     compiler: crate::executor::CompilerArgs,
+    #[command(flatten)]
+    cache: crate::cache::CacheArgs,
 }
 
 pub(crate) fn parse_key_value(text: &str) -> Result<(String, String), String> {
@@ -175,19 +177,28 @@ async fn run_once(
     wasm: Vec<u8>,
 ) -> anyhow::Result<Result<RunReport, cronbox_runtime::LoadError>> {
     // One run here: its memory limit is the whole budget.
-    let runtime = Runtime::new(RuntimeConfig {
+    let mut config = RuntimeConfig {
         max_instances: 2,
         memory_budget_bytes: Some(args.memory.as_u64()),
         compiler: args.compiler.compiler()?,
         http_nets: args.http_allow_nets.clone(),
         ..RuntimeConfig::default()
-    })?;
-    eprintln!("compiling the component ({} bytes)…", wasm.len());
+    };
+    args.cache.apply(&mut config);
+    let runtime = Runtime::new(config)?;
+    eprintln!("loading the component ({} bytes)…", wasm.len());
     let module = match runtime.load(wasm).await {
         Ok(module) => module,
         Err(error) => return Ok(Err(error)),
     };
-    eprintln!("compiled in {} ms", module.load_time().as_millis());
+    let took = module.load_time().as_millis();
+    match module.cache_status() {
+        cronbox_runtime::CacheStatus::Hit => eprintln!("compiled earlier: loaded in {took} ms"),
+        _ => {
+            eprintln!("compiled in {took} ms");
+            args.cache.trim(module.digest());
+        }
+    }
     if !module.denied_imports().is_empty() {
         eprintln!(
             "note: the component imports {}, which cronbox links but grants nothing: every use \

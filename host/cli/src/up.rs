@@ -53,6 +53,8 @@ pub struct UpArgs {
     tenant_policy: crate::admin::TenantPolicyArgs,
     #[command(flatten)]
     compiler: crate::executor::CompilerArgs,
+    #[command(flatten)]
+    cache: crate::cache::CacheArgs,
 }
 
 /// A demo job: (name, built-in component, schedule, route, parameter, what
@@ -138,6 +140,8 @@ pub fn main(args: UpArgs) -> anyhow::Result<ExitCode> {
         );
         executor_config.beat_interval = Duration::from_secs(10);
         executor_config.runtime.compiler = args.compiler.compiler()?;
+        // Without a user cache, the executor keeps its own in DATA_DIR.
+        args.cache.apply(&mut executor_config.runtime);
         let executor = cronbox_executor::start(executor_config).await?;
 
         let client = Client::new(&admin_url, &api_token);

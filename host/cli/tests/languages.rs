@@ -13,7 +13,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use cronbox_language_jobs as languages;
 use cronbox_tests::{until, until_within};
 use serde_json::Value;
-use support::{Process, up};
+use support::Process;
 
 const LANGUAGES: [&str; 2] = ["python", "js"];
 /// Long enough for a Python component to compile on a busy machine.
@@ -116,7 +116,12 @@ impl Cli {
     /// `cronbox up` with its data in `data` (stopped when the process is
     /// dropped), and the CLI against it.
     fn up(data: &std::path::Path) -> (Process, Cli) {
-        let (stack, _, at) = up(data, None);
+        Cli::up_with_env(data, &[])
+    }
+
+    /// [`Cli::up`] with these environment variables set.
+    fn up_with_env(data: &std::path::Path, env: &[(&str, &std::path::Path)]) -> (Process, Cli) {
+        let (stack, _, at) = support::up_with_env(data, None, env);
         let token = std::fs::read_to_string(data.join("api-token")).unwrap();
         let cli = Cli {
             base: format!("http://{}", at.admin),
@@ -391,7 +396,9 @@ fn scheduled_runs(cli: &Cli, job: &str) -> Vec<(i64, i64, String)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pushed_version_is_compiled_ahead_and_every_job_stays_on_time() {
     let data = tempfile::tempdir().unwrap();
-    let (_stack, cli) = Cli::up(data.path());
+    // An artifact cache of its own: the pushed version must compile here.
+    let cache = data.path().join("cache");
+    let (_stack, cli) = Cli::up_with_env(data.path(), &[("CRONBOX_CACHE_DIR", &cache)]);
     let every_second = "schedule_type = \"CRON\"\nschedule_conf = \"* * * * * ?\"\n";
     let hello = cronbox_example_jobs::path("hello").display().to_string();
     let ticker = cli.job(data.path(), "ticker", &hello, every_second);

@@ -241,7 +241,8 @@ fn compilation_is_bounded_in_time_and_memory() {
         ("--compile-timeout", "1ms", "--compile-timeout"),
         ("--compile-memory", "16MiB", "--compile-memory"),
     ] {
-        let output = cronbox(&["run", &path("hello"), flag, value]);
+        // A cached artifact is not compiled again: compile.
+        let output = cronbox(&["run", &path("hello"), flag, value, "--no-cache"]);
         let text = stderr(&output);
         assert_eq!(output.status.code(), Some(2), "{flag} {value}: {text}");
         assert!(text.contains("cannot compile the component"), "{text}");
@@ -249,6 +250,52 @@ fn compilation_is_bounded_in_time_and_memory() {
         assert!(!stdout(&output).contains("outcome"), "nothing ran");
     }
     // Within the bounds (the defaults), the child's artifact runs.
-    let output = cronbox(&["run", &path("hello"), "--compile-memory", "1GiB"]);
+    let output = cronbox(&[
+        "run",
+        &path("hello"),
+        "--compile-memory",
+        "1GiB",
+        "--no-cache",
+    ]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+}
+
+/// A component is compiled once: the next run of the same bytes loads the
+/// artifact from the cache directory (signed with the key beside it), and
+/// runs the same; `--no-cache` compiles every time and keeps nothing.
+#[test]
+fn a_component_is_compiled_once_and_loaded_from_the_cache_after() {
+    let cache = tempfile::tempdir().unwrap();
+    let dir = cache.path().join("cache");
+    let dir = dir.to_str().unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", "--example", "hello", "--param", "cache"];
+        args.extend_from_slice(extra);
+        let output = cronbox(&args);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        assert!(stdout(&output).contains("success (200): hello, cache"));
+        stderr(&output)
+    };
+    let first = run(&["--cache-dir", dir]);
+    assert!(first.contains("compiled in "), "{first}");
+    let artifacts = std::fs::read_dir(cache.path().join("cache/artifacts"))
+        .unwrap()
+        .count();
+    assert_eq!(artifacts, 1, "one artifact kept");
+    assert!(cache.path().join("cache/artifact-cache.key").is_file());
+    let second = run(&["--cache-dir", dir]);
+    assert!(second.contains("compiled earlier: loaded in "), "{second}");
+    // CRONBOX_CACHE_DIR names it too; --no-cache compiles.
+    let output = Command::new(env!("CARGO_BIN_EXE_cronbox"))
+        .args(["run", "--example", "hello"])
+        .env("CRONBOX_CACHE_DIR", dir)
+        .output()
+        .unwrap();
+    assert!(
+        stderr(&output).contains("compiled earlier"),
+        "{}",
+        stderr(&output)
+    );
+    let uncached = run(&["--no-cache"]);
+    assert!(uncached.contains("compiled in "), "{uncached}");
 }

@@ -12,29 +12,30 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-/// Directories whose files together stay under `max_bytes`.
+/// Directories whose files together stay under `max_bytes` (also how
+/// `cronbox run` bounds the user's artifact cache).
 #[derive(Debug, Clone)]
-pub(crate) struct DiskBound {
+pub struct DiskBound {
     dirs: Vec<PathBuf>,
     max_bytes: u64,
 }
 
 /// What a trim removed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Trimmed {
-    pub(crate) files: u64,
-    pub(crate) bytes: u64,
+pub struct Trimmed {
+    pub files: u64,
+    pub bytes: u64,
 }
 
 impl DiskBound {
-    pub(crate) fn new(dirs: Vec<PathBuf>, max_bytes: u64) -> Self {
+    pub fn new(dirs: Vec<PathBuf>, max_bytes: u64) -> Self {
         DiskBound { dirs, max_bytes }
     }
 
     /// Deletes the oldest files until the rest fit, sparing the files of
     /// the digests in `in_use` (a file is a digest's when its name starts
     /// with it). Blocking.
-    pub(crate) fn trim(&self, in_use: &HashSet<String>) -> std::io::Result<Trimmed> {
+    pub fn trim(&self, in_use: &HashSet<String>) -> std::io::Result<Trimmed> {
         let mut files = Vec::new();
         let mut total = 0_u64;
         for dir in &self.dirs {

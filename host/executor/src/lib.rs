@@ -31,6 +31,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use admin::AdminError;
 pub use config::ExecutorConfig;
+pub use disk::{DiskBound, Trimmed};
 
 use crate::admin::AdminClient;
 use crate::api::ApiState;

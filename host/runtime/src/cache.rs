@@ -85,15 +85,21 @@ impl ArtifactCache {
 
     /// Loads the compiled component for `digest`, with `compile` when the
     /// cache has no valid entry. Blocking: call it off the async threads.
+    ///
+    /// Processes sharing the directory compile a digest once: the entry's
+    /// lock file is held from the read to the [`ArtifactCache::store`]
+    /// (until the returned [`EntryLock`] is dropped), so another process
+    /// loading the same digest meanwhile waits and then reads the entry.
     pub(crate) fn load_or_compile(
         &self,
         engine: &Engine,
         digest: &str,
         compile: impl FnOnce() -> wasmtime::Result<Component>,
-    ) -> wasmtime::Result<(Component, CacheStatus)> {
+    ) -> wasmtime::Result<(Component, CacheStatus, EntryLock)> {
         let Some(path) = self.entry_path(digest) else {
-            return Ok((compile()?, CacheStatus::Disabled));
+            return Ok((compile()?, CacheStatus::Disabled, EntryLock { _held: None }));
         };
+        let lock = EntryLock::take(&path);
         let mut status = CacheStatus::Miss;
         if let Ok(file) = std::fs::read(&path) {
             match verified_artifact(&self.key, &file) {
@@ -104,7 +110,7 @@ impl ArtifactCache {
                 Some(artifact) => match unsafe { Component::deserialize(engine, artifact) } {
                     Ok(component) => {
                         renew(&path);
-                        return Ok((component, CacheStatus::Hit));
+                        return Ok((component, CacheStatus::Hit, lock));
                     }
                     Err(error) => {
                         tracing::warn!(path = %path.display(), %error, "unusable cached artifact; recompiling");
@@ -117,7 +123,7 @@ impl ArtifactCache {
                 }
             }
         }
-        Ok((compile()?, status))
+        Ok((compile()?, status, lock))
     }
 
     /// Writes the artifact of a validated component (best effort: a cache
@@ -132,6 +138,33 @@ impl ArtifactCache {
             .and_then(|artifact| write_atomically(&path, &self.key, &artifact));
         if let Err(error) = result {
             tracing::warn!(path = %path.display(), %error, "cannot write the artifact cache");
+        }
+    }
+}
+
+/// The lock of one cache entry (a `.lock` file beside it, locked
+/// exclusively), released when dropped; none when the lock file cannot be
+/// made (the cache still works, only without sharing a compile).
+pub(crate) struct EntryLock {
+    _held: Option<std::fs::File>,
+}
+
+impl EntryLock {
+    fn take(entry: &Path) -> EntryLock {
+        let mut name = entry.file_name().unwrap_or_default().to_os_string();
+        name.push(".lock");
+        let file = std::fs::File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(entry.with_file_name(name))
+            .and_then(|file| file.lock().map(|()| file));
+        match file {
+            Ok(file) => EntryLock { _held: Some(file) },
+            Err(error) => {
+                tracing::debug!(path = %entry.display(), %error, "cannot lock a cache entry");
+                EntryLock { _held: None }
+            }
         }
     }
 }
@@ -170,12 +203,14 @@ fn verified_artifact<'a>(key: &[u8], file: &'a [u8]) -> Option<&'a [u8]> {
 }
 
 fn write_atomically(path: &Path, key: &[u8], artifact: &[u8]) -> std::io::Result<()> {
-    let temp = path.with_extension(format!("tmp{}", std::process::id()));
+    let temp = unique_temp(path);
     let mut contents = Vec::with_capacity(CHECKSUM_LEN + artifact.len());
     contents.extend_from_slice(&tag(key, artifact).finalize().into_bytes());
     contents.extend_from_slice(artifact);
     std::fs::write(&temp, &contents)?;
-    std::fs::rename(&temp, path)
+    std::fs::rename(&temp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&temp);
+    })
 }
 
 /// Creates `dir` (and its parents) readable by this user only.
@@ -204,7 +239,11 @@ fn read_or_create_key(path: &Path) -> std::io::Result<Vec<u8>> {
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent)?;
     }
+    // Written whole under a name of its own, then linked into place: two
+    // processes sharing a cache (`cronbox run` and `cronbox up` on one
+    // machine) both end up with the key that was linked first.
     let key = rand::random::<[u8; KEY_LEN]>();
+    let temp = unique_temp(path);
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
@@ -213,8 +252,32 @@ fn read_or_create_key(path: &Path) -> std::io::Result<Vec<u8>> {
         options.mode(0o600);
     }
     use std::io::Write as _;
-    options.open(path)?.write_all(&key)?;
-    Ok(key.to_vec())
+    options.open(&temp)?.write_all(&key)?;
+    let linked = std::fs::hard_link(&temp, path);
+    let _ = std::fs::remove_file(&temp);
+    match linked {
+        Ok(()) => Ok(key.to_vec()),
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+            let key = std::fs::read(path)?;
+            if key.len() == KEY_LEN {
+                Ok(key)
+            } else {
+                Err(std::io::Error::other(
+                    "the artifact cache key file is not a 32-byte key",
+                ))
+            }
+        }
+        Err(error) => Err(error),
+    }
+}
+
+/// A temporary name beside `path` no other process or thread uses.
+fn unique_temp(path: &Path) -> PathBuf {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let next = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".tmp{}-{next}", std::process::id()));
+    path.with_file_name(name)
 }
 
 #[cfg(test)]

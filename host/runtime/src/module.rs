@@ -197,7 +197,7 @@ impl Runtime {
                 unsafe { Component::deserialize(engine, &artifact) }
             }
         };
-        let (component, cache_status) = self
+        let (component, cache_status, _entry_lock) = self
             .inner
             .cache
             .load_or_compile(engine, &digest, compile)

@@ -86,6 +86,15 @@ pub struct Listening {
 /// `cronbox up` on `at` (`None`: port 0 for both), once it printed its
 /// summary: the process, what it printed, and where it listens.
 pub fn up(data_dir: &Path, at: Option<Listening>) -> (Child, String, Listening) {
+    up_with_env(data_dir, at, &[])
+}
+
+/// [`up`] with these environment variables set.
+pub fn up_with_env(
+    data_dir: &Path,
+    at: Option<Listening>,
+    env: &[(&str, &Path)],
+) -> (Child, String, Listening) {
     let (bind, executor_bind) = at.map_or_else(
         || ("127.0.0.1:0".to_owned(), "127.0.0.1:0".to_owned()),
         |at| (at.admin.to_string(), at.executor.to_string()),
@@ -97,6 +106,7 @@ pub fn up(data_dir: &Path, at: Option<Listening>) -> (Child, String, Listening) 
         .args(["--bind", &bind])
         .args(["--executor-bind", &executor_bind])
         .env_remove("CRONBOX_API_TOKEN")
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
