@@ -393,6 +393,8 @@ async fn runs_scheduled_at(stack: &Stack, at_ms: i64) -> usize {
 mod alarms;
 #[path = "admin_api/definitions.rs"]
 mod definitions;
+#[path = "admin_api/events.rs"]
+mod events;
 #[path = "admin_api/firing.rs"]
 mod firing;
 #[path = "admin_api/quotas.rs"]

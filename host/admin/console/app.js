@@ -145,8 +145,9 @@ const canWrite = () => atLeast("developer");
 
 // ---------------------------------------------------------------- page life
 
-/** The current page's timers, cleared when another page is shown. */
-let page = { timers: [], alive: true };
+/** The current page's timers and event streams, ended when another page
+ * is shown. */
+let page = { timers: [], streams: [], alive: true };
 
 function every(ms, work) {
   const timer = setInterval(work, ms);
@@ -157,7 +158,8 @@ function every(ms, work) {
 function newPage() {
   page.alive = false;
   for (const timer of page.timers) clearInterval(timer);
-  page = { timers: [], alive: true };
+  for (const stream of page.streams) stream.close();
+  page = { timers: [], streams: [], alive: true };
   return page;
 }
 
@@ -941,41 +943,44 @@ async function runPage(id) {
     }) },
   }, T.run.kill) : null;
 
+  // The run's events (GET /api/v1/runs/{id}/events): the run as it
+  // changes, its log as it is written, and its end; a dropped stream is
+  // opened again from the last line shown.
   let offset = 0;
-  let busy = false;
-  let finished = false;
-  let ticks = 0;
-  const poll = async () => {
-    if (busy || finished || !mine.alive) return;
-    busy = true;
-    try {
-      const answer = await get(`/api/v1/runs/${id}/log?offset=${offset}&limit=1000`);
-      for (const line of answer.lines) {
+  let ended = false;
+  const show = (next) => {
+    run = next;
+    details.replaceChildren(runFields(run));
+    if (kill) kill.disabled = !isOpen(run);
+  };
+  const follow = () => {
+    if (ended || !mine.alive) return;
+    const stream = new EventSource(`/api/v1/runs/${id}/events?offset=${offset}`);
+    mine.streams.push(stream);
+    stream.addEventListener("run", (event) => show(JSON.parse(event.data)));
+    stream.addEventListener("log", (event) => {
+      const page = JSON.parse(event.data);
+      for (const line of page.lines) {
         const source = line.level ? `${line.source}/${line.level}` : line.source;
         log.append(h("div", { class: `line line-${line.level || line.source}` },
           h("span", { class: "at" }, formatTime(line.at_ms)), " ",
           h("span", { class: "source" }, `[${source}]`), " ", line.text));
       }
-      offset = answer.next_offset;
-      ticks += 1;
-      if (answer.finished || ticks % 4 === 0) {
-        run = await get(`/api/v1/runs/${id}`);
-        details.replaceChildren(runFields(run));
-        if (kill) kill.disabled = !isOpen(run);
-      }
-      if (answer.finished && !isOpen(run)) {
-        finished = true;
-        state.textContent = T.run.logEnded;
-        if (!log.childElementCount) log.append(h("p", { class: "empty" }, T.run.logEmpty));
-      }
-    } catch (error) {
-      if (!(error instanceof ApiError)) throw error;
-    } finally {
-      busy = false;
-    }
+      offset = page.next_offset;
+    });
+    stream.addEventListener("end", (event) => {
+      ended = true;
+      stream.close();
+      show(JSON.parse(event.data));
+      state.textContent = T.run.logEnded;
+      if (!log.childElementCount) log.append(h("p", { class: "empty" }, T.run.logEmpty));
+    });
+    stream.onerror = () => {
+      stream.close();
+      if (!ended && mine.alive) setTimeout(follow, 1000);
+    };
   };
-  every(500, poll);
-  poll();
+  follow();
   return h("div", { id: "run" },
     h("h1", {}, T.run.title(run.id), " ", kill),
     section(T.run.details, details),

@@ -28,6 +28,18 @@ pub enum ClientError {
     },
 }
 
+/// The error of a non-2xx answer, from its body.
+pub(crate) fn refusal(status: u16, bytes: &[u8]) -> ClientError {
+    match serde_json::from_slice::<ApiError>(bytes) {
+        Ok(error) => ClientError::Refused { status, error },
+        Err(reason) => ClientError::UnexpectedAnswer {
+            status,
+            expected: "an error body",
+            reason: format!("{reason}: {}", String::from_utf8_lossy(bytes)),
+        },
+    }
+}
+
 fn field_note(error: &ApiError) -> String {
     error
         .field
@@ -499,7 +511,7 @@ impl Client {
         self.call(Method::POST, &path, None::<&()>).await
     }
 
-    fn request(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
+    pub(crate) fn request(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
         self.http
             .request(method, format!("{}{path}", self.base))
             .bearer_auth(&self.token)
@@ -530,14 +542,7 @@ impl Client {
         let status = response.status().as_u16();
         let bytes = response.bytes().await.map_err(unreachable)?;
         if !(200..300).contains(&status) {
-            return Err(match serde_json::from_slice::<ApiError>(&bytes) {
-                Ok(error) => ClientError::Refused { status, error },
-                Err(reason) => ClientError::UnexpectedAnswer {
-                    status,
-                    expected: "an error body",
-                    reason: format!("{reason}: {}", String::from_utf8_lossy(&bytes)),
-                },
-            });
+            return Err(refusal(status, &bytes));
         }
         serde_json::from_slice(&bytes).map_err(|reason| ClientError::UnexpectedAnswer {
             status,

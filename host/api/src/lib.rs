@@ -25,6 +25,8 @@ mod users;
 
 #[cfg(feature = "client")]
 mod client;
+#[cfg(feature = "client")]
+mod follow;
 
 #[cfg(feature = "client")]
 pub use client::{Client, ClientError, JobQuery, RunQuery};
@@ -37,6 +39,8 @@ pub use cronbox_protocol::{
     ApiError, BlockStrategy, ErrorCode, HttpLimits, LogLevel, LogLine, LogResponse, LogSource,
     TriggerKind,
 };
+#[cfg(feature = "client")]
+pub use follow::{FollowEvent, RunFollower};
 pub use ids::{Digest, JobId, NotADigest, RunId};
 pub use jobs::{
     Backfill, BackfillRequest, Calendar, CalendarDates, Deleted, Job, JobBatch, JobKill, JobKilled,

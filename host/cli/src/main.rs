@@ -137,7 +137,7 @@ fn main() -> ExitCode {
         ),
         Command::Job(args) => (manage::job(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
         Command::Runs(args) => (manage::runs(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
-        Command::Logs(args) => (manage::logs(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
+        Command::Logs(args) => (manage::logs(args), EXIT_FAILED),
         Command::Kill(args) => (manage::kill(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
         Command::State(args) => (manage::state(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
         Command::Quota(args) => (manage::quota(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),

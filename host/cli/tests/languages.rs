@@ -168,7 +168,7 @@ impl Cli {
     /// has (and its outcome is recorded), then the run is read.
     fn ended(&self, job: &str, run: i64) -> Value {
         let followed = self.spawn(&["logs", &run.to_string(), "--follow"]);
-        assert!(followed.wait_with_output().unwrap().status.success());
+        let followed = followed.wait_with_output().unwrap().status;
         let page = self.call(&["runs", "--job", job]);
         let found = page["runs"]
             .as_array()
@@ -180,6 +180,12 @@ impl Cli {
         assert!(
             found["status"] == "success" || found["status"] == "failed",
             "run {run} has not ended: {found}"
+        );
+        // The follower's exit says whether the run succeeded.
+        assert_eq!(
+            followed.success(),
+            found["outcome"] == "success",
+            "{followed}: {found}"
         );
         found
     }
@@ -303,7 +309,8 @@ fn a_kill_stops_a_python_or_javascript_loop() {
             .unwrap();
         assert!(output.status.success(), "{}", text(&output.stderr));
         for _ in lines {}
-        assert!(follow.wait().unwrap().success());
+        // A killed run did not succeed: its follower exits 1.
+        assert_eq!(follow.wait().unwrap().code(), Some(1));
         let ended = cli.ended(&probe, spinning);
         assert_eq!(ended["outcome"], "killed", "{language}: {ended}");
         // The executor's record of the run's end, against when the kill

@@ -50,6 +50,7 @@ mod failure;
 mod json;
 mod openapi;
 mod routes;
+mod run_events;
 
 mod groups;
 mod jobs;

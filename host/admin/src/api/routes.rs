@@ -133,6 +133,7 @@ fn routes(max_module_bytes: usize) -> Routes {
     backfills::routes(&mut table);
     calendars::routes(&mut table);
     runs::routes(&mut table);
+    run_events::routes(&mut table);
     table
 }
 

@@ -5,14 +5,16 @@ use cronbox_protocol::TriggerKind;
 
 use super::*;
 
-/// Run `id` if the caller may see it; 404 otherwise.
+/// Run `id` if the caller may see it (as this admin knows it now: see
+/// `Scheduler::as_known`); 404 otherwise.
 pub(super) async fn visible_run(
     state: &AdminState,
     caller: &Caller,
     id: RunId,
 ) -> Result<RunRow, Failure> {
     match state.scheduler.store().run(id).await? {
-        Some(run) if caller.sees(&run.tenant) => Ok(run),
+        // Dispatched before its mark is written: shown as it is.
+        Some(run) if caller.sees(&run.tenant) => Ok(state.scheduler.as_known(run)),
         _ => Err(Failure::new(
             StatusCode::NOT_FOUND,
             ErrorCode::UnknownRun,

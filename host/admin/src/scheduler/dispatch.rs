@@ -387,8 +387,9 @@ impl Scheduler {
                 "cancelled: the job was stopped before this run was dispatched",
                 now,
             );
-            if self.store.finish_run(&end).await?.is_some() {
+            if let Some(ended) = self.store.finish_run(&end).await? {
                 self.metrics.run_ended(RunStatus::Cancelled.as_str());
+                self.events.send(|| RunEvent::ended(&ended));
             }
             return Ok(());
         }
@@ -466,8 +467,9 @@ impl Scheduler {
             .collect();
         let skip = |why: String| async move {
             let end = RunEnd::cancelled(run.id, &format!("skipped: {why}"), now);
-            if self.store.finish_run(&end).await?.is_some() {
+            if let Some(ended) = self.store.finish_run(&end).await? {
                 self.metrics.run_ended(RunStatus::Cancelled.as_str());
+                self.events.send(|| RunEvent::ended(&ended));
             }
             Ok::<bool, StoreError>(false)
         };

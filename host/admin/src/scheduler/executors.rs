@@ -97,8 +97,14 @@ impl Scheduler {
             .store
             .cancel_waiting_runs(job.id, "cancelled: the job was killed", now)
             .await?;
-        for _ in &cancelled {
+        for run_id in &cancelled {
             self.metrics.run_ended(RunStatus::Cancelled.as_str());
+            self.events.send(|| RunEvent::Ended {
+                run_id: *run_id,
+                job_id: job.id,
+                status: RunStatus::Cancelled,
+                outcome: None,
+            });
         }
         let mut executors = self.store.executors_of_running(job.id).await?;
         // Runs sent ahead whose dispatch is not recorded yet are on one of

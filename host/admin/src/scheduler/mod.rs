@@ -45,6 +45,7 @@ mod batching;
 mod calendars;
 mod dispatch;
 mod ends;
+mod events;
 mod executors;
 mod planner;
 mod preread;
@@ -59,6 +60,7 @@ pub use backfill::{BackfillError, DEFAULT_PER_SECOND, MAX_BACKFILL_FIRES, MAX_PE
 use batching::{Answer, Batches};
 pub use calendars::CALENDARS_FRESH;
 use dispatch::*;
+pub use events::RunEvent;
 pub use executors::JobKill;
 pub use planner::plan_fires;
 use planner::*;
@@ -188,6 +190,10 @@ pub struct Scheduler {
     batches: Batches,
     /// Runs waiting for their window's time to be sent.
     windows: OpenWindows,
+    /// What happens to runs, for whoever awaits it.
+    events: events::RunEvents,
+    /// Runs dispatched lately, whose marks may not be written yet.
+    recent_dispatches: events::RecentDispatches,
 }
 
 impl Scheduler {
@@ -239,7 +245,22 @@ impl Scheduler {
             calendars: std::sync::Mutex::new(calendars::CalendarCache::default()),
             batches: Batches::default(),
             windows: OpenWindows::default(),
+            events: events::RunEvents::default(),
+            recent_dispatches: events::RecentDispatches::default(),
         })
+    }
+
+    /// `run` (as read from the database) as this admin knows it now: a
+    /// run an executor accepted shows as dispatched before its dispatch
+    /// mark is written (it waits for the run's end, up to two seconds).
+    pub fn as_known(&self, mut run: RunRow) -> RunRow {
+        self.recent_dispatches.apply(&mut run);
+        run
+    }
+
+    /// Run lifecycle events from now on (see [`RunEvent`]).
+    pub fn run_events(&self) -> tokio::sync::broadcast::Receiver<RunEvent> {
+        self.events.subscribe()
     }
 
     pub(crate) fn metrics(&self) -> &Arc<Metrics> {

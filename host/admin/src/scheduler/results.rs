@@ -165,6 +165,7 @@ impl Scheduler {
         run: &RunRow,
         job: Option<&JobRow>,
     ) -> Result<(), StoreError> {
+        self.events.send(|| RunEvent::ended(run));
         let read;
         let job = match job {
             Some(job) => job,

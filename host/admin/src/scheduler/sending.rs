@@ -309,6 +309,13 @@ impl Scheduler {
             tenant: job.tenant.clone(),
             may_wait: job.schedule_rules.overlap == cronbox_api::OverlapPolicy::Allow,
         };
+        self.recent_dispatches.add(run.id, address, now);
+        self.events.send(|| RunEvent::Dispatched {
+            run_id: run.id,
+            job_id: run.job_id,
+            executor: address.to_owned(),
+            at_ms: now,
+        });
         if self.marks.send(queued).is_err() {
             // The writer stopped (the admin is stopping): the run stays
             // pending; a restarted admin sends it again and hears that

@@ -1,5 +1,7 @@
 //! `cronbox runs`, `cronbox logs` (with `--follow`) and `cronbox kill`.
 
+use std::process::ExitCode;
+
 use super::*;
 
 /// List runs, newest first.
@@ -21,16 +23,18 @@ pub struct RunsArgs {
     limit: u32,
 }
 
-/// Print a run's log; with --follow, until the run ends.
+/// Print a run's log; with --follow, as it is written until the run ends
+/// (exit 1 unless the run succeeded).
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
   cronbox logs 42
-  cronbox logs 42 --follow")]
+  cronbox logs 42 --follow && echo the run succeeded")]
 pub struct LogsArgs {
     #[command(flatten)]
     connection: Connection,
     run: RunId,
-    /// Keep printing new lines until the run ends.
+    /// Keep printing new lines until the run ends, then say how it ended;
+    /// exit 1 unless it succeeded.
     #[arg(long, short)]
     follow: bool,
 }
@@ -120,67 +124,102 @@ pub fn runs(args: RunsArgs) -> anyhow::Result<()> {
     })
 }
 
-/// How often `logs --follow` asks for new lines.
-const FOLLOW_EVERY: Duration = Duration::from_millis(200);
+/// How long `logs --follow` waits before it opens a dropped stream again.
+const FOLLOW_AGAIN: Duration = Duration::from_millis(200);
 
-pub fn logs(args: LogsArgs) -> anyhow::Result<()> {
+/// Prints run `args.run`'s log; with `--follow`, its lines as they are
+/// written until it ends, then how it ended — exiting 1 unless it
+/// succeeded, so that a script can wait on a run.
+pub fn logs(args: LogsArgs) -> anyhow::Result<ExitCode> {
     let (client, json, runtime) = args.connection.open()?;
     runtime.block_on(async move {
+        if !args.follow {
+            let mut offset = 0;
+            loop {
+                let page = client.log(args.run, offset).await?;
+                print_lines(&page.lines, json)?;
+                offset = page.next_offset;
+                if page.lines.is_empty() || page.finished {
+                    return Ok(ExitCode::SUCCESS);
+                }
+            }
+        }
         let mut offset = 0;
         let mut failing_since: Option<std::time::Instant> = None;
         loop {
-            let page = match client.log(args.run, offset).await {
-                Ok(page) => {
-                    failing_since = None;
-                    page
+            let followed = match client.follow(args.run, offset).await {
+                Ok(mut follower) => follow_to_end(&mut follower, &mut offset, json).await,
+                Err(error) => Err(error),
+            };
+            match followed {
+                Ok(Some(run)) => {
+                    eprintln!(
+                        "run {} ended: {} ({})",
+                        args.run,
+                        or_dash(run.outcome.as_ref()),
+                        or_dash(run.message.as_ref())
+                    );
+                    let succeeded = run.outcome == Some(cronbox_api::RunOutcome::Success);
+                    return Ok(if succeeded {
+                        ExitCode::SUCCESS
+                    } else {
+                        ExitCode::from(crate::run::EXIT_RUN_FAILED)
+                    });
                 }
-                // A follower rides out what a moment may cure: the admin,
-                // or the executor it asks for a running run's live log,
-                // briefly out of reach.
+                // The stream was cut short: open it again where it was.
+                Ok(None) => failing_since = None,
+                // A follower rides out what a moment may cure: the admin
+                // briefly out of reach, or its answer that it is (502-504).
                 Err(error)
-                    if args.follow
-                        && is_transient(&error)
+                    if is_transient(&error)
                         && failing_since
                             .get_or_insert_with(std::time::Instant::now)
                             .elapsed()
-                            < FOLLOW_PATIENCE =>
-                {
-                    tokio::time::sleep(FOLLOW_EVERY).await;
-                    continue;
-                }
+                            < FOLLOW_PATIENCE => {}
                 Err(error) => return Err(error.into()),
-            };
-            let mut out = std::io::stdout().lock();
-            for line in &page.lines {
-                if json {
-                    writeln!(out, "{}", serde_json::to_string(line)?)?;
-                } else {
-                    let (source, level) = source_and_level(line.source);
-                    let text = crate::out::printable(&line.text, true);
-                    writeln!(out, "{source:<6} {level:<5} {text}")?;
-                }
             }
-            out.flush()?;
-            offset = page.next_offset;
-            if !args.follow || (page.finished && page.lines.is_empty()) {
-                break;
-            }
-            if page.finished {
-                continue; // read what is left
-            }
-            tokio::time::sleep(FOLLOW_EVERY).await;
+            tokio::time::sleep(FOLLOW_AGAIN).await;
         }
-        if args.follow {
-            let run = client.run(args.run).await?;
-            eprintln!(
-                "run {} ended: {} ({})",
-                args.run,
-                or_dash(run.outcome.as_ref()),
-                or_dash(run.message.as_ref())
-            );
-        }
-        Ok(())
     })
+}
+
+/// Prints a followed run's lines until its end (`Some(run)`) or until the
+/// stream is cut short (`None`); `offset` follows the lines printed.
+async fn follow_to_end(
+    follower: &mut cronbox_api::RunFollower,
+    offset: &mut usize,
+    json: bool,
+) -> Result<Option<cronbox_api::Run>, cronbox_api::ClientError> {
+    while let Some(event) = follower.next().await? {
+        match event {
+            cronbox_api::FollowEvent::Log(page) => {
+                // Printing to a closed pipe ends the follow as the end would.
+                if print_lines(&page.lines, json).is_err() {
+                    return Ok(None);
+                }
+                *offset = page.next_offset;
+            }
+            cronbox_api::FollowEvent::End(run) => return Ok(Some(*run)),
+            cronbox_api::FollowEvent::Run(_) => {}
+        }
+    }
+    Ok(None)
+}
+
+/// Prints log lines as `SOURCE LEVEL TEXT`, or as JSON lines.
+fn print_lines(lines: &[cronbox_protocol::LogLine], json: bool) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    for line in lines {
+        if json {
+            writeln!(out, "{}", serde_json::to_string(line)?)?;
+        } else {
+            let (source, level) = source_and_level(line.source);
+            let text = crate::out::printable(&line.text, true);
+            writeln!(out, "{source:<6} {level:<5} {text}")?;
+        }
+    }
+    out.flush()?;
+    Ok(())
 }
 
 /// How long `logs --follow` keeps asking through transient failures

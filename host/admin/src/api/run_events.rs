@@ -1,0 +1,249 @@
+//! A run followed as it happens: `GET /api/v1/runs/{id}/events`, a stream
+//! of server-sent events — `run` (the run, each time it changes), `log`
+//! (new lines of its log, as `GET /api/v1/runs/{id}/log` pages them) and
+//! `end` (the ended run, once every line was sent), after which the stream
+//! ends. What the console's run page reads instead of polling.
+//!
+//! The stream is driven by the scheduler's run events (dispatched, ended:
+//! see [`RunEvent`]); a running run's new lines are read from its
+//! executor a few times a second, and the run is read again every
+//! [`ROW_EVERY`] in case another admin ended it.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::response::sse::{Event, KeepAlive, Sse};
+use futures_util::stream::{self, Stream};
+use tokio::sync::broadcast::{self, error::RecvError};
+
+use super::*;
+use crate::scheduler::RunEvent;
+
+/// How often a running run's new log lines are read from its executor.
+const LOG_EVERY: Duration = Duration::from_millis(250);
+
+/// How often the run is read again while no event says it changed.
+const ROW_EVERY: Duration = Duration::from_secs(2);
+
+/// Log lines one `log` event holds at most.
+const LOG_PAGE: usize = 1000;
+
+/// The stream of run `id`'s events, its log from line `offset` (a
+/// follower that reconnects says where it was).
+pub(super) async fn run_events(
+    State(state): State<Arc<AdminState>>,
+    caller: Caller,
+    Path(id): Path<RunId>,
+    Query(params): Query<std::collections::HashMap<String, String>>,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, Failure> {
+    let query = ListQuery::new(params, &["offset"])?;
+    let offset = query.bounded("offset", 0, 0, i64::MAX)? as usize;
+    // Subscribed before the run is read: no change falls in between.
+    let events = state.scheduler.run_events();
+    let run = super::runs::visible_run(&state, &caller, id).await?;
+    let mut ticks = tokio::time::interval(LOG_EVERY);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut follow = Follow {
+        state,
+        run,
+        events,
+        offset,
+        ticks,
+        row_read_at: tokio::time::Instant::now(),
+        pending: VecDeque::new(),
+        done: false,
+    };
+    follow.push("run", &follow.run.clone());
+    let stream = stream::unfold(follow, |mut follow| async move {
+        loop {
+            if let Some(event) = follow.pending.pop_front() {
+                return Some((Ok(event), follow));
+            }
+            if follow.done {
+                return None;
+            }
+            follow.step().await;
+        }
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+/// One follower's view of its run.
+struct Follow {
+    state: Arc<AdminState>,
+    run: RunRow,
+    events: broadcast::Receiver<RunEvent>,
+    /// The next log line to send.
+    offset: usize,
+    ticks: tokio::time::Interval,
+    row_read_at: tokio::time::Instant,
+    pending: VecDeque<Event>,
+    done: bool,
+}
+
+impl Follow {
+    fn is_open(&self) -> bool {
+        matches!(self.run.status, RunStatus::Pending | RunStatus::Dispatched)
+    }
+
+    fn push(&mut self, name: &str, data: &impl Serialize) {
+        match Event::default().event(name).json_data(data) {
+            Ok(event) => self.pending.push_back(event),
+            Err(error) => tracing::warn!(%error, "cannot write a run event"),
+        }
+    }
+
+    /// Waits for what changes next and queues its events.
+    async fn step(&mut self) {
+        if !self.is_open() {
+            self.send_stored_log().await;
+            let run = self.run.clone();
+            self.push("end", &run);
+            self.done = true;
+            return;
+        }
+        tokio::select! {
+            received = self.events.recv() => match received {
+                Ok(RunEvent::Dispatched { run_id, executor, at_ms, .. }) if run_id == self.run.id => {
+                    // Written to the database a little later: shown now.
+                    if self.run.status == RunStatus::Pending {
+                        self.run.status = RunStatus::Dispatched;
+                        self.run.executor = Some(executor);
+                        self.run.dispatched_at_ms = Some(at_ms);
+                        let run = self.run.clone();
+                        self.push("run", &run);
+                    }
+                }
+                Ok(RunEvent::Ended { run_id, .. }) if run_id == self.run.id => self.read_again().await,
+                Ok(_) => {}
+                Err(RecvError::Lagged(_)) => self.read_again().await,
+                // The admin is stopping.
+                Err(RecvError::Closed) => self.done = true,
+            },
+            _ = self.ticks.tick() => {
+                if self.run.status == RunStatus::Dispatched {
+                    self.send_live_log().await;
+                }
+                if self.row_read_at.elapsed() >= ROW_EVERY {
+                    self.read_again().await;
+                }
+            }
+        }
+    }
+
+    /// Reads the run again; queues it if it moved on. A dispatch this
+    /// admin saw but has not written yet is kept.
+    async fn read_again(&mut self) {
+        self.row_read_at = tokio::time::Instant::now();
+        let read = match self.state.scheduler.store().run(self.run.id).await {
+            Ok(Some(run)) => self.state.scheduler.as_known(run),
+            // Deleted meanwhile (retention): nothing more will come.
+            Ok(None) => {
+                self.done = true;
+                return;
+            }
+            Err(error) => {
+                tracing::debug!(%error, run = %self.run.id, "cannot read a followed run");
+                return;
+            }
+        };
+        let behind = read.status == RunStatus::Pending && self.run.status == RunStatus::Dispatched;
+        if !behind && read != self.run {
+            self.run = read;
+            let run = self.run.clone();
+            self.push("run", &run);
+        }
+    }
+
+    /// Queues the lines the executor has past the offset.
+    async fn send_live_log(&mut self) {
+        loop {
+            let page = match self
+                .state
+                .scheduler
+                .live_log(&self.run, self.offset, LOG_PAGE)
+                .await
+            {
+                Ok(page) => page,
+                Err(error) => {
+                    tracing::debug!(%error, run = %self.run.id, "live log unavailable");
+                    return;
+                }
+            };
+            let full = page.lines.len() == LOG_PAGE;
+            if !self.queue_lines(page.lines, page.next_offset) || !full {
+                return;
+            }
+        }
+    }
+
+    /// Queues the stored log's lines past the offset (the run ended).
+    async fn send_stored_log(&mut self) {
+        let stored = match self.state.scheduler.store().run_log(self.run.id).await {
+            Ok(stored) => stored.unwrap_or_default(),
+            Err(error) => {
+                tracing::debug!(%error, run = %self.run.id, "cannot read a followed run's log");
+                return;
+            }
+        };
+        loop {
+            let (lines, total) = crate::store::logs::page(&stored, self.offset, LOG_PAGE);
+            let next_offset = self.offset.min(total) + lines.len();
+            if !self.queue_lines(lines, next_offset) {
+                return;
+            }
+        }
+    }
+
+    /// Queues a `log` event of `lines` (none: false).
+    fn queue_lines(&mut self, lines: Vec<cronbox_protocol::LogLine>, next_offset: usize) -> bool {
+        if lines.is_empty() {
+            return false;
+        }
+        self.offset = next_offset;
+        self.push(
+            "log",
+            &cronbox_protocol::LogResponse {
+                run_id: self.run.id.wire(),
+                lines,
+                next_offset,
+                finished: false,
+            },
+        );
+        true
+    }
+}
+
+/// This file's routes: each one's document, the access it needs and its
+/// handler.
+pub(super) fn routes(table: &mut Routes) {
+    let operation = op(
+        "get",
+        "/api/v1/runs/{id}/events",
+        "runs",
+        "Follow a run: server-sent events `run` (the run, each time it changes), `log` (new lines, as a LogResponse) and `end` (the ended run, after its last lines); the stream then ends",
+        None,
+        "200",
+        json!({
+            "type": "object",
+            "description": "One event of the stream",
+            "required": ["event", "data"],
+            "properties": {
+                "event": { "type": "string", "enum": ["run", "log", "end"] },
+                "data": {
+                    "type": "string",
+                    "description": "JSON: a Run (run, end) or a LogResponse (log)",
+                    "contentMediaType": "application/json"
+                }
+            }
+        }),
+    )
+    .with_media("text/event-stream")
+    .with_query(vec![(
+        "offset",
+        integer(0, i64::MAX),
+        "The first log line to send (default 0): where a reconnecting follower was",
+    )]);
+    table.route(operation, VIEWER, run_events);
+}
