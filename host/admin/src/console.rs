@@ -1,4 +1,5 @@
-//! The web console: a page and its script, style and icon, built into the
+//! The web console: a page and its scripts (ES modules: `app.js` the shell,
+//! `core.js` the common parts, one module per page), style and icon, built into the
 //! binary (`include_str!`, nothing fetched at run time) and served at `/`
 //! and `/console/...` on the admin's own address. The page speaks only
 //! the public JSON API (`/api/v1/...`), logged in through a session
@@ -30,6 +31,46 @@ const ASSETS: &[(&str, &str, &str)] = &[
         "text.js",
         "text/javascript; charset=utf-8",
         include_str!("../console/text.js"),
+    ),
+    (
+        "core.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../console/core.js"),
+    ),
+    (
+        "dashboard.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../console/dashboard.js"),
+    ),
+    (
+        "jobs.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../console/jobs.js"),
+    ),
+    (
+        "job-form.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../console/job-form.js"),
+    ),
+    (
+        "runs.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../console/runs.js"),
+    ),
+    (
+        "modules.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../console/modules.js"),
+    ),
+    (
+        "executors.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../console/executors.js"),
+    ),
+    (
+        "admin.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../console/admin.js"),
     ),
     (
         "app.css",

@@ -19,8 +19,9 @@ pub struct CacheArgs {
     /// $XDG_CACHE_HOME/cronbox, else ~/.cache/cronbox).
     #[arg(long, env = "CRONBOX_CACHE_DIR", value_name = "DIR")]
     cache_dir: Option<PathBuf>,
-    /// Keep no compiled component between runs: compile every time
-    /// (whatever --cache-dir or CRONBOX_CACHE_DIR say).
+    /// Use no shared cache (whatever --cache-dir or CRONBOX_CACHE_DIR
+    /// say): `run` compiles every time, `up` keeps compiled components in
+    /// its data directory.
     #[arg(long)]
     no_cache: bool,
 }

@@ -83,9 +83,10 @@ impl RunEvents {
     }
 }
 
-/// How long a dispatch is remembered: well past the longest a dispatch
-/// mark waits to be written ([`super::ends::MARK_WAIT_MOST`]).
-const RECENT_FOR: Duration = Duration::from_secs(10);
+/// How long a dispatch is remembered: past the longest a dispatch mark
+/// waits to be written (two seconds, `ends::MARK_WAIT_MOST`), and short
+/// enough that at 10,000 runs/s the entries stay a few MiB.
+const RECENT_FOR: Duration = Duration::from_secs(5);
 
 /// The runs this admin dispatched lately, whose rows may still say
 /// `pending`: a dispatch mark waits to be written with the run's end (see
