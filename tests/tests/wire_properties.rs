@@ -111,7 +111,7 @@ fn hostile<T: Serialize + DeserializeOwned + PartialEq + Debug>(sample: Value) -
 fn executor_protocol_types_survive_hostile_json() {
     let command = RunCommand {
         trigger: Trigger::manual("p", 5),
-        module_digest: "ab".repeat(32),
+        module_digest: "ab".repeat(32).parse().unwrap(),
         block_strategy: Default::default(),
         max_concurrency: 2,
         limits: Default::default(),

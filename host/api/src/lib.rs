@@ -39,9 +39,10 @@ pub use cronbox_protocol::{
     ApiError, BlockStrategy, ErrorCode, HttpLimits, LogLevel, LogLine, LogResponse, LogSource,
     TriggerKind,
 };
+pub use cronbox_protocol::{Digest, NotADigest};
 #[cfg(feature = "client")]
 pub use follow::{FollowEvent, RunFollower};
-pub use ids::{Digest, JobId, NotADigest, RunId};
+pub use ids::{JobId, RunId};
 pub use jobs::{
     Backfill, BackfillRequest, Calendar, CalendarDates, Deleted, Job, JobBatch, JobKill, JobKilled,
     JobSpec, JobStateBody, JobsCreated, Pause, PauseRequest, SchedulePreview, ScheduleRules,

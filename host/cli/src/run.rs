@@ -156,7 +156,7 @@ pub fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
             duration_ms: report.duration.as_secs_f64() * 1000.0,
             fuel_consumed: report.fuel_consumed,
             peak_memory_bytes: report.peak_memory_bytes,
-            module_digest: &report.module_digest,
+            module_digest: report.module_digest.as_str(),
             log: &report.log,
             log_truncated: report.log_truncated,
             state_changes: &report.state_changes,
@@ -196,7 +196,7 @@ async fn run_once(
         cronbox_runtime::CacheStatus::Hit => eprintln!("compiled earlier: loaded in {took} ms"),
         _ => {
             eprintln!("compiled in {took} ms");
-            args.cache.trim(module.digest());
+            args.cache.trim(module.digest().as_str());
         }
     }
     if !module.denied_imports().is_empty() {

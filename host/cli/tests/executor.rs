@@ -71,7 +71,7 @@ async fn send_run(http: &reqwest::Client, bind: SocketAddr, run_id: u64, digest:
         run_id,
         ..Trigger::manual("spool", 0)
     };
-    let command = RunCommand::new(trigger, digest);
+    let command = RunCommand::new(trigger, digest.parse().expect("a digest"));
     let response = http
         .post(format!("http://{bind}{}", executor_paths::RUN))
         .bearer_auth(TOKEN)

@@ -39,7 +39,7 @@ fn command(tenant: &str, job_id: u64, run_id: u64, digest: &str, param: &str) ->
             ..WireLimits::default()
         },
         tenant: tenant.to_owned(),
-        ..RunCommand::new(trigger, digest)
+        ..RunCommand::new(trigger, digest.parse().expect("a digest"))
     }
 }
 

@@ -76,7 +76,7 @@ fn command(tenant: &str, job: u64, run: u64, digest: &str, param: &str) -> RunCo
     };
     RunCommand {
         tenant: tenant.to_owned(),
-        ..RunCommand::new(trigger, digest)
+        ..RunCommand::new(trigger, digest.parse().expect("a digest"))
     }
 }
 

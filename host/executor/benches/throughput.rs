@@ -122,7 +122,7 @@ fn command(job: u64, run: u64, digest: &str, sent_ms: i64) -> RunCommand {
         run_id: run,
         ..Trigger::manual("bench", sent_ms)
     };
-    RunCommand::new(trigger, digest)
+    RunCommand::new(trigger, digest.parse().expect("a digest"))
 }
 
 fn main() {

@@ -9,13 +9,14 @@
 //! is bounded: the modules loaded in memory (least recently used dropped)
 //! and the files on disk (see `disk`).
 
+use cronbox_protocol::Digest;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use cronbox_protocol::admin_paths;
 use cronbox_runtime::{JobModule, Runtime};
-use sha2::{Digest, Sha256};
+use sha2::{Digest as _, Sha256};
 
 use crate::admin::AdminClient;
 use crate::disk::DiskBound;
@@ -149,7 +150,8 @@ impl ModuleStore {
     }
 
     /// The module with `digest`, ready to run. The error says why not.
-    pub(crate) async fn get(&self, digest: &str) -> Result<JobModule, String> {
+    pub(crate) async fn get(&self, module: &Digest) -> Result<JobModule, String> {
+        let digest = module.as_str();
         if let Some(module) = self.cached(digest) {
             return Ok(module);
         }
@@ -167,7 +169,7 @@ impl ModuleStore {
         if let Some(error) = self.known_failure(digest) {
             return Err(error);
         }
-        let result = self.fetch_and_load(digest).await;
+        let result = self.fetch_and_load(module).await;
         self.loading
             .lock()
             .unwrap_or_else(|poison| poison.into_inner())
@@ -175,7 +177,8 @@ impl ModuleStore {
         result
     }
 
-    async fn fetch_and_load(&self, digest: &str) -> Result<JobModule, String> {
+    async fn fetch_and_load(&self, module: &Digest) -> Result<JobModule, String> {
+        let digest = module.as_str();
         let path = self.dir.join(format!("{digest}.wasm"));
         let wasm = match tokio::fs::read(&path).await {
             Ok(bytes) if hex::encode(Sha256::digest(&bytes)) == digest => {
@@ -186,7 +189,7 @@ impl ModuleStore {
             _ => {
                 let bytes = self
                     .admins
-                    .get_any(&admin_paths::module_content(digest))
+                    .get_any(&admin_paths::module_content(module))
                     .await
                     .map_err(|error| format!("cannot fetch module {digest}: {error}"))?;
                 let actual = hex::encode(Sha256::digest(&bytes));

@@ -60,7 +60,7 @@ fn command(job_id: u64, run_id: u64, digest: &str, param: &str) -> RunCommand {
     };
     RunCommand {
         block_strategy: BlockStrategy::SerialExecution,
-        ..RunCommand::new(trigger, digest)
+        ..RunCommand::new(trigger, digest.parse().expect("a digest"))
     }
 }
 

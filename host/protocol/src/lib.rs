@@ -8,6 +8,7 @@
 //! Names follow the `wit/job.wit` contract where the guest sees the same
 //! concept (trigger kinds, log levels).
 
+mod digest;
 mod errors;
 mod http;
 mod log;
@@ -15,6 +16,7 @@ mod outcome;
 mod trigger;
 mod wire;
 
+pub use digest::{Digest, NotADigest};
 pub use errors::{ApiError, ErrorCode};
 pub use http::HttpLimits;
 pub use log::{LogLevel, LogLine, LogSource};

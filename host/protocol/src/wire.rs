@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
-use crate::{ApiError, HttpLimits, LogLine, Outcome, StateChanges, Trigger};
+use crate::{ApiError, Digest, HttpLimits, LogLine, Outcome, StateChanges, Trigger};
 
 /// Paths served by an executor.
 pub mod executor_paths {
@@ -44,7 +44,7 @@ pub mod admin_paths {
     /// `POST` [`CallbackBatch`](super::CallbackBatch): run results.
     pub const CALLBACK: &str = "/api/v1/callback";
     /// `GET /api/v1/modules/{digest}/content`: a module's bytes by digest.
-    pub fn module_content(digest: &str) -> String {
+    pub fn module_content(digest: &crate::Digest) -> String {
         format!("/api/v1/modules/{digest}/content")
     }
 }
@@ -130,7 +130,7 @@ pub struct RunCommand {
     /// The run as the guest sees it.
     pub trigger: Trigger,
     /// sha256 (hex) of the module to run; fetched from the admin if unknown.
-    pub module_digest: String,
+    pub module_digest: Digest,
     /// What to do when the job is busy here.
     #[serde(default)]
     pub block_strategy: BlockStrategy,
@@ -215,10 +215,10 @@ impl RunCommand {
     /// `trigger` on the module `module_digest`, with every other field as
     /// a command without it reads: serial execution, default limits, no
     /// state, sent now, tenant `default`.
-    pub fn new(trigger: Trigger, module_digest: impl Into<String>) -> RunCommand {
+    pub fn new(trigger: Trigger, module_digest: Digest) -> RunCommand {
         RunCommand {
             trigger,
-            module_digest: module_digest.into(),
+            module_digest,
             block_strategy: BlockStrategy::default(),
             max_concurrency: one(),
             limits: WireLimits::default(),
@@ -296,7 +296,7 @@ pub struct KillResponse {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PrepareCommand {
     /// The module's sha256, lowercase hex.
-    pub module_digest: String,
+    pub module_digest: Digest,
 }
 
 /// The answer to `prepare`, once the module is loaded or refused.
@@ -383,7 +383,7 @@ pub struct RunResult {
     #[serde(default)]
     pub peak_memory_bytes: u64,
     /// The module that ran (or was to run).
-    pub module_digest: String,
+    pub module_digest: Digest,
     /// The final log, size-capped.
     #[serde(default)]
     pub log: Vec<LogLine>,

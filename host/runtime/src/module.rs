@@ -4,7 +4,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use sha2::{Digest, Sha256};
+use cronbox_protocol::Digest;
+use sha2::{Digest as _, Sha256};
 
 use wasmtime::component::Component;
 
@@ -79,7 +80,7 @@ pub struct JobModule {
 }
 
 pub(crate) struct ModuleInner {
-    pub(crate) digest: String,
+    pub(crate) digest: Digest,
     pub(crate) pre: JobPre<HostState>,
     cache_status: CacheStatus,
     load_time: Duration,
@@ -98,7 +99,7 @@ impl std::fmt::Debug for JobModule {
 
 impl JobModule {
     /// The module's sha256, as lowercase hex: its identity everywhere.
-    pub fn digest(&self) -> &str {
+    pub fn digest(&self) -> &Digest {
         &self.inner.digest
     }
 
@@ -159,8 +160,8 @@ fn prepare_memory_images(digest: &str, mut make: impl FnMut() -> wasmtime::Resul
 }
 
 /// The sha256 of a module as lowercase hex.
-pub fn digest_of(wasm: &[u8]) -> String {
-    hex::encode(Sha256::digest(wasm))
+pub fn digest_of(wasm: &[u8]) -> Digest {
+    Digest::from_sha256(&Sha256::digest(wasm))
 }
 
 impl Runtime {
@@ -200,7 +201,7 @@ impl Runtime {
         let (component, cache_status, _entry_lock) = self
             .inner
             .cache
-            .load_or_compile(engine, &digest, compile)
+            .load_or_compile(engine, digest.as_str(), compile)
             .map_err(|error| match error.downcast_ref::<CompileError>() {
                 Some(bound) => LoadError::Compile(bound.to_string()),
                 None => LoadError::Invalid(format!("{error:#}")),
@@ -213,9 +214,11 @@ impl Runtime {
         let pre =
             JobPre::new(instance_pre).map_err(|error| LoadError::Mismatch(format!("{error:#}")))?;
         if cache_status != CacheStatus::Hit {
-            self.inner.cache.store(&digest, &component);
+            self.inner.cache.store(digest.as_str(), &component);
         }
-        prepare_memory_images(&digest, || component.initialize_copy_on_write_image());
+        prepare_memory_images(digest.as_str(), || {
+            component.initialize_copy_on_write_image()
+        });
         Ok(JobModule {
             inner: Arc::new(ModuleInner {
                 digest,
@@ -229,8 +232,8 @@ impl Runtime {
     }
 
     /// Where the artifact of `digest` is cached, if the disk cache is on.
-    pub fn artifact_path(&self, digest: &str) -> Option<std::path::PathBuf> {
-        self.inner.cache.entry_path(digest)
+    pub fn artifact_path(&self, digest: &Digest) -> Option<std::path::PathBuf> {
+        self.inner.cache.entry_path(digest.as_str())
     }
 }
 

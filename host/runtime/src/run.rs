@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, SystemTime};
 
 use cronbox_net_policy::OriginPattern;
-use cronbox_protocol::{HttpLimits, LogLine, Outcome, StateChanges, Trigger};
+use cronbox_protocol::{Digest, HttpLimits, LogLine, Outcome, StateChanges, Trigger};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::RunLimits;
@@ -79,7 +79,7 @@ pub struct RunReport {
     /// excluded). Empty unless the run succeeded.
     pub state_reads: std::collections::BTreeSet<String>,
     /// The sha256 digest of the module that ran.
-    pub module_digest: String,
+    pub module_digest: Digest,
     /// Whether this run created its instance (and ran `init`).
     pub new_instance: bool,
 }
@@ -87,7 +87,7 @@ pub struct RunReport {
 impl RunReport {
     /// The report of a run that ended before the guest was called (killed
     /// or out of time while it waited to start).
-    pub fn unstarted(outcome: Outcome, module_digest: &str) -> RunReport {
+    pub fn unstarted(outcome: Outcome, module_digest: &Digest) -> RunReport {
         RunReport {
             outcome,
             started_at: SystemTime::now(),
@@ -98,7 +98,7 @@ impl RunReport {
             log_truncated: false,
             state_changes: StateChanges::new(),
             state_reads: Default::default(),
-            module_digest: module_digest.to_owned(),
+            module_digest: module_digest.clone(),
             new_instance: false,
         }
     }

@@ -95,8 +95,8 @@ impl Scheduler {
                 }
             }
             ends.push(RunEnd {
-                module_digest: (!result.module_digest.is_empty())
-                    .then(|| result.module_digest.clone()),
+                module_digest: (!result.module_digest.as_str().is_empty())
+                    .then(|| result.module_digest.to_string()),
                 run_id: RunId::from(result.run_id),
                 scheduled_at_ms: result.scheduled_at_ms,
                 success: result.outcome.is_success(),

@@ -215,8 +215,7 @@ impl Scheduler {
                     self.warming.content_for(address, &job.module_digest)
                 }
                 _ => job.module_digest.clone(),
-            }
-            .to_string(),
+            },
             block_strategy: job.block_strategy,
             max_concurrency: job.max_concurrency as u32,
             limits: WireLimits {

@@ -137,7 +137,7 @@ impl Scheduler {
 
     async fn prepare_on(&self, address: &str, digest: &Digest) -> Result<PrepareResponse, String> {
         let command = PrepareCommand {
-            module_digest: digest.to_string(),
+            module_digest: digest.clone(),
         };
         self.post_within(
             address,

@@ -82,7 +82,7 @@ async fn the_executor_token_goes_only_to_executors_and_forged_results_are_refuse
         duration_ms: 1,
         fuel_consumed: None,
         peak_memory_bytes: 0,
-        module_digest: String::new(),
+        module_digest: Default::default(),
         log: Vec::new(),
         log_truncated: false,
         state_changes: [("forged".to_owned(), Some("yes".to_owned()))].into(),

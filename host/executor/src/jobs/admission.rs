@@ -5,7 +5,7 @@ use super::*;
 
 pub(super) fn validate(command: &RunCommand) -> Result<(), SubmitError> {
     let invalid = |field, message: String| Err(SubmitError::Invalid { field, message });
-    if !is_digest(&command.module_digest) {
+    if !is_digest(command.module_digest.as_str()) {
         return invalid(
             "module_digest",
             format!(

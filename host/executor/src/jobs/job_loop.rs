@@ -102,7 +102,7 @@ pub(super) async fn worker_for(
         .partition(|worker| worker.module().digest() != digest);
     *idle_workers = keep;
     retire_all(shared, stale).await;
-    let module = shared.modules.get(digest).await?;
+    let module = shared.modules.get(&command.module_digest).await?;
     Ok(JobWorker::new(&shared.runtime, module, mode))
 }
 

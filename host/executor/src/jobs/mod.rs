@@ -429,7 +429,7 @@ impl Jobs {
             };
         }
         let started = std::time::Instant::now();
-        let loaded = self.shared.modules.get(digest).await;
+        let loaded = self.shared.modules.get(&command.module_digest).await;
         PrepareResponse {
             ready: loaded.is_ok(),
             error: loaded.err(),

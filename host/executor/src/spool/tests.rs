@@ -16,7 +16,7 @@ fn result(run_id: u64) -> RunResult {
         duration_ms: 1,
         fuel_consumed: None,
         peak_memory_bytes: 0,
-        module_digest: "d".into(),
+        module_digest: cronbox_protocol::Digest::from_sha256(&[0xd; 32]),
         log: Vec::new(),
         log_truncated: false,
         state_changes: Default::default(),
