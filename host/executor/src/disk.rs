@@ -6,7 +6,8 @@
 //! modification time, renewed when it is read back: `renew_cache_file`)
 //! are deleted until they fit again, except those of modules loaded in memory now (their
 //! files are what a restart would load). A deleted entry only costs a
-//! download and a compile the next time its module runs.
+//! download and a compile the next time its module runs. (The empty lock
+//! file each artifact is compiled under goes the same way.)
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -65,7 +66,12 @@ impl DiskBound {
             if digest_of(&path).is_some_and(|digest| in_use.contains(digest)) {
                 continue;
             }
+            // An artifact's empty lock file goes uncounted.
+            let lock = path
+                .extension()
+                .is_some_and(|extension| extension == "lock");
             match std::fs::remove_file(&path) {
+                Ok(()) if lock => {}
                 Ok(()) => {
                     total -= size;
                     trimmed.files += 1;

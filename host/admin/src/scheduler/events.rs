@@ -158,7 +158,9 @@ mod tests {
             at_ms: 1,
         };
         events.send(|| dispatched.clone());
-        assert_eq!(receiver.try_recv().unwrap(), dispatched);
-        assert_eq!(receiver.try_recv().unwrap().run_id(), RunId::from(7));
+        let received = receiver.try_recv().unwrap();
+        assert_eq!(received, dispatched);
+        assert_eq!(received.run_id(), RunId::from(7));
+        assert!(receiver.try_recv().is_err(), "one event sent, one received");
     }
 }
