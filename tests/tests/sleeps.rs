@@ -82,10 +82,26 @@ const ALLOWED: &[(&str, usize, &str)] = &[
     ),
     (
         "host/executor/tests/executor.rs",
-        8,
-        "hand-written polls of the executor's answers, to become `until`; one spaces \
-         triggers so that versions interleave; two wait to see that nothing more happens \
+        1,
+        "the fixture's poll of the executor's idle beat until a job runs",
+    ),
+    (
+        "host/executor/tests/executor/modules.rs",
+        2,
+        "polls of the executor's metrics until an instance retired; one spaces triggers so \
+         that versions interleave",
+    ),
+    (
+        "host/executor/tests/executor/results.rs",
+        3,
+        "polls of the spool and a live log; one waits to see that nothing more happens \
          after refused requests",
+    ),
+    (
+        "host/executor/tests/executor/strategies.rs",
+        2,
+        "a poll of the idle beat sampling the peak of concurrent runs; one waits to see \
+         that nothing more happens after a refused trigger",
     ),
     (
         "tests/tests/admin_api.rs",
