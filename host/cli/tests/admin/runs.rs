@@ -176,17 +176,23 @@ async fn a_run_lost_with_its_executor_is_failed_and_retried_elsewhere() {
         )
         .await;
     let run = cluster.trigger(job, json!({})).await;
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let (_, row) = cluster
-            .call(reqwest::Method::GET, &format!("/api/v1/runs/{run}"), None)
-            .await;
-        if row["status"] == "dispatched" {
-            break;
+    // Awaited on the run's event stream, not polled.
+    let mut follower = cluster.api.api.follow(run, 0).await.unwrap();
+    let dispatched = async {
+        loop {
+            match follower.next().await.unwrap() {
+                Some(cronbox_api::FollowEvent::Run(row)) if row.status == RunStatus::Dispatched => {
+                    break;
+                }
+                Some(_) => {}
+                None => panic!("the run's events ended before it was dispatched"),
+            }
         }
-        assert!(Instant::now() < deadline, "never dispatched: {row}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    };
+    tokio::time::timeout(WAIT, dispatched)
+        .await
+        .expect("never dispatched");
+    drop(follower);
     drop(cluster.executor.take()); // SIGKILL the executor mid-run
     let _second = spawn_executor(
         cluster.admin_addr,
