@@ -172,7 +172,7 @@ impl Follow {
                 }
             };
             let full = page.lines.len() == LOG_PAGE;
-            if !self.queue_lines(page.lines, page.next_offset) || !full {
+            if !self.queue_page(page) || !full {
                 return;
             }
         }
@@ -188,29 +188,23 @@ impl Follow {
             }
         };
         loop {
-            let (lines, total) = crate::store::logs::page(&stored, self.offset, LOG_PAGE);
-            let next_offset = self.offset.min(total) + lines.len();
-            if !self.queue_lines(lines, next_offset) {
+            let page =
+                crate::store::logs::stored_page(self.run.id, &stored, self.offset, LOG_PAGE, true);
+            if !self.queue_page(page) {
                 return;
             }
         }
     }
 
-    /// Queues a `log` event of `lines` (none: false).
-    fn queue_lines(&mut self, lines: Vec<cronbox_protocol::LogLine>, next_offset: usize) -> bool {
-        if lines.is_empty() {
+    /// Queues a `log` event of `page`'s lines (none: false).
+    fn queue_page(&mut self, mut page: cronbox_protocol::LogResponse) -> bool {
+        if page.lines.is_empty() {
             return false;
         }
-        self.offset = next_offset;
-        self.push(
-            "log",
-            &cronbox_protocol::LogResponse {
-                run_id: self.run.id.wire(),
-                lines,
-                next_offset,
-                finished: false,
-            },
-        );
+        self.offset = page.next_offset;
+        // The stream's `end` says when the log is whole.
+        page.finished = false;
+        self.push("log", &page);
         true
     }
 }

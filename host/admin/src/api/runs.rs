@@ -93,15 +93,10 @@ pub(super) async fn run_log(
         .run_log(id)
         .await?
         .unwrap_or_default();
-    let (lines, total) = crate::store::logs::page(&stored, offset, limit);
-    let end = offset.min(total) + lines.len();
-    let finished = run.status != crate::store::RunStatus::Pending;
-    Ok(Json(cronbox_protocol::LogResponse {
-        run_id: id.wire(),
-        lines,
-        next_offset: end,
-        finished: finished && end == total,
-    }))
+    let ended = run.status != crate::store::RunStatus::Pending;
+    Ok(Json(crate::store::logs::stored_page(
+        id, &stored, offset, limit, ended,
+    )))
 }
 
 /// Most runs in one page of `GET /api/v1/runs`.

@@ -96,6 +96,26 @@ pub fn stored_bytes(line: &LogLine) -> u64 {
     serde_json::to_vec(&Compact::from(line)).map_or(0, |bytes| bytes.len() as u64 + 1)
 }
 
+/// The page of a stored log from line `offset`, `limit` lines at most, as
+/// the API answers it: finished once the run has `ended` and the page
+/// reaches the log's end.
+pub fn stored_page(
+    run_id: crate::store::RunId,
+    stored: &str,
+    offset: usize,
+    limit: usize,
+    ended: bool,
+) -> cronbox_protocol::LogResponse {
+    let (lines, total) = page(stored, offset, limit);
+    let next_offset = offset.min(total) + lines.len();
+    cronbox_protocol::LogResponse {
+        run_id: run_id.wire(),
+        lines,
+        next_offset,
+        finished: ended && next_offset == total,
+    }
+}
+
 /// The lines `offset..offset + limit` of a stored log and how many lines
 /// it has, in one pass that builds only the lines returned (the others are
 /// skipped unparsed into values). A log that does not parse reads as empty.
