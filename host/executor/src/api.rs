@@ -6,7 +6,6 @@
 
 use std::sync::Arc;
 
-use axum::extract::rejection::JsonRejection;
 use axum::extract::{DefaultBodyLimit, FromRequest, Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
@@ -14,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use cronbox_protocol::{
-    ApiError, BeatResponse, ErrorCode, IdleBeatRequest, KillCommand, KillResponse, LogQuery,
+    BeatResponse, ErrorCode, Failure, IdleBeatRequest, KillCommand, KillResponse, LogQuery,
     PrepareCommand, RunAnswer, RunBatch, RunBatchResponse, RunCommand, executor_paths,
 };
 use serde::de::DeserializeOwned;
@@ -49,31 +48,6 @@ pub(crate) fn router(state: Arc<ApiState>, max_request_bytes: usize) -> Router {
         .with_state(state)
 }
 
-/// An error answered as JSON.
-pub(crate) struct Failure {
-    status: StatusCode,
-    body: ApiError,
-}
-
-impl Failure {
-    fn new(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> Self {
-        Failure {
-            status,
-            body: ApiError {
-                code,
-                message: message.into(),
-                field: None,
-            },
-        }
-    }
-}
-
-impl IntoResponse for Failure {
-    fn into_response(self) -> Response {
-        (self.status, Json(self.body)).into_response()
-    }
-}
-
 /// `Json<T>` whose rejections are [`Failure`]s naming what is wrong.
 pub(crate) struct ApiJson<T>(T);
 
@@ -83,21 +57,9 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
     async fn from_request(request: Request, state: &S) -> Result<Self, Failure> {
         match Json::<T>::from_request(request, state).await {
             Ok(Json(value)) => Ok(ApiJson(value)),
-            Err(rejection) => Err(json_failure(rejection)),
+            Err(rejection) => Err(Failure::from_json_rejection(rejection)),
         }
     }
-}
-
-fn json_failure(rejection: JsonRejection) -> Failure {
-    let status = rejection.status();
-    let code = match rejection {
-        JsonRejection::MissingJsonContentType(_) => ErrorCode::UnsupportedMediaType,
-        JsonRejection::JsonSyntaxError(_) => ErrorCode::MalformedJson,
-        JsonRejection::JsonDataError(_) => ErrorCode::InvalidRequest,
-        _ if status == StatusCode::PAYLOAD_TOO_LARGE => ErrorCode::PayloadTooLarge,
-        _ => ErrorCode::BadRequest,
-    };
-    Failure::new(status, code, rejection.body_text())
 }
 
 async fn authenticate(
@@ -157,7 +119,7 @@ async fn run_batch(
     ApiJson(batch): ApiJson<RunBatch>,
 ) -> Result<impl IntoResponse, Failure> {
     if batch.commands.len() > RunBatch::MAX {
-        let mut failure = Failure::new(
+        return Err(Failure::new(
             StatusCode::BAD_REQUEST,
             ErrorCode::InvalidRequest,
             format!(
@@ -165,9 +127,8 @@ async fn run_batch(
                 batch.commands.len(),
                 RunBatch::MAX
             ),
-        );
-        failure.body.field = Some("commands".to_owned());
-        return Err(failure);
+        )
+        .field("commands"));
     }
     state.metrics.run_batches.inc();
     let answers = batch
@@ -175,10 +136,13 @@ async fn run_batch(
         .into_iter()
         .map(|command| match submit(&state, command) {
             Ok(response) => RunAnswer::Answered(response),
-            Err(failure) => RunAnswer::Failed {
-                status: failure.status.as_u16(),
-                error: failure.body,
-            },
+            Err(failure) => {
+                let (status, error) = failure.into_parts();
+                RunAnswer::Failed {
+                    status: status.as_u16(),
+                    error,
+                }
+            }
         })
         .collect();
     Ok(Json(RunBatchResponse { answers }))
@@ -198,10 +162,7 @@ fn submit(state: &ApiState, command: RunCommand) -> Result<cronbox_protocol::Run
             error.to_string(),
         ),
         SubmitError::Invalid { field, message } => {
-            let mut failure =
-                Failure::new(StatusCode::BAD_REQUEST, ErrorCode::InvalidRequest, message);
-            failure.body.field = Some(field.to_owned());
-            failure
+            Failure::new(StatusCode::BAD_REQUEST, ErrorCode::InvalidRequest, message).field(field)
         }
     })
 }

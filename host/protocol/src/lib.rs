@@ -10,6 +10,8 @@
 
 mod digest;
 mod errors;
+#[cfg(feature = "axum")]
+mod failure;
 mod http;
 mod log;
 mod outcome;
@@ -18,6 +20,8 @@ mod wire;
 
 pub use digest::{Digest, NotADigest};
 pub use errors::{ApiError, ErrorCode};
+#[cfg(feature = "axum")]
+pub use failure::Failure;
 pub use http::HttpLimits;
 pub use log::{LogLevel, LogLine, LogSource};
 pub use outcome::{Outcome, OutcomeKind};

@@ -1,51 +1,7 @@
-//! The API's error answer: a status and an [`ApiError`] body naming the
-//! field at fault, and how service and store errors become one.
+//! How service and store errors become the API's error answer, a
+//! [`Failure`] (shared with the executor, in `cronbox-protocol`).
 
 use super::*;
-
-pub(crate) struct Failure {
-    status: StatusCode,
-    body: ApiError,
-    /// Seconds to wait before trying again (the `Retry-After` header).
-    retry_after: Option<u64>,
-}
-
-impl Failure {
-    pub(crate) fn new(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> Self {
-        Failure {
-            status,
-            body: ApiError {
-                code,
-                message: message.into(),
-                field: None,
-            },
-            retry_after: None,
-        }
-    }
-
-    pub(crate) fn field(mut self, field: &str) -> Self {
-        self.body.field = Some(field.to_owned());
-        self
-    }
-
-    /// Answered with a `Retry-After` of `seconds`.
-    pub(crate) fn retry_after(mut self, seconds: u64) -> Self {
-        self.retry_after = Some(seconds);
-        self
-    }
-}
-
-impl IntoResponse for Failure {
-    fn into_response(self) -> Response {
-        let mut response = (self.status, Json(self.body)).into_response();
-        if let Some(seconds) = self.retry_after {
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, seconds.into());
-        }
-        response
-    }
-}
 
 impl From<ServiceError> for Failure {
     fn from(error: ServiceError) -> Self {

@@ -90,16 +90,7 @@ pub(crate) async fn json_body<S: Send + Sync, B: DeserializeOwned>(
     Json::<B>::from_request(request, state)
         .await
         .map(|Json(value)| value)
-        .map_err(|rejection| {
-            let status = rejection.status();
-            let code = match rejection {
-                JsonRejection::JsonSyntaxError(_) => ErrorCode::MalformedJson,
-                JsonRejection::MissingJsonContentType(_) => ErrorCode::UnsupportedMediaType,
-                _ if status == StatusCode::PAYLOAD_TOO_LARGE => ErrorCode::PayloadTooLarge,
-                _ => ErrorCode::BadRequest,
-            };
-            Failure::new(status, code, rejection.body_text())
-        })
+        .map_err(Failure::from_json_rejection)
 }
 
 /// A request body as `T`. Every request body is one JSON object; every

@@ -15,12 +15,12 @@
 //! `secrets`, `users`), each with its handlers and its `routes()`: every
 //! route's OpenAPI operation and the access it needs, from which `routes`
 //! builds the router and `openapi` the document; `auth` who is calling (`Caller`),
-//! `failure` the error body (`Failure`), `json` how requests are read.
+//! `failure` how errors become the error answer (`Failure`), `json` how
+//! requests are read.
 
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::rejection::JsonRejection;
 use axum::extract::{DefaultBodyLimit, Extension, FromRequest, Path, Query, Request, State};
 use axum::handler::Handler;
 use axum::http::{StatusCode, header};
@@ -29,7 +29,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, on};
 use axum::{Json, Router};
 use cronbox_api::Role;
-use cronbox_protocol::{ApiError, CallbackBatch, ErrorCode, Registration, admin_paths};
+use cronbox_protocol::{CallbackBatch, ErrorCode, Failure, Registration, admin_paths};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -63,7 +63,6 @@ mod triggers;
 mod users;
 
 use auth::*;
-use failure::*;
 use jobs::*;
 use json::*;
 pub(crate) use modules::UploadRoom;

@@ -78,7 +78,7 @@ pub(super) async fn trigger_job(
     };
     let run_id = state
         .scheduler
-        .trigger(id, kind, request.param, request.addresses)
+        .trigger(job, kind, request.param, request.addresses)
         .await?;
     Ok((StatusCode::ACCEPTED, Json(bodies::Triggered { run_id })))
 }

@@ -178,7 +178,8 @@ impl Scheduler {
                     written += 1;
                     let row = planner::written_run(run_id, &job.tenant, &run, now);
                     let leased_until = write_lease_until(row.scheduled_at_ms, now);
-                    self.clone().dispatch_now(row, leased_until, None);
+                    self.clone()
+                        .dispatch_now(row, leased_until, Known::Nothing, None);
                 }
             }
             let next = chunk.last().copied().unwrap_or_default();

@@ -23,12 +23,18 @@ pub(super) enum Lease {
     ToTake,
 }
 
-/// What a dispatch reads before routing: the job (`None` if it was
-/// deleted) and its durable state.
+/// What a dispatch knows of its run's job before routing; what it does
+/// not know it reads.
 #[derive(Debug)]
-pub(super) struct Prepared {
-    job: Option<JobRow>,
-    state: JobState,
+pub(super) enum Known {
+    /// Nothing: the dispatch reads the job and its durable state.
+    Nothing,
+    /// The job, read by the trigger that wrote the run (each trigger reads
+    /// its job once); the dispatch reads its state.
+    Job(Box<JobRow>),
+    /// The job (`None` if it was deleted) and its state, read for a group
+    /// of fires at once.
+    JobAndState(Option<JobRow>, JobState),
 }
 
 /// Runs counted in the dispatch backlog (see
@@ -252,7 +258,7 @@ impl Scheduler {
                     let due = due.take_one();
                     self.tasks.spawn(async move {
                         scheduler
-                            .dispatch_in_pool(&run, leased_until, None, None)
+                            .dispatch_in_pool(&run, leased_until, Known::Nothing, None)
                             .await;
                         drop(due);
                     });
@@ -261,15 +267,15 @@ impl Scheduler {
             }
         };
         for (run, leased_until) in runs {
-            let prepared = Prepared {
-                job: jobs.get(&run.job_id).cloned(),
-                state: states.get(&run.job_id).cloned().unwrap_or_default(),
-            };
+            let known = Known::JobAndState(
+                jobs.get(&run.job_id).cloned(),
+                states.get(&run.job_id).cloned().unwrap_or_default(),
+            );
             let scheduler = self.clone();
             let due = due.take_one();
             self.tasks.spawn(async move {
                 scheduler
-                    .dispatch_in_pool(&run, leased_until, Some(prepared), None)
+                    .dispatch_in_pool(&run, leased_until, known, None)
                     .await;
                 drop(due);
             });
@@ -292,7 +298,7 @@ impl Scheduler {
         self: &Arc<Self>,
         run: &RunRow,
         leased_until: i64,
-        prepared: Option<Prepared>,
+        known: Known,
         addresses: Option<Vec<String>>,
     ) {
         let slow = self
@@ -325,7 +331,7 @@ impl Scheduler {
             }
         }
         let started = std::time::Instant::now();
-        if let Err(error) = self.dispatch(run, prepared, addresses).await {
+        if let Err(error) = self.dispatch(run, known, addresses).await {
             tracing::error!(run = %run.id, %error, "dispatch failed");
         }
         self.slow_jobs
@@ -356,24 +362,22 @@ impl Scheduler {
     }
 
     /// Routes and sends a run; records the trigger failure as the run's end.
-    /// Reads the job and its state unless `prepared` brings them.
+    /// Reads what [`Known`] does not bring of its job.
     pub(super) async fn dispatch(
         self: &Arc<Self>,
         run: &RunRow,
-        prepared: Option<Prepared>,
+        known: Known,
         addresses: Option<Vec<String>>,
     ) -> Result<(), StoreError> {
         let now = self.now_ms();
-        let Prepared { job, state } = match prepared {
-            Some(prepared) => prepared,
-            None => match self.store.job(run.job_id).await {
+        let (job, state) = match known {
+            Known::JobAndState(job, state) => (job, state),
+            Known::Job(job) => (Some(*job), self.store.job_state(run.job_id).await?),
+            Known::Nothing => match self.store.job(run.job_id).await {
                 Err(error) if error.is_undecodable_row() => {
                     return self.stop_undecodable_job(run, &error).await;
                 }
-                job => Prepared {
-                    job: job?,
-                    state: self.store.job_state(run.job_id).await?,
-                },
+                job => (job?, self.store.job_state(run.job_id).await?),
             },
         };
         let Some(job) = job else {
@@ -542,7 +546,7 @@ impl Scheduler {
                 }
             }
         };
-        self.dispatch_now(run, leased_until, None);
+        self.dispatch_now(run, leased_until, Known::Nothing, None);
     }
 }
 

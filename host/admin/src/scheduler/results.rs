@@ -179,8 +179,12 @@ impl Scheduler {
         };
         if run.status == RunStatus::Success {
             for child in children_of(job) {
-                if let Err(error) = self.trigger(child, TriggerKind::Parent, None, None).await {
-                    tracing::warn!(%child, %error, "child job not triggered");
+                match self.trigger_child(child).await {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        tracing::warn!(%child, "child job not triggered: it no longer exists")
+                    }
+                    Err(error) => tracing::warn!(%child, %error, "child job not triggered"),
                 }
             }
         } else if !run.outcome.is_some_and(RunOutcome::is_deliberate) {

@@ -4,35 +4,38 @@
 use super::*;
 
 impl Scheduler {
-    /// Triggers a job now (manual, API, parent): writes the run, then
-    /// dispatches it. `param` overrides the job's parameter.
+    /// Triggers `job` now (manual, API, parent): writes the run, then
+    /// dispatches it with the job as read here (a trigger reads its job
+    /// once). `param` overrides the job's parameter.
     pub async fn trigger(
         self: &Arc<Self>,
-        job_id: JobId,
+        job: JobRow,
         kind: TriggerKind,
         param: Option<String>,
         addresses: Option<Vec<String>>,
     ) -> Result<RunId, StoreError> {
-        let Some(job) = self.store.job(job_id).await? else {
-            return Err(StoreError::Database(sqlx::Error::RowNotFound));
-        };
         let now = self.now_ms();
-        let id = self
-            .store
-            .insert_run(
-                &NewRun {
-                    param: param.unwrap_or_else(|| job.param.clone()),
-                    ..NewRun::of_job(&job, kind, now)
-                },
-                now,
-            )
-            .await?;
-        if let Some(run) = self.store.run(id).await? {
-            // Written with this admin's lease, so no other admin sends it.
-            let leased_until = write_lease_until(run.scheduled_at_ms, run.created_at_ms);
-            self.clone().dispatch_now(run, leased_until, addresses);
-        }
+        let run = NewRun {
+            param: param.unwrap_or_else(|| job.param.clone()),
+            ..NewRun::of_job(&job, kind, now)
+        };
+        let id = self.store.insert_run(&run, now).await?;
+        let row = planner::written_run(id, &job.tenant, &run, now);
+        // Written with this admin's lease, so no other admin sends it.
+        let leased_until = write_lease_until(row.scheduled_at_ms, now);
+        self.clone()
+            .dispatch_now(row, leased_until, Known::Job(Box::new(job)), addresses);
         Ok(id)
+    }
+
+    /// Triggers the job `id` if it still exists (a child of a run that
+    /// succeeded); `false` if it does not.
+    pub(super) async fn trigger_child(self: &Arc<Self>, id: JobId) -> Result<bool, StoreError> {
+        let Some(job) = self.store.job(id).await? else {
+            return Ok(false);
+        };
+        self.trigger(job, TriggerKind::Parent, None, None).await?;
+        Ok(true)
     }
 
     /// Dispatches `run` at once in its pool, to `addresses` if given.
@@ -42,12 +45,13 @@ impl Scheduler {
         self: Arc<Self>,
         run: RunRow,
         leased_until: i64,
+        known: Known,
         addresses: Option<Vec<String>>,
     ) {
         let scheduler = self.clone();
         self.tasks.spawn(async move {
             scheduler
-                .dispatch_in_pool(&run, leased_until, None, addresses)
+                .dispatch_in_pool(&run, leased_until, known, addresses)
                 .await
         });
     }
