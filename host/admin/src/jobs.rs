@@ -367,21 +367,23 @@ pub fn rules_of(job: &JobRow) -> Rules {
     stored_rules(&job.schedule_rules, &job.time_zone, job.id)
 }
 
-/// The rules `rules` of job `id` stored with `time_zone`.
+/// The rules `rules` of job `id` stored with `time_zone`. A job row's zone
+/// is checked as it is read (see `store::rows`), and its rules when saved;
+/// rules that no longer pass (saved by an earlier version) allow no fire
+/// rather than none of their limits: a window that failed to parse must
+/// not open now.
 pub fn stored_rules(rules: &cronbox_api::ScheduleRules, time_zone: &str, id: JobId) -> Rules {
-    let zone = time_zone.parse().unwrap_or(chrono_tz::Tz::UTC);
-    Rules::parse(rules, zone, id.0).unwrap_or_else(|refused| {
-        // Rules are checked when saved; ones that no longer pass (saved by
-        // an earlier version) allow no fire rather than none of their
-        // limits: a window that failed to parse must not open now.
-        tracing::error!(job = %id, field = refused.field, "{}; the job will not fire", refused.message);
-        Rules {
-            seed: id.0,
-            zone: Some(zone),
-            ends_at_ms: Some(i64::MIN),
-            ..Rules::default()
+    match crate::store::stored_schedule_rules(rules, time_zone, id) {
+        Ok(rules) => rules,
+        Err(error) => {
+            tracing::error!(job = %id, %error, "the job will not fire");
+            Rules {
+                seed: id.0,
+                ends_at_ms: Some(i64::MIN),
+                ..Rules::default()
+            }
         }
-    })
+    }
 }
 
 /// The schedule of a stored job.

@@ -251,6 +251,27 @@ async fn a_shared_calendar_skips_its_dates_for_each_job_naming_it() {
         fires(second).await,
         json!(["2030-01-02T12:00:00.000Z", "2030-01-03T12:00:00.000Z"])
     );
+    // A calendar whose stored dates no longer parse allows no fire (never
+    // none of its exclusions); read again when this admin changes one.
+    let pool = stack.admin_database().await;
+    sqlx::query("UPDATE calendar SET dates = '[\"2030-02-30\"]' WHERE name = 'holidays'")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let (status, _) = api
+        .call(
+            reqwest::Method::PUT,
+            "/api/v1/calendars/spare",
+            Some(json!({ "dates": [] })),
+        )
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        fires(second).await,
+        json!([]),
+        "a damaged calendar fires nothing"
+    );
+    put(json!(["2030-01-01"])).await;
     // A name the tenant has no calendar of is refused.
     let spec = json!({ "name": "third", "module_digest": "0".repeat(64),
                        "schedule_rules": { "calendars": ["vacations"] } });

@@ -331,6 +331,20 @@ async fn http_grants_lie_within_the_tenants_ceiling_and_reach_the_runs() {
     ] {
         assert!(metrics.contains(expected), "{expected} in {metrics}");
     }
+
+    // A stored ceiling that no longer parses is never read as empty (nor
+    // as anything else): the run ends naming the column.
+    let pool = stack.admin_database().await;
+    sqlx::query("UPDATE tenant_http_ceiling SET origins = '[\"ftp://x\"]' WHERE tenant = 'acme'")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let run = stack.run_to_end_as(&acme, job, "").await;
+    let message = run.message.clone().unwrap_or_default();
+    assert!(
+        message.contains("HTTP ceiling does not decode") && message.contains("origins"),
+        "{run:?}"
+    );
     stack.shutdown().await;
 }
 

@@ -13,11 +13,12 @@ use super::*;
 /// How long the scheduler plans with the calendars it read.
 pub const CALENDARS_FRESH: Duration = Duration::from_secs(10);
 
-/// The calendars last read, by (tenant, name).
+/// The calendars last read, by (tenant, name): their dates, or `None` for
+/// a stored calendar whose dates no longer parse.
 #[derive(Debug, Default)]
 pub(super) struct CalendarCache {
     read_at: Option<Instant>,
-    dates: HashMap<(String, String), BTreeSet<NaiveDate>>,
+    dates: HashMap<(String, String), Option<BTreeSet<NaiveDate>>>,
 }
 
 impl Scheduler {
@@ -27,8 +28,18 @@ impl Scheduler {
         let dates = calendars
             .into_iter()
             .map(|calendar| {
-                // Stored as checked when set.
-                let dates = crate::schedule::parse_dates(&calendar.dates).unwrap_or_default();
+                // Checked when set; dates that no longer parse (set by an
+                // earlier version) are logged, and exclude every date.
+                let dates = crate::schedule::parse_dates(&calendar.dates)
+                    .inspect_err(|error| {
+                        tracing::error!(
+                            tenant = calendar.tenant,
+                            calendar = calendar.name,
+                            %error,
+                            "calendar dates do not parse; the jobs naming it will not fire"
+                        )
+                    })
+                    .ok();
                 ((calendar.tenant, calendar.name), dates)
             })
             .collect();
@@ -64,9 +75,10 @@ impl Scheduler {
         self.stored_rules(&job.tenant, job.id, &job.time_zone, &job.schedule_rules)
     }
 
-    /// [`Scheduler::rules_of`] a job the pre-read claimed.
+    /// [`Scheduler::rules_of`] a job the pre-read claimed (its own rules
+    /// parsed as it was read).
     pub(super) fn rules_of_due(&self, job: &DueJob) -> Rules {
-        self.stored_rules(&job.tenant, job.id, &job.time_zone, &job.schedule_rules)
+        self.with_calendars(job.rules.clone(), &job.tenant, &job.calendars)
     }
 
     /// The rules `rules` stored for job `id` of `tenant` in `time_zone`,
@@ -86,7 +98,9 @@ impl Scheduler {
     }
 
     /// `rules` with the dates of `tenant`'s calendars `names` excluded too
-    /// (a name the tenant has no calendar of adds nothing).
+    /// (a name the tenant has no calendar of adds nothing; a calendar whose
+    /// stored dates do not parse allows no fire, rather than none of its
+    /// exclusions).
     pub fn with_calendars(&self, mut rules: Rules, tenant: &str, names: &[String]) -> Rules {
         if names.is_empty() {
             return rules;
@@ -96,8 +110,10 @@ impl Scheduler {
             .lock()
             .unwrap_or_else(|poison| poison.into_inner());
         for name in names {
-            if let Some(dates) = cache.dates.get(&(tenant.to_owned(), name.clone())) {
-                rules.excluded.extend(dates.iter().copied());
+            match cache.dates.get(&(tenant.to_owned(), name.clone())) {
+                Some(Some(dates)) => rules.excluded.extend(dates.iter().copied()),
+                Some(None) => rules.ends_at_ms = Some(i64::MIN),
+                None => {}
             }
         }
         rules

@@ -34,7 +34,7 @@ pub(super) enum Known {
     Job(Box<JobRow>),
     /// The job (`None` if it was deleted) and its state, read for a group
     /// of fires at once.
-    JobAndState(Option<JobRow>, JobState),
+    JobAndState(Option<Box<JobRow>>, JobState),
 }
 
 /// Runs counted in the dispatch backlog (see
@@ -268,7 +268,7 @@ impl Scheduler {
         };
         for (run, leased_until) in runs {
             let known = Known::JobAndState(
-                jobs.get(&run.job_id).cloned(),
+                jobs.get(&run.job_id).cloned().map(Box::new),
                 states.get(&run.job_id).cloned().unwrap_or_default(),
             );
             let scheduler = self.clone();
@@ -371,7 +371,7 @@ impl Scheduler {
     ) -> Result<(), StoreError> {
         let now = self.now_ms();
         let (job, state) = match known {
-            Known::JobAndState(job, state) => (job, state),
+            Known::JobAndState(job, state) => (job.map(|job| *job), state),
             Known::Job(job) => (Some(*job), self.store.job_state(run.job_id).await?),
             Known::Nothing => match self.store.job(run.job_id).await {
                 Err(error) if error.is_undecodable_row() => {

@@ -4,8 +4,7 @@
 use super::*;
 
 /// The runs to write for a due job's fires up to `horizon` and its next
-/// fire after them; `None` (logged) when its schedule cannot be read, and
-/// the job is to be stopped.
+/// fire after them; `None` when it is due for no fire.
 pub(super) fn plan_job(
     job: &DueJob,
     rules: &Rules,
@@ -13,14 +12,7 @@ pub(super) fn plan_job(
     horizon: i64,
 ) -> Option<(Vec<NewRun>, Option<i64>)> {
     let expected = job.next_fire_at_ms?;
-    let schedule = match Schedule::parse(job.schedule_type, &job.schedule_conf, &job.time_zone) {
-        Ok(schedule) => schedule,
-        Err(error) => {
-            tracing::error!(job = %job.id, %error, "unparseable schedule; job stopped");
-            return None;
-        }
-    };
-    let (fires, next) = plan_fires(job, &schedule, rules, expected, now, horizon);
+    let (fires, next) = plan_fires(job, &job.schedule, rules, expected, now, horizon);
     Some((new_runs(job, &fires), next))
 }
 
@@ -164,7 +156,7 @@ mod tests {
             let schedule = schedule_of(&job).unwrap_or_else(|error| panic!("{error}"));
             // A 4 s stall: the four missed fires run, then the due ones.
             let rules = Rules::default();
-            let due = DueJob::from(&job);
+            let due = DueJob::try_from(&job).unwrap_or_else(|error| panic!("{error}"));
             let (fires, next) = plan_fires(&due, &schedule, &rules, now - 4_000, now, horizon);
             let expected: Vec<(i64, TriggerKind)> = (-4..=1)
                 .map(|second| (now + second * 1_000, TriggerKind::Schedule))

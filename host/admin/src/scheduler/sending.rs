@@ -144,8 +144,7 @@ impl Scheduler {
         if job.http_allow.is_empty() {
             return Ok(Vec::new());
         }
-        let ceiling = self.store.http_ceiling(&job.tenant).await?;
-        let ceiling = cronbox_net_policy::parse_origins(&ceiling).unwrap_or_default();
+        let ceiling = self.store.http_ceiling_patterns(&job.tenant).await?;
         Ok(job
             .http_allow
             .iter()
@@ -195,6 +194,17 @@ impl Scheduler {
         address: &str,
         state: &JobState,
     ) -> Result<(), StoreError> {
+        // A stored ceiling that does not decode ends the run naming it:
+        // never sent with grants the operator may not have allowed, nor
+        // left to be sent again and fail the same way.
+        let http_allow = match self.grants_within_ceiling(job).await {
+            Ok(grants) => grants,
+            Err(error) if error.is_undecodable_row() => {
+                let message = format!("the tenant's HTTP ceiling does not decode: {error}");
+                return self.fail(run, &message).await;
+            }
+            Err(error) => return Err(error),
+        };
         let command = RunCommand {
             trigger: Trigger {
                 job_id: job.id.wire(),
@@ -244,7 +254,7 @@ impl Scheduler {
                 .unwrap_or(u32::MAX),
             ),
             config: job.config.clone(),
-            http_allow: self.grants_within_ceiling(job).await?,
+            http_allow,
             secrets: self.secret_values(job).await?,
             http_limits: job.http_limits,
         };

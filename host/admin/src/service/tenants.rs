@@ -81,15 +81,20 @@ pub async fn check_within_ceiling(
     if grants.is_empty() {
         return Ok(());
     }
-    let ceiling = store.http_ceiling(tenant).await?;
+    let top = store.http_ceiling_patterns(tenant).await?;
     let grants = cronbox_net_policy::parse_origins(grants)
         .map_err(|error| ServiceError::invalid("http_allow", error.to_string()))?;
-    let top = cronbox_net_policy::parse_origins(&ceiling).unwrap_or_default();
     if let Some(outside) = cronbox_net_policy::first_outside(&grants, &top) {
-        let allowed = if ceiling.is_empty() {
-            "none (the operator sets it: PUT /api/v1/tenants/{name}/http-ceiling)".to_owned()
+        let allowed = if top.is_empty() {
+            format!(
+                "none (the operator sets it: `cronbox ceiling {tenant} --set ORIGIN...`, or PUT \
+                 /api/v1/tenants/{tenant}/http-ceiling)"
+            )
         } else {
-            ceiling.join(", ")
+            top.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
         };
         return Err(ServiceError::invalid(
             "http_allow",

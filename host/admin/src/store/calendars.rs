@@ -3,7 +3,7 @@
 
 use cronbox_api::Calendar;
 
-use super::rows::json_column;
+use super::rows::{json_column, json_text};
 use super::*;
 
 fn calendar_from_row(row: &AnyRow) -> Result<Calendar, sqlx::Error> {
@@ -25,7 +25,7 @@ impl Store {
         )
         .bind(&calendar.tenant)
         .bind(&calendar.name)
-        .bind(serde_json::to_string(&calendar.dates).unwrap_or_else(|_| "[]".to_owned()))
+        .bind(json_text("dates", &calendar.dates)?)
         .bind(calendar.updated_at_ms)
         .execute(&self.writer)
         .await?;

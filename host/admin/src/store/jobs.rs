@@ -2,6 +2,9 @@
 //! them, their children, starting, stopping and pausing them. Claims
 //! are `claims`', durable state `job_states`'.
 
+use std::sync::LazyLock;
+
+use super::rows::json_text;
 use super::*;
 
 impl Store {
@@ -59,45 +62,12 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
         }
-        let done = sqlx::query(
-            "UPDATE job SET group_name = $1, name = $2, module_digest = $3, schedule_type = $4, \
-             schedule_conf = $5, time_zone = $6, misfire = $7, misfire_threshold_ms = $8, route = $9, \
-             block_strategy = $10, max_concurrency = $11, timeout_ms = $12, fuel = $13, \
-             memory_bytes = $14, retry_count = $15, retry_interval_ms = $16, \
-             param = $17, next_fire_at_ms = $18, updated_at_ms = $19, module_name = $21, \
-             module_version = $22, alarm_url = $23, fresh_instance = $24, config = $25, \
-             http = $26, secrets = $27, schedule_rules = $28 WHERE id = $20",
-        )
-        .bind(&job.group_name)
-        .bind(&job.name)
-        .bind(&job.module_digest)
-        .bind(job.schedule_type.as_str())
-        .bind(&job.schedule_conf)
-        .bind(&job.time_zone)
-        .bind(job.misfire.as_str())
-        .bind(job.misfire_threshold_ms)
-        .bind(job.route.as_str())
-        .bind(job.block_strategy.as_str())
-        .bind(job.max_concurrency)
-        .bind(job.timeout_ms)
-        .bind(job.fuel)
-        .bind(job.memory_bytes)
-        .bind(job.retry_count)
-        .bind(job.retry_interval_ms)
-        .bind(&job.param)
-        .bind(next_fire_at_ms)
-        .bind(now_ms)
-        .bind(id)
-        .bind(&job.module_name)
-        .bind(job.module_version)
-        .bind(&job.alarm_url)
-        .bind(i64::from(job.fresh_instance))
-        .bind(config_json(job))
-        .bind(http_json(job))
-        .bind(secrets_json(job))
-        .bind(rules_json(job))
-        .execute(&mut *tx)
-        .await?;
+        let done = bind_definition(sqlx::query(UPDATE_JOB.as_str()), job)?
+            .bind(next_fire_at_ms)
+            .bind(now_ms)
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
         if done.rows_affected() != 1 {
             return Ok(false);
         }
@@ -350,7 +320,7 @@ impl Store {
         .bind(id)
         .bind(i64::from(next_fire_at_ms.is_some()))
         .bind(next_fire_at_ms)
-        .bind(pause.map(|pause| serde_json::to_string(pause).unwrap_or_default()))
+        .bind(pause.map(|pause| json_text("pause", pause)).transpose()?)
         .bind(pause.and_then(|pause| pause.until_ms))
         .execute(&mut *tx)
         .await?
@@ -474,47 +444,13 @@ async fn insert_job_row(
     job: &JobRow,
     now_ms: i64,
 ) -> Result<JobId, StoreError> {
-    let row = sqlx::query(
-        "INSERT INTO job (tenant, group_name, name, module_digest, schedule_type, schedule_conf, \
-         time_zone, misfire, misfire_threshold_ms, route, block_strategy, max_concurrency, \
-         timeout_ms, fuel, memory_bytes, retry_count, retry_interval_ms, param, \
-         enabled, next_fire_at_ms, module_name, module_version, alarm_url, created_at_ms, \
-         updated_at_ms, fresh_instance, config, http, secrets, schedule_rules) VALUES ($1, $2, \
-         $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, \
-         $21, $22, $23, $24, $24, $25, $26, $27, $28, $29) \
-         RETURNING id",
-    )
-    .bind(&job.tenant)
-    .bind(&job.group_name)
-    .bind(&job.name)
-    .bind(&job.module_digest)
-    .bind(job.schedule_type.as_str())
-    .bind(&job.schedule_conf)
-    .bind(&job.time_zone)
-    .bind(job.misfire.as_str())
-    .bind(job.misfire_threshold_ms)
-    .bind(job.route.as_str())
-    .bind(job.block_strategy.as_str())
-    .bind(job.max_concurrency)
-    .bind(job.timeout_ms)
-    .bind(job.fuel)
-    .bind(job.memory_bytes)
-    .bind(job.retry_count)
-    .bind(job.retry_interval_ms)
-    .bind(&job.param)
-    .bind(i64::from(job.enabled))
-    .bind(job.next_fire_at_ms)
-    .bind(&job.module_name)
-    .bind(job.module_version)
-    .bind(&job.alarm_url)
-    .bind(now_ms)
-    .bind(i64::from(job.fresh_instance))
-    .bind(config_json(job))
-    .bind(http_json(job))
-    .bind(secrets_json(job))
-    .bind(rules_json(job))
-    .fetch_one(&mut *conn)
-    .await?;
+    let row = bind_definition(sqlx::query(INSERT_JOB.as_str()), job)?
+        .bind(job.next_fire_at_ms)
+        .bind(&job.tenant)
+        .bind(i64::from(job.enabled))
+        .bind(now_ms)
+        .fetch_one(&mut *conn)
+        .await?;
     Ok(row.try_get("id")?)
 }
 
@@ -565,23 +501,106 @@ async fn attach_children(
     Ok(())
 }
 
-/// A job's configuration as its column stores it: a JSON object.
-fn config_json(job: &JobRow) -> String {
-    serde_json::to_string(&job.config).unwrap_or_else(|_| "{}".to_owned())
-}
+/// The columns of a job's definition (what saving a job writes), in the
+/// order [`bind_definition`] binds them: one list for the insert and the
+/// update.
+const DEFINITION_COLUMNS: [&str; 25] = [
+    "group_name",
+    "name",
+    "module_digest",
+    "schedule_type",
+    "schedule_conf",
+    "time_zone",
+    "misfire",
+    "misfire_threshold_ms",
+    "route",
+    "block_strategy",
+    "max_concurrency",
+    "timeout_ms",
+    "fuel",
+    "memory_bytes",
+    "retry_count",
+    "retry_interval_ms",
+    "param",
+    "module_name",
+    "module_version",
+    "alarm_url",
+    "fresh_instance",
+    "config",
+    "http",
+    "secrets",
+    "schedule_rules",
+];
 
-/// A job's outbound HTTP as its column stores it.
-fn http_json(job: &JobRow) -> String {
-    serde_json::json!({"allow": job.http_allow, "limits": job.http_limits}).to_string()
-}
+/// A job's row written whole: its definition, then `next_fire_at_ms`,
+/// `tenant`, `enabled` and the time (created and updated).
+static INSERT_JOB: LazyLock<String> = LazyLock::new(|| {
+    let count = DEFINITION_COLUMNS.len();
+    format!(
+        "INSERT INTO job ({}, next_fire_at_ms, tenant, enabled, created_at_ms, updated_at_ms) \
+         VALUES ({}, ${}, ${}, ${}, ${}, ${}) RETURNING id",
+        DEFINITION_COLUMNS.join(", "),
+        placeholders(count),
+        count + 1,
+        count + 2,
+        count + 3,
+        count + 4,
+        count + 4,
+    )
+});
 
-/// The names of the secrets a job references, as its column stores them.
-fn secrets_json(job: &JobRow) -> String {
-    serde_json::to_string(&job.secrets).unwrap_or_else(|_| "[]".to_owned())
-}
+/// A job's definition replaced: then `next_fire_at_ms`, the time, and the
+/// job's id.
+static UPDATE_JOB: LazyLock<String> = LazyLock::new(|| {
+    let count = DEFINITION_COLUMNS.len();
+    let sets: Vec<String> = DEFINITION_COLUMNS
+        .iter()
+        .enumerate()
+        .map(|(index, column)| format!("{column} = ${}", index + 1))
+        .collect();
+    format!(
+        "UPDATE job SET {}, next_fire_at_ms = ${}, updated_at_ms = ${} WHERE id = ${}",
+        sets.join(", "),
+        count + 1,
+        count + 2,
+        count + 3,
+    )
+});
 
-fn rules_json(job: &JobRow) -> String {
-    serde_json::to_string(&job.schedule_rules).unwrap_or_else(|_| "{}".to_owned())
+/// `query` with a job's definition bound, in [`DEFINITION_COLUMNS`]'
+/// order. A value that cannot be written as its column's JSON is an error
+/// naming the column, never a default written in its place.
+fn bind_definition<'q>(
+    query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>,
+    job: &JobRow,
+) -> Result<sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>, StoreError> {
+    let http = serde_json::json!({"allow": job.http_allow, "limits": job.http_limits});
+    Ok(query
+        .bind(job.group_name.clone())
+        .bind(job.name.clone())
+        .bind(job.module_digest.clone())
+        .bind(job.schedule_type.as_str())
+        .bind(job.schedule_conf.clone())
+        .bind(job.time_zone.clone())
+        .bind(job.misfire.as_str())
+        .bind(job.misfire_threshold_ms)
+        .bind(job.route.as_str())
+        .bind(job.block_strategy.as_str())
+        .bind(job.max_concurrency)
+        .bind(job.timeout_ms)
+        .bind(job.fuel)
+        .bind(job.memory_bytes)
+        .bind(job.retry_count)
+        .bind(job.retry_interval_ms)
+        .bind(job.param.clone())
+        .bind(job.module_name.clone())
+        .bind(job.module_version)
+        .bind(job.alarm_url.clone())
+        .bind(i64::from(job.fresh_instance))
+        .bind(json_text("config", &job.config)?)
+        .bind(json_text("http", &http)?)
+        .bind(json_text("secrets", &job.secrets)?)
+        .bind(json_text("schedule_rules", &job.schedule_rules)?))
 }
 
 /// A `LIKE` pattern matching names that contain `text` in any letter case

@@ -56,7 +56,7 @@ pub use quotas::{DAY_MS, DayUsage, TenantUsage};
 pub use registry::{ExecutorLoad, GroupRow, RegisteredExecutor};
 pub use rows::{
     ClaimedJob, DailyReport, DispatchMark, DueJob, JobFilter, JobRow, JobState, NewRun, RunCharge,
-    RunEnd, RunFilter, RunRow,
+    RunEnd, RunFilter, RunRow, stored_schedule, stored_schedule_rules,
 };
 pub use runs::write_lease_until;
 pub use turns::UrgentWrites;

@@ -1,6 +1,7 @@
 //! The rows the store reads and writes, and how they are decoded.
 
 use super::*;
+use crate::schedule::{Rules, Schedule, ScheduleError};
 
 /// A job as stored: the API's [`Job`](cronbox_api::Job), which the
 /// store reads and writes whole.
@@ -50,21 +51,25 @@ where
 /// A job as the pre-read claims it: what planning its fires and writing
 /// their runs reads, and nothing else (11 of a job's 30 columns, no JSON
 /// but the schedule's rules). Claims run on the one writer connection, and
-/// reading whole jobs there was two fifths of a claim's time.
-#[derive(Debug, Clone, PartialEq)]
+/// reading whole jobs there was two fifths of a claim's time. The schedule
+/// and its rules are parsed as the row is read: a stored value that does
+/// not parse is a decode error naming its column (the job is stopped),
+/// never a fallback.
+#[derive(Debug, Clone)]
 pub struct DueJob {
     pub id: JobId,
     pub tenant: String,
     pub module_digest: Digest,
-    pub schedule_type: crate::model::ScheduleType,
-    pub schedule_conf: String,
-    pub time_zone: String,
+    pub schedule: Schedule,
+    /// The job's own rules (its zone, window, dates and jitter); the
+    /// tenant calendars named in `calendars` are added when planning.
+    pub rules: Rules,
+    pub calendars: Vec<String>,
     pub misfire: MisfirePolicy,
     pub misfire_threshold_ms: i64,
     pub param: String,
     /// The fire the job is due for (`None`: none).
     pub next_fire_at_ms: Option<i64>,
-    pub schedule_rules: cronbox_api::ScheduleRules,
 }
 
 /// The columns of a [`DueJob`], as a literal for `concat!`.
@@ -75,37 +80,94 @@ macro_rules! due_job_columns {
     };
 }
 
-impl From<&JobRow> for DueJob {
-    fn from(job: &JobRow) -> DueJob {
-        DueJob {
+impl TryFrom<&JobRow> for DueJob {
+    type Error = sqlx::Error;
+
+    /// The job as the pre-read would read it from its row.
+    fn try_from(job: &JobRow) -> Result<DueJob, sqlx::Error> {
+        let (schedule, rules) = stored_schedule(
+            job.id,
+            job.schedule_type,
+            &job.schedule_conf,
+            &job.time_zone,
+            &job.schedule_rules,
+        )?;
+        Ok(DueJob {
             id: job.id,
             tenant: job.tenant.clone(),
             module_digest: job.module_digest.clone(),
-            schedule_type: job.schedule_type,
-            schedule_conf: job.schedule_conf.clone(),
-            time_zone: job.time_zone.clone(),
+            schedule,
+            rules,
+            calendars: job.schedule_rules.calendars.clone(),
             misfire: job.misfire,
             misfire_threshold_ms: job.misfire_threshold_ms,
             param: job.param.clone(),
             next_fire_at_ms: job.next_fire_at_ms,
-            schedule_rules: job.schedule_rules.clone(),
-        }
+        })
     }
 }
 
+/// A job's stored schedule and rules, parsed; a decode error naming the
+/// column at fault (`time_zone`, `schedule_conf`, `schedule_rules`).
+pub fn stored_schedule(
+    id: JobId,
+    kind: crate::model::ScheduleType,
+    conf: &str,
+    time_zone: &str,
+    rules: &cronbox_api::ScheduleRules,
+) -> Result<(Schedule, Rules), sqlx::Error> {
+    let undecodable = |column: &str, message: String| sqlx::Error::ColumnDecode {
+        index: column.to_owned(),
+        source: message.into(),
+    };
+    let rules = stored_schedule_rules(rules, time_zone, id)?;
+    let schedule = Schedule::parse(kind, conf, time_zone)
+        .map_err(|error| undecodable("schedule_conf", error.to_string()))?;
+    Ok((schedule, rules))
+}
+
+/// A job's stored rules in its stored zone, parsed; a decode error naming
+/// the column at fault (`time_zone` or `schedule_rules`).
+pub fn stored_schedule_rules(
+    rules: &cronbox_api::ScheduleRules,
+    time_zone: &str,
+    id: JobId,
+) -> Result<Rules, sqlx::Error> {
+    let zone: chrono_tz::Tz = time_zone.parse().map_err(|_| sqlx::Error::ColumnDecode {
+        index: "time_zone".to_owned(),
+        source: ScheduleError::UnknownTimeZone(time_zone.to_owned())
+            .to_string()
+            .into(),
+    })?;
+    Rules::parse(rules, zone, id.0).map_err(|refused| sqlx::Error::ColumnDecode {
+        index: "schedule_rules".to_owned(),
+        source: refused.message.into(),
+    })
+}
+
 fn due_job_from_row(row: &AnyRow) -> Result<DueJob, sqlx::Error> {
+    let id: JobId = row.try_get("id")?;
+    let rules: cronbox_api::ScheduleRules = json_column(row, "schedule_rules")?;
+    let time_zone: String = row.try_get("time_zone")?;
+    let schedule_conf: String = row.try_get("schedule_conf")?;
+    let (schedule, parsed_rules) = stored_schedule(
+        id,
+        decode(row, "schedule_type")?,
+        &schedule_conf,
+        &time_zone,
+        &rules,
+    )?;
     Ok(DueJob {
-        id: row.try_get("id")?,
+        id,
         tenant: row.try_get("tenant")?,
         module_digest: row.try_get("module_digest")?,
-        schedule_type: decode(row, "schedule_type")?,
-        schedule_conf: row.try_get("schedule_conf")?,
-        time_zone: row.try_get("time_zone")?,
+        schedule,
+        rules: parsed_rules,
+        calendars: rules.calendars,
         misfire: decode(row, "misfire")?,
         misfire_threshold_ms: row.try_get("misfire_threshold_ms")?,
         param: row.try_get("param")?,
         next_fire_at_ms: row.try_get("next_fire_at_ms")?,
-        schedule_rules: json_column(row, "schedule_rules")?,
     })
 }
 
@@ -150,6 +212,29 @@ pub(super) fn json_column<T: serde::de::DeserializeOwned>(
     })
 }
 
+/// The `time_zone` column, checked to name a zone (a decode error if it
+/// does not: never read as UTC).
+fn time_zone_column(row: &AnyRow) -> Result<String, sqlx::Error> {
+    let zone: String = row.try_get("time_zone")?;
+    match zone.parse::<chrono_tz::Tz>() {
+        Ok(_) => Ok(zone),
+        Err(_) => Err(sqlx::Error::ColumnDecode {
+            index: "time_zone".to_owned(),
+            source: ScheduleError::UnknownTimeZone(zone).to_string().into(),
+        }),
+    }
+}
+
+/// `value` as the JSON text `column` stores; an error naming the column if
+/// it cannot be written (never a default written in its place).
+pub(super) fn json_text<T: serde::Serialize + ?Sized>(
+    column: &str,
+    value: &T,
+) -> Result<String, sqlx::Error> {
+    serde_json::to_string(value)
+        .map_err(|error| sqlx::Error::Encode(format!("{column}: {error}").into()))
+}
+
 pub(super) fn job_from_row(row: &AnyRow) -> Result<JobRow, sqlx::Error> {
     let mut job = JobRow {
         id: row.try_get("id")?,
@@ -159,7 +244,7 @@ pub(super) fn job_from_row(row: &AnyRow) -> Result<JobRow, sqlx::Error> {
         module_digest: row.try_get("module_digest")?,
         schedule_type: decode(row, "schedule_type")?,
         schedule_conf: row.try_get("schedule_conf")?,
-        time_zone: row.try_get("time_zone")?,
+        time_zone: time_zone_column(row)?,
         misfire: decode(row, "misfire")?,
         misfire_threshold_ms: row.try_get("misfire_threshold_ms")?,
         route: decode(row, "route")?,

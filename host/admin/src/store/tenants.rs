@@ -1,5 +1,6 @@
 //! Tenants and their API tokens (stored as sha256).
 
+use super::rows::{json_column, json_text};
 use super::*;
 
 impl Store {
@@ -47,20 +48,38 @@ impl Store {
 impl Store {
     /// The origins `tenant`'s jobs may be granted (none when never set).
     pub async fn http_ceiling(&self, tenant: &str) -> Result<Vec<String>, StoreError> {
+        Ok(self.read_http_ceiling(tenant).await?.0)
+    }
+
+    /// `tenant`'s ceiling parsed: a stored origin that no longer parses is
+    /// a decode error naming the column, never an empty ceiling.
+    pub async fn http_ceiling_patterns(
+        &self,
+        tenant: &str,
+    ) -> Result<Vec<cronbox_net_policy::OriginPattern>, StoreError> {
+        Ok(self.read_http_ceiling(tenant).await?.1)
+    }
+
+    /// `tenant`'s ceiling as stored and parsed.
+    async fn read_http_ceiling(
+        &self,
+        tenant: &str,
+    ) -> Result<(Vec<String>, Vec<cronbox_net_policy::OriginPattern>), StoreError> {
         let row = sqlx::query("SELECT origins FROM tenant_http_ceiling WHERE tenant = $1")
             .bind(tenant)
             .fetch_optional(&self.pool)
             .await?;
         let Some(row) = row else {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), Vec::new()));
         };
-        let text: String = row.try_get("origins")?;
-        serde_json::from_str(&text).map_err(|error| {
-            StoreError::from(sqlx::Error::ColumnDecode {
+        let origins: Vec<String> = json_column(&row, "origins")?;
+        let patterns = cronbox_net_policy::parse_origins(&origins).map_err(|error| {
+            sqlx::Error::ColumnDecode {
                 index: "origins".to_owned(),
                 source: Box::new(error),
-            })
-        })
+            }
+        })?;
+        Ok((origins, patterns))
     }
 
     /// Replaces `tenant`'s ceiling.
@@ -69,7 +88,7 @@ impl Store {
         tenant: &str,
         origins: &[String],
     ) -> Result<(), StoreError> {
-        let text = serde_json::to_string(origins).unwrap_or_else(|_| "[]".to_owned());
+        let text = json_text("origins", origins)?;
         sqlx::query(
             "INSERT INTO tenant_http_ceiling (tenant, origins) VALUES ($1, $2) \
              ON CONFLICT (tenant) DO UPDATE SET origins = excluded.origins",

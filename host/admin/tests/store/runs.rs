@@ -452,3 +452,56 @@ async fn a_corrupt_stored_value_is_an_error_not_a_default() {
         .unwrap();
     assert_eq!(stopped, 0, "the corrupt job is stopped");
 }
+
+/// A job's schedule is parsed as its row is read: a stored zone that names
+/// no zone is never read as UTC, a cron expression or rules that no longer
+/// parse never plan a fire; each is a decode error naming its column, and
+/// the pre-read stops that job only.
+#[tokio::test]
+async fn a_stored_schedule_that_does_not_parse_names_its_column_and_stops_the_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_sqlite(dir.path()).await.unwrap();
+    sqlx::any::install_default_drivers();
+    let url = format!("sqlite://{}", dir.path().join("cronbox.db").display());
+    let raw = sqlx::AnyPool::connect(&url).await.unwrap();
+    let damages = [
+        (
+            "time_zone",
+            "UPDATE job SET time_zone = 'Mars/Olympus' WHERE id = $1",
+        ),
+        (
+            "schedule_conf",
+            "UPDATE job SET schedule_conf = '61 * * * * ?' WHERE id = $1",
+        ),
+        (
+            "schedule_rules",
+            "UPDATE job SET schedule_rules = '{\"exclude_dates\":[\"2026-02-30\"]}' WHERE id = $1",
+        ),
+    ];
+    let healthy = store.insert_job(&job(), 0).await.unwrap();
+    let mut damaged = Vec::new();
+    for (column, damage) in damages {
+        let id = store.insert_job(&job(), 0).await.unwrap();
+        sqlx::query(damage).bind(id).execute(&raw).await.unwrap();
+        damaged.push((column, id));
+    }
+    let error = store.job(damaged[0].1).await.unwrap_err().to_string();
+    assert!(
+        error.contains("time_zone") && error.contains("Mars/Olympus"),
+        "a whole job's read names the zone: {error}"
+    );
+    let due = claim(&store, 10_000, |_| (Vec::new(), None)).await;
+    assert_eq!(
+        due,
+        [(healthy, Vec::new())],
+        "only the healthy job is claimed"
+    );
+    for (column, id) in damaged {
+        let enabled: i64 = sqlx::query_scalar("SELECT enabled FROM job WHERE id = $1")
+            .bind(id)
+            .fetch_one(&raw)
+            .await
+            .unwrap();
+        assert_eq!(enabled, 0, "the job with a damaged {column} is stopped");
+    }
+}
