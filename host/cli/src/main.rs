@@ -18,6 +18,7 @@ mod out;
 mod admin;
 mod cache;
 mod config;
+mod context;
 mod executor;
 mod manage;
 mod run;
@@ -71,6 +72,7 @@ enum Command {
     Secret(manage::SecretArgs),
     User(manage::UserArgs),
     Config(ConfigArgs),
+    Context(context::ContextArgs),
     New(scaffold::NewArgs),
     Build(scaffold::BuildArgs),
     /// Compiles the component on stdin to an artifact on stdout (the
@@ -150,6 +152,7 @@ fn main() -> ExitCode {
             manage::ceiling(args).map(|()| ExitCode::SUCCESS),
             EXIT_FAILED,
         ),
+        Command::Context(args) => (context::main(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
         Command::New(args) => (scaffold::new(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
         Command::Build(args) => (
             scaffold::build(args).map(|()| ExitCode::SUCCESS),

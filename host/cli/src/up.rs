@@ -49,6 +49,16 @@ pub struct UpArgs {
     /// Deploy no demo jobs.
     #[arg(long)]
     no_demo: bool,
+    /// Networks beyond the public internet that granted jobs may call
+    /// (comma-separated CIDRs), e.g. 127.0.0.1/32 for a service on this
+    /// machine. A job still needs a grant within its tenant's ceiling
+    /// (`cronbox ceiling default --set ORIGIN`).
+    #[arg(long, env = "CRONBOX_EXECUTOR_HTTP_ALLOW_NETS", default_value = "")]
+    http_allow_nets: cronbox_net_policy::NetPolicy,
+    /// The context this admin is recorded as (made current), so that every
+    /// command finds it from any folder; `cronbox context` lists them.
+    #[arg(long = "context", value_name = "NAME", default_value = crate::context::UP_CONTEXT)]
+    context_name: String,
     #[command(flatten)]
     tenant_policy: crate::admin::TenantPolicyArgs,
     #[command(flatten)]
@@ -100,12 +110,19 @@ pub fn main(args: UpArgs) -> anyhow::Result<ExitCode> {
     cronbox_admin::create_private_dir(&args.data_dir)
         .with_context(|| format!("cannot create {}", args.data_dir.display()))?;
     let token_file = args.data_dir.join("api-token");
-    let (api_token, token_source) = match args.token {
+    let token_file = std::path::absolute(&token_file)
+        .with_context(|| format!("cannot resolve {}", token_file.display()))?;
+    let (api_token, token_source, kept_in) = match args.token {
         Some(token) if token.is_empty() => bail!("--token must not be empty"),
-        Some(token) => (token, "given by --token or CRONBOX_API_TOKEN".to_owned()),
+        Some(token) => (
+            token,
+            "given by --token or CRONBOX_API_TOKEN".to_owned(),
+            None,
+        ),
         None => (
             stored_token(&token_file)?,
             format!("in {}", token_file.display()),
+            Some(token_file),
         ),
     };
     let executor_token = stored_token(&args.data_dir.join("executor-token"))?;
@@ -140,6 +157,7 @@ pub fn main(args: UpArgs) -> anyhow::Result<ExitCode> {
         );
         executor_config.beat_interval = Duration::from_secs(10);
         executor_config.runtime.compiler = args.compiler.compiler()?;
+        executor_config.runtime.http_nets = args.http_allow_nets.clone();
         // Without a user cache, the executor keeps its own in DATA_DIR.
         args.cache.apply(&mut executor_config.runtime);
         let executor = cronbox_executor::start(executor_config).await?;
@@ -152,12 +170,27 @@ pub fn main(args: UpArgs) -> anyhow::Result<ExitCode> {
         } else {
             deploy_demos(&client).await?
         };
+        let context = crate::context::Context {
+            admin: admin_url.clone(),
+            token_file: kept_in.clone(),
+        };
+        let recorded = match crate::context::record(&args.context_name, context) {
+            Ok(_) => Some(args.context_name.as_str()),
+            Err(error) => {
+                eprintln!("warning: this admin is not recorded as a context: {error:#}");
+                None
+            }
+        };
         print_welcome(
-            &admin_url,
-            executor.address(),
-            &args.data_dir,
-            &token_source,
-            &password_file,
+            &Welcome {
+                admin_url: &admin_url,
+                executor: executor.address(),
+                data_dir: &args.data_dir,
+                token_source: &token_source,
+                token_file: kept_in.as_deref(),
+                password_file: &password_file,
+                context: recorded,
+            },
             &deployed,
         );
 
@@ -255,14 +288,29 @@ async fn ensure_console_user(client: &Client, password_file: &Path) -> anyhow::R
 /// The operator user `cronbox up` creates.
 const CONSOLE_USER: &str = "admin";
 
-fn print_welcome(
-    admin_url: &str,
-    executor: &str,
-    data_dir: &Path,
-    token_source: &str,
-    password_file: &Path,
-    demos: &[(JobId, &Demo)],
-) {
+/// What the summary `cronbox up` prints says.
+struct Welcome<'a> {
+    admin_url: &'a str,
+    executor: &'a str,
+    data_dir: &'a Path,
+    token_source: &'a str,
+    /// The file holding the API token (none when it was given).
+    token_file: Option<&'a Path>,
+    password_file: &'a Path,
+    /// The context this admin was recorded as.
+    context: Option<&'a str>,
+}
+
+fn print_welcome(welcome: &Welcome<'_>, demos: &[(JobId, &Demo)]) {
+    let Welcome {
+        admin_url,
+        executor,
+        data_dir,
+        token_source,
+        token_file,
+        password_file,
+        context,
+    } = welcome;
     outln!("cronbox is up");
     outln!(
         "  console     {admin_url}/  (user {CONSOLE_USER}, password in {})",
@@ -283,14 +331,25 @@ fn print_welcome(
         }
     }
     outln!();
-    outln!("Try:");
-    outln!("  TOKEN=$(cat {})", data_dir.join("api-token").display());
-    outln!("  curl -s -H \"Authorization: Bearer $TOKEN\" {admin_url}/api/v1/jobs");
+    match context {
+        Some(name) => outln!(
+            "Try, from any folder (this admin is the current context {name:?}; `cronbox context` \
+             lists them):"
+        ),
+        None => outln!("Try (with the exports below):"),
+    }
+    outln!("  cronbox job list");
     if let Some((id, _)) = demos.first() {
-        outln!("  curl -s -H \"Authorization: Bearer $TOKEN\" {admin_url}/api/v1/jobs/{id}/runs");
-        outln!(
-            "  curl -s -X POST -H \"Authorization: Bearer $TOKEN\" -d '{{\"param\":\"you\"}}' \\\n       -H 'content-type: application/json' {admin_url}/api/v1/jobs/{id}/trigger"
-        );
+        outln!("  cronbox runs --job {id}");
+        outln!("  cronbox job trigger {id} --param you     (prints the run's id)");
+        outln!("  cronbox logs --follow RUN");
+    }
+    outln!("  cronbox new hello --lang rust   (then `cronbox build` and `cronbox module push`)");
+    outln!("For scripts and curl:");
+    outln!("  export CRONBOX_ADMIN={admin_url}");
+    match token_file {
+        Some(file) => outln!("  export CRONBOX_API_TOKEN=$(cat {})", file.display()),
+        None => outln!("  export CRONBOX_API_TOKEN=...   (the token you gave)"),
     }
     outln!("Ctrl-C stops cronbox; run it again to carry on where it left off.");
 }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use cronbox_api::{Client, JobId, JobQuery, Run, RunStatus, TriggerKind};
 use cronbox_tests::AdminClient;
 use serde_json::{Value, json};
-use support::up;
+use support::{up, up_with_env};
 
 const WAIT: Duration = Duration::from_secs(30);
 

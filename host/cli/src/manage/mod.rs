@@ -32,18 +32,17 @@ pub use tenant::{CeilingArgs, QuotaArgs, SecretArgs, UserArgs, ceiling, quota, s
 /// How to reach the admin, shared by every management command.
 #[derive(Debug, Clone, Args)]
 pub struct Connection {
-    /// Base URL of the admin API.
-    #[arg(
-        long,
-        global = true,
-        env = "CRONBOX_ADMIN",
-        default_value = "http://127.0.0.1:8080"
-    )]
-    admin: String,
-    /// API token (default: the one `cronbox up` keeps in
-    /// ./cronbox-data/api-token).
+    /// Base URL of the admin API (default: the current context's, else
+    /// http://127.0.0.1:8080).
+    #[arg(long, global = true, env = "CRONBOX_ADMIN")]
+    admin: Option<String>,
+    /// API token (default: the context's, else ./cronbox-data/api-token).
     #[arg(long, global = true, env = "CRONBOX_API_TOKEN", hide_env_values = true)]
     token: Option<String>,
+    /// The context to use instead of the current one (`cronbox context`
+    /// lists them).
+    #[arg(long, global = true, env = "CRONBOX_CONTEXT")]
+    context: Option<String>,
     /// Print the admin's JSON instead of a table.
     #[arg(long, global = true)]
     json: bool,
@@ -60,19 +59,30 @@ impl Connection {
         Ok((self.client()?, self.json, runtime))
     }
 
+    /// The admin and token: as given, else the context's (see
+    /// `context.rs`), else the token `cronbox up` keeps in this folder.
     fn client(&self) -> anyhow::Result<Client> {
-        let token = match &self.token {
-            Some(token) => token.clone(),
-            None => std::fs::read_to_string("cronbox-data/api-token")
-                .map(|token| token.trim().to_owned())
-                .map_err(|_| {
-                    anyhow::anyhow!(
-                        "no API token: pass --token or set CRONBOX_API_TOKEN (cronbox up keeps \
-                         its token in cronbox-data/api-token)"
-                    )
-                })?,
-        };
-        Ok(Client::new(&self.admin, &token))
+        let contexts = crate::context::Contexts::load()?;
+        let mut target = crate::context::resolve(
+            self.admin.as_deref(),
+            self.token.as_deref(),
+            self.context.as_deref(),
+            &contexts,
+        )?;
+        if target.token.is_none() {
+            target.token = std::fs::read_to_string("cronbox-data/api-token")
+                .ok()
+                .map(|token| token.trim().to_owned());
+        }
+        let token = target.token.ok_or_else(|| {
+            anyhow::anyhow!(
+                "no API token for {}: pass --token or set CRONBOX_API_TOKEN, or start `cronbox \
+                 up` (it records its admin and token as the current context; `cronbox context` \
+                 lists them)",
+                target.admin
+            )
+        })?;
+        Ok(Client::new(&target.admin, &token))
     }
 }
 

@@ -106,6 +106,8 @@ pub fn up_with_env(
         .args(["--bind", &bind])
         .args(["--executor-bind", &executor_bind])
         .env_remove("CRONBOX_API_TOKEN")
+        // Its context is recorded beside its data, not in the user's files.
+        .env("CRONBOX_CONTEXTS", data_dir.join("contexts.toml"))
         .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

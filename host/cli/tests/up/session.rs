@@ -54,7 +54,14 @@ fn ended(base: &str, token: &str, job: &str, run: i64) -> Value {
 #[test]
 fn a_cli_session_against_cronbox_up() {
     let data = tempfile::tempdir().unwrap();
-    let (mut stack, _, at) = up(data.path(), None);
+    let (mut stack, printed, at) = up_with_env(
+        data.path(),
+        None,
+        &[(
+            "CRONBOX_EXECUTOR_HTTP_ALLOW_NETS",
+            std::path::Path::new("127.0.0.1/32"),
+        )],
+    );
     let bind = at.admin;
     let token = std::fs::read_to_string(data.path().join("api-token")).unwrap();
     let (base, token) = (format!("http://{bind}"), token.trim().to_owned());
@@ -261,41 +268,55 @@ fn a_cli_session_against_cronbox_up() {
     let deleted = ok(base, token, &["secret", "delete", "TOKEN", "--force"]);
     assert!(deleted.contains("still referenced by job(s)"), "{deleted}");
 
-    // HTTP grants need the tenant's ceiling first.
-    let (code, _, refused) = cli(
-        base,
-        token,
-        &[
-            "job",
-            "update",
-            &id,
-            "--http-allow",
-            "https://api.example.com",
-        ],
-    );
+    // HTTP grants need the tenant's ceiling first (the refusal names the
+    // command that sets it); under `up --http-allow-nets`, a granted job
+    // calls a service on this machine (here the admin itself).
+    let (code, _, refused) = cli(base, token, &["job", "update", &id, "--http-allow", base]);
     assert_eq!(code, 1);
-    assert!(refused.contains("outside the HTTP ceiling"), "{refused}");
+    assert!(
+        refused.contains("outside the HTTP ceiling")
+            && refused.contains("`cronbox ceiling default --set ORIGIN...`"),
+        "{refused}"
+    );
+    ok(base, token, &["ceiling", "default", "--set", base]);
+    assert_eq!(ok(base, token, &["ceiling", "default"]).trim(), base);
+    let granted = json(base, token, &["job", "update", &id, "--http-allow", base]);
+    assert_eq!(granted["http_allow"], json!([base]));
+    let fetch = cronbox_example_jobs::path("http-fetch");
     ok(
         base,
         token,
-        &["ceiling", "default", "--set", "https://*.example.com"],
+        &["module", "push", "fetch", fetch.to_str().unwrap()],
     );
-    assert_eq!(
-        ok(base, token, &["ceiling", "default"]).trim(),
-        "https://*.example.com"
-    );
-    let granted = json(
+    let readiness = format!("{base}/readyz");
+    let fetcher = json(
         base,
         token,
         &[
             "job",
-            "update",
-            &id,
+            "create",
+            "--name",
+            "fetcher",
+            "--module",
+            "fetch",
+            "--param",
+            &readiness,
             "--http-allow",
-            "https://api.example.com",
+            base,
         ],
     );
-    assert_eq!(granted["http_allow"], json!(["https://api.example.com"]));
+    let fetcher = fetcher["id"].to_string();
+    let run = ok(base, token, &["job", "trigger", &fetcher]);
+    let run: i64 = run.trim().trim_start_matches("run ").parse().unwrap();
+    let fetched = ended(base, token, &fetcher, run);
+    assert_eq!(fetched["status"], "success", "{fetched}");
+    assert!(
+        fetched["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("status 200"),
+        "{fetched}"
+    );
 
     // Users: added with a password from a file (its line end dropped),
     // listed, given a new password, removed.
@@ -552,8 +573,8 @@ fn a_cli_session_against_cronbox_up() {
     let listed: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(
         listed.as_array().unwrap().len(),
-        4,
-        "three demo jobs and ours"
+        5,
+        "three demo jobs and our two"
     );
     let output = Command::new(env!("CARGO_BIN_EXE_cronbox"))
         .args([
@@ -597,6 +618,53 @@ fn a_cli_session_against_cronbox_up() {
         String::from_utf8_lossy(&output.stderr).contains("unknown setting \"colour\""),
         "{}",
         String::from_utf8_lossy(&output.stderr)
+    );
+
+    // `up` recorded itself as the current context: every command finds it
+    // from any folder, with nothing set; the banner says so in commands.
+    assert!(
+        printed.contains("this admin is the current context \"up\"")
+            && printed.contains("  cronbox job list\n")
+            && printed.contains(&format!("  export CRONBOX_ADMIN={base}\n")),
+        "{printed}"
+    );
+    let elsewhere = tempfile::tempdir().unwrap();
+    let from_anywhere = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_cronbox"))
+            .args(args)
+            .current_dir(elsewhere.path())
+            .env_remove("CRONBOX_ADMIN")
+            .env_remove("CRONBOX_API_TOKEN")
+            .env("CRONBOX_CONTEXTS", data.path().join("contexts.toml"))
+            .output()
+            .unwrap()
+    };
+    let output = from_anywhere(&["job", "list", "--json"]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let listed: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 5, "{listed}");
+    let contexts = from_anywhere(&["context"]);
+    let contexts = String::from_utf8_lossy(&contexts.stdout);
+    assert!(
+        contexts.starts_with(&format!("* up           {base}  (token in ")),
+        "{contexts}"
+    );
+    // Its token never goes to another admin.
+    let output = from_anywhere(&["job", "list", "--admin", "http://127.0.0.1:1"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("no API token for http://127.0.0.1:1"),
+        "{stderr}"
+    );
+    let output = from_anywhere(&["job", "list", "--context", "staging"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("no context \"staging\" (known: up)"),
+        "{stderr}"
     );
     terminate(&mut stack);
 }
