@@ -40,6 +40,17 @@ enum Lang {
     Js,
 }
 
+impl Lang {
+    /// The language's name as people write it.
+    fn title(self) -> &'static str {
+        match self {
+            Lang::Rust => "Rust",
+            Lang::Python => "Python",
+            Lang::Js => "JavaScript",
+        }
+    }
+}
+
 /// Build a job project (made by `cronbox new`) into a component.
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  cronbox build\n  cronbox build greeter -o dist/greeter.wasm")]
@@ -138,7 +149,11 @@ pub(crate) fn new(args: NewArgs) -> anyhow::Result<()> {
         }
         std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
     }
-    outln!("created {} ({:?} job {name})", dir.display(), args.lang);
+    outln!(
+        "created {} ({} job {name})",
+        dir.display(),
+        args.lang.title()
+    );
     outln!(
         "build it:  cd {} && cronbox build   (writes {name}.wasm)",
         dir.display()

@@ -32,12 +32,13 @@ fn printed(output: &Output) -> String {
 #[test]
 fn a_new_project_in_each_language_builds_with_one_command_and_runs() {
     let home = tempfile::tempdir().unwrap();
-    for lang in ["rust", "python", "js"] {
+    for (lang, title) in [("rust", "Rust"), ("python", "Python"), ("js", "JavaScript")] {
         let name = format!("greeter-{lang}");
         let created = cronbox(&["new", &name, "--lang", lang], home.path());
         assert!(created.status.success(), "{}", printed(&created));
         assert!(
-            printed(&created).contains("cronbox build"),
+            printed(&created).contains("cronbox build")
+                && printed(&created).contains(&format!("({title} job {name})")),
             "{}",
             printed(&created)
         );

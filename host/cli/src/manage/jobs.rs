@@ -281,7 +281,7 @@ pub struct StateArgs {
 }
 
 /// What runs a job: the module it follows, or its digest.
-fn module_of(job: &Job) -> String {
+pub(super) fn module_of(job: &Job) -> String {
     match (&job.module_name, job.module_version) {
         (Some(name), Some(version)) => format!("{name}@{version}"),
         (Some(name), None) => name.clone(),
@@ -289,7 +289,7 @@ fn module_of(job: &Job) -> String {
     }
 }
 
-fn started(job: &Job) -> String {
+pub(super) fn started(job: &Job) -> String {
     match &job.pause {
         Some(pause) => format!(
             "paused by {}{}{}",
@@ -329,7 +329,14 @@ pub fn job(args: JobArgs) -> anyhow::Result<()> {
     runtime.block_on(async move {
         match args.command {
             JobCommand::Create { definition, start } => {
-                let mut job = client.create_job(&definition.spec()?).await?;
+                let spec = definition.spec()?;
+                if !definition.changes()?.contains_key("schedule_type") {
+                    eprintln!(
+                        "note: no schedule given (--cron, or schedule_type in --file): the job \
+                         runs only when triggered (`cronbox job trigger ID`)"
+                    );
+                }
+                let mut job = client.create_job(&spec).await?;
                 if start {
                     job = client.start_job(job.id).await?;
                 }
@@ -369,10 +376,15 @@ pub fn job(args: JobArgs) -> anyhow::Result<()> {
                 if json {
                     print_json(&json!({ "job": job, "next_fires": fires }))
                 } else {
-                    show_job(false, &job)?;
-                    for fire in fires {
-                        outln!("  next: {fire}");
-                    }
+                    // The runs that were due, not fires written ahead.
+                    let query = cronbox_api::RunQuery {
+                        job: Some(id),
+                        to_ms: Some(chrono::Utc::now().timestamp_millis() + 1),
+                        limit: Some(5),
+                        ..Default::default()
+                    };
+                    let recent = client.runs(&query).await?;
+                    super::job_details::print(&job, &fires, &recent.runs);
                     Ok(())
                 }
             }

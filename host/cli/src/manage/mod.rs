@@ -18,6 +18,7 @@ use cronbox_api::{
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+mod job_details;
 mod jobs;
 mod modules;
 mod runs;

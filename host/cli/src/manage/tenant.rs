@@ -55,10 +55,20 @@ pub fn secret(args: SecretArgs) -> anyhow::Result<()> {
             SecretCommand::List => {
                 let secrets = client.secrets().await?;
                 show(json, &secrets, |secrets| {
+                    if secrets.is_empty() {
+                        outln!("no secrets yet: `cronbox secret set NAME` adds one");
+                    } else {
+                        outln!(
+                            "{:<10} {:<32} {:<23}  JOBS",
+                            "TENANT",
+                            "NAME",
+                            "UPDATED (UTC)"
+                        );
+                    }
                     for secret in secrets {
                         let used: Vec<String> = secret.used_by.iter().map(i64::to_string).collect();
                         outln!(
-                            "{:<10} {:<32} updated {}  jobs: {}",
+                            "{:<10} {:<32} {:<23}  {}",
                             secret.tenant,
                             crate::out::printable(&secret.name, false),
                             time(Some(secret.updated_at_ms)),

@@ -259,7 +259,9 @@ fn a_cli_session_against_cronbox_up() {
     assert_eq!(updated["secrets"], json!(["TOKEN"]), "{updated}");
     let listed = ok(base, token, &["secret", "list"]);
     assert!(
-        listed.contains("TOKEN") && !listed.contains("cli-secret-value"),
+        listed.starts_with("TENANT")
+            && listed.contains("TOKEN")
+            && !listed.contains("cli-secret-value"),
         "{listed}"
     );
     let (code, _, refused) = cli(base, token, &["secret", "delete", "TOKEN"]);
@@ -289,7 +291,8 @@ fn a_cli_session_against_cronbox_up() {
         &["module", "push", "fetch", fetch.to_str().unwrap()],
     );
     let readiness = format!("{base}/readyz");
-    let fetcher = json(
+    // No schedule given: said, not silent.
+    let (code, created, note) = cli(
         base,
         token,
         &[
@@ -303,8 +306,12 @@ fn a_cli_session_against_cronbox_up() {
             &readiness,
             "--http-allow",
             base,
+            "--json",
         ],
     );
+    assert_eq!(code, 0, "{note}");
+    assert!(note.contains("note: no schedule given"), "{note}");
+    let fetcher: Value = serde_json::from_str(&created).unwrap();
     let fetcher = fetcher["id"].to_string();
     let run = ok(base, token, &["job", "trigger", &fetcher]);
     let run: i64 = run.trim().trim_start_matches("run ").parse().unwrap();
@@ -317,6 +324,17 @@ fn a_cli_session_against_cronbox_up() {
             .starts_with("status 200"),
         "{fetched}"
     );
+    // `job show` for a person: the definition, next fires in the job's
+    // zone, the last runs.
+    let shown = ok(base, token, &["job", "show", &fetcher]);
+    for expected in [
+        format!("  param      {readiness}\n"),
+        "  module     fetch\n".to_owned(),
+        "  next fires none\n".to_owned(),
+        format!("    {run:>6}  success    "),
+    ] {
+        assert!(shown.contains(&expected), "{expected:?} in {shown}");
+    }
 
     // Users: added with a password from a file (its line end dropped),
     // listed, given a new password, removed.
