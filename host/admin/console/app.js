@@ -15,6 +15,7 @@ import {
   get,
   h,
   hooks,
+  navigated,
   newPage,
   session,
   setSession,
@@ -133,7 +134,10 @@ export async function render() {
 
 hooks.loggedOut = (message) => showLogin(message);
 hooks.render = render;
-window.addEventListener("hashchange", render);
+window.addEventListener("hashchange", () => {
+  navigated();
+  render();
+});
 
 (async () => {
   try {

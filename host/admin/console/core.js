@@ -65,6 +65,23 @@ export function formatTime(ms) {
     `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
 }
 
+/** An instant (ms or an ISO text) in IANA time zone `zone`, with the
+ * zone's short name ("2030-01-01 13:00:00 CET"); in the browser's zone if
+ * `zone` is not one the browser knows. */
+export function formatInZone(at, zone) {
+  if (at === null || at === undefined) return "—";
+  const date = new Date(at);
+  try {
+    return new Intl.DateTimeFormat("sv-SE", {
+      timeZone: zone, year: "numeric", month: "2-digit", day: "2-digit",
+      hour: "2-digit", minute: "2-digit", second: "2-digit", hour12: false,
+      timeZoneName: "short",
+    }).format(date);
+  } catch {
+    return formatTime(date.getTime());
+  }
+}
+
 export function formatDuration(ms) {
   if (ms === null || ms === undefined) return "—";
   if (Math.abs(ms) < 1000) return `${ms} ms`;
@@ -181,9 +198,23 @@ export function newPage() {
   return page;
 }
 
+/** Page changes since the message shown was flashed: a message stays
+ * for the page it leads to (a trigger flashes, then opens its run) and
+ * goes at the next. */
+let flashedPages = 0;
+
 export function flash(message, kind = "info") {
   const box = $("#flash");
-  box.replaceChildren(message ? h("div", { class: `flash ${kind}` }, message) : "");
+  flashedPages = 0;
+  if (box) box.replaceChildren(message ? h("div", { class: `flash ${kind}` }, message) : "");
+}
+
+/** Called when the address changes to another page. */
+export function navigated() {
+  if (flashedPages++ >= 1) {
+    const box = $("#flash");
+    if (box) box.replaceChildren();
+  }
 }
 
 export function failure(error) {
@@ -210,9 +241,10 @@ export function go(hash) {
 
 export function table(headers, rows, empty) {
   if (!rows.length) return h("p", { class: "empty" }, empty || T.common.none);
-  return h("table", {},
+  // Scrolls within its box on a narrow screen, never the page.
+  return h("div", { class: "table-box" }, h("table", {},
     h("thead", {}, h("tr", {}, headers.map((title) => h("th", {}, title)))),
-    h("tbody", {}, rows));
+    h("tbody", {}, rows)));
 }
 
 export function link(hash, text) {

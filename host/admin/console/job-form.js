@@ -64,6 +64,28 @@ export const NEW_JOB = {
   http_allow: [], http_limits: {}, alarm_url: "", schedule_rules: {},
 };
 
+/** The form's sections, each with its fields in order. */
+export const FORM_SECTIONS = [
+  ["basics", ["name", "group", "module", "module_digest", "param", "children"]],
+  ["schedule", ["schedule_type", "schedule_conf", "time_zone", "starts_at", "ends_at",
+    "exclude_dates", "calendars", "jitter_ms", "overlap", "misfire", "misfire_threshold_s"]],
+  ["execution", ["route", "block_strategy", "max_concurrency", "fresh_instance", "retry_count",
+    "retry_interval_s"]],
+  ["limits", ["timeout_s", "memory_mib", "fuel"]],
+  ["access", ["config", "secrets", "http_allow", "http_limits"]],
+  ["alarms", ["alarm_url"]],
+];
+
+/** The API's name of a field whose input is named otherwise (a refusal
+ * names the API's field; it is shown next to the input). */
+const API_FIELD = {
+  exclude_dates: "schedule_rules",
+  misfire_threshold_s: "misfire_threshold_ms",
+  timeout_s: "timeout_ms",
+  memory_mib: "memory_bytes",
+  retry_interval_s: "retry_interval_ms",
+};
+
 export async function jobFormPage(id, mode) {
   const job = id ? await get(`/api/v1/jobs/${id}`) : null;
   const spec = job ? specOf(job) : { ...NEW_JOB };
@@ -71,9 +93,14 @@ export async function jobFormPage(id, mode) {
   const f = T.form.fields;
   const input = (name, props = {}) => h("input", { name, value: spec[name] ?? "", ...props });
   const number = (name) => input(name, { type: "number", step: 1 });
+  // Durations in seconds and memory in MiB, as people think of them; the
+  // API's milliseconds and bytes are computed on save.
+  const scaled = (name, value, per, props = {}) => h("input", {
+    name, type: "number", min: 0, step: "any",
+    value: value === null || value === undefined ? "" : value / per, ...props });
   const inputs = {
     name: input("name", { required: true }),
-    group: input("group"),
+    group: input("group", { list: "group-names" }),
     module: input("module", { list: "module-names" }),
     module_digest: input("module_digest"),
     schedule_type: select("schedule_type", plain(SCHEDULE_TYPES), spec.schedule_type),
@@ -92,15 +119,15 @@ export async function jobFormPage(id, mode) {
     overlap: select("overlap", plain(["ALLOW", "SKIP", "BUFFER_ONE", "CANCEL_OTHER"]),
       spec.schedule_rules.overlap || "ALLOW"),
     misfire: select("misfire", plain(MISFIRES), spec.misfire),
-    misfire_threshold_ms: number("misfire_threshold_ms"),
+    misfire_threshold_s: scaled("misfire_threshold_s", spec.misfire_threshold_ms, 1000),
     route: select("route", plain(ROUTES_STRATEGIES), spec.route),
     block_strategy: select("block_strategy", plain(BLOCK_STRATEGIES), spec.block_strategy),
     max_concurrency: number("max_concurrency"),
-    timeout_ms: number("timeout_ms"),
+    timeout_s: scaled("timeout_s", spec.timeout_ms, 1000),
     fuel: number("fuel"),
-    memory_bytes: number("memory_bytes"),
+    memory_mib: scaled("memory_mib", spec.memory_bytes, 1048576),
     retry_count: number("retry_count"),
-    retry_interval_ms: number("retry_interval_ms"),
+    retry_interval_s: scaled("retry_interval_s", spec.retry_interval_ms, 1000),
     children: h("input", { name: "children", value: spec.children.join(", ") }),
     param: h("textarea", { name: "param", rows: 3 }, spec.param),
     fresh_instance: h("input", { name: "fresh_instance", type: "checkbox", checked: spec.fresh_instance }),
@@ -115,10 +142,14 @@ export async function jobFormPage(id, mode) {
   const modules = h("datalist", { id: "module-names" });
   get("/api/v1/modules").then((list) => modules.replaceChildren(
     ...list.map((m) => h("option", { value: m.name })))).catch(() => {});
+  const groups = h("datalist", { id: "group-names" });
+  get("/api/v1/groups").then((list) => groups.replaceChildren(
+    ...list.map((g) => h("option", { value: g.name })))).catch(() => {});
   const form = h("form", { id: "job-form", class: "job-form" },
-    Object.entries(inputs).map(([name, element]) =>
-      field(f[name], element, name === "exclude_dates" ? "schedule_rules" : name)),
-    modules,
+    FORM_SECTIONS.map(([section, names]) => h("fieldset", { "data-section": section },
+      h("legend", {}, T.form.sections[section]),
+      names.map((name) => field(f[name], inputs[name], API_FIELD[name] || name)))),
+    modules, groups,
     h("div", { class: "actions" },
       h("button", { type: "submit", id: "job-save" }, T.common.save),
       h("a", { class: "button", href: id ? `#/jobs/${id}` : "#/jobs" }, T.common.cancel)));
@@ -187,6 +218,10 @@ export async function jobFormPage(id, mode) {
       const text = inputs[name].value.trim();
       return text === "" ? null : Number(text);
     };
+    const times = (name, per) => {
+      const value = integer(name);
+      return value === null ? null : Math.round(value * per);
+    };
     let limits;
     try {
       limits = inputs.http_limits.value.trim() ? JSON.parse(inputs.http_limits.value) : {};
@@ -202,15 +237,15 @@ export async function jobFormPage(id, mode) {
       schedule_conf: inputs.schedule_conf.value,
       time_zone: inputs.time_zone.value || "UTC",
       misfire: inputs.misfire.value,
-      misfire_threshold_ms: integer("misfire_threshold_ms") ?? 5000,
+      misfire_threshold_ms: times("misfire_threshold_s", 1000) ?? 5000,
       route: inputs.route.value,
       block_strategy: inputs.block_strategy.value,
       max_concurrency: integer("max_concurrency") ?? 1,
-      timeout_ms: integer("timeout_ms") ?? 60000,
+      timeout_ms: times("timeout_s", 1000) ?? 60000,
       fuel: integer("fuel"),
-      memory_bytes: integer("memory_bytes") ?? 67108864,
+      memory_bytes: times("memory_mib", 1048576) ?? 67108864,
       retry_count: integer("retry_count") ?? 0,
-      retry_interval_ms: integer("retry_interval_ms") ?? 0,
+      retry_interval_ms: times("retry_interval_s", 1000) ?? 0,
       children: list(inputs.children.value).map(Number),
       param: inputs.param.value,
       fresh_instance: inputs.fresh_instance.checked,

@@ -12,6 +12,9 @@ import {
   field,
   flash,
   formOf,
+  formatBytes,
+  formatDuration,
+  formatInZone,
   formatTime,
   get,
   go,
@@ -78,7 +81,9 @@ export async function jobsPage(params) {
     h("td", {}, scheduleOf(job)),
     h("td", {}, h("span", { class: job.pause ? "warn" : job.enabled ? "ok" : "muted" },
       statusOf(job))),
-    h("td", {}, formatTime(job.next_fire_at_ms))));
+    h("td", { class: "next-fire" }, formatInZone(job.next_fire_at_ms, job.time_zone)),
+    h("td", { class: "last-run" }, lastRunOf(job)),
+    canWrite() ? h("td", { class: "row-actions" }, rowActions(job)) : null));
   const paging = h("p", { class: "paging" },
     after ? link(`#/jobs${query(filters)}`, T.common.first) : null, " ",
     jobs.length === PAGE
@@ -88,8 +93,41 @@ export async function jobsPage(params) {
     h("h1", {}, T.jobs.title, " ",
       canWrite() ? h("a", { href: "#/jobs/new", class: "button", id: "job-new" }, T.jobs.new) : null),
     form,
-    table(T.jobs.columns, rows, T.jobs.empty),
+    table(canWrite() ? [...T.jobs.columns, ""] : T.jobs.columns, rows, T.jobs.empty),
     paging);
+}
+
+/** A listed job's last run that was due: its outcome (or status) and
+ * when, linking to it. */
+function lastRunOf(job) {
+  const run = job.last_run;
+  if (!run) return h("span", { class: "muted" }, T.jobs.noRunYet);
+  const shown = run.outcome || run.status;
+  return link(`#/runs/${run.id}`, [
+    h("span", { class: `status status-${run.status}` }, shown), " ",
+    formatInZone(run.scheduled_at_ms, job.time_zone)]);
+}
+
+/** What a person does to a job from the list: run it once now (as
+ * `manual`, with its own parameter), read its runs' logs, start or stop
+ * it, edit it. */
+function rowActions(job) {
+  return [
+    h("button", { class: "run-once", title: T.jobs.runOnceHint, on: { click: action(async () => {
+      const triggered = await call("POST", `/api/v1/jobs/${job.id}/trigger`, { kind: "manual" });
+      flash(T.job.triggered(triggered.run_id));
+      go(`#/runs/${triggered.run_id}`);
+    }) } }, T.jobs.runOnce),
+    h("a", { class: "button logs", href: `#/runs${query({ job: job.id })}` }, T.jobs.logs),
+    job.enabled
+      ? h("button", { class: "stop", on: { click: action(async () => {
+        await call("POST", `/api/v1/jobs/${job.id}/stop`); refresh();
+      }) } }, T.job.stop)
+      : h("button", { class: "start", on: { click: action(async () => {
+        await call("POST", `/api/v1/jobs/${job.id}/start`); refresh();
+      }) } }, T.job.start),
+    h("a", { class: "button edit", href: `#/jobs/${job.id}/edit` }, T.job.edit),
+  ];
 }
 
 export async function jobPage(id) {
@@ -111,8 +149,8 @@ export async function jobPage(id) {
     [f.schedule_type, job.schedule_type], [f.schedule_conf, job.schedule_conf],
     [f.time_zone, job.time_zone], [f.misfire, `${job.misfire} / ${job.misfire_threshold_ms} ms`],
     [f.route, job.route], [f.block_strategy, job.block_strategy],
-    [f.max_concurrency, job.max_concurrency], [f.timeout_ms, job.timeout_ms],
-    [f.fuel, job.fuel], [f.memory_bytes, job.memory_bytes],
+    [f.max_concurrency, job.max_concurrency], [f.timeout_s, formatDuration(job.timeout_ms)],
+    [f.fuel, job.fuel], [f.memory_mib, formatBytes(job.memory_bytes)],
     [f.retry_count, `${job.retry_count} × ${job.retry_interval_ms} ms`],
     [f.children, job.children.join(", ")], [f.param, job.param],
     [f.fresh_instance, job.fresh_instance ? T.common.yes : T.common.no],
@@ -140,7 +178,8 @@ export async function jobPage(id) {
       }) } }, T.job.start),
     param,
     h("button", { id: "job-trigger", on: { click: action(async () => {
-      const body = param.value ? { param: param.value } : {};
+      // A person at the console: the run's kind is `manual`.
+      const body = param.value ? { param: param.value, kind: "manual" } : { kind: "manual" };
       const triggered = await call("POST", `/api/v1/jobs/${id}/trigger`, body);
       flash(T.job.triggered(triggered.run_id));
       go(`#/runs/${triggered.run_id}`);
@@ -171,8 +210,8 @@ export async function jobPage(id) {
     h("div", { class: "columns" },
       section(T.job.definition, definition),
       h("div", {},
-        section(T.job.nextFires, fires.length
-          ? h("ol", { id: "next-fires" }, fires.map((at) => h("li", {}, at)))
+        section(T.job.nextFiresIn(job.time_zone), fires.length
+          ? h("ol", { id: "next-fires" }, fires.map((at) => h("li", {}, formatInZone(at, job.time_zone))))
           : h("p", {}, T.form.previewNone)),
         stateSection(id, state))),
     section(T.job.recentRuns, runsTable(runs.runs)),

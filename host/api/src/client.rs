@@ -352,7 +352,8 @@ impl Client {
             .await
     }
 
-    pub async fn jobs(&self, query: &JobQuery) -> Result<Vec<Job>, ClientError> {
+    /// A page of jobs, each with its last run that was due.
+    pub async fn jobs(&self, query: &JobQuery) -> Result<Vec<JobListed>, ClientError> {
         let request = self.request(Method::GET, "/api/v1/jobs").query(query);
         self.send(request).await
     }

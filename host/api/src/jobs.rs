@@ -232,6 +232,28 @@ impl From<Job> for JobSpec {
     }
 }
 
+/// A job as listed: the job, and its last run that was due (none yet: no
+/// run, or only runs written ahead of their time).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct JobListed {
+    #[serde(flatten)]
+    pub job: Job,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_run: Option<LastRun>,
+}
+
+/// The last run of a job that was due, in brief.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct LastRun {
+    pub id: crate::RunId,
+    pub status: crate::RunStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<crate::RunOutcome>,
+    pub scheduled_at_ms: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at_ms: Option<i64>,
+}
+
 /// A job as stored and answered.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Job {

@@ -45,8 +45,8 @@ pub use follow::{FollowEvent, RunFollower};
 pub use ids::{JobId, RunId};
 pub use jobs::{
     Backfill, BackfillRequest, Calendar, CalendarDates, Deleted, Job, JobBatch, JobKill, JobKilled,
-    JobSpec, JobStateBody, JobsCreated, Pause, PauseRequest, SchedulePreview, ScheduleRules,
-    StateEdit, TriggerRequest, TriggerSource, Triggered,
+    JobListed, JobSpec, JobStateBody, JobsCreated, LastRun, Pause, PauseRequest, SchedulePreview,
+    ScheduleRules, StateEdit, TriggerRequest, TriggerSource, Triggered,
 };
 pub use modules::{ModuleVersion, RolledBack, TenantModule, Uploaded, VersionChoice};
 pub use names::{

@@ -242,7 +242,7 @@ async fn deploy_demos(client: &Client) -> anyhow::Result<Vec<(JobId, &'static De
             ..JobQuery::default()
         };
         let id = match client.jobs(&named).await?.first() {
-            Some(job) => job.id,
+            Some(listed) => listed.job.id,
             None => {
                 let spec = JobSpec {
                     route: demo.route.to_owned(),

@@ -33,7 +33,7 @@ async fn jobs(api: &Client) -> Vec<(String, JobId, bool)> {
         .await
         .unwrap()
         .into_iter()
-        .map(|job| (job.name, job.id, job.enabled))
+        .map(|listed| (listed.job.name, listed.job.id, listed.job.enabled))
         .collect();
     jobs.sort();
     jobs

@@ -294,7 +294,7 @@ async fn text_holding_nul_is_refused_naming_where_and_nothing_is_stored() {
     }
     let jobs = stack.api.api.jobs(&Default::default()).await.unwrap();
     assert_eq!(jobs.len(), 1, "nothing stored: {jobs:?}");
-    assert_eq!(jobs[0].config, Default::default(), "nothing stored");
+    assert_eq!(jobs[0].job.config, Default::default(), "nothing stored");
     let (_, state) = stack.get(&format!("/api/v1/jobs/{counter}/state")).await;
     assert_eq!(state["state"], json!({}), "nothing stored");
     let runs = stack.api.api.job_runs(counter, None, 10).await.unwrap();

@@ -125,7 +125,18 @@ pub(super) async fn list_jobs(
         after_id: query.number("after")?,
         limit: query.limit(MAX_JOBS_PAGE, MAX_JOBS_PAGE)?,
     };
-    Ok(Json(state.scheduler.store().list_jobs(&filter).await?))
+    let store = state.scheduler.store();
+    let jobs = store.list_jobs(&filter).await?;
+    let ids: Vec<JobId> = jobs.iter().map(|job| job.id).collect();
+    let mut last = store.last_runs(&ids, state.scheduler.now_ms()).await?;
+    let listed: Vec<cronbox_api::JobListed> = jobs
+        .into_iter()
+        .map(|job| cronbox_api::JobListed {
+            last_run: last.remove(&job.id),
+            job,
+        })
+        .collect();
+    Ok(Json(listed))
 }
 
 pub(super) async fn get_job(
@@ -378,10 +389,10 @@ pub(super) fn routes(table: &mut Routes) {
             "get",
             "/api/v1/jobs",
             "jobs",
-            "A page of the caller's jobs in id order, filtered",
+            "A page of the caller's jobs in id order, filtered, each with its last run that was due",
             None,
             "200",
-            array_of(schema("Job")),
+            array_of(schema("JobListed")),
         )
     };
     table.route(operation, VIEWER, list_jobs);

@@ -1,6 +1,9 @@
 //! Listing runs by filter and page: conditions that select through an
 //! index first, then narrow, each bounded to the newest runs it may read.
 
+use std::collections::HashMap;
+
+use super::rows::{decode, decode_optional};
 use super::*;
 
 /// A value a run filter's condition binds.
@@ -193,5 +196,48 @@ impl Store {
         } else {
             None
         })
+    }
+}
+
+impl Store {
+    /// The last run that was due (scheduled at or before `now_ms`) of each
+    /// of `jobs` that has one: one index step back per job (`run_by_job`),
+    /// however many runs it has.
+    pub async fn last_runs(
+        &self,
+        jobs: &[JobId],
+        now_ms: i64,
+    ) -> Result<HashMap<JobId, cronbox_api::LastRun>, StoreError> {
+        let mut last = HashMap::with_capacity(jobs.len());
+        for chunk in jobs.chunks(IN_LIST_CHUNK) {
+            let sql = format!(
+                "SELECT id, job_id, status, outcome, scheduled_at_ms, finished_at_ms FROM run \
+                 WHERE id IN (SELECT (SELECT r.id FROM run r WHERE r.job_id = job.id \
+                 AND r.scheduled_at_ms <= $1 ORDER BY r.id DESC LIMIT 1) FROM job \
+                 WHERE job.id IN ({}))",
+                (2..chunk.len() + 2)
+                    .map(|n| format!("${n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(now_ms);
+            for id in chunk {
+                query = query.bind(*id);
+            }
+            for row in query.fetch_all(&self.pool).await? {
+                let job_id: JobId = row.try_get("job_id")?;
+                last.insert(
+                    job_id,
+                    cronbox_api::LastRun {
+                        id: row.try_get("id")?,
+                        status: decode(&row, "status")?,
+                        outcome: decode_optional(&row, "outcome")?,
+                        scheduled_at_ms: row.try_get("scheduled_at_ms")?,
+                        finished_at_ms: row.try_get("finished_at_ms")?,
+                    },
+                );
+            }
+        }
+        Ok(last)
     }
 }

@@ -356,8 +356,10 @@ pub fn job(args: JobArgs) -> anyhow::Result<()> {
                     "MODULE",
                     "STATE",
                     "NEXT FIRE (UTC)",
+                    "LAST RUN",
                 ],
-                |job| {
+                |listed| {
+                    let job = &listed.job;
                     vec![
                         job.id.to_string(),
                         job.name.clone(),
@@ -367,6 +369,15 @@ pub fn job(args: JobArgs) -> anyhow::Result<()> {
                         module_of(job),
                         started(job).to_owned(),
                         time(job.next_fire_at_ms),
+                        listed.last_run.as_ref().map_or("-".to_owned(), |run| {
+                            format!(
+                                "{} {} {}",
+                                run.id,
+                                run.outcome
+                                    .map_or(run.status.to_string(), |o| o.to_string()),
+                                time(Some(run.scheduled_at_ms))
+                            )
+                        }),
                     ]
                 },
             ),
@@ -510,9 +521,9 @@ pub fn job(args: JobArgs) -> anyhow::Result<()> {
                     let Some(last) = page.last() else {
                         return Ok(());
                     };
-                    query.after = Some(last.id);
-                    for job in page {
-                        outln!("{}", serde_json::to_string(&JobSpec::from(job))?);
+                    query.after = Some(last.job.id);
+                    for listed in page {
+                        outln!("{}", serde_json::to_string(&JobSpec::from(listed.job))?);
                     }
                 }
             }

@@ -47,6 +47,7 @@ fn schemas() -> Value {
     collect::<cronbox_api::SecretDeleted>(&mut all);
     // Stored rows, as answered.
     collect::<crate::store::JobRow>(&mut all);
+    collect::<cronbox_api::JobListed>(&mut all);
     collect::<crate::store::RunRow>(&mut all);
     collect::<crate::store::ModuleVersion>(&mut all);
     // Other answers.
