@@ -34,6 +34,7 @@ mod claims;
 mod dashboard;
 mod history;
 mod job_cache;
+mod job_definition;
 mod job_states;
 mod jobs;
 pub mod logs;
