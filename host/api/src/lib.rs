@@ -21,6 +21,7 @@ mod jobs;
 mod modules;
 mod names;
 mod runs;
+mod schedules;
 mod users;
 
 #[cfg(feature = "client")]
@@ -44,9 +45,8 @@ pub use cronbox_protocol::{Digest, NotADigest};
 pub use follow::{FollowEvent, RunFollower};
 pub use ids::{JobId, RunId};
 pub use jobs::{
-    Backfill, BackfillRequest, Calendar, CalendarDates, Deleted, Job, JobBatch, JobKill, JobKilled,
-    JobListed, JobSpec, JobStateBody, JobsCreated, LastRun, Pause, PauseRequest, SchedulePreview,
-    ScheduleRules, StateEdit, TriggerRequest, TriggerSource, Triggered,
+    Deleted, Job, JobBatch, JobKill, JobKilled, JobListed, JobSpec, JobStateBody, JobsCreated,
+    LastRun, StateEdit, TriggerRequest, TriggerSource, Triggered,
 };
 pub use modules::{ModuleVersion, RolledBack, TenantModule, Uploaded, VersionChoice};
 pub use names::{
@@ -55,6 +55,10 @@ pub use names::{
 };
 pub use runs::{
     DailyReport, Dashboard, FailingJob, HourCounts, Report, Run, RunCounts, RunKilled, RunPage,
+};
+pub use schedules::{
+    Backfill, BackfillRequest, Calendar, CalendarDates, Pause, PauseRequest, SchedulePreview,
+    ScheduleRules,
 };
 pub use users::{
     LoggedOut, Login, PasswordChange, Session, TokenInfo, User, UserChanged, UserSpec,
