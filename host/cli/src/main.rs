@@ -19,6 +19,7 @@ mod admin;
 mod cache;
 mod config;
 mod context;
+mod deploy;
 mod executor;
 mod manage;
 mod run;
@@ -75,6 +76,7 @@ enum Command {
     Context(context::ContextArgs),
     New(scaffold::NewArgs),
     Build(scaffold::BuildArgs),
+    Deploy(deploy::DeployArgs),
     /// Compiles the component on stdin to an artifact on stdout (the
     /// executor's compiler child process).
     #[command(hide = true)]
@@ -158,6 +160,7 @@ fn main() -> ExitCode {
             scaffold::build(args).map(|()| ExitCode::SUCCESS),
             EXIT_FAILED,
         ),
+        Command::Deploy(args) => (deploy::main(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
         Command::CompileWorker { args } => {
             return match cronbox_runtime::compile_worker(
                 &args,

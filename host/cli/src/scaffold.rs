@@ -141,6 +141,9 @@ pub(crate) fn new(args: NewArgs) -> anyhow::Result<()> {
         Lang::Python => python_project(name),
         Lang::Js => js_project(name),
     };
+    let files = files
+        .into_iter()
+        .chain([("job.toml".to_owned(), job_toml(name))]);
     for (path, text) in files {
         let path = dir.join(path);
         if let Some(parent) = path.parent() {
@@ -159,7 +162,27 @@ pub(crate) fn new(args: NewArgs) -> anyhow::Result<()> {
         dir.display()
     );
     outln!("try it:    cronbox run {name}.wasm --param world");
+    outln!("deploy it: cronbox deploy   (builds, pushes and starts it as job.toml says)");
     Ok(())
+}
+
+/// The `job.toml` of a new project: what `cronbox deploy` makes of it.
+fn job_toml(name: &str) -> String {
+    format!(
+        r#"# The job `cronbox deploy` creates or updates from this folder: the
+# fields of a job definition (`cronbox job create --file` reads the same).
+name = "{name}"
+module = "{name}"               # pushed from this folder's build
+schedule_type = "CRON"
+schedule_conf = "0 * * * * ?"   # every minute (Quartz, with seconds)
+time_zone = "UTC"
+param = "world"
+
+[deploy]
+source = "."                    # the project built (when its files changed)
+start = true                    # started after deploying (false: stopped)
+"#
+    )
 }
 
 fn wit_files() -> Vec<(String, String)> {
@@ -291,8 +314,33 @@ export const {{ init, execute, destroy }} = job((ctx) => {{
 }
 
 pub(crate) fn build(args: BuildArgs) -> anyhow::Result<()> {
-    let dir = std::path::absolute(&args.dir)
-        .with_context(|| format!("cannot resolve {}", args.dir.display()))?;
+    let built = build_project(&args.dir, args.output, args.tools_dir)?;
+    outln!(
+        "built {} ({}, {:.1} s)",
+        built.output.display(),
+        bytesize::ByteSize(built.bytes),
+        built.seconds
+    );
+    Ok(())
+}
+
+/// A component built from a project.
+pub(crate) struct Built {
+    pub output: PathBuf,
+    pub bytes: u64,
+    pub seconds: f64,
+}
+
+/// Builds the project in `dir` into `output` (default: NAME.wasm in the
+/// project, NAME being the directory's name), its tools installed under
+/// `tools_dir` (default: the user's cache).
+pub(crate) fn build_project(
+    dir: &Path,
+    output: Option<PathBuf>,
+    tools_dir: Option<PathBuf>,
+) -> anyhow::Result<Built> {
+    let dir =
+        std::path::absolute(dir).with_context(|| format!("cannot resolve {}", dir.display()))?;
     let Some(language) = Language::of_project(&dir) else {
         bail!(
             "{} is not a job project: no Cargo.toml (Rust), app.py (Python) or job.js (JavaScript); \
@@ -304,10 +352,8 @@ pub(crate) fn build(args: BuildArgs) -> anyhow::Result<()> {
         .file_name()
         .map(|name| name.to_string_lossy().into_owned())
         .unwrap_or_else(|| "job".to_owned());
-    let output = args
-        .output
-        .unwrap_or_else(|| dir.join(format!("{name}.wasm")));
-    let tools = Tools::new(args.tools_dir.unwrap_or_else(default_tools_dir));
+    let output = output.unwrap_or_else(|| dir.join(format!("{name}.wasm")));
+    let tools = Tools::new(tools_dir.unwrap_or_else(default_tools_dir));
     let wit = dir.join("wit");
     let started = std::time::Instant::now();
     match language {
@@ -315,16 +361,14 @@ pub(crate) fn build(args: BuildArgs) -> anyhow::Result<()> {
         Language::Python => build_python(&tools, &dir, &dir, &wit, &output)?,
         Language::JavaScript => build_js(&tools, &dir.join("job.js"), &dir, &wit, &output)?,
     }
-    let size = std::fs::metadata(&output)
+    let bytes = std::fs::metadata(&output)
         .map(|meta| meta.len())
         .unwrap_or(0);
-    outln!(
-        "built {} ({}, {:.1} s)",
-        output.display(),
-        bytesize::ByteSize(size),
-        started.elapsed().as_secs_f64()
-    );
-    Ok(())
+    Ok(Built {
+        output,
+        bytes,
+        seconds: started.elapsed().as_secs_f64(),
+    })
 }
 
 /// `$XDG_CACHE_HOME/cronbox/tools`, or `~/.cache/cronbox/tools`.

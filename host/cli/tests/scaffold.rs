@@ -1,15 +1,26 @@
-//! `cronbox new` and `cronbox build` as a user runs them: a project in each
-//! language, built with one command, runs with `cronbox run`.
+//! `cronbox new`, `cronbox build` and `cronbox deploy` as a user runs them:
+//! a project in each language, built with one command, runs with `cronbox
+//! run`; deployed to `cronbox up` with one command.
 #![allow(clippy::unwrap_used)] // in tests a failed unwrap is a failed test
+
+mod support;
 
 use std::path::Path;
 use std::process::{Command, Output};
 
 fn cronbox(args: &[&str], dir: &Path) -> Output {
+    cronbox_with(args, dir, &[])
+}
+
+/// [`cronbox`] with these environment variables set.
+fn cronbox_with(args: &[&str], dir: &Path, env: &[(&str, &Path)]) -> Output {
     let target = cronbox_language_jobs::dir().parent().unwrap().to_owned();
     Command::new(env!("CARGO_BIN_EXE_cronbox"))
         .args(args)
         .current_dir(dir)
+        .env_remove("CRONBOX_ADMIN")
+        .env_remove("CRONBOX_API_TOKEN")
+        .envs(env.iter().copied())
         // The pinned tools the build installed, and the guest
         // dependencies the example jobs compiled already.
         .env("CRONBOX_TOOLS_DIR", target.join("tools"))
@@ -95,4 +106,100 @@ fn new_and_build_refuse_clearly_and_write_nothing() {
     );
     let unknown = cronbox(&["new", "x", "--lang", "cobol"], home.path());
     assert_eq!(unknown.status.code(), Some(2), "{}", printed(&unknown));
+}
+
+/// From `cronbox new` to a running job in one more command, against
+/// `cronbox up` found through its context: built, pushed, created and
+/// started; run again, nothing changes and nothing is built; an edit of
+/// `job.toml` is shown by `--dry-run` (which changes nothing) and applied
+/// by the next deploy.
+#[test]
+fn a_new_project_is_deployed_with_one_command_and_again_changes_nothing() {
+    let home = tempfile::tempdir().unwrap();
+    let data = home.path().join("cronbox-data");
+    let (child, _, at) = support::up(&data, None);
+    let _up = support::Process(child);
+    let contexts = data.join("contexts.toml");
+    let env = [("CRONBOX_CONTEXTS", contexts.as_path())];
+    let created = cronbox(&["new", "greeter", "--lang", "rust"], home.path());
+    assert!(
+        printed(&created).contains("deploy it: cronbox deploy"),
+        "{}",
+        printed(&created)
+    );
+    let project = home.path().join("greeter");
+    let deploy = |args: &[&str]| {
+        let mut all = vec!["deploy"];
+        all.extend_from_slice(args);
+        let output = cronbox_with(&all, &project, &env);
+        assert!(output.status.success(), "{}", printed(&output));
+        printed(&output)
+    };
+
+    let first = deploy(&[]);
+    for expected in [
+        "  build   built ",
+        "  module  greeter version 1 pushed",
+        "  job     greeter created",
+        "  state   started",
+    ] {
+        assert!(first.contains(expected), "{expected:?} in {first}");
+    }
+    let api = cronbox_api::Client::new(
+        &format!("http://{}", at.admin),
+        std::fs::read_to_string(data.join("api-token"))
+            .unwrap()
+            .trim(),
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let job = || {
+        let named = cronbox_api::JobQuery {
+            name: Some("greeter".to_owned()),
+            ..Default::default()
+        };
+        runtime.block_on(api.jobs(&named)).unwrap().remove(0).job
+    };
+    let deployed = job();
+    assert_eq!(
+        (
+            deployed.enabled,
+            deployed.module_name.as_deref(),
+            deployed.schedule_conf.as_str(),
+            deployed.param.as_str()
+        ),
+        (true, Some("greeter"), "0 * * * * ?", "world")
+    );
+
+    let again = deploy(&[]);
+    for expected in [
+        "  build   unchanged since the last build",
+        "  module  greeter version 1 unchanged",
+        "  job     greeter unchanged",
+        "  state   running",
+    ] {
+        assert!(again.contains(expected), "{expected:?} in {again}");
+    }
+
+    let file = project.join("job.toml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        &file,
+        text.replace("param = \"world\"", "param = \"deployed\""),
+    )
+    .unwrap();
+    let planned = deploy(&["--dry-run"]);
+    assert!(
+        planned.contains("  job     greeter would be updated: param"),
+        "{planned}"
+    );
+    assert_eq!(job().param, "world", "a dry run changes nothing");
+    let applied = deploy(&[]);
+    assert!(
+        applied.contains("  job     greeter updated: param"),
+        "{applied}"
+    );
+    assert_eq!(job().param, "deployed");
 }

@@ -52,7 +52,7 @@ pub struct Connection {
 impl Connection {
     /// What every command starts from: a client, whether to print JSON,
     /// and a runtime to drive the requests on.
-    fn open(&self) -> anyhow::Result<(Client, bool, tokio::runtime::Runtime)> {
+    pub(crate) fn open(&self) -> anyhow::Result<(Client, bool, tokio::runtime::Runtime)> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
