@@ -201,9 +201,8 @@ async fn run_once(
     }
     if !module.denied_imports().is_empty() {
         eprintln!(
-            "note: the component imports {}, which cronbox links but grants nothing: every use \
-             fails inside the job (no files, no sockets)",
-            module.denied_imports().join(", ")
+            "note: {} linked, granting nothing (a use fails inside the job)",
+            denied_packages(module.denied_imports())
         );
     }
     let now_ms = SystemTime::now()
@@ -261,5 +260,21 @@ fn print_text(report: &RunReport) {
                 None => outln!("  {key} removed"),
             }
         }
+    }
+}
+
+/// The packages of denied imports, once each (`wasi:filesystem/types@0.2.9`
+/// and `wasi:filesystem/preopens@0.2.9` are `wasi:filesystem`), as a list
+/// for a person.
+fn denied_packages(imports: &[String]) -> String {
+    let mut packages: Vec<&str> = imports
+        .iter()
+        .map(|import| import.split('/').next().unwrap_or(import))
+        .collect();
+    packages.dedup();
+    match packages.as_slice() {
+        [one] => one.to_string(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+        [] => String::new(),
     }
 }

@@ -173,7 +173,20 @@ impl Tools {
             path: self.dir.clone(),
             error,
         })?;
+        // The first build of a language waits for this (half a minute or
+        // more): say so, on stderr.
+        eprintln!(
+            "installing {tool} into {} (first build only; about a minute)…",
+            home.display()
+        );
+        let started = std::time::Instant::now();
         let filled = fill(&staging);
+        if filled.is_ok() {
+            eprintln!(
+                "installed {tool} ({:.0} s)",
+                started.elapsed().as_secs_f64()
+            );
+        }
         if filled.is_err() {
             let _ = std::fs::remove_dir_all(&staging);
             return filled;

@@ -190,6 +190,7 @@ async fn follow_to_end(
     offset: &mut usize,
     json: bool,
 ) -> Result<Option<cronbox_api::Run>, cronbox_api::ClientError> {
+    let mut said: Option<cronbox_api::RunStatus> = None;
     while let Some(event) = follower.next().await? {
         match event {
             cronbox_api::FollowEvent::Log(page) => {
@@ -200,10 +201,38 @@ async fn follow_to_end(
                 *offset = page.next_offset;
             }
             cronbox_api::FollowEvent::End(run) => return Ok(Some(*run)),
+            // Until its first line, a person is told what the run waits
+            // for (on stderr: stdout is the log).
+            cronbox_api::FollowEvent::Run(run) if *offset == 0 && !json => {
+                if said != Some(run.status) {
+                    said = Some(run.status);
+                    if let Some(waiting) = waiting_for(&run) {
+                        eprintln!("{waiting}");
+                    }
+                }
+            }
             cronbox_api::FollowEvent::Run(_) => {}
         }
     }
     Ok(None)
+}
+
+/// What a run without a line yet waits for, in a line for a person.
+fn waiting_for(run: &cronbox_api::Run) -> Option<String> {
+    match run.status {
+        cronbox_api::RunStatus::Pending => Some(format!(
+            "run {} is pending: due {} UTC, waiting to be sent to an executor",
+            run.id,
+            time(Some(run.scheduled_at_ms))
+        )),
+        cronbox_api::RunStatus::Dispatched => Some(format!(
+            "run {} is with {}: waiting for its first line (the first run of a new module \
+             version waits for the executor to compile it)",
+            run.id,
+            run.executor.as_deref().unwrap_or("an executor")
+        )),
+        _ => None,
+    }
 }
 
 /// Prints log lines as `SOURCE LEVEL TEXT`, or as JSON lines.
@@ -273,4 +302,38 @@ pub fn kill(args: KillArgs) -> anyhow::Result<()> {
             bail!("run {run} was not running on its executor any more");
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(status: &str, executor: Option<&str>) -> cronbox_api::Run {
+        serde_json::from_value(serde_json::json!({
+            "id": 57, "tenant": "default", "job_id": 4, "kind": "manual",
+            "scheduled_at_ms": 1_893_456_000_000_i64, "shard_index": 0, "shard_total": 1,
+            "attempt": 0, "param": "", "status": status, "executor": executor,
+            "module_digest": "0".repeat(64), "outcome": null, "code": null, "message": null,
+            "created_at_ms": 1_893_456_000_000_i64, "dispatched_at_ms": null,
+            "started_at_ms": null, "finished_at_ms": null, "alarm_status": "none",
+            "alarm_message": null,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_follower_is_told_what_a_silent_run_waits_for() {
+        let pending = waiting_for(&run("pending", None)).unwrap();
+        assert!(
+            pending.starts_with("run 57 is pending: due 2030-01-01 00:00:00.000 UTC"),
+            "{pending}"
+        );
+        let sent = waiting_for(&run("dispatched", Some("http://127.0.0.1:9090"))).unwrap();
+        assert!(
+            sent.starts_with("run 57 is with http://127.0.0.1:9090: waiting for its first line")
+                && sent.contains("compile"),
+            "{sent}"
+        );
+        assert_eq!(waiting_for(&run("success", None)), None);
+    }
 }
