@@ -42,10 +42,10 @@ pub struct DeployArgs {
 /// The `[deploy]` table of a job file.
 #[derive(Debug, Default, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-struct DeployTable {
+pub(crate) struct DeployTable {
     /// The project to build, relative to the job file (default: its
     /// folder, when that is a project).
-    source: Option<PathBuf>,
+    pub(crate) source: Option<PathBuf>,
     /// A component already built, pushed as it is (instead of `source`).
     component: Option<PathBuf>,
     /// Start the job after deploying (false: leave it stopped).
@@ -58,14 +58,14 @@ fn yes() -> bool {
 }
 
 /// One job file read: the job's definition and how to deploy it.
-struct JobFile {
+pub(crate) struct JobFile {
     path: PathBuf,
-    folder: PathBuf,
-    spec: JobSpec,
+    pub(crate) folder: PathBuf,
+    pub(crate) spec: JobSpec,
     /// The fields the file sets, as the API names them (what an update
     /// compares).
     fields: Map<String, Value>,
-    deploy: DeployTable,
+    pub(crate) deploy: DeployTable,
 }
 
 pub fn main(args: DeployArgs) -> anyhow::Result<()> {
@@ -82,7 +82,7 @@ pub fn main(args: DeployArgs) -> anyhow::Result<()> {
 
 /// The job files under `path`: itself if it is a file, its `job.toml`,
 /// or each sub-folder's.
-fn job_files(path: &Path) -> anyhow::Result<Vec<PathBuf>> {
+pub(crate) fn job_files(path: &Path) -> anyhow::Result<Vec<PathBuf>> {
     if path.is_file() {
         return Ok(vec![path.to_owned()]);
     }
@@ -109,7 +109,7 @@ fn job_files(path: &Path) -> anyhow::Result<Vec<PathBuf>> {
     Ok(found)
 }
 
-fn read_job_file(path: &Path) -> anyhow::Result<JobFile> {
+pub(crate) fn read_job_file(path: &Path) -> anyhow::Result<JobFile> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let mut table: toml::Table = text
@@ -157,7 +157,7 @@ fn read_job_file(path: &Path) -> anyhow::Result<JobFile> {
 }
 
 /// One job file deployed (or, with `dry_run`, what would be).
-async fn deploy(
+pub(crate) async fn deploy(
     client: &Client,
     file: &JobFile,
     dry_run: bool,
@@ -377,7 +377,7 @@ async fn build_if_changed(
 /// A sha256 over the project's source files (their paths and contents),
 /// leaving out what builds make: `target/`, `.cronbox/`, components,
 /// Python's caches and hidden folders.
-fn fingerprint(dir: &Path) -> anyhow::Result<String> {
+pub(crate) fn fingerprint(dir: &Path) -> anyhow::Result<String> {
     let mut files = Vec::new();
     collect_sources(dir, dir, &mut files)?;
     files.sort();

@@ -20,6 +20,7 @@ mod cache;
 mod config;
 mod context;
 mod deploy;
+mod dev;
 mod executor;
 mod manage;
 mod run;
@@ -77,6 +78,7 @@ enum Command {
     New(scaffold::NewArgs),
     Build(scaffold::BuildArgs),
     Deploy(deploy::DeployArgs),
+    Dev(dev::DevArgs),
     /// Compiles the component on stdin to an artifact on stdout (the
     /// executor's compiler child process).
     #[command(hide = true)]
@@ -161,6 +163,7 @@ fn main() -> ExitCode {
             EXIT_FAILED,
         ),
         Command::Deploy(args) => (deploy::main(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
+        Command::Dev(args) => (dev::main(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
         Command::CompileWorker { args } => {
             return match cronbox_runtime::compile_worker(
                 &args,

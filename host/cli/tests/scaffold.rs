@@ -202,4 +202,70 @@ fn a_new_project_is_deployed_with_one_command_and_again_changes_nothing() {
         "{applied}"
     );
     assert_eq!(job().param, "deployed");
+
+    // `cronbox dev`: deployed and run at once, its log printed; a save of
+    // the source is built, pushed and run again.
+    let target = cronbox_language_jobs::dir().parent().unwrap().to_owned();
+    let mut dev = Command::new(env!("CARGO_BIN_EXE_cronbox"))
+        .arg("dev")
+        .current_dir(&project)
+        .env_remove("CRONBOX_ADMIN")
+        .env_remove("CRONBOX_API_TOKEN")
+        .env("CRONBOX_CONTEXTS", &contexts)
+        .env("CARGO_TARGET_DIR", target.join("example-jobs"))
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("CARGO_BUILD_TARGET")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // What it prints on either stream, line by line.
+    let (lines, said) = std::sync::mpsc::channel();
+    let streams: [Box<dyn std::io::Read + Send>; 2] = [
+        Box::new(dev.stdout.take().unwrap()),
+        Box::new(dev.stderr.take().unwrap()),
+    ];
+    for stream in streams {
+        let lines = lines.clone();
+        std::thread::spawn(move || {
+            use std::io::BufRead as _;
+            for line in std::io::BufReader::new(stream)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if lines.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+    }
+    let _dev = support::Process(dev);
+    let wait_for = |wanted: &str| -> Vec<String> {
+        let mut seen = Vec::new();
+        loop {
+            let line = said
+                .recv_timeout(std::time::Duration::from_secs(180))
+                .unwrap_or_else(|_| panic!("{wanted:?} never came; said: {seen:#?}"));
+            let found = line.contains(wanted);
+            seen.push(line);
+            if found {
+                return seen;
+            }
+        }
+    };
+    wait_for("ended: success (hello, deployed)");
+    wait_for("waiting for a change");
+    let source = project.join("src").join("lib.rs");
+    let code = std::fs::read_to_string(&source).unwrap();
+    assert!(code.contains("hello, {who}"), "{code}");
+    std::fs::write(&source, code.replace("hello, {who}", "hi, {who}")).unwrap();
+    let turn = wait_for("ended: success (hi, deployed)");
+    assert!(
+        turn.iter()
+            .any(|line| line.contains("module  greeter version 2 pushed")),
+        "{turn:#?}"
+    );
+    let took = wait_for("waiting for a change");
+    eprintln!("the inner loop after a save: {}", took.last().unwrap());
 }

@@ -26,6 +26,7 @@ mod tenant;
 
 pub use jobs::{JobArgs, StateArgs, job, state};
 pub use modules::{ModuleArgs, module};
+pub(crate) use runs::follow_run;
 pub use runs::{KillArgs, LogsArgs, RunsArgs, kill, logs, runs};
 pub(crate) use tenant::parse_quota_change;
 pub use tenant::{CeilingArgs, QuotaArgs, SecretArgs, UserArgs, ceiling, quota, secret, user};

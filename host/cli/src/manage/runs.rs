@@ -144,43 +144,53 @@ pub fn logs(args: LogsArgs) -> anyhow::Result<ExitCode> {
                 }
             }
         }
-        let mut offset = 0;
-        let mut failing_since: Option<std::time::Instant> = None;
-        loop {
-            let followed = match client.follow(args.run, offset).await {
-                Ok(mut follower) => follow_to_end(&mut follower, &mut offset, json).await,
-                Err(error) => Err(error),
-            };
-            match followed {
-                Ok(Some(run)) => {
-                    eprintln!(
-                        "run {} ended: {} ({})",
-                        args.run,
-                        or_dash(run.outcome.as_ref()),
-                        or_dash(run.message.as_ref())
-                    );
-                    let succeeded = run.outcome == Some(cronbox_api::RunOutcome::Success);
-                    return Ok(if succeeded {
-                        ExitCode::SUCCESS
-                    } else {
-                        ExitCode::from(crate::run::EXIT_RUN_FAILED)
-                    });
-                }
-                // The stream was cut short: open it again where it was.
-                Ok(None) => failing_since = None,
-                // A follower rides out what a moment may cure: the admin
-                // briefly out of reach, or its answer that it is (502-504).
-                Err(error)
-                    if is_transient(&error)
-                        && failing_since
-                            .get_or_insert_with(std::time::Instant::now)
-                            .elapsed()
-                            < FOLLOW_PATIENCE => {}
-                Err(error) => return Err(error.into()),
-            }
-            tokio::time::sleep(FOLLOW_AGAIN).await;
-        }
+        let run = follow_run(&client, args.run, json).await?;
+        eprintln!(
+            "run {} ended: {} ({})",
+            args.run,
+            or_dash(run.outcome.as_ref()),
+            or_dash(run.message.as_ref())
+        );
+        let succeeded = run.outcome == Some(cronbox_api::RunOutcome::Success);
+        Ok(if succeeded {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(crate::run::EXIT_RUN_FAILED)
+        })
     })
+}
+
+/// Prints run `id`'s lines as they are written until it ends (opening its
+/// stream again where it was if it is cut short, riding out what a moment
+/// may cure); the run as it ended.
+pub(crate) async fn follow_run(
+    client: &Client,
+    id: RunId,
+    json: bool,
+) -> anyhow::Result<cronbox_api::Run> {
+    let mut offset = 0;
+    let mut failing_since: Option<std::time::Instant> = None;
+    loop {
+        let followed = match client.follow(id, offset).await {
+            Ok(mut follower) => follow_to_end(&mut follower, &mut offset, json).await,
+            Err(error) => Err(error),
+        };
+        match followed {
+            Ok(Some(run)) => return Ok(run),
+            // The stream was cut short: open it again where it was.
+            Ok(None) => failing_since = None,
+            // A follower rides out what a moment may cure: the admin
+            // briefly out of reach, or its answer that it is (502-504).
+            Err(error)
+                if is_transient(&error)
+                    && failing_since
+                        .get_or_insert_with(std::time::Instant::now)
+                        .elapsed()
+                        < FOLLOW_PATIENCE => {}
+            Err(error) => return Err(error.into()),
+        }
+        tokio::time::sleep(FOLLOW_AGAIN).await;
+    }
 }
 
 /// Prints a followed run's lines until its end (`Some(run)`) or until the

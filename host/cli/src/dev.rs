@@ -1,0 +1,130 @@
+//! `cronbox dev`: the inner loop. Deploys a folder's job (as `cronbox
+//! deploy` does), runs it once now and prints its log to its end, then
+//! waits for a file of the project or its `job.toml` to change and does it
+//! all again, until interrupted.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use clap::Args;
+use cronbox_api::{Client, JobQuery, TriggerRequest, TriggerSource};
+
+use crate::deploy::{JobFile, deploy, fingerprint, job_files, read_job_file};
+
+/// How often the project's files are looked at for a change.
+const LOOK_EVERY: Duration = Duration::from_millis(250);
+
+/// Deploy a folder's job, run it now and print its log; again on every
+/// save, until interrupted.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  cronbox new hello && cd hello && cronbox dev
+  cronbox dev --param 'a test'")]
+pub struct DevArgs {
+    #[command(flatten)]
+    connection: crate::manage::Connection,
+    /// A folder holding `job.toml`, or a job file.
+    #[arg(default_value = ".")]
+    path: PathBuf,
+    /// The parameter of each run (default: the job's).
+    #[arg(long)]
+    param: Option<String>,
+    /// Where componentize-py and componentize-js are installed on first
+    /// use (default: cronbox/tools under the user's cache directory).
+    #[arg(long, env = "CRONBOX_TOOLS_DIR")]
+    tools_dir: Option<PathBuf>,
+}
+
+pub fn main(args: DevArgs) -> anyhow::Result<()> {
+    let mut files = job_files(&args.path)?;
+    if files.len() != 1 {
+        bail!(
+            "{} holds {} jobs; `cronbox dev` follows one (name its folder)",
+            args.path.display(),
+            files.len()
+        );
+    }
+    let path = files.remove(0);
+    let (client, _json, runtime) = args.connection.open()?;
+    runtime.block_on(async move {
+        let shutdown = crate::shutdown_signal();
+        tokio::pin!(shutdown);
+        let mut seen = String::new();
+        loop {
+            let file = read_job_file(&path)?;
+            let watched = watched_folder(&file);
+            if snapshot(&watched, &path)? != seen {
+                let started = Instant::now();
+                tokio::select! {
+                    turn = once(&client, &file, &args) => if let Err(error) = turn {
+                        // A build or a refusal: said, and tried again on
+                        // the next save.
+                        eprintln!("error: {error:#}");
+                    },
+                    () = &mut shutdown => return Ok(()),
+                }
+                // Taken after the turn (what the build wrote is not a
+                // change of the sources), before saying so: a save after
+                // the message is always seen.
+                seen = snapshot(&watched, &path)?;
+                eprintln!(
+                    "-- {:.1} s; waiting for a change in {} (Ctrl-C stops)",
+                    started.elapsed().as_secs_f64(),
+                    watched.display()
+                );
+            }
+            tokio::select! {
+                () = tokio::time::sleep(LOOK_EVERY) => {}
+                () = &mut shutdown => return Ok(()),
+            }
+        }
+    })
+}
+
+/// The folder whose files make the job: its source, or the job file's.
+fn watched_folder(file: &JobFile) -> PathBuf {
+    match &file.deploy.source {
+        Some(source) => file.folder.join(source),
+        None => file.folder.clone(),
+    }
+}
+
+/// The project's files and the job file, as one fingerprint.
+fn snapshot(folder: &Path, job_file: &Path) -> anyhow::Result<String> {
+    let job =
+        std::fs::read(job_file).with_context(|| format!("cannot read {}", job_file.display()))?;
+    Ok(format!(
+        "{}\n{}",
+        fingerprint(folder)?,
+        String::from_utf8_lossy(&job)
+    ))
+}
+
+/// One turn: deploy, run now, print the log to the run's end.
+async fn once(client: &Client, file: &JobFile, args: &DevArgs) -> anyhow::Result<()> {
+    deploy(client, file, false, args.tools_dir.clone()).await?;
+    let named = JobQuery {
+        name: Some(file.spec.name.clone()),
+        ..JobQuery::default()
+    };
+    let Some(job) = client.jobs(&named).await?.into_iter().next() else {
+        bail!("job {:?} is not there after its deploy", file.spec.name);
+    };
+    let request = TriggerRequest {
+        param: args.param.clone(),
+        addresses: None,
+        kind: TriggerSource::Manual,
+    };
+    let run = client.trigger(job.job.id, &request).await?.run_id;
+    eprintln!("-- run {run}");
+    let ended = crate::manage::follow_run(client, run, false).await?;
+    eprintln!(
+        "-- run {run} ended: {} ({})",
+        ended
+            .outcome
+            .map_or_else(|| ended.status.to_string(), |outcome| outcome.to_string()),
+        ended.message.unwrap_or_default()
+    );
+    Ok(())
+}
