@@ -31,13 +31,19 @@ import {
 
 // ---------------------------------------------------------------- runs
 
+/** A run's status as a person reads it: a dispatched run that has
+ * started (its executor says so) is running. */
+export function shownStatus(run) {
+  return run.status === "dispatched" && run.started_at_ms ? "running" : run.status;
+}
+
 export function runsTable(runs, empty = T.runs.empty) {
   const rows = runs.map((run) => h("tr", { "data-run": run.id },
     h("td", {}, link(`#/runs/${run.id}`, run.id)),
     h("td", {}, link(`#/jobs/${run.job_id}`, run.job_id)),
     h("td", {}, run.kind),
     h("td", {}, formatTime(run.scheduled_at_ms)),
-    h("td", {}, h("span", { class: `status status-${run.status}` }, run.status)),
+    h("td", {}, h("span", { class: `status status-${run.status}` }, shownStatus(run))),
     h("td", {}, run.outcome || "—"),
     h("td", {}, run.executor || "—"),
     h("td", {}, run.started_at_ms && run.finished_at_ms
@@ -84,7 +90,7 @@ export function runFields(run) {
   return definitionList([
     [r.job, link(`#/jobs/${run.job_id}`, run.job_id)],
     [r.kind, run.kind],
-    [r.status, h("span", { id: "run-status", class: `status status-${run.status}` }, run.status)],
+    [r.status, h("span", { id: "run-status", class: `status status-${run.status}` }, shownStatus(run))],
     [r.outcome, h("span", { id: "run-outcome" }, run.outcome || "—")],
     [r.code, run.code],
     [r.message, run.message],

@@ -307,13 +307,26 @@ async fn an_operator_runs_cronbox_from_the_console() {
             text.contains("spinning forever")
         })
         .await;
-    // The status follows (dispatch marks are written in batches, and the
-    // page reads the run again every two seconds).
+    // The status follows: running, with its start time, as its executor
+    // tells (the row has both only once the run ends).
     browser
-        .text_until("#run-status", "the run shows as dispatched", |text| {
-            text == "dispatched"
+        .text_until("#run-status", "the run shows as running", |text| {
+            text == "running"
         })
         .await;
+    let started = browser
+        .script(
+            "const term = [...document.querySelectorAll('#run-fields dt')]
+               .find((dt) => dt.textContent === 'Started');
+             return term.nextElementSibling.textContent;",
+            Value::Null,
+        )
+        .await;
+    let started = started.as_str().unwrap_or_default();
+    assert!(
+        started.starts_with("20"),
+        "the start time is shown: {started:?}"
+    );
     assert_eq!(
         browser.element("#log-state").await.text().await.unwrap(),
         "live"

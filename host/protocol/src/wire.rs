@@ -359,6 +359,10 @@ pub struct LogResponse {
     pub next_offset: usize,
     /// True once the run has ended and every line was read.
     pub finished: bool,
+    /// When the run began executing (ms since the epoch), once it has
+    /// (absent from older executors, and from stored logs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at_ms: Option<i64>,
 }
 
 /// The result of a run, as called back to the admin.

@@ -122,6 +122,8 @@ struct HandleInner {
     cancel: CancellationToken,
     reason: AtomicU8,
     log: Arc<RunLog>,
+    /// When the run began executing (ms since the epoch); 0 until then.
+    started_at_ms: std::sync::atomic::AtomicI64,
 }
 
 impl Default for RunHandle {
@@ -138,6 +140,7 @@ impl RunHandle {
                 cancel: CancellationToken::new(),
                 reason: AtomicU8::new(ACTIVE),
                 log: Arc::new(RunLog::with_cap(RunLimits::default().log_bytes)),
+                started_at_ms: std::sync::atomic::AtomicI64::new(0),
             }),
         }
     }
@@ -179,6 +182,23 @@ impl RunHandle {
     /// Completes when the run is killed or covered.
     pub fn cancelled(&self) -> tokio_util::sync::WaitForCancellationFuture<'_> {
         self.inner.cancel.cancelled()
+    }
+
+    /// When the run began executing (ms since the epoch), once it has:
+    /// what an executor tells whoever asks about a run still going.
+    pub fn started_at_ms(&self) -> Option<i64> {
+        match self.inner.started_at_ms.load(Ordering::Relaxed) {
+            0 => None,
+            at => Some(at),
+        }
+    }
+
+    /// Records that the run began executing at `at`.
+    pub(crate) fn mark_started(&self, at: std::time::SystemTime) {
+        let ms = at
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |since| since.as_millis().max(1) as i64);
+        self.inner.started_at_ms.store(ms, Ordering::Relaxed);
     }
 
     /// The run's log.

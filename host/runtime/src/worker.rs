@@ -155,6 +155,7 @@ impl JobWorker {
         handle.log().set_masks(secrets.iter().cloned());
 
         let mut report = RunReport::unstarted(Outcome::Killed, self.module.digest());
+        handle.mark_started(report.started_at);
 
         let scope = RunScope {
             trigger: request.trigger,

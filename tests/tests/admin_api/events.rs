@@ -33,6 +33,20 @@ async fn events_of(response: reqwest::Response) -> Vec<(String, Value)> {
 async fn a_run_is_followed_through_its_events_to_its_end() {
     let stack = stack(SchedulerConfig::default()).await;
     let sleeper = stack.job("sleeper", "sleeper", json!({})).await;
+    // A run that is executing reads as started, with its time, at once.
+    let watched = stack.api.trigger(sleeper, json!({ "param": "1500" })).await;
+    let started = until("the run reads as started", || async {
+        let (_, read) = stack.get(&format!("/api/v1/runs/{watched}")).await;
+        read["started_at_ms"].as_i64()
+    })
+    .await;
+    let (_, read) = stack.get(&format!("/api/v1/runs/{watched}")).await;
+    assert_eq!(
+        (read["status"].as_str(), read["finished_at_ms"].as_i64()),
+        (Some("dispatched"), None),
+        "still running: {read}"
+    );
+    assert!(started > 0);
     let run = stack.api.trigger(sleeper, json!({ "param": "1500" })).await;
     let response = stack
         .http
@@ -68,11 +82,14 @@ async fn a_run_is_followed_through_its_events_to_its_end() {
         .position(|(_, data)| data["status"] == "success")
         .unwrap();
     assert!(logged < first_ended, "{events:?}");
-    // Dispatched was shown while it ran.
+    // Running was shown while it ran: dispatched, with the start its
+    // executor tells (the row has it only from the run's end).
     assert!(
         events[..first_ended]
             .iter()
-            .any(|(name, data)| name == "run" && data["status"] == "dispatched"),
+            .any(|(name, data)| name == "run"
+                && data["status"] == "dispatched"
+                && data["started_at_ms"].as_i64().is_some()),
         "{events:?}"
     );
     let (_, end) = events.last().unwrap();

@@ -148,6 +148,11 @@ impl Follow {
                 return;
             }
         };
+        let mut read = read;
+        if read.status == RunStatus::Dispatched && read.started_at_ms.is_none() {
+            // Its start, told by its executor, is written with its end.
+            read.started_at_ms = self.run.started_at_ms;
+        }
         let behind = read.status == RunStatus::Pending && self.run.status == RunStatus::Dispatched;
         if !behind && read != self.run {
             self.run = read;
@@ -171,6 +176,12 @@ impl Follow {
                     return;
                 }
             };
+            // Its start, as the executor tells it: the run is shown running.
+            if self.run.started_at_ms.is_none() && page.started_at_ms.is_some() {
+                self.run.started_at_ms = page.started_at_ms;
+                let run = self.run.clone();
+                self.push("run", &run);
+            }
             let full = page.lines.len() == LOG_PAGE;
             if !self.queue_page(page) || !full {
                 return;

@@ -23,12 +23,15 @@ pub(super) async fn visible_run(
     }
 }
 
+/// A run as a person sees it: a run executing now with its start time
+/// (asked of its executor; see `Scheduler::with_start`).
 pub(super) async fn get_run(
     State(state): State<Arc<AdminState>>,
     caller: Caller,
     Path(id): Path<RunId>,
 ) -> Result<impl IntoResponse, Failure> {
-    Ok(Json(visible_run(&state, &caller, id).await?))
+    let run = visible_run(&state, &caller, id).await?;
+    Ok(Json(state.scheduler.with_start(run).await))
 }
 
 pub(super) async fn kill_run(

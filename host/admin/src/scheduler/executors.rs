@@ -32,6 +32,37 @@ impl Scheduler {
         self.ask_executor(run, executor_paths::LOG, &query).await
     }
 
+    /// `run` with its start time, asked of its executor when it is
+    /// dispatched and its row does not have it yet (the start is written
+    /// with the run's end, so as not to cost the firing path a write per
+    /// run): a person looking at a running run sees it running. Asked
+    /// within a second; unknown if the executor does not answer.
+    pub async fn with_start(&self, mut run: RunRow) -> RunRow {
+        if run.status != RunStatus::Dispatched || run.started_at_ms.is_some() {
+            return run;
+        }
+        let Some(executor) = run.executor.clone() else {
+            return run;
+        };
+        let query = cronbox_protocol::LogQuery {
+            run_id: run.id.wire(),
+            offset: 0,
+            limit: 0,
+        };
+        let answer: Result<cronbox_protocol::LogResponse, String> = self
+            .post_within(
+                &executor,
+                executor_paths::LOG,
+                &query,
+                Some(Duration::from_secs(1)),
+            )
+            .await;
+        if let Ok(answer) = answer {
+            run.started_at_ms = answer.started_at_ms;
+        }
+        run
+    }
+
     /// POSTs `body` to the executor that holds `run` and decodes its answer.
     pub(super) async fn ask_executor<B: serde::Serialize, R: serde::de::DeserializeOwned>(
         &self,

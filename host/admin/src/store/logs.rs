@@ -113,6 +113,7 @@ pub fn stored_page(
         lines,
         next_offset,
         finished: ended && next_offset == total,
+        started_at_ms: None,
     }
 }
 

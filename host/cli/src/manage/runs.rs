@@ -200,7 +200,7 @@ async fn follow_to_end(
     offset: &mut usize,
     json: bool,
 ) -> Result<Option<cronbox_api::Run>, cronbox_api::ClientError> {
-    let mut said: Option<cronbox_api::RunStatus> = None;
+    let mut said: Option<(cronbox_api::RunStatus, bool)> = None;
     while let Some(event) = follower.next().await? {
         match event {
             cronbox_api::FollowEvent::Log(page) => {
@@ -214,8 +214,9 @@ async fn follow_to_end(
             // Until its first line, a person is told what the run waits
             // for (on stderr: stdout is the log).
             cronbox_api::FollowEvent::Run(run) if *offset == 0 && !json => {
-                if said != Some(run.status) {
-                    said = Some(run.status);
+                let now = (run.status, run.started_at_ms.is_some());
+                if said != Some(now) {
+                    said = Some(now);
                     if let Some(waiting) = waiting_for(&run) {
                         eprintln!("{waiting}");
                     }
@@ -234,6 +235,12 @@ fn waiting_for(run: &cronbox_api::Run) -> Option<String> {
             "run {} is pending: due {} UTC, waiting to be sent to an executor",
             run.id,
             time(Some(run.scheduled_at_ms))
+        )),
+        cronbox_api::RunStatus::Dispatched if run.started_at_ms.is_some() => Some(format!(
+            "run {} is running on {} since {} UTC; no line yet",
+            run.id,
+            run.executor.as_deref().unwrap_or("an executor"),
+            time(run.started_at_ms)
         )),
         cronbox_api::RunStatus::Dispatched => Some(format!(
             "run {} is with {}: waiting for its first line (the first run of a new module \
@@ -343,6 +350,13 @@ mod tests {
             sent.starts_with("run 57 is with http://127.0.0.1:9090: waiting for its first line")
                 && sent.contains("compile"),
             "{sent}"
+        );
+        let mut started = run("dispatched", Some("http://127.0.0.1:9090"));
+        started.started_at_ms = Some(1_893_456_001_000);
+        assert_eq!(
+            waiting_for(&started).unwrap(),
+            "run 57 is running on http://127.0.0.1:9090 since 2030-01-01 00:00:01.000 UTC; no \
+             line yet"
         );
         assert_eq!(waiting_for(&run("success", None)), None);
     }

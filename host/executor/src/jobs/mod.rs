@@ -515,6 +515,7 @@ impl Jobs {
             lines: page.lines,
             next_offset: page.next_offset,
             finished: page.finished,
+            started_at_ms: handle.started_at_ms(),
         })
     }
 
