@@ -40,7 +40,7 @@ export function shownStatus(run) {
 export function runsTable(runs, empty = T.runs.empty) {
   const rows = runs.map((run) => h("tr", { "data-run": run.id },
     h("td", {}, link(`#/runs/${run.id}`, run.id)),
-    h("td", {}, link(`#/jobs/${run.job_id}`, run.job_id)),
+    h("td", { class: "job-name" }, link(`#/jobs/${run.job_id}`, run.job_name || run.job_id)),
     h("td", {}, run.kind),
     h("td", {}, formatTime(run.scheduled_at_ms)),
     h("td", {}, h("span", { class: `status status-${run.status}` }, shownStatus(run))),
@@ -88,7 +88,7 @@ export async function runsPage(params) {
 export function runFields(run) {
   const r = T.run.fields;
   return definitionList([
-    [r.job, link(`#/jobs/${run.job_id}`, run.job_id)],
+    [r.job, link(`#/jobs/${run.job_id}`, run.job_name ? `${run.job_name} (${run.job_id})` : run.job_id)],
     [r.kind, run.kind],
     [r.status, h("span", { id: "run-status", class: `status status-${run.status}` }, shownStatus(run))],
     [r.outcome, h("span", { id: "run-outcome" }, run.outcome || "—")],

@@ -13,6 +13,10 @@ pub struct Run {
     pub id: RunId,
     pub tenant: String,
     pub job_id: JobId,
+    /// The job's name, where an answer carries it (runs listed and read;
+    /// absent from callbacks and stored rows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_name: Option<String>,
     pub kind: TriggerKind,
     pub scheduled_at_ms: i64,
     pub shard_index: i64,

@@ -119,8 +119,7 @@ fn the_admin_api_keeps_to_its_openapi_document() {
     let st = schemathesis();
     let data = tempfile::tempdir().unwrap();
     // Killed when dropped: a failed pass does not leave it running.
-    let (stack, _, at) = support::up(data.path(), None);
-    let mut stack = support::Process(stack);
+    let (mut stack, _, at) = support::up(data.path(), None);
     let admin = format!("http://{}", at.admin);
     let read = |file: &str| {
         std::fs::read_to_string(data.path().join(file))

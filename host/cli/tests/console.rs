@@ -31,7 +31,7 @@ struct Up {
 
 fn start() -> Up {
     let data = tempfile::tempdir().unwrap();
-    let (child, printed, at) = up(data.path(), None);
+    let (process, printed, at) = up(data.path(), None);
     let password_file = data.path().join("admin-password");
     assert!(
         printed.contains(&format!("password in {}", password_file.display())),
@@ -44,7 +44,7 @@ fn start() -> Up {
     );
     let token = std::fs::read_to_string(data.path().join("api-token")).unwrap();
     Up {
-        _process: Process(child),
+        _process: process,
         operator: AdminClient::new(base.clone(), token.trim()),
         admin_password: std::fs::read_to_string(password_file).unwrap(),
         base,

@@ -127,7 +127,7 @@ impl Cli {
             base: format!("http://{}", at.admin),
             token: token.trim().to_owned(),
         };
-        (Process(stack), cli)
+        (stack, cli)
     }
 
     fn call(&self, args: &[&str]) -> Value {

@@ -117,8 +117,7 @@ fn new_and_build_refuse_clearly_and_write_nothing() {
 fn a_new_project_is_deployed_with_one_command_and_again_changes_nothing() {
     let home = tempfile::tempdir().unwrap();
     let data = home.path().join("cronbox-data");
-    let (child, _, at) = support::up(&data, None);
-    let _up = support::Process(child);
+    let (_up, _, at) = support::up(&data, None);
     let contexts = data.join("contexts.toml");
     let env = [("CRONBOX_CONTEXTS", contexts.as_path())];
     let created = cronbox(&["new", "greeter", "--lang", "rust"], home.path());

@@ -104,7 +104,7 @@ async fn up_runs_the_demo_jobs_and_a_restart_carries_on() {
     assert_eq!(users[0]["name"], "admin");
     assert_eq!(users[0]["role"], "operator");
 
-    terminate(&mut first);
+    terminate(&mut first.0);
     let (mut second, printed, _) = up(data.path(), Some(at));
     assert!(printed.contains("cronbox is up"), "{printed}");
     assert_eq!(std::fs::read_to_string(&password_file).unwrap(), password);
@@ -137,7 +137,7 @@ async fn up_runs_the_demo_jobs_and_a_restart_carries_on() {
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    terminate(&mut second);
+    terminate(&mut second.0);
 }
 
 #[test]

@@ -31,7 +31,10 @@ pub(super) async fn get_run(
     Path(id): Path<RunId>,
 ) -> Result<impl IntoResponse, Failure> {
     let run = visible_run(&state, &caller, id).await?;
-    Ok(Json(state.scheduler.with_start(run).await))
+    let mut run = [state.scheduler.with_start(run).await];
+    state.scheduler.store().with_job_names(&mut run).await?;
+    let [run] = run;
+    Ok(Json(run))
 }
 
 pub(super) async fn kill_run(
@@ -160,7 +163,8 @@ pub(super) async fn list_runs(
         examine: Some(RUNS_EXAMINED_PER_PAGE),
     };
     let store = state.scheduler.store();
-    let runs = store.list_runs(&filter).await?;
+    let mut runs = store.list_runs(&filter).await?;
+    store.with_job_names(&mut runs).await?;
     let next_before = if runs.len() as i64 == limit {
         runs.last().map(|run| run.id)
     } else {

@@ -316,6 +316,7 @@ pub(super) fn run_from_row(row: &AnyRow) -> Result<RunRow, sqlx::Error> {
         id: row.try_get("id")?,
         tenant: row.try_get("tenant")?,
         job_id: row.try_get("job_id")?,
+        job_name: None,
         kind: decode(row, "kind")?,
         scheduled_at_ms: row.try_get("scheduled_at_ms")?,
         shard_index: row.try_get("shard_index")?,

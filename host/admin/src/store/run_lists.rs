@@ -200,6 +200,35 @@ impl Store {
 }
 
 impl Store {
+    /// `runs` with their jobs' names (one query for the page; a deleted
+    /// job's runs stay without).
+    pub async fn with_job_names(&self, runs: &mut [RunRow]) -> Result<(), StoreError> {
+        let mut ids: Vec<JobId> = runs.iter().map(|run| run.job_id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let mut names = HashMap::with_capacity(ids.len());
+        for chunk in ids.chunks(IN_LIST_CHUNK) {
+            let sql = format!(
+                "SELECT id, name FROM job WHERE id IN ({})",
+                placeholders(chunk.len())
+            );
+            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+            for id in chunk {
+                query = query.bind(*id);
+            }
+            for row in query.fetch_all(&self.pool).await? {
+                names.insert(
+                    row.try_get::<JobId, _>("id")?,
+                    row.try_get::<String, _>("name")?,
+                );
+            }
+        }
+        for run in runs {
+            run.job_name = names.get(&run.job_id).cloned();
+        }
+        Ok(())
+    }
+
     /// The last run that was due (scheduled at or before `now_ms`) of each
     /// of `jobs` that has one: one index step back per job (`run_by_job`),
     /// however many runs it has.

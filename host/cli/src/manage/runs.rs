@@ -8,7 +8,8 @@ use super::*;
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
   cronbox runs --job 3 --limit 20
-  cronbox runs --status failed --json")]
+  cronbox runs --status failed --json
+  cronbox runs --upcoming")]
 pub struct RunsArgs {
     #[command(flatten)]
     connection: Connection,
@@ -21,6 +22,10 @@ pub struct RunsArgs {
     /// How many.
     #[arg(long, default_value_t = 20)]
     limit: u32,
+    /// Also the runs written ahead of their time (the next few seconds'
+    /// fires), which are otherwise left out.
+    #[arg(long)]
+    upcoming: bool,
 }
 
 /// Print a run's log; with --follow, as it is written until the run ends
@@ -75,6 +80,8 @@ pub fn runs(args: RunsArgs) -> anyhow::Result<()> {
             job: args.job,
             status,
             limit: Some(args.limit),
+            // The runs that were due: not the fires written ahead.
+            to_ms: (!args.upcoming).then(|| chrono::Utc::now().timestamp_millis() + 1),
             ..RunQuery::default()
         };
         // A page reads a bounded number of runs for its status: go on from
@@ -99,7 +106,10 @@ pub fn runs(args: RunsArgs) -> anyhow::Result<()> {
                 .map(|run| {
                     vec![
                         run.id.to_string(),
-                        run.job_id.to_string(),
+                        match &run.job_name {
+                            Some(name) => format!("{} {}", run.job_id, name),
+                            None => run.job_id.to_string(),
+                        },
                         run.kind.to_string(),
                         time(Some(run.scheduled_at_ms)),
                         run.status.to_string(),

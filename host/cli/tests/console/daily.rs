@@ -60,6 +60,22 @@ async fn a_person_operates_jobs_from_the_list_on_any_screen() {
     assert_eq!(message, format!("Triggered run {run}."));
     let ran = up.operator.run(cronbox_api::RunId(run)).await;
     assert_eq!(ran.kind, cronbox_api::TriggerKind::Manual);
+    assert_eq!(
+        ran.job_name.as_deref(),
+        Some("hello"),
+        "a run names its job"
+    );
+    // Lists show the job's name, not its id.
+    browser
+        .goto(&format!("{}/#/runs?job={hello}", up.base))
+        .await;
+    let named = browser
+        .element(&format!("#runs tr[data-run='{run}'] td.job-name"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(named, "hello");
     browser.goto(&format!("{}/#/jobs", up.base)).await;
     browser
         .text_until("#flash", "the message goes with its page", |text| {

@@ -84,8 +84,9 @@ pub struct Listening {
 }
 
 /// `cronbox up` on `at` (`None`: port 0 for both), once it printed its
-/// summary: the process, what it printed, and where it listens.
-pub fn up(data_dir: &Path, at: Option<Listening>) -> (Child, String, Listening) {
+/// summary: the process (killed when dropped, so that a failed test leaves
+/// none running), what it printed, and where it listens.
+pub fn up(data_dir: &Path, at: Option<Listening>) -> (Process, String, Listening) {
     up_with_env(data_dir, at, &[])
 }
 
@@ -94,7 +95,7 @@ pub fn up_with_env(
     data_dir: &Path,
     at: Option<Listening>,
     env: &[(&str, &Path)],
-) -> (Child, String, Listening) {
+) -> (Process, String, Listening) {
     let (bind, executor_bind) = at.map_or_else(
         || ("127.0.0.1:0".to_owned(), "127.0.0.1:0".to_owned()),
         |at| (at.admin.to_string(), at.executor.to_string()),
@@ -141,5 +142,5 @@ pub fn up_with_env(
         admin: address_after("admin API"),
         executor: address_after("executor"),
     };
-    (child, printed, listening)
+    (Process(child), printed, listening)
 }

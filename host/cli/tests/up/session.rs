@@ -152,6 +152,13 @@ fn a_cli_session_against_cronbox_up() {
     assert_eq!(code, 0, "{end}");
     assert!(log.contains("hello, cli"), "{log}");
     assert!(end.contains("ended: success"), "{end}");
+    let listed = ok(base, token, &["runs", "--job", &id]);
+    assert!(
+        listed
+            .lines()
+            .any(|line| line.starts_with(&run.to_string()) && line.contains("greeter-job")),
+        "runs name their job: {listed}"
+    );
 
     // Kill a runaway run.
     ok(
@@ -684,5 +691,5 @@ fn a_cli_session_against_cronbox_up() {
         stderr.contains("no context \"staging\" (known: up)"),
         "{stderr}"
     );
-    terminate(&mut stack);
+    terminate(&mut stack.0);
 }
