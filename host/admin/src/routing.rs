@@ -23,7 +23,11 @@ pub enum RouteError {
          LEAST_FREQUENTLY_USED, LEAST_RECENTLY_USED, FAILOVER, BUSYOVER or SHARDING_BROADCAST"
     )]
     UnknownStrategy(String),
-    #[error("the executor group has no address (no executor registered or configured)")]
+    #[error(
+        "the executor group has no address (no executor registered or configured; `cronbox \
+         executor --group GROUP --admin URL --token TOKEN` starts one; `cronbox up` runs one in group \
+         default)"
+    )]
     NoAddress,
     #[error("FAILOVER: no executor answered beat ({0})")]
     NoLiveExecutor(String),

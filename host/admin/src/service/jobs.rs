@@ -448,7 +448,10 @@ async fn resolve_module(store: &Store, row: &mut JobRow) -> Result<(), ServiceEr
         };
         return Err(ServiceError::invalid(
             "module",
-            format!("no {what} was pushed (or it was pruned)"),
+            format!(
+                "no {what} was pushed (or it was pruned); `cronbox module push {name} FILE.wasm` \
+                 pushes one, `cronbox module versions {name}` lists what is kept"
+            ),
         ));
     };
     row.module_digest = chosen.digest.clone();

@@ -58,7 +58,7 @@ pub enum ServiceError {
         message: String,
     },
     /// No module of that name (of the caller's tenant).
-    #[error("no module {0:?}")]
+    #[error("no module {0:?} (`cronbox module list` lists this tenant's modules)")]
     UnknownModule(String),
     /// The module has no such version; it has `versions`.
     #[error(
@@ -83,7 +83,7 @@ pub enum ServiceError {
     #[error("{0}")]
     InvalidState(String),
     /// No secret of that name (of the caller's tenant).
-    #[error("no secret {0:?}")]
+    #[error("no secret {0:?} (`cronbox secret list` lists this tenant's secrets)")]
     UnknownSecret(String),
     /// A secret jobs still reference.
     #[error(

@@ -298,6 +298,17 @@ fn a_cli_session_against_cronbox_up() {
         &["module", "push", "fetch", fetch.to_str().unwrap()],
     );
     let readiness = format!("{base}/readyz");
+    // A module that was never pushed: the refusal names the command.
+    let (code, _, refused) = cli(
+        base,
+        token,
+        &["job", "create", "--name", "orphan", "--module", "nosuch"],
+    );
+    assert_eq!(code, 1);
+    assert!(
+        refused.contains("`cronbox module push nosuch FILE.wasm`"),
+        "{refused}"
+    );
     // No schedule given: said, not silent.
     let (code, created, note) = cli(
         base,
