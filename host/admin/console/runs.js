@@ -24,6 +24,7 @@ import {
   query,
   section,
   select,
+  shortDigest,
   table,
   toLocalInput,
   toMs,
@@ -105,7 +106,7 @@ export function runFields(run) {
     [r.fuel, run.fuel_consumed],
     [r.memory, run.peak_memory_bytes === undefined ? null : formatBytes(run.peak_memory_bytes)],
     [r.executor, run.executor],
-    [r.module, run.module_digest],
+    [r.module, run.module ? `${run.module} (${shortDigest(run.module_digest)})` : run.module_digest],
     [r.attempt, run.attempt],
     [r.shard, `${run.shard_index} / ${run.shard_total}`],
     [r.param, run.param],
@@ -135,7 +136,8 @@ export async function runPage(id) {
   let offset = 0;
   let ended = false;
   const show = (next) => {
-    run = next;
+    // The stream's runs are rows; the names read with the page stay.
+    run = { ...next, job_name: next.job_name ?? run.job_name, module: next.module ?? run.module };
     details.replaceChildren(runFields(run));
     if (kill) kill.disabled = !isOpen(run);
   };

@@ -17,6 +17,11 @@ pub struct Run {
     /// absent from callbacks and stored rows).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job_name: Option<String>,
+    /// The module version that ran, as `NAME@VERSION`, where an answer
+    /// carries it (a run read alone; its latest version with that
+    /// content).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub module: Option<String>,
     pub kind: TriggerKind,
     pub scheduled_at_ms: i64,
     pub shard_index: i64,

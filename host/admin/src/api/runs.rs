@@ -31,9 +31,11 @@ pub(super) async fn get_run(
     Path(id): Path<RunId>,
 ) -> Result<impl IntoResponse, Failure> {
     let run = visible_run(&state, &caller, id).await?;
+    let store = state.scheduler.store();
     let mut run = [state.scheduler.with_start(run).await];
-    state.scheduler.store().with_job_names(&mut run).await?;
-    let [run] = run;
+    store.with_job_names(&mut run).await?;
+    let [mut run] = run;
+    run.module = store.module_label(&run.tenant, &run.module_digest).await?;
     Ok(Json(run))
 }
 

@@ -31,6 +31,7 @@ pub(super) fn written_run(id: RunId, tenant: &str, run: &NewRun, now: i64) -> Ru
         tenant: tenant.to_owned(),
         job_id: run.job_id,
         job_name: None,
+        module: None,
         kind: run.kind.to_owned(),
         scheduled_at_ms: run.scheduled_at_ms,
         shard_index: run.shard_index,

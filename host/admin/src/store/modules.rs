@@ -323,6 +323,29 @@ impl Store {
     }
 
     /// The versions of module `name` of `tenant`, newest first.
+    /// `NAME@VERSION` of `tenant`'s latest module version with content
+    /// `digest` (a rollback makes a version with an earlier one's content).
+    pub async fn module_label(
+        &self,
+        tenant: &str,
+        digest: &Digest,
+    ) -> Result<Option<String>, StoreError> {
+        let row = sqlx::query(
+            "SELECT name, version FROM module_version WHERE tenant = $1 AND digest = $2 \
+             ORDER BY version DESC LIMIT 1",
+        )
+        .bind(tenant)
+        .bind(digest.as_str())
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(|row| {
+            let name: String = row.try_get("name")?;
+            let version: i64 = row.try_get("version")?;
+            Ok(format!("{name}@{version}"))
+        })
+        .transpose()
+    }
+
     pub async fn module_versions(
         &self,
         tenant: &str,

@@ -317,6 +317,7 @@ pub(super) fn run_from_row(row: &AnyRow) -> Result<RunRow, sqlx::Error> {
         tenant: row.try_get("tenant")?,
         job_id: row.try_get("job_id")?,
         job_name: None,
+        module: None,
         kind: decode(row, "kind")?,
         scheduled_at_ms: row.try_get("scheduled_at_ms")?,
         shard_index: row.try_get("shard_index")?,

@@ -65,6 +65,18 @@ async fn a_person_operates_jobs_from_the_list_on_any_screen() {
         Some("hello"),
         "a run names its job"
     );
+    assert_eq!(
+        ran.module.as_deref(),
+        Some("hello@1"),
+        "and its module version"
+    );
+    browser
+        .text_until(
+            "#run-fields",
+            "the run page names the module version",
+            |text| text.contains("hello@1 ("),
+        )
+        .await;
     // Lists show the job's name, not its id.
     browser
         .goto(&format!("{}/#/runs?job={hello}", up.base))
