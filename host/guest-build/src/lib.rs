@@ -174,14 +174,17 @@ impl Tools {
             error,
         })?;
         // The first build of a language waits for this (half a minute or
-        // more): say so, on stderr.
-        eprintln!(
-            "installing {tool} into {} (first build only; about a minute)…",
-            home.display()
-        );
+        // more): say so to a person at a terminal (quiet when piped).
+        let person = std::io::IsTerminal::is_terminal(&std::io::stderr());
+        if person {
+            eprintln!(
+                "installing {tool} into {} (first build only; about a minute)…",
+                home.display()
+            );
+        }
         let started = std::time::Instant::now();
         let filled = fill(&staging);
-        if filled.is_ok() {
+        if person && filled.is_ok() {
             eprintln!(
                 "installed {tool} ({:.0} s)",
                 started.elapsed().as_secs_f64()
