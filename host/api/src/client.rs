@@ -228,6 +228,39 @@ impl Client {
     }
 
     /// The caller's secrets (names and dates, never values).
+    /// The caller's tenant's calendars.
+    pub async fn calendars(&self) -> Result<Vec<Calendar>, ClientError> {
+        self.call(Method::GET, "/api/v1/calendars", None::<&()>)
+            .await
+    }
+
+    /// Sets calendar `name`'s dates (`YYYY-MM-DD`), making it if needed.
+    pub async fn put_calendar(
+        &self,
+        name: &str,
+        dates: &[String],
+    ) -> Result<Calendar, ClientError> {
+        let body = CalendarDates {
+            dates: dates.to_vec(),
+        };
+        self.call(
+            Method::PUT,
+            &format!("/api/v1/calendars/{name}"),
+            Some(&body),
+        )
+        .await
+    }
+
+    /// Deletes calendar `name` (jobs naming it fire on its dates from then on).
+    pub async fn delete_calendar(&self, name: &str) -> Result<Calendar, ClientError> {
+        self.call(
+            Method::DELETE,
+            &format!("/api/v1/calendars/{name}"),
+            None::<&()>,
+        )
+        .await
+    }
+
     pub async fn secrets(&self) -> Result<Vec<Secret>, ClientError> {
         self.call(Method::GET, "/api/v1/secrets", None::<&()>).await
     }

@@ -71,6 +71,7 @@ enum Command {
     State(manage::StateArgs),
     Quota(manage::QuotaArgs),
     Ceiling(manage::CeilingArgs),
+    Calendar(manage::CalendarArgs),
     Secret(manage::SecretArgs),
     User(manage::UserArgs),
     Config(ConfigArgs),
@@ -150,6 +151,10 @@ fn main() -> ExitCode {
         Command::User(args) => (manage::user(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
         Command::Secret(args) => (
             manage::secret(args).map(|()| ExitCode::SUCCESS),
+            EXIT_FAILED,
+        ),
+        Command::Calendar(args) => (
+            manage::calendar(args).map(|()| ExitCode::SUCCESS),
             EXIT_FAILED,
         ),
         Command::Ceiling(args) => (

@@ -210,7 +210,8 @@ async fn check_calendars(
         Some(missing) => Err(ServiceError::invalid(
             "schedule_rules",
             format!(
-                "no calendar {missing:?} in this tenant (PUT /api/v1/calendars/{missing} makes one)"
+                "no calendar {missing:?} in this tenant (`cronbox calendar set {missing} DATE...` \
+                 makes one)"
             ),
         )),
         None => Ok(()),

@@ -18,12 +18,14 @@ use cronbox_api::{
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+mod calendars;
 mod job_details;
 mod jobs;
 mod modules;
 mod runs;
 mod tenant;
 
+pub use calendars::{CalendarArgs, calendar};
 pub use jobs::{JobArgs, StateArgs, job, state};
 pub use modules::{ModuleArgs, module};
 pub(crate) use runs::follow_run;

@@ -702,5 +702,21 @@ fn a_cli_session_against_cronbox_up() {
         stderr.contains("no context \"staging\" (known: up)"),
         "{stderr}"
     );
+    // Calendars: set (dates sorted), listed, deleted.
+    let set = ok(
+        base,
+        token,
+        &["calendar", "set", "holidays", "2030-01-02", "2030-01-01"],
+    );
+    assert!(set.contains("calendar holidays set: 2 date(s)"), "{set}");
+    let listed = ok(base, token, &["calendar", "list"]);
+    assert!(
+        listed
+            .lines()
+            .any(|line| line.starts_with("holidays") && line.contains("2030-01-01 2030-01-02")),
+        "{listed}"
+    );
+    let deleted = ok(base, token, &["calendar", "delete", "holidays"]);
+    assert!(deleted.contains("calendar holidays deleted"), "{deleted}");
     terminate(&mut stack.0);
 }
