@@ -87,22 +87,16 @@ const ALLOWED: &[(&str, usize, &str)] = &[
         "the fixture's poll of the executor's idle beat until a job runs",
     ),
     (
-        "host/executor/tests/executor/modules.rs",
-        2,
-        "polls of the executor's metrics until an instance retired; one spaces triggers so \
-         that versions interleave",
-    ),
-    (
         "host/executor/tests/executor/results.rs",
-        3,
-        "polls of the spool and a live log; one waits to see that nothing more happens \
-         after refused requests",
+        1,
+        "a reader paging a run's live log at its own pace while it runs (the executor's log \
+         endpoint is what the test reads; it offers no push)",
     ),
     (
         "host/executor/tests/executor/strategies.rs",
-        2,
-        "a poll of the idle beat sampling the peak of concurrent runs; one waits to see \
-         that nothing more happens after a refused trigger",
+        1,
+        "the idle beat sampled while runs go, for the peak of concurrent runs (a sample, \
+         not a wait)",
     ),
     (
         "tests/tests/admin_api.rs",

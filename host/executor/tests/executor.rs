@@ -10,7 +10,7 @@ use cronbox_protocol::{
     BlockStrategy, IdleBeatResponse, KillCommand, KillResponse, LogResponse, Outcome, RunAnswer,
     RunBatch, RunBatchResponse, RunCommand, RunResponse, Trigger, executor_paths,
 };
-use cronbox_tests::{ExecutorClient, StandInAdmin};
+use cronbox_tests::{ExecutorClient, StandInAdmin, until};
 use serde_json::json;
 
 const TOKEN: &str = "executor-test-token";

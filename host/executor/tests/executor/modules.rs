@@ -18,15 +18,13 @@ async fn an_idle_worker_retires_and_calls_destroy() {
         },
         "the warm instance served both runs"
     );
-    let deadline = Instant::now() + WAIT;
-    while !f
-        .metrics()
-        .await
-        .contains("cronbox_executor_instances_retired_total 1")
-    {
-        assert!(Instant::now() < deadline, "{}", f.metrics().await);
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    until("the idle instance retires", || async {
+        f.metrics()
+            .await
+            .contains("cronbox_executor_instances_retired_total 1")
+            .then_some(())
+    })
+    .await;
     assert!(f.run(&command(9, 3, &digest, "")).await.accepted);
     assert_eq!(
         f.admin.result_of(3, WAIT).await.outcome,
@@ -48,8 +46,10 @@ async fn hot_swap_between_versions_loses_no_run() {
         let version = if (run_id / 5) % 2 == 0 { &v1 } else { &v2 };
         assert!(f.run(&command(10, run_id, version, "swap")).await.accepted);
         sent.push((run_id, version.clone()));
+        // Every third run is awaited, so that versions swap both under
+        // queued runs and after finished ones.
         if run_id % 3 == 0 {
-            tokio::time::sleep(Duration::from_millis(5)).await;
+            f.admin.result_of(run_id, WAIT).await;
         }
     }
     let results = f.admin.wait_for_results(30, WAIT).await;

@@ -307,7 +307,10 @@ async fn a_duplicate_run_id_is_refused() {
     assert_eq!(body["code"], "duplicate_run");
     assert!(body["message"].as_str().unwrap().contains("run 42"));
     f.admin.result_of(42, WAIT).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // A later run of the same job (one at a time, results in order) ends
+    // after anything the refused trigger could have started.
+    assert!(f.run(&command(8, 43, &digest, "after")).await.accepted);
+    f.admin.result_of(43, WAIT).await;
     assert_eq!(
         f.admin.results().iter().filter(|r| r.run_id == 42).count(),
         1
