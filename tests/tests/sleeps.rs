@@ -72,16 +72,6 @@ const ALLOWED: &[(&str, usize, &str)] = &[
         "hand-written polls of a process's answers, to become `until`",
     ),
     (
-        "host/cli/tests/up.rs",
-        2,
-        "hand-written polls of `cronbox up`'s answers, to become `until`",
-    ),
-    (
-        "host/cli/tests/up/session.rs",
-        2,
-        "hand-written polls of `cronbox up`'s answers, to become `until`",
-    ),
-    (
         "host/executor/tests/executor.rs",
         1,
         "the fixture's poll of the executor's idle beat until a job runs",

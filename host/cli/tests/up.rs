@@ -7,14 +7,12 @@ mod support;
 
 use std::net::TcpListener;
 use std::process::{Child, Command};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use cronbox_api::{Client, JobId, JobQuery, Run, RunStatus, TriggerKind};
-use cronbox_tests::AdminClient;
+use cronbox_tests::{AdminClient, until_within};
 use serde_json::{Value, json};
 use support::{up, up_with_env};
-
-const WAIT: Duration = Duration::from_secs(30);
 
 fn terminate(child: &mut Child) {
     let status = Command::new("kill")
@@ -78,11 +76,12 @@ async fn up_runs_the_demo_jobs_and_a_restart_carries_on() {
     let id = |name: &str| jobs.iter().find(|job| job.0 == name).unwrap().1;
 
     // hello fires every 5 s: its runs show up through the API.
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while scheduled_successes(&api, id("hello")).await == 0 {
-        assert!(Instant::now() < deadline, "hello never ran on schedule");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    until_within(
+        Duration::from_secs(15),
+        "hello runs on schedule",
+        || async { (scheduled_successes(&api, id("hello")).await > 0).then_some(()) },
+    )
+    .await;
     let run = api.trigger(id("counter"), json!({})).await;
     let before = count_of(&api.ended(run).await);
 
@@ -129,14 +128,12 @@ async fn up_runs_the_demo_jobs_and_a_restart_carries_on() {
         "the counter's durable state survived the restart: {after:?}"
     );
     let hello_runs = scheduled_successes(&api, id("hello")).await;
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while scheduled_successes(&api, id("hello")).await == hello_runs {
-        assert!(
-            Instant::now() < deadline,
-            "hello stopped firing after the restart"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    until_within(
+        Duration::from_secs(15),
+        "hello fires again after the restart",
+        || async { (scheduled_successes(&api, id("hello")).await > hello_runs).then_some(()) },
+    )
+    .await;
     terminate(&mut second.0);
 }
 
