@@ -29,7 +29,7 @@ pub(super) fn secrets_grants_and_show(s: &Session, id: &str) {
             value_file.to_str().unwrap(),
         ],
     );
-    let updated = json(base, token, &["job", "update", &id, "--secret", "TOKEN"]);
+    let updated = json(base, token, &["job", "update", id, "--secret", "TOKEN"]);
     assert_eq!(updated["secrets"], json!(["TOKEN"]), "{updated}");
     let listed = ok(base, token, &["secret", "list"]);
     assert!(
@@ -47,7 +47,7 @@ pub(super) fn secrets_grants_and_show(s: &Session, id: &str) {
     // HTTP grants need the tenant's ceiling first (the refusal names the
     // command that sets it); under `up --http-allow-nets`, a granted job
     // calls a service on this machine (here the admin itself).
-    let (code, _, refused) = cli(base, token, &["job", "update", &id, "--http-allow", base]);
+    let (code, _, refused) = cli(base, token, &["job", "update", id, "--http-allow", base]);
     assert_eq!(code, 1);
     assert!(
         refused.contains("outside the HTTP ceiling")
@@ -56,7 +56,7 @@ pub(super) fn secrets_grants_and_show(s: &Session, id: &str) {
     );
     ok(base, token, &["ceiling", "default", "--set", base]);
     assert_eq!(ok(base, token, &["ceiling", "default"]).trim(), base);
-    let granted = json(base, token, &["job", "update", &id, "--http-allow", base]);
+    let granted = json(base, token, &["job", "update", id, "--http-allow", base]);
     assert_eq!(granted["http_allow"], json!([base]));
     let fetch = cronbox_example_jobs::path("http-fetch");
     ok(

@@ -116,7 +116,7 @@ pub(super) fn job_lifecycle(s: &Session, id: &str, spin: &str) {
         &[
             "job",
             "update",
-            &spin,
+            spin,
             "--param",
             "changed",
             "--cron",
@@ -131,26 +131,18 @@ pub(super) fn job_lifecycle(s: &Session, id: &str, spin: &str) {
         updated["module_name"], "spin",
         "the module reference survives an update"
     );
-    let started = json(base, token, &["job", "start", &spin]);
+    let started = json(base, token, &["job", "start", spin]);
     assert_eq!(started["enabled"], true);
-    let shown = json(base, token, &["job", "show", &spin]);
+    let shown = json(base, token, &["job", "show", spin]);
     assert_eq!(shown["next_fires"].as_array().unwrap().len(), 5);
-    assert!(ok(base, token, &["job", "stop", &spin]).contains("stopped"));
+    assert!(ok(base, token, &["job", "stop", spin]).contains("stopped"));
 
     // Pause with a note and an end; backfill the last three days of the
     // daily schedule, then cancel what is left.
     let paused = ok(
         base,
         token,
-        &[
-            "job",
-            "pause",
-            &spin,
-            "--note",
-            "maintenance",
-            "--for",
-            "1h",
-        ],
+        &["job", "pause", spin, "--note", "maintenance", "--for", "1h"],
     );
     assert!(
         paused.contains("paused by operator token until") && paused.contains(": maintenance"),
@@ -159,7 +151,7 @@ pub(super) fn job_lifecycle(s: &Session, id: &str, spin: &str) {
     let (code, _, refused) = cli(
         base,
         token,
-        &["job", "pause", &spin, "--until", "next tuesday"],
+        &["job", "pause", spin, "--until", "next tuesday"],
     );
     assert_eq!(code, 1);
     assert!(refused.contains("not an RFC 3339 instant"), "{refused}");
@@ -170,7 +162,7 @@ pub(super) fn job_lifecycle(s: &Session, id: &str, spin: &str) {
         &[
             "job",
             "backfill",
-            &spin,
+            spin,
             "--from",
             &three_days_ago,
             "--per-second",
@@ -188,9 +180,9 @@ pub(super) fn job_lifecycle(s: &Session, id: &str, spin: &str) {
             && cancelled.contains("run(s) written"),
         "{cancelled}"
     );
-    assert!(ok(base, token, &["job", "stop", &spin]).contains("stopped"));
-    assert!(ok(base, token, &["job", "delete", &spin]).contains("deleted"));
-    let (code, _, stderr) = cli(base, token, &["job", "show", &spin]);
+    assert!(ok(base, token, &["job", "stop", spin]).contains("stopped"));
+    assert!(ok(base, token, &["job", "delete", spin]).contains("deleted"));
+    let (code, _, stderr) = cli(base, token, &["job", "show", spin]);
     assert_eq!(code, 1, "{stderr}");
     let modules = ok(base, token, &["module", "list"]);
     assert!(
@@ -199,7 +191,7 @@ pub(super) fn job_lifecycle(s: &Session, id: &str, spin: &str) {
             .any(|line| line.starts_with("greeter ") && line.contains(" 3 ")),
         "{modules}"
     );
-    let runs = ok(base, token, &["runs", "--job", &id]);
+    let runs = ok(base, token, &["runs", "--job", id]);
     assert!(runs.lines().next().unwrap().starts_with("RUN"), "{runs}");
     assert_eq!(runs.lines().count(), 4, "a header and three runs: {runs}");
 }

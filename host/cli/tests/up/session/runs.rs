@@ -10,14 +10,14 @@ pub(super) fn runs_versions_and_state(s: &Session, id: &str) -> String {
     let counter = cronbox_example_jobs::path("counter");
     let runaway = cronbox_example_jobs::path("runaway");
     // Trigger with a parameter and follow the log to the end.
-    let run = json(base, token, &["job", "trigger", &id, "--param", "cli"])["run_id"]
+    let run = json(base, token, &["job", "trigger", id, "--param", "cli"])["run_id"]
         .as_i64()
         .unwrap();
     let (code, log, end) = cli(base, token, &["logs", &run.to_string(), "--follow"]);
     assert_eq!(code, 0, "{end}");
     assert!(log.contains("hello, cli"), "{log}");
     assert!(end.contains("ended: success"), "{end}");
-    let listed = ok(base, token, &["runs", "--job", &id]);
+    let listed = ok(base, token, &["runs", "--job", id]);
     assert!(
         listed
             .lines()
@@ -85,33 +85,33 @@ pub(super) fn runs_versions_and_state(s: &Session, id: &str) -> String {
         second.contains("version 2") && second.contains("1 job(s) moved"),
         "{second}"
     );
-    let run = json(base, token, &["job", "trigger", &id])["run_id"]
+    let run = json(base, token, &["job", "trigger", id])["run_id"]
         .as_i64()
         .unwrap();
-    let counted = ended(base, token, &id, run);
+    let counted = ended(base, token, id, run);
     assert!(
         counted["message"].as_str().unwrap().starts_with("count=1"),
         "{counted}"
     );
-    let state = json(base, token, &["state", &id]);
+    let state = json(base, token, &["state", id]);
     assert_eq!(state["state"]["count"], "1");
     let rolled = ok(base, token, &["module", "rollback", "greeter", "1"]);
     assert!(rolled.contains("now version 3"), "{rolled}");
-    let run = json(base, token, &["job", "trigger", &id, "--param", "again"])["run_id"]
+    let run = json(base, token, &["job", "trigger", id, "--param", "again"])["run_id"]
         .as_i64()
         .unwrap();
-    assert_eq!(ended(base, token, &id, run)["message"], "hello, again");
+    assert_eq!(ended(base, token, id, run)["message"], "hello, again");
 
     // Configuration flags add to the job's configuration.
     json(
         base,
         token,
-        &["job", "update", &id, "--job-config", "greeting=hi"],
+        &["job", "update", id, "--job-config", "greeting=hi"],
     );
     let updated = json(
         base,
         token,
-        &["job", "update", &id, "--job-config", "other=x"],
+        &["job", "update", id, "--job-config", "other=x"],
     );
     assert_eq!(
         updated["config"],
