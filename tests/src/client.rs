@@ -27,7 +27,26 @@ pub struct AdminClient {
     pub api: Client,
 }
 
+/// The password the tests give user `name`.
+pub fn test_password(name: &str) -> String {
+    format!("{name}-password-1")
+}
+
 impl AdminClient {
+    /// Adds user `name` of `tenant` with `role` and its [`test_password`]
+    /// (this client being an operator's or the tenant's admin's).
+    pub async fn add_user(&self, name: &str, tenant: &str, role: &str) {
+        let (status, body) = self
+            .call(
+                Method::POST,
+                "/api/v1/users",
+                Some(json!({ "name": name, "tenant": tenant, "role": role,
+                             "password": test_password(name) })),
+            )
+            .await;
+        assert_eq!(status, 201, "{body}");
+    }
+
     pub fn new(base: impl Into<String>, token: impl Into<String>) -> Self {
         let (base, token) = (base.into(), token.into());
         AdminClient {

@@ -31,7 +31,7 @@ mod python;
 mod webhook;
 
 pub use browser::{Browser, process_group_alive};
-pub use client::{AdminClient, WAIT, until, until_within};
+pub use client::{AdminClient, WAIT, test_password, until, until_within};
 pub use executor_client::ExecutorClient;
 pub use origin::{SeenRequest, TestOrigin};
 pub use postgres::PostgresServer;

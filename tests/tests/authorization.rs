@@ -61,7 +61,7 @@ async fn admin_with(max_module_bytes: usize) -> Admin {
 }
 
 fn password(name: &str) -> String {
-    format!("{name}-password-1")
+    cronbox_tests::test_password(name)
 }
 
 /// A logged-in session: its cookie and CSRF token.
@@ -86,16 +86,7 @@ impl Admin {
     }
 
     async fn add_user(&self, name: &str, tenant: &str, role: &str) {
-        let (status, body) = self
-            .operator
-            .call(
-                Method::POST,
-                "/api/v1/users",
-                Some(json!({ "name": name, "tenant": tenant, "role": role,
-                             "password": password(name) })),
-            )
-            .await;
-        assert_eq!(status, 201, "{body}");
+        self.operator.add_user(name, tenant, role).await;
     }
 
     async fn login_status(&self, user: &str, password: &str) -> u16 {

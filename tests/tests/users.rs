@@ -116,16 +116,7 @@ impl Admin {
     }
 
     async fn add_user(&self, name: &str, tenant: &str, role: &str) {
-        let (status, body) = self
-            .operator
-            .call(
-                Method::POST,
-                "/api/v1/users",
-                Some(json!({ "name": name, "tenant": tenant, "role": role,
-                             "password": format!("{name}-password-1") })),
-            )
-            .await;
-        assert_eq!(status, 201, "{body}");
+        self.operator.add_user(name, tenant, role).await;
     }
 
     async fn tenant(&self, name: &str) {
@@ -142,7 +133,7 @@ impl Admin {
 }
 
 fn password(name: &str) -> String {
-    format!("{name}-password-1")
+    cronbox_tests::test_password(name)
 }
 
 const JOB: &str = "/api/v1/jobs";

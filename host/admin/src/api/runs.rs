@@ -32,9 +32,8 @@ pub(super) async fn get_run(
 ) -> Result<impl IntoResponse, Failure> {
     let run = visible_run(&state, &caller, id).await?;
     let store = state.scheduler.store();
-    let mut run = [state.scheduler.with_start(run).await];
-    store.with_job_names(&mut run).await?;
-    let [mut run] = run;
+    let mut run = state.scheduler.with_start(run).await;
+    store.with_job_names(std::slice::from_mut(&mut run)).await?;
     run.module = store.module_label(&run.tenant, &run.module_digest).await?;
     Ok(Json(run))
 }

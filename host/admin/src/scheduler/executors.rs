@@ -24,12 +24,25 @@ impl Scheduler {
         offset: usize,
         limit: usize,
     ) -> Result<cronbox_protocol::LogResponse, String> {
+        self.live_log_within(run, offset, limit, None).await
+    }
+
+    /// [`live_log`](Self::live_log) within `timeout` (default: the
+    /// dispatch timeout).
+    async fn live_log_within(
+        &self,
+        run: &RunRow,
+        offset: usize,
+        limit: usize,
+        timeout: Option<Duration>,
+    ) -> Result<cronbox_protocol::LogResponse, String> {
         let query = cronbox_protocol::LogQuery {
             run_id: run.id.wire(),
             offset,
             limit,
         };
-        self.ask_executor(run, executor_paths::LOG, &query).await
+        self.ask_executor_within(run, executor_paths::LOG, &query, timeout)
+            .await
     }
 
     /// `run` with its start time, asked of its executor when it is
@@ -41,23 +54,10 @@ impl Scheduler {
         if run.status != RunStatus::Dispatched || run.started_at_ms.is_some() {
             return run;
         }
-        let Some(executor) = run.executor.clone() else {
-            return run;
-        };
-        let query = cronbox_protocol::LogQuery {
-            run_id: run.id.wire(),
-            offset: 0,
-            limit: 0,
-        };
-        let answer: Result<cronbox_protocol::LogResponse, String> = self
-            .post_within(
-                &executor,
-                executor_paths::LOG,
-                &query,
-                Some(Duration::from_secs(1)),
-            )
+        let asked = self
+            .live_log_within(&run, 0, 0, Some(Duration::from_secs(1)))
             .await;
-        if let Ok(answer) = answer {
+        if let Ok(answer) = asked {
             run.started_at_ms = answer.started_at_ms;
         }
         run
@@ -70,10 +70,22 @@ impl Scheduler {
         path: &str,
         body: &B,
     ) -> Result<R, String> {
+        self.ask_executor_within(run, path, body, None).await
+    }
+
+    /// [`ask_executor`](Self::ask_executor) within `timeout` (default: the
+    /// dispatch timeout).
+    async fn ask_executor_within<B: serde::Serialize, R: serde::de::DeserializeOwned>(
+        &self,
+        run: &RunRow,
+        path: &str,
+        body: &B,
+        timeout: Option<Duration>,
+    ) -> Result<R, String> {
         let Some(executor) = &run.executor else {
             return Err("the run was not dispatched to an executor".to_owned());
         };
-        self.post(executor, path, body).await
+        self.post_within(executor, path, body, timeout).await
     }
 
     /// POSTs `body` to `executor` (an address the admin routed to) with the

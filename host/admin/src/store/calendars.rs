@@ -3,7 +3,7 @@
 
 use cronbox_api::Calendar;
 
-use super::rows::{json_column, json_text};
+use super::rows::json_column;
 use super::*;
 
 fn calendar_from_row(row: &AnyRow) -> Result<Calendar, sqlx::Error> {

@@ -149,7 +149,7 @@ async fn move_next_fires(
             })
             .collect();
         sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
-            .bind(json_value(&values)?)
+            .bind(json_text("rows", &values)?)
             .execute(&mut *conn)
             .await?;
     }

@@ -5,7 +5,6 @@
 
 use std::sync::LazyLock;
 
-use super::rows::json_text;
 use super::*;
 
 /// The columns of a job's definition (what saving a job writes), in the

@@ -21,7 +21,7 @@ impl Store {
             self.backend.ids_in(1)
         );
         for row in sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(json_value(job_ids)?)
+            .bind(json_text("rows", job_ids)?)
             .fetch_all(&self.pool)
             .await?
         {

@@ -3,7 +3,6 @@
 //! are `claims`', durable state `job_states`'.
 
 use super::job_definition::{INSERT_JOB, UPDATE_JOB, bind_definition};
-use super::rows::json_text;
 use super::*;
 
 impl Store {
@@ -113,7 +112,7 @@ impl Store {
         );
         let mut unkept = Vec::new();
         for row in sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(json_value(ids)?)
+            .bind(json_text("rows", ids)?)
             .fetch_all(&self.pool)
             .await?
         {
@@ -140,7 +139,7 @@ impl Store {
         let mut read = Vec::with_capacity(unkept.len());
         let mut revisions = Vec::with_capacity(unkept.len());
         for row in sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(json_value(&unkept)?)
+            .bind(json_text("rows", &unkept)?)
             .fetch_all(&self.pool)
             .await?
         {
@@ -488,7 +487,7 @@ async fn attach_children(
         backend.ids_in(1)
     );
     for row in sqlx::query(sqlx::AssertSqlSafe(sql))
-        .bind(json_value(&ids)?)
+        .bind(json_text("rows", &ids)?)
         .fetch_all(&mut *conn)
         .await?
     {

@@ -347,11 +347,13 @@ impl Backend {
     }
 }
 
-/// `rows` as the JSON text a batch statement binds (see
-/// [`Backend::json_rows`] and [`Backend::ids_in`]).
-fn json_value(rows: &(impl serde::Serialize + ?Sized)) -> Result<String, StoreError> {
-    serde_json::to_string(rows)
-        .map_err(|error| StoreError::Database(sqlx::Error::Encode(Box::new(error))))
+/// `value` as the JSON text `what` is bound as: a JSON column, or the rows
+/// a batch statement binds as one value (see [`Backend::json_rows`] and
+/// [`Backend::ids_in`]); an error naming `what` if it cannot be written
+/// (never a default written in its place).
+fn json_text<T: serde::Serialize + ?Sized>(what: &str, value: &T) -> Result<String, sqlx::Error> {
+    serde_json::to_string(value)
+        .map_err(|error| sqlx::Error::Encode(format!("{what}: {error}").into()))
 }
 
 /// `$1, $2, ..., $count`: the placeholders of an `IN` list. Only numbers go

@@ -225,16 +225,6 @@ fn time_zone_column(row: &AnyRow) -> Result<String, sqlx::Error> {
     }
 }
 
-/// `value` as the JSON text `column` stores; an error naming the column if
-/// it cannot be written (never a default written in its place).
-pub(super) fn json_text<T: serde::Serialize + ?Sized>(
-    column: &str,
-    value: &T,
-) -> Result<String, sqlx::Error> {
-    serde_json::to_string(value)
-        .map_err(|error| sqlx::Error::Encode(format!("{column}: {error}").into()))
-}
-
 pub(super) fn job_from_row(row: &AnyRow) -> Result<JobRow, sqlx::Error> {
     let mut job = JobRow {
         id: row.try_get("id")?,

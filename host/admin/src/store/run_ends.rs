@@ -169,7 +169,7 @@ pub(super) async fn end_runs_in(
         .bind(RunStatus::Pending.as_str())
         .bind(RunStatus::Dispatched.as_str())
         .bind(RunStatus::Cancelled.as_str())
-        .bind(json_value(&values)?);
+        .bind(json_text("rows", &values)?);
     if let Some((earliest, latest)) = range {
         query = query.bind(earliest).bind(latest);
     }
@@ -227,7 +227,7 @@ pub(super) async fn mark_runs_in(
     let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
         .bind(RunStatus::Dispatched.as_str())
         .bind(RunStatus::Pending.as_str())
-        .bind(json_value(&values)?);
+        .bind(json_text("rows", &values)?);
     if let Some((earliest, latest)) = range {
         query = query.bind(earliest).bind(latest);
     }

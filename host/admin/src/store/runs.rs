@@ -196,7 +196,7 @@ pub(super) async fn insert_fires(
             .bind(RunStatus::Pending.as_str())
             .bind(now_ms)
             .bind(owner)
-            .bind(json_value(&values)?);
+            .bind(json_text("rows", &values)?);
         // Rows come back in no promised order: matched by the fire's key.
         let mut written: HashMap<(JobId, i64, i64), RunId> = HashMap::new();
         for row in query.fetch_all(&mut *conn).await? {

@@ -1,6 +1,6 @@
 //! Tenants and their API tokens (stored as sha256).
 
-use super::rows::{json_column, json_text};
+use super::rows::json_column;
 use super::*;
 
 impl Store {

@@ -3,23 +3,11 @@
 
 use super::*;
 
-async fn add_user(operator: &AdminClient, name: &str, tenant: &str, role: &str) {
-    let (status, body) = operator
-        .call(
-            Method::POST,
-            "/api/v1/users",
-            Some(json!({ "name": name, "tenant": tenant, "role": role,
-                         "password": format!("{name}-password-1") })),
-        )
-        .await;
-    assert_eq!(status, 201, "{body}");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn viewers_read_only_tenants_see_their_own_and_names_stay_text() {
     let up = start();
     let operator = &up.operator;
-    add_user(operator, "reader", "default", "viewer").await;
+    operator.add_user("reader", "default", "viewer").await;
     let (status, acme) = operator
         .call(
             Method::POST,
@@ -28,7 +16,7 @@ async fn viewers_read_only_tenants_see_their_own_and_names_stay_text() {
         )
         .await;
     assert_eq!(status, 201, "{acme}");
-    add_user(operator, "acme-dev", "acme", "developer").await;
+    operator.add_user("acme-dev", "acme", "developer").await;
     let acme = operator.with_token(acme["token"].as_str().unwrap());
     acme.api
         .upload(cronbox_example_jobs::bytes("hello"), Some("acme-mod"), &[])
