@@ -156,13 +156,14 @@ pub(crate) fn read_job_file(path: &Path) -> anyhow::Result<JobFile> {
     })
 }
 
-/// One job file deployed (or, with `dry_run`, what would be).
+/// One job file deployed (or, with `dry_run`, what would be); the job's
+/// id, unless a dry run would create it.
 pub(crate) async fn deploy(
     client: &Client,
     file: &JobFile,
     dry_run: bool,
     tools_dir: Option<PathBuf>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Option<cronbox_api::JobId>> {
     let would = if dry_run { "would be " } else { "" };
     outln!("{} ({})", file.spec.name, file.path.display());
     let module = file
@@ -262,6 +263,7 @@ pub(crate) async fn deploy(
 
     // Started or stopped, as the file says.
     let start = file.deploy.start;
+    let id = job.as_ref().map(|job| job.id);
     match job {
         Some(job) if job.enabled == start => {
             outln!("  state   {}", if start { "running" } else { "stopped" })
@@ -283,7 +285,7 @@ pub(crate) async fn deploy(
             if start { "started" } else { "stopped" }
         ),
     }
-    Ok(())
+    Ok(id)
 }
 
 /// The fields `wanted` sets whose value differs from `current`'s.

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use clap::Args;
-use cronbox_api::{Client, JobQuery, TriggerRequest, TriggerSource};
+use cronbox_api::{Client, TriggerRequest, TriggerSource};
 
 use crate::deploy::{JobFile, deploy, fingerprint, job_files, read_job_file};
 
@@ -103,12 +103,7 @@ fn snapshot(folder: &Path, job_file: &Path) -> anyhow::Result<String> {
 
 /// One turn: deploy, run now, print the log to the run's end.
 async fn once(client: &Client, file: &JobFile, args: &DevArgs) -> anyhow::Result<()> {
-    deploy(client, file, false, args.tools_dir.clone()).await?;
-    let named = JobQuery {
-        name: Some(file.spec.name.clone()),
-        ..JobQuery::default()
-    };
-    let Some(job) = client.jobs(&named).await?.into_iter().next() else {
+    let Some(job) = deploy(client, file, false, args.tools_dir.clone()).await? else {
         bail!("job {:?} is not there after its deploy", file.spec.name);
     };
     let request = TriggerRequest {
@@ -116,7 +111,7 @@ async fn once(client: &Client, file: &JobFile, args: &DevArgs) -> anyhow::Result
         addresses: None,
         kind: TriggerSource::Manual,
     };
-    let run = client.trigger(job.job.id, &request).await?.run_id;
+    let run = client.trigger(job, &request).await?.run_id;
     eprintln!("-- run {run}");
     let ended = crate::manage::follow_run(client, run, false).await?;
     eprintln!(
