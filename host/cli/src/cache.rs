@@ -66,14 +66,7 @@ pub const MAX_CACHE_BYTES: u64 = 4 << 30;
 /// `$XDG_CACHE_HOME/cronbox`, else `$HOME/.cache/cronbox` (only absolute
 /// paths count, as the XDG base directory specification says).
 fn default_dir() -> Option<PathBuf> {
-    let absolute = |name: &str| {
-        std::env::var_os(name)
-            .map(PathBuf::from)
-            .filter(|path| path.is_absolute())
-    };
-    absolute("XDG_CACHE_HOME")
-        .or_else(|| absolute("HOME").map(|home| home.join(".cache")))
-        .map(|base| base.join("cronbox"))
+    crate::dirs::cache()
 }
 
 #[cfg(test)]

@@ -61,17 +61,10 @@ impl Context {
 /// Where the contexts are kept (see the module's doc); `None` without a
 /// home directory.
 pub fn file() -> Option<PathBuf> {
-    let absolute = |name: &str| {
-        std::env::var_os(name)
-            .map(PathBuf::from)
-            .filter(|path| path.is_absolute())
-    };
     if let Some(file) = std::env::var_os("CRONBOX_CONTEXTS").filter(|file| !file.is_empty()) {
         return Some(PathBuf::from(file));
     }
-    absolute("XDG_CONFIG_HOME")
-        .or_else(|| absolute("HOME").map(|home| home.join(".config")))
-        .map(|base| base.join("cronbox").join("contexts.toml"))
+    crate::dirs::config().map(|dir| dir.join("contexts.toml"))
 }
 
 impl Contexts {

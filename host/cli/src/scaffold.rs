@@ -373,11 +373,8 @@ pub(crate) fn build_project(
 
 /// `$XDG_CACHE_HOME/cronbox/tools`, or `~/.cache/cronbox/tools`.
 fn default_tools_dir() -> PathBuf {
-    std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir)
-        .join("cronbox")
+    crate::dirs::cache()
+        .unwrap_or_else(|| std::env::temp_dir().join("cronbox"))
         .join("tools")
 }
 
