@@ -105,12 +105,23 @@ impl Caller {
     /// Whether the caller may see an object of `tenant`. Objects it may not
     /// see are answered 404, as if they did not exist.
     pub(crate) fn sees(&self, tenant: &str) -> bool {
-        self.operator() || self.tenant == tenant
+        self.scope().sees(tenant)
+    }
+
+    /// The tenants whose objects the caller sees, as the services scope
+    /// them.
+    pub(crate) fn scope(&self) -> crate::service::scope::Scope {
+        use crate::service::scope::Scope;
+        if self.operator() {
+            Scope::Everything
+        } else {
+            Scope::Tenant(self.tenant.clone())
+        }
     }
 
     /// The tenant to restrict listings to (`None` for the operator).
     pub(crate) fn only_tenant(&self) -> Option<String> {
-        (!self.operator()).then(|| self.tenant.clone())
+        self.scope().only_tenant().map(str::to_owned)
     }
 
     /// [`Caller::require_operator`] for one field of a request.

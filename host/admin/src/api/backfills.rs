@@ -50,14 +50,7 @@ async fn visible_backfill(
     caller: &Caller,
     id: i64,
 ) -> Result<cronbox_api::Backfill, Failure> {
-    match state.scheduler.store().backfill(id).await? {
-        Some(backfill) if caller.sees(&backfill.tenant) => Ok(backfill),
-        _ => Err(Failure::new(
-            StatusCode::NOT_FOUND,
-            ErrorCode::NotFound,
-            format!("no backfill {id}"),
-        )),
-    }
+    Ok(caller.scope().backfill(state.scheduler.store(), id).await?)
 }
 
 pub(super) async fn get_backfill(

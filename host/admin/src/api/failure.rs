@@ -67,6 +67,21 @@ impl From<ServiceError> for Failure {
                 exists.to_string(),
             )
             .field("name"),
+            unknown @ ServiceError::UnknownJob(_) => Failure::new(
+                StatusCode::NOT_FOUND,
+                ErrorCode::UnknownJob,
+                unknown.to_string(),
+            ),
+            unknown @ ServiceError::UnknownRun(_) => Failure::new(
+                StatusCode::NOT_FOUND,
+                ErrorCode::UnknownRun,
+                unknown.to_string(),
+            ),
+            unknown @ ServiceError::UnknownBackfill(_) => Failure::new(
+                StatusCode::NOT_FOUND,
+                ErrorCode::NotFound,
+                unknown.to_string(),
+            ),
             unknown @ ServiceError::UnknownUser(_) => Failure::new(
                 StatusCode::NOT_FOUND,
                 ErrorCode::UnknownUser,

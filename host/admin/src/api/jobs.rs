@@ -154,18 +154,12 @@ pub(super) async fn visible_job(
     caller: &Caller,
     id: JobId,
 ) -> Result<JobRow, Failure> {
-    match state.scheduler.store().job(id).await? {
-        Some(job) if caller.sees(&job.tenant) => Ok(job),
-        _ => Err(unknown_job(id)),
-    }
+    Ok(caller.scope().job(state.scheduler.store(), id).await?)
 }
 
-pub(super) fn unknown_job(id: JobId) -> Failure {
-    Failure::new(
-        StatusCode::NOT_FOUND,
-        ErrorCode::UnknownJob,
-        format!("no job {id}"),
-    )
+/// The answer for a job that vanished between its read and a write.
+fn unknown_job(id: JobId) -> Failure {
+    ServiceError::UnknownJob(id).into()
 }
 
 pub(super) async fn start_job(

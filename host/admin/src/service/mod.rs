@@ -1,13 +1,15 @@
 //! The rules between the HTTP layer and the store: what makes a request
 //! acceptable beyond its shape (groups that exist, modules the tenant
 //! owns, children of the same tenant without a cycle, a job in use), and
-//! the writes that follow. Handlers authenticate, scope to the caller's
-//! tenant and translate [`ServiceError`] into an HTTP answer; they hold no
-//! rules of their own.
+//! the writes that follow, and which tenants' objects a caller sees
+//! ([`scope::Scope`]). Handlers authenticate, hand the caller's scope on
+//! and translate [`ServiceError`] into an HTTP answer; they hold no rules
+//! of their own.
 
 pub mod groups;
 pub mod jobs;
 pub mod modules;
+pub mod scope;
 pub mod secrets;
 pub mod tenants;
 pub mod users;
@@ -105,6 +107,15 @@ pub enum ServiceError {
     /// A user of that name exists (in some tenant).
     #[error("user {0:?} already exists")]
     UserExists(String),
+    /// No job of that id that the caller may see.
+    #[error("no job {0}")]
+    UnknownJob(JobId),
+    /// No run of that id that the caller may see.
+    #[error("no run {0}")]
+    UnknownRun(crate::model::RunId),
+    /// No backfill of that id that the caller may see.
+    #[error("no backfill {0}")]
+    UnknownBackfill(i64),
     /// No such user that the caller may see.
     #[error("no user {0:?}")]
     UnknownUser(String),

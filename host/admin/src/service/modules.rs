@@ -8,9 +8,9 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 
 use super::ServiceError;
-use crate::api::bodies::{RolledBack, Uploaded};
 use crate::scheduler::Scheduler;
 use crate::store::{ModuleVersion, Moved, Store, VersionPush};
+use cronbox_api::{RolledBack, Uploaded};
 use cronbox_component_check::ComponentError;
 
 /// What an upload asks for besides its bytes.
