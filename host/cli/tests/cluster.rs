@@ -19,7 +19,7 @@ use cronbox_admin::scheduler::CLAIM_PAST_HORIZON_MS;
 use cronbox_admin::store::WRITE_LEASE_MS;
 use cronbox_admin::store::{JobId, RunFilter, RunId, RunRow};
 use cronbox_admin::{SchedulerConfig, Store};
-use cronbox_api::{AlarmState, Client, JobSpec, RunStatus, TriggerKind, TriggerRequest};
+use cronbox_api::{AlarmState, Client, JobBatch, JobSpec, RunStatus, TriggerKind, TriggerRequest};
 use cronbox_example_jobs as jobs;
 use cronbox_tests::{PostgresServer, WebhookReceiver};
 use cronbox_tests::{until, until_within};
@@ -251,32 +251,28 @@ impl Cluster {
         self.api(admin).trigger(job, &request).await.unwrap().run_id
     }
 
-    /// `count` jobs running `hello` every second, started.
-    async fn every_second(&self, count: usize) -> Vec<JobId> {
+    /// `count` jobs running `hello` every second of [from, to) only (their
+    /// schedule starts and ends there, so that nothing needs stopping
+    /// after), started: created in one batch per admin, each started by
+    /// the admin that created it.
+    async fn every_second(&self, count: usize, from: i64, to: i64) -> Vec<JobId> {
         self.push("hello", "hello").await;
-        let mut ids = Vec::with_capacity(count);
+        let admins = self.admins.len();
+        let mut batches = vec![Vec::new(); admins];
         for i in 0..count {
             let spec = json!({ "name": format!("tick-{i}"), "module": "hello",
-                               "schedule_type": "CRON", "schedule_conf": "* * * * * ?" });
-            ids.push(self.create(0, spec).await);
+                               "schedule_type": "CRON", "schedule_conf": "* * * * * ?",
+                               "schedule_rules": { "starts_at_ms": from, "ends_at_ms": to - 1 } });
+            batches[i % admins].push(serde_json::from_value::<JobSpec>(spec).unwrap());
         }
-        for (i, id) in ids.iter().enumerate() {
-            // Spread the starts over the admins.
-            let api = self.api(i % self.admins.len());
-            api.start_job(*id).await.unwrap();
+        let mut ids = Vec::with_capacity(count);
+        for (admin, jobs) in batches.into_iter().enumerate() {
+            let batch = JobBatch { jobs, start: true };
+            let created = self.api(admin).create_jobs(&batch).await.unwrap();
+            assert_eq!(created.started, created.ids.len());
+            ids.extend(created.ids);
         }
         ids
-    }
-
-    async fn stop_all(&self, ids: &[JobId]) {
-        let alive = self
-            .admins
-            .iter()
-            .position(|admin| admin.process.is_some())
-            .unwrap();
-        for id in ids {
-            self.api(alive).stop_job(*id).await.unwrap();
-        }
     }
 
     /// Every run scheduled in [from, to).
@@ -381,12 +377,11 @@ fn second_after(ahead_ms: i64) -> i64 {
 async fn three_admins_fire_every_second_of_500_jobs_exactly_once() {
     let _one = ONE_AT_A_TIME.lock().await;
     let cluster = Cluster::start(&[&[], &[], &[]], 1).await;
-    let ids = cluster.every_second(500).await;
     // 6,000 fires over 12 s (the firing benchmark runs longer).
-    let from = second_after(5_000);
+    let from = second_after(3_000);
     let to = from + 12_000;
+    let ids = cluster.every_second(500, from, to).await;
     tokio::time::sleep(Duration::from_millis((to - now_ms() + 500).max(0) as u64)).await;
-    cluster.stop_all(&ids).await;
     let runs = cluster.settle(from, to).await;
     exactly_once(&runs, &ids, from, to);
     // Executed once, as the executors saw it: every successful run row
@@ -399,8 +394,15 @@ async fn three_admins_fire_every_second_of_500_jobs_exactly_once() {
 async fn a_killed_admins_fires_are_taken_over() {
     let _one = ONE_AT_A_TIME.lock().await;
     let mut cluster = Cluster::start(&[&[], &[], &[]], 1).await;
-    let ids = cluster.every_second(200).await;
+    // The window goes on long enough after the kill (2 s in) for the
+    // dead admin's last fires, written as far ahead as a pre-read reaches,
+    // to be taken over once their write leases run out, and for firing
+    // to go on after (checked once the admin is killed).
+    let pre_read_reach =
+        SchedulerConfig::default().pre_read.as_millis() as i64 + CLAIM_PAST_HORIZON_MS;
     let from = second_after(3_000);
+    let to = from + 2_000 + pre_read_reach + WRITE_LEASE_MS + 5_000;
+    let ids = cluster.every_second(200, from, to).await;
     let store = Store::connect(&cluster.url).await.unwrap();
     // Once firing, the admin holding the most written fires dies with them
     // (which admin claims a pass's batch of jobs is a race, so ask).
@@ -428,14 +430,14 @@ async fn a_killed_admins_fires_are_taken_over() {
         .await
         .unwrap();
     assert!(!orphaned.is_empty(), "the killed admin held no fire");
-    // Its last fires were written as far ahead as a pre-read reaches; each
-    // is taken over once its write lease has run out, at the next check
-    // for orphans (every second or so) — then every job is stopped.
-    let pre_read_reach =
-        SchedulerConfig::default().pre_read.as_millis() as i64 + CLAIM_PAST_HORIZON_MS;
-    let to = second_after(pre_read_reach + WRITE_LEASE_MS + 3_000);
+    // Its last fires were written as far ahead as a pre-read reaches;
+    // each is taken over once its write lease has run out, at the next
+    // check for orphans (every second or so), well within the window.
+    assert!(
+        to - now_ms() >= pre_read_reach + WRITE_LEASE_MS + 2_000,
+        "the admin was killed too late in the window"
+    );
     tokio::time::sleep(Duration::from_millis((to - now_ms() + 500).max(0) as u64)).await;
-    cluster.stop_all(&ids).await;
     let runs = cluster.settle(from, to).await;
     exactly_once(&runs, &ids, from, to);
     // Each fire the dead admin held was dispatched by another admin, once
@@ -515,20 +517,23 @@ async fn a_run_on_a_killed_executor_is_lost_and_retried_on_another() {
 async fn a_database_restart_mid_load_loses_and_doubles_nothing() {
     let _one = ONE_AT_A_TIME.lock().await;
     let cluster = Cluster::start(&[&[], &[]], 1).await;
-    let ids = cluster.every_second(100).await;
+    // 3 s of firing, a 3 s outage (a fault's length, not a wait for an
+    // event), then at least 5 s of firing after the database is back.
     let from = second_after(3_000);
+    let to = from + 11_000;
+    let ids = cluster.every_second(100, from, to).await;
     tokio::time::sleep(Duration::from_millis(
         (from + 3_000 - now_ms()).max(0) as u64
     ))
     .await;
-    // The outage itself lasts 3 s (a fault's length, not a wait for an
-    // event); then 6 s of firing after the database is back.
     cluster.postgres.stop();
     tokio::time::sleep(Duration::from_secs(3)).await;
     cluster.postgres.start_again();
-    let to = second_after(6_000);
+    assert!(
+        to - now_ms() >= 4_000,
+        "the database came back too late in the window"
+    );
     tokio::time::sleep(Duration::from_millis((to - now_ms() + 500).max(0) as u64)).await;
-    cluster.stop_all(&ids).await;
     // A 3 s outage is under the misfire threshold (5 s): every fire is
     // still due, late, and must happen once.
     let runs = cluster.settle(from, to).await;
@@ -548,9 +553,9 @@ async fn admins_with_skewed_clocks_still_fire_once() {
         1,
     )
     .await;
-    let ids = cluster.every_second(100).await;
-    let from = second_after(5_000);
+    let from = second_after(3_000);
     let to = from + 6_000;
+    let ids = cluster.every_second(100, from, to).await;
     // Until every second of the window has fired and ended (on the slower
     // admin's clock, 2 s behind, it closes last).
     let expected = ids.len() * ((to - from) / 1000) as usize;
@@ -564,7 +569,6 @@ async fn admins_with_skewed_clocks_still_fire_once() {
         (ended >= expected).then_some(())
     })
     .await;
-    cluster.stop_all(&ids).await;
     let runs = cluster.settle(from, to).await;
     exactly_once(&runs, &ids, from, to);
 }
