@@ -73,7 +73,7 @@ impl Scheduler {
                 // That queue just ended: forget it, take a new one.
                 Err(mpsc::error::SendError(back)) => {
                     queued = back;
-                    let mut queues = self.batches.queues.lock().expect("lock");
+                    let mut queues = self.dispatcher.batches.queues.lock().expect("lock");
                     if queues.get(address).is_some_and(|(known, _)| *known == id) {
                         queues.remove(address);
                     }
@@ -90,11 +90,15 @@ impl Scheduler {
 
     /// The queue of `address`, started if there is none.
     fn queue_of(self: &Arc<Self>, address: &str) -> (u64, mpsc::UnboundedSender<Queued>) {
-        let mut queues = self.batches.queues.lock().expect("lock");
+        let mut queues = self.dispatcher.batches.queues.lock().expect("lock");
         if let Some((id, queue)) = queues.get(address) {
             return (*id, queue.clone());
         }
-        let id = self.batches.next_queue.fetch_add(1, Ordering::Relaxed);
+        let id = self
+            .dispatcher
+            .batches
+            .next_queue
+            .fetch_add(1, Ordering::Relaxed);
         let (queue, commands) = mpsc::unbounded_channel();
         queues.insert(address.to_owned(), (id, queue.clone()));
         let scheduler = self.clone();
@@ -126,7 +130,7 @@ impl Scheduler {
                         // Idle: no new sender finds this queue; what was
                         // sent into it meanwhile still goes.
                         {
-                            let mut queues = self.batches.queues.lock().expect("lock");
+                            let mut queues = self.dispatcher.batches.queues.lock().expect("lock");
                             if queues.get(&address).is_some_and(|(known, _)| *known == id) {
                                 queues.remove(&address);
                             }
@@ -170,6 +174,7 @@ impl Scheduler {
         }
         body.extend_from_slice(b"]}");
         let response = self
+            .dispatcher
             .http
             .post(format!("{address}{}", executor_paths::RUN_BATCH))
             .bearer_auth(&self.config.executor_token)
@@ -227,6 +232,7 @@ impl Scheduler {
     /// Sends one command in a request of its own (`run`).
     pub(super) async fn send_alone(self: &Arc<Self>, address: &str, body: Bytes) -> Answer {
         let response = self
+            .dispatcher
             .http
             .post(format!("{address}{}", executor_paths::RUN))
             .bearer_auth(&self.config.executor_token)

@@ -1,9 +1,50 @@
-//! Dispatch: timers that send each run ahead of its instant, send
-//! windows shared by claim batches, leases, the fast and slow pools, and
-//! the overlap policy. Where a run goes and what it is sent with is
-//! `sending.rs`; triggers are `triggers.rs`.
+//! The dispatcher: when and where runs go — timers that send each run
+//! ahead of its instant, send windows shared by claim batches, leases, the
+//! fast and slow pools, and the overlap policy. Routing and the send are
+//! `sending.rs`; what a run is sent with is `command.rs`; triggers are
+//! `triggers.rs`.
 
 use super::*;
+
+/// The dispatcher's state: its pools, the groups' live addresses, the
+/// commands queued per executor, the open send windows, and the HTTP
+/// client runs go to executors with.
+#[derive(Debug)]
+pub(super) struct Dispatcher {
+    pub(super) http: reqwest::Client,
+    /// Dispatch slots of jobs whose dispatches are quick.
+    fast_slots: Arc<Semaphore>,
+    /// Dispatch slots of jobs whose dispatches were often slow this minute,
+    /// so that they cannot hold up the others (xxl-job's slow pool).
+    slow_slots: Arc<Semaphore>,
+    slow_jobs: std::sync::Mutex<SlowJobs>,
+    /// Each group's live addresses, read at most once per second.
+    pub(super) addresses:
+        std::sync::Mutex<std::collections::HashMap<String, (std::time::Instant, Vec<String>)>>,
+    /// Run commands on their way to each executor, sent in batches.
+    pub(super) batches: Batches,
+    /// Runs waiting for their window's time to be sent.
+    windows: OpenWindows,
+}
+
+impl Dispatcher {
+    pub(super) fn new(config: &SchedulerConfig) -> Self {
+        Dispatcher {
+            http: reqwest::Client::builder()
+                .timeout(config.dispatch_timeout)
+                .connect_timeout(Duration::from_secs(1))
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .unwrap_or_default(),
+            fast_slots: Arc::new(Semaphore::new(config.max_dispatches)),
+            slow_slots: Arc::new(Semaphore::new((config.max_dispatches / 4).max(1))),
+            slow_jobs: std::sync::Mutex::new(SlowJobs::default()),
+            addresses: std::sync::Mutex::new(std::collections::HashMap::new()),
+            batches: Batches::default(),
+            windows: OpenWindows::default(),
+        }
+    }
+}
 
 /// How long a group's address list is reused before the registry is read
 /// again.
@@ -171,13 +212,13 @@ impl Scheduler {
                 .push(run);
         }
         for ((index, send_at), runs) in by_window {
-            if !self.windows.add(index, lease, runs) {
+            if !self.dispatcher.windows.add(index, lease, runs) {
                 continue;
             }
             let scheduler = self.clone();
             self.tasks.spawn(async move {
                 scheduler.config.clock.sleep_until(send_at).await;
-                let runs = scheduler.windows.take(index, lease);
+                let runs = scheduler.dispatcher.windows.take(index, lease);
                 let due = scheduler.in_backlog(runs.len());
                 scheduler.dispatch_group(runs, lease, due).await;
             });
@@ -302,14 +343,15 @@ impl Scheduler {
         addresses: Option<Vec<String>>,
     ) {
         let slow = self
+            .dispatcher
             .slow_jobs
             .lock()
             .unwrap_or_else(|poison| poison.into_inner())
             .is_slow(run.job_id, self.now_ms());
         let slots = if slow {
-            &self.slow_slots
+            &self.dispatcher.slow_slots
         } else {
-            &self.fast_slots
+            &self.dispatcher.fast_slots
         };
         let Ok(_slot) = slots.clone().acquire_owned().await else {
             return;
@@ -334,7 +376,8 @@ impl Scheduler {
         if let Err(error) = self.dispatch(run, known, addresses).await {
             tracing::error!(run = %run.id, %error, "dispatch failed");
         }
-        self.slow_jobs
+        self.dispatcher
+            .slow_jobs
             .lock()
             .unwrap_or_else(|poison| poison.into_inner())
             .record(run.job_id, started.elapsed(), self.now_ms());
@@ -393,7 +436,7 @@ impl Scheduler {
             );
             if let Some(ended) = self.store.finish_run(&end).await? {
                 self.metrics.run_ended(RunStatus::Cancelled.as_str());
-                self.events.send(|| RunEvent::ended(&ended));
+                self.sink.events.send(|| RunEvent::ended(&ended));
             }
             return Ok(());
         }
@@ -420,7 +463,7 @@ impl Scheduler {
             }
         } else {
             let probe = HttpProbe {
-                http: &self.http,
+                http: &self.dispatcher.http,
                 token: &self.config.executor_token,
             };
             self.router
@@ -473,7 +516,7 @@ impl Scheduler {
             let end = RunEnd::cancelled(run.id, &format!("skipped: {why}"), now);
             if let Some(ended) = self.store.finish_run(&end).await? {
                 self.metrics.run_ended(RunStatus::Cancelled.as_str());
-                self.events.send(|| RunEvent::ended(&ended));
+                self.sink.events.send(|| RunEvent::ended(&ended));
             }
             Ok::<bool, StoreError>(false)
         };

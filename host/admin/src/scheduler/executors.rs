@@ -109,6 +109,7 @@ impl Scheduler {
         timeout: Option<std::time::Duration>,
     ) -> Result<R, String> {
         let mut request = self
+            .dispatcher
             .http
             .post(format!("{executor}{path}"))
             .bearer_auth(&self.config.executor_token)
@@ -142,7 +143,7 @@ impl Scheduler {
             .await?;
         for run_id in &cancelled {
             self.metrics.run_ended(RunStatus::Cancelled.as_str());
-            self.events.send(|| RunEvent::Ended {
+            self.sink.events.send(|| RunEvent::Ended {
                 run_id: *run_id,
                 job_id: job.id,
                 status: RunStatus::Cancelled,

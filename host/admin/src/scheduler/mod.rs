@@ -12,20 +12,21 @@
 //! impossible. Past `max_backlog` runs waiting to be sent, nothing new is
 //! claimed until they drain.
 //!
-//! Laid out by step: `planner` (pure: fires, misfire, catch-up), `preread`
-//! (claims and written fires), `dispatch` (timers, leases, routing, the run
-//! command, triggers), `receipts`, `results` (what follows a run's end),
-//! `executors` (kill and log requests) and `warming` (compile-ahead of new
-//! module versions).
+//! Laid out by part and step: `planner` (pure: fires, misfire, catch-up),
+//! `preread` (claims and written fires), `dispatch` (the [`Dispatcher`]:
+//! timers, send windows, leases, pools, overlap), `sending` (routing and
+//! the send), `batching` (commands to one executor together), `command`
+//! (the run-command builder and receipts), `sink` (the result sink:
+//! marks, ends and events), `ends` (their writer), `results` (what
+//! follows a run's end), `triggers` and `backfill` (runs on request),
+//! `executors` (kill and log requests), `warming` (compile-ahead of new
+//! module versions) and `calendars`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, TimeZone, Utc};
-use cronbox_protocol::{
-    IdleBeatRequest, IdleBeatResponse, RunCommand, RunResult, Trigger, TriggerKind, WireLimits,
-    executor_paths,
-};
+use cronbox_protocol::{IdleBeatRequest, IdleBeatResponse, RunResult, TriggerKind, executor_paths};
 use tokio::sync::Semaphore;
 
 use crate::clock::{Clock, SystemClock};
@@ -35,7 +36,7 @@ use crate::model::{JobId, MisfirePolicy, RunId, RunOutcome};
 use crate::routing::{Probe, Route, RouteStrategy, Router};
 use crate::schedule::{Rules, Schedule};
 use crate::store::{
-    DISPATCH_LEASE_MS, DispatchMark, DueJob, JobRow, JobState, LEASE_LEFT_TO_SEND_MS, NewRun,
+    DISPATCH_LEASE_MS, DueJob, JobRow, JobState, LEASE_LEFT_TO_SEND_MS, NewRun,
     RENEW_LEASE_BELOW_MS, RunEnd, RunRow, RunStatus, Store, StoreError, write_lease_until,
 };
 use crate::tasks::Tasks;
@@ -43,15 +44,16 @@ use crate::tasks::Tasks;
 mod backfill;
 mod batching;
 mod calendars;
+mod command;
 mod dispatch;
 mod ends;
 mod events;
 mod executors;
 mod planner;
 mod preread;
-mod receipts;
 mod results;
 mod sending;
+mod sink;
 mod slow_jobs;
 mod triggers;
 mod warming;
@@ -59,6 +61,7 @@ mod warming;
 pub use backfill::{BackfillError, DEFAULT_PER_SECOND, MAX_BACKFILL_FIRES, MAX_PER_SECOND};
 use batching::{Answer, Batches};
 pub use calendars::CALENDARS_FRESH;
+use command::RunCommands;
 use dispatch::*;
 pub use events::RunEvent;
 pub use executors::JobKill;
@@ -66,6 +69,7 @@ pub use planner::plan_fires;
 use planner::*;
 pub use preread::CLAIM_PAST_HORIZON_MS;
 use sending::*;
+use sink::ResultSink;
 use slow_jobs::*;
 
 /// Timing settings of the scheduler.
@@ -148,52 +152,29 @@ pub(crate) fn instant(ms: i64) -> DateTime<Utc> {
     Utc.timestamp_millis_opt(ms).single().unwrap_or_default()
 }
 
-/// The scheduler of one admin process.
+/// The scheduler of one admin process: a shared context (the store, the
+/// configuration and clock, metrics, quotas, tasks) and its parts, each
+/// with one job — the [`Dispatcher`] (when and where runs go), the
+/// [`RunCommands`] builder (what they are sent with), the [`ResultSink`]
+/// (what happens to them after) — which the pre-read, the triggers and the
+/// result handling drive.
 #[derive(Debug)]
 pub struct Scheduler {
     store: Store,
     router: Router,
-    http: reqwest::Client,
     config: SchedulerConfig,
-    /// Dispatch slots of jobs whose dispatches are quick.
-    fast_slots: Arc<Semaphore>,
-    /// Dispatch slots of jobs whose dispatches were often slow this minute,
-    /// so that they cannot hold up the others (xxl-job's slow pool).
-    slow_slots: Arc<Semaphore>,
-    slow_jobs: std::sync::Mutex<SlowJobs>,
-    /// Each group's live addresses, read at most once per second.
-    addresses:
-        std::sync::Mutex<std::collections::HashMap<String, (std::time::Instant, Vec<String>)>>,
-    /// Runs accepted by executors, recorded as dispatched in batches by
-    /// [`ends::write_run_ends`] (with run ends, when they come soon
-    /// enough) so that a burst of dispatches does not queue one write
-    /// transaction each.
-    marks: tokio::sync::mpsc::UnboundedSender<ends::QueuedMark>,
-    /// Callbacks' run ends, written together by [`ends::write_run_ends`]
-    /// when several wait for the writer.
-    ends: tokio::sync::mpsc::UnboundedSender<ends::EndRequest>,
-    /// Starts a pre-read pass now (a job was started or changed).
-    wake: tokio::sync::Notify,
     metrics: Arc<Metrics>,
-    /// The key run receipts are signed with (shared by the admins of one
-    /// database; see [`Scheduler::receipt`]).
-    receipt_key: Vec<u8>,
     /// Every task the scheduler spawns (timers, dispatches, the mark
     /// writer), ended and awaited when the admin stops.
     tasks: Tasks,
     quotas: Arc<crate::quotas::Quotas>,
-    /// Module versions being compiled ahead on executors.
-    warming: warming::Warming,
     /// Tenants' shared calendars, read every few seconds.
     calendars: std::sync::Mutex<calendars::CalendarCache>,
-    /// Run commands on their way to each executor, sent in batches.
-    batches: Batches,
-    /// Runs waiting for their window's time to be sent.
-    windows: OpenWindows,
-    /// What happens to runs, for whoever awaits it.
-    events: events::RunEvents,
-    /// Runs dispatched lately, whose marks may not be written yet.
-    recent_dispatches: events::RecentDispatches,
+    /// Starts a pre-read pass now (a job was started or changed).
+    wake: tokio::sync::Notify,
+    dispatcher: Dispatcher,
+    commands: RunCommands,
+    sink: ResultSink,
 }
 
 impl Scheduler {
@@ -205,62 +186,38 @@ impl Scheduler {
         receipt_key: Vec<u8>,
         tasks: Tasks,
     ) -> Arc<Self> {
-        let http = reqwest::Client::builder()
-            .timeout(config.dispatch_timeout)
-            .connect_timeout(Duration::from_secs(1))
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .unwrap_or_default();
-        let (marks, mark_queue) = tokio::sync::mpsc::unbounded_channel();
-        let (ends, end_queue) = tokio::sync::mpsc::unbounded_channel();
-        // Results may come before the pre-read starts: this writer runs
-        // from the start.
         let metrics = Arc::new(Metrics::new());
         let quotas = Arc::new(crate::quotas::Quotas::new(config.quota_defaults.clone()));
-        tasks.spawn_loop(ends::write_run_ends(
-            store.clone(),
-            end_queue,
-            mark_queue,
-            quotas.clone(),
-            metrics.run_end_writes.clone(),
-            tasks.stopping(),
-        ));
         Arc::new(Scheduler {
-            marks,
-            ends,
+            dispatcher: Dispatcher::new(&config),
+            commands: RunCommands::new(
+                store.clone(),
+                quotas.clone(),
+                config.secrets.clone(),
+                receipt_key,
+            ),
+            sink: ResultSink::start(store.clone(), quotas.clone(), &metrics, &tasks),
             wake: tokio::sync::Notify::new(),
             metrics,
-            fast_slots: Arc::new(Semaphore::new(config.max_dispatches)),
-            slow_slots: Arc::new(Semaphore::new((config.max_dispatches / 4).max(1))),
-            slow_jobs: std::sync::Mutex::new(SlowJobs::default()),
-            addresses: std::sync::Mutex::new(std::collections::HashMap::new()),
             store,
             router: Router::default(),
-            http,
             quotas,
             config,
-            receipt_key,
             tasks,
-            warming: warming::Warming::default(),
             calendars: std::sync::Mutex::new(calendars::CalendarCache::default()),
-            batches: Batches::default(),
-            windows: OpenWindows::default(),
-            events: events::RunEvents::default(),
-            recent_dispatches: events::RecentDispatches::default(),
         })
     }
 
     /// `run` (as read from the database) as this admin knows it now: a
     /// run an executor accepted shows as dispatched before its dispatch
     /// mark is written (it waits for the run's end, up to two seconds).
-    pub fn as_known(&self, mut run: RunRow) -> RunRow {
-        self.recent_dispatches.apply(&mut run);
-        run
+    pub fn as_known(&self, run: RunRow) -> RunRow {
+        self.sink.as_known(run)
     }
 
     /// Run lifecycle events from now on (see [`RunEvent`]).
     pub fn run_events(&self) -> tokio::sync::broadcast::Receiver<RunEvent> {
-        self.events.subscribe()
+        self.sink.events.subscribe()
     }
 
     pub(crate) fn metrics(&self) -> &Arc<Metrics> {

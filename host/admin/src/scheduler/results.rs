@@ -9,24 +9,9 @@ use cronbox_protocol::{LogLine, LogSource};
 use crate::store::{RunCharge, logs};
 
 impl Scheduler {
-    /// Ends runs through the writer of run ends (with the other callbacks
-    /// waiting for it), or directly before it starts or once it stopped.
+    /// Ends runs through the result sink's writer.
     async fn finish_runs(&self, ends: Vec<RunEnd>) -> ends::Ended {
-        let (reply, answer) = tokio::sync::oneshot::channel();
-        if let Err(refused) = self.ends.send(ends::EndRequest { ends, reply }) {
-            let ends = refused.0.ends;
-            let ended = self.store.finish_runs(&ends).await;
-            return (ends, ended);
-        }
-        match answer.await {
-            Ok(ended) => ended,
-            // The writer stopped with the request queued: the admin is
-            // stopping; the executor sends these results again.
-            Err(_) => (
-                Vec::new(),
-                Err(StoreError::Database(sqlx::Error::PoolClosed)),
-            ),
-        }
+        self.sink.finish_runs(ends).await
     }
 
     /// Records results from an executor (idempotent by run id) and acts on
@@ -41,7 +26,7 @@ impl Scheduler {
         let now = self.now_ms();
         let (results, refused): (Vec<RunResult>, Vec<RunResult>) = results
             .into_iter()
-            .partition(|result| self.receipt_holds(result));
+            .partition(|result| self.commands.receipt_holds(result));
         for result in &refused {
             self.metrics.results_refused.inc();
             tracing::warn!(
@@ -165,7 +150,7 @@ impl Scheduler {
         run: &RunRow,
         job: Option<&JobRow>,
     ) -> Result<(), StoreError> {
-        self.events.send(|| RunEvent::ended(run));
+        self.sink.events.send(|| RunEvent::ended(run));
         let read;
         let job = match job {
             Some(job) => job,

@@ -1,8 +1,7 @@
 //! Where a run goes and what it is sent with: the group's live addresses
 //! (cached a second), FAILOVER and BUSYOVER probes, broadcast shards, the
-//! job's HTTP grants within its tenant's ceiling and its secrets opened,
-//! the run command sent to an executor, the dispatch mark, and a run
-//! failed that could not be sent.
+//! run command (built by `command.rs`) sent to an executor and its answer
+//! recorded, and a run failed that could not be sent.
 
 use super::*;
 
@@ -72,6 +71,7 @@ impl Scheduler {
         now: i64,
     ) -> Result<Vec<String>, StoreError> {
         let cached = self
+            .dispatcher
             .addresses
             .lock()
             .unwrap_or_else(|poison| poison.into_inner())
@@ -83,7 +83,8 @@ impl Scheduler {
         }
         let alive_since = self.alive_since(now).await?;
         let addresses = self.store.group_addresses(group, alive_since).await?;
-        self.addresses
+        self.dispatcher
+            .addresses
             .lock()
             .unwrap_or_else(|poison| poison.into_inner())
             .insert(
@@ -134,59 +135,9 @@ impl Scheduler {
         Ok(targets)
     }
 
-    /// The job's HTTP grants that lie within its tenant's ceiling now: a
-    /// ceiling lowered after the job was saved takes effect from the next
-    /// dispatch. A job without grants costs no read.
-    pub(super) async fn grants_within_ceiling(
-        &self,
-        job: &JobRow,
-    ) -> Result<Vec<String>, StoreError> {
-        if job.http_allow.is_empty() {
-            return Ok(Vec::new());
-        }
-        let ceiling = self.store.http_ceiling_patterns(&job.tenant).await?;
-        Ok(job
-            .http_allow
-            .iter()
-            .filter(|grant| {
-                grant
-                    .parse::<cronbox_net_policy::OriginPattern>()
-                    .is_ok_and(|grant| ceiling.iter().any(|top| grant.is_within(top)))
-            })
-            .cloned()
-            .collect())
-    }
-
-    /// The values of the secrets the job references, opened now (so that
-    /// a rotation takes effect from the next dispatch). A secret deleted
-    /// meanwhile is left out; one that does not open under this admin's
-    /// key is left out and reported to the operator's log, never to the
-    /// tenant.
-    pub(super) async fn secret_values(
-        &self,
-        job: &JobRow,
-    ) -> Result<cronbox_protocol::Secrets, StoreError> {
-        let mut values = std::collections::BTreeMap::new();
-        if job.secrets.is_empty() {
-            return Ok(cronbox_protocol::Secrets(values));
-        }
-        let Some(keys) = &self.config.secrets else {
-            tracing::warn!(job = %job.id, "the job references secrets but the admin has no secrets key");
-            return Ok(cronbox_protocol::Secrets(values));
-        };
-        for (name, sealed) in self.store.sealed_secrets(&job.tenant, &job.secrets).await? {
-            match keys.open(&job.tenant, &name, &sealed) {
-                Ok(value) => {
-                    values.insert(name, value);
-                }
-                Err(error) => {
-                    tracing::warn!(job = %job.id, %error, "a secret was left out of a run")
-                }
-            }
-        }
-        Ok(cronbox_protocol::Secrets(values))
-    }
-
+    /// Sends `run` of `job` to `address` (the job's state being `state`)
+    /// and records the executor's answer: accepted, or the run failed
+    /// naming why.
     pub(super) async fn send(
         self: &Arc<Self>,
         job: &JobRow,
@@ -194,86 +145,19 @@ impl Scheduler {
         address: &str,
         state: &JobState,
     ) -> Result<(), StoreError> {
-        // A stored ceiling that does not decode ends the run naming it:
-        // never sent with grants the operator may not have allowed, nor
-        // left to be sent again and fail the same way.
-        let http_allow = match self.grants_within_ceiling(job).await {
-            Ok(grants) => grants,
-            Err(error) if error.is_undecodable_row() => {
-                let message = format!("the tenant's HTTP ceiling does not decode: {error}");
-                return self.fail(run, &message).await;
-            }
-            Err(error) => return Err(error),
-        };
-        let command = RunCommand {
-            trigger: Trigger {
-                job_id: job.id.wire(),
-                run_id: run.id.wire(),
-                param: run.param.clone(),
-                shard_index: run.shard_index as u32,
-                shard_total: run.shard_total as u32,
-                kind: run.kind,
-                scheduled_at_ms: run.scheduled_at_ms,
-                attempt: run.attempt as u32,
-            },
-            // The job's module now: a version pushed or rolled back since the
-            // fire was written runs from this trigger on (the result records
-            // what ran); a scheduled fire takes it once the executor has
-            // compiled it (`warming`).
-            module_digest: match run.kind {
-                TriggerKind::Schedule | TriggerKind::Misfire => {
-                    self.warming.content_for(address, &job.module_digest)
-                }
-                _ => job.module_digest.clone(),
-            },
-            block_strategy: job.block_strategy,
-            max_concurrency: job.max_concurrency as u32,
-            limits: WireLimits {
-                timeout_ms: job.timeout_ms as u64,
-                fuel: job.fuel.map(|fuel| fuel as u64),
-                memory_bytes: job.memory_bytes as u64,
-                ..WireLimits::default()
-            },
-            state: state.values.clone(),
-            state_revisions: state.revisions.clone(),
-            receipt: self.receipt(run.id.wire(), address),
-            fresh_instance: job.fresh_instance,
-            start_in_ms: (run.scheduled_at_ms - self.now_ms()).max(0) as u64,
-            tenant: job.tenant.clone(),
-            tenant_max_instances: Some(
-                u32::try_from(
-                    self.quotas
-                        .limit(
-                            &self.store,
-                            &job.tenant,
-                            cronbox_api::Quota::ExecutorInstances,
-                            self.now_ms(),
-                        )
-                        .await?,
-                )
-                .unwrap_or(u32::MAX),
-            ),
-            config: job.config.clone(),
-            http_allow,
-            secrets: self.secret_values(job).await?,
-            http_limits: job.http_limits,
-        };
-        let body = match serde_json::to_vec(&command) {
-            Ok(body) => bytes::Bytes::from(body),
-            Err(error) => {
-                return self
-                    .fail(
-                        run,
-                        &format!("the run command could not be written: {error}"),
-                    )
-                    .await;
-            }
+        let body = match self
+            .commands
+            .build(job, run, address, state, self.now_ms())
+            .await?
+        {
+            Ok(body) => body,
+            Err(why) => return self.fail(run, &why).await,
         };
         let answer = self.send_command(address, body).await;
         let now = self.now_ms();
         match answer {
             Answer::Response(answer) if answer.accepted => {
-                self.mark_dispatched(job, run, address, now);
+                self.sink.dispatched(job, run, address, now);
             }
             Answer::Response(answer) => {
                 let reason = answer
@@ -287,7 +171,7 @@ impl Scheduler {
                 // The executor already has this run: an earlier dispatch
                 // reached it but the admin died before recording it. Its
                 // result will come by callback.
-                self.mark_dispatched(job, run, address, now);
+                self.sink.dispatched(job, run, address, now);
             }
             Answer::Refused { status, message } => {
                 // The executor's answer stays in the operator's log; the
@@ -301,36 +185,6 @@ impl Scheduler {
             Answer::Failed(message) => self.fail(run, &message).await?,
         }
         Ok(())
-    }
-
-    /// Queues the record that `address` accepted `run` (see
-    /// [`ends::write_run_ends`]): it may wait for the run's end unless
-    /// the job's overlap policy reads which of its runs are in progress.
-    pub(super) fn mark_dispatched(&self, job: &JobRow, run: &RunRow, address: &str, now: i64) {
-        self.quotas.sent_unmarked(&job.tenant);
-        let queued = ends::QueuedMark {
-            mark: DispatchMark {
-                run_id: run.id,
-                executor: address.to_owned(),
-                at_ms: now,
-                scheduled_at_ms: Some(run.scheduled_at_ms),
-            },
-            tenant: job.tenant.clone(),
-            may_wait: job.schedule_rules.overlap == cronbox_api::OverlapPolicy::Allow,
-        };
-        self.recent_dispatches.add(run.id, address, now);
-        self.events.send(|| RunEvent::Dispatched {
-            run_id: run.id,
-            job_id: run.job_id,
-            executor: address.to_owned(),
-            at_ms: now,
-        });
-        if self.marks.send(queued).is_err() {
-            // The writer stopped (the admin is stopping): the run stays
-            // pending; a restarted admin sends it again and hears that
-            // the executor has it.
-            self.quotas.marks_written(&job.tenant, 1);
-        }
     }
 
     /// Ends a run that could not be dispatched (outcome `rejected`), then

@@ -108,14 +108,14 @@ impl Scheduler {
             addresses.sort();
             addresses.dedup();
             if let Some(from) = &from {
-                scheduler.warming.start(&digest, &addresses, from);
+                scheduler.commands.warming.start(&digest, &addresses, from);
             }
             for address in addresses {
                 let each = scheduler.clone();
                 let digest = digest.clone();
                 scheduler.tasks.spawn(async move {
                     let answer = each.prepare_on(&address, &digest).await;
-                    each.warming.finish(&digest, &address);
+                    each.commands.warming.finish(&digest, &address);
                     match answer {
                         Ok(answer) if answer.ready => tracing::info!(
                             %address, module = %digest, took_ms = answer.took_ms,

@@ -1,0 +1,206 @@
+//! The run-command builder: what a run is sent with, read at the moment it
+//! is sent — the module content (the earlier one while a new version
+//! compiles on that executor), limits, state, the job's HTTP grants
+//! within its tenant's ceiling now, its secrets opened now, the tenant's
+//! instance quota, and the receipt a result must carry back (an HMAC of
+//! the run id and the executor address under a key every admin of the
+//! database shares).
+
+use bytes::Bytes;
+use cronbox_protocol::{RunCommand, RunResult, Trigger, TriggerKind, WireLimits};
+
+use super::warming::Warming;
+use crate::quotas::Quotas;
+use crate::secrets::SecretBox;
+use crate::store::{JobRow, JobState, RunRow, Store, StoreError};
+
+/// Builds run commands; holds the receipt key and what compiles ahead.
+#[derive(Debug)]
+pub(super) struct RunCommands {
+    store: Store,
+    quotas: std::sync::Arc<Quotas>,
+    secrets: Option<std::sync::Arc<SecretBox>>,
+    receipt_key: Vec<u8>,
+    /// Module versions being compiled ahead on executors.
+    pub(super) warming: Warming,
+}
+
+/// A run command ready to send, or why the run cannot be sent (the run
+/// fails with that message, naming what is at fault).
+pub(super) type Built = Result<Bytes, String>;
+
+impl RunCommands {
+    pub(super) fn new(
+        store: Store,
+        quotas: std::sync::Arc<Quotas>,
+        secrets: Option<std::sync::Arc<SecretBox>>,
+        receipt_key: Vec<u8>,
+    ) -> Self {
+        RunCommands {
+            store,
+            quotas,
+            secrets,
+            receipt_key,
+            warming: Warming::default(),
+        }
+    }
+
+    /// The command that sends `run` of `job` to `address` at `now_ms`, the
+    /// job's state being `state`.
+    pub(super) async fn build(
+        &self,
+        job: &JobRow,
+        run: &RunRow,
+        address: &str,
+        state: &JobState,
+        now_ms: i64,
+    ) -> Result<Built, StoreError> {
+        // A stored ceiling that does not decode ends the run naming it:
+        // never sent with grants the operator may not have allowed, nor
+        // left to be sent again and fail the same way.
+        let http_allow = match self.grants_within_ceiling(job).await {
+            Ok(grants) => grants,
+            Err(error) if error.is_undecodable_row() => {
+                return Ok(Err(format!(
+                    "the tenant's HTTP ceiling does not decode: {error}"
+                )));
+            }
+            Err(error) => return Err(error),
+        };
+        let tenant_max_instances = self
+            .quotas
+            .limit(
+                &self.store,
+                &job.tenant,
+                cronbox_api::Quota::ExecutorInstances,
+                now_ms,
+            )
+            .await?;
+        let command = RunCommand {
+            trigger: Trigger {
+                job_id: job.id.wire(),
+                run_id: run.id.wire(),
+                param: run.param.clone(),
+                shard_index: run.shard_index as u32,
+                shard_total: run.shard_total as u32,
+                kind: run.kind,
+                scheduled_at_ms: run.scheduled_at_ms,
+                attempt: run.attempt as u32,
+            },
+            // The job's module now: a version pushed or rolled back since the
+            // fire was written runs from this trigger on (the result records
+            // what ran); a scheduled fire takes it once the executor has
+            // compiled it (`warming`).
+            module_digest: match run.kind {
+                TriggerKind::Schedule | TriggerKind::Misfire => {
+                    self.warming.content_for(address, &job.module_digest)
+                }
+                _ => job.module_digest.clone(),
+            },
+            block_strategy: job.block_strategy,
+            max_concurrency: job.max_concurrency as u32,
+            limits: WireLimits {
+                timeout_ms: job.timeout_ms as u64,
+                fuel: job.fuel.map(|fuel| fuel as u64),
+                memory_bytes: job.memory_bytes as u64,
+                ..WireLimits::default()
+            },
+            state: state.values.clone(),
+            state_revisions: state.revisions.clone(),
+            receipt: self.receipt(run.id.wire(), address),
+            fresh_instance: job.fresh_instance,
+            start_in_ms: (run.scheduled_at_ms - now_ms).max(0) as u64,
+            tenant: job.tenant.clone(),
+            tenant_max_instances: Some(u32::try_from(tenant_max_instances).unwrap_or(u32::MAX)),
+            config: job.config.clone(),
+            http_allow,
+            secrets: self.secret_values(job).await?,
+            http_limits: job.http_limits,
+        };
+        Ok(serde_json::to_vec(&command)
+            .map(Bytes::from)
+            .map_err(|error| format!("the run command could not be written: {error}")))
+    }
+
+    /// The job's HTTP grants that lie within its tenant's ceiling now: a
+    /// ceiling lowered after the job was saved takes effect from the next
+    /// dispatch. A job without grants costs no read.
+    async fn grants_within_ceiling(&self, job: &JobRow) -> Result<Vec<String>, StoreError> {
+        if job.http_allow.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ceiling = self.store.http_ceiling_patterns(&job.tenant).await?;
+        Ok(job
+            .http_allow
+            .iter()
+            .filter(|grant| {
+                grant
+                    .parse::<cronbox_net_policy::OriginPattern>()
+                    .is_ok_and(|grant| ceiling.iter().any(|top| grant.is_within(top)))
+            })
+            .cloned()
+            .collect())
+    }
+
+    /// The values of the secrets the job references, opened now (so that
+    /// a rotation takes effect from the next dispatch). A secret deleted
+    /// meanwhile is left out; one that does not open under this admin's
+    /// key is left out and reported to the operator's log, never to the
+    /// tenant.
+    async fn secret_values(&self, job: &JobRow) -> Result<cronbox_protocol::Secrets, StoreError> {
+        let mut values = std::collections::BTreeMap::new();
+        if job.secrets.is_empty() {
+            return Ok(cronbox_protocol::Secrets(values));
+        }
+        let Some(keys) = &self.secrets else {
+            tracing::warn!(job = %job.id, "the job references secrets but the admin has no secrets key");
+            return Ok(cronbox_protocol::Secrets(values));
+        };
+        for (name, sealed) in self.store.sealed_secrets(&job.tenant, &job.secrets).await? {
+            match keys.open(&job.tenant, &name, &sealed) {
+                Ok(value) => {
+                    values.insert(name, value);
+                }
+                Err(error) => {
+                    tracing::warn!(job = %job.id, %error, "a secret was left out of a run")
+                }
+            }
+        }
+        Ok(cronbox_protocol::Secrets(values))
+    }
+
+    /// The receipt of `run_id` sent to `address`: the executor returns it
+    /// with the result, and a result without the right one is refused.
+    pub(super) fn receipt(&self, run_id: u64, address: &str) -> String {
+        use hmac::Mac;
+        hex::encode(
+            run_receipt(&self.receipt_key, run_id, address)
+                .finalize()
+                .into_bytes(),
+        )
+    }
+
+    /// Whether `result` carries the receipt of its run's dispatch to the
+    /// executor it names (compared in constant time).
+    pub(super) fn receipt_holds(&self, result: &RunResult) -> bool {
+        use hmac::Mac;
+        let Ok(presented) = hex::decode(&result.receipt) else {
+            return false;
+        };
+        run_receipt(&self.receipt_key, result.run_id, &result.executor)
+            .verify_slice(&presented)
+            .is_ok()
+    }
+}
+
+/// A run receipt: HMAC-SHA256 under `key` of the run id and the executor
+/// address it was sent to.
+fn run_receipt(key: &[u8], run_id: u64, address: &str) -> hmac::Hmac<sha2::Sha256> {
+    use hmac::Mac;
+    let mut mac = <hmac::Hmac<sha2::Sha256> as Mac>::new_from_slice(key)
+        .unwrap_or_else(|_| unreachable!("HMAC takes keys of any length"));
+    mac.update(run_id.to_string().as_bytes());
+    mac.update(b"\n");
+    mac.update(address.as_bytes());
+    mac
+}
