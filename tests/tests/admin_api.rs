@@ -407,3 +407,5 @@ mod runs;
 mod schedules;
 #[path = "admin_api/tenancy.rs"]
 mod tenancy;
+#[path = "admin_api/workflows.rs"]
+mod workflows;

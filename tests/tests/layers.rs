@@ -1,6 +1,7 @@
 //! The admin's layers import downward only: the HTTP layer (`api`,
 //! `console`) over the services, the services over the scheduler, the
-//! scheduler over the store and the schedule arithmetic. A file that
+//! scheduler over the store, the schedule arithmetic and the workflow
+//! planner. A file that
 //! names a layer above its own closes an import circle and fails here,
 //! naming the file and the line.
 #![allow(clippy::unwrap_used)] // in tests a failed unwrap is a failed test

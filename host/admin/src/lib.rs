@@ -14,6 +14,9 @@
 //! - [`service`] — the rules a request must pass beyond its shape, and the
 //!   writes that follow;
 //! - [`jobs`] — job definitions and their validation;
+//! - [`workflow`] — workflow definitions checked into graphs, the template
+//!   language of a node's input, the planner of a workflow run's progress
+//!   (pure; the scheduler drives them);
 //! - [`model`] — the stored enums (run status, alarm state, misfire
 //!   policy), decoded strictly;
 //! - `housekeeping` — daily reports, run retention, registry clean-up;
@@ -41,6 +44,7 @@ pub mod secrets;
 pub mod service;
 pub mod store;
 pub mod tasks;
+pub mod workflow;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

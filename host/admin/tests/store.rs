@@ -125,3 +125,5 @@ mod schema;
 mod sqlite;
 #[path = "store/tenancy.rs"]
 mod tenancy;
+#[path = "store/workflows.rs"]
+mod workflows;

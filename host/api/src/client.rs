@@ -227,7 +227,83 @@ impl Client {
         self.call(Method::PUT, &path, Some(&body)).await
     }
 
-    /// The caller's secrets (names and dates, never values).
+    /// The caller's tenant's workflows (every tenant's for the operator).
+    pub async fn workflows(&self) -> Result<Vec<Workflow>, ClientError> {
+        self.call(Method::GET, "/api/v1/workflows", None::<&()>)
+            .await
+    }
+
+    /// Workflow `name` of the caller's tenant.
+    pub async fn workflow(&self, name: &str) -> Result<Workflow, ClientError> {
+        self.call(
+            Method::GET,
+            &format!("/api/v1/workflows/{name}"),
+            None::<&()>,
+        )
+        .await
+    }
+
+    /// Saves workflow `name` (created, or its next version).
+    pub async fn put_workflow(
+        &self,
+        name: &str,
+        spec: &WorkflowSpec,
+    ) -> Result<Workflow, ClientError> {
+        self.call(
+            Method::PUT,
+            &format!("/api/v1/workflows/{name}"),
+            Some(spec),
+        )
+        .await
+    }
+
+    /// Deletes workflow `name` (its runs stay).
+    pub async fn delete_workflow(&self, name: &str) -> Result<Workflow, ClientError> {
+        self.call(
+            Method::DELETE,
+            &format!("/api/v1/workflows/{name}"),
+            None::<&()>,
+        )
+        .await
+    }
+
+    /// Starts a run of workflow `name` with `input` (JSON text).
+    pub async fn start_workflow_run(
+        &self,
+        name: &str,
+        input: Option<&str>,
+    ) -> Result<WorkflowRun, ClientError> {
+        let body = WorkflowRunRequest {
+            input: input.map(str::to_owned),
+        };
+        self.call(
+            Method::POST,
+            &format!("/api/v1/workflows/{name}/runs"),
+            Some(&body),
+        )
+        .await
+    }
+
+    /// The latest runs of workflow `name`, newest first.
+    pub async fn workflow_runs(&self, name: &str) -> Result<Vec<WorkflowRun>, ClientError> {
+        self.call(
+            Method::GET,
+            &format!("/api/v1/workflows/{name}/runs"),
+            None::<&()>,
+        )
+        .await
+    }
+
+    /// Workflow run `id` with its nodes.
+    pub async fn workflow_run(&self, id: i64) -> Result<WorkflowRun, ClientError> {
+        self.call(
+            Method::GET,
+            &format!("/api/v1/workflow-runs/{id}"),
+            None::<&()>,
+        )
+        .await
+    }
+
     /// The caller's tenant's calendars.
     pub async fn calendars(&self) -> Result<Vec<Calendar>, ClientError> {
         self.call(Method::GET, "/api/v1/calendars", None::<&()>)
@@ -261,6 +337,7 @@ impl Client {
         .await
     }
 
+    /// The caller's secrets (names and dates, never values).
     pub async fn secrets(&self) -> Result<Vec<Secret>, ClientError> {
         self.call(Method::GET, "/api/v1/secrets", None::<&()>).await
     }

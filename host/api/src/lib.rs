@@ -11,7 +11,7 @@
 //! - `names` — the enumerations stored and sent as text (run status,
 //!   alarm state, misfire policy, schedule type, route strategy);
 //! - `ids` — job and run ids, and module content digests;
-//! - `jobs`, `runs`, `modules`, `cluster`, `users` — the bodies of each
+//! - `jobs`, `runs`, `modules`, `cluster`, `users`, `workflows` — the bodies of each
 //!   resource;
 //! - `client` — the typed HTTP client.
 
@@ -23,6 +23,7 @@ mod names;
 mod runs;
 mod schedules;
 mod users;
+mod workflows;
 
 #[cfg(feature = "client")]
 mod client;
@@ -63,4 +64,8 @@ pub use schedules::{
 pub use users::{
     LoggedOut, Login, PasswordChange, Session, TokenInfo, User, UserChanged, UserSpec,
     UserTokenCreated, UserTokenSpec,
+};
+pub use workflows::{
+    EdgeCondition, JoinRule, NodeRun, NodeStatus, Workflow, WorkflowEdge, WorkflowNode,
+    WorkflowRun, WorkflowRunRequest, WorkflowRunStatus, WorkflowSpec,
 };

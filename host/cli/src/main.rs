@@ -73,6 +73,7 @@ enum Command {
     Quota(manage::QuotaArgs),
     Ceiling(manage::CeilingArgs),
     Calendar(manage::CalendarArgs),
+    Workflow(manage::WorkflowArgs),
     Secret(manage::SecretArgs),
     User(manage::UserArgs),
     Config(ConfigArgs),
@@ -156,6 +157,10 @@ fn main() -> ExitCode {
         ),
         Command::Calendar(args) => (
             manage::calendar(args).map(|()| ExitCode::SUCCESS),
+            EXIT_FAILED,
+        ),
+        Command::Workflow(args) => (
+            manage::workflow(args).map(|()| ExitCode::SUCCESS),
             EXIT_FAILED,
         ),
         Command::Ceiling(args) => (

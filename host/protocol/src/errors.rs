@@ -49,6 +49,9 @@ pub enum ErrorCode {
     UnknownToken,
     /// A job definition refused; `field` names the field.
     InvalidJob,
+    /// A workflow definition or run request refused; `field` names the
+    /// node, edge or field.
+    InvalidWorkflow,
     /// An uploaded module refused (not a component, another world, ...).
     InvalidModule,
     /// An upload that could not be read (multipart, labels, name).
@@ -122,6 +125,7 @@ impl ErrorCode {
         ErrorCode::UnknownTenant,
         ErrorCode::UnknownToken,
         ErrorCode::InvalidJob,
+        ErrorCode::InvalidWorkflow,
         ErrorCode::InvalidModule,
         ErrorCode::InvalidUpload,
         ErrorCode::InvalidQuery,
@@ -167,6 +171,7 @@ impl ErrorCode {
             ErrorCode::UnknownTenant => "unknown_tenant",
             ErrorCode::UnknownToken => "unknown_token",
             ErrorCode::InvalidJob => "invalid_job",
+            ErrorCode::InvalidWorkflow => "invalid_workflow",
             ErrorCode::InvalidModule => "invalid_module",
             ErrorCode::InvalidUpload => "invalid_upload",
             ErrorCode::InvalidQuery => "invalid_query",

@@ -21,11 +21,14 @@ pub enum TriggerKind {
     /// A past instant of the schedule, run on request (a backfill); the
     /// guest sees it as `schedule`, with that instant.
     Backfill,
+    /// A node of a workflow run; the guest sees it as `parent` (its
+    /// parents in the workflow started it).
+    Workflow,
 }
 
 impl TriggerKind {
     /// Every kind.
-    pub const ALL: [TriggerKind; 7] = [
+    pub const ALL: [TriggerKind; 8] = [
         TriggerKind::Schedule,
         TriggerKind::Manual,
         TriggerKind::Api,
@@ -33,6 +36,7 @@ impl TriggerKind {
         TriggerKind::Parent,
         TriggerKind::Misfire,
         TriggerKind::Backfill,
+        TriggerKind::Workflow,
     ];
 
     /// The wire name (`schedule`, `manual`, ...).
@@ -45,6 +49,7 @@ impl TriggerKind {
             TriggerKind::Parent => "parent",
             TriggerKind::Misfire => "misfire",
             TriggerKind::Backfill => "backfill",
+            TriggerKind::Workflow => "workflow",
         }
     }
 

@@ -143,7 +143,9 @@ impl wit::Host for HostState {
                 cronbox_protocol::TriggerKind::Manual => wit::TriggerKind::Manual,
                 cronbox_protocol::TriggerKind::Api => wit::TriggerKind::Api,
                 cronbox_protocol::TriggerKind::Retry => wit::TriggerKind::Retry,
-                cronbox_protocol::TriggerKind::Parent => wit::TriggerKind::Parent,
+                cronbox_protocol::TriggerKind::Parent | cronbox_protocol::TriggerKind::Workflow => {
+                    wit::TriggerKind::Parent
+                }
                 cronbox_protocol::TriggerKind::Misfire => wit::TriggerKind::Misfire,
             },
             scheduled_at_ms: trigger.scheduled_at_ms,

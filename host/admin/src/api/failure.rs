@@ -67,6 +67,19 @@ impl From<ServiceError> for Failure {
                 exists.to_string(),
             )
             .field("name"),
+            ServiceError::InvalidWorkflow { field, message } => Failure::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ErrorCode::InvalidWorkflow,
+                message,
+            )
+            .field(&field),
+            unknown @ (ServiceError::UnknownWorkflow(_) | ServiceError::UnknownWorkflowRun(_)) => {
+                Failure::new(
+                    StatusCode::NOT_FOUND,
+                    ErrorCode::NotFound,
+                    unknown.to_string(),
+                )
+            }
             unknown @ ServiceError::UnknownJob(_) => Failure::new(
                 StatusCode::NOT_FOUND,
                 ErrorCode::UnknownJob,

@@ -12,7 +12,7 @@
 //!
 //! One file per resource (`executors`, `modules`, `tenants`, `jobs`,
 //! `triggers`, `schedules`, `backfills`, `calendars`, `runs`, `groups`,
-//! `secrets`, `users`), each with its handlers and its `routes()`: every
+//! `secrets`, `users`, `workflows`), each with its handlers and its `routes()`: every
 //! route's OpenAPI operation and the access it needs, from which `routes`
 //! builds the router and `openapi` the document; `auth` who is calling (`Caller`),
 //! `failure` how errors become the error answer (`Failure`), `json` how
@@ -61,6 +61,7 @@ mod secrets;
 mod tenants;
 mod triggers;
 mod users;
+mod workflows;
 
 use auth::*;
 use jobs::*;

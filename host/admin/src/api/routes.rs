@@ -134,6 +134,7 @@ fn routes(max_module_bytes: usize) -> Routes {
     calendars::routes(&mut table);
     runs::routes(&mut table);
     run_events::routes(&mut table);
+    workflows::routes(&mut table);
     table
 }
 

@@ -57,6 +57,7 @@ mod sink;
 mod slow_jobs;
 mod triggers;
 mod warming;
+mod workflows;
 
 pub use backfill::{BackfillError, DEFAULT_PER_SECOND, MAX_BACKFILL_FIRES, MAX_PER_SECOND};
 use batching::{Answer, Batches};

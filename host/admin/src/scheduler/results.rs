@@ -162,6 +162,9 @@ impl Scheduler {
                 None => return Ok(()),
             },
         };
+        if run.kind == TriggerKind::Workflow {
+            return self.workflow_node_ended(run, job).await;
+        }
         if run.status == RunStatus::Success {
             for child in children_of(job) {
                 match self.trigger_child(child).await {

@@ -13,6 +13,7 @@ pub mod scope;
 pub mod secrets;
 pub mod tenants;
 pub mod users;
+pub mod workflows;
 
 use crate::model::JobId;
 use crate::store::StoreError;
@@ -107,6 +108,16 @@ pub enum ServiceError {
     /// A user of that name exists (in some tenant).
     #[error("user {0:?} already exists")]
     UserExists(String),
+    /// A workflow definition or run request refused; `field` names the
+    /// node, edge or field at fault (`nodes[2].job`, `edges[4].to`).
+    #[error("{message}")]
+    InvalidWorkflow { field: String, message: String },
+    /// No workflow of that name (of the caller's tenant).
+    #[error("no workflow {0:?} (`cronbox workflow list` lists this tenant's workflows)")]
+    UnknownWorkflow(String),
+    /// No workflow run of that id that the caller may see.
+    #[error("no workflow run {0}")]
+    UnknownWorkflowRun(i64),
     /// No job of that id that the caller may see.
     #[error("no job {0}")]
     UnknownJob(JobId),

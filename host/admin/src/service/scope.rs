@@ -51,6 +51,19 @@ impl Scope {
         }
     }
 
+    /// Workflow run `id` with its nodes, if it is in the scope
+    /// ([`ServiceError::UnknownWorkflowRun`] otherwise).
+    pub async fn workflow_run(
+        &self,
+        store: &Store,
+        id: i64,
+    ) -> Result<crate::store::StoredWorkflowRun, ServiceError> {
+        match store.workflow_run(id).await? {
+            Some(stored) if self.sees(&stored.run.tenant) => Ok(stored),
+            _ => Err(ServiceError::UnknownWorkflowRun(id)),
+        }
+    }
+
     /// Backfill `id` if it is in the scope
     /// ([`ServiceError::UnknownBackfill`] otherwise).
     pub async fn backfill(

@@ -157,6 +157,18 @@ impl Store {
         Ok(found)
     }
 
+    /// The jobs of `tenant` named exactly `name` (names are not unique:
+    /// callers that need one job refuse two).
+    pub async fn jobs_named(&self, tenant: &str, name: &str) -> Result<Vec<JobRow>, StoreError> {
+        self.list_jobs(&JobFilter {
+            tenant: Some(tenant.to_owned()),
+            name: Some(name.to_owned()),
+            limit: 2,
+            ..JobFilter::default()
+        })
+        .await
+    }
+
     /// A page of jobs by `filter`, in id order (an indexed read of one
     /// page, never of the whole table).
     pub async fn list_jobs(&self, filter: &JobFilter) -> Result<Vec<JobRow>, StoreError> {

@@ -49,6 +49,7 @@ mod secrets;
 mod tenants;
 mod turns;
 mod users;
+mod workflows;
 
 pub use dashboard::BucketCounts;
 pub use modules::{ModuleVersion, Moved, VersionPush};
@@ -62,6 +63,7 @@ pub use rows::{
 pub use runs::write_lease_until;
 pub use turns::UrgentWrites;
 pub use users::{Principal, StoredUser, TokenOwner};
+pub use workflows::{NodeEnd, StoredWorkflowRun};
 // Shared by the aggregates' files (each imports `super::*`).
 use rows::{decode_due_jobs, digest_bytes, job_from_row, run_from_row, scheduled_range};
 use runs::{cancel_waiting, insert_fires, insert_run};

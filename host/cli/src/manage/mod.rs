@@ -1,5 +1,5 @@
 //! The management commands: `module`, `job`, `state`, `runs`, `logs`,
-//! `kill`, `secret`, `user`, `ceiling` and `quota`, each a thin layer over
+//! `kill`, `secret`, `user`, `ceiling`, `quota`, `calendar` and `workflow`, each a thin layer over
 //! the admin's API ([`ApiClient`]); one file per family of commands.
 //!
 //! Output is a readable table or summary by default and the admin's JSON
@@ -24,6 +24,7 @@ mod jobs;
 mod modules;
 mod runs;
 mod tenant;
+mod workflows;
 
 pub use calendars::{CalendarArgs, calendar};
 pub use jobs::{JobArgs, StateArgs, job, state};
@@ -32,6 +33,7 @@ pub(crate) use runs::follow_run;
 pub use runs::{KillArgs, LogsArgs, RunsArgs, kill, logs, runs};
 pub(crate) use tenant::parse_quota_change;
 pub use tenant::{CeilingArgs, QuotaArgs, SecretArgs, UserArgs, ceiling, quota, secret, user};
+pub use workflows::{WorkflowArgs, workflow};
 
 /// How to reach the admin, shared by every management command.
 #[derive(Debug, Clone, Args)]

@@ -1,6 +1,7 @@
 //! A whole CLI session against one `cronbox up`: modules, jobs, runs, logs,
-//! secrets, grants, users, quotas, ceilings, settings and contexts, in that
-//! order (each part in a file of its own beside this one).
+//! secrets, grants, users, quotas, ceilings, settings, contexts and
+//! workflows, in that order (each part in a file of its own beside this
+//! one).
 
 use super::*;
 
@@ -12,6 +13,8 @@ mod definitions;
 mod runs;
 #[path = "session/settings.rs"]
 mod settings;
+#[path = "session/workflows.rs"]
+mod workflows;
 
 /// The `cronbox up` a session talks to (with loopback granted to jobs),
 /// and how to reach it.
@@ -102,5 +105,6 @@ fn a_cli_session_against_cronbox_up() {
     definitions::job_lifecycle(&s, &id, &spin);
     settings::errors_and_configuration(&s);
     settings::contexts_and_calendars(&s);
+    workflows::workflows(&s);
     terminate(&mut s.stack.0);
 }

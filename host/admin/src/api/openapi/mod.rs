@@ -74,6 +74,10 @@ fn schemas() -> Value {
     collect::<cronbox_api::BackfillRequest>(&mut all);
     collect::<cronbox_api::CalendarDates>(&mut all);
     collect::<cronbox_api::Calendar>(&mut all);
+    collect::<cronbox_api::Workflow>(&mut all);
+    collect::<cronbox_api::WorkflowSpec>(&mut all);
+    collect::<cronbox_api::WorkflowRun>(&mut all);
+    collect::<cronbox_api::WorkflowRunRequest>(&mut all);
     collect::<cronbox_api::Backfill>(&mut all);
     collect::<cronbox_api::Dashboard>(&mut all);
     collect::<cronbox_api::Session>(&mut all);

@@ -1,0 +1,44 @@
+-- Workflows: a tenant's named definitions (the latest version of each),
+-- their runs (each keeping the definition it started with) and the
+-- runs' nodes. A node moves from pending to running in the transaction
+-- that writes its run, once (the update is conditional on its status),
+-- so admins advancing the same workflow run never start a node twice.
+CREATE TABLE workflow (
+    id             INTEGER PRIMARY KEY AUTOINCREMENT,
+    tenant         TEXT    NOT NULL,
+    name           TEXT    NOT NULL,
+    version        BIGINT  NOT NULL,
+    definition     TEXT    NOT NULL,
+    created_at_ms  BIGINT  NOT NULL,
+    updated_at_ms  BIGINT  NOT NULL,
+    UNIQUE (tenant, name)
+);
+
+CREATE TABLE workflow_run (
+    id             INTEGER PRIMARY KEY AUTOINCREMENT,
+    tenant         TEXT    NOT NULL,
+    workflow_id    BIGINT  NOT NULL,
+    workflow_name  TEXT    NOT NULL,
+    version        BIGINT  NOT NULL,
+    definition     TEXT    NOT NULL,
+    input          TEXT    NOT NULL,
+    status         TEXT    NOT NULL,
+    started_at_ms  BIGINT  NOT NULL,
+    ended_at_ms    BIGINT
+);
+CREATE INDEX workflow_run_by_workflow ON workflow_run (workflow_id, id);
+
+CREATE TABLE workflow_node (
+    workflow_run_id  BIGINT  NOT NULL,
+    node             TEXT    NOT NULL,
+    position         BIGINT  NOT NULL,
+    status           TEXT    NOT NULL,
+    run_id           BIGINT,
+    input            TEXT,
+    output           TEXT,
+    message          TEXT,
+    started_at_ms    BIGINT,
+    ended_at_ms      BIGINT,
+    PRIMARY KEY (workflow_run_id, node)
+);
+CREATE INDEX workflow_node_by_run ON workflow_node (run_id);

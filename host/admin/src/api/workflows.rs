@@ -1,0 +1,172 @@
+//! Workflows: definitions saved by name (each save a new version), read,
+//! listed and deleted; runs started, listed and read with their nodes.
+
+use cronbox_api::{WorkflowRunRequest, WorkflowSpec};
+
+use super::*;
+use crate::service::workflows;
+
+/// The caller's tenant's workflows (every tenant's for the operator).
+async fn list_workflows(
+    State(state): State<Arc<AdminState>>,
+    caller: Caller,
+) -> Result<impl IntoResponse, Failure> {
+    let scope = caller.scope();
+    Ok(Json(
+        state
+            .scheduler
+            .store()
+            .workflows(scope.only_tenant())
+            .await?,
+    ))
+}
+
+async fn get_workflow(
+    State(state): State<Arc<AdminState>>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> Result<impl IntoResponse, Failure> {
+    let store = state.scheduler.store();
+    Ok(Json(workflows::named(store, &caller.tenant, &name).await?))
+}
+
+/// Saves a workflow of the caller's tenant: created, or its next version
+/// (runs in progress keep the version they started with).
+async fn put_workflow(
+    State(state): State<Arc<AdminState>>,
+    caller: Caller,
+    Path(name): Path<String>,
+    ApiJson(spec): ApiJson<WorkflowSpec>,
+) -> Result<impl IntoResponse, Failure> {
+    let store = state.scheduler.store();
+    let now = state.scheduler.now_ms();
+    Ok(Json(
+        workflows::save(store, &caller.tenant, &name, &spec, now).await?,
+    ))
+}
+
+async fn delete_workflow(
+    State(state): State<Arc<AdminState>>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> Result<impl IntoResponse, Failure> {
+    let store = state.scheduler.store();
+    let workflow = workflows::named(store, &caller.tenant, &name).await?;
+    if !store.delete_workflow(&caller.tenant, &name).await? {
+        return Err(ServiceError::UnknownWorkflow(name).into());
+    }
+    Ok(Json(workflow))
+}
+
+/// Starts a run of a workflow now; the run as it is once its first nodes
+/// started.
+async fn start_workflow_run(
+    State(state): State<Arc<AdminState>>,
+    caller: Caller,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Result<impl IntoResponse, Failure> {
+    // The body may be absent (no input).
+    let request: WorkflowRunRequest = optional_json(&body)?;
+    let store = state.scheduler.store();
+    let workflow = workflows::named(store, &caller.tenant, &name).await?;
+    let id = workflows::start(&state.scheduler, &workflow, &request).await?;
+    let stored = caller.scope().workflow_run(store, id).await?;
+    Ok((StatusCode::CREATED, Json(stored.run)))
+}
+
+/// A workflow's runs, newest first (without their nodes).
+async fn list_workflow_runs(
+    State(state): State<Arc<AdminState>>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> Result<impl IntoResponse, Failure> {
+    let store = state.scheduler.store();
+    let workflow = workflows::named(store, &caller.tenant, &name).await?;
+    Ok(Json(store.workflow_runs(workflow.id, 100).await?))
+}
+
+async fn get_workflow_run(
+    State(state): State<Arc<AdminState>>,
+    caller: Caller,
+    Path(id): Path<i64>,
+) -> Result<impl IntoResponse, Failure> {
+    let store = state.scheduler.store();
+    Ok(Json(caller.scope().workflow_run(store, id).await?.run))
+}
+
+/// This file's routes: each one's document, the access it needs and its
+/// handler.
+pub(super) fn routes(table: &mut Routes) {
+    let operation = op(
+        "get",
+        "/api/v1/workflows",
+        "workflows",
+        "The caller's tenant's workflows (every tenant's for the operator)",
+        None,
+        "200",
+        array_of(schema("Workflow")),
+    );
+    table.route(operation, VIEWER, list_workflows);
+    let operation = op(
+        "get",
+        "/api/v1/workflows/{name}",
+        "workflows",
+        "A workflow of the caller's tenant: its latest definition",
+        None,
+        "200",
+        schema("Workflow"),
+    );
+    table.route(operation, VIEWER, get_workflow);
+    let operation = op(
+        "put",
+        "/api/v1/workflows/{name}",
+        "workflows",
+        "Save a workflow of the caller's tenant (created, or its next version; runs in progress keep theirs). Refuses a cycle, an edge to a missing node, a node whose job is not one of the tenant's, a template reading a node that is not an ancestor, naming the node or edge",
+        Some(schema("WorkflowSpec")),
+        "200",
+        schema("Workflow"),
+    );
+    table.route(operation, DEVELOPER, put_workflow);
+    let operation = op(
+        "delete",
+        "/api/v1/workflows/{name}",
+        "workflows",
+        "Delete a workflow (its runs stay as history)",
+        None,
+        "200",
+        schema("Workflow"),
+    );
+    table.route(operation, DEVELOPER, delete_workflow);
+    let operation = op(
+        "post",
+        "/api/v1/workflows/{name}/runs",
+        "workflows",
+        "Start a run of the workflow now, with an input (JSON text) its nodes' templates read",
+        Some(schema("WorkflowRunRequest")),
+        "201",
+        schema("WorkflowRun"),
+    )
+    .body_optional();
+    table.route(operation, DEVELOPER, start_workflow_run);
+    let operation = op(
+        "get",
+        "/api/v1/workflows/{name}/runs",
+        "workflows",
+        "The workflow's latest runs (at most 100), newest first, without their nodes",
+        None,
+        "200",
+        array_of(schema("WorkflowRun")),
+    );
+    table.route(operation, VIEWER, list_workflow_runs);
+    let operation = op(
+        "get",
+        "/api/v1/workflow-runs/{id}",
+        "workflows",
+        "A workflow run with each node's status, input, output and run",
+        None,
+        "200",
+        schema("WorkflowRun"),
+    );
+    table.route(operation, VIEWER, get_workflow_run);
+}

@@ -1,0 +1,233 @@
+//! Workflow runs driven: a run is written with every node pending, then
+//! advanced — the planner (`crate::workflow::progress`) says which nodes
+//! start and which are skipped, each started node's input is rendered and
+//! its run written in the same transaction that moves it out of pending
+//! (so a node starts once, whichever admin advances), and the run ends
+//! once every node has. A node's run that ends advances the workflow run
+//! again: its output is its success message; a failure is retried as the
+//! job's retries say (the retry follows the same node) before the node
+//! fails. Child jobs of a node's job are not triggered: inside a
+//! workflow, its edges say what follows.
+
+use std::collections::HashMap;
+
+use cronbox_api::{NodeStatus, Workflow, WorkflowSpec};
+
+use super::*;
+use crate::store::NodeEnd;
+use crate::workflow::{Graph, Step, next_steps, outcome};
+
+impl Scheduler {
+    /// Starts a run of `workflow` with `input` (JSON text, checked by the
+    /// caller); its id.
+    pub async fn start_workflow(
+        self: &Arc<Self>,
+        workflow: &Workflow,
+        input: &str,
+    ) -> Result<i64, StoreError> {
+        let id = self
+            .store
+            .create_workflow_run(workflow, input, self.now_ms())
+            .await?;
+        self.advance_workflow(id).await?;
+        Ok(id)
+    }
+
+    /// Takes every step due in workflow run `id` (starts, skips) until
+    /// none is left, then ends the run if every node has ended.
+    pub(super) async fn advance_workflow(self: &Arc<Self>, id: i64) -> Result<(), StoreError> {
+        loop {
+            let Some(stored) = self.store.workflow_run(id).await? else {
+                return Ok(());
+            };
+            let graph = match Graph::check(&stored.definition) {
+                Ok(graph) => graph,
+                Err(error) => {
+                    // Saved definitions are checked: this one was damaged
+                    // in the database. The run fails rather than guess.
+                    tracing::error!(workflow_run = id, %error, "a stored workflow definition does not check");
+                    self.store
+                        .end_workflow_run(id, cronbox_api::WorkflowRunStatus::Failed, self.now_ms())
+                        .await?;
+                    return Ok(());
+                }
+            };
+            let status: Vec<NodeStatus> = stored.run.nodes.iter().map(|node| node.status).collect();
+            let steps = next_steps(&graph, &status);
+            if steps.is_empty() {
+                if let Some(ended) = outcome(&graph, &status) {
+                    self.store
+                        .end_workflow_run(id, ended, self.now_ms())
+                        .await?;
+                }
+                return Ok(());
+            }
+            for step in steps {
+                match step {
+                    Step::Skip(node, why) => {
+                        let end = NodeEnd {
+                            status: NodeStatus::Skipped,
+                            output: None,
+                            message: Some(why),
+                        };
+                        self.store
+                            .end_workflow_node(id, &graph.nodes[node].name, &end, self.now_ms())
+                            .await?;
+                    }
+                    Step::Start(node) => self.start_node(&stored.run, &graph, node).await?,
+                }
+            }
+        }
+    }
+
+    /// Starts `node` of `run`: its job looked up by name, its input
+    /// rendered, its run written (once) and dispatched. A job that no
+    /// longer exists or an input that does not render fails the node,
+    /// naming why.
+    async fn start_node(
+        self: &Arc<Self>,
+        run: &cronbox_api::WorkflowRun,
+        graph: &Graph,
+        node: usize,
+    ) -> Result<(), StoreError> {
+        let name = &graph.nodes[node].name;
+        let fail = |message: String| NodeEnd {
+            status: NodeStatus::Failed,
+            output: None,
+            message: Some(message),
+        };
+        let job = match self
+            .store
+            .jobs_named(&run.tenant, &graph.nodes[node].job)
+            .await?[..]
+        {
+            [ref job] => job.clone(),
+            [] => {
+                let end = fail(format!("no job {:?}", graph.nodes[node].job));
+                self.store
+                    .end_workflow_node(run.id, name, &end, self.now_ms())
+                    .await?;
+                return Ok(());
+            }
+            _ => {
+                let end = fail(format!(
+                    "several jobs are named {:?}",
+                    graph.nodes[node].job
+                ));
+                self.store
+                    .end_workflow_node(run.id, name, &end, self.now_ms())
+                    .await?;
+                return Ok(());
+            }
+        };
+        let param = match &graph.nodes[node].param {
+            None => Ok(job.param.clone()),
+            Some(template) => {
+                let input = serde_json::from_str(&run.input).unwrap_or(serde_json::Value::Null);
+                let outputs: HashMap<String, String> = run
+                    .nodes
+                    .iter()
+                    .filter_map(|node| Some((node.node.clone(), node.output.clone()?)))
+                    .collect();
+                template.render(&input, &outputs)
+            }
+        };
+        let param = match param {
+            Ok(param) => param,
+            Err(error) => {
+                let end = fail(format!("its input does not render: {error}"));
+                self.store
+                    .end_workflow_node(run.id, name, &end, self.now_ms())
+                    .await?;
+                return Ok(());
+            }
+        };
+        let now = self.now_ms();
+        let new_run = NewRun {
+            param: param.clone(),
+            ..NewRun::of_job(&job, TriggerKind::Workflow, now)
+        };
+        if let Some(run_id) = self
+            .store
+            .start_workflow_node(run.id, name, &param, &new_run, now)
+            .await?
+        {
+            let row = planner::written_run(run_id, &job.tenant, &new_run, now);
+            let leased_until = write_lease_until(row.scheduled_at_ms, now);
+            self.clone()
+                .dispatch_now(row, leased_until, Known::Job(Box::new(job)), None);
+        }
+        Ok(())
+    }
+
+    /// What follows the end of a workflow node's `run` of `job`: a retry
+    /// while the job's retries allow (the node follows it), else the node
+    /// ends — succeeded with the run's message as its output, or failed —
+    /// and the workflow run advances.
+    pub(super) async fn workflow_node_ended(
+        self: &Arc<Self>,
+        run: &RunRow,
+        job: &JobRow,
+    ) -> Result<(), StoreError> {
+        let Some((workflow_run, node)) = self.store.workflow_node_of_run(run.id).await? else {
+            return Ok(());
+        };
+        let succeeded = run.status == RunStatus::Success;
+        if !succeeded
+            && !run.outcome.is_some_and(RunOutcome::is_deliberate)
+            && run.attempt < job.retry_count
+        {
+            let backoff = job
+                .retry_interval_ms
+                .saturating_mul(1_i64 << run.attempt.min(20));
+            let now = self.now_ms();
+            let retry = NewRun {
+                kind: TriggerKind::Workflow,
+                scheduled_at_ms: now + backoff,
+                attempt: run.attempt + 1,
+                param: run.param.clone(),
+                ..NewRun::of_job(job, TriggerKind::Workflow, now)
+            };
+            if let Some(id) = self.store.retry_workflow_node(run.id, &retry, now).await?
+                && let Some(row) = self.store.run(id).await?
+            {
+                self.clone().dispatch_at(row, Lease::Written);
+            }
+            return Ok(());
+        }
+        let end = if succeeded {
+            let output = run.message.clone().unwrap_or_default();
+            if output.len() > WorkflowSpec::MAX_INPUT_BYTES {
+                NodeEnd {
+                    status: NodeStatus::Failed,
+                    output: None,
+                    message: Some(format!(
+                        "its output is {} bytes, over the {} a node's output may have",
+                        output.len(),
+                        WorkflowSpec::MAX_INPUT_BYTES
+                    )),
+                }
+            } else {
+                NodeEnd {
+                    status: NodeStatus::Succeeded,
+                    output: Some(output),
+                    message: None,
+                }
+            }
+        } else {
+            NodeEnd {
+                status: NodeStatus::Failed,
+                output: None,
+                message: run.message.clone(),
+            }
+        };
+        if self
+            .store
+            .end_workflow_node(workflow_run, &node, &end, self.now_ms())
+            .await?
+        {
+            self.advance_workflow(workflow_run).await?;
+        }
+        Ok(())
+    }
+}

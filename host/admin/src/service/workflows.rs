@@ -1,0 +1,89 @@
+//! Workflows: a definition checked (its graph, then each node's job among
+//! the tenant's) before it is saved as the next version; a run's input
+//! checked before the run starts.
+
+use cronbox_api::{Workflow, WorkflowRunRequest, WorkflowSpec};
+
+use super::ServiceError;
+use crate::scheduler::Scheduler;
+use crate::store::Store;
+use crate::workflow::Graph;
+use crate::workflow::definition::valid_name;
+
+fn invalid(field: impl Into<String>, message: impl Into<String>) -> ServiceError {
+    ServiceError::InvalidWorkflow {
+        field: field.into(),
+        message: message.into(),
+    }
+}
+
+/// Saves `spec` as workflow `name` of `tenant` (the next version if it
+/// exists), refusing a bad graph or a node whose job is not exactly one
+/// of the tenant's jobs, naming the node.
+pub async fn save(
+    store: &Store,
+    tenant: &str,
+    name: &str,
+    spec: &WorkflowSpec,
+    now_ms: i64,
+) -> Result<Workflow, ServiceError> {
+    if !valid_name(name) {
+        return Err(invalid(
+            "name",
+            format!("workflow name {name:?} must be 1 to 64 letters, digits, '-' or '_'"),
+        ));
+    }
+    Graph::check(spec).map_err(|error| invalid(error.field, error.message))?;
+    for (i, node) in spec.nodes.iter().enumerate() {
+        match store.jobs_named(tenant, &node.job).await?.len() {
+            1 => {}
+            0 => {
+                return Err(invalid(
+                    format!("nodes[{i}].job"),
+                    format!(
+                        "node {:?}: no job {:?} (`cronbox job list` lists this tenant's jobs)",
+                        node.name, node.job
+                    ),
+                ));
+            }
+            _ => {
+                return Err(invalid(
+                    format!("nodes[{i}].job"),
+                    format!(
+                        "node {:?}: several jobs are named {:?}; rename all but one",
+                        node.name, node.job
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(store.save_workflow(tenant, name, spec, now_ms).await?)
+}
+
+/// Workflow `name` of `tenant`, or [`ServiceError::UnknownWorkflow`].
+pub async fn named(store: &Store, tenant: &str, name: &str) -> Result<Workflow, ServiceError> {
+    store
+        .workflow(tenant, name)
+        .await?
+        .ok_or_else(|| ServiceError::UnknownWorkflow(name.to_owned()))
+}
+
+/// Starts a run of `workflow` with the request's input (JSON text of at
+/// most 64 KiB; `{}` if absent); the run's id.
+pub async fn start(
+    scheduler: &std::sync::Arc<Scheduler>,
+    workflow: &Workflow,
+    request: &WorkflowRunRequest,
+) -> Result<i64, ServiceError> {
+    let input = request.input.as_deref().unwrap_or("{}");
+    if input.len() > WorkflowSpec::MAX_INPUT_BYTES {
+        return Err(invalid(
+            "input",
+            format!("the input is over {} bytes", WorkflowSpec::MAX_INPUT_BYTES),
+        ));
+    }
+    if let Err(error) = serde_json::from_str::<serde_json::Value>(input) {
+        return Err(invalid("input", format!("the input is not JSON: {error}")));
+    }
+    Ok(scheduler.start_workflow(workflow, input).await?)
+}

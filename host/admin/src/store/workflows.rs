@@ -1,0 +1,390 @@
+//! Workflows, their runs and their runs' nodes. A definition is kept as
+//! its JSON (the latest version by name); a run copies the definition it
+//! started with. A node moves out of `pending` once, by a conditional
+//! update in the transaction that writes its run, so admins advancing the
+//! same workflow run never start a node twice; it ends once the same way.
+
+use cronbox_api::{NodeRun, NodeStatus, Workflow, WorkflowRun, WorkflowRunStatus, WorkflowSpec};
+
+use super::*;
+use rows::json_column;
+
+/// A status enum as its wire name (`running`, `succeeded`, ...).
+fn status_text<T: serde::Serialize>(status: T) -> Result<String, sqlx::Error> {
+    match serde_json::to_value(status) {
+        Ok(serde_json::Value::String(text)) => Ok(text),
+        _ => Err(sqlx::Error::Encode("a status without a name".into())),
+    }
+}
+
+/// A status column decoded; an unknown name is an error naming the column.
+fn status_column<T: serde::de::DeserializeOwned>(
+    row: &AnyRow,
+    column: &str,
+) -> Result<T, sqlx::Error> {
+    let text: String = row.try_get(column)?;
+    serde_json::from_value(serde_json::Value::String(text)).map_err(|error| {
+        sqlx::Error::ColumnDecode {
+            index: column.to_owned(),
+            source: Box::new(error),
+        }
+    })
+}
+
+fn workflow_from_row(row: &AnyRow) -> Result<Workflow, sqlx::Error> {
+    Ok(Workflow {
+        id: row.try_get("id")?,
+        tenant: row.try_get("tenant")?,
+        name: row.try_get("name")?,
+        version: row.try_get("version")?,
+        spec: json_column(row, "definition")?,
+        created_at_ms: row.try_get("created_at_ms")?,
+        updated_at_ms: row.try_get("updated_at_ms")?,
+    })
+}
+
+const WORKFLOW_COLUMNS: &str =
+    "id, tenant, name, version, definition, created_at_ms, updated_at_ms";
+
+fn node_from_row(row: &AnyRow) -> Result<NodeRun, sqlx::Error> {
+    Ok(NodeRun {
+        node: row.try_get("node")?,
+        status: status_column(row, "status")?,
+        run_id: row.try_get::<Option<i64>, _>("run_id")?.map(RunId),
+        input: row.try_get("input")?,
+        output: row.try_get("output")?,
+        message: row.try_get("message")?,
+        started_at_ms: row.try_get("started_at_ms")?,
+        ended_at_ms: row.try_get("ended_at_ms")?,
+    })
+}
+
+const WORKFLOW_RUN_COLUMNS: &str = "id, tenant, workflow_id, workflow_name, version, definition, \
+     input, status, started_at_ms, ended_at_ms";
+
+/// A workflow run as stored, with the definition it follows.
+#[derive(Debug, Clone)]
+pub struct StoredWorkflowRun {
+    pub run: WorkflowRun,
+    pub definition: WorkflowSpec,
+}
+
+fn workflow_run_from_row(row: &AnyRow) -> Result<StoredWorkflowRun, sqlx::Error> {
+    Ok(StoredWorkflowRun {
+        run: WorkflowRun {
+            id: row.try_get("id")?,
+            tenant: row.try_get("tenant")?,
+            workflow_id: row.try_get("workflow_id")?,
+            workflow_name: row.try_get("workflow_name")?,
+            version: row.try_get("version")?,
+            status: status_column(row, "status")?,
+            input: row.try_get("input")?,
+            started_at_ms: row.try_get("started_at_ms")?,
+            ended_at_ms: row.try_get("ended_at_ms")?,
+            nodes: Vec::new(),
+        },
+        definition: json_column(row, "definition")?,
+    })
+}
+
+/// How a node ended.
+#[derive(Debug, Clone)]
+pub struct NodeEnd {
+    pub status: NodeStatus,
+    pub output: Option<String>,
+    pub message: Option<String>,
+}
+
+impl Store {
+    /// Saves `spec` as workflow `name` of `tenant`: version 1 if new, the
+    /// next version otherwise. The workflow as saved.
+    pub async fn save_workflow(
+        &self,
+        tenant: &str,
+        name: &str,
+        spec: &WorkflowSpec,
+        now_ms: i64,
+    ) -> Result<Workflow, StoreError> {
+        let definition = json_text("definition", spec)?;
+        let sql = format!(
+            "INSERT INTO workflow (tenant, name, version, definition, created_at_ms, updated_at_ms) \
+             VALUES ($1, $2, 1, $3, $4, $4) \
+             ON CONFLICT (tenant, name) DO UPDATE SET version = workflow.version + 1, \
+             definition = excluded.definition, updated_at_ms = excluded.updated_at_ms \
+             RETURNING {WORKFLOW_COLUMNS}"
+        );
+        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(tenant)
+            .bind(name)
+            .bind(definition)
+            .bind(now_ms)
+            .fetch_one(&self.writer)
+            .await?;
+        Ok(workflow_from_row(&row)?)
+    }
+
+    /// Workflow `name` of `tenant`.
+    pub async fn workflow(&self, tenant: &str, name: &str) -> Result<Option<Workflow>, StoreError> {
+        let sql =
+            format!("SELECT {WORKFLOW_COLUMNS} FROM workflow WHERE tenant = $1 AND name = $2");
+        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(tenant)
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.as_ref().map(workflow_from_row).transpose()?)
+    }
+
+    /// The workflows of `tenant` (every tenant's for `None`), by name.
+    pub async fn workflows(&self, tenant: Option<&str>) -> Result<Vec<Workflow>, StoreError> {
+        let sql = format!(
+            "SELECT {WORKFLOW_COLUMNS} FROM workflow WHERE (tenant = $1 OR $2 = 1) \
+             ORDER BY tenant, name"
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(tenant.unwrap_or(""))
+            .bind(i64::from(tenant.is_none()))
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows
+            .iter()
+            .map(workflow_from_row)
+            .collect::<Result<_, _>>()?)
+    }
+
+    /// Deletes workflow `name` of `tenant` (its runs stay as history);
+    /// false if there was none.
+    pub async fn delete_workflow(&self, tenant: &str, name: &str) -> Result<bool, StoreError> {
+        Ok(
+            sqlx::query("DELETE FROM workflow WHERE tenant = $1 AND name = $2")
+                .bind(tenant)
+                .bind(name)
+                .execute(&self.writer)
+                .await?
+                .rows_affected()
+                == 1,
+        )
+    }
+
+    /// Writes a run of `workflow` with `input`, every node pending; its id.
+    pub async fn create_workflow_run(
+        &self,
+        workflow: &Workflow,
+        input: &str,
+        now_ms: i64,
+    ) -> Result<i64, StoreError> {
+        let mut tx = self.writer.begin().await?;
+        let row = sqlx::query(
+            "INSERT INTO workflow_run (tenant, workflow_id, workflow_name, version, definition, \
+             input, status, started_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+        )
+        .bind(&workflow.tenant)
+        .bind(workflow.id)
+        .bind(&workflow.name)
+        .bind(workflow.version)
+        .bind(json_text("definition", &workflow.spec)?)
+        .bind(input)
+        .bind(status_text(WorkflowRunStatus::Running)?)
+        .bind(now_ms)
+        .fetch_one(&mut *tx)
+        .await?;
+        let id: i64 = row.try_get("id")?;
+        let pending = status_text(NodeStatus::Pending)?;
+        for (position, node) in workflow.spec.nodes.iter().enumerate() {
+            sqlx::query(
+                "INSERT INTO workflow_node (workflow_run_id, node, position, status) \
+                 VALUES ($1, $2, $3, $4)",
+            )
+            .bind(id)
+            .bind(&node.name)
+            .bind(position as i64)
+            .bind(&pending)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(id)
+    }
+
+    /// Workflow run `id` with its nodes (in the definition's order) and
+    /// the definition it follows.
+    pub async fn workflow_run(&self, id: i64) -> Result<Option<StoredWorkflowRun>, StoreError> {
+        let sql = format!("SELECT {WORKFLOW_RUN_COLUMNS} FROM workflow_run WHERE id = $1");
+        let Some(row) = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let mut stored = workflow_run_from_row(&row)?;
+        let nodes = sqlx::query(
+            "SELECT node, status, run_id, input, output, message, started_at_ms, ended_at_ms \
+             FROM workflow_node WHERE workflow_run_id = $1 ORDER BY position",
+        )
+        .bind(id)
+        .fetch_all(&self.pool)
+        .await?;
+        stored.run.nodes = nodes.iter().map(node_from_row).collect::<Result<_, _>>()?;
+        Ok(Some(stored))
+    }
+
+    /// The runs of workflow `workflow_id`, newest first, at most `limit`
+    /// (without their nodes).
+    pub async fn workflow_runs(
+        &self,
+        workflow_id: i64,
+        limit: i64,
+    ) -> Result<Vec<WorkflowRun>, StoreError> {
+        let sql = format!(
+            "SELECT {WORKFLOW_RUN_COLUMNS} FROM workflow_run WHERE workflow_id = $1 \
+             ORDER BY id DESC LIMIT $2"
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(workflow_id)
+            .bind(limit)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|row| workflow_run_from_row(row).map(|stored| stored.run))
+            .collect::<Result<_, _>>()
+            .map_err(StoreError::from)
+    }
+
+    /// Starts node `node` of workflow run `workflow_run`: if it is still
+    /// pending, marks it running with `input` and writes `run` in the same
+    /// transaction. The run's id, or `None` if the node had left pending
+    /// (another admin started or ended it).
+    pub async fn start_workflow_node(
+        &self,
+        workflow_run: i64,
+        node: &str,
+        input: &str,
+        run: &NewRun,
+        now_ms: i64,
+    ) -> Result<Option<RunId>, StoreError> {
+        let mut tx = self.writer.begin().await?;
+        let moved = sqlx::query(
+            "UPDATE workflow_node SET status = $4, input = $3, started_at_ms = $5 \
+             WHERE workflow_run_id = $1 AND node = $2 AND status = $6",
+        )
+        .bind(workflow_run)
+        .bind(node)
+        .bind(input)
+        .bind(status_text(NodeStatus::Running)?)
+        .bind(now_ms)
+        .bind(status_text(NodeStatus::Pending)?)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if moved != 1 {
+            return Ok(None);
+        }
+        let id = runs::insert_run(tx.as_mut(), run, &self.owner, now_ms, false)
+            .await?
+            .ok_or(StoreError::Database(sqlx::Error::RowNotFound))?;
+        sqlx::query(
+            "UPDATE workflow_node SET run_id = $3 WHERE workflow_run_id = $1 AND node = $2",
+        )
+        .bind(workflow_run)
+        .bind(node)
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(Some(id))
+    }
+
+    /// Moves a running node from run `from` to its retry `run`, written in
+    /// the same transaction; the retry's id, or `None` if the node no
+    /// longer follows `from` (another admin retried or ended it).
+    pub async fn retry_workflow_node(
+        &self,
+        from: RunId,
+        run: &NewRun,
+        now_ms: i64,
+    ) -> Result<Option<RunId>, StoreError> {
+        let mut tx = self.writer.begin().await?;
+        let id = runs::insert_run(tx.as_mut(), run, &self.owner, now_ms, false)
+            .await?
+            .ok_or(StoreError::Database(sqlx::Error::RowNotFound))?;
+        let moved =
+            sqlx::query("UPDATE workflow_node SET run_id = $2 WHERE run_id = $1 AND status = $3")
+                .bind(from)
+                .bind(id)
+                .bind(status_text(NodeStatus::Running)?)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+        if moved != 1 {
+            // Dropped with the transaction: the retry is not written.
+            return Ok(None);
+        }
+        tx.commit().await?;
+        Ok(Some(id))
+    }
+
+    /// The workflow run and node that run `run_id` belongs to, if any.
+    pub async fn workflow_node_of_run(
+        &self,
+        run_id: RunId,
+    ) -> Result<Option<(i64, String)>, StoreError> {
+        let row = sqlx::query("SELECT workflow_run_id, node FROM workflow_node WHERE run_id = $1")
+            .bind(run_id)
+            .fetch_optional(&self.writer)
+            .await?;
+        Ok(row
+            .map(|row| {
+                Ok::<_, sqlx::Error>((row.try_get("workflow_run_id")?, row.try_get("node")?))
+            })
+            .transpose()?)
+    }
+
+    /// Ends node `node` of workflow run `workflow_run` as `end` says, if
+    /// it has not ended; false if it had.
+    pub async fn end_workflow_node(
+        &self,
+        workflow_run: i64,
+        node: &str,
+        end: &NodeEnd,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        Ok(sqlx::query(
+            "UPDATE workflow_node SET status = $3, output = $4, message = $5, ended_at_ms = $6 \
+             WHERE workflow_run_id = $1 AND node = $2 AND status IN ($7, $8)",
+        )
+        .bind(workflow_run)
+        .bind(node)
+        .bind(status_text(end.status)?)
+        .bind(end.output.as_deref())
+        .bind(end.message.as_deref())
+        .bind(now_ms)
+        .bind(status_text(NodeStatus::Pending)?)
+        .bind(status_text(NodeStatus::Running)?)
+        .execute(&self.writer)
+        .await?
+        .rows_affected()
+            == 1)
+    }
+
+    /// Ends workflow run `id` as `status`, if it is running; false if it
+    /// had ended.
+    pub async fn end_workflow_run(
+        &self,
+        id: i64,
+        status: WorkflowRunStatus,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        Ok(sqlx::query(
+            "UPDATE workflow_run SET status = $2, ended_at_ms = $3 WHERE id = $1 AND status = $4",
+        )
+        .bind(id)
+        .bind(status_text(status)?)
+        .bind(now_ms)
+        .bind(status_text(WorkflowRunStatus::Running)?)
+        .execute(&self.writer)
+        .await?
+        .rows_affected()
+            == 1)
+    }
+}

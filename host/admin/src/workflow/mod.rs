@@ -1,0 +1,14 @@
+//! Workflows as pure values: a definition checked into a [`Graph`]
+//! (`definition`), the small template language a node's input is written
+//! in (`template`), and the planner of a workflow run's progress
+//! (`progress`): from the nodes' statuses, which start, which are
+//! skipped, and how the run ends. No I/O here: the scheduler drives them
+//! (`scheduler/workflows.rs`) and the store keeps what they decide.
+
+pub mod definition;
+pub mod progress;
+pub mod template;
+
+pub use definition::{DefinitionError, Graph};
+pub use progress::{Step, next_steps, outcome};
+pub use template::{Template, TemplateError};

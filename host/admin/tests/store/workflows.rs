@@ -1,0 +1,160 @@
+//! Workflows in the store, on both engines: each save a new version, a run
+//! keeping the definition it started with, a node started once however
+//! many advance it, a retry followed by its node, a node and a run ended
+//! once.
+
+use cronbox_admin::store::NodeEnd;
+use cronbox_api::{NodeStatus, WorkflowRunStatus, WorkflowSpec};
+
+use super::*;
+
+fn spec(job: &str) -> WorkflowSpec {
+    serde_json::from_value(serde_json::json!({
+        "nodes": [{ "name": "a", "job": job }, { "name": "b", "job": job }],
+        "edges": [{ "from": "a", "to": "b" }]
+    }))
+    .unwrap()
+}
+
+async fn workflows_and_their_runs(store: &Store) {
+    let job_id = store.insert_job(&job(), 0).await.unwrap();
+    let first = store
+        .save_workflow("default", "etl", &spec("job"), 10)
+        .await
+        .unwrap();
+    assert_eq!((first.version, first.created_at_ms), (1, 10));
+    let run_id = store.create_workflow_run(&first, "{}", 20).await.unwrap();
+    // Saved again: version 2; the run keeps version 1's definition.
+    let second = store
+        .save_workflow("default", "etl", &spec("other"), 30)
+        .await
+        .unwrap();
+    assert_eq!(
+        (second.id, second.version, second.created_at_ms),
+        (first.id, 2, 10)
+    );
+    let stored = store.workflow_run(run_id).await.unwrap().unwrap();
+    assert_eq!(stored.run.version, 1);
+    assert_eq!(stored.definition.nodes[0].job, "job");
+    assert_eq!(
+        stored
+            .run
+            .nodes
+            .iter()
+            .map(|node| (node.node.as_str(), node.status))
+            .collect::<Vec<_>>(),
+        [("a", NodeStatus::Pending), ("b", NodeStatus::Pending)]
+    );
+    assert_eq!(store.workflows(Some("default")).await.unwrap().len(), 1);
+    assert!(store.workflows(Some("acme")).await.unwrap().is_empty());
+
+    // A node starts once: the second start finds it running and writes
+    // no run.
+    let mut new_run = fire(job_id, 40);
+    new_run.kind = cronbox_protocol::TriggerKind::Workflow;
+    let started = store
+        .start_workflow_node(run_id, "a", "in", &new_run, 40)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        store
+            .start_workflow_node(run_id, "a", "in", &new_run, 41)
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(store.runs_of_job(job_id).await.unwrap().len(), 1);
+    assert_eq!(
+        store.workflow_node_of_run(started).await.unwrap(),
+        Some((run_id, "a".to_owned()))
+    );
+    // A retry moves the node to the new run, once.
+    let mut retry = new_run.clone();
+    retry.attempt = 1;
+    let retried = store
+        .retry_workflow_node(started, &retry, 50)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        store
+            .retry_workflow_node(started, &retry, 51)
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        store.runs_of_job(job_id).await.unwrap().len(),
+        2,
+        "a refused retry writes no run"
+    );
+    assert_eq!(store.workflow_node_of_run(started).await.unwrap(), None);
+    assert_eq!(
+        store.workflow_node_of_run(retried).await.unwrap(),
+        Some((run_id, "a".to_owned()))
+    );
+    // Ended once, with its output.
+    let end = NodeEnd {
+        status: NodeStatus::Succeeded,
+        output: Some(r#"{"rows": 3}"#.to_owned()),
+        message: None,
+    };
+    assert!(
+        store
+            .end_workflow_node(run_id, "a", &end, 60)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .end_workflow_node(run_id, "a", &end, 61)
+            .await
+            .unwrap()
+    );
+    let node = &store.workflow_run(run_id).await.unwrap().unwrap().run.nodes[0];
+    assert_eq!(
+        (
+            node.status,
+            node.run_id,
+            node.input.as_deref(),
+            node.output.as_deref()
+        ),
+        (
+            NodeStatus::Succeeded,
+            Some(retried),
+            Some("in"),
+            Some(r#"{"rows": 3}"#)
+        )
+    );
+    assert!(
+        store
+            .end_workflow_run(run_id, WorkflowRunStatus::Succeeded, 70)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .end_workflow_run(run_id, WorkflowRunStatus::Failed, 71)
+            .await
+            .unwrap()
+    );
+    let runs = store.workflow_runs(first.id, 10).await.unwrap();
+    assert_eq!(
+        runs.iter()
+            .map(|run| (run.id, run.status, run.ended_at_ms))
+            .collect::<Vec<_>>(),
+        [(run_id, WorkflowRunStatus::Succeeded, Some(70))]
+    );
+    assert!(store.delete_workflow("default", "etl").await.unwrap());
+    assert!(store.workflow("default", "etl").await.unwrap().is_none());
+    assert!(
+        store.workflow_run(run_id).await.unwrap().is_some(),
+        "runs stay as history"
+    );
+}
+
+on_both_engines! {
+    sqlite_workflows_keep_versions_and_start_each_node_once,
+        postgres_workflows_keep_versions_and_start_each_node_once => workflows_and_their_runs;
+}

@@ -1,0 +1,192 @@
+//! Workflows: jobs run in a defined order as one thing — named nodes, each
+//! running one of the tenant's jobs with an input rendered from the
+//! workflow's input and its ancestors' outputs, and edges that say which
+//! node follows which, and on what outcome.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::RunId;
+
+/// `PUT /api/v1/workflows/{name}`: a workflow's definition (also the
+/// `workflow.toml` file form).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkflowSpec {
+    #[serde(default)]
+    pub description: String,
+    /// The steps, at most [`WorkflowSpec::MAX_NODES`], each named once.
+    pub nodes: Vec<WorkflowNode>,
+    /// Which node follows which, at most [`WorkflowSpec::MAX_EDGES`],
+    /// without a cycle. A node without incoming edges starts the workflow.
+    #[serde(default)]
+    pub edges: Vec<WorkflowEdge>,
+}
+
+impl WorkflowSpec {
+    /// Most nodes in one workflow.
+    pub const MAX_NODES: usize = 200;
+    /// Most edges in one workflow.
+    pub const MAX_EDGES: usize = 1_000;
+    /// Longest rendered input of one node, and longest workflow input.
+    pub const MAX_INPUT_BYTES: usize = 64 * 1024;
+}
+
+/// One step of a workflow.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkflowNode {
+    /// The node's name: 1 to 64 letters, digits, `-` or `_`, unique in the
+    /// workflow (templates name nodes by it).
+    pub name: String,
+    /// The name of the tenant's job the node runs (its module, limits,
+    /// group, retries and configuration).
+    pub job: String,
+    /// The run's param: a template over the workflow's input and the
+    /// outputs of the node's ancestors (`{{ input.day }}`,
+    /// `{{ nodes.extract.output.rows }}`). Absent: the job's own param.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub param: Option<String>,
+    /// When the node runs, given its parents' ends (default: every
+    /// parent succeeded).
+    #[serde(default)]
+    pub join: JoinRule,
+}
+
+/// An edge: `to` may run once `from` ended as `on` says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkflowEdge {
+    pub from: String,
+    pub to: String,
+    #[serde(default)]
+    pub on: EdgeCondition,
+}
+
+/// The ends of `from` an edge passes on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum EdgeCondition {
+    /// `from` succeeded.
+    #[default]
+    Success,
+    /// `from` failed (every retry spent).
+    Failure,
+    /// `from` ended, however.
+    Always,
+}
+
+/// When a node with parents runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum JoinRule {
+    /// Every incoming edge passed (with the default edges: every parent
+    /// succeeded).
+    #[default]
+    AllPassed,
+    /// Every parent ended (whatever its end), and at least one edge
+    /// passed.
+    AllDone,
+    /// As soon as one incoming edge passed.
+    AnyPassed,
+}
+
+/// A workflow as stored and answered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Workflow {
+    pub id: i64,
+    pub tenant: String,
+    pub name: String,
+    /// Counts every saved definition from 1; a run keeps the version it
+    /// started with.
+    pub version: i64,
+    #[serde(flatten)]
+    pub spec: WorkflowSpec,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+}
+
+/// `POST /api/v1/workflows/{name}/runs`: start a run now.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkflowRunRequest {
+    /// The workflow's input, JSON text (templates read it as `input`); at
+    /// most [`WorkflowSpec::MAX_INPUT_BYTES`]. Absent: `{}`.
+    #[serde(default)]
+    pub input: Option<String>,
+}
+
+/// Where a workflow run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkflowRunStatus {
+    Running,
+    /// Every node ended, and none failed without an edge that handles it.
+    Succeeded,
+    /// A node failed and no edge handles its failure.
+    Failed,
+}
+
+/// Where one node of a workflow run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum NodeStatus {
+    /// Waiting for its parents.
+    Pending,
+    /// Its run is written, dispatched or running.
+    Running,
+    Succeeded,
+    Failed,
+    /// Its parents ended so that it cannot run (its join rule does not
+    /// hold), or its input could not be rendered (see its message).
+    Skipped,
+}
+
+impl NodeStatus {
+    /// Ended, one way or another.
+    pub fn is_done(self) -> bool {
+        !matches!(self, NodeStatus::Pending | NodeStatus::Running)
+    }
+}
+
+/// One node of a workflow run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct NodeRun {
+    pub node: String,
+    pub status: NodeStatus,
+    /// Its run, once written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<RunId>,
+    /// The param it was given (its template rendered).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<String>,
+    /// Its run's output: the success message (JSON text, when it parses
+    /// as JSON, is read by templates as JSON).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+    /// Why it failed or was skipped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at_ms: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at_ms: Option<i64>,
+}
+
+/// A workflow run as stored and answered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct WorkflowRun {
+    pub id: i64,
+    pub tenant: String,
+    pub workflow_id: i64,
+    pub workflow_name: String,
+    /// The definition's version the run follows.
+    pub version: i64,
+    pub status: WorkflowRunStatus,
+    pub input: String,
+    pub started_at_ms: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at_ms: Option<i64>,
+    /// Every node of the definition, in its order.
+    pub nodes: Vec<NodeRun>,
+}

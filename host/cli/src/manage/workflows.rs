@@ -1,0 +1,235 @@
+//! `cronbox workflow`: a tenant's workflows — saved from a `workflow.toml`
+//! file, listed, shown, deleted — and their runs: started (and followed
+//! to their end with `--wait`), listed, and shown node by node.
+
+use cronbox_api::{NodeStatus, WorkflowRun, WorkflowRunStatus, WorkflowSpec};
+
+use super::*;
+
+/// Save, run and follow your tenant's workflows (jobs in a defined order).
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  cronbox workflow apply etl/workflow.toml
+  cronbox workflow run etl --input '{\"day\": \"2026-11-28\"}' --wait
+  cronbox workflow status 12
+  cronbox workflow list
+
+A workflow.toml names the workflow and lists its nodes and edges:
+
+  name = \"etl\"
+  [[nodes]]
+  name = \"extract\"
+  job = \"extract\"
+  [[nodes]]
+  name = \"load\"
+  job = \"load\"
+  param = \"{{ nodes.extract.output.rows }}\"
+  [[edges]]
+  from = \"extract\"
+  to = \"load\"        # on = \"success\" (default), \"failure\" or \"always\"")]
+pub struct WorkflowArgs {
+    #[command(flatten)]
+    connection: Connection,
+    #[command(subcommand)]
+    command: WorkflowCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum WorkflowCommand {
+    /// Every workflow of your tenant.
+    List,
+    /// A workflow's definition.
+    Show { name: String },
+    /// Save the workflow a TOML file defines (its `name`, or the file's
+    /// name without `.toml`): created, or its next version.
+    Apply { file: PathBuf },
+    /// Delete a workflow (its runs stay).
+    Delete { name: String },
+    /// Start a run now; with --wait, follow it to its end (exit 1 unless
+    /// it succeeded).
+    Run {
+        name: String,
+        /// The workflow's input, JSON text (templates read it as `input`).
+        #[arg(long)]
+        input: Option<String>,
+        #[arg(long)]
+        wait: bool,
+    },
+    /// A workflow's latest runs.
+    Runs { name: String },
+    /// A workflow run, node by node.
+    Status { id: i64 },
+}
+
+/// The workflow a `workflow.toml` defines: its name and definition.
+fn read_workflow_file(file: &PathBuf) -> anyhow::Result<(String, WorkflowSpec)> {
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let mut table: toml::Table =
+        toml::from_str(&text).with_context(|| format!("{} is not TOML", file.display()))?;
+    let name = match table.remove("name") {
+        Some(toml::Value::String(name)) => name,
+        Some(_) => bail!("{}: `name` must be text", file.display()),
+        None => file
+            .file_stem()
+            .and_then(|stem| stem.to_str())
+            .filter(|stem| *stem != "workflow")
+            .map(str::to_owned)
+            .with_context(|| format!("{}: add `name = \"...\"`", file.display()))?,
+    };
+    let spec: WorkflowSpec = toml::Value::Table(table)
+        .try_into()
+        .with_context(|| format!("{} is not a workflow definition", file.display()))?;
+    Ok((name, spec))
+}
+
+fn status_name<T: Serialize>(status: T) -> String {
+    serde_json::to_value(status)
+        .ok()
+        .and_then(|value| value.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+fn print_run(run: &WorkflowRun) {
+    outln!(
+        "workflow run {} of {} (version {}): {}",
+        run.id,
+        run.workflow_name,
+        run.version,
+        status_name(run.status)
+    );
+    print_table(
+        &[
+            "NODE",
+            "STATUS",
+            "RUN",
+            "STARTED (UTC)",
+            "ENDED (UTC)",
+            "OUTPUT OR MESSAGE",
+        ],
+        &run.nodes
+            .iter()
+            .map(|node| {
+                vec![
+                    node.node.clone(),
+                    status_name(node.status),
+                    or_dash(node.run_id),
+                    time(node.started_at_ms),
+                    time(node.ended_at_ms),
+                    node.output
+                        .clone()
+                        .or_else(|| node.message.clone())
+                        .unwrap_or_default(),
+                ]
+            })
+            .collect::<Vec<_>>(),
+    );
+}
+
+pub fn workflow(args: WorkflowArgs) -> anyhow::Result<()> {
+    let (client, json, runtime) = args.connection.open()?;
+    runtime.block_on(async move {
+        match args.command {
+            WorkflowCommand::List => print_list(
+                json,
+                &client.workflows().await?,
+                &["NAME", "VERSION", "NODES", "EDGES", "UPDATED (UTC)"],
+                |workflow| {
+                    vec![
+                        workflow.name.clone(),
+                        workflow.version.to_string(),
+                        workflow.spec.nodes.len().to_string(),
+                        workflow.spec.edges.len().to_string(),
+                        time(Some(workflow.updated_at_ms)),
+                    ]
+                },
+            ),
+            WorkflowCommand::Show { name } => {
+                let workflow = client.workflow(&name).await?;
+                show(json, &workflow, |workflow| {
+                    outln!("workflow {} (version {})", workflow.name, workflow.version);
+                    for node in &workflow.spec.nodes {
+                        outln!(
+                            "  node {}: job {}{}",
+                            node.name,
+                            node.job,
+                            node.param
+                                .as_deref()
+                                .map(|param| format!(", param {param}"))
+                                .unwrap_or_default()
+                        );
+                    }
+                    for edge in &workflow.spec.edges {
+                        outln!("  {} → {} on {}", edge.from, edge.to, status_name(edge.on));
+                    }
+                })
+            }
+            WorkflowCommand::Apply { file } => {
+                let (name, spec) = read_workflow_file(&file)?;
+                let workflow = client.put_workflow(&name, &spec).await?;
+                show(json, &workflow, |workflow| {
+                    outln!(
+                        "workflow {} saved: version {}, {} node(s)",
+                        workflow.name,
+                        workflow.version,
+                        workflow.spec.nodes.len()
+                    );
+                    outln!("Run it: cronbox workflow run {} --wait", workflow.name);
+                })
+            }
+            WorkflowCommand::Delete { name } => {
+                let workflow = client.delete_workflow(&name).await?;
+                show(json, &workflow, |workflow| {
+                    outln!("workflow {} deleted", workflow.name);
+                })
+            }
+            WorkflowCommand::Run { name, input, wait } => {
+                let mut run = client.start_workflow_run(&name, input.as_deref()).await?;
+                if !json {
+                    outln!("workflow run {} started", run.id);
+                }
+                if wait {
+                    while run.status == WorkflowRunStatus::Running {
+                        tokio::time::sleep(Duration::from_millis(250)).await;
+                        run = client.workflow_run(run.id).await?;
+                    }
+                    show(json, &run, print_run)?;
+                    if run.status != WorkflowRunStatus::Succeeded {
+                        bail!("workflow run {} {}", run.id, status_name(run.status));
+                    }
+                    return Ok(());
+                }
+                show(json, &run, |run| {
+                    outln!("Follow it: cronbox workflow status {}", run.id);
+                })
+            }
+            WorkflowCommand::Runs { name } => print_list(
+                json,
+                &client.workflow_runs(&name).await?,
+                &["ID", "VERSION", "STATUS", "STARTED (UTC)", "ENDED (UTC)"],
+                |run| {
+                    vec![
+                        run.id.to_string(),
+                        run.version.to_string(),
+                        status_name(run.status),
+                        time(Some(run.started_at_ms)),
+                        time(run.ended_at_ms),
+                    ]
+                },
+            ),
+            WorkflowCommand::Status { id } => {
+                let run = client.workflow_run(id).await?;
+                show(json, &run, print_run)?;
+                if run
+                    .nodes
+                    .iter()
+                    .any(|node| node.status == NodeStatus::Failed)
+                    && !json
+                {
+                    outln!("A failed node's log: cronbox logs RUN");
+                }
+                Ok(())
+            }
+        }
+    })
+}

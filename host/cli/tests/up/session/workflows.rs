@@ -1,0 +1,98 @@
+//! Workflows from the command line: a `workflow.toml` applied, run with an
+//! input and followed to its end, its run shown node by node, and a
+//! definition with a cycle refused naming it.
+
+use super::*;
+
+pub(super) fn workflows(s: &Session) {
+    let (base, token) = (s.base.as_str(), s.token.as_str());
+    ok(
+        base,
+        token,
+        &["job", "create", "--name", "wf-greet", "--module", "greeter"],
+    );
+    let file = s.data.path().join("greetings.toml");
+    std::fs::write(
+        &file,
+        r#"name = "greetings"
+description = "greets, then greets the greeting"
+
+[[nodes]]
+name = "first"
+job = "wf-greet"
+param = "{{ input.who }}"
+
+[[nodes]]
+name = "second"
+job = "wf-greet"
+param = "again: {{ nodes.first.output }}"
+
+[[edges]]
+from = "first"
+to = "second"
+"#,
+    )
+    .unwrap();
+    let applied = ok(base, token, &["workflow", "apply", file.to_str().unwrap()]);
+    assert!(
+        applied.contains("workflow greetings saved: version 1, 2 node(s)"),
+        "{applied}"
+    );
+    let ran = ok(
+        base,
+        token,
+        &[
+            "workflow",
+            "run",
+            "greetings",
+            "--input",
+            r#"{"who": "ada"}"#,
+            "--wait",
+        ],
+    );
+    let first_line = ran.lines().next().unwrap();
+    let id = first_line
+        .strip_prefix("workflow run ")
+        .and_then(|rest| rest.strip_suffix(" started"))
+        .unwrap_or_else(|| panic!("{ran}"));
+    assert!(
+        ran.contains(&format!(
+            "workflow run {id} of greetings (version 1): succeeded"
+        )),
+        "{ran}"
+    );
+    let second = ran
+        .lines()
+        .find(|line| line.starts_with("second"))
+        .unwrap_or_else(|| panic!("{ran}"));
+    assert!(
+        second.contains("succeeded") && second.ends_with("hello, again: hello, ada"),
+        "{second}"
+    );
+    let status = json(base, token, &["workflow", "status", id]);
+    assert_eq!(status["status"], "succeeded", "{status}");
+    assert_eq!(status["nodes"][1]["input"], "again: hello, ada", "{status}");
+    let listed = ok(base, token, &["workflow", "list"]);
+    assert!(
+        listed
+            .lines()
+            .any(|line| line.starts_with("greetings") && line.contains(" 2 ")),
+        "{listed}"
+    );
+    // A cycle is refused, naming it; nothing changes.
+    std::fs::write(
+        &file,
+        "name = \"greetings\"\n[[nodes]]\nname = \"a\"\njob = \"wf-greet\"\n\
+         [[nodes]]\nname = \"b\"\njob = \"wf-greet\"\n\
+         [[edges]]\nfrom = \"a\"\nto = \"b\"\n[[edges]]\nfrom = \"b\"\nto = \"a\"\n",
+    )
+    .unwrap();
+    let (code, _, said) = cli(base, token, &["workflow", "apply", file.to_str().unwrap()]);
+    assert_eq!(code, 1, "{said}");
+    assert!(
+        said.contains("the edges form a cycle through node \"a\"") && said.contains("edges"),
+        "{said}"
+    );
+    let shown = json(base, token, &["workflow", "show", "greetings"]);
+    assert_eq!(shown["version"], 1, "{shown}");
+}
