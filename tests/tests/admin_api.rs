@@ -62,7 +62,26 @@ async fn stack_configured(
     max_module_bytes: usize,
     configure: impl FnOnce(&mut ExecutorConfig),
 ) -> Stack {
-    let data = tempfile::tempdir().unwrap();
+    stack_in(
+        tempfile::tempdir().unwrap(),
+        scheduler,
+        max_module_bytes,
+        configure,
+    )
+    .await
+}
+
+/// A stack started again on the data directory an earlier one left.
+async fn restarted(data: tempfile::TempDir) -> Stack {
+    stack_in(data, SchedulerConfig::default(), 16 << 20, |_| {}).await
+}
+
+async fn stack_in(
+    data: tempfile::TempDir,
+    scheduler: SchedulerConfig,
+    max_module_bytes: usize,
+    configure: impl FnOnce(&mut ExecutorConfig),
+) -> Stack {
     let admin = cronbox_admin::start(AdminConfig {
         bind: "127.0.0.1:0".parse().unwrap(),
         database: Database::Sqlite(data.path().join("admin")),

@@ -26,6 +26,7 @@ import { jobFormPage } from "./job-form.js";
 import { runPage, runsPage } from "./runs.js";
 import { modulePage, modulesPage } from "./modules.js";
 import { executorsPage } from "./executors.js";
+import { workflowPage, workflowRunPage, workflowsPage } from "./workflows.js";
 import { adminPage } from "./admin.js";
 
 // ---------------------------------------------------------------- shell
@@ -89,6 +90,9 @@ export const ROUTES = [
   [/^jobs\/(\d+)\/copy$/, (id) => jobFormPage(id, "copy")],
   [/^runs$/, runsPage],
   [/^runs\/(\d+)$/, (id) => runPage(id)],
+  [/^workflows$/, workflowsPage],
+  [/^workflows\/([^/]+)$/, (name) => workflowPage(decodeURIComponent(name))],
+  [/^workflow-runs\/(\d+)$/, (id) => workflowRunPage(id)],
   [/^modules$/, modulesPage],
   [/^modules\/([^/]+)$/, (name) => modulePage(decodeURIComponent(name))],
   [/^executors$/, executorsPage],

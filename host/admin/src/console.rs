@@ -68,6 +68,11 @@ const ASSETS: &[(&str, &str, &str)] = &[
         include_str!("../console/executors.js"),
     ),
     (
+        "workflows.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../console/workflows.js"),
+    ),
+    (
         "admin.js",
         "text/javascript; charset=utf-8",
         include_str!("../console/admin.js"),

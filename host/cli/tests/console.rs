@@ -3,7 +3,8 @@
 //! as a person takes it. Screenshots of each main page are saved under
 //! `target/console-screenshots/` for a person to look at. The shared
 //! steps are here; the tests by who uses the console, in `console/`: an
-//! operator's day, daily operation, lower roles and other tenants.
+//! operator's day, daily operation, lower roles and other tenants,
+//! workflows.
 #![allow(clippy::unwrap_used)] // in tests a failed unwrap is a failed test
 
 mod support;
@@ -165,3 +166,5 @@ mod daily;
 mod operator;
 #[path = "console/roles.rs"]
 mod roles;
+#[path = "console/workflows.rs"]
+mod workflows;

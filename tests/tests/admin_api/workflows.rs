@@ -321,3 +321,93 @@ async fn a_run_keeps_the_definition_it_started_with() {
     );
     stack.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_next_admin_takes_up_what_a_stopped_one_left_of_a_workflow_run() {
+    use cronbox_admin::store::{NewRun, RunEnd, Store};
+    let stack = stack(SchedulerConfig::default()).await;
+    stack.job("first", "hello", json!({ "param": "one" })).await;
+    stack.job("second", "hello", json!({})).await;
+    stack
+        .api
+        .api
+        .put_workflow(
+            "chain",
+            &spec(json!({
+                "nodes": [
+                    { "name": "first", "job": "first" },
+                    { "name": "second", "job": "second", "param": "after {{ nodes.first.output }}" }
+                ],
+                "edges": [{ "from": "first", "to": "second" }]
+            })),
+        )
+        .await
+        .unwrap();
+    let data = stack.shutdown_keeping_data().await;
+    // What an admin left when it stopped a minute ago: a workflow run it
+    // wrote but never advanced, and one whose first node's run ended
+    // without its end being followed.
+    let (idle, unfollowed) = {
+        let store = Store::open_sqlite(&data.path().join("admin"))
+            .await
+            .unwrap();
+        let then = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64
+            - 60_000;
+        let workflow = store.workflow("default", "chain").await.unwrap().unwrap();
+        let idle = store
+            .create_workflow_run(&workflow, "{}", then)
+            .await
+            .unwrap();
+        let unfollowed = store
+            .create_workflow_run(&workflow, "{}", then)
+            .await
+            .unwrap();
+        let job = store
+            .jobs_named("default", "first")
+            .await
+            .unwrap()
+            .remove(0);
+        let run = NewRun::of_job(&job, TriggerKind::Workflow, then);
+        let run_id = store
+            .start_workflow_node(unfollowed, "first", "one", &run, then)
+            .await
+            .unwrap()
+            .unwrap();
+        let end = RunEnd {
+            run_id,
+            success: true,
+            code: 200,
+            message: "hello, one".to_owned(),
+            finished_at_ms: then,
+            ..RunEnd::default()
+        };
+        store.finish_run(&end).await.unwrap().unwrap();
+        (idle, unfollowed)
+    };
+    let stack = restarted(data).await;
+    for id in [idle, unfollowed] {
+        let run = ended(&stack, id).await;
+        assert_eq!(run.status, WorkflowRunStatus::Succeeded, "{run:#?}");
+        assert_eq!(
+            node(&run, "second").output.as_deref(),
+            Some("hello, after hello, one")
+        );
+    }
+    // The first node of the unfollowed run ran once: the end was taken up,
+    // not the node started again.
+    let first = stack.api.api.workflow_run(unfollowed).await.unwrap();
+    let first_job = stack.api.api.jobs(&Default::default()).await.unwrap();
+    let first_job = first_job
+        .iter()
+        .find(|job| job.job.name == "first")
+        .unwrap()
+        .job
+        .id;
+    let runs = stack.api.api.job_runs(first_job, None, 10).await.unwrap();
+    assert_eq!(runs.len(), 2, "one run per workflow run: {runs:?}");
+    assert_eq!(node(&first, "first").run_id, Some(runs[0].id));
+    stack.shutdown().await;
+}

@@ -27,6 +27,8 @@ CREATE TABLE workflow_run (
     ended_at_ms    BIGINT
 );
 CREATE INDEX workflow_run_by_workflow ON workflow_run (workflow_id, id);
+-- The running ones, which the admins look over for steps nobody took.
+CREATE INDEX workflow_run_by_status ON workflow_run (status);
 
 CREATE TABLE workflow_node (
     workflow_run_id  BIGINT  NOT NULL,

@@ -58,6 +58,7 @@ mod slow_jobs;
 mod triggers;
 mod warming;
 mod workflows;
+pub use workflows::WORKFLOW_SWEEP_AFTER;
 
 pub use backfill::{BackfillError, DEFAULT_PER_SECOND, MAX_BACKFILL_FIRES, MAX_PER_SECOND};
 use batching::{Answer, Batches};
@@ -255,6 +256,8 @@ impl Scheduler {
             Err(error) => tracing::error!(%error, "cannot read pending runs"),
         }
         let mut last_lost_check = std::time::Instant::now();
+        // The first sweep at the first check: what a stopped admin left.
+        let mut last_workflow_sweep: Option<std::time::Instant> = None;
         loop {
             if let Err(error) = self.pre_read().await {
                 tracing::warn!(%error, "pre-read failed; retrying");
@@ -263,6 +266,14 @@ impl Scheduler {
                 last_lost_check = std::time::Instant::now();
                 if let Err(error) = self.reap_lost_runs().await {
                     tracing::warn!(%error, "lost-run check failed");
+                }
+                if last_workflow_sweep
+                    .is_none_or(|at| at.elapsed() >= workflows::WORKFLOW_SWEEP_AFTER)
+                {
+                    last_workflow_sweep = Some(std::time::Instant::now());
+                    if let Err(error) = self.follow_stalled_workflows().await {
+                        tracing::warn!(%error, "workflow sweep failed");
+                    }
                 }
                 match self.store.orphaned_runs(self.now_ms(), 5_000).await {
                     Ok(orphans) if !orphans.is_empty() => {

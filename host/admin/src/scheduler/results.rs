@@ -159,11 +159,15 @@ impl Scheduler {
                     read = job;
                     &read
                 }
+                // A node's job deleted while it ran: the node still ends.
+                None if run.kind == TriggerKind::Workflow => {
+                    return self.workflow_node_ended(run, None).await;
+                }
                 None => return Ok(()),
             },
         };
         if run.kind == TriggerKind::Workflow {
-            return self.workflow_node_ended(run, job).await;
+            return self.workflow_node_ended(run, Some(job)).await;
         }
         if run.status == RunStatus::Success {
             for child in children_of(job) {

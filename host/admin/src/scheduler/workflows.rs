@@ -160,20 +160,21 @@ impl Scheduler {
         Ok(())
     }
 
-    /// What follows the end of a workflow node's `run` of `job`: a retry
-    /// while the job's retries allow (the node follows it), else the node
-    /// ends — succeeded with the run's message as its output, or failed —
-    /// and the workflow run advances.
+    /// What follows the end of a workflow node's `run` of `job` (`None`:
+    /// deleted meanwhile): a retry while the job's retries allow (the node
+    /// follows it), else the node ends — succeeded with the run's message
+    /// as its output, or failed — and the workflow run advances.
     pub(super) async fn workflow_node_ended(
         self: &Arc<Self>,
         run: &RunRow,
-        job: &JobRow,
+        job: Option<&JobRow>,
     ) -> Result<(), StoreError> {
         let Some((workflow_run, node)) = self.store.workflow_node_of_run(run.id).await? else {
             return Ok(());
         };
         let succeeded = run.status == RunStatus::Success;
-        if !succeeded
+        if let Some(job) = job
+            && !succeeded
             && !run.outcome.is_some_and(RunOutcome::is_deliberate)
             && run.attempt < job.retry_count
         {
@@ -230,4 +231,33 @@ impl Scheduler {
         }
         Ok(())
     }
+
+    /// Takes up what no admin followed (one stopped between two writes of
+    /// a workflow run): node runs that ended over [`WORKFLOW_SWEEP_AFTER`]
+    /// ago with their node still running, and running workflow runs where
+    /// nothing runs and nothing changed for as long. Every step it takes
+    /// is conditional, so racing another admin starts or ends nothing
+    /// twice.
+    pub(super) async fn follow_stalled_workflows(self: &Arc<Self>) -> Result<(), StoreError> {
+        let before = self.now_ms() - WORKFLOW_SWEEP_AFTER.as_millis() as i64;
+        for run_id in self.store.unfollowed_workflow_node_runs(before).await? {
+            if let Some(run) = self.store.run(run_id).await? {
+                tracing::warn!(run = %run_id, "following a workflow node's end no admin followed");
+                let job = self.store.job(run.job_id).await?;
+                self.workflow_node_ended(&run, job.as_ref()).await?;
+            }
+        }
+        for id in self.store.idle_workflow_runs(before).await? {
+            tracing::warn!(
+                workflow_run = id,
+                "taking the steps of a workflow run no admin took"
+            );
+            self.advance_workflow(id).await?;
+        }
+        Ok(())
+    }
 }
+
+/// How long a workflow run's end or step may wait for the admin that
+/// wrote the step before it, before any admin takes it up.
+pub const WORKFLOW_SWEEP_AFTER: std::time::Duration = std::time::Duration::from_secs(5);

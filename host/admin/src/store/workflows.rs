@@ -387,4 +387,51 @@ impl Store {
         .rows_affected()
             == 1)
     }
+
+    /// The runs of nodes still marked running whose run ended before
+    /// `before_ms`: ends nobody followed (an admin stopped between writing
+    /// the run's end and advancing its workflow run).
+    pub async fn unfollowed_workflow_node_runs(
+        &self,
+        before_ms: i64,
+    ) -> Result<Vec<RunId>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT n.run_id FROM workflow_run w \
+             JOIN workflow_node n ON n.workflow_run_id = w.id \
+             JOIN run r ON r.id = n.run_id \
+             WHERE w.status = $1 AND n.status = $5 AND r.status NOT IN ($2, $3) \
+             AND r.finished_at_ms < $4",
+        )
+        .bind(status_text(WorkflowRunStatus::Running)?)
+        .bind(RunStatus::Pending.as_str())
+        .bind(RunStatus::Dispatched.as_str())
+        .bind(before_ms)
+        .bind(status_text(NodeStatus::Running)?)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .iter()
+            .map(|row| row.try_get::<i64, _>("run_id").map(RunId))
+            .collect::<Result<_, _>>()?)
+    }
+
+    /// Running workflow runs in which no node runs and nothing changed
+    /// since `before_ms`: steps nobody took (an admin stopped between two
+    /// of a run's writes).
+    pub async fn idle_workflow_runs(&self, before_ms: i64) -> Result<Vec<i64>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT w.id FROM workflow_run w WHERE w.status = $1 AND w.started_at_ms < $2 \
+             AND NOT EXISTS (SELECT 1 FROM workflow_node n WHERE n.workflow_run_id = w.id \
+             AND (n.status = $3 OR n.ended_at_ms >= $2))",
+        )
+        .bind(status_text(WorkflowRunStatus::Running)?)
+        .bind(before_ms)
+        .bind(status_text(NodeStatus::Running)?)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .iter()
+            .map(|row| row.try_get::<i64, _>("id"))
+            .collect::<Result<_, _>>()?)
+    }
 }

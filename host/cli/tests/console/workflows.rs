@@ -1,0 +1,91 @@
+//! Workflows in the console: a definition written in the editor (a
+//! refusal shown next to it, naming the edge), the graph drawn, a run
+//! started from the workflow's page and followed on the run's page until
+//! every node shows its output.
+
+use super::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_writes_draws_and_runs_a_workflow() {
+    let up = start();
+    let browser = Browser::start(&screenshots()).await;
+    browser.goto(&format!("{}/", up.base)).await;
+    log_in(&browser, "admin", &up.admin_password).await;
+    browser.goto(&format!("{}/#/workflows", up.base)).await;
+    browser.element("#workflows").await;
+
+    // A cycle is refused next to the definition, naming where.
+    let cycle = json!({
+        "nodes": [{ "name": "a", "job": "hello" }, { "name": "b", "job": "hello" }],
+        "edges": [{ "from": "a", "to": "b" }, { "from": "b", "to": "a" }]
+    });
+    browser.fill("#workflow-name", "greetings").await;
+    browser
+        .fill("#workflow-definition", &cycle.to_string())
+        .await;
+    browser.click("#workflow-form button[type=submit]").await;
+    let refused = browser
+        .text_until("#workflow-error", "the refusal is shown", |text| {
+            !text.is_empty()
+        })
+        .await;
+    assert_eq!(refused, "edges: the edges form a cycle through node \"a\"");
+
+    // A good one is saved and drawn: two boxes, one arrow.
+    let good = json!({
+        "description": "greets, then greets the greeting",
+        "nodes": [
+            { "name": "first", "job": "hello", "param": "{{ input.who }}" },
+            { "name": "second", "job": "hello", "param": "again: {{ nodes.first.output }}" }
+        ],
+        "edges": [{ "from": "first", "to": "second" }]
+    });
+    browser
+        .fill("#workflow-definition", &good.to_string())
+        .await;
+    browser.click("#workflow-form button[type=submit]").await;
+    browser.element("#workflow[data-name='greetings']").await;
+    assert_eq!(
+        browser
+            .all("#workflow svg.workflow-graph g.node")
+            .await
+            .len(),
+        2
+    );
+    assert_eq!(
+        browser
+            .all("#workflow svg.workflow-graph line.edge")
+            .await
+            .len(),
+        1
+    );
+    browser.screenshot("workflow").await;
+
+    // Run it with an input; its page follows it to the end.
+    browser.fill("#workflow-input", r#"{"who": "ada"}"#).await;
+    browser.click("#workflow-run button[type=submit]").await;
+    let run = id_in_address(&browser, "workflow run").await;
+    browser
+        .element("#workflow-run[data-status='succeeded']")
+        .await;
+    let second = browser
+        .text_until(
+            "tr[data-node='second'] td.output",
+            "the last node's output",
+            |text| text != "—",
+        )
+        .await;
+    assert_eq!(second, "hello, again: hello, ada");
+    assert_eq!(
+        browser
+            .all("#workflow-run svg g.node.succeeded")
+            .await
+            .len(),
+        2,
+        "both boxes show the nodes' ends"
+    );
+    browser.screenshot("workflow-run").await;
+    // The same run through the API.
+    let answered = up.operator.api.workflow_run(run).await.unwrap();
+    assert_eq!(answered.status, cronbox_api::WorkflowRunStatus::Succeeded);
+}
