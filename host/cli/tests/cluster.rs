@@ -1,7 +1,8 @@
 //! Cluster mode on PostgreSQL: several `cronbox admin` processes on one
 //! database with `cronbox executor` processes, each test injecting a fault
 //! (SIGKILL, a database restart, skewed clocks, racing admins) and then
-//! asserting on the run table itself.
+//! asserting on the run table itself; workflows advanced by two admins,
+//! one of them killed.
 //!
 //! The tests of this file run one at a time (they load the machine on
 //! purpose); the suite's other test binaries run before or after. Their
@@ -626,4 +627,75 @@ async fn racing_admins_send_each_alarm_and_retry_once() {
     failed.sort();
     assert_eq!(alarmed, failed, "one alarm per failed run");
     assert!(runs.iter().all(|r| r.alarm_status == AlarmState::Sent));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workflows_outlive_a_killed_admin_and_start_each_node_once() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let mut cluster = Cluster::start(&[&[], &[]], 1).await;
+    cluster.push("sleeper", "sleeper").await;
+    cluster.push("hello", "hello").await;
+    let nap = cluster
+        .create(0, json!({ "name": "nap", "module": "sleeper", "param": "1500" }))
+        .await;
+    let mut greeters = Vec::new();
+    for name in ["left", "right", "join"] {
+        greeters.push(
+            cluster
+                .create(0, json!({ "name": name, "module": "hello" }))
+                .await,
+        );
+    }
+    let diamond: cronbox_api::WorkflowSpec = serde_json::from_value(json!({
+        "nodes": [
+            { "name": "nap", "job": "nap" },
+            { "name": "left", "job": "left", "param": "L" },
+            { "name": "right", "job": "right", "param": "R" },
+            { "name": "join", "job": "join",
+              "param": "{{ nodes.left.output }} and {{ nodes.right.output }}" }
+        ],
+        "edges": [
+            { "from": "nap", "to": "left" }, { "from": "nap", "to": "right" },
+            { "from": "left", "to": "join" }, { "from": "right", "to": "join" }
+        ]
+    }))
+    .unwrap();
+    cluster.api(0).put_workflow("diamond", &diamond).await.unwrap();
+    // Ten runs started through both admins; then the first admin dies
+    // while their naps run, and the other carries every run to its end.
+    let mut runs = Vec::new();
+    for i in 0..10 {
+        let started = cluster
+            .api(i % 2)
+            .start_workflow_run("diamond", None)
+            .await
+            .unwrap();
+        runs.push(started.id);
+    }
+    cluster.admins[0].process.take().unwrap().kill();
+    let api = cluster.api(1);
+    for id in &runs {
+        let run = until("the workflow run ends", || async {
+            let run = api.workflow_run(*id).await.ok()?;
+            (run.status != cronbox_api::WorkflowRunStatus::Running).then_some(run)
+        })
+        .await;
+        assert_eq!(
+            run.status,
+            cronbox_api::WorkflowRunStatus::Succeeded,
+            "{run:#?}"
+        );
+        assert_eq!(
+            run.nodes[3].input.as_deref(),
+            Some("hello, L and hello, R"),
+            "{run:#?}"
+        );
+    }
+    // Each node ran once per workflow run, whichever admin advanced it.
+    let store = Store::connect(&cluster.url).await.unwrap();
+    for job in std::iter::once(nap).chain(greeters) {
+        let ran = store.runs_of_job(job).await.unwrap();
+        assert_eq!(ran.len(), runs.len(), "job {job}: {ran:?}");
+        assert!(ran.iter().all(|run| run.status == RunStatus::Success), "{ran:?}");
+    }
 }
