@@ -251,6 +251,10 @@ export const T = {
     versionStarted: (version, at) => `version ${version}, started ${at}`,
     back: "the workflow",
     nodes: "Nodes",
+    cancel: "Cancel this run",
+    cancelled: (id) => `Cancelled workflow run ${id}.`,
+    retry: "Retry from the nodes that did not succeed",
+    retried: (id) => `Retrying workflow run ${id}.`,
     nodeColumns: ["Node", "Status", "Run", "Started", "Took", "Input", "Output or message"],
   },
   executors: {

@@ -181,6 +181,21 @@ export async function workflowRunPage(id) {
     h("td", { class: "input" }, node.input ?? "—"),
     h("td", { class: "output" }, node.output ?? node.message ?? "—")));
   if (run.status === "running") every(1000, () => refresh());
+  const path = `/api/v1/workflow-runs/${run.id}`;
+  const buttons = !canWrite() ? null
+    : run.status === "running"
+      ? h("button", { id: "workflow-cancel", class: "danger", on: { click: action(async () => {
+        await call("POST", `${path}/cancel`);
+        flash(T.workflows.cancelled(run.id));
+        refresh();
+      }) } }, T.workflows.cancel)
+      : ["failed", "cancelled"].includes(run.status)
+        ? h("button", { id: "workflow-retry", on: { click: action(async () => {
+          await call("POST", `${path}/retry`);
+          flash(T.workflows.retried(run.id));
+          refresh();
+        }) } }, T.workflows.retry)
+        : null;
   // The graph of the version the run follows, when it is still the
   // workflow's latest (otherwise the table alone).
   const drawn = workflow && workflow.version === run.version ? graph(workflow, statuses) : null;
@@ -189,6 +204,7 @@ export async function workflowRunPage(id) {
     h("p", {}, h("span", { class: `status status-${run.status}` }, run.status), " · ",
       T.workflows.versionStarted(run.version, formatTime(run.started_at_ms)), " · ",
       link(`#/workflows/${encodeURIComponent(run.workflow_name)}`, T.workflows.back)),
+    buttons,
     drawn ? section(T.workflows.graphTitle, drawn) : null,
     section(T.workflows.nodes, table(T.workflows.nodeColumns, rows)));
 }

@@ -304,6 +304,26 @@ impl Client {
         .await
     }
 
+    /// Cancels workflow run `id`.
+    pub async fn cancel_workflow_run(&self, id: i64) -> Result<WorkflowRun, ClientError> {
+        self.call(
+            Method::POST,
+            &format!("/api/v1/workflow-runs/{id}/cancel"),
+            None::<&()>,
+        )
+        .await
+    }
+
+    /// Retries workflow run `id` from its nodes that did not succeed.
+    pub async fn retry_workflow_run(&self, id: i64) -> Result<WorkflowRun, ClientError> {
+        self.call(
+            Method::POST,
+            &format!("/api/v1/workflow-runs/{id}/retry"),
+            None::<&()>,
+        )
+        .await
+    }
+
     /// The caller's tenant's calendars.
     pub async fn calendars(&self) -> Result<Vec<Calendar>, ClientError> {
         self.call(Method::GET, "/api/v1/calendars", None::<&()>)

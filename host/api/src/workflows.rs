@@ -125,6 +125,8 @@ pub enum WorkflowRunStatus {
     Succeeded,
     /// A node failed and no edge handles its failure.
     Failed,
+    /// Cancelled by a person: its running nodes killed, the rest not run.
+    Cancelled,
 }
 
 /// Where one node of a workflow run is.
@@ -138,8 +140,10 @@ pub enum NodeStatus {
     Succeeded,
     Failed,
     /// Its parents ended so that it cannot run (its join rule does not
-    /// hold), or its input could not be rendered (see its message).
+    /// hold).
     Skipped,
+    /// Its workflow run was cancelled before it ended.
+    Cancelled,
 }
 
 impl NodeStatus {

@@ -636,7 +636,10 @@ async fn workflows_outlive_a_killed_admin_and_start_each_node_once() {
     cluster.push("sleeper", "sleeper").await;
     cluster.push("hello", "hello").await;
     let nap = cluster
-        .create(0, json!({ "name": "nap", "module": "sleeper", "param": "1500" }))
+        .create(
+            0,
+            json!({ "name": "nap", "module": "sleeper", "param": "1500" }),
+        )
         .await;
     let mut greeters = Vec::new();
     for name in ["left", "right", "join"] {
@@ -660,7 +663,11 @@ async fn workflows_outlive_a_killed_admin_and_start_each_node_once() {
         ]
     }))
     .unwrap();
-    cluster.api(0).put_workflow("diamond", &diamond).await.unwrap();
+    cluster
+        .api(0)
+        .put_workflow("diamond", &diamond)
+        .await
+        .unwrap();
     // Ten runs started through both admins; then the first admin dies
     // while their naps run, and the other carries every run to its end.
     let mut runs = Vec::new();
@@ -696,6 +703,9 @@ async fn workflows_outlive_a_killed_admin_and_start_each_node_once() {
     for job in std::iter::once(nap).chain(greeters) {
         let ran = store.runs_of_job(job).await.unwrap();
         assert_eq!(ran.len(), runs.len(), "job {job}: {ran:?}");
-        assert!(ran.iter().all(|run| run.status == RunStatus::Success), "{ran:?}");
+        assert!(
+            ran.iter().all(|run| run.status == RunStatus::Success),
+            "{ran:?}"
+        );
     }
 }

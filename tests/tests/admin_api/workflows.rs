@@ -411,3 +411,160 @@ async fn the_next_admin_takes_up_what_a_stopped_one_left_of_a_workflow_run() {
     assert_eq!(node(&first, "first").run_id, Some(runs[0].id));
     stack.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_is_cancelled_with_its_running_node_and_retried_from_what_failed() {
+    let stack = stack(SchedulerConfig::default()).await;
+    let extract = stack
+        .job("extract", "hello", json!({ "param": "rows" }))
+        .await;
+    let burn = stack
+        .job("burn", "fuel-burner", json!({ "param": "not-a-number" }))
+        .await;
+    stack.job("load", "hello", json!({})).await;
+    stack
+        .job("nap", "sleeper", json!({ "param": "30000" }))
+        .await;
+    stack
+        .api
+        .api
+        .put_workflow(
+            "etl",
+            &spec(json!({
+                "nodes": [
+                    { "name": "extract", "job": "extract" },
+                    { "name": "burn", "job": "burn", "param": "{{ input.rounds }}" },
+                    { "name": "load", "job": "load", "param": "{{ nodes.extract.output }}" }
+                ],
+                "edges": [{ "from": "extract", "to": "burn" }, { "from": "burn", "to": "load" }]
+            })),
+        )
+        .await
+        .unwrap();
+    // Fails at `burn` (its input is not a number of rounds)...
+    let started = stack
+        .api
+        .api
+        .start_workflow_run("etl", Some(r#"{"rounds": "many"}"#))
+        .await
+        .unwrap();
+    let failed = ended(&stack, started.id).await;
+    assert_eq!(failed.status, WorkflowRunStatus::Failed, "{failed:#?}");
+    assert_eq!(node(&failed, "load").status, NodeStatus::Skipped);
+    // ...and a run that did not fail is not retried.
+    let (status, answer) = stack
+        .call(
+            reqwest::Method::POST,
+            "/api/v1/workflow-runs/999/retry",
+            None,
+        )
+        .await;
+    assert_eq!(status, 404, "{answer}");
+    // Retried from `burn` (its job's param now a number): `extract` keeps
+    // its output and does not run again.
+    let digest = stack.api.api.job(burn).await.unwrap().module_digest;
+    let spec_of_burn: JobSpec =
+        serde_json::from_value(json!({ "name": "burn", "module_digest": digest, "param": "10" }))
+            .unwrap();
+    stack.api.api.update_job(burn, &spec_of_burn).await.unwrap();
+    stack
+        .api
+        .api
+        .put_workflow(
+            "etl",
+            &spec(json!({
+                "nodes": [
+                    { "name": "extract", "job": "extract" },
+                    { "name": "burn", "job": "burn" },
+                    { "name": "load", "job": "load", "param": "{{ nodes.extract.output }}" }
+                ],
+                "edges": [{ "from": "extract", "to": "burn" }, { "from": "burn", "to": "load" }]
+            })),
+        )
+        .await
+        .unwrap();
+    let retried = stack.api.api.retry_workflow_run(started.id).await.unwrap();
+    assert_eq!(retried.status, WorkflowRunStatus::Running);
+    let run = ended(&stack, started.id).await;
+    // The run follows the version it started with: `burn` renders
+    // `{{ input.rounds }}` again, and fails again the same way.
+    assert_eq!(run.version, 1);
+    assert_eq!(run.status, WorkflowRunStatus::Failed, "{run:#?}");
+    assert_eq!(node(&run, "burn").input.as_deref(), Some("many"));
+    assert_eq!(
+        stack
+            .api
+            .api
+            .job_runs(extract, None, 10)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        stack.api.api.job_runs(burn, None, 10).await.unwrap().len(),
+        2
+    );
+    // A new run of version 2 succeeds.
+    let second = stack.api.api.start_workflow_run("etl", None).await.unwrap();
+    let second = ended(&stack, second.id).await;
+    assert_eq!(second.status, WorkflowRunStatus::Succeeded, "{second:#?}");
+    assert_eq!(
+        node(&second, "load").output.as_deref(),
+        Some("hello, hello, rows")
+    );
+
+    // Cancelled while its node sleeps: the node's run is killed, nothing
+    // after it starts; a cancelled run is not cancelled twice.
+    stack
+        .api
+        .api
+        .put_workflow(
+            "slow",
+            &spec(json!({
+                "nodes": [{ "name": "nap", "job": "nap" }, { "name": "load", "job": "load" }],
+                "edges": [{ "from": "nap", "to": "load" }]
+            })),
+        )
+        .await
+        .unwrap();
+    let slow = stack
+        .api
+        .api
+        .start_workflow_run("slow", None)
+        .await
+        .unwrap();
+    let nap_run = node(&slow, "nap").run_id.unwrap();
+    until("the nap is dispatched", || async {
+        let run = stack.api.run(nap_run).await;
+        (run.status == RunStatus::Dispatched).then_some(())
+    })
+    .await;
+    let cancelled = stack.api.api.cancel_workflow_run(slow.id).await.unwrap();
+    assert_eq!(cancelled.status, WorkflowRunStatus::Cancelled);
+    assert!(
+        cancelled
+            .nodes
+            .iter()
+            .all(|node| node.status == NodeStatus::Cancelled)
+    );
+    let killed = stack.api.ended(nap_run).await;
+    assert_eq!(
+        killed.outcome,
+        Some(cronbox_api::RunOutcome::Killed),
+        "{killed:?}"
+    );
+    let (status, answer) = stack
+        .call(
+            reqwest::Method::POST,
+            &format!("/api/v1/workflow-runs/{}/cancel", slow.id),
+            None,
+        )
+        .await;
+    assert_eq!(status, 409, "{answer}");
+    assert_eq!(
+        stack.api.api.workflow_run(slow.id).await.unwrap().status,
+        WorkflowRunStatus::Cancelled
+    );
+    stack.shutdown().await;
+}

@@ -73,6 +73,11 @@ impl From<ServiceError> for Failure {
                 message,
             )
             .field(&field),
+            state @ ServiceError::WorkflowRunState { .. } => Failure::new(
+                StatusCode::CONFLICT,
+                ErrorCode::NotRunning,
+                state.to_string(),
+            ),
             unknown @ (ServiceError::UnknownWorkflow(_) | ServiceError::UnknownWorkflowRun(_)) => {
                 Failure::new(
                     StatusCode::NOT_FOUND,

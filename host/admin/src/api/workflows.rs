@@ -95,6 +95,34 @@ async fn get_workflow_run(
     Ok(Json(caller.scope().workflow_run(store, id).await?.run))
 }
 
+/// Cancels a running workflow run: its running nodes are killed, the
+/// others never start; the run as it is then.
+async fn cancel_workflow_run(
+    State(state): State<Arc<AdminState>>,
+    caller: Caller,
+    Path(id): Path<i64>,
+) -> Result<impl IntoResponse, Failure> {
+    let scope = caller.scope();
+    workflows::cancel(&state.scheduler, &scope, id).await?;
+    Ok(Json(
+        scope.workflow_run(state.scheduler.store(), id).await?.run,
+    ))
+}
+
+/// Retries a failed or cancelled workflow run from the nodes that did
+/// not succeed; the run as it is once they started.
+async fn retry_workflow_run(
+    State(state): State<Arc<AdminState>>,
+    caller: Caller,
+    Path(id): Path<i64>,
+) -> Result<impl IntoResponse, Failure> {
+    let scope = caller.scope();
+    workflows::retry(&state.scheduler, &scope, id).await?;
+    Ok(Json(
+        scope.workflow_run(state.scheduler.store(), id).await?.run,
+    ))
+}
+
 /// This file's routes: each one's document, the access it needs and its
 /// handler.
 pub(super) fn routes(table: &mut Routes) {
@@ -169,4 +197,24 @@ pub(super) fn routes(table: &mut Routes) {
         schema("WorkflowRun"),
     );
     table.route(operation, VIEWER, get_workflow_run);
+    let operation = op(
+        "post",
+        "/api/v1/workflow-runs/{id}/cancel",
+        "workflows",
+        "Cancel a running workflow run: its running nodes' runs are killed, the nodes not started never start (409 unless it is running)",
+        None,
+        "200",
+        schema("WorkflowRun"),
+    );
+    table.route(operation, DEVELOPER, cancel_workflow_run);
+    let operation = op(
+        "post",
+        "/api/v1/workflow-runs/{id}/retry",
+        "workflows",
+        "Run a failed or cancelled workflow run again from its nodes that did not succeed, keeping the outputs of those that did (409 otherwise)",
+        None,
+        "200",
+        schema("WorkflowRun"),
+    );
+    table.route(operation, DEVELOPER, retry_workflow_run);
 }

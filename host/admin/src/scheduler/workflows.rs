@@ -232,6 +232,50 @@ impl Scheduler {
         Ok(())
     }
 
+    /// Cancels workflow run `id` if it is running: nodes not started never
+    /// will be, and the runs of those running are killed (or cancelled
+    /// before their dispatch). False if it was not running.
+    pub async fn cancel_workflow(self: &Arc<Self>, id: i64) -> Result<bool, StoreError> {
+        let now = self.now_ms();
+        let Some(running) = self.store.cancel_workflow_run(id, now).await? else {
+            return Ok(false);
+        };
+        for run_id in running {
+            let Some(run) = self.store.run(run_id).await? else {
+                continue;
+            };
+            // Sent moments ago, its dispatch mark not yet written: it is
+            // on its executor, to be killed there.
+            let run = self.as_known(run);
+            match run.status {
+                RunStatus::Pending => {
+                    let end = RunEnd::cancelled(run.id, "cancelled with its workflow run", now);
+                    if let Some(ended) = self.store.finish_run(&end).await? {
+                        self.sink.events.send(|| RunEvent::ended(&ended));
+                    }
+                }
+                RunStatus::Dispatched => {
+                    if let Err(error) = self.kill(&run).await {
+                        tracing::warn!(run = %run.id, %error, "a cancelled workflow's node run could not be killed");
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(true)
+    }
+
+    /// Runs a failed or cancelled workflow run again from the nodes that
+    /// did not succeed, keeping the outputs of those that did. False if it
+    /// had not failed nor been cancelled.
+    pub async fn retry_workflow(self: &Arc<Self>, id: i64) -> Result<bool, StoreError> {
+        if !self.store.reopen_workflow_run(id).await? {
+            return Ok(false);
+        }
+        self.advance_workflow(id).await?;
+        Ok(true)
+    }
+
     /// Takes up what no admin followed (one stopped between two writes of
     /// a workflow run): node runs that ended over [`WORKFLOW_SWEEP_AFTER`]
     /// ago with their node still running, and running workflow runs where

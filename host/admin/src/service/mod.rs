@@ -115,6 +115,9 @@ pub enum ServiceError {
     /// No workflow of that name (of the caller's tenant).
     #[error("no workflow {0:?} (`cronbox workflow list` lists this tenant's workflows)")]
     UnknownWorkflow(String),
+    /// A workflow run not in a state the request needs.
+    #[error("workflow run {id} {message}")]
+    WorkflowRunState { id: i64, message: String },
     /// No workflow run of that id that the caller may see.
     #[error("no workflow run {0}")]
     UnknownWorkflowRun(i64),

@@ -87,3 +87,36 @@ pub async fn start(
     }
     Ok(scheduler.start_workflow(workflow, input).await?)
 }
+
+/// Cancels workflow run `id` (in `scope`), refused unless it is running.
+pub async fn cancel(
+    scheduler: &std::sync::Arc<Scheduler>,
+    scope: &super::scope::Scope,
+    id: i64,
+) -> Result<(), ServiceError> {
+    scope.workflow_run(scheduler.store(), id).await?;
+    if !scheduler.cancel_workflow(id).await? {
+        return Err(ServiceError::WorkflowRunState {
+            id,
+            message: "is not running, so it cannot be cancelled".to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// Retries workflow run `id` (in `scope`) from its nodes that did not
+/// succeed, refused unless it failed or was cancelled.
+pub async fn retry(
+    scheduler: &std::sync::Arc<Scheduler>,
+    scope: &super::scope::Scope,
+    id: i64,
+) -> Result<(), ServiceError> {
+    scope.workflow_run(scheduler.store(), id).await?;
+    if !scheduler.retry_workflow(id).await? {
+        return Err(ServiceError::WorkflowRunState {
+            id,
+            message: "neither failed nor was cancelled, so there is nothing to retry".to_owned(),
+        });
+    }
+    Ok(())
+}

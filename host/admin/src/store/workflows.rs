@@ -434,4 +434,87 @@ impl Store {
             .map(|row| row.try_get::<i64, _>("id"))
             .collect::<Result<_, _>>()?)
     }
+
+    /// Cancels workflow run `id` if it is running: the run ends cancelled
+    /// and so does every node that had not ended. The runs of the nodes
+    /// that were running (to be killed), or `None` if it was not running.
+    pub async fn cancel_workflow_run(
+        &self,
+        id: i64,
+        now_ms: i64,
+    ) -> Result<Option<Vec<RunId>>, StoreError> {
+        let mut tx = self.writer.begin().await?;
+        let cancelled = sqlx::query(
+            "UPDATE workflow_run SET status = $2, ended_at_ms = $3 WHERE id = $1 AND status = $4",
+        )
+        .bind(id)
+        .bind(status_text(WorkflowRunStatus::Cancelled)?)
+        .bind(now_ms)
+        .bind(status_text(WorkflowRunStatus::Running)?)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if cancelled != 1 {
+            return Ok(None);
+        }
+        let running = sqlx::query(
+            "SELECT run_id FROM workflow_node WHERE workflow_run_id = $1 AND status = $2 \
+             AND run_id IS NOT NULL",
+        )
+        .bind(id)
+        .bind(status_text(NodeStatus::Running)?)
+        .fetch_all(&mut *tx)
+        .await?
+        .iter()
+        .map(|row| row.try_get::<i64, _>("run_id").map(RunId))
+        .collect::<Result<Vec<_>, _>>()?;
+        sqlx::query(
+            "UPDATE workflow_node SET status = $2, ended_at_ms = $3, \
+             message = 'cancelled with its workflow run' \
+             WHERE workflow_run_id = $1 AND status IN ($4, $5)",
+        )
+        .bind(id)
+        .bind(status_text(NodeStatus::Cancelled)?)
+        .bind(now_ms)
+        .bind(status_text(NodeStatus::Pending)?)
+        .bind(status_text(NodeStatus::Running)?)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(Some(running))
+    }
+
+    /// Opens workflow run `id` again if it failed or was cancelled: its
+    /// nodes that did not succeed become pending (their earlier runs stay
+    /// as history), those that succeeded keep their outputs. False if it
+    /// had not failed nor been cancelled.
+    pub async fn reopen_workflow_run(&self, id: i64) -> Result<bool, StoreError> {
+        let mut tx = self.writer.begin().await?;
+        let reopened = sqlx::query(
+            "UPDATE workflow_run SET status = $2, ended_at_ms = NULL \
+             WHERE id = $1 AND status IN ($3, $4)",
+        )
+        .bind(id)
+        .bind(status_text(WorkflowRunStatus::Running)?)
+        .bind(status_text(WorkflowRunStatus::Failed)?)
+        .bind(status_text(WorkflowRunStatus::Cancelled)?)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if reopened != 1 {
+            return Ok(false);
+        }
+        sqlx::query(
+            "UPDATE workflow_node SET status = $2, run_id = NULL, input = NULL, output = NULL, \
+             message = NULL, started_at_ms = NULL, ended_at_ms = NULL \
+             WHERE workflow_run_id = $1 AND status <> $3",
+        )
+        .bind(id)
+        .bind(status_text(NodeStatus::Pending)?)
+        .bind(status_text(NodeStatus::Succeeded)?)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(true)
+    }
 }

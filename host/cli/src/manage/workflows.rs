@@ -12,6 +12,8 @@ use super::*;
   cronbox workflow apply etl/workflow.toml
   cronbox workflow run etl --input '{\"day\": \"2026-11-28\"}' --wait
   cronbox workflow status 12
+  cronbox workflow retry 12        # from the nodes that did not succeed
+  cronbox workflow cancel 12
   cronbox workflow list
 
 A workflow.toml names the workflow and lists its nodes and edges:
@@ -59,6 +61,12 @@ enum WorkflowCommand {
     Runs { name: String },
     /// A workflow run, node by node.
     Status { id: i64 },
+    /// Cancel a running workflow run: its running nodes are killed, the
+    /// others never start.
+    Cancel { id: i64 },
+    /// Run a failed or cancelled workflow run again from its nodes that
+    /// did not succeed (those that did keep their outputs).
+    Retry { id: i64 },
 }
 
 /// The workflow a `workflow.toml` defines: its name and definition.
@@ -217,6 +225,22 @@ pub fn workflow(args: WorkflowArgs) -> anyhow::Result<()> {
                     ]
                 },
             ),
+            WorkflowCommand::Cancel { id } => {
+                let run = client.cancel_workflow_run(id).await?;
+                show(json, &run, |run| {
+                    outln!("workflow run {} cancelled", run.id);
+                })
+            }
+            WorkflowCommand::Retry { id } => {
+                let run = client.retry_workflow_run(id).await?;
+                show(json, &run, |run| {
+                    outln!(
+                        "workflow run {} retried from its nodes that did not succeed",
+                        run.id
+                    );
+                    outln!("Follow it: cronbox workflow status {}", run.id);
+                })
+            }
             WorkflowCommand::Status { id } => {
                 let run = client.workflow_run(id).await?;
                 show(json, &run, print_run)?;

@@ -1,7 +1,8 @@
 //! Workflows in the console: a definition written in the editor (a
 //! refusal shown next to it, naming the edge), the graph drawn, a run
 //! started from the workflow's page and followed on the run's page until
-//! every node shows its output.
+//! every node shows its output; a run cancelled and retried from its
+//! page.
 
 use super::*;
 
@@ -88,4 +89,41 @@ async fn a_person_writes_draws_and_runs_a_workflow() {
     // The same run through the API.
     let answered = up.operator.api.workflow_run(run).await.unwrap();
     assert_eq!(answered.status, cronbox_api::WorkflowRunStatus::Succeeded);
+
+    // A slow run cancelled from its page, then retried from it.
+    up.operator
+        .job(
+            "nap",
+            cronbox_example_jobs::bytes("sleeper"),
+            json!({ "param": "30000" }),
+        )
+        .await;
+    let slow: cronbox_api::WorkflowSpec =
+        serde_json::from_value(json!({ "nodes": [{ "name": "nap", "job": "nap" }] })).unwrap();
+    up.operator.api.put_workflow("slow", &slow).await.unwrap();
+    let slow = up
+        .operator
+        .api
+        .start_workflow_run("slow", None)
+        .await
+        .unwrap();
+    browser
+        .goto(&format!("{}/#/workflow-runs/{}", up.base, slow.id))
+        .await;
+    browser.click("#workflow-cancel").await;
+    browser
+        .element("#workflow-run[data-status='cancelled']")
+        .await;
+    browser
+        .element("tr[data-node='nap'] .status-cancelled")
+        .await;
+    browser.click("#workflow-retry").await;
+    browser
+        .element("#workflow-run[data-status='running']")
+        .await;
+    let retried = up.operator.api.workflow_run(slow.id).await.unwrap();
+    assert_ne!(
+        retried.nodes[0].run_id, slow.nodes[0].run_id,
+        "the node runs again"
+    );
 }
