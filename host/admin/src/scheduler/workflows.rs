@@ -34,25 +34,31 @@ impl Scheduler {
     }
 
     /// Takes every step due in workflow run `id` (starts, skips) until
-    /// none is left, then ends the run if every node has ended.
+    /// none is left, then ends the run if every node has ended. The run is
+    /// read once and followed in memory: every write is conditional, so a
+    /// view another admin has moved on from only makes a write that
+    /// changes nothing (and that admin advances the run itself).
     pub(super) async fn advance_workflow(self: &Arc<Self>, id: i64) -> Result<(), StoreError> {
-        loop {
-            let Some(stored) = self.store.workflow_run(id).await? else {
+        let Some(stored) = self.store.workflow_run(id).await? else {
+            return Ok(());
+        };
+        if stored.run.status != cronbox_api::WorkflowRunStatus::Running {
+            return Ok(());
+        }
+        let graph = match Graph::check(&stored.definition) {
+            Ok(graph) => graph,
+            Err(error) => {
+                // Saved definitions are checked: this one was damaged in
+                // the database. The run fails rather than guess.
+                tracing::error!(workflow_run = id, %error, "a stored workflow definition does not check");
+                self.store
+                    .end_workflow_run(id, cronbox_api::WorkflowRunStatus::Failed, self.now_ms())
+                    .await?;
                 return Ok(());
-            };
-            let graph = match Graph::check(&stored.definition) {
-                Ok(graph) => graph,
-                Err(error) => {
-                    // Saved definitions are checked: this one was damaged
-                    // in the database. The run fails rather than guess.
-                    tracing::error!(workflow_run = id, %error, "a stored workflow definition does not check");
-                    self.store
-                        .end_workflow_run(id, cronbox_api::WorkflowRunStatus::Failed, self.now_ms())
-                        .await?;
-                    return Ok(());
-                }
-            };
-            let status: Vec<NodeStatus> = stored.run.nodes.iter().map(|node| node.status).collect();
+            }
+        };
+        let mut status: Vec<NodeStatus> = stored.run.nodes.iter().map(|node| node.status).collect();
+        loop {
             let steps = next_steps(&graph, &status);
             if steps.is_empty() {
                 if let Some(ended) = outcome(&graph, &status) {
@@ -73,8 +79,11 @@ impl Scheduler {
                         self.store
                             .end_workflow_node(id, &graph.nodes[node].name, &end, self.now_ms())
                             .await?;
+                        status[node] = NodeStatus::Skipped;
                     }
-                    Step::Start(node) => self.start_node(&stored.run, &graph, node).await?,
+                    Step::Start(node) => {
+                        status[node] = self.start_node(&stored.run, &graph, node).await?;
+                    }
                 }
             }
         }
@@ -83,13 +92,13 @@ impl Scheduler {
     /// Starts `node` of `run`: its job looked up by name, its input
     /// rendered, its run written (once) and dispatched. A job that no
     /// longer exists or an input that does not render fails the node,
-    /// naming why.
+    /// naming why. The node's status after.
     async fn start_node(
         self: &Arc<Self>,
         run: &cronbox_api::WorkflowRun,
         graph: &Graph,
         node: usize,
-    ) -> Result<(), StoreError> {
+    ) -> Result<NodeStatus, StoreError> {
         let name = &graph.nodes[node].name;
         let fail = |message: String| NodeEnd {
             status: NodeStatus::Failed,
@@ -107,7 +116,7 @@ impl Scheduler {
                 self.store
                     .end_workflow_node(run.id, name, &end, self.now_ms())
                     .await?;
-                return Ok(());
+                return Ok(NodeStatus::Failed);
             }
             _ => {
                 let end = fail(format!(
@@ -117,29 +126,38 @@ impl Scheduler {
                 self.store
                     .end_workflow_node(run.id, name, &end, self.now_ms())
                     .await?;
-                return Ok(());
+                return Ok(NodeStatus::Failed);
             }
         };
         let param = match &graph.nodes[node].param {
             None => Ok(job.param.clone()),
-            Some(template) => {
-                let input = serde_json::from_str(&run.input).unwrap_or(serde_json::Value::Null);
-                let outputs: HashMap<String, String> = run
-                    .nodes
-                    .iter()
-                    .filter_map(|node| Some((node.node.clone(), node.output.clone()?)))
-                    .collect();
-                template.render(&input, &outputs)
-            }
+            Some(template) => match serde_json::from_str(&run.input) {
+                // Checked when the run started: a stored input that does
+                // not parse was damaged since, and is named, never read
+                // as empty.
+                Err(error) => Err(format!(
+                    "the workflow run's stored input does not parse: {error}"
+                )),
+                Ok(input) => {
+                    let outputs: HashMap<String, String> = run
+                        .nodes
+                        .iter()
+                        .filter_map(|node| Some((node.node.clone(), node.output.clone()?)))
+                        .collect();
+                    template
+                        .render(&input, &outputs)
+                        .map_err(|error| format!("its input does not render: {error}"))
+                }
+            },
         };
         let param = match param {
             Ok(param) => param,
-            Err(error) => {
-                let end = fail(format!("its input does not render: {error}"));
+            Err(why) => {
+                let end = fail(why);
                 self.store
                     .end_workflow_node(run.id, name, &end, self.now_ms())
                     .await?;
-                return Ok(());
+                return Ok(NodeStatus::Failed);
             }
         };
         let now = self.now_ms();
@@ -157,7 +175,8 @@ impl Scheduler {
             self.clone()
                 .dispatch_now(row, leased_until, Known::Job(Box::new(job)), None);
         }
-        Ok(())
+        // Started here, or by another admin a moment before.
+        Ok(NodeStatus::Running)
     }
 
     /// What follows the end of a workflow node's `run` of `job` (`None`:

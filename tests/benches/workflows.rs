@@ -1,0 +1,203 @@
+//! The workflow engine's cost per node: an admin (embedded SQLite) and an
+//! executor in this process on loopback run W chains of K `hello` runs
+//! twice — as child jobs (job 1's child is job 2, ...: K plain runs, each
+//! started by its parent's success) and as a workflow of K nodes, each
+//! node's input rendered from its parent's output — each chain started
+//! by one API request. It prints, for each, the runs, the wall time and
+//! the CPU time the whole process used per run; the difference is what
+//! the engine adds to a run (the target: at most 2 ms).
+//!
+//!     cargo bench -p cronbox-tests --bench workflows [-- CHAINS LENGTH]
+#![allow(clippy::unwrap_used)] // a benchmark: any failure should stop it loudly
+
+use std::time::{Duration, Instant};
+
+use cronbox_admin::{AdminConfig, Database, SchedulerConfig};
+use cronbox_api::{JobId, WorkflowSpec};
+use cronbox_example_jobs as jobs;
+use cronbox_executor::ExecutorConfig;
+use cronbox_tests::AdminClient;
+use serde_json::json;
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+const API: &str = "bench-api";
+const EXEC: &str = "bench-exec";
+
+/// User and system CPU time this process has used, in milliseconds.
+fn process_cpu_ms() -> i64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+    let ticks: i64 = fields[11].parse::<i64>().unwrap() + fields[12].parse::<i64>().unwrap();
+    ticks * 10
+}
+
+/// Runs of the database that ended.
+async fn ended_runs(database: &sqlx::AnyPool) -> i64 {
+    sqlx::query_scalar("SELECT COUNT(*) FROM run WHERE status NOT IN ('pending', 'dispatched')")
+        .fetch_one(database)
+        .await
+        .unwrap()
+}
+
+/// Waits (polling twice a second: a negligible cost) until `total` runs
+/// ended; the wall time and the process's CPU time since `started`.
+async fn until_ended(
+    database: &sqlx::AnyPool,
+    total: i64,
+    started: (Instant, i64),
+) -> (Duration, i64) {
+    while ended_runs(database).await < total {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    (started.0.elapsed(), process_cpu_ms() - started.1)
+}
+
+fn report(what: &str, runs: i64, (wall, cpu_ms): (Duration, i64)) -> f64 {
+    let per_run_us = cpu_ms as f64 * 1000.0 / runs as f64;
+    println!(
+        "| {what:<22} | {runs:>6} | {:>7.1} s | {:>8} ms | {per_run_us:>7.0} µs |",
+        wall.as_secs_f64(),
+        cpu_ms
+    );
+    per_run_us
+}
+
+async fn bench(chains: usize, length: usize) {
+    let data = tempfile::tempdir().unwrap();
+    let admin = cronbox_admin::start(AdminConfig {
+        bind: "127.0.0.1:0".parse().unwrap(),
+        database: Database::Sqlite(data.path().join("admin")),
+        api_token: API.into(),
+        executor_token: EXEC.into(),
+        scheduler: SchedulerConfig {
+            quota_defaults: cronbox_admin::quotas::QuotaDefaults::default()
+                .with(&serde_json::from_value(json!({ "running_runs": 1_000_000 })).unwrap()),
+            ..SchedulerConfig::default()
+        },
+        max_request_bytes: 64 << 20,
+    })
+    .await
+    .unwrap();
+    let base = format!("http://{}", admin.local_addr());
+    let mut config = ExecutorConfig::new(
+        "127.0.0.1:0".parse().unwrap(),
+        vec![base.clone()],
+        EXEC.into(),
+        data.path().join("executor"),
+    );
+    config.beat_interval = Duration::from_millis(300);
+    let executor = cronbox_executor::start(config).await.unwrap();
+    let api = AdminClient::new(base, API);
+    cronbox_tests::until("the executor registers", || async {
+        let executors = api.api.executors().await.ok()?;
+        executors.iter().any(|e| e.alive).then_some(())
+    })
+    .await;
+    let database = sqlx::AnyPool::connect(&format!(
+        "sqlite://{}",
+        data.path().join("admin/cronbox.db").display()
+    ))
+    .await
+    .unwrap();
+
+    // Child jobs: step-K ... step-1, each the child of the one before.
+    let digest = api
+        .api
+        .upload(jobs::bytes("hello"), Some("hello"), &[])
+        .await
+        .unwrap()
+        .digest;
+    let mut next: Option<JobId> = None;
+    for index in (1..=length).rev() {
+        let spec = json!({ "name": format!("step-{index}"), "module_digest": digest,
+                           "param": "x", "children": next.into_iter().collect::<Vec<_>>() });
+        next = Some(
+            api.api
+                .create_job(&serde_json::from_value(spec).unwrap())
+                .await
+                .unwrap()
+                .id,
+        );
+    }
+    let first = next.unwrap();
+    let spec = json!({ "name": "node", "module_digest": digest });
+    api.api
+        .create_job(&serde_json::from_value(spec).unwrap())
+        .await
+        .unwrap();
+    let nodes: Vec<_> = (1..=length)
+        .map(|index| {
+            let param = if index == 1 {
+                "x".to_owned()
+            } else {
+                format!("{{{{ nodes.n{}.output }}}}", index - 1)
+            };
+            json!({ "name": format!("n{index}"), "job": "node", "param": param })
+        })
+        .collect();
+    let edges: Vec<_> = (2..=length)
+        .map(|index| json!({ "from": format!("n{}", index - 1), "to": format!("n{index}") }))
+        .collect();
+    let workflow: WorkflowSpec =
+        serde_json::from_value(json!({ "nodes": nodes, "edges": edges })).unwrap();
+    api.api.put_workflow("chain", &workflow).await.unwrap();
+    // Warm up: one chain each way (compiles the component, fills caches).
+    api.trigger(first, json!({})).await;
+    api.api.start_workflow_run("chain", None).await.unwrap();
+    until_ended(
+        &database,
+        2 * length as i64,
+        (Instant::now(), process_cpu_ms()),
+    )
+    .await;
+
+    let total = (chains * length) as i64;
+    println!("| chains of {length} as | runs | wall | CPU | CPU per run |");
+    println!("|---|---|---|---|---|");
+    let already = ended_runs(&database).await;
+    let started = (Instant::now(), process_cpu_ms());
+    for _ in 0..chains {
+        api.trigger(first, json!({})).await;
+    }
+    let children = report(
+        "child jobs",
+        total,
+        until_ended(&database, already + total, started).await,
+    );
+    let already = ended_runs(&database).await;
+    let started = (Instant::now(), process_cpu_ms());
+    for _ in 0..chains {
+        api.api.start_workflow_run("chain", None).await.unwrap();
+    }
+    let nodes = report(
+        "workflow nodes",
+        total,
+        until_ended(&database, already + total, started).await,
+    );
+    println!(
+        "\nthe workflow engine adds {:.0} µs of CPU per run",
+        nodes - children
+    );
+    drop(database);
+    executor.shutdown().await;
+    admin.shutdown().await;
+}
+
+fn main() {
+    let args: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|arg| arg.parse().ok())
+        .collect();
+    let (chains, length) = match args[..] {
+        [chains, length] => (chains, length),
+        _ => (200, 5),
+    };
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(bench(chains, length));
+}
