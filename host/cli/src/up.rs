@@ -168,7 +168,9 @@ pub fn main(args: UpArgs) -> anyhow::Result<ExitCode> {
         let deployed = if args.no_demo {
             Vec::new()
         } else {
-            deploy_demos(&client).await?
+            let deployed = deploy_demos(&client).await?;
+            deploy_demo_workflow(&client).await?;
+            deployed
         };
         let context = crate::context::Context {
             admin: admin_url.clone(),
@@ -259,6 +261,40 @@ async fn deploy_demos(client: &Client) -> anyhow::Result<Vec<(JobId, &'static De
     Ok(deployed)
 }
 
+/// The demo workflow: `hello` twice, the second run greeting the first's
+/// output (made once; a later start leaves it as it may have been edited).
+const DEMO_WORKFLOW: &str = "greet-twice";
+
+async fn deploy_demo_workflow(client: &Client) -> anyhow::Result<()> {
+    use cronbox_api::{WorkflowEdge, WorkflowNode, WorkflowSpec};
+    if client.workflow(DEMO_WORKFLOW).await.is_ok() {
+        return Ok(());
+    }
+    let node = |name: &str, param: &str| WorkflowNode {
+        name: name.to_owned(),
+        job: "hello".to_owned(),
+        param: Some(param.to_owned()),
+        join: Default::default(),
+    };
+    let spec = WorkflowSpec {
+        description: "hello, then hello again with the first greeting".to_owned(),
+        nodes: vec![
+            node("first", "{{ input.who }}"),
+            node("second", "again: {{ nodes.first.output }}"),
+        ],
+        edges: vec![WorkflowEdge {
+            from: "first".to_owned(),
+            to: "second".to_owned(),
+            on: Default::default(),
+        }],
+    };
+    client
+        .put_workflow(DEMO_WORKFLOW, &spec)
+        .await
+        .context("cannot save the demo workflow")?;
+    Ok(())
+}
+
 /// The console's first user: operator `admin`, created on the first start
 /// with a random password kept in `password_file` (0600). A later start
 /// leaves the user as it is (its password may have been changed since).
@@ -329,6 +365,7 @@ fn print_welcome(welcome: &Welcome<'_>, demos: &[(JobId, &Demo)]) {
         for (id, demo) in demos {
             outln!("    {id:>4}  {:<8} {}", demo.name, demo.about);
         }
+        outln!("  demo workflow {DEMO_WORKFLOW}: hello, then hello again with its output");
     }
     outln!();
     match context {
@@ -343,6 +380,7 @@ fn print_welcome(welcome: &Welcome<'_>, demos: &[(JobId, &Demo)]) {
         outln!("  cronbox runs --job {id}");
         outln!("  cronbox job trigger {id} --param you     (prints the run's id)");
         outln!("  cronbox logs --follow RUN");
+        outln!("  cronbox workflow run {DEMO_WORKFLOW} --input '{{\"who\": \"you\"}}' --wait");
     }
     outln!("  cronbox new hello --lang rust   (then `cronbox build` and `cronbox module push`)");
     outln!("For scripts and curl:");

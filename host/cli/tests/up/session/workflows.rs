@@ -1,4 +1,5 @@
-//! Workflows from the command line: a `workflow.toml` applied, run with an
+//! Workflows from the command line: the demo workflow `cronbox up` makes,
+//! run as its banner says; a `workflow.toml` applied, run with an
 //! input and followed to its end, its run shown node by node, and a
 //! definition with a cycle refused naming it.
 
@@ -6,6 +7,30 @@ use super::*;
 
 pub(super) fn workflows(s: &Session) {
     let (base, token) = (s.base.as_str(), s.token.as_str());
+    // The demo workflow runs as the banner's line says.
+    assert!(
+        s.printed
+            .contains(r#"cronbox workflow run greet-twice --input '{"who": "you"}' --wait"#),
+        "{}",
+        s.printed
+    );
+    let demo = ok(
+        base,
+        token,
+        &[
+            "workflow",
+            "run",
+            "greet-twice",
+            "--input",
+            r#"{"who": "you"}"#,
+            "--wait",
+        ],
+    );
+    assert!(
+        demo.lines()
+            .any(|line| line.starts_with("second") && line.ends_with("hello, again: hello, you")),
+        "{demo}"
+    );
     ok(
         base,
         token,
