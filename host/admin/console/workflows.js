@@ -91,7 +91,8 @@ export async function workflowsPage() {
     h("td", {}, link(`#/workflows/${encodeURIComponent(w.name)}`, w.name)),
     h("td", {}, w.tenant),
     h("td", {}, String(w.version)),
-    h("td", {}, String(w.nodes.length)),
+    h("td", {}, String(w.definition.nodes.length)),
+    h("td", { class: "next-fire" }, w.next_fire_at_ms ? formatTime(w.next_fire_at_ms) : "—"),
     h("td", {}, formatTime(w.updated_at_ms))));
   return h("div", { id: "workflows" }, h("h1", {}, T.workflows.title),
     h("p", { class: "hint" }, T.workflows.hint),
@@ -102,9 +103,11 @@ export async function workflowsPage() {
 export async function workflowPage(name) {
   const path = `/api/v1/workflows/${encodeURIComponent(name)}`;
   const [workflow, runs] = await Promise.all([get(path), get(`${path}/runs`)]);
+  const definition = workflow.definition;
   const runRows = runs.map((run) => h("tr", { "data-workflow-run": run.id },
     h("td", {}, link(`#/workflow-runs/${run.id}`, String(run.id))),
     h("td", {}, String(run.version)),
+    h("td", {}, run.kind),
     h("td", {}, h("span", { class: `status status-${run.status}` }, run.status)),
     h("td", {}, formatTime(run.started_at_ms)),
     h("td", {}, run.ended_at_ms ? formatDuration(run.ended_at_ms - run.started_at_ms) : "—")));
@@ -123,8 +126,12 @@ export async function workflowPage(name) {
   if (runs.some((run) => run.status === "running")) every(2000, () => refresh());
   return h("div", { id: "workflow", "data-name": workflow.name },
     h("h1", {}, T.workflows.heading(workflow.name, workflow.version)),
-    workflow.description ? h("p", {}, workflow.description) : null,
-    section(T.workflows.graphTitle, graph(workflow), runNow),
+    definition.description ? h("p", {}, definition.description) : null,
+    definition.schedule ? h("p", { id: "workflow-schedule" }, T.workflows.schedule(
+      definition.schedule.schedule_type, definition.schedule.schedule_conf,
+      definition.schedule.time_zone,
+      workflow.next_fire_at_ms ? formatTime(workflow.next_fire_at_ms) : "—")) : null,
+    section(T.workflows.graphTitle, graph(definition), runNow),
     section(T.workflows.runs, table(T.workflows.runColumns, runRows, T.workflows.noRuns)),
     canWrite() ? editor(workflow) : null);
 }
@@ -134,7 +141,7 @@ export async function workflowPage(name) {
 function editor(workflow) {
   const name = h("input", { id: "workflow-name", name: "name", value: workflow ? workflow.name : "" });
   const definition = workflow
-    ? { description: workflow.description, nodes: workflow.nodes, edges: workflow.edges }
+    ? workflow.definition
     : { nodes: [{ name: "first", job: "" }], edges: [] };
   const text = h("textarea", { id: "workflow-definition", rows: 14, cols: 70 },
     JSON.stringify(definition, null, 2));
@@ -198,7 +205,8 @@ export async function workflowRunPage(id) {
         : null;
   // The graph of the version the run follows, when it is still the
   // workflow's latest (otherwise the table alone).
-  const drawn = workflow && workflow.version === run.version ? graph(workflow, statuses) : null;
+  const drawn = workflow && workflow.version === run.version
+    ? graph(workflow.definition, statuses) : null;
   return h("div", { id: "workflow-run", "data-status": run.status },
     h("h1", {}, T.workflows.runHeading(run.id, run.workflow_name)),
     h("p", {}, h("span", { class: `status status-${run.status}` }, run.status), " · ",

@@ -67,5 +67,5 @@ pub use users::{
 };
 pub use workflows::{
     EdgeCondition, JoinRule, NodeRun, NodeStatus, Workflow, WorkflowEdge, WorkflowNode,
-    WorkflowRun, WorkflowRunRequest, WorkflowRunStatus, WorkflowSpec,
+    WorkflowRun, WorkflowRunRequest, WorkflowRunStatus, WorkflowSchedule, WorkflowSpec,
 };

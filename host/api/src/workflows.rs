@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::RunId;
+use crate::{MisfirePolicy, RunId, ScheduleType, TriggerKind};
 
 /// `PUT /api/v1/workflows/{name}`: a workflow's definition (also the
 /// `workflow.toml` file form).
@@ -21,6 +21,34 @@ pub struct WorkflowSpec {
     /// without a cycle. A node without incoming edges starts the workflow.
     #[serde(default)]
     pub edges: Vec<WorkflowEdge>,
+    /// Runs started by a schedule, as a job's; absent: on request only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<WorkflowSchedule>,
+}
+
+/// When a workflow starts by itself: a schedule as a job's (CRON with
+/// seconds or Unix CRON, FIX_RATE, ONE_SHOT) in an IANA time zone; a fire
+/// found more than 5 s late follows `misfire`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkflowSchedule {
+    pub schedule_type: ScheduleType,
+    pub schedule_conf: String,
+    #[serde(default = "utc")]
+    pub time_zone: String,
+    #[serde(default = "skip_late")]
+    pub misfire: MisfirePolicy,
+    /// The input of each scheduled run (JSON text; `{}` if absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<String>,
+}
+
+fn utc() -> String {
+    "UTC".to_owned()
+}
+
+fn skip_late() -> MisfirePolicy {
+    MisfirePolicy::DoNothing
 }
 
 impl WorkflowSpec {
@@ -100,8 +128,11 @@ pub struct Workflow {
     /// Counts every saved definition from 1; a run keeps the version it
     /// started with.
     pub version: i64,
-    #[serde(flatten)]
-    pub spec: WorkflowSpec,
+    /// The latest version's definition.
+    pub definition: WorkflowSpec,
+    /// When its schedule starts it next, if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_fire_at_ms: Option<i64>,
     pub created_at_ms: i64,
     pub updated_at_ms: i64,
 }
@@ -186,6 +217,9 @@ pub struct WorkflowRun {
     pub workflow_name: String,
     /// The definition's version the run follows.
     pub version: i64,
+    /// What started it: `schedule`, `misfire` (a late fire run once) or
+    /// `api` (a request, from the CLI, the console or a script).
+    pub kind: TriggerKind,
     pub status: WorkflowRunStatus,
     pub input: String,
     pub started_at_ms: i64,

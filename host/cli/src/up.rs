@@ -287,6 +287,7 @@ async fn deploy_demo_workflow(client: &Client) -> anyhow::Result<()> {
             to: "second".to_owned(),
             on: Default::default(),
         }],
+        schedule: None,
     };
     client
         .put_workflow(DEMO_WORKFLOW, &spec)

@@ -358,11 +358,11 @@ async fn the_next_admin_takes_up_what_a_stopped_one_left_of_a_workflow_run() {
             - 60_000;
         let workflow = store.workflow("default", "chain").await.unwrap().unwrap();
         let idle = store
-            .create_workflow_run(&workflow, "{}", then)
+            .create_workflow_run(&workflow, "{}", TriggerKind::Api, then)
             .await
             .unwrap();
         let unfollowed = store
-            .create_workflow_run(&workflow, "{}", then)
+            .create_workflow_run(&workflow, "{}", TriggerKind::Api, then)
             .await
             .unwrap();
         let job = store
@@ -566,5 +566,89 @@ async fn a_run_is_cancelled_with_its_running_node_and_retried_from_what_failed()
         stack.api.api.workflow_run(slow.id).await.unwrap().status,
         WorkflowRunStatus::Cancelled
     );
+    stack.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scheduled_workflow_fires_in_its_zone_and_skips_what_it_missed() {
+    let minute = next_whole_minute();
+    let (stack, clock) = stack_on_manual_clock(minute + 30_000).await;
+    stack.job("greet", "hello", json!({})).await;
+    let schedule = |kind: &str, conf: &str, zone: &str| {
+        spec(json!({
+            "nodes": [{ "name": "greet", "job": "greet", "param": "{{ input.who }}" }],
+            "schedule": { "schedule_type": kind, "schedule_conf": conf, "time_zone": zone,
+                          "input": r#"{"who": "the clock"}"# }
+        }))
+    };
+    let saved = stack
+        .api
+        .api
+        .put_workflow("minutely", &schedule("CRON", "0 * * * * ?", "UTC"))
+        .await
+        .unwrap();
+    assert_eq!(saved.next_fire_at_ms, Some(minute + 60_000));
+    // Its minute comes: one run, started by the schedule, with its input.
+    clock.set(minute + 60_000);
+    let fired = until("the scheduled run ends", || async {
+        let runs = stack.api.api.workflow_runs("minutely").await.unwrap();
+        let run = stack.api.api.workflow_run(runs.first()?.id).await.unwrap();
+        (run.status != WorkflowRunStatus::Running).then_some(run)
+    })
+    .await;
+    assert_eq!(fired.kind, TriggerKind::Schedule);
+    assert_eq!(
+        node(&fired, "greet").output.as_deref(),
+        Some("hello, the clock")
+    );
+    // Four minutes pass unseen (the admin stalled): the missed fires are
+    // skipped (DO_NOTHING) and the next is planned from now.
+    clock.set(minute + 300_500);
+    until("the next fire is planned from now", || async {
+        let workflow = stack.api.api.workflow("minutely").await.unwrap();
+        (workflow.next_fire_at_ms == Some(minute + 360_000)).then_some(())
+    })
+    .await;
+    assert_eq!(
+        stack.api.api.workflow_runs("minutely").await.unwrap().len(),
+        1
+    );
+    // A zoned cron: 09:00 in Tokyo is 00:00 UTC.
+    let tokyo = stack
+        .api
+        .api
+        .put_workflow("morning", &schedule("CRON", "0 0 9 * * ?", "Asia/Tokyo"))
+        .await
+        .unwrap();
+    let next = tokyo.next_fire_at_ms.unwrap();
+    assert!(next > minute && next % 86_400_000 == 0, "{next}");
+    // What cannot be a workflow's schedule is refused naming the field.
+    for (body, field) in [
+        (
+            schedule("CRON", "61 * * * * ?", "UTC"),
+            "schedule.schedule_conf",
+        ),
+        (
+            schedule("CRON", "0 * * * * ?", "Mars/Olympus"),
+            "schedule.time_zone",
+        ),
+        (
+            schedule("FIX_DELAY", "10s", "UTC"),
+            "schedule.schedule_type",
+        ),
+    ] {
+        let (status, answer) = stack
+            .call(
+                reqwest::Method::PUT,
+                "/api/v1/workflows/refused",
+                Some(serde_json::to_value(&body).unwrap()),
+            )
+            .await;
+        assert_eq!(
+            (status, answer["field"].as_str()),
+            (422, Some(field)),
+            "{answer}"
+        );
+    }
     stack.shutdown().await;
 }

@@ -9,10 +9,13 @@ CREATE TABLE workflow (
     name           TEXT    NOT NULL,
     version        BIGINT  NOT NULL,
     definition     TEXT    NOT NULL,
+    -- When its schedule starts it next (NULL: no schedule, or ended).
+    next_fire_at_ms BIGINT,
     created_at_ms  BIGINT  NOT NULL,
     updated_at_ms  BIGINT  NOT NULL,
     UNIQUE (tenant, name)
 );
+CREATE INDEX workflow_by_next_fire ON workflow (next_fire_at_ms);
 
 CREATE TABLE workflow_run (
     id             INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -22,6 +25,7 @@ CREATE TABLE workflow_run (
     version        BIGINT  NOT NULL,
     definition     TEXT    NOT NULL,
     input          TEXT    NOT NULL,
+    kind           TEXT    NOT NULL,
     status         TEXT    NOT NULL,
     started_at_ms  BIGINT  NOT NULL,
     ended_at_ms    BIGINT

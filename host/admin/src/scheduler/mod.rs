@@ -262,6 +262,9 @@ impl Scheduler {
             if let Err(error) = self.pre_read().await {
                 tracing::warn!(%error, "pre-read failed; retrying");
             }
+            if let Err(error) = self.fire_due_workflows().await {
+                tracing::warn!(%error, "firing due workflows failed; retrying");
+            }
             if last_lost_check.elapsed() >= Duration::from_secs(1) {
                 last_lost_check = std::time::Instant::now();
                 if let Err(error) = self.reap_lost_runs().await {

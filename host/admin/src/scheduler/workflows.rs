@@ -15,19 +15,20 @@ use cronbox_api::{NodeStatus, Workflow, WorkflowSpec};
 
 use super::*;
 use crate::store::NodeEnd;
-use crate::workflow::{Graph, Step, next_steps, outcome};
+use crate::workflow::{Graph, Step, firing, next_steps, outcome};
 
 impl Scheduler {
     /// Starts a run of `workflow` with `input` (JSON text, checked by the
-    /// caller); its id.
+    /// caller), started by `kind`; its id.
     pub async fn start_workflow(
         self: &Arc<Self>,
         workflow: &Workflow,
         input: &str,
+        kind: TriggerKind,
     ) -> Result<i64, StoreError> {
         let id = self
             .store
-            .create_workflow_run(workflow, input, self.now_ms())
+            .create_workflow_run(workflow, input, kind, self.now_ms())
             .await?;
         self.advance_workflow(id).await?;
         Ok(id)
@@ -293,6 +294,47 @@ impl Scheduler {
         }
         self.advance_workflow(id).await?;
         Ok(true)
+    }
+
+    /// Fires the workflows whose schedule is due: each fire claimed once
+    /// (the claim moves the next fire and writes the run in one
+    /// transaction, so admins racing for it start one run), then advanced.
+    pub(super) async fn fire_due_workflows(self: &Arc<Self>) -> Result<(), StoreError> {
+        let now = self.now_ms();
+        for workflow in self.store.due_workflows(now).await? {
+            let (Some(planned), Some(schedule)) =
+                (workflow.next_fire_at_ms, &workflow.definition.schedule)
+            else {
+                continue;
+            };
+            let parsed = match crate::schedule::Schedule::parse(
+                schedule.schedule_type,
+                &schedule.schedule_conf,
+                &schedule.time_zone,
+            ) {
+                Ok(parsed) => parsed,
+                Err(error) => {
+                    // Checked when saved: damaged since. It stops firing,
+                    // and says why.
+                    tracing::error!(workflow = %workflow.name, %error, "a stored workflow schedule does not parse; it stops");
+                    self.store
+                        .claim_workflow_fire(&workflow, planned, None, None, now)
+                        .await?;
+                    continue;
+                }
+            };
+            let (kind, next) = firing::due_fire(&parsed, schedule.misfire, planned, now);
+            let input = schedule.input.as_deref().unwrap_or("{}");
+            let fire = kind.map(|kind| (kind, input));
+            if let Some(Some(run)) = self
+                .store
+                .claim_workflow_fire(&workflow, planned, next, fire, now)
+                .await?
+            {
+                self.advance_workflow(run).await?;
+            }
+        }
+        Ok(())
     }
 
     /// Takes up what no admin followed (one stopped between two writes of

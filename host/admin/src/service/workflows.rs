@@ -2,7 +2,7 @@
 //! the tenant's) before it is saved as the next version; a run's input
 //! checked before the run starts.
 
-use cronbox_api::{Workflow, WorkflowRunRequest, WorkflowSpec};
+use cronbox_api::{Workflow, WorkflowRunRequest, WorkflowSchedule, WorkflowSpec};
 
 use super::ServiceError;
 use crate::scheduler::Scheduler;
@@ -34,6 +34,10 @@ pub async fn save(
         ));
     }
     Graph::check(spec).map_err(|error| invalid(error.field, error.message))?;
+    let next_fire_at_ms = match &spec.schedule {
+        None => None,
+        Some(schedule) => first_fire(schedule, now_ms)?,
+    };
     for (i, node) in spec.nodes.iter().enumerate() {
         match store.jobs_named(tenant, &node.job).await?.len() {
             1 => {}
@@ -57,7 +61,52 @@ pub async fn save(
             }
         }
     }
-    Ok(store.save_workflow(tenant, name, spec, now_ms).await?)
+    Ok(store
+        .save_workflow(tenant, name, spec, next_fire_at_ms, now_ms)
+        .await?)
+}
+
+/// The first fire of a workflow's schedule saved at `now_ms`, refusing
+/// what a job's schedule refuses (naming the field) and FIX_DELAY.
+fn first_fire(schedule: &WorkflowSchedule, now_ms: i64) -> Result<Option<i64>, ServiceError> {
+    use crate::schedule::{Schedule, ScheduleError, ScheduleType};
+    if schedule.schedule_type == ScheduleType::FixDelay {
+        return Err(invalid(
+            "schedule.schedule_type",
+            "FIX_DELAY is not a workflow schedule yet: use FIX_RATE or CRON",
+        ));
+    }
+    let parsed = Schedule::parse(
+        schedule.schedule_type,
+        &schedule.schedule_conf,
+        &schedule.time_zone,
+    )
+    .map_err(|error| {
+        let field = match error {
+            ScheduleError::UnknownTimeZone(_) => "schedule.time_zone",
+            ScheduleError::UnknownType(_) => "schedule.schedule_type",
+            _ => "schedule.schedule_conf",
+        };
+        invalid(field, error.to_string())
+    })?;
+    if let Some(input) = &schedule.input {
+        checked_input(input, "schedule.input")?;
+    }
+    Ok(crate::workflow::firing::first_fire(&parsed, now_ms))
+}
+
+/// `input` if it is JSON text within the bound; refused naming `field`.
+fn checked_input(input: &str, field: &str) -> Result<(), ServiceError> {
+    if input.len() > WorkflowSpec::MAX_INPUT_BYTES {
+        return Err(invalid(
+            field,
+            format!("the input is over {} bytes", WorkflowSpec::MAX_INPUT_BYTES),
+        ));
+    }
+    if let Err(error) = serde_json::from_str::<serde_json::Value>(input) {
+        return Err(invalid(field, format!("the input is not JSON: {error}")));
+    }
+    Ok(())
 }
 
 /// Workflow `name` of `tenant`, or [`ServiceError::UnknownWorkflow`].
@@ -76,16 +125,10 @@ pub async fn start(
     request: &WorkflowRunRequest,
 ) -> Result<i64, ServiceError> {
     let input = request.input.as_deref().unwrap_or("{}");
-    if input.len() > WorkflowSpec::MAX_INPUT_BYTES {
-        return Err(invalid(
-            "input",
-            format!("the input is over {} bytes", WorkflowSpec::MAX_INPUT_BYTES),
-        ));
-    }
-    if let Err(error) = serde_json::from_str::<serde_json::Value>(input) {
-        return Err(invalid("input", format!("the input is not JSON: {error}")));
-    }
-    Ok(scheduler.start_workflow(workflow, input).await?)
+    checked_input(input, "input")?;
+    Ok(scheduler
+        .start_workflow(workflow, input, cronbox_protocol::TriggerKind::Api)
+        .await?)
 }
 
 /// Cancels workflow run `id` (in `scope`), refused unless it is running.

@@ -5,6 +5,7 @@
 //! same workflow run never start a node twice; it ends once the same way.
 
 use cronbox_api::{NodeRun, NodeStatus, Workflow, WorkflowRun, WorkflowRunStatus, WorkflowSpec};
+use cronbox_protocol::TriggerKind;
 
 use super::*;
 use rows::json_column;
@@ -37,14 +38,15 @@ fn workflow_from_row(row: &AnyRow) -> Result<Workflow, sqlx::Error> {
         tenant: row.try_get("tenant")?,
         name: row.try_get("name")?,
         version: row.try_get("version")?,
-        spec: json_column(row, "definition")?,
+        definition: json_column(row, "definition")?,
+        next_fire_at_ms: row.try_get("next_fire_at_ms")?,
         created_at_ms: row.try_get("created_at_ms")?,
         updated_at_ms: row.try_get("updated_at_ms")?,
     })
 }
 
 const WORKFLOW_COLUMNS: &str =
-    "id, tenant, name, version, definition, created_at_ms, updated_at_ms";
+    "id, tenant, name, version, definition, next_fire_at_ms, created_at_ms, updated_at_ms";
 
 fn node_from_row(row: &AnyRow) -> Result<NodeRun, sqlx::Error> {
     Ok(NodeRun {
@@ -60,7 +62,7 @@ fn node_from_row(row: &AnyRow) -> Result<NodeRun, sqlx::Error> {
 }
 
 const WORKFLOW_RUN_COLUMNS: &str = "id, tenant, workflow_id, workflow_name, version, definition, \
-     input, status, started_at_ms, ended_at_ms";
+     input, kind, status, started_at_ms, ended_at_ms";
 
 /// A workflow run as stored, with the definition it follows.
 #[derive(Debug, Clone)]
@@ -77,6 +79,7 @@ fn workflow_run_from_row(row: &AnyRow) -> Result<StoredWorkflowRun, sqlx::Error>
             workflow_id: row.try_get("workflow_id")?,
             workflow_name: row.try_get("workflow_name")?,
             version: row.try_get("version")?,
+            kind: rows::decode(row, "kind")?,
             status: status_column(row, "status")?,
             input: row.try_get("input")?,
             started_at_ms: row.try_get("started_at_ms")?,
@@ -97,20 +100,23 @@ pub struct NodeEnd {
 
 impl Store {
     /// Saves `spec` as workflow `name` of `tenant`: version 1 if new, the
-    /// next version otherwise. The workflow as saved.
+    /// next version otherwise, its schedule's next fire `next_fire_at_ms`.
+    /// The workflow as saved.
     pub async fn save_workflow(
         &self,
         tenant: &str,
         name: &str,
         spec: &WorkflowSpec,
+        next_fire_at_ms: Option<i64>,
         now_ms: i64,
     ) -> Result<Workflow, StoreError> {
         let definition = json_text("definition", spec)?;
         let sql = format!(
-            "INSERT INTO workflow (tenant, name, version, definition, created_at_ms, updated_at_ms) \
-             VALUES ($1, $2, 1, $3, $4, $4) \
+            "INSERT INTO workflow (tenant, name, version, definition, next_fire_at_ms, \
+             created_at_ms, updated_at_ms) VALUES ($1, $2, 1, $3, $5, $4, $4) \
              ON CONFLICT (tenant, name) DO UPDATE SET version = workflow.version + 1, \
-             definition = excluded.definition, updated_at_ms = excluded.updated_at_ms \
+             definition = excluded.definition, next_fire_at_ms = excluded.next_fire_at_ms, \
+             updated_at_ms = excluded.updated_at_ms \
              RETURNING {WORKFLOW_COLUMNS}"
         );
         let row = sqlx::query(sqlx::AssertSqlSafe(sql))
@@ -118,9 +124,62 @@ impl Store {
             .bind(name)
             .bind(definition)
             .bind(now_ms)
+            .bind(next_fire_at_ms)
             .fetch_one(&self.writer)
             .await?;
         Ok(workflow_from_row(&row)?)
+    }
+
+    /// The workflows whose schedule's next fire is due by `now_ms`.
+    pub async fn due_workflows(&self, now_ms: i64) -> Result<Vec<Workflow>, StoreError> {
+        let sql = format!(
+            "SELECT {WORKFLOW_COLUMNS} FROM workflow WHERE next_fire_at_ms <= $1 \
+             ORDER BY next_fire_at_ms LIMIT 1000"
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(now_ms)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows
+            .iter()
+            .map(workflow_from_row)
+            .collect::<Result<_, _>>()?)
+    }
+
+    /// Claims `workflow`'s fire planned at `planned_ms`: moves its next
+    /// fire to `next_ms` and, with `fire`, writes the run it starts (of
+    /// that kind, with that input) in the same transaction. `None` if
+    /// another admin claimed it first; else the run's id, if one was
+    /// written.
+    pub async fn claim_workflow_fire(
+        &self,
+        workflow: &Workflow,
+        planned_ms: i64,
+        next_ms: Option<i64>,
+        fire: Option<(TriggerKind, &str)>,
+        now_ms: i64,
+    ) -> Result<Option<Option<i64>>, StoreError> {
+        let mut tx = self.writer.begin().await?;
+        let claimed = sqlx::query(
+            "UPDATE workflow SET next_fire_at_ms = $3 WHERE id = $1 AND next_fire_at_ms = $2",
+        )
+        .bind(workflow.id)
+        .bind(planned_ms)
+        .bind(next_ms)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if claimed != 1 {
+            return Ok(None);
+        }
+        let run = match fire {
+            Some((kind, input)) => {
+                Some(insert_workflow_run(&mut tx, workflow, input, kind, now_ms).await?)
+            }
+            None => None,
+        };
+        tx.commit().await?;
+        Ok(Some(run))
     }
 
     /// Workflow `name` of `tenant`.
@@ -166,42 +225,17 @@ impl Store {
         )
     }
 
-    /// Writes a run of `workflow` with `input`, every node pending; its id.
+    /// Writes a run of `workflow` with `input`, started by `kind`, every
+    /// node pending; its id.
     pub async fn create_workflow_run(
         &self,
         workflow: &Workflow,
         input: &str,
+        kind: TriggerKind,
         now_ms: i64,
     ) -> Result<i64, StoreError> {
         let mut tx = self.writer.begin().await?;
-        let row = sqlx::query(
-            "INSERT INTO workflow_run (tenant, workflow_id, workflow_name, version, definition, \
-             input, status, started_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
-        )
-        .bind(&workflow.tenant)
-        .bind(workflow.id)
-        .bind(&workflow.name)
-        .bind(workflow.version)
-        .bind(json_text("definition", &workflow.spec)?)
-        .bind(input)
-        .bind(status_text(WorkflowRunStatus::Running)?)
-        .bind(now_ms)
-        .fetch_one(&mut *tx)
-        .await?;
-        let id: i64 = row.try_get("id")?;
-        let pending = status_text(NodeStatus::Pending)?;
-        for (position, node) in workflow.spec.nodes.iter().enumerate() {
-            sqlx::query(
-                "INSERT INTO workflow_node (workflow_run_id, node, position, status) \
-                 VALUES ($1, $2, $3, $4)",
-            )
-            .bind(id)
-            .bind(&node.name)
-            .bind(position as i64)
-            .bind(&pending)
-            .execute(&mut *tx)
-            .await?;
-        }
+        let id = insert_workflow_run(&mut tx, workflow, input, kind, now_ms).await?;
         tx.commit().await?;
         Ok(id)
     }
@@ -517,4 +551,45 @@ impl Store {
         tx.commit().await?;
         Ok(true)
     }
+}
+
+/// Writes a run of `workflow` and its pending nodes within `tx`; its id.
+async fn insert_workflow_run(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    workflow: &Workflow,
+    input: &str,
+    kind: TriggerKind,
+    now_ms: i64,
+) -> Result<i64, StoreError> {
+    let row = sqlx::query(
+        "INSERT INTO workflow_run (tenant, workflow_id, workflow_name, version, definition, \
+         input, kind, status, started_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+         RETURNING id",
+    )
+    .bind(&workflow.tenant)
+    .bind(workflow.id)
+    .bind(&workflow.name)
+    .bind(workflow.version)
+    .bind(json_text("definition", &workflow.definition)?)
+    .bind(input)
+    .bind(kind.as_str())
+    .bind(status_text(WorkflowRunStatus::Running)?)
+    .bind(now_ms)
+    .fetch_one(&mut **tx)
+    .await?;
+    let id: i64 = row.try_get("id")?;
+    let pending = status_text(NodeStatus::Pending)?;
+    for (position, node) in workflow.definition.nodes.iter().enumerate() {
+        sqlx::query(
+            "INSERT INTO workflow_node (workflow_run_id, node, position, status) \
+             VALUES ($1, $2, $3, $4)",
+        )
+        .bind(id)
+        .bind(&node.name)
+        .bind(position as i64)
+        .bind(&pending)
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(id)
 }

@@ -265,6 +265,7 @@ mod tests {
     pub(crate) fn spec(nodes: &[(&str, Option<&str>)], edges: &[(&str, &str)]) -> WorkflowSpec {
         WorkflowSpec {
             description: String::new(),
+            schedule: None,
             nodes: nodes
                 .iter()
                 .map(|(name, param)| WorkflowNode {

@@ -2,10 +2,12 @@
 //! (`definition`), the small template language a node's input is written
 //! in (`template`), and the planner of a workflow run's progress
 //! (`progress`): from the nodes' statuses, which start, which are
-//! skipped, and how the run ends. No I/O here: the scheduler drives them
-//! (`scheduler/workflows.rs`) and the store keeps what they decide.
+//! skipped, and how the run ends; and a schedule's fires (`firing`). No
+//! I/O here: the scheduler drives them (`scheduler/workflows.rs`) and the
+//! store keeps what they decide.
 
 pub mod definition;
+pub mod firing;
 pub mod progress;
 pub mod template;
 

@@ -113,6 +113,7 @@ mod tests {
     fn graph(nodes: &[(&str, JoinRule)], edges: &[(&str, &str, EdgeCondition)]) -> Graph {
         Graph::check(&WorkflowSpec {
             description: String::new(),
+            schedule: None,
             nodes: nodes
                 .iter()
                 .map(|(name, join)| WorkflowNode {

@@ -19,14 +19,17 @@ fn spec(job: &str) -> WorkflowSpec {
 async fn workflows_and_their_runs(store: &Store) {
     let job_id = store.insert_job(&job(), 0).await.unwrap();
     let first = store
-        .save_workflow("default", "etl", &spec("job"), 10)
+        .save_workflow("default", "etl", &spec("job"), None, 10)
         .await
         .unwrap();
     assert_eq!((first.version, first.created_at_ms), (1, 10));
-    let run_id = store.create_workflow_run(&first, "{}", 20).await.unwrap();
+    let run_id = store
+        .create_workflow_run(&first, "{}", cronbox_protocol::TriggerKind::Api, 20)
+        .await
+        .unwrap();
     // Saved again: version 2; the run keeps version 1's definition.
     let second = store
-        .save_workflow("default", "etl", &spec("other"), 30)
+        .save_workflow("default", "etl", &spec("other"), Some(100), 30)
         .await
         .unwrap();
     assert_eq!(
@@ -145,6 +148,39 @@ async fn workflows_and_their_runs(store: &Store) {
             .map(|run| (run.id, run.status, run.ended_at_ms))
             .collect::<Vec<_>>(),
         [(run_id, WorkflowRunStatus::Succeeded, Some(70))]
+    );
+    // A scheduled fire is claimed once: the claim moves the next fire and
+    // writes the run together.
+    assert_eq!(store.due_workflows(99).await.unwrap().len(), 0);
+    let due = store.due_workflows(100).await.unwrap();
+    assert_eq!(due.len(), 1);
+    let fire = Some((cronbox_protocol::TriggerKind::Schedule, "{}"));
+    let fired = store
+        .claim_workflow_fire(&due[0], 100, Some(200), fire, 100)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        store
+            .claim_workflow_fire(&due[0], 100, Some(200), fire, 100)
+            .await
+            .unwrap(),
+        None
+    );
+    let fired = store.workflow_run(fired).await.unwrap().unwrap().run;
+    assert_eq!(
+        (fired.kind, fired.version),
+        (cronbox_protocol::TriggerKind::Schedule, 2)
+    );
+    assert_eq!(
+        store
+            .workflow("default", "etl")
+            .await
+            .unwrap()
+            .unwrap()
+            .next_fire_at_ms,
+        Some(200)
     );
     assert!(store.delete_workflow("default", "etl").await.unwrap());
     assert!(store.workflow("default", "etl").await.unwrap().is_none());

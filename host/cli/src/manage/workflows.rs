@@ -28,7 +28,11 @@ A workflow.toml names the workflow and lists its nodes and edges:
   param = \"{{ nodes.extract.output.rows }}\"
   [[edges]]
   from = \"extract\"
-  to = \"load\"        # on = \"success\" (default), \"failure\" or \"always\"")]
+  to = \"load\"        # on = \"success\" (default), \"failure\" or \"always\"
+  [schedule]         # optional: started by a schedule, as a job's
+  schedule_type = \"CRON\"
+  schedule_conf = \"0 0 2 * * ?\"
+  time_zone = \"Europe/Berlin\"")]
 pub struct WorkflowArgs {
     #[command(flatten)]
     connection: Connection,
@@ -141,13 +145,21 @@ pub fn workflow(args: WorkflowArgs) -> anyhow::Result<()> {
             WorkflowCommand::List => print_list(
                 json,
                 &client.workflows().await?,
-                &["NAME", "VERSION", "NODES", "EDGES", "UPDATED (UTC)"],
+                &[
+                    "NAME",
+                    "VERSION",
+                    "NODES",
+                    "EDGES",
+                    "NEXT FIRE (UTC)",
+                    "UPDATED (UTC)",
+                ],
                 |workflow| {
                     vec![
                         workflow.name.clone(),
                         workflow.version.to_string(),
-                        workflow.spec.nodes.len().to_string(),
-                        workflow.spec.edges.len().to_string(),
+                        workflow.definition.nodes.len().to_string(),
+                        workflow.definition.edges.len().to_string(),
+                        time(workflow.next_fire_at_ms),
                         time(Some(workflow.updated_at_ms)),
                     ]
                 },
@@ -156,7 +168,16 @@ pub fn workflow(args: WorkflowArgs) -> anyhow::Result<()> {
                 let workflow = client.workflow(&name).await?;
                 show(json, &workflow, |workflow| {
                     outln!("workflow {} (version {})", workflow.name, workflow.version);
-                    for node in &workflow.spec.nodes {
+                    if let Some(schedule) = &workflow.definition.schedule {
+                        outln!(
+                            "  schedule {} {:?} in {}, next fire {} UTC",
+                            schedule.schedule_type,
+                            schedule.schedule_conf,
+                            schedule.time_zone,
+                            time(workflow.next_fire_at_ms)
+                        );
+                    }
+                    for node in &workflow.definition.nodes {
                         outln!(
                             "  node {}: job {}{}",
                             node.name,
@@ -167,7 +188,7 @@ pub fn workflow(args: WorkflowArgs) -> anyhow::Result<()> {
                                 .unwrap_or_default()
                         );
                     }
-                    for edge in &workflow.spec.edges {
+                    for edge in &workflow.definition.edges {
                         outln!("  {} → {} on {}", edge.from, edge.to, status_name(edge.on));
                     }
                 })
@@ -180,7 +201,7 @@ pub fn workflow(args: WorkflowArgs) -> anyhow::Result<()> {
                         "workflow {} saved: version {}, {} node(s)",
                         workflow.name,
                         workflow.version,
-                        workflow.spec.nodes.len()
+                        workflow.definition.nodes.len()
                     );
                     outln!("Run it: cronbox workflow run {} --wait", workflow.name);
                 })
