@@ -20,6 +20,16 @@ fn spec(value: Value) -> WorkflowSpec {
     serde_json::from_value(value).unwrap()
 }
 
+/// Saves workflow `name` from its definition as JSON.
+async fn save(stack: &Stack, name: &str, definition: Value) -> cronbox_api::Workflow {
+    stack
+        .api
+        .api
+        .put_workflow(name, &spec(definition))
+        .await
+        .unwrap()
+}
+
 fn node<'r>(run: &'r WorkflowRun, name: &str) -> &'r cronbox_api::NodeRun {
     run.nodes.iter().find(|node| node.node == name).unwrap()
 }
@@ -36,12 +46,7 @@ async fn outputs_flow_downstream_and_a_join_of_two_parents_runs_once() {
         .await;
     stack.job("greet", "hello", json!({})).await;
     let join = stack.job("join", "hello", json!({})).await;
-    let workflow = stack
-        .api
-        .api
-        .put_workflow(
-            "etl",
-            &spec(json!({
+    let workflow = save(&stack, "etl", json!({
                 "nodes": [
                     { "name": "extract", "job": "extract" },
                     { "name": "left", "job": "greet", "param": "{{ nodes.extract.output.name }}" },
@@ -54,10 +59,7 @@ async fn outputs_flow_downstream_and_a_join_of_two_parents_runs_once() {
                     { "from": "left", "to": "join" },
                     { "from": "right", "to": "join" }
                 ]
-            })),
-        )
-        .await
-        .unwrap();
+            })).await;
     assert_eq!(workflow.version, 1);
     let started = stack
         .api
@@ -103,25 +105,22 @@ async fn a_failure_takes_its_edge_and_an_input_that_does_not_render_fails_its_no
         .await;
     let next = stack.job("next", "hello", json!({})).await;
     stack.job("notify", "hello", json!({})).await;
-    stack
-        .api
-        .api
-        .put_workflow(
-            "guarded",
-            &spec(json!({
-                "nodes": [
-                    { "name": "burn", "job": "burn" },
-                    { "name": "next", "job": "next" },
-                    { "name": "notify", "job": "notify", "param": "burn failed" }
-                ],
-                "edges": [
-                    { "from": "burn", "to": "next" },
-                    { "from": "burn", "to": "notify", "on": "failure" }
-                ]
-            })),
-        )
-        .await
-        .unwrap();
+    save(
+        &stack,
+        "guarded",
+        json!({
+            "nodes": [
+                { "name": "burn", "job": "burn" },
+                { "name": "next", "job": "next" },
+                { "name": "notify", "job": "notify", "param": "burn failed" }
+            ],
+            "edges": [
+                { "from": "burn", "to": "next" },
+                { "from": "burn", "to": "notify", "on": "failure" }
+            ]
+        }),
+    )
+    .await;
     let started = stack
         .api
         .api
@@ -159,21 +158,18 @@ async fn a_failure_takes_its_edge_and_an_input_that_does_not_render_fails_its_no
     // the path, and writes no run for it.
     stack.job("extract", "hello", json!({ "param": "x" })).await;
     let load = stack.job("load", "hello", json!({})).await;
-    stack
-        .api
-        .api
-        .put_workflow(
-            "broken",
-            &spec(json!({
-                "nodes": [
-                    { "name": "extract", "job": "extract" },
-                    { "name": "load", "job": "load", "param": "{{ nodes.extract.output.rows }}" }
-                ],
-                "edges": [{ "from": "extract", "to": "load" }]
-            })),
-        )
-        .await
-        .unwrap();
+    save(
+        &stack,
+        "broken",
+        json!({
+            "nodes": [
+                { "name": "extract", "job": "extract" },
+                { "name": "load", "job": "load", "param": "{{ nodes.extract.output.rows }}" }
+            ],
+            "edges": [{ "from": "extract", "to": "load" }]
+        }),
+    )
+    .await;
     let started = stack
         .api
         .api
@@ -243,15 +239,12 @@ async fn saving_refuses_what_cannot_run_naming_the_node_or_edge() {
     // Nothing was saved; a bad input is refused before a run starts.
     let (status, _) = stack.get("/api/v1/workflows/w").await;
     assert_eq!(status, 404);
-    stack
-        .api
-        .api
-        .put_workflow(
-            "w",
-            &spec(json!({ "nodes": [{ "name": "x", "job": "a" }] })),
-        )
-        .await
-        .unwrap();
+    save(
+        &stack,
+        "w",
+        json!({ "nodes": [{ "name": "x", "job": "a" }] }),
+    )
+    .await;
     let (status, answer) = stack
         .call(
             reqwest::Method::POST,
@@ -328,21 +321,18 @@ async fn the_next_admin_takes_up_what_a_stopped_one_left_of_a_workflow_run() {
     let stack = stack(SchedulerConfig::default()).await;
     stack.job("first", "hello", json!({ "param": "one" })).await;
     stack.job("second", "hello", json!({})).await;
-    stack
-        .api
-        .api
-        .put_workflow(
-            "chain",
-            &spec(json!({
-                "nodes": [
-                    { "name": "first", "job": "first" },
-                    { "name": "second", "job": "second", "param": "after {{ nodes.first.output }}" }
-                ],
-                "edges": [{ "from": "first", "to": "second" }]
-            })),
-        )
-        .await
-        .unwrap();
+    save(
+        &stack,
+        "chain",
+        json!({
+            "nodes": [
+                { "name": "first", "job": "first" },
+                { "name": "second", "job": "second", "param": "after {{ nodes.first.output }}" }
+            ],
+            "edges": [{ "from": "first", "to": "second" }]
+        }),
+    )
+    .await;
     let data = stack.shutdown_keeping_data().await;
     // What an admin left when it stopped a minute ago: a workflow run it
     // wrote but never advanced, and one whose first node's run ended
@@ -425,22 +415,19 @@ async fn a_run_is_cancelled_with_its_running_node_and_retried_from_what_failed()
     stack
         .job("nap", "sleeper", json!({ "param": "30000" }))
         .await;
-    stack
-        .api
-        .api
-        .put_workflow(
-            "etl",
-            &spec(json!({
-                "nodes": [
-                    { "name": "extract", "job": "extract" },
-                    { "name": "burn", "job": "burn", "param": "{{ input.rounds }}" },
-                    { "name": "load", "job": "load", "param": "{{ nodes.extract.output }}" }
-                ],
-                "edges": [{ "from": "extract", "to": "burn" }, { "from": "burn", "to": "load" }]
-            })),
-        )
-        .await
-        .unwrap();
+    save(
+        &stack,
+        "etl",
+        json!({
+            "nodes": [
+                { "name": "extract", "job": "extract" },
+                { "name": "burn", "job": "burn", "param": "{{ input.rounds }}" },
+                { "name": "load", "job": "load", "param": "{{ nodes.extract.output }}" }
+            ],
+            "edges": [{ "from": "extract", "to": "burn" }, { "from": "burn", "to": "load" }]
+        }),
+    )
+    .await;
     // Fails at `burn` (its input is not a number of rounds)...
     let started = stack
         .api
@@ -467,22 +454,19 @@ async fn a_run_is_cancelled_with_its_running_node_and_retried_from_what_failed()
         serde_json::from_value(json!({ "name": "burn", "module_digest": digest, "param": "10" }))
             .unwrap();
     stack.api.api.update_job(burn, &spec_of_burn).await.unwrap();
-    stack
-        .api
-        .api
-        .put_workflow(
-            "etl",
-            &spec(json!({
-                "nodes": [
-                    { "name": "extract", "job": "extract" },
-                    { "name": "burn", "job": "burn" },
-                    { "name": "load", "job": "load", "param": "{{ nodes.extract.output }}" }
-                ],
-                "edges": [{ "from": "extract", "to": "burn" }, { "from": "burn", "to": "load" }]
-            })),
-        )
-        .await
-        .unwrap();
+    save(
+        &stack,
+        "etl",
+        json!({
+            "nodes": [
+                { "name": "extract", "job": "extract" },
+                { "name": "burn", "job": "burn" },
+                { "name": "load", "job": "load", "param": "{{ nodes.extract.output }}" }
+            ],
+            "edges": [{ "from": "extract", "to": "burn" }, { "from": "burn", "to": "load" }]
+        }),
+    )
+    .await;
     let retried = stack.api.api.retry_workflow_run(started.id).await.unwrap();
     assert_eq!(retried.status, WorkflowRunStatus::Running);
     let run = ended(&stack, started.id).await;
@@ -516,18 +500,15 @@ async fn a_run_is_cancelled_with_its_running_node_and_retried_from_what_failed()
 
     // Cancelled while its node sleeps: the node's run is killed, nothing
     // after it starts; a cancelled run is not cancelled twice.
-    stack
-        .api
-        .api
-        .put_workflow(
-            "slow",
-            &spec(json!({
-                "nodes": [{ "name": "nap", "job": "nap" }, { "name": "load", "job": "load" }],
-                "edges": [{ "from": "nap", "to": "load" }]
-            })),
-        )
-        .await
-        .unwrap();
+    save(
+        &stack,
+        "slow",
+        json!({
+            "nodes": [{ "name": "nap", "job": "nap" }, { "name": "load", "job": "load" }],
+            "edges": [{ "from": "nap", "to": "load" }]
+        }),
+    )
+    .await;
     let slow = stack
         .api
         .api

@@ -91,8 +91,7 @@ async fn get_workflow_run(
     caller: Caller,
     Path(id): Path<i64>,
 ) -> Result<impl IntoResponse, Failure> {
-    let store = state.scheduler.store();
-    Ok(Json(caller.scope().workflow_run(store, id).await?.run))
+    run_as_it_is(&state, &caller, id).await
 }
 
 /// Cancels a running workflow run: its running nodes are killed, the
@@ -102,11 +101,8 @@ async fn cancel_workflow_run(
     caller: Caller,
     Path(id): Path<i64>,
 ) -> Result<impl IntoResponse, Failure> {
-    let scope = caller.scope();
-    workflows::cancel(&state.scheduler, &scope, id).await?;
-    Ok(Json(
-        scope.workflow_run(state.scheduler.store(), id).await?.run,
-    ))
+    workflows::cancel(&state.scheduler, &caller.scope(), id).await?;
+    run_as_it_is(&state, &caller, id).await
 }
 
 /// Retries a failed or cancelled workflow run from the nodes that did
@@ -116,11 +112,18 @@ async fn retry_workflow_run(
     caller: Caller,
     Path(id): Path<i64>,
 ) -> Result<impl IntoResponse, Failure> {
-    let scope = caller.scope();
-    workflows::retry(&state.scheduler, &scope, id).await?;
-    Ok(Json(
-        scope.workflow_run(state.scheduler.store(), id).await?.run,
-    ))
+    workflows::retry(&state.scheduler, &caller.scope(), id).await?;
+    run_as_it_is(&state, &caller, id).await
+}
+
+/// Workflow run `id` with its nodes, as the caller may see it.
+async fn run_as_it_is(
+    state: &AdminState,
+    caller: &Caller,
+    id: i64,
+) -> Result<Json<cronbox_api::WorkflowRun>, Failure> {
+    let store = state.scheduler.store();
+    Ok(Json(caller.scope().workflow_run(store, id).await?.run))
 }
 
 /// This file's routes: each one's document, the access it needs and its

@@ -409,17 +409,7 @@ impl Store {
         status: WorkflowRunStatus,
         now_ms: i64,
     ) -> Result<bool, StoreError> {
-        Ok(sqlx::query(
-            "UPDATE workflow_run SET status = $2, ended_at_ms = $3 WHERE id = $1 AND status = $4",
-        )
-        .bind(id)
-        .bind(status_text(status)?)
-        .bind(now_ms)
-        .bind(status_text(WorkflowRunStatus::Running)?)
-        .execute(&self.writer)
-        .await?
-        .rows_affected()
-            == 1)
+        end_if_running(&self.writer, id, status, now_ms).await
     }
 
     /// The runs of nodes still marked running whose run ended before
@@ -478,17 +468,7 @@ impl Store {
         now_ms: i64,
     ) -> Result<Option<Vec<RunId>>, StoreError> {
         let mut tx = self.writer.begin().await?;
-        let cancelled = sqlx::query(
-            "UPDATE workflow_run SET status = $2, ended_at_ms = $3 WHERE id = $1 AND status = $4",
-        )
-        .bind(id)
-        .bind(status_text(WorkflowRunStatus::Cancelled)?)
-        .bind(now_ms)
-        .bind(status_text(WorkflowRunStatus::Running)?)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-        if cancelled != 1 {
+        if !end_if_running(&mut *tx, id, WorkflowRunStatus::Cancelled, now_ms).await? {
             return Ok(None);
         }
         let running = sqlx::query(
@@ -592,4 +572,25 @@ async fn insert_workflow_run(
         .await?;
     }
     Ok(id)
+}
+
+/// Ends workflow run `id` as `status` through `executor`, if it is
+/// running; whether it was.
+async fn end_if_running<'e>(
+    executor: impl sqlx::Executor<'e, Database = sqlx::Any>,
+    id: i64,
+    status: WorkflowRunStatus,
+    now_ms: i64,
+) -> Result<bool, StoreError> {
+    Ok(sqlx::query(
+        "UPDATE workflow_run SET status = $2, ended_at_ms = $3 WHERE id = $1 AND status = $4",
+    )
+    .bind(id)
+    .bind(status_text(status)?)
+    .bind(now_ms)
+    .bind(status_text(WorkflowRunStatus::Running)?)
+    .execute(executor)
+    .await?
+    .rows_affected()
+        == 1)
 }
