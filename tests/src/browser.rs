@@ -118,8 +118,15 @@ impl Browser {
         .await
     }
 
+    /// Clicks `css` once it is on the page; again if the page replaced
+    /// it between finding and clicking (a page that refreshes itself,
+    /// such as a running run's, renders anew every second).
     pub async fn click(&self, css: &str) {
-        self.element(css).await.click().await.expect("clickable");
+        until(&format!("{css} is clicked"), || async {
+            let element = self.client.find(Locator::Css(css)).await.ok()?;
+            element.click().await.ok()
+        })
+        .await;
     }
 
     /// Replaces the value of the input `css` with `text`.
