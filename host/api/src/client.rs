@@ -158,6 +158,19 @@ impl Client {
             .await
     }
 
+    /// Sets the tenants that may put jobs in group `name` (the operator).
+    pub async fn grant_group(&self, name: &str, tenants: &[String]) -> Result<Group, ClientError> {
+        let body = GroupTenants {
+            tenants: tenants.to_vec(),
+        };
+        self.call(
+            Method::PUT,
+            &format!("/api/v1/groups/{name}/tenants"),
+            Some(&body),
+        )
+        .await
+    }
+
     pub async fn tenants(&self) -> Result<Vec<Tenant>, ClientError> {
         self.call(Method::GET, "/api/v1/tenants", None::<&()>).await
     }

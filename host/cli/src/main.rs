@@ -73,6 +73,7 @@ enum Command {
     Quota(manage::QuotaArgs),
     Ceiling(manage::CeilingArgs),
     Calendar(manage::CalendarArgs),
+    Group(manage::GroupArgs),
     Workflow(manage::WorkflowArgs),
     Secret(manage::SecretArgs),
     User(manage::UserArgs),
@@ -159,6 +160,7 @@ fn main() -> ExitCode {
             manage::calendar(args).map(|()| ExitCode::SUCCESS),
             EXIT_FAILED,
         ),
+        Command::Group(args) => (manage::group(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
         Command::Workflow(args) => (
             manage::workflow(args).map(|()| ExitCode::SUCCESS),
             EXIT_FAILED,

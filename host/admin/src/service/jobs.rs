@@ -397,7 +397,7 @@ pub async fn replace_state(
 
 /// Refuses a job naming an executor group nobody configured or registered
 /// in (it would fail at every fire), or one `tenant` may not use: the
-/// operator grants groups to tenants (`PUT /api/v1/groups/{name}/tenants`),
+/// operator grants groups to tenants (`cronbox group grant`),
 /// since a group's executors and addresses are the operator's (their
 /// network grants, their MANUAL addresses the admin contacts). To a tenant
 /// both refusals read the same, as other tenants' objects do.
@@ -408,12 +408,12 @@ async fn known_group(store: &Store, tenant: &str, group: &str) -> Result<(), Ser
     let operator_hint = if tenant == crate::model::DEFAULT_TENANT {
         format!(
             "a group exists once an executor registers in it or the operator configures it \
-             (PUT /api/v1/groups/{group})"
+             (`cronbox group set {group}`)"
         )
     } else {
         format!(
-            "the operator grants groups to tenants (PUT /api/v1/groups/{group}/tenants); \
-             GET /api/v1/groups lists those tenant {tenant:?} may use"
+            "the operator grants groups to tenants (`cronbox group grant {group} {tenant}`); \
+             `cronbox group list` lists those tenant {tenant:?} may use"
         )
     };
     Err(ServiceError::invalid(

@@ -50,6 +50,9 @@ struct JobDefinition {
     /// Route strategy (FIRST, ROUND, SHARDING_BROADCAST, ...).
     #[arg(long)]
     route: Option<String>,
+    /// The executor group its runs go to (`cronbox group list`).
+    #[arg(long)]
+    group: Option<String>,
     /// Timeout of a run, in milliseconds.
     #[arg(long)]
     timeout_ms: Option<i64>,
@@ -113,6 +116,9 @@ impl JobDefinition {
         }
         if let Some(route) = &self.route {
             set("route", route.clone().into());
+        }
+        if let Some(group) = &self.group {
+            set("group", group.clone().into());
         }
         if let Some(timeout) = self.timeout_ms {
             set("timeout_ms", timeout.into());

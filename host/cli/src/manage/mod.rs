@@ -1,5 +1,5 @@
 //! The management commands: `module`, `job`, `state`, `runs`, `logs`,
-//! `kill`, `secret`, `user`, `ceiling`, `quota`, `calendar` and `workflow`, each a thin layer over
+//! `kill`, `secret`, `user`, `ceiling`, `quota`, `calendar`, `group` and `workflow`, each a thin layer over
 //! the admin's API ([`ApiClient`]); one file per family of commands.
 //!
 //! Output is a readable table or summary by default and the admin's JSON
@@ -19,6 +19,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 mod calendars;
+mod groups;
 mod job_details;
 mod jobs;
 mod modules;
@@ -27,6 +28,7 @@ mod tenant;
 mod workflows;
 
 pub use calendars::{CalendarArgs, calendar};
+pub use groups::{GroupArgs, group};
 pub use jobs::{JobArgs, StateArgs, job, state};
 pub use modules::{ModuleArgs, module};
 pub(crate) use runs::follow_run;

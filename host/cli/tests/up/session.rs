@@ -105,6 +105,7 @@ fn a_cli_session_against_cronbox_up() {
     definitions::job_lifecycle(&s, &id, &spin);
     settings::errors_and_configuration(&s);
     settings::contexts_and_calendars(&s);
+    settings::groups(&s);
     workflows::workflows(&s);
     terminate(&mut s.stack.0);
 }

@@ -184,3 +184,42 @@ pub(super) fn contexts_and_calendars(s: &Session) {
     let deleted = ok(base, token, &["calendar", "delete", "holidays"]);
     assert!(deleted.contains("calendar holidays deleted"), "{deleted}");
 }
+
+/// Executor groups from the command line: set by the operator, refused to
+/// a tenant's job until granted (the refusal naming the command), granted.
+pub(super) fn groups(s: &Session) {
+    let (base, token) = (s.base.as_str(), s.token.as_str());
+    let acme = tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(cronbox_api::Client::new(base, token).create_tenant("acme"))
+        .unwrap()
+        .token;
+    let set = ok(base, token, &["group", "set", "batch"]);
+    assert!(set.contains("group batch set: AUTO"), "{set}");
+    let hello = cronbox_example_jobs::path("hello");
+    ok(
+        base,
+        &acme,
+        &["module", "push", "greeter", hello.to_str().unwrap()],
+    );
+    let create = [
+        "job", "create", "--name", "nightly", "--module", "greeter", "--group", "batch",
+    ];
+    let (code, _, refused) = cli(base, &acme, &create);
+    assert_eq!(code, 1, "{refused}");
+    assert!(
+        refused.contains("`cronbox group grant batch acme`"),
+        "the refusal names the command: {refused}"
+    );
+    let granted = ok(base, token, &["group", "grant", "batch", "acme"]);
+    assert!(granted.contains("group batch granted to acme"), "{granted}");
+    let job = json(base, &acme, &create);
+    assert_eq!(job["group_name"], "batch", "{job}");
+    let listed = ok(base, token, &["group", "list"]);
+    assert!(
+        listed
+            .lines()
+            .any(|line| line.starts_with("batch") && line.trim_end().ends_with("acme")),
+        "{listed}"
+    );
+}
