@@ -24,6 +24,10 @@ pub struct WorkflowSpec {
     /// Runs started by a schedule, as a job's; absent: on request only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<WorkflowSchedule>,
+    /// The longest a run may take, in milliseconds (1 s to 7 days): past
+    /// it the run fails, its running nodes killed, the rest not started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_ms: Option<i64>,
 }
 
 /// When a workflow starts by itself: a schedule as a job's (CRON with
@@ -58,6 +62,8 @@ impl WorkflowSpec {
     pub const MAX_EDGES: usize = 1_000;
     /// Longest rendered input of one node, and longest workflow input.
     pub const MAX_INPUT_BYTES: usize = 64 * 1024;
+    /// Longest deadline of a run.
+    pub const MAX_DEADLINE_MS: i64 = 7 * 24 * 3_600_000;
 }
 
 /// One step of a workflow.
@@ -223,6 +229,9 @@ pub struct WorkflowRun {
     pub status: WorkflowRunStatus,
     pub input: String,
     pub started_at_ms: i64,
+    /// When it fails if it has not ended (its definition's deadline).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_at_ms: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_at_ms: Option<i64>,
     /// Every node of the definition, in its order.

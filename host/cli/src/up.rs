@@ -288,6 +288,7 @@ async fn deploy_demo_workflow(client: &Client) -> anyhow::Result<()> {
             on: Default::default(),
         }],
         schedule: None,
+        deadline_ms: None,
     };
     client
         .put_workflow(DEMO_WORKFLOW, &spec)

@@ -633,3 +633,62 @@ async fn a_scheduled_workflow_fires_in_its_zone_and_skips_what_it_missed() {
     }
     stack.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_past_its_deadline_fails_with_its_running_node_killed() {
+    let minute = next_whole_minute();
+    let (stack, clock) = stack_on_manual_clock(minute).await;
+    stack
+        .job("nap", "sleeper", json!({ "param": "30000" }))
+        .await;
+    stack.job("after", "hello", json!({})).await;
+    let definition = json!({
+        "nodes": [{ "name": "nap", "job": "nap" }, { "name": "after", "job": "after" }],
+        "edges": [{ "from": "nap", "to": "after" }],
+        "deadline_ms": 10_000
+    });
+    save(&stack, "bounded", definition).await;
+    let started = stack
+        .api
+        .api
+        .start_workflow_run("bounded", None)
+        .await
+        .unwrap();
+    assert_eq!(started.deadline_at_ms, Some(minute + 10_000));
+    let nap = node(&started, "nap").run_id.unwrap();
+    until("the nap is dispatched", || async {
+        let run = stack.api.run(nap).await;
+        (run.status == RunStatus::Dispatched).then_some(())
+    })
+    .await;
+    // Ten seconds pass on the admin's clock: the run fails, its running
+    // node's run is killed, the next node never starts.
+    clock.set(minute + 10_001);
+    let run = ended(&stack, started.id).await;
+    assert_eq!(run.status, WorkflowRunStatus::Failed, "{run:#?}");
+    assert_eq!(
+        node(&run, "nap").message.as_deref(),
+        Some("its workflow run passed its deadline")
+    );
+    assert_eq!(node(&run, "after").status, NodeStatus::Cancelled);
+    let killed = stack.api.ended(nap).await;
+    assert_eq!(
+        killed.outcome,
+        Some(cronbox_api::RunOutcome::Killed),
+        "{killed:?}"
+    );
+    // A deadline past the bound is refused naming it.
+    let (status, answer) = stack
+        .call(
+            reqwest::Method::PUT,
+            "/api/v1/workflows/bounded",
+            Some(json!({ "nodes": [{ "name": "nap", "job": "nap" }], "deadline_ms": 10 })),
+        )
+        .await;
+    assert_eq!(
+        (status, answer["field"].as_str()),
+        (422, Some("deadline_ms")),
+        "{answer}"
+    );
+    stack.shutdown().await;
+}

@@ -28,6 +28,7 @@ CREATE TABLE workflow_run (
     kind           TEXT    NOT NULL,
     status         TEXT    NOT NULL,
     started_at_ms  BIGINT  NOT NULL,
+    deadline_at_ms BIGINT,
     ended_at_ms    BIGINT
 );
 CREATE INDEX workflow_run_by_workflow ON workflow_run (workflow_id, id);

@@ -270,6 +270,9 @@ impl Scheduler {
                 if let Err(error) = self.reap_lost_runs().await {
                     tracing::warn!(%error, "lost-run check failed");
                 }
+                if let Err(error) = self.fail_overdue_workflows().await {
+                    tracing::warn!(%error, "workflow deadline check failed");
+                }
                 if last_workflow_sweep
                     .is_none_or(|at| at.elapsed() >= workflows::WORKFLOW_SWEEP_AFTER)
                 {

@@ -256,8 +256,44 @@ impl Scheduler {
     /// will be, and the runs of those running are killed (or cancelled
     /// before their dispatch). False if it was not running.
     pub async fn cancel_workflow(self: &Arc<Self>, id: i64) -> Result<bool, StoreError> {
+        self.stop_workflow(
+            id,
+            cronbox_api::WorkflowRunStatus::Cancelled,
+            "cancelled with its workflow run",
+        )
+        .await
+    }
+
+    /// Fails the running workflow runs past their deadline, as a cancel
+    /// does but failed.
+    pub(super) async fn fail_overdue_workflows(self: &Arc<Self>) -> Result<(), StoreError> {
+        for id in self
+            .store
+            .workflow_runs_past_deadline(self.now_ms())
+            .await?
+        {
+            tracing::info!(workflow_run = id, "a workflow run passed its deadline");
+            self.stop_workflow(
+                id,
+                cronbox_api::WorkflowRunStatus::Failed,
+                "its workflow run passed its deadline",
+            )
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// Ends workflow run `id` as `status` if it is running, its nodes
+    /// that had not ended cancelled saying `why`, their runs killed (or
+    /// cancelled before their dispatch). False if it was not running.
+    async fn stop_workflow(
+        self: &Arc<Self>,
+        id: i64,
+        status: cronbox_api::WorkflowRunStatus,
+        why: &str,
+    ) -> Result<bool, StoreError> {
         let now = self.now_ms();
-        let Some(running) = self.store.cancel_workflow_run(id, now).await? else {
+        let Some(running) = self.store.stop_workflow_run(id, status, why, now).await? else {
             return Ok(false);
         };
         for run_id in running {
@@ -269,14 +305,14 @@ impl Scheduler {
             let run = self.as_known(run);
             match run.status {
                 RunStatus::Pending => {
-                    let end = RunEnd::cancelled(run.id, "cancelled with its workflow run", now);
+                    let end = RunEnd::cancelled(run.id, why, now);
                     if let Some(ended) = self.store.finish_run(&end).await? {
                         self.sink.events.send(|| RunEvent::ended(&ended));
                     }
                 }
                 RunStatus::Dispatched => {
                     if let Err(error) = self.kill(&run).await {
-                        tracing::warn!(run = %run.id, %error, "a cancelled workflow's node run could not be killed");
+                        tracing::warn!(run = %run.id, %error, "a stopped workflow's node run could not be killed");
                     }
                 }
                 _ => {}
@@ -289,7 +325,7 @@ impl Scheduler {
     /// did not succeed, keeping the outputs of those that did. False if it
     /// had not failed nor been cancelled.
     pub async fn retry_workflow(self: &Arc<Self>, id: i64) -> Result<bool, StoreError> {
-        if !self.store.reopen_workflow_run(id).await? {
+        if !self.store.reopen_workflow_run(id, self.now_ms()).await? {
             return Ok(false);
         }
         self.advance_workflow(id).await?;

@@ -34,6 +34,17 @@ pub async fn save(
         ));
     }
     Graph::check(spec).map_err(|error| invalid(error.field, error.message))?;
+    if let Some(deadline) = spec.deadline_ms
+        && !(1_000..=WorkflowSpec::MAX_DEADLINE_MS).contains(&deadline)
+    {
+        return Err(invalid(
+            "deadline_ms",
+            format!(
+                "a deadline is 1,000 ms to {} ms (7 days), not {deadline}",
+                WorkflowSpec::MAX_DEADLINE_MS
+            ),
+        ));
+    }
     let next_fire_at_ms = match &spec.schedule {
         None => None,
         Some(schedule) => first_fire(schedule, now_ms)?,

@@ -62,7 +62,7 @@ fn node_from_row(row: &AnyRow) -> Result<NodeRun, sqlx::Error> {
 }
 
 const WORKFLOW_RUN_COLUMNS: &str = "id, tenant, workflow_id, workflow_name, version, definition, \
-     input, kind, status, started_at_ms, ended_at_ms";
+     input, kind, status, started_at_ms, deadline_at_ms, ended_at_ms";
 
 /// A workflow run as stored, with the definition it follows.
 #[derive(Debug, Clone)]
@@ -83,6 +83,7 @@ fn workflow_run_from_row(row: &AnyRow) -> Result<StoredWorkflowRun, sqlx::Error>
             status: status_column(row, "status")?,
             input: row.try_get("input")?,
             started_at_ms: row.try_get("started_at_ms")?,
+            deadline_at_ms: row.try_get("deadline_at_ms")?,
             ended_at_ms: row.try_get("ended_at_ms")?,
             nodes: Vec::new(),
         },
@@ -439,6 +440,20 @@ impl Store {
             .collect::<Result<_, _>>()?)
     }
 
+    /// Running workflow runs past their deadline at `now_ms`.
+    pub async fn workflow_runs_past_deadline(&self, now_ms: i64) -> Result<Vec<i64>, StoreError> {
+        let rows =
+            sqlx::query("SELECT id FROM workflow_run WHERE status = $1 AND deadline_at_ms <= $2")
+                .bind(status_text(WorkflowRunStatus::Running)?)
+                .bind(now_ms)
+                .fetch_all(&self.pool)
+                .await?;
+        Ok(rows
+            .iter()
+            .map(|row| row.try_get::<i64, _>("id"))
+            .collect::<Result<_, _>>()?)
+    }
+
     /// Running workflow runs in which no node runs and nothing changed
     /// since `before_ms`: steps nobody took (an admin stopped between two
     /// of a run's writes).
@@ -459,16 +474,20 @@ impl Store {
             .collect::<Result<_, _>>()?)
     }
 
-    /// Cancels workflow run `id` if it is running: the run ends cancelled
-    /// and so does every node that had not ended. The runs of the nodes
-    /// that were running (to be killed), or `None` if it was not running.
-    pub async fn cancel_workflow_run(
+    /// Stops workflow run `id` if it is running: the run ends as
+    /// `status` (cancelled, or failed past its deadline) and every node
+    /// that had not ended is cancelled, saying `why`. The runs of the
+    /// nodes that were running (to be killed), or `None` if it was not
+    /// running.
+    pub async fn stop_workflow_run(
         &self,
         id: i64,
+        status: WorkflowRunStatus,
+        why: &str,
         now_ms: i64,
     ) -> Result<Option<Vec<RunId>>, StoreError> {
         let mut tx = self.writer.begin().await?;
-        if !end_if_running(&mut *tx, id, WorkflowRunStatus::Cancelled, now_ms).await? {
+        if !end_if_running(&mut *tx, id, status, now_ms).await? {
             return Ok(None);
         }
         let running = sqlx::query(
@@ -483,8 +502,7 @@ impl Store {
         .map(|row| row.try_get::<i64, _>("run_id").map(RunId))
         .collect::<Result<Vec<_>, _>>()?;
         sqlx::query(
-            "UPDATE workflow_node SET status = $2, ended_at_ms = $3, \
-             message = 'cancelled with its workflow run' \
+            "UPDATE workflow_node SET status = $2, ended_at_ms = $3, message = $6 \
              WHERE workflow_run_id = $1 AND status IN ($4, $5)",
         )
         .bind(id)
@@ -492,6 +510,7 @@ impl Store {
         .bind(now_ms)
         .bind(status_text(NodeStatus::Pending)?)
         .bind(status_text(NodeStatus::Running)?)
+        .bind(why)
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
@@ -500,18 +519,22 @@ impl Store {
 
     /// Opens workflow run `id` again if it failed or was cancelled: its
     /// nodes that did not succeed become pending (their earlier runs stay
-    /// as history), those that succeeded keep their outputs. False if it
-    /// had not failed nor been cancelled.
-    pub async fn reopen_workflow_run(&self, id: i64) -> Result<bool, StoreError> {
+    /// as history), those that succeeded keep their outputs, and a
+    /// deadline counts again from `now_ms`. False if it had not failed nor
+    /// been cancelled.
+    pub async fn reopen_workflow_run(&self, id: i64, now_ms: i64) -> Result<bool, StoreError> {
         let mut tx = self.writer.begin().await?;
+        // A deadline counts again from the retry.
         let reopened = sqlx::query(
-            "UPDATE workflow_run SET status = $2, ended_at_ms = NULL \
+            "UPDATE workflow_run SET status = $2, ended_at_ms = NULL, \
+             deadline_at_ms = $5 + (deadline_at_ms - started_at_ms) \
              WHERE id = $1 AND status IN ($3, $4)",
         )
         .bind(id)
         .bind(status_text(WorkflowRunStatus::Running)?)
         .bind(status_text(WorkflowRunStatus::Failed)?)
         .bind(status_text(WorkflowRunStatus::Cancelled)?)
+        .bind(now_ms)
         .execute(&mut *tx)
         .await?
         .rows_affected();
@@ -543,8 +566,8 @@ async fn insert_workflow_run(
 ) -> Result<i64, StoreError> {
     let row = sqlx::query(
         "INSERT INTO workflow_run (tenant, workflow_id, workflow_name, version, definition, \
-         input, kind, status, started_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
-         RETURNING id",
+         input, kind, status, started_at_ms, deadline_at_ms) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id",
     )
     .bind(&workflow.tenant)
     .bind(workflow.id)
@@ -555,6 +578,12 @@ async fn insert_workflow_run(
     .bind(kind.as_str())
     .bind(status_text(WorkflowRunStatus::Running)?)
     .bind(now_ms)
+    .bind(
+        workflow
+            .definition
+            .deadline_ms
+            .map(|deadline| now_ms.saturating_add(deadline)),
+    )
     .fetch_one(&mut **tx)
     .await?;
     let id: i64 = row.try_get("id")?;

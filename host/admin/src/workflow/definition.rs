@@ -266,6 +266,7 @@ mod tests {
         WorkflowSpec {
             description: String::new(),
             schedule: None,
+            deadline_ms: None,
             nodes: nodes
                 .iter()
                 .map(|(name, param)| WorkflowNode {

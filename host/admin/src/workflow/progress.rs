@@ -114,6 +114,7 @@ mod tests {
         Graph::check(&WorkflowSpec {
             description: String::new(),
             schedule: None,
+            deadline_ms: None,
             nodes: nodes
                 .iter()
                 .map(|(name, join)| WorkflowNode {
