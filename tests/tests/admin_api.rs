@@ -426,5 +426,7 @@ mod runs;
 mod schedules;
 #[path = "admin_api/tenancy.rs"]
 mod tenancy;
+#[path = "admin_api/workflow_runs.rs"]
+mod workflow_runs;
 #[path = "admin_api/workflows.rs"]
 mod workflows;

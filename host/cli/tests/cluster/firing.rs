@@ -1,0 +1,147 @@
+//! Firing across admins: every second of hundreds of jobs exactly once,
+//! with three admins, a killed admin, a database restart and skewed
+//! clocks.
+
+use super::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_admins_fire_every_second_of_500_jobs_exactly_once() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let cluster = Cluster::start(&[&[], &[], &[]], 1).await;
+    // 6,000 fires over 12 s (the firing benchmark runs longer).
+    let from = second_after(3_000);
+    let to = from + 12_000;
+    let ids = cluster.every_second(500, from, to).await;
+    tokio::time::sleep(Duration::from_millis((to - now_ms() + 500).max(0) as u64)).await;
+    let runs = cluster.settle(from, to).await;
+    exactly_once(&runs, &ids, from, to);
+    // Executed once, as the executors saw it: every successful run row
+    // of the test is one successful execution, and no run was executed
+    // twice (a double dispatch would count twice on the executors).
+    cluster.until_executions_match_success_rows().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_admins_fires_are_taken_over() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let mut cluster = Cluster::start(&[&[], &[], &[]], 1).await;
+    // The window goes on long enough after the kill (2 s in) for the
+    // dead admin's last fires, written as far ahead as a pre-read reaches,
+    // to be taken over once their write leases run out, and for firing
+    // to go on after (checked once the admin is killed).
+    let pre_read_reach =
+        SchedulerConfig::default().pre_read.as_millis() as i64 + CLAIM_PAST_HORIZON_MS;
+    let from = second_after(3_000);
+    let to = from + 2_000 + pre_read_reach + WRITE_LEASE_MS + 5_000;
+    let ids = cluster.every_second(200, from, to).await;
+    let store = Store::connect(&cluster.url).await.unwrap();
+    // Once firing, the admin holding the most written fires dies with them
+    // (which admin claims a pass's batch of jobs is a race, so ask).
+    let (victim, _) = until("an admin holds written fires", || async {
+        if now_ms() < from + 2_000 {
+            return None;
+        }
+        let mut held = Vec::new();
+        for (index, admin) in cluster.admins.iter().enumerate() {
+            held.push((
+                index,
+                store.pending_leased_to(&admin.instance).await.ok()?.len(),
+            ));
+        }
+        held.into_iter()
+            .max_by_key(|(_, count)| *count)
+            .filter(|(_, count)| *count > 0)
+    })
+    .await;
+    cluster.admins[victim].process.take().unwrap().kill();
+    // What it held is now fixed: nothing else may dispatch those runs until
+    // their leases run out.
+    let orphaned = store
+        .pending_leased_to(&cluster.admins[victim].instance)
+        .await
+        .unwrap();
+    assert!(!orphaned.is_empty(), "the killed admin held no fire");
+    // Its last fires were written as far ahead as a pre-read reaches;
+    // each is taken over once its write lease has run out, at the next
+    // check for orphans (every second or so), well within the window.
+    assert!(
+        to - now_ms() >= pre_read_reach + WRITE_LEASE_MS + 2_000,
+        "the admin was killed too late in the window"
+    );
+    tokio::time::sleep(Duration::from_millis((to - now_ms() + 500).max(0) as u64)).await;
+    let runs = cluster.settle(from, to).await;
+    exactly_once(&runs, &ids, from, to);
+    // Each fire the dead admin held was dispatched by another admin, once
+    // its lease ran out, and ran.
+    let by_id: HashMap<RunId, &RunRow> = runs.iter().map(|run| (run.id, run)).collect();
+    for id in &orphaned {
+        let run = by_id
+            .get(id)
+            .unwrap_or_else(|| panic!("run {id} outside the window"));
+        assert_eq!(run.status.as_str(), "success", "{run:?}");
+    }
+    println!(
+        "{} fires held by the killed admin were taken over",
+        orphaned.len()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_restart_mid_load_loses_and_doubles_nothing() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let cluster = Cluster::start(&[&[], &[]], 1).await;
+    // 3 s of firing, a 3 s outage (a fault's length, not a wait for an
+    // event), then at least 5 s of firing after the database is back.
+    let from = second_after(3_000);
+    let to = from + 11_000;
+    let ids = cluster.every_second(100, from, to).await;
+    tokio::time::sleep(Duration::from_millis(
+        (from + 3_000 - now_ms()).max(0) as u64
+    ))
+    .await;
+    cluster.postgres.stop();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    cluster.postgres.start_again();
+    assert!(
+        to - now_ms() >= 4_000,
+        "the database came back too late in the window"
+    );
+    tokio::time::sleep(Duration::from_millis((to - now_ms() + 500).max(0) as u64)).await;
+    // A 3 s outage is under the misfire threshold (5 s): every fire is
+    // still due, late, and must happen once.
+    let runs = cluster.settle(from, to).await;
+    exactly_once(&runs, &ids, from, to);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admins_with_skewed_clocks_still_fire_once() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    // Heartbeats carry the clock of the admin that received them, so the
+    // dead-after time must exceed the skew between admins (4 s here).
+    let cluster = Cluster::start(
+        &[
+            &["--clock-offset", "2s", "--dead-after", "30s"],
+            &["--clock-offset", "-2s", "--dead-after", "30s"],
+        ],
+        1,
+    )
+    .await;
+    let from = second_after(3_000);
+    let to = from + 6_000;
+    let ids = cluster.every_second(100, from, to).await;
+    // Until every second of the window has fired and ended (on the slower
+    // admin's clock, 2 s behind, it closes last).
+    let expected = ids.len() * ((to - from) / 1000) as usize;
+    until("every second of the window fired and ended", || async {
+        let ended = cluster
+            .runs(from, to)
+            .await
+            .iter()
+            .filter(|run| run.kind == TriggerKind::Schedule && !run.status.is_open())
+            .count();
+        (ended >= expected).then_some(())
+    })
+    .await;
+    let runs = cluster.settle(from, to).await;
+    exactly_once(&runs, &ids, from, to);
+}
