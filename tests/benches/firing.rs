@@ -32,7 +32,7 @@ use cronbox_admin::store::RunFilter;
 use cronbox_admin::{AdminConfig, Database, SchedulerConfig, Store};
 use cronbox_example_jobs as jobs;
 use cronbox_executor::ExecutorConfig;
-use cronbox_tests::{AdminClient, PostgresServer};
+use cronbox_tests::{AdminClient, PostgresServer, process_cpu_ms};
 use serde_json::{Value, json};
 
 /// The allocator the `cronbox` binary uses.
@@ -316,17 +316,6 @@ async fn round(job_count: usize, seconds: i64, backend: &Backend, arrival: Arriv
         admin.shutdown().await;
     }
     drop(postgres);
-}
-
-/// User and system CPU time this process has used, in milliseconds
-/// (`/proc/self/stat`, in the kernel's 100 Hz ticks).
-fn process_cpu_ms() -> i64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
-    // Fields after the command, which is in parentheses and may hold spaces.
-    let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
-    // utime and stime are fields 14 and 15 of the whole line.
-    let ticks: i64 = fields[11].parse::<i64>().unwrap() + fields[12].parse::<i64>().unwrap();
-    ticks * 10
 }
 
 fn main() {

@@ -16,7 +16,7 @@ use cronbox_admin::{AdminConfig, Database, SchedulerConfig};
 use cronbox_api::{JobId, WorkflowSpec};
 use cronbox_example_jobs as jobs;
 use cronbox_executor::ExecutorConfig;
-use cronbox_tests::AdminClient;
+use cronbox_tests::{AdminClient, process_cpu_ms};
 use serde_json::json;
 
 #[global_allocator]
@@ -24,14 +24,6 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const API: &str = "bench-api";
 const EXEC: &str = "bench-exec";
-
-/// User and system CPU time this process has used, in milliseconds.
-fn process_cpu_ms() -> i64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
-    let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
-    let ticks: i64 = fields[11].parse::<i64>().unwrap() + fields[12].parse::<i64>().unwrap();
-    ticks * 10
-}
 
 /// Runs of the database that ended.
 async fn ended_runs(database: &sqlx::AnyPool) -> i64 {
