@@ -426,6 +426,8 @@ mod runs;
 mod schedules;
 #[path = "admin_api/tenancy.rs"]
 mod tenancy;
+#[path = "admin_api/workflow_control.rs"]
+mod workflow_control;
 #[path = "admin_api/workflow_runs.rs"]
 mod workflow_runs;
 #[path = "admin_api/workflows.rs"]

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::{MisfirePolicy, RunId, ScheduleType, TriggerKind};
+use crate::{MisfirePolicy, OverlapPolicy, RunId, ScheduleRules, ScheduleType, TriggerKind};
 
 /// `PUT /api/v1/workflows/{name}`: a workflow's definition (also the
 /// `workflow.toml` file form).
@@ -45,6 +45,20 @@ pub struct WorkflowSchedule {
     /// The input of each scheduled run (JSON text; `{}` if absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input: Option<String>,
+    /// What a fire does while a run of the workflow is in progress: ALLOW
+    /// (default: start another), SKIP, BUFFER_ONE (start once the runs in
+    /// progress end; while one fire waits, later ones are skipped) or
+    /// CANCEL_OTHER (cancel the runs in progress, then start).
+    #[serde(default, skip_serializing_if = "is_allow")]
+    pub overlap: OverlapPolicy,
+    /// A window, excluded dates and jitter, as a job's schedule rules
+    /// (shared calendars are a job's only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rules: Option<ScheduleRules>,
+}
+
+fn is_allow(policy: &OverlapPolicy) -> bool {
+    *policy == OverlapPolicy::Allow
 }
 
 fn utc() -> String {
@@ -64,6 +78,18 @@ impl WorkflowSpec {
     pub const MAX_INPUT_BYTES: usize = 64 * 1024;
     /// Longest deadline of a run.
     pub const MAX_DEADLINE_MS: i64 = 7 * 24 * 3_600_000;
+    /// Most elements a fanned-out node runs for.
+    pub const MAX_FAN_OUT: usize = 1_000;
+    /// Most of a fanned-out node's runs in progress at once.
+    pub const MAX_CONCURRENCY: u32 = 100;
+    /// How many of a fanned-out node's runs are in progress at once when
+    /// its definition does not say.
+    pub const DEFAULT_CONCURRENCY: u32 = 10;
+    /// Longest output of a fanned-out node (its elements' outputs as one
+    /// JSON array), and longest sum of its elements' inputs.
+    pub const MAX_FAN_OUT_BYTES: usize = 1024 * 1024;
+    /// Longest `when` expression of an edge.
+    pub const MAX_CONDITION_BYTES: usize = 4 * 1024;
 }
 
 /// One step of a workflow.
@@ -85,6 +111,18 @@ pub struct WorkflowNode {
     /// parent succeeded).
     #[serde(default)]
     pub join: JoinRule,
+    /// Fan-out: a path to an array (`nodes.extract.output.items`,
+    /// `input.days`); the node runs its job once per element (at most
+    /// [`WorkflowSpec::MAX_FAN_OUT`]), its param rendered with `{{ item }}`
+    /// and `{{ index }}`, and its output is their outputs as a JSON array,
+    /// in order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub for_each: Option<String>,
+    /// With `for_each`: how many of its runs are in progress at once (1 to
+    /// [`WorkflowSpec::MAX_CONCURRENCY`]; default
+    /// [`WorkflowSpec::DEFAULT_CONCURRENCY`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<u32>,
 }
 
 /// An edge: `to` may run once `from` ended as `on` says.
@@ -95,6 +133,11 @@ pub struct WorkflowEdge {
     pub to: String,
     #[serde(default)]
     pub on: EdgeCondition,
+    /// And only if this expression over the workflow's input and the
+    /// outputs of `to`'s ancestors holds (`nodes.check.output.count > 0
+    /// && input.mode == "full"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<String>,
 }
 
 /// The ends of `from` an edge passes on.
@@ -212,6 +255,36 @@ pub struct NodeRun {
     pub started_at_ms: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_at_ms: Option<i64>,
+    /// A fanned-out node's elements: how many, and how many ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub items: Option<ItemCounts>,
+}
+
+/// Where a fanned-out node's elements are.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ItemCounts {
+    pub total: i64,
+    pub running: i64,
+    pub succeeded: i64,
+    pub failed: i64,
+}
+
+/// One element of a fanned-out node's run
+/// (`GET /api/v1/workflow-runs/{id}/nodes/{node}/items`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ItemRun {
+    /// Its place in the array, from 0.
+    pub index: i64,
+    /// `pending`, `running`, `succeeded`, `failed`, `skipped` or
+    /// `cancelled`, as a node's.
+    pub status: NodeStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<RunId>,
+    pub input: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 /// A workflow run as stored and answered.

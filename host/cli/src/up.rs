@@ -274,7 +274,7 @@ async fn deploy_demo_workflow(client: &Client) -> anyhow::Result<()> {
         name: name.to_owned(),
         job: "hello".to_owned(),
         param: Some(param.to_owned()),
-        join: Default::default(),
+        ..WorkflowNode::default()
     };
     let spec = WorkflowSpec {
         description: "hello, then hello again with the first greeting".to_owned(),
@@ -286,6 +286,7 @@ async fn deploy_demo_workflow(client: &Client) -> anyhow::Result<()> {
             from: "first".to_owned(),
             to: "second".to_owned(),
             on: Default::default(),
+            when: None,
         }],
         schedule: None,
         deadline_ms: None,

@@ -105,7 +105,8 @@ async fn every_route_answers_every_role_as_its_table_says() {
             .replace("{id}", "999999999")
             .replace("{digest}", &"0".repeat(64))
             .replace("{label}", "stable")
-            .replace("{name}", "matrix-absent");
+            .replace("{name}", "matrix-absent")
+            .replace("{node}", "matrix-absent");
         let method: Method = method.to_uppercase().parse().unwrap();
         for caller in &callers {
             let mut request = admin

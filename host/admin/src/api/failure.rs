@@ -78,13 +78,13 @@ impl From<ServiceError> for Failure {
                 ErrorCode::NotRunning,
                 state.to_string(),
             ),
-            unknown @ (ServiceError::UnknownWorkflow(_) | ServiceError::UnknownWorkflowRun(_)) => {
-                Failure::new(
-                    StatusCode::NOT_FOUND,
-                    ErrorCode::NotFound,
-                    unknown.to_string(),
-                )
-            }
+            unknown @ (ServiceError::UnknownWorkflow(_)
+            | ServiceError::UnknownWorkflowRun(_)
+            | ServiceError::UnknownWorkflowNode { .. }) => Failure::new(
+                StatusCode::NOT_FOUND,
+                ErrorCode::NotFound,
+                unknown.to_string(),
+            ),
             unknown @ ServiceError::UnknownJob(_) => Failure::new(
                 StatusCode::NOT_FOUND,
                 ErrorCode::UnknownJob,

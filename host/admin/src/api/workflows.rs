@@ -94,6 +94,21 @@ async fn get_workflow_run(
     run_as_it_is(&state, &caller, id).await
 }
 
+/// The elements of a fanned-out node of a workflow run, by index (404 for
+/// a node the run does not have).
+async fn list_node_items(
+    State(state): State<Arc<AdminState>>,
+    caller: Caller,
+    Path((id, node)): Path<(i64, String)>,
+) -> Result<impl IntoResponse, Failure> {
+    let store = state.scheduler.store();
+    let run = caller.scope().workflow_run(store, id).await?.run;
+    if !run.nodes.iter().any(|n| n.node == node) {
+        return Err(ServiceError::UnknownWorkflowNode { run: id, node }.into());
+    }
+    Ok(Json(store.workflow_items(id, &node).await?))
+}
+
 /// Cancels a running workflow run: its running nodes are killed, the
 /// others never start; the run as it is then.
 async fn cancel_workflow_run(
@@ -200,6 +215,16 @@ pub(super) fn routes(table: &mut Routes) {
         schema("WorkflowRun"),
     );
     table.route(operation, VIEWER, get_workflow_run);
+    let operation = op(
+        "get",
+        "/api/v1/workflow-runs/{id}/nodes/{node}/items",
+        "workflows",
+        "The elements of a fanned-out node of a workflow run, by index: each one's status, input, output and run",
+        None,
+        "200",
+        array_of(schema("ItemRun")),
+    );
+    table.route(operation, VIEWER, list_node_items);
     let operation = op(
         "post",
         "/api/v1/workflow-runs/{id}/cancel",

@@ -57,6 +57,8 @@ mod sink;
 mod slow_jobs;
 mod triggers;
 mod warming;
+mod workflow_fan_out;
+mod workflow_fires;
 mod workflows;
 pub use workflows::WORKFLOW_SWEEP_AFTER;
 

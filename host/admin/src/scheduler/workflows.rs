@@ -7,15 +7,58 @@
 //! again: its output is its success message; a failure is retried as the
 //! job's retries say (the retry follows the same node) before the node
 //! fails. Child jobs of a node's job are not triggered: inside a
-//! workflow, its edges say what follows.
+//! workflow, its edges say what follows. A fanned-out node's elements are
+//! driven in `workflow_fan_out.rs`, schedules in `workflow_fires.rs`.
 
 use std::collections::HashMap;
 
-use cronbox_api::{NodeStatus, Workflow, WorkflowSpec};
+use cronbox_api::{NodeStatus, Workflow, WorkflowRun, WorkflowSpec};
+use serde_json::Value;
 
 use super::*;
-use crate::store::NodeEnd;
-use crate::workflow::{Graph, Step, firing, next_steps, outcome};
+use crate::store::{NodeEnd, NodeOfRun};
+use crate::workflow::path::Values;
+use crate::workflow::{Graph, Step, next_steps, outcome};
+
+/// What a workflow run's templates and conditions read: its input
+/// (parsed) and the outputs of its nodes that have one.
+pub(super) struct RunValues {
+    pub input: Value,
+    pub outputs: HashMap<String, String>,
+}
+
+impl RunValues {
+    /// Read from `run`; an input that does not parse (it was checked when
+    /// the run started, so it was damaged since) is named, never read as
+    /// empty.
+    pub fn of(run: &WorkflowRun) -> Result<RunValues, String> {
+        let input = serde_json::from_str(&run.input)
+            .map_err(|error| format!("the workflow run's stored input does not parse: {error}"))?;
+        let outputs = run
+            .nodes
+            .iter()
+            .filter_map(|node| Some((node.node.clone(), node.output.clone()?)))
+            .collect();
+        Ok(RunValues { input, outputs })
+    }
+
+    pub fn values(&self) -> Values<'_> {
+        Values {
+            input: &self.input,
+            outputs: &self.outputs,
+            item: None,
+        }
+    }
+}
+
+/// A node's failure saying `message`.
+pub(super) fn failed(message: String) -> NodeEnd {
+    NodeEnd {
+        status: NodeStatus::Failed,
+        output: None,
+        message: Some(message),
+    }
+}
 
 impl Scheduler {
     /// Starts a run of `workflow` with `input` (JSON text, checked by the
@@ -59,10 +102,42 @@ impl Scheduler {
             }
         };
         let mut status: Vec<NodeStatus> = stored.run.nodes.iter().map(|node| node.status).collect();
+        let mut values = match RunValues::of(&stored.run) {
+            Ok(values) => values,
+            Err(why) => {
+                tracing::error!(workflow_run = id, why, "a workflow run cannot advance");
+                self.store
+                    .end_workflow_run(id, cronbox_api::WorkflowRunStatus::Failed, self.now_ms())
+                    .await?;
+                return Ok(());
+            }
+        };
+        // Fanned-out nodes in progress: start what their concurrency
+        // allows, end those whose elements all ended (an admin may have
+        // stopped between the two).
+        for (spec, status) in graph.nodes.iter().zip(status.iter_mut()) {
+            if *status == NodeStatus::Running && spec.for_each.is_some() {
+                let ended = self.progress_fan_out(&stored.run, spec, None).await?;
+                if let Some(end) = ended {
+                    *status = end.status;
+                    if let Some(output) = end.output {
+                        values.outputs.insert(spec.name.clone(), output);
+                    }
+                }
+            }
+        }
         loop {
-            let steps = next_steps(&graph, &status);
+            let when = |edge: usize| {
+                let Some(condition) = &graph.edges[edge].when else {
+                    return Ok(true);
+                };
+                condition
+                    .holds(&values.values())
+                    .map_err(|error| error.to_string())
+            };
+            let steps = next_steps(&graph, &status, &when);
             if steps.is_empty() {
-                if let Some(ended) = outcome(&graph, &status) {
+                if let Some(ended) = outcome(&graph, &status, &when) {
                     self.store
                         .end_workflow_run(id, ended, self.now_ms())
                         .await?;
@@ -82,8 +157,25 @@ impl Scheduler {
                             .await?;
                         status[node] = NodeStatus::Skipped;
                     }
+                    Step::Fail(node, why) => {
+                        self.store
+                            .end_workflow_node(
+                                id,
+                                &graph.nodes[node].name,
+                                &failed(why),
+                                self.now_ms(),
+                            )
+                            .await?;
+                        status[node] = NodeStatus::Failed;
+                    }
                     Step::Start(node) => {
-                        status[node] = self.start_node(&stored.run, &graph, node).await?;
+                        let end = self.start_node(&stored.run, &values, &graph, node).await?;
+                        status[node] = end.status;
+                        if let Some(output) = end.output {
+                            values
+                                .outputs
+                                .insert(graph.nodes[node].name.clone(), output);
+                        }
                     }
                 }
             }
@@ -91,75 +183,36 @@ impl Scheduler {
     }
 
     /// Starts `node` of `run`: its job looked up by name, its input
-    /// rendered, its run written (once) and dispatched. A job that no
+    /// rendered, its run written (once) and dispatched — or, fanned out,
+    /// its elements written and the first of them started. A job that no
     /// longer exists or an input that does not render fails the node,
-    /// naming why. The node's status after.
+    /// naming why. How the node is after (running, or ended at once with
+    /// its output).
     async fn start_node(
         self: &Arc<Self>,
-        run: &cronbox_api::WorkflowRun,
+        run: &WorkflowRun,
+        values: &RunValues,
         graph: &Graph,
         node: usize,
-    ) -> Result<NodeStatus, StoreError> {
-        let name = &graph.nodes[node].name;
-        let fail = |message: String| NodeEnd {
-            status: NodeStatus::Failed,
-            output: None,
-            message: Some(message),
+    ) -> Result<NodeEnd, StoreError> {
+        let spec = &graph.nodes[node];
+        let name = &spec.name;
+        let job = match self.node_job(&run.tenant, &spec.job).await? {
+            Ok(job) => job,
+            Err(why) => return self.end_node(run.id, name, failed(why)).await,
         };
-        let job = match self
-            .store
-            .jobs_named(&run.tenant, &graph.nodes[node].job)
-            .await?[..]
-        {
-            [ref job] => job.clone(),
-            [] => {
-                let end = fail(format!("no job {:?}", graph.nodes[node].job));
-                self.store
-                    .end_workflow_node(run.id, name, &end, self.now_ms())
-                    .await?;
-                return Ok(NodeStatus::Failed);
-            }
-            _ => {
-                let end = fail(format!(
-                    "several jobs are named {:?}",
-                    graph.nodes[node].job
-                ));
-                self.store
-                    .end_workflow_node(run.id, name, &end, self.now_ms())
-                    .await?;
-                return Ok(NodeStatus::Failed);
-            }
-        };
-        let param = match &graph.nodes[node].param {
+        if spec.for_each.is_some() {
+            return self.start_fan_out(run, values, spec, job).await;
+        }
+        let param = match &spec.param {
             None => Ok(job.param.clone()),
-            Some(template) => match serde_json::from_str(&run.input) {
-                // Checked when the run started: a stored input that does
-                // not parse was damaged since, and is named, never read
-                // as empty.
-                Err(error) => Err(format!(
-                    "the workflow run's stored input does not parse: {error}"
-                )),
-                Ok(input) => {
-                    let outputs: HashMap<String, String> = run
-                        .nodes
-                        .iter()
-                        .filter_map(|node| Some((node.node.clone(), node.output.clone()?)))
-                        .collect();
-                    template
-                        .render(&input, &outputs)
-                        .map_err(|error| format!("its input does not render: {error}"))
-                }
-            },
+            Some(template) => template
+                .render(&values.values())
+                .map_err(|error| format!("its input does not render: {error}")),
         };
         let param = match param {
             Ok(param) => param,
-            Err(why) => {
-                let end = fail(why);
-                self.store
-                    .end_workflow_node(run.id, name, &end, self.now_ms())
-                    .await?;
-                return Ok(NodeStatus::Failed);
-            }
+            Err(why) => return self.end_node(run.id, name, failed(why)).await,
         };
         let now = self.now_ms();
         let new_run = NewRun {
@@ -171,13 +224,57 @@ impl Scheduler {
             .start_workflow_node(run.id, name, &param, &new_run, now)
             .await?
         {
-            let row = planner::written_run(run_id, &job.tenant, &new_run, now);
-            let leased_until = write_lease_until(row.scheduled_at_ms, now);
-            self.clone()
-                .dispatch_now(row, leased_until, Known::Job(Box::new(job)), None);
+            self.dispatch_node_run(run_id, &new_run, job, now);
         }
         // Started here, or by another admin a moment before.
-        Ok(NodeStatus::Running)
+        Ok(NodeEnd {
+            status: NodeStatus::Running,
+            output: None,
+            message: None,
+        })
+    }
+
+    /// The job a node runs, by name in `tenant`; why not, if there is
+    /// not exactly one.
+    pub(super) async fn node_job(
+        &self,
+        tenant: &str,
+        name: &str,
+    ) -> Result<Result<JobRow, String>, StoreError> {
+        Ok(match self.store.jobs_named(tenant, name).await?[..] {
+            [ref job] => Ok(job.clone()),
+            [] => Err(format!("no job {name:?}")),
+            _ => Err(format!("several jobs are named {name:?}")),
+        })
+    }
+
+    /// Ends node `name` of workflow run `workflow_run` as `end` (if it had
+    /// not ended); `end`, for the caller's view.
+    pub(super) async fn end_node(
+        &self,
+        workflow_run: i64,
+        name: &str,
+        end: NodeEnd,
+    ) -> Result<NodeEnd, StoreError> {
+        self.store
+            .end_workflow_node(workflow_run, name, &end, self.now_ms())
+            .await?;
+        Ok(end)
+    }
+
+    /// Dispatches `new_run` of `job`, written as `run_id` for a node or an
+    /// element.
+    pub(super) fn dispatch_node_run(
+        self: &Arc<Self>,
+        run_id: RunId,
+        new_run: &NewRun,
+        job: JobRow,
+        now: i64,
+    ) {
+        let row = planner::written_run(run_id, &job.tenant, new_run, now);
+        let leased_until = write_lease_until(row.scheduled_at_ms, now);
+        self.clone()
+            .dispatch_now(row, leased_until, Known::Job(Box::new(job)), None);
     }
 
     /// What follows the end of a workflow node's `run` of `job` (`None`:
@@ -189,7 +286,7 @@ impl Scheduler {
         run: &RunRow,
         job: Option<&JobRow>,
     ) -> Result<(), StoreError> {
-        let Some((workflow_run, node)) = self.store.workflow_node_of_run(run.id).await? else {
+        let Some(of_run) = self.store.workflow_node_of_run(run.id).await? else {
             return Ok(());
         };
         let succeeded = run.status == RunStatus::Success;
@@ -209,7 +306,11 @@ impl Scheduler {
                 param: run.param.clone(),
                 ..NewRun::of_job(job, TriggerKind::Workflow, now)
             };
-            if let Some(id) = self.store.retry_workflow_node(run.id, &retry, now).await?
+            let retried = match of_run.item {
+                None => self.store.retry_workflow_node(run.id, &retry, now).await?,
+                Some(_) => self.store.retry_workflow_item(run.id, &retry, now).await?,
+            };
+            if let Some(id) = retried
                 && let Some(row) = self.store.run(id).await?
             {
                 self.clone().dispatch_at(row, Lease::Written);
@@ -242,11 +343,25 @@ impl Scheduler {
                 message: run.message.clone(),
             }
         };
-        if self
-            .store
-            .end_workflow_node(workflow_run, &node, &end, self.now_ms())
-            .await?
-        {
+        let NodeOfRun {
+            workflow_run,
+            node,
+            item,
+        } = of_run;
+        let advance = match item {
+            None => {
+                self.store
+                    .end_workflow_node(workflow_run, &node, &end, self.now_ms())
+                    .await?
+            }
+            Some(index) => {
+                self.store
+                    .end_workflow_item(workflow_run, &node, index, &end, self.now_ms())
+                    .await?
+                    && self.fan_out_item_ended(workflow_run, &node, job).await?
+            }
+        };
+        if advance {
             self.advance_workflow(workflow_run).await?;
         }
         Ok(())
@@ -286,7 +401,7 @@ impl Scheduler {
     /// Ends workflow run `id` as `status` if it is running, its nodes
     /// that had not ended cancelled saying `why`, their runs killed (or
     /// cancelled before their dispatch). False if it was not running.
-    async fn stop_workflow(
+    pub(super) async fn stop_workflow(
         self: &Arc<Self>,
         id: i64,
         status: cronbox_api::WorkflowRunStatus,
@@ -330,47 +445,6 @@ impl Scheduler {
         }
         self.advance_workflow(id).await?;
         Ok(true)
-    }
-
-    /// Fires the workflows whose schedule is due: each fire claimed once
-    /// (the claim moves the next fire and writes the run in one
-    /// transaction, so admins racing for it start one run), then advanced.
-    pub(super) async fn fire_due_workflows(self: &Arc<Self>) -> Result<(), StoreError> {
-        let now = self.now_ms();
-        for workflow in self.store.due_workflows(now).await? {
-            let (Some(planned), Some(schedule)) =
-                (workflow.next_fire_at_ms, &workflow.definition.schedule)
-            else {
-                continue;
-            };
-            let parsed = match crate::schedule::Schedule::parse(
-                schedule.schedule_type,
-                &schedule.schedule_conf,
-                &schedule.time_zone,
-            ) {
-                Ok(parsed) => parsed,
-                Err(error) => {
-                    // Checked when saved: damaged since. It stops firing,
-                    // and says why.
-                    tracing::error!(workflow = %workflow.name, %error, "a stored workflow schedule does not parse; it stops");
-                    self.store
-                        .claim_workflow_fire(&workflow, planned, None, None, now)
-                        .await?;
-                    continue;
-                }
-            };
-            let (kind, next) = firing::due_fire(&parsed, schedule.misfire, planned, now);
-            let input = schedule.input.as_deref().unwrap_or("{}");
-            let fire = kind.map(|kind| (kind, input));
-            if let Some(Some(run)) = self
-                .store
-                .claim_workflow_fire(&workflow, planned, next, fire, now)
-                .await?
-            {
-                self.advance_workflow(run).await?;
-            }
-        }
-        Ok(())
     }
 
     /// Takes up what no admin followed (one stopped between two writes of

@@ -121,6 +121,9 @@ pub enum ServiceError {
     /// No workflow run of that id that the caller may see.
     #[error("no workflow run {0}")]
     UnknownWorkflowRun(i64),
+    /// No node of that name in a workflow run.
+    #[error("workflow run {run} has no node {node:?}")]
+    UnknownWorkflowNode { run: i64, node: String },
     /// No job of that id that the caller may see.
     #[error("no job {0}")]
     UnknownJob(JobId),

@@ -78,32 +78,15 @@ pub async fn save(
 }
 
 /// The first fire of a workflow's schedule saved at `now_ms`, refusing
-/// what a job's schedule refuses (naming the field) and FIX_DELAY.
+/// what a job's schedule refuses and what only jobs have (naming the
+/// field).
 fn first_fire(schedule: &WorkflowSchedule, now_ms: i64) -> Result<Option<i64>, ServiceError> {
-    use crate::schedule::{Schedule, ScheduleError, ScheduleType};
-    if schedule.schedule_type == ScheduleType::FixDelay {
-        return Err(invalid(
-            "schedule.schedule_type",
-            "FIX_DELAY is not a workflow schedule yet: use FIX_RATE or CRON",
-        ));
-    }
-    let parsed = Schedule::parse(
-        schedule.schedule_type,
-        &schedule.schedule_conf,
-        &schedule.time_zone,
-    )
-    .map_err(|error| {
-        let field = match error {
-            ScheduleError::UnknownTimeZone(_) => "schedule.time_zone",
-            ScheduleError::UnknownType(_) => "schedule.schedule_type",
-            _ => "schedule.schedule_conf",
-        };
-        invalid(field, error.to_string())
-    })?;
+    let timetable = crate::workflow::firing::Timetable::parse(schedule)
+        .map_err(|refused| invalid(refused.field, refused.message))?;
     if let Some(input) = &schedule.input {
         checked_input(input, "schedule.input")?;
     }
-    Ok(crate::workflow::firing::first_fire(&parsed, now_ms))
+    Ok(timetable.first_fire(now_ms))
 }
 
 /// `input` if it is JSON text within the bound; refused naming `field`.

@@ -49,6 +49,8 @@ mod secrets;
 mod tenants;
 mod turns;
 mod users;
+mod workflow_fires;
+mod workflow_items;
 mod workflows;
 
 pub use dashboard::BucketCounts;
@@ -63,6 +65,8 @@ pub use rows::{
 pub use runs::write_lease_until;
 pub use turns::UrgentWrites;
 pub use users::{Principal, StoredUser, TokenOwner};
+pub use workflow_fires::Fire;
+pub use workflow_items::NodeOfRun;
 pub use workflows::{NodeEnd, StoredWorkflowRun};
 // Shared by the aggregates' files (each imports `super::*`).
 use rows::{decode_due_jobs, digest_bytes, job_from_row, run_from_row, scheduled_range};

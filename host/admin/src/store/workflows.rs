@@ -11,7 +11,7 @@ use super::*;
 use rows::json_column;
 
 /// A status enum as its wire name (`running`, `succeeded`, ...).
-fn status_text<T: serde::Serialize>(status: T) -> Result<String, sqlx::Error> {
+pub(super) fn status_text<T: serde::Serialize>(status: T) -> Result<String, sqlx::Error> {
     match serde_json::to_value(status) {
         Ok(serde_json::Value::String(text)) => Ok(text),
         _ => Err(sqlx::Error::Encode("a status without a name".into())),
@@ -19,7 +19,7 @@ fn status_text<T: serde::Serialize>(status: T) -> Result<String, sqlx::Error> {
 }
 
 /// A status column decoded; an unknown name is an error naming the column.
-fn status_column<T: serde::de::DeserializeOwned>(
+pub(super) fn status_column<T: serde::de::DeserializeOwned>(
     row: &AnyRow,
     column: &str,
 ) -> Result<T, sqlx::Error> {
@@ -32,7 +32,7 @@ fn status_column<T: serde::de::DeserializeOwned>(
     })
 }
 
-fn workflow_from_row(row: &AnyRow) -> Result<Workflow, sqlx::Error> {
+pub(super) fn workflow_from_row(row: &AnyRow) -> Result<Workflow, sqlx::Error> {
     Ok(Workflow {
         id: row.try_get("id")?,
         tenant: row.try_get("tenant")?,
@@ -45,7 +45,7 @@ fn workflow_from_row(row: &AnyRow) -> Result<Workflow, sqlx::Error> {
     })
 }
 
-const WORKFLOW_COLUMNS: &str =
+pub(super) const WORKFLOW_COLUMNS: &str =
     "id, tenant, name, version, definition, next_fire_at_ms, created_at_ms, updated_at_ms";
 
 fn node_from_row(row: &AnyRow) -> Result<NodeRun, sqlx::Error> {
@@ -58,6 +58,7 @@ fn node_from_row(row: &AnyRow) -> Result<NodeRun, sqlx::Error> {
         message: row.try_get("message")?,
         started_at_ms: row.try_get("started_at_ms")?,
         ended_at_ms: row.try_get("ended_at_ms")?,
+        items: None,
     })
 }
 
@@ -131,58 +132,6 @@ impl Store {
         Ok(workflow_from_row(&row)?)
     }
 
-    /// The workflows whose schedule's next fire is due by `now_ms`.
-    pub async fn due_workflows(&self, now_ms: i64) -> Result<Vec<Workflow>, StoreError> {
-        let sql = format!(
-            "SELECT {WORKFLOW_COLUMNS} FROM workflow WHERE next_fire_at_ms <= $1 \
-             ORDER BY next_fire_at_ms LIMIT 1000"
-        );
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(now_ms)
-            .fetch_all(&self.pool)
-            .await?;
-        Ok(rows
-            .iter()
-            .map(workflow_from_row)
-            .collect::<Result<_, _>>()?)
-    }
-
-    /// Claims `workflow`'s fire planned at `planned_ms`: moves its next
-    /// fire to `next_ms` and, with `fire`, writes the run it starts (of
-    /// that kind, with that input) in the same transaction. `None` if
-    /// another admin claimed it first; else the run's id, if one was
-    /// written.
-    pub async fn claim_workflow_fire(
-        &self,
-        workflow: &Workflow,
-        planned_ms: i64,
-        next_ms: Option<i64>,
-        fire: Option<(TriggerKind, &str)>,
-        now_ms: i64,
-    ) -> Result<Option<Option<i64>>, StoreError> {
-        let mut tx = self.writer.begin().await?;
-        let claimed = sqlx::query(
-            "UPDATE workflow SET next_fire_at_ms = $3 WHERE id = $1 AND next_fire_at_ms = $2",
-        )
-        .bind(workflow.id)
-        .bind(planned_ms)
-        .bind(next_ms)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-        if claimed != 1 {
-            return Ok(None);
-        }
-        let run = match fire {
-            Some((kind, input)) => {
-                Some(insert_workflow_run(&mut tx, workflow, input, kind, now_ms).await?)
-            }
-            None => None,
-        };
-        tx.commit().await?;
-        Ok(Some(run))
-    }
-
     /// Workflow `name` of `tenant`.
     pub async fn workflow(&self, tenant: &str, name: &str) -> Result<Option<Workflow>, StoreError> {
         let sql =
@@ -241,6 +190,20 @@ impl Store {
         Ok(id)
     }
 
+    /// Workflow run `id` and the definition it follows, without its
+    /// nodes.
+    pub async fn workflow_run_alone(
+        &self,
+        id: i64,
+    ) -> Result<Option<StoredWorkflowRun>, StoreError> {
+        let sql = format!("SELECT {WORKFLOW_RUN_COLUMNS} FROM workflow_run WHERE id = $1");
+        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.as_ref().map(workflow_run_from_row).transpose()?)
+    }
+
     /// Workflow run `id` with its nodes (in the definition's order) and
     /// the definition it follows.
     pub async fn workflow_run(&self, id: i64) -> Result<Option<StoredWorkflowRun>, StoreError> {
@@ -261,6 +224,11 @@ impl Store {
         .fetch_all(&self.pool)
         .await?;
         stored.run.nodes = nodes.iter().map(node_from_row).collect::<Result<_, _>>()?;
+        for (node, counts) in self.workflow_item_counts(id).await? {
+            if let Some(node) = stored.run.nodes.iter_mut().find(|n| n.node == node) {
+                node.items = Some(counts);
+            }
+        }
         Ok(Some(stored))
     }
 
@@ -359,22 +327,6 @@ impl Store {
         Ok(Some(id))
     }
 
-    /// The workflow run and node that run `run_id` belongs to, if any.
-    pub async fn workflow_node_of_run(
-        &self,
-        run_id: RunId,
-    ) -> Result<Option<(i64, String)>, StoreError> {
-        let row = sqlx::query("SELECT workflow_run_id, node FROM workflow_node WHERE run_id = $1")
-            .bind(run_id)
-            .fetch_optional(&self.writer)
-            .await?;
-        Ok(row
-            .map(|row| {
-                Ok::<_, sqlx::Error>((row.try_get("workflow_run_id")?, row.try_get("node")?))
-            })
-            .transpose()?)
-    }
-
     /// Ends node `node` of workflow run `workflow_run` as `end` says, if
     /// it has not ended; false if it had.
     pub async fn end_workflow_node(
@@ -425,6 +377,12 @@ impl Store {
              JOIN workflow_node n ON n.workflow_run_id = w.id \
              JOIN run r ON r.id = n.run_id \
              WHERE w.status = $1 AND n.status = $5 AND r.status NOT IN ($2, $3) \
+             AND r.finished_at_ms < $4 \
+             UNION ALL \
+             SELECT i.run_id FROM workflow_run w \
+             JOIN workflow_item i ON i.workflow_run_id = w.id \
+             JOIN run r ON r.id = i.run_id \
+             WHERE w.status = $1 AND i.status = $5 AND r.status NOT IN ($2, $3) \
              AND r.finished_at_ms < $4",
         )
         .bind(status_text(WorkflowRunStatus::Running)?)
@@ -454,14 +412,19 @@ impl Store {
             .collect::<Result<_, _>>()?)
     }
 
-    /// Running workflow runs in which no node runs and nothing changed
-    /// since `before_ms`: steps nobody took (an admin stopped between two
-    /// of a run's writes).
+    /// Running workflow runs in which no run is in progress and nothing
+    /// changed since `before_ms`: steps nobody took (an admin stopped
+    /// between two of a run's writes). A fanned-out node that is running
+    /// with none of its elements running counts as nothing in progress.
     pub async fn idle_workflow_runs(&self, before_ms: i64) -> Result<Vec<i64>, StoreError> {
         let rows = sqlx::query(
             "SELECT w.id FROM workflow_run w WHERE w.status = $1 AND w.started_at_ms < $2 \
              AND NOT EXISTS (SELECT 1 FROM workflow_node n WHERE n.workflow_run_id = w.id \
-             AND (n.status = $3 OR n.ended_at_ms >= $2))",
+             AND (n.ended_at_ms >= $2 OR n.started_at_ms >= $2 OR (n.status = $3 \
+             AND NOT EXISTS (SELECT 1 FROM workflow_item f WHERE f.workflow_run_id = w.id \
+             AND f.node = n.node)))) \
+             AND NOT EXISTS (SELECT 1 FROM workflow_item i WHERE i.workflow_run_id = w.id \
+             AND (i.status = $3 OR i.ended_at_ms >= $2))",
         )
         .bind(status_text(WorkflowRunStatus::Running)?)
         .bind(before_ms)
@@ -492,7 +455,9 @@ impl Store {
         }
         let running = sqlx::query(
             "SELECT run_id FROM workflow_node WHERE workflow_run_id = $1 AND status = $2 \
-             AND run_id IS NOT NULL",
+             AND run_id IS NOT NULL \
+             UNION ALL \
+             SELECT run_id FROM workflow_item WHERE workflow_run_id = $1 AND status = $2",
         )
         .bind(id)
         .bind(status_text(NodeStatus::Running)?)
@@ -501,18 +466,20 @@ impl Store {
         .iter()
         .map(|row| row.try_get::<i64, _>("run_id").map(RunId))
         .collect::<Result<Vec<_>, _>>()?;
-        sqlx::query(
-            "UPDATE workflow_node SET status = $2, ended_at_ms = $3, message = $6 \
-             WHERE workflow_run_id = $1 AND status IN ($4, $5)",
-        )
-        .bind(id)
-        .bind(status_text(NodeStatus::Cancelled)?)
-        .bind(now_ms)
-        .bind(status_text(NodeStatus::Pending)?)
-        .bind(status_text(NodeStatus::Running)?)
-        .bind(why)
-        .execute(&mut *tx)
-        .await?;
+        for table in ["workflow_node", "workflow_item"] {
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "UPDATE {table} SET status = $2, ended_at_ms = $3, message = $6 \
+                 WHERE workflow_run_id = $1 AND status IN ($4, $5)"
+            )))
+            .bind(id)
+            .bind(status_text(NodeStatus::Cancelled)?)
+            .bind(now_ms)
+            .bind(status_text(NodeStatus::Pending)?)
+            .bind(status_text(NodeStatus::Running)?)
+            .bind(why)
+            .execute(&mut *tx)
+            .await?;
+        }
         tx.commit().await?;
         Ok(Some(running))
     }
@@ -541,6 +508,15 @@ impl Store {
         if reopened != 1 {
             return Ok(false);
         }
+        // A fanned-out node that did not succeed expands again.
+        sqlx::query(
+            "DELETE FROM workflow_item WHERE workflow_run_id = $1 AND node IN \
+             (SELECT node FROM workflow_node WHERE workflow_run_id = $1 AND status <> $2)",
+        )
+        .bind(id)
+        .bind(status_text(NodeStatus::Succeeded)?)
+        .execute(&mut *tx)
+        .await?;
         sqlx::query(
             "UPDATE workflow_node SET status = $2, run_id = NULL, input = NULL, output = NULL, \
              message = NULL, started_at_ms = NULL, ended_at_ms = NULL \
@@ -557,7 +533,7 @@ impl Store {
 }
 
 /// Writes a run of `workflow` and its pending nodes within `tx`; its id.
-async fn insert_workflow_run(
+pub(super) async fn insert_workflow_run(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     workflow: &Workflow,
     input: &str,

@@ -1,13 +1,17 @@
 //! A workflow definition checked into a [`Graph`]: names valid and unique,
 //! edges between nodes that exist, no cycle, within the bounds, and each
-//! node's input template reading only the workflow's input and its own
-//! ancestors. Every refusal names the node or edge at fault. Whether each
+//! node's input template, fan-out path and incoming edges' conditions
+//! reading only the workflow's input and the node's own ancestors (and
+//! `item`/`index` only in a fanned-out node's input). Every refusal names
+//! the node or edge at fault. Whether each
 //! node's job exists is the service's to check (it reads the store).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use cronbox_api::{EdgeCondition, JoinRule, WorkflowSpec};
 
+use super::condition::Condition;
+use super::path::Path;
 use super::template::Template;
 
 /// A checked definition: nodes by index, edges between indices.
@@ -26,13 +30,19 @@ pub struct GraphNode {
     pub job: String,
     pub param: Option<Template>,
     pub join: JoinRule,
+    /// Fan-out: the array it runs its job once per element of.
+    pub for_each: Option<Path>,
+    /// With `for_each`: most of its runs in progress at once.
+    pub concurrency: usize,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct GraphEdge {
     pub from: usize,
     pub to: usize,
     pub on: EdgeCondition,
+    /// And only when this holds.
+    pub when: Option<Condition>,
 }
 
 /// A definition refused: `field` names the node or edge (`nodes[2].name`,
@@ -129,11 +139,77 @@ impl Graph {
                 })?),
                 None => None,
             };
+            let field = |what: &str| format!("nodes[{i}].{what}");
+            let for_each = match &node.for_each {
+                None => None,
+                Some(written) => {
+                    let bare = written
+                        .trim()
+                        .strip_prefix("{{")
+                        .and_then(|rest| rest.strip_suffix("}}"))
+                        .unwrap_or(written)
+                        .trim();
+                    let path = Path::parse(bare).map_err(|error| {
+                        refuse(field("for_each"), format!("node {:?}: {error}", node.name))
+                    })?;
+                    if path.reads_item() {
+                        return Err(refuse(
+                            field("for_each"),
+                            format!(
+                                "node {:?}: for_each reads `input` or `nodes.NAME.output`, not \
+                                 its own item",
+                                node.name
+                            ),
+                        ));
+                    }
+                    Some(path)
+                }
+            };
+            let concurrency = match (node.concurrency, &for_each) {
+                (None, _) => WorkflowSpec::DEFAULT_CONCURRENCY,
+                (Some(_), None) => {
+                    return Err(refuse(
+                        field("concurrency"),
+                        format!(
+                            "node {:?}: concurrency applies to a fanned-out node (with for_each)",
+                            node.name
+                        ),
+                    ));
+                }
+                (Some(n), Some(_)) if (1..=WorkflowSpec::MAX_CONCURRENCY).contains(&n) => n,
+                (Some(n), Some(_)) => {
+                    return Err(refuse(
+                        field("concurrency"),
+                        format!(
+                            "node {:?}: concurrency {n} is outside 1-{}",
+                            node.name,
+                            WorkflowSpec::MAX_CONCURRENCY
+                        ),
+                    ));
+                }
+            };
+            if for_each.is_none()
+                && let Some(path) = param
+                    .iter()
+                    .flat_map(Template::paths)
+                    .find(|path| path.reads_item())
+            {
+                return Err(refuse(
+                    field("param"),
+                    format!(
+                        "node {:?}: `{}` is read only in a fanned-out node (with for_each)",
+                        node.name,
+                        path.written()
+                    ),
+                ));
+            }
             nodes.push(GraphNode {
                 name: node.name.clone(),
                 job: node.job.clone(),
                 param,
                 join: node.join,
+                for_each,
+                concurrency: concurrency as usize,
             });
         }
         let mut edges = Vec::with_capacity(spec.edges.len());
@@ -164,11 +240,46 @@ impl Graph {
                     format!("edge {} → {} is given twice", edge.from, edge.to),
                 ));
             }
+            let when = match &edge.when {
+                None => None,
+                Some(text) if text.len() > WorkflowSpec::MAX_CONDITION_BYTES => {
+                    return Err(refuse(
+                        format!("edges[{i}].when"),
+                        format!(
+                            "edge {} → {}: the condition is over {} bytes",
+                            edge.from,
+                            edge.to,
+                            WorkflowSpec::MAX_CONDITION_BYTES
+                        ),
+                    ));
+                }
+                Some(text) => {
+                    let condition = Condition::parse(text).map_err(|error| {
+                        refuse(
+                            format!("edges[{i}].when"),
+                            format!("edge {} → {}: {error}", edge.from, edge.to),
+                        )
+                    })?;
+                    if let Some(path) = condition.paths().into_iter().find(|p| p.reads_item()) {
+                        return Err(refuse(
+                            format!("edges[{i}].when"),
+                            format!(
+                                "edge {} → {}: a condition cannot read `{}`",
+                                edge.from,
+                                edge.to,
+                                path.written()
+                            ),
+                        ));
+                    }
+                    Some(condition)
+                }
+            };
             incoming[to].push(edges.len());
             edges.push(GraphEdge {
                 from,
                 to,
                 on: edge.on,
+                when,
             });
         }
         let graph = Graph {
@@ -229,22 +340,43 @@ impl Graph {
 
     fn refuse_reads_of_non_ancestors(&self) -> Result<(), DefinitionError> {
         for (i, node) in self.nodes.iter().enumerate() {
-            let Some(param) = &node.param else { continue };
             let ancestors = self.ancestors(i);
-            for read in param.nodes_read() {
-                let is_ancestor = self
-                    .nodes
-                    .iter()
-                    .position(|other| other.name == read)
-                    .is_some_and(|other| ancestors.contains(&other));
-                if !is_ancestor {
+            let is_ancestor = |read: &str| {
+                self.node(read)
+                    .is_some_and(|other| ancestors.contains(&other))
+            };
+            let reads = node
+                .param
+                .iter()
+                .flat_map(Template::paths)
+                .map(|path| ("param", path))
+                .chain(node.for_each.iter().map(|path| ("for_each", path)));
+            for (field, path) in reads {
+                if let Some(read) = path.node()
+                    && !is_ancestor(read)
+                {
                     return Err(refuse(
-                        format!("nodes[{i}].param"),
+                        format!("nodes[{i}].{field}"),
                         format!(
                             "node {:?} reads the output of {read:?}, which is not one of its ancestors",
                             node.name
                         ),
                     ));
+                }
+            }
+            for &edge in &self.incoming[i] {
+                let condition = self.edges[edge].when.iter().flat_map(Condition::paths);
+                for read in condition.filter_map(Path::node) {
+                    if !is_ancestor(read) {
+                        return Err(refuse(
+                            format!("edges[{edge}].when"),
+                            format!(
+                                "edge {} → {}: the condition reads the output of {read:?}, \
+                                 which is not an ancestor of {:?}",
+                                self.nodes[self.edges[edge].from].name, node.name, node.name
+                            ),
+                        ));
+                    }
                 }
             }
         }
@@ -273,7 +405,7 @@ mod tests {
                     name: name.to_string(),
                     job: format!("job-{name}"),
                     param: param.map(str::to_owned),
-                    join: JoinRule::default(),
+                    ..WorkflowNode::default()
                 })
                 .collect(),
             edges: edges
@@ -282,6 +414,7 @@ mod tests {
                     from: from.to_string(),
                     to: to.to_string(),
                     on: EdgeCondition::default(),
+                    when: None,
                 })
                 .collect(),
         }
@@ -358,6 +491,44 @@ mod tests {
         assert_eq!(
             refusal(&spec(&many, &[])),
             "nodes: 201 nodes; a workflow has at most 200"
+        );
+    }
+
+    #[test]
+    fn fan_out_and_conditions_are_refused_naming_the_field() {
+        let mut fanned = spec(&[("a", None), ("b", Some("{{ item.id }}"))], &[("a", "b")]);
+        assert_eq!(
+            refusal(&fanned),
+            "nodes[1].param: node \"b\": `item.id` is read only in a fanned-out node (with for_each)"
+        );
+        fanned.nodes[1].for_each = Some("nodes.a.output.rows".to_owned());
+        assert!(Graph::check(&fanned).is_ok());
+        fanned.nodes[1].concurrency = Some(0);
+        assert_eq!(
+            refusal(&fanned),
+            "nodes[1].concurrency: node \"b\": concurrency 0 is outside 1-100"
+        );
+        fanned.nodes[1].concurrency = None;
+        fanned.nodes[1].for_each = Some("item".to_owned());
+        assert!(refusal(&fanned).starts_with("nodes[1].for_each: node \"b\": for_each reads"));
+        fanned.nodes[1].for_each = Some("nodes.b.output".to_owned());
+        assert_eq!(
+            refusal(&fanned),
+            "nodes[1].for_each: node \"b\" reads the output of \"b\", which is not one of its ancestors"
+        );
+        let mut conditional = spec(&[("a", None), ("b", None), ("c", None)], &[("a", "b")]);
+        conditional.edges[0].when = Some("nodes.c.output > 1".to_owned());
+        assert_eq!(
+            refusal(&conditional),
+            "edges[0].when: edge a → b: the condition reads the output of \"c\", which is not an ancestor of \"b\""
+        );
+        conditional.edges[0].when = Some("nodes.a.output >".to_owned());
+        assert!(refusal(&conditional).starts_with("edges[0].when: edge a → b: at byte 16"));
+        conditional.nodes[2].concurrency = Some(3);
+        conditional.edges[0].when = None;
+        assert!(
+            refusal(&conditional)
+                .starts_with("nodes[2].concurrency: node \"c\": concurrency applies")
         );
     }
 }

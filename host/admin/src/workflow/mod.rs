@@ -6,11 +6,14 @@
 //! I/O here: the scheduler drives them (`scheduler/workflows.rs`) and the
 //! store keeps what they decide.
 
+pub mod condition;
 pub mod definition;
+pub mod fan_out;
 pub mod firing;
+pub mod path;
 pub mod progress;
 pub mod template;
 
 pub use definition::{DefinitionError, Graph};
-pub use progress::{Step, next_steps, outcome};
+pub use progress::{Step, WhenHolds, next_steps, outcome};
 pub use template::{Template, TemplateError};

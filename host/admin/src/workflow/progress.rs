@@ -5,7 +5,10 @@
 //! An edge *passes* once its parent ended as the edge asks (`success`:
 //! succeeded; `failure`: failed; `always`: succeeded or failed); it is
 //! *dead* once its parent ended otherwise (a skipped parent's edges are
-//! all dead). A node with no incoming edge starts at once; otherwise its
+//! all dead); an edge with a `when` passes only if its condition also
+//! holds, and a condition that cannot be evaluated (a path that leads
+//! nowhere) fails the node it leads to, naming why. A node with no
+//! incoming edge starts at once; otherwise its
 //! join rule decides: `all_passed` starts when every incoming edge passed
 //! and is skipped when one is dead; `any_passed` starts when one passed
 //! and is skipped when all are dead; `all_done` waits for every parent,
@@ -22,7 +25,14 @@ pub enum Step {
     Start(usize),
     /// It can never run; the message says why.
     Skip(usize, String),
+    /// An incoming edge's condition could not be evaluated; the message
+    /// says why.
+    Fail(usize, String),
 }
+
+/// Evaluates edge `i`'s `when` (called only for an edge that has one,
+/// once its parent ended as the edge asks).
+pub type WhenHolds<'a> = dyn Fn(usize) -> Result<bool, String> + 'a;
 
 fn passes(on: EdgeCondition, parent: NodeStatus) -> Option<bool> {
     if !parent.is_done() {
@@ -37,9 +47,24 @@ fn passes(on: EdgeCondition, parent: NodeStatus) -> Option<bool> {
     })
 }
 
+/// Whether edge `i` passed (`None` while its parent runs); `Err` when its
+/// condition could not be evaluated.
+fn edge_passes(
+    graph: &Graph,
+    i: usize,
+    status: &[NodeStatus],
+    when: &WhenHolds<'_>,
+) -> Option<Result<bool, String>> {
+    let edge = &graph.edges[i];
+    match passes(edge.on, status[edge.from])? {
+        true if edge.when.is_some() => Some(when(i)),
+        passed => Some(Ok(passed)),
+    }
+}
+
 /// The steps due for the run whose nodes are at `status` (indexed as the
-/// graph's nodes).
-pub fn next_steps(graph: &Graph, status: &[NodeStatus]) -> Vec<Step> {
+/// graph's nodes), edges' conditions evaluated by `when`.
+pub fn next_steps(graph: &Graph, status: &[NodeStatus], when: &WhenHolds<'_>) -> Vec<Step> {
     let mut steps = Vec::new();
     for (node, incoming) in graph.incoming.iter().enumerate() {
         if status[node] != NodeStatus::Pending {
@@ -49,13 +74,23 @@ pub fn next_steps(graph: &Graph, status: &[NodeStatus]) -> Vec<Step> {
             steps.push(Step::Start(node));
             continue;
         }
-        let edges: Vec<Option<bool>> = incoming
-            .iter()
-            .map(|&edge| {
-                let edge = graph.edges[edge];
-                passes(edge.on, status[edge.from])
-            })
-            .collect();
+        let mut edges: Vec<Option<bool>> = Vec::with_capacity(incoming.len());
+        let mut unevaluated = None;
+        for &edge in incoming {
+            match edge_passes(graph, edge, status, when) {
+                None => edges.push(None),
+                Some(Ok(passed)) => edges.push(Some(passed)),
+                Some(Err(why)) => {
+                    let from = &graph.nodes[graph.edges[edge].from].name;
+                    unevaluated = Some(format!("the condition of the edge from {from:?}: {why}"));
+                    break;
+                }
+            }
+        }
+        if let Some(why) = unevaluated {
+            steps.push(Step::Fail(node, why));
+            continue;
+        }
         let passed = edges.iter().filter(|edge| **edge == Some(true)).count();
         let dead = edges.iter().filter(|edge| **edge == Some(false)).count();
         let all = edges.len();
@@ -86,16 +121,20 @@ pub fn next_steps(graph: &Graph, status: &[NodeStatus]) -> Vec<Step> {
 /// How the run ends, once every node has ended (`None` before): failed if
 /// a node failed and no edge out of it passed (nothing handled the
 /// failure), succeeded otherwise.
-pub fn outcome(graph: &Graph, status: &[NodeStatus]) -> Option<WorkflowRunStatus> {
+pub fn outcome(
+    graph: &Graph,
+    status: &[NodeStatus],
+    when: &WhenHolds<'_>,
+) -> Option<WorkflowRunStatus> {
     if !status.iter().all(|status| status.is_done()) {
         return None;
     }
     let unhandled = (0..graph.nodes.len()).any(|node| {
         status[node] == NodeStatus::Failed
-            && !graph
-                .edges
-                .iter()
-                .any(|edge| edge.from == node && passes(edge.on, NodeStatus::Failed) == Some(true))
+            && !(0..graph.edges.len()).any(|edge| {
+                graph.edges[edge].from == node
+                    && edge_passes(graph, edge, status, when) == Some(Ok(true))
+            })
     });
     Some(if unhandled {
         WorkflowRunStatus::Failed
@@ -110,6 +149,19 @@ mod tests {
     use NodeStatus::{Failed, Pending, Running, Skipped, Succeeded};
     use cronbox_api::{WorkflowEdge, WorkflowNode, WorkflowSpec};
 
+    /// No edge of these graphs has a condition.
+    fn no_when(_: usize) -> Result<bool, String> {
+        unreachable!("no edge has a condition")
+    }
+
+    fn next_steps(graph: &Graph, status: &[NodeStatus]) -> Vec<Step> {
+        super::next_steps(graph, status, &no_when)
+    }
+
+    fn outcome(graph: &Graph, status: &[NodeStatus]) -> Option<WorkflowRunStatus> {
+        super::outcome(graph, status, &no_when)
+    }
+
     fn graph(nodes: &[(&str, JoinRule)], edges: &[(&str, &str, EdgeCondition)]) -> Graph {
         Graph::check(&WorkflowSpec {
             description: String::new(),
@@ -120,8 +172,8 @@ mod tests {
                 .map(|(name, join)| WorkflowNode {
                     name: name.to_string(),
                     job: "j".to_owned(),
-                    param: None,
                     join: *join,
+                    ..WorkflowNode::default()
                 })
                 .collect(),
             edges: edges
@@ -130,6 +182,7 @@ mod tests {
                     from: from.to_string(),
                     to: to.to_string(),
                     on: *on,
+                    when: None,
                 })
                 .collect(),
         })
@@ -243,6 +296,56 @@ mod tests {
         assert_eq!(
             outcome(&graph, &[Succeeded, Succeeded, Skipped]),
             Some(WorkflowRunStatus::Succeeded)
+        );
+    }
+
+    #[test]
+    fn a_condition_on_an_edge_passes_it_holds_skips_or_fails_its_node() {
+        let mut spec = WorkflowSpec {
+            nodes: ["check", "big", "small"]
+                .iter()
+                .map(|name| WorkflowNode {
+                    name: name.to_string(),
+                    job: "j".to_owned(),
+                    ..WorkflowNode::default()
+                })
+                .collect(),
+            ..WorkflowSpec::default()
+        };
+        for (to, when) in [
+            ("big", "nodes.check.output.n > 10"),
+            ("small", "nodes.check.output.n <= 10"),
+        ] {
+            spec.edges.push(WorkflowEdge {
+                from: "check".to_owned(),
+                to: to.to_owned(),
+                on: EdgeCondition::Success,
+                when: Some(when.to_owned()),
+            });
+        }
+        let graph = Graph::check(&spec).unwrap();
+        // Edge 0 holds, edge 1 does not: big starts, small is skipped.
+        let holds = |edge: usize| Ok(edge == 0);
+        let steps = super::next_steps(&graph, &[Succeeded, Pending, Pending], &holds);
+        assert!(
+            matches!(steps[..], [Step::Start(1), Step::Skip(2, _)]),
+            "{steps:?}"
+        );
+        // A condition that cannot be evaluated fails its node, saying why.
+        let broken = |_: usize| Err("`nodes.check.output.n` is missing".to_owned());
+        let steps = super::next_steps(&graph, &[Succeeded, Pending, Pending], &broken);
+        assert_eq!(
+            steps[0],
+            Step::Fail(
+                1,
+                "the condition of the edge from \"check\": `nodes.check.output.n` is missing"
+                    .to_owned()
+            )
+        );
+        // Not evaluated before its parent ended as the edge asks.
+        assert_eq!(
+            super::next_steps(&graph, &[Running, Pending, Pending], &broken),
+            []
         );
     }
 }

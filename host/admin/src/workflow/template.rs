@@ -1,15 +1,16 @@
 //! The template language of a node's input: literal text with `{{ path }}`
-//! holes, where a path is `input` or `nodes.NAME.output`, followed by
-//! `.field` or `.0` steps into JSON. Nothing else: no code, no filters, no
-//! loops. A value that is text is written as it is, any other JSON value
-//! as compact JSON. A path that leads nowhere fails the render naming the
-//! path (never an empty string), and so does a render past
+//! holes (a path as `super::path` reads it: `input`, `nodes.NAME.output`,
+//! and in a fanned-out node `item` and `index`, then `.field` or `.0`
+//! steps into JSON). Nothing else: no code, no filters, no loops. A value
+//! that is text is written as it is, any other JSON value as compact JSON.
+//! A path that leads nowhere fails the render naming the path (never an
+//! empty string), and so does a render past
 //! [`WorkflowSpec::MAX_INPUT_BYTES`].
-
-use std::collections::HashMap;
 
 use cronbox_api::WorkflowSpec;
 use serde_json::Value;
+
+use super::path::{Path, PathError, Values};
 
 /// A parsed template.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,29 +24,29 @@ enum Part {
     Hole(Path),
 }
 
-/// Where a hole reads from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Path {
-    /// `None`: the workflow's input; `Some(node)`: that node's output.
-    pub node: Option<String>,
-    steps: Vec<String>,
-    written: String,
-}
-
 /// Why a template does not parse or render.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TemplateError {
     #[error("a `{{{{` at byte {0} is not closed by `}}}}`")]
     Unclosed(usize),
     #[error(
-        "`{{{{ {0} }}}}` names nothing: a path is `input` or `nodes.NAME.output`, \
-         then `.field` or `.0` steps"
+        "`{{{{ {0} }}}}` names nothing: a path is `input`, `nodes.NAME.output`, `item` or \
+         `index`, then `.field` or `.0` steps"
     )]
     BadPath(String),
     #[error("`{{{{ {path} }}}}` is missing: {why}")]
     Missing { path: String, why: String },
     #[error("the rendered input is over {0} bytes")]
     TooLarge(usize),
+}
+
+impl From<PathError> for TemplateError {
+    fn from(error: PathError) -> TemplateError {
+        match error {
+            PathError::BadPath(path) => TemplateError::BadPath(path),
+            PathError::Missing { path, why } => TemplateError::Missing { path, why },
+        }
+    }
 }
 
 impl Template {
@@ -73,44 +74,24 @@ impl Template {
         Ok(Template { parts })
     }
 
-    /// The nodes whose outputs the template reads, one per hole.
-    pub fn nodes_read(&self) -> impl Iterator<Item = &str> {
+    /// The paths of its holes.
+    pub fn paths(&self) -> impl Iterator<Item = &Path> {
         self.parts.iter().filter_map(|part| match part {
-            Part::Hole(path) => path.node.as_deref(),
+            Part::Hole(path) => Some(path),
             Part::Text(_) => None,
         })
     }
 
-    /// Renders with the workflow's `input` and the `outputs` of nodes
-    /// (as text: JSON text is read as JSON, other text as a string).
-    pub fn render(
-        &self,
-        input: &Value,
-        outputs: &HashMap<String, String>,
-    ) -> Result<String, TemplateError> {
+    /// Renders with `values`.
+    pub fn render(&self, values: &Values<'_>) -> Result<String, TemplateError> {
         let mut rendered = String::new();
         for part in &self.parts {
             match part {
                 Part::Text(text) => rendered.push_str(text),
-                Part::Hole(path) => {
-                    let output;
-                    let root = match &path.node {
-                        None => input,
-                        Some(node) => {
-                            let text = outputs.get(node).ok_or_else(|| TemplateError::Missing {
-                                path: path.written.clone(),
-                                why: format!("node {node:?} has no output"),
-                            })?;
-                            output = serde_json::from_str(text)
-                                .unwrap_or_else(|_| Value::String(text.clone()));
-                            &output
-                        }
-                    };
-                    match path.follow(root)? {
-                        Value::String(text) => rendered.push_str(text),
-                        other => rendered.push_str(&other.to_string()),
-                    }
-                }
+                Part::Hole(path) => match &*path.read(values)? {
+                    Value::String(text) => rendered.push_str(text),
+                    other => rendered.push_str(&other.to_string()),
+                },
             }
             if rendered.len() > WorkflowSpec::MAX_INPUT_BYTES {
                 return Err(TemplateError::TooLarge(WorkflowSpec::MAX_INPUT_BYTES));
@@ -120,81 +101,11 @@ impl Template {
     }
 }
 
-impl Path {
-    fn parse(written: &str) -> Result<Path, TemplateError> {
-        let bad = || TemplateError::BadPath(written.to_owned());
-        let mut words = written.split('.');
-        let node = match words.next() {
-            Some("input") => None,
-            Some("nodes") => {
-                let node = words
-                    .next()
-                    .filter(|name| !name.is_empty())
-                    .ok_or_else(bad)?;
-                if words.next() != Some("output") {
-                    return Err(bad());
-                }
-                Some(node.to_owned())
-            }
-            _ => return Err(bad()),
-        };
-        let steps: Vec<String> = words.map(str::to_owned).collect();
-        if steps.iter().any(|step| {
-            step.is_empty()
-                || !step
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-        }) {
-            return Err(bad());
-        }
-        Ok(Path {
-            node,
-            steps,
-            written: written.to_owned(),
-        })
-    }
-
-    fn follow<'v>(&self, root: &'v Value) -> Result<&'v Value, TemplateError> {
-        let mut value = root;
-        for step in &self.steps {
-            let next = match value {
-                Value::Object(fields) => fields.get(step),
-                Value::Array(items) => step.parse::<usize>().ok().and_then(|i| items.get(i)),
-                _ => None,
-            };
-            value = next.ok_or_else(|| TemplateError::Missing {
-                path: self.written.clone(),
-                why: format!("no `{step}` in {}", describe(value)),
-            })?;
-        }
-        Ok(value)
-    }
-}
-
-fn describe(value: &Value) -> String {
-    match value {
-        Value::Object(fields) if fields.is_empty() => "an empty object".to_owned(),
-        Value::Object(fields) => format!(
-            "an object with {}",
-            fields
-                .keys()
-                .take(8)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        Value::Array(items) => format!("an array of {}", items.len()),
-        Value::String(_) => "a string".to_owned(),
-        Value::Number(_) => "a number".to_owned(),
-        Value::Bool(_) => "a boolean".to_owned(),
-        Value::Null => "null".to_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::collections::HashMap;
 
     fn outputs(pairs: &[(&str, &str)]) -> HashMap<String, String> {
         pairs
@@ -203,39 +114,54 @@ mod tests {
             .collect()
     }
 
+    fn render(
+        template: &Template,
+        input: &Value,
+        outputs: &HashMap<String, String>,
+    ) -> Result<String, TemplateError> {
+        template.render(&Values {
+            input,
+            outputs,
+            item: None,
+        })
+    }
+
     #[test]
     fn holes_read_the_input_and_ancestors_outputs_as_json_or_text() {
         let template =
             Template::parse("day={{ input.day }} rows={{nodes.extract.output.rows}} first={{ nodes.extract.output.items.0 }} note={{ nodes.say.output }}")
                 .unwrap();
-        let rendered = template
-            .render(
-                &json!({ "day": "2026-11-28" }),
-                &outputs(&[
-                    ("extract", r#"{"rows": 3, "items": [{"id": 7}]}"#),
-                    ("say", "hello there"),
-                ]),
-            )
-            .unwrap();
+        let rendered = render(
+            &template,
+            &json!({ "day": "2026-11-28" }),
+            &outputs(&[
+                ("extract", r#"{"rows": 3, "items": [{"id": 7}]}"#),
+                ("say", "hello there"),
+            ]),
+        )
+        .unwrap();
         assert_eq!(
             rendered,
             r#"day=2026-11-28 rows=3 first={"id":7} note=hello there"#
         );
-        let read: Vec<&str> = template.nodes_read().collect();
+        let read: Vec<&str> = template.paths().filter_map(Path::node).collect();
         assert_eq!(read, ["extract", "extract", "say"]);
     }
 
     #[test]
     fn a_missing_field_fails_naming_the_path_never_an_empty_string() {
         let template = Template::parse("{{ nodes.extract.output.rows }}").unwrap();
-        let error = template
-            .render(&json!({}), &outputs(&[("extract", r#"{"count": 3}"#)]))
-            .unwrap_err();
+        let error = render(
+            &template,
+            &json!({}),
+            &outputs(&[("extract", r#"{"count": 3}"#)]),
+        )
+        .unwrap_err();
         assert_eq!(
             error.to_string(),
             "`{{ nodes.extract.output.rows }}` is missing: no `rows` in an object with count"
         );
-        let error = template.render(&json!({}), &outputs(&[])).unwrap_err();
+        let error = render(&template, &json!({}), &outputs(&[])).unwrap_err();
         assert!(
             error.to_string().contains("node \"extract\" has no output"),
             "{error}"
@@ -255,10 +181,12 @@ mod tests {
             assert!(error.contains(expected), "{text}: {error}");
         }
         assert_eq!(
-            Template::parse("plain")
-                .unwrap()
-                .render(&json!({}), &outputs(&[]))
-                .unwrap(),
+            render(
+                &Template::parse("plain").unwrap(),
+                &json!({}),
+                &outputs(&[])
+            )
+            .unwrap(),
             "plain"
         );
     }
@@ -267,9 +195,7 @@ mod tests {
     fn a_render_past_the_bound_fails() {
         let big = "x".repeat(40 * 1024);
         let template = Template::parse("{{ input.a }}{{ input.a }}").unwrap();
-        let error = template
-            .render(&json!({ "a": big }), &outputs(&[]))
-            .unwrap_err();
+        let error = render(&template, &json!({ "a": big }), &outputs(&[])).unwrap_err();
         assert_eq!(
             error,
             TemplateError::TooLarge(WorkflowSpec::MAX_INPUT_BYTES)

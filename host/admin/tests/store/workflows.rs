@@ -1,9 +1,10 @@
 //! Workflows in the store, on both engines: each save a new version, a run
 //! keeping the definition it started with, a node started once however
 //! many advance it, a retry followed by its node, a node and a run ended
-//! once.
+//! once; a fanned-out node's elements written once and started within
+//! its concurrency; a buffered fire started once.
 
-use cronbox_admin::store::NodeEnd;
+use cronbox_admin::store::{Fire, NodeEnd, NodeOfRun};
 use cronbox_api::{NodeStatus, WorkflowRunStatus, WorkflowSpec};
 
 use super::*;
@@ -70,7 +71,11 @@ async fn workflows_and_their_runs(store: &Store) {
     assert_eq!(store.runs_of_job(job_id).await.unwrap().len(), 1);
     assert_eq!(
         store.workflow_node_of_run(started).await.unwrap(),
-        Some((run_id, "a".to_owned()))
+        Some(NodeOfRun {
+            workflow_run: run_id,
+            node: "a".to_owned(),
+            item: None
+        })
     );
     // A retry moves the node to the new run, once.
     let mut retry = new_run.clone();
@@ -95,7 +100,11 @@ async fn workflows_and_their_runs(store: &Store) {
     assert_eq!(store.workflow_node_of_run(started).await.unwrap(), None);
     assert_eq!(
         store.workflow_node_of_run(retried).await.unwrap(),
-        Some((run_id, "a".to_owned()))
+        Some(NodeOfRun {
+            workflow_run: run_id,
+            node: "a".to_owned(),
+            item: None
+        })
     );
     // Ended once, with its output.
     let end = NodeEnd {
@@ -154,7 +163,7 @@ async fn workflows_and_their_runs(store: &Store) {
     assert_eq!(store.due_workflows(99).await.unwrap().len(), 0);
     let due = store.due_workflows(100).await.unwrap();
     assert_eq!(due.len(), 1);
-    let fire = Some((cronbox_protocol::TriggerKind::Schedule, "{}"));
+    let fire = Fire::Start(cronbox_protocol::TriggerKind::Schedule, "{}");
     let fired = store
         .claim_workflow_fire(&due[0], 100, Some(200), fire, 100)
         .await
@@ -188,6 +197,192 @@ async fn workflows_and_their_runs(store: &Store) {
         store.workflow_run(run_id).await.unwrap().is_some(),
         "runs stay as history"
     );
+}
+
+async fn fan_out_and_buffered_fires(store: &Store) {
+    let job_id = store.insert_job(&job(), 0).await.unwrap();
+    let workflow = store
+        .save_workflow("default", "each", &spec("job"), None, 10)
+        .await
+        .unwrap();
+    let run_id = store
+        .create_workflow_run(&workflow, "{}", cronbox_protocol::TriggerKind::Api, 20)
+        .await
+        .unwrap();
+    let inputs: Vec<String> = (0..5).map(|i| format!("in-{i}")).collect();
+    assert!(
+        store
+            .expand_workflow_node(run_id, "a", &inputs, 30)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .expand_workflow_node(run_id, "a", &inputs, 31)
+            .await
+            .unwrap(),
+        "a node expands once"
+    );
+    let template = store.job(job_id).await.unwrap().unwrap();
+    let run_for = |input: &str| NewRun {
+        param: input.to_owned(),
+        ..NewRun::of_job(&template, cronbox_protocol::TriggerKind::Workflow, 40)
+    };
+    // Within the concurrency, in order; a second fill finds no room.
+    let first = store
+        .start_workflow_items(run_id, "a", 2, run_for, 40)
+        .await
+        .unwrap();
+    assert_eq!(
+        first
+            .iter()
+            .map(|(_, run)| run.param.as_str())
+            .collect::<Vec<_>>(),
+        ["in-0", "in-1"]
+    );
+    assert!(
+        store
+            .start_workflow_items(run_id, "a", 2, run_for, 41)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        store.workflow_node_of_run(first[1].0).await.unwrap(),
+        Some(NodeOfRun {
+            workflow_run: run_id,
+            node: "a".to_owned(),
+            item: Some(1)
+        })
+    );
+    // One ends: room for one more.
+    let end = NodeEnd {
+        status: NodeStatus::Succeeded,
+        output: Some("out-0".to_owned()),
+        message: None,
+    };
+    assert!(
+        store
+            .end_workflow_item(run_id, "a", 0, &end, 50)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .end_workflow_item(run_id, "a", 0, &end, 51)
+            .await
+            .unwrap()
+    );
+    let next = store
+        .start_workflow_items(run_id, "a", 2, run_for, 52)
+        .await
+        .unwrap();
+    assert_eq!(next.len(), 1);
+    assert_eq!(next[0].1.param, "in-2");
+    let counts = store.workflow_node_item_counts(run_id, "a").await.unwrap();
+    assert_eq!(
+        (
+            counts.total,
+            counts.running,
+            counts.succeeded,
+            counts.failed
+        ),
+        (5, 2, 1, 0)
+    );
+    // One fails: nothing more starts; the rest can be skipped.
+    let failed = NodeEnd {
+        status: NodeStatus::Failed,
+        output: None,
+        message: Some("boom".to_owned()),
+    };
+    assert!(
+        store
+            .end_workflow_item(run_id, "a", 1, &failed, 60)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .start_workflow_items(run_id, "a", 5, run_for, 61)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    store
+        .skip_pending_items(run_id, "a", "another element failed", 62)
+        .await
+        .unwrap();
+    let items = store.workflow_items(run_id, "a").await.unwrap();
+    assert_eq!(
+        items.iter().map(|item| item.status).collect::<Vec<_>>(),
+        [
+            NodeStatus::Succeeded,
+            NodeStatus::Failed,
+            NodeStatus::Running,
+            NodeStatus::Skipped,
+            NodeStatus::Skipped
+        ]
+    );
+    let stored = store.workflow_run(run_id).await.unwrap().unwrap();
+    assert_eq!(stored.run.nodes[0].items.unwrap().total, 5);
+    // Stopping the run names the running element's run to kill.
+    let running = store
+        .stop_workflow_run(run_id, WorkflowRunStatus::Cancelled, "stop", 70)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(running, [next[0].0]);
+    // A retry expands the node again.
+    assert!(store.reopen_workflow_run(run_id, 80).await.unwrap());
+    assert!(store.workflow_items(run_id, "a").await.unwrap().is_empty());
+    assert_eq!(store.runs_of_job(job_id).await.unwrap().len(), 3);
+
+    // A buffered fire waits for the runs in progress, and starts once.
+    let scheduled = store
+        .save_workflow("default", "each", &spec("job"), Some(100), 90)
+        .await
+        .unwrap();
+    let in_progress = store.workflow_runs_in_progress(scheduled.id).await.unwrap();
+    assert_eq!(in_progress, [run_id]);
+    assert_eq!(
+        store
+            .claim_workflow_fire(&scheduled, 100, Some(200), Fire::Buffer, 100)
+            .await
+            .unwrap(),
+        Some(None)
+    );
+    assert!(store.workflow_fire_buffered(scheduled.id).await.unwrap());
+    assert!(
+        store
+            .workflows_with_a_fire_to_start()
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    store
+        .end_workflow_run(run_id, WorkflowRunStatus::Succeeded, 110)
+        .await
+        .unwrap();
+    let waiting = store.workflows_with_a_fire_to_start().await.unwrap();
+    assert_eq!(waiting.len(), 1);
+    let started = store
+        .start_buffered_fire(&waiting[0], "{}", 120)
+        .await
+        .unwrap();
+    assert!(started.is_some());
+    assert_eq!(
+        store
+            .start_buffered_fire(&waiting[0], "{}", 121)
+            .await
+            .unwrap(),
+        None
+    );
+    assert!(!store.workflow_fire_buffered(scheduled.id).await.unwrap());
+}
+
+on_both_engines! {
+    sqlite_fanned_out_nodes_start_within_their_concurrency_and_buffered_fires_once,
+        postgres_fanned_out_nodes_start_within_their_concurrency_and_buffered_fires_once => fan_out_and_buffered_fires;
 }
 
 on_both_engines! {

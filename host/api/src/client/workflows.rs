@@ -4,7 +4,7 @@
 use reqwest::Method;
 
 use super::{Client, ClientError};
-use crate::{Workflow, WorkflowRun, WorkflowRunRequest, WorkflowSpec};
+use crate::{ItemRun, Workflow, WorkflowRun, WorkflowRunRequest, WorkflowSpec};
 
 impl Client {
     /// The caller's tenant's workflows (every tenant's for the operator).
@@ -79,6 +79,20 @@ impl Client {
         self.call(
             Method::GET,
             &format!("/api/v1/workflow-runs/{id}"),
+            None::<&()>,
+        )
+        .await
+    }
+
+    /// The elements of fanned-out node `node` of workflow run `id`.
+    pub async fn workflow_node_items(
+        &self,
+        id: i64,
+        node: &str,
+    ) -> Result<Vec<ItemRun>, ClientError> {
+        self.call(
+            Method::GET,
+            &format!("/api/v1/workflow-runs/{id}/nodes/{node}/items"),
             None::<&()>,
         )
         .await

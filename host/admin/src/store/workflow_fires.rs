@@ -1,0 +1,162 @@
+//! A workflow's schedule kept: its due fires, each claimed once (the
+//! claim moves the next fire and writes the run, or buffers the fire, in
+//! one transaction, so admins racing for it start one run), and the fire
+//! buffered by overlap BUFFER_ONE, started once no run is in progress.
+
+use cronbox_api::{Workflow, WorkflowRunStatus};
+use cronbox_protocol::TriggerKind;
+
+use super::workflows::{WORKFLOW_COLUMNS, insert_workflow_run, status_text, workflow_from_row};
+use super::*;
+
+/// What a claimed fire does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fire<'a> {
+    /// Writes a run of this kind with this input.
+    Start(TriggerKind, &'a str),
+    /// Waits for the runs in progress (unless a fire already waits).
+    Buffer,
+    /// Starts nothing.
+    Skip,
+}
+
+impl Store {
+    /// The workflows whose schedule's next fire is due by `now_ms`.
+    pub async fn due_workflows(&self, now_ms: i64) -> Result<Vec<Workflow>, StoreError> {
+        let sql = format!(
+            "SELECT {WORKFLOW_COLUMNS} FROM workflow WHERE next_fire_at_ms <= $1 \
+             ORDER BY next_fire_at_ms LIMIT 1000"
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(now_ms)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows
+            .iter()
+            .map(workflow_from_row)
+            .collect::<Result<_, _>>()?)
+    }
+
+    /// Claims `workflow`'s fire planned at `planned_ms`: moves its next
+    /// fire to `next_ms` and does what `fire` says in the same
+    /// transaction — writes the run it starts, buffers it (unless a fire
+    /// already waits), or nothing. `None` if another admin claimed it
+    /// first; else the run's id, if one was written.
+    pub async fn claim_workflow_fire(
+        &self,
+        workflow: &Workflow,
+        planned_ms: i64,
+        next_ms: Option<i64>,
+        fire: Fire<'_>,
+        now_ms: i64,
+    ) -> Result<Option<Option<i64>>, StoreError> {
+        let mut tx = self.writer.begin().await?;
+        let claimed = sqlx::query(
+            "UPDATE workflow SET next_fire_at_ms = $3 WHERE id = $1 AND next_fire_at_ms = $2",
+        )
+        .bind(workflow.id)
+        .bind(planned_ms)
+        .bind(next_ms)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if claimed != 1 {
+            return Ok(None);
+        }
+        let run = match fire {
+            Fire::Start(kind, input) => {
+                Some(insert_workflow_run(&mut tx, workflow, input, kind, now_ms).await?)
+            }
+            Fire::Buffer => {
+                sqlx::query(
+                    "UPDATE workflow SET buffered_fire_at_ms = $2 \
+                     WHERE id = $1 AND buffered_fire_at_ms IS NULL",
+                )
+                .bind(workflow.id)
+                .bind(planned_ms)
+                .execute(&mut *tx)
+                .await?;
+                None
+            }
+            Fire::Skip => None,
+        };
+        tx.commit().await?;
+        Ok(Some(run))
+    }
+
+    /// The ids of `workflow_id`'s runs in progress.
+    pub async fn workflow_runs_in_progress(
+        &self,
+        workflow_id: i64,
+    ) -> Result<Vec<i64>, StoreError> {
+        let rows =
+            sqlx::query("SELECT id FROM workflow_run WHERE workflow_id = $1 AND status = $2")
+                .bind(workflow_id)
+                .bind(status_text(WorkflowRunStatus::Running)?)
+                .fetch_all(&self.writer)
+                .await?;
+        Ok(rows
+            .iter()
+            .map(|row| row.try_get::<i64, _>("id"))
+            .collect::<Result<_, _>>()?)
+    }
+
+    /// Whether a fire of `workflow_id` waits for its runs to end.
+    pub async fn workflow_fire_buffered(&self, workflow_id: i64) -> Result<bool, StoreError> {
+        let row = sqlx::query("SELECT buffered_fire_at_ms FROM workflow WHERE id = $1")
+            .bind(workflow_id)
+            .fetch_optional(&self.writer)
+            .await?;
+        Ok(match row {
+            Some(row) => row
+                .try_get::<Option<i64>, _>("buffered_fire_at_ms")?
+                .is_some(),
+            None => false,
+        })
+    }
+
+    /// The workflows with a buffered fire and no run in progress.
+    pub async fn workflows_with_a_fire_to_start(&self) -> Result<Vec<Workflow>, StoreError> {
+        let sql = format!(
+            "SELECT {WORKFLOW_COLUMNS} FROM workflow w WHERE buffered_fire_at_ms IS NOT NULL \
+             AND NOT EXISTS (SELECT 1 FROM workflow_run r WHERE r.workflow_id = w.id \
+             AND r.status = $1)"
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(status_text(WorkflowRunStatus::Running)?)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows
+            .iter()
+            .map(workflow_from_row)
+            .collect::<Result<_, _>>()?)
+    }
+
+    /// Starts `workflow`'s buffered fire, once: the buffer cleared and
+    /// the run (kind `schedule`, with `input`) written in one
+    /// transaction. The run's id, or `None` if no fire waited (another
+    /// admin started it).
+    pub async fn start_buffered_fire(
+        &self,
+        workflow: &Workflow,
+        input: &str,
+        now_ms: i64,
+    ) -> Result<Option<i64>, StoreError> {
+        let mut tx = self.writer.begin().await?;
+        let cleared = sqlx::query(
+            "UPDATE workflow SET buffered_fire_at_ms = NULL \
+             WHERE id = $1 AND buffered_fire_at_ms IS NOT NULL",
+        )
+        .bind(workflow.id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if cleared != 1 {
+            return Ok(None);
+        }
+        let run =
+            insert_workflow_run(&mut tx, workflow, input, TriggerKind::Schedule, now_ms).await?;
+        tx.commit().await?;
+        Ok(Some(run))
+    }
+}
