@@ -1,7 +1,7 @@
 // Workflows: the list, a workflow's page (its graph drawn, its runs, run
 // it now, its definition edited with refusals shown next to the field)
 // and a workflow run's page (each node's status, timing, input, output
-// and run, live while it runs).
+// and run, live while it runs; a fanned-out node's elements listed).
 
 import { T } from "./text.js";
 import {
@@ -58,11 +58,11 @@ export function graph(spec, statuses = new Map()) {
     const from = at.get(edge.from);
     const to = at.get(edge.to);
     return svg("line", {
-      class: `edge on-${edge.on || "success"}`,
+      class: `edge on-${edge.on || "success"}${edge.when ? " conditional" : ""}`,
       x1: from.x + BOX.width / 2, y1: from.y + BOX.height,
       x2: to.x + BOX.width / 2, y2: to.y,
       "marker-end": "url(#arrow)",
-    }, svg("title", {}, T.workflows.edge(edge.from, edge.to, edge.on || "success")));
+    }, svg("title", {}, T.workflows.edge(edge.from, edge.to, edge.on || "success", edge.when)));
   });
   const boxes = spec.nodes.map((node) => {
     const { x, y } = at.get(node.name);
@@ -70,7 +70,9 @@ export function graph(spec, statuses = new Map()) {
     return svg("g", { class: `node ${status || ""}`, "data-node": node.name },
       svg("rect", { x, y, width: BOX.width, height: BOX.height, rx: 6 }),
       svg("text", { x: x + 8, y: y + 15 }, node.name),
-      svg("text", { x: x + 8, y: y + 29, class: "sub" }, status || node.job));
+      svg("text", { x: x + 8, y: y + 29, class: "sub" },
+        status || (node.for_each ? `${node.job} ×` : node.job)),
+      node.for_each ? svg("title", {}, T.workflows.each(node.for_each)) : null);
   });
   return svg("svg", {
     class: "workflow-graph", viewBox: `0 0 ${width} ${height}`,
@@ -173,14 +175,38 @@ function editor(workflow) {
   return section(workflow ? T.workflows.edit : T.workflows.create, form);
 }
 
+/** A fanned-out node's status with how many of its elements ended. */
+function nodeStatus(node) {
+  if (!node.items) return node.status;
+  const { succeeded, failed, total } = node.items;
+  return T.workflows.itemsDone(node.status, succeeded + failed, total);
+}
+
+/** The elements of a fanned-out node, one row each. */
+function itemsSection(node, items) {
+  const rows = items.map((item) => h("tr", { "data-item": item.index },
+    h("td", {}, String(item.index)),
+    h("td", {}, h("span", { class: `status status-${item.status}` }, item.status)),
+    h("td", {}, item.run_id ? link(`#/runs/${item.run_id}`, String(item.run_id)) : "—"),
+    h("td", { class: "input" }, item.input),
+    h("td", { class: "output" }, item.output ?? item.message ?? "—")));
+  const list = section(T.workflows.items(node), table(T.workflows.itemColumns, rows));
+  list.dataset.items = node;
+  return list;
+}
+
 export async function workflowRunPage(id) {
-  const run = await get(`/api/v1/workflow-runs/${id}`);
+  const path = `/api/v1/workflow-runs/${id}`;
+  const run = await get(path);
   const workflow = await get(`/api/v1/workflows/${encodeURIComponent(run.workflow_name)}`)
     .catch(() => null);
+  const fanned = run.nodes.filter((node) => node.items);
+  const itemLists = await Promise.all(fanned.map((node) =>
+    get(`${path}/nodes/${encodeURIComponent(node.node)}/items`)));
   const statuses = new Map(run.nodes.map((node) => [node.node, node.status]));
   const rows = run.nodes.map((node) => h("tr", { "data-node": node.node },
     h("td", {}, node.node),
-    h("td", {}, h("span", { class: `status status-${node.status}` }, node.status)),
+    h("td", {}, h("span", { class: `status status-${node.status}` }, nodeStatus(node))),
     h("td", {}, node.run_id ? link(`#/runs/${node.run_id}`, String(node.run_id)) : "—"),
     h("td", {}, node.started_at_ms ? formatTime(node.started_at_ms) : "—"),
     h("td", {}, node.ended_at_ms && node.started_at_ms
@@ -188,7 +214,6 @@ export async function workflowRunPage(id) {
     h("td", { class: "input" }, node.input ?? "—"),
     h("td", { class: "output" }, node.output ?? node.message ?? "—")));
   if (run.status === "running") every(1000, () => refresh());
-  const path = `/api/v1/workflow-runs/${run.id}`;
   const buttons = !canWrite() ? null
     : run.status === "running"
       ? h("button", { id: "workflow-cancel", class: "danger", on: { click: action(async () => {
@@ -214,5 +239,6 @@ export async function workflowRunPage(id) {
       link(`#/workflows/${encodeURIComponent(run.workflow_name)}`, T.workflows.back)),
     buttons,
     drawn ? section(T.workflows.graphTitle, drawn) : null,
-    section(T.workflows.nodes, table(T.workflows.nodeColumns, rows)));
+    section(T.workflows.nodes, table(T.workflows.nodeColumns, rows)),
+    fanned.map((node, i) => itemsSection(node.node, itemLists[i])));
 }

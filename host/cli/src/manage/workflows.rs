@@ -29,6 +29,7 @@ A workflow.toml names the workflow and lists its nodes and edges:
   [[edges]]
   from = \"extract\"
   to = \"load\"        # on = \"success\" (default), \"failure\" or \"always\"
+  # when = \"nodes.extract.output.count > 0\"   # and only if this holds
   [schedule]         # optional: started by a schedule, as a job's
   schedule_type = \"CRON\"
   schedule_conf = \"0 0 2 * * ?\"
@@ -65,6 +66,8 @@ enum WorkflowCommand {
     Runs { name: String },
     /// A workflow run, node by node.
     Status { id: i64 },
+    /// The elements of a fanned-out node of a workflow run, one by one.
+    Items { id: i64, node: String },
     /// Cancel a running workflow run: its running nodes are killed, the
     /// others never start.
     Cancel { id: i64 },
@@ -124,7 +127,15 @@ fn print_run(run: &WorkflowRun) {
             .map(|node| {
                 vec![
                     node.node.clone(),
-                    status_name(node.status),
+                    match node.items {
+                        Some(items) => format!(
+                            "{} ({}/{} done)",
+                            status_name(node.status),
+                            items.succeeded + items.failed,
+                            items.total
+                        ),
+                        None => status_name(node.status),
+                    },
                     or_dash(node.run_id),
                     time(node.started_at_ms),
                     time(node.ended_at_ms),
@@ -260,6 +271,29 @@ pub fn workflow(args: WorkflowArgs) -> anyhow::Result<()> {
                         run.id
                     );
                     outln!("Follow it: cronbox workflow status {}", run.id);
+                })
+            }
+            WorkflowCommand::Items { id, node } => {
+                let items = client.workflow_node_items(id, &node).await?;
+                show(json, &items, |items| {
+                    print_table(
+                        &["INDEX", "STATUS", "RUN", "INPUT", "OUTPUT OR MESSAGE"],
+                        &items
+                            .iter()
+                            .map(|item| {
+                                vec![
+                                    item.index.to_string(),
+                                    status_name(item.status),
+                                    or_dash(item.run_id),
+                                    item.input.clone(),
+                                    item.output
+                                        .clone()
+                                        .or_else(|| item.message.clone())
+                                        .unwrap_or_default(),
+                                ]
+                            })
+                            .collect::<Vec<_>>(),
+                    )
                 })
             }
             WorkflowCommand::Status { id } => {

@@ -2,7 +2,8 @@
 //! refusal shown next to it, naming the edge), the graph drawn, a run
 //! started from the workflow's page and followed on the run's page until
 //! every node shows its output; a run cancelled and retried from its
-//! page.
+//! page; a fanned-out node's elements listed on its run's page and a
+//! conditional edge drawn as one.
 
 use super::*;
 
@@ -126,4 +127,58 @@ async fn a_person_writes_draws_and_runs_a_workflow() {
         retried.nodes[0].run_id, slow.nodes[0].run_id,
         "the node runs again"
     );
+
+    // A node fanned out over the input, after a conditional edge: the run
+    // page lists its elements; the graph draws the edge as conditional.
+    let fan: cronbox_api::WorkflowSpec = serde_json::from_value(json!({
+        "nodes": [
+            { "name": "first", "job": "hello", "param": "list" },
+            { "name": "each", "job": "hello", "for_each": "input.who", "param": "{{ item }}" }
+        ],
+        "edges": [{ "from": "first", "to": "each", "when": "input.go == true" }]
+    }))
+    .unwrap();
+    up.operator.api.put_workflow("fan", &fan).await.unwrap();
+    let fanned = up
+        .operator
+        .api
+        .start_workflow_run("fan", Some(r#"{"go": true, "who": ["ada", "bo", "cy"]}"#))
+        .await
+        .unwrap();
+    browser
+        .goto(&format!("{}/#/workflow-runs/{}", up.base, fanned.id))
+        .await;
+    browser
+        .element("#workflow-run[data-status='succeeded']")
+        .await;
+    let status = browser
+        .text_until(
+            "tr[data-node='each'] td .status",
+            "the fan-out's count",
+            |text| text.contains("3/3"),
+        )
+        .await;
+    assert_eq!(status, "succeeded 3/3");
+    let items = browser
+        .all("section[data-items='each'] tr[data-item] td.output")
+        .await;
+    assert_eq!(items.len(), 3);
+    assert_eq!(
+        browser
+            .text_until(
+                "section[data-items='each'] tr[data-item='2'] td.output",
+                "the last element's output",
+                |text| text != "—"
+            )
+            .await,
+        "hello, cy"
+    );
+    assert_eq!(
+        browser
+            .all("#workflow-run svg line.edge.conditional")
+            .await
+            .len(),
+        1
+    );
+    browser.screenshot("workflow-fan-out").await;
 }

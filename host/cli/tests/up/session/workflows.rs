@@ -1,7 +1,8 @@
 //! Workflows from the command line: the demo workflow `cronbox up` makes,
 //! run as its banner says; a `workflow.toml` applied, run with an
 //! input and followed to its end, its run shown node by node, and a
-//! definition with a cycle refused naming it.
+//! definition with a cycle refused naming it; a node fanned out over the
+//! input, its elements listed.
 
 use super::*;
 
@@ -120,4 +121,49 @@ to = "second"
     );
     let shown = json(base, token, &["workflow", "show", "greetings"]);
     assert_eq!(shown["version"], 1, "{shown}");
+    // A node fanned out over the input, two at a time.
+    let each = s.data.path().join("each.toml");
+    std::fs::write(
+        &each,
+        r#"[[nodes]]
+name = "greet"
+job = "wf-greet"
+for_each = "input.who"
+concurrency = 2
+param = "{{ index }}: {{ item }}"
+"#,
+    )
+    .unwrap();
+    ok(base, token, &["workflow", "apply", each.to_str().unwrap()]);
+    let ran = ok(
+        base,
+        token,
+        &[
+            "workflow",
+            "run",
+            "each",
+            "--input",
+            r#"{"who": ["ada", "bo", "cy"]}"#,
+            "--wait",
+        ],
+    );
+    assert!(
+        ran.lines().any(|line| line.starts_with("greet")
+            && line.contains("succeeded (3/3 done)")
+            && line.ends_with(r#"["hello, 0: ada","hello, 1: bo","hello, 2: cy"]"#)),
+        "{ran}"
+    );
+    let id = ran
+        .lines()
+        .next()
+        .and_then(|line| line.strip_prefix("workflow run "))
+        .and_then(|rest| rest.strip_suffix(" started"))
+        .unwrap_or_else(|| panic!("{ran}"));
+    let items = ok(base, token, &["workflow", "items", id, "greet"]);
+    assert!(
+        items.lines().any(|line| line.starts_with("2 ")
+            && line.contains("2: cy")
+            && line.ends_with("hello, 2: cy")),
+        "{items}"
+    );
 }
