@@ -12,7 +12,9 @@
 //     });
 //
 // - A returned value (turned into a string; undefined is empty) is success,
-//   a returned promise is awaited.
+//   a returned promise is awaited. `output(value)` makes it a structured
+//   output (JSON text), which a workflow's templates read as JSON:
+//   `return output({ rows: 3 });`.
 // - A thrown `JobFailed` fails the run with its message; any other thrown
 //   value fails it with `Name: message`, its stack in the run's log.
 // - `console.log` and `console.error` go to the run's log, as do
@@ -30,6 +32,12 @@ import {
   log as hostLog,
 } from 'cronbox:job/context@0.1.0';
 import { get as configGet } from 'wasi:config/store@0.2.0-rc.1';
+
+/** `value` as JSON text: a structured output, which a workflow's
+ * templates read as JSON. A workflow node's output is at most 64 KiB. */
+export function output(value) {
+  return JSON.stringify(value);
+}
 
 /** Fails the run with this message (no stack in the log). */
 export class JobFailed extends Error {

@@ -67,6 +67,12 @@
 //! [`http::Request`] calls the origins the job's definition grants
 //! (`wasi:http/outgoing-handler`); any HTTP client over `wasi:http` works
 //! the same way.
+//!
+//! # Structured output
+//!
+//! A run's success message is its output; a workflow's templates and
+//! conditions read one that is JSON text as JSON. [`output`] makes it one
+//! line: `Ok(output(&json!({ "rows": rows }))?)`.
 
 // Lets the generated bindings name this crate the way job crates do.
 extern crate self as cronbox_guest;
@@ -78,6 +84,14 @@ mod logger;
 pub use anyhow::{Error, Result, anyhow, bail, ensure};
 pub use context::{Context, Shard, StateError, TriggerKind};
 pub use log::{debug, error, info, trace, warn};
+pub use serde_json::{self, json};
+
+/// `value` as compact JSON text: a structured output, which a workflow's
+/// templates read as JSON (`{{ nodes.extract.output.rows }}`). A
+/// workflow node's output is at most 64 KiB.
+pub fn output<T: serde::Serialize + ?Sized>(value: &T) -> Result<String> {
+    Ok(serde_json::to_string(value)?)
+}
 
 /// A cronbox job: the state of one instance and what it does per run.
 ///

@@ -15,6 +15,8 @@ componentize-py exports. Build with ``cronbox build`` (or
 Outbound HTTP is :mod:`cronbox_job.http`.
 
 - A returned value (turned into a string; ``None`` is empty) is success.
+  :func:`output` makes it a structured output (JSON text), which a
+  workflow's templates read as JSON: ``return output({"rows": 3})``.
 - Raising :class:`JobFailed` fails the run with its message and no traceback;
   any other exception fails it with ``Type: message`` and its traceback in
   the run's log.
@@ -22,6 +24,7 @@ Outbound HTTP is :mod:`cronbox_job.http`.
   (``ctx.log`` or any logger), at the record's level.
 """
 
+import json
 import logging
 import sys
 import traceback
@@ -40,7 +43,15 @@ __all__ = [
     "StateError",
     "ValueTooLarge",
     "job",
+    "output",
 ]
+
+
+def output(value: Any) -> str:
+    """``value`` as compact JSON text: a structured output, which a
+    workflow's templates read as JSON. A workflow node's output is at most
+    64 KiB."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 class JobFailed(Exception):

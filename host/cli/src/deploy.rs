@@ -8,7 +8,8 @@
 //! what it would do and does none of it.
 //!
 //! A folder without a `job.toml` but with sub-folders holding one deploys
-//! each of them.
+//! each of them, then saves the folder's `workflow.toml` (if it has one)
+//! as the workflow's next version, unless it is unchanged.
 
 use std::path::{Path, PathBuf};
 
@@ -23,7 +24,8 @@ use sha2::{Digest as _, Sha256};
 #[command(after_help = "Examples:
   cronbox new hello && cd hello && cronbox deploy
   cronbox deploy --dry-run
-  cronbox deploy jobs/          (every sub-folder holding a job.toml)")]
+  cronbox deploy jobs/          (every sub-folder holding a job.toml)
+  cronbox deploy example-jobs/etl   (its jobs, then its workflow.toml)")]
 pub struct DeployArgs {
     #[command(flatten)]
     connection: crate::manage::Connection,
@@ -76,8 +78,39 @@ pub fn main(args: DeployArgs) -> anyhow::Result<()> {
             let file = read_job_file(&path)?;
             deploy(&client, &file, args.dry_run, args.tools_dir.clone()).await?;
         }
+        let workflow = args.path.join("workflow.toml");
+        if args.path.is_dir() && workflow.is_file() {
+            deploy_workflow(&client, &workflow, args.dry_run).await?;
+        }
         Ok(())
     })
+}
+
+/// Saves the workflow of `file` as its next version, unless the saved
+/// one is the same (or, with `dry_run`, says what it would do).
+async fn deploy_workflow(client: &Client, file: &Path, dry_run: bool) -> anyhow::Result<()> {
+    let (name, spec) = crate::manage::read_workflow_file(file)?;
+    outln!("workflow {name} ({})", file.display());
+    let saved = match client.workflow(&name).await {
+        Ok(saved) => Some(saved),
+        Err(ClientError::Refused { status: 404, .. }) => None,
+        Err(error) => return Err(error.into()),
+    };
+    match saved {
+        Some(saved) if saved.definition == spec => {
+            outln!("  workflow unchanged (version {})", saved.version);
+        }
+        _ if dry_run => outln!("  workflow would be saved"),
+        _ => {
+            let saved = client.put_workflow(&name, &spec).await?;
+            outln!(
+                "  workflow saved: version {}, {} node(s); run it: cronbox workflow run {name} --wait",
+                saved.version,
+                saved.definition.nodes.len()
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The job files under `path`: itself if it is a file, its `job.toml`,

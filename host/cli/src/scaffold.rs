@@ -255,6 +255,8 @@ publish = false
 wit-bindgen = { version = "0.61", default-features = false, features = ["macros", "realloc"] }
 anyhow = "1"
 log = { version = "0.4", features = ["std"] }
+serde = { version = "1", features = ["derive"] }
+serde_json = "1"
 wasip2 = "1"
 "#
         .to_owned(),
@@ -339,8 +341,10 @@ pub(crate) fn build_project(
     output: Option<PathBuf>,
     tools_dir: Option<PathBuf>,
 ) -> anyhow::Result<Built> {
+    // Canonical: componentize-js resolves imports within a folder named
+    // without `..`.
     let dir =
-        std::path::absolute(dir).with_context(|| format!("cannot resolve {}", dir.display()))?;
+        std::fs::canonicalize(dir).with_context(|| format!("cannot resolve {}", dir.display()))?;
     let Some(language) = Language::of_project(&dir) else {
         bail!(
             "{} is not a job project: no Cargo.toml (Rust), app.py (Python) or job.js (JavaScript); \
@@ -353,13 +357,31 @@ pub(crate) fn build_project(
         .map(|name| name.to_string_lossy().into_owned())
         .unwrap_or_else(|| "job".to_owned());
     let output = output.unwrap_or_else(|| dir.join(format!("{name}.wasm")));
-    let tools = Tools::new(tools_dir.unwrap_or_else(default_tools_dir));
-    let wit = dir.join("wit");
+    let tools_dir = std::path::absolute(tools_dir.unwrap_or_else(default_tools_dir))
+        .context("cannot resolve the tools directory")?;
+    let tools = Tools::new(tools_dir.clone());
+    // A project made by `cronbox new` carries its contract and SDK; one
+    // that does not (a folder of the cronbox repository's examples) builds
+    // with this binary's.
+    let wit = match dir.join("wit") {
+        own if own.is_dir() => own,
+        _ => shared_tree(&tools_dir, "wit", &wit_files())?.join("wit"),
+    };
     let started = std::time::Instant::now();
     match language {
         Language::Rust => build_rust(&dir, &output)?,
-        Language::Python => build_python(&tools, &dir, &dir, &wit, &output)?,
-        Language::JavaScript => build_js(&tools, &dir.join("job.js"), &dir, &wit, &output)?,
+        Language::Python => {
+            let sdk = match dir.join("cronbox_job") {
+                own if own.is_dir() => dir.clone(),
+                _ => shared_tree(&tools_dir, "python-sdk", &python_sdk_files())?,
+            };
+            build_python(&tools, &dir, &sdk, &wit, &output)?
+        }
+        Language::JavaScript => {
+            let entry = dir.join("job.js");
+            let root = js_root(&dir, &std::fs::read_to_string(&entry).unwrap_or_default());
+            build_js(&tools, &entry, &root, &wit, &output)?
+        }
     }
     let bytes = std::fs::metadata(&output)
         .map(|meta| meta.len())
@@ -369,6 +391,109 @@ pub(crate) fn build_project(
         bytes,
         seconds: started.elapsed().as_secs_f64(),
     })
+}
+
+/// Where cargo builds the project in `dir` (its workspace's target
+/// folder, `CARGO_TARGET_DIR`, or `target/` beside it), as cargo says.
+fn cargo_target_dir(dir: &Path) -> anyhow::Result<PathBuf> {
+    let metadata = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .current_dir(dir)
+        .output()
+        .context("cannot run cargo metadata")?;
+    if !metadata.status.success() {
+        bail!(
+            "cargo metadata failed in {}: {}",
+            dir.display(),
+            String::from_utf8_lossy(&metadata.stderr).trim()
+        );
+    }
+    let metadata: serde_json::Value =
+        serde_json::from_slice(&metadata.stdout).context("cargo metadata answered no JSON")?;
+    metadata["target_directory"]
+        .as_str()
+        .map(PathBuf::from)
+        .context("cargo metadata names no target directory")
+}
+
+/// `files` (path, text) written once under `tools_dir`, in a folder named
+/// by `kind` and their content's hash; the folder.
+fn shared_tree(
+    tools_dir: &Path,
+    kind: &str,
+    files: &[(String, String)],
+) -> anyhow::Result<PathBuf> {
+    use sha2::{Digest as _, Sha256};
+    let mut hash = Sha256::new();
+    for (path, text) in files {
+        hash.update(path.as_bytes());
+        hash.update([0]);
+        hash.update(text.as_bytes());
+        hash.update([0]);
+    }
+    let hex: String = hash.finalize()[..8]
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    let folder = tools_dir.join(format!("{kind}-{hex}"));
+    for (path, text) in files {
+        let file = folder.join(path);
+        if std::fs::read_to_string(&file).is_ok_and(|written| written == *text) {
+            continue;
+        }
+        if let Some(parent) = file.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        std::fs::write(&file, text).with_context(|| format!("cannot write {}", file.display()))?;
+    }
+    Ok(folder)
+}
+
+/// The folder componentize-js reads a project's modules within: the
+/// project, or the nearest folder above it that also holds every module
+/// `source` imports by a relative path (`../../sdk/cronbox-job.js`).
+fn js_root(dir: &Path, source: &str) -> PathBuf {
+    let mut root = dir.to_owned();
+    for quoted in source.split(['\'', '"']).skip(1).step_by(2) {
+        if !(quoted.starts_with("./") || quoted.starts_with("../")) {
+            continue;
+        }
+        // The import's folder, with `..` taken lexically.
+        let mut folder = dir.to_owned();
+        for part in Path::new(quoted)
+            .parent()
+            .into_iter()
+            .flat_map(Path::components)
+        {
+            match part {
+                std::path::Component::ParentDir => {
+                    folder.pop();
+                }
+                std::path::Component::Normal(name) => folder.push(name),
+                _ => {}
+            }
+        }
+        while !folder.starts_with(&root) {
+            if !root.pop() {
+                break;
+            }
+        }
+    }
+    root
+}
+
+fn python_sdk_files() -> Vec<(String, String)> {
+    embedded::PYTHON_SDK
+        .iter()
+        .map(|(file, text)| (format!("cronbox_job/{file}"), text.to_string()))
+        .collect()
 }
 
 /// `$XDG_CACHE_HOME/cronbox/tools`, or `~/.cache/cronbox/tools`.
@@ -402,9 +527,7 @@ fn build_rust(dir: &Path, output: &Path) -> anyhow::Result<()> {
             "cargo build failed ({status}); `rustup target add wasm32-wasip2` if the target is missing"
         );
     }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| dir.join("target"));
+    let target = cargo_target_dir(dir)?;
     let built = target
         .join("wasm32-wasip2")
         .join("release")

@@ -463,3 +463,106 @@ async fn a_pushed_version_is_compiled_ahead_and_every_job_stays_on_time() {
         "the other job stayed on time"
     );
 }
+
+/// The three-language example workflow (`example-jobs/etl`) deployed with
+/// the one command the docs give, then run: records made in Rust, each
+/// transformed by Python (fanned out, two at a time), loaded by
+/// JavaScript, every step's structured output read as JSON by the next; a
+/// broken record takes the failure edge to notify.
+#[test]
+fn the_three_language_example_workflow_deploys_in_one_command_and_runs() {
+    let data = tempfile::tempdir().unwrap();
+    let (_stack, cli) = Cli::up(data.path());
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let target = languages::dir().parent().unwrap().to_owned();
+    let deployed = Command::new(env!("CARGO_BIN_EXE_cronbox"))
+        .arg("deploy")
+        .arg(repo.join("example-jobs/etl"))
+        .env("CRONBOX_ADMIN", &cli.base)
+        .env("CRONBOX_API_TOKEN", &cli.token)
+        // The pinned tools the build installed, and the guest
+        // dependencies the example jobs compiled already.
+        .env("CRONBOX_TOOLS_DIR", target.join("tools"))
+        .env("CARGO_TARGET_DIR", target.join("example-jobs"))
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("CARGO_BUILD_TARGET")
+        .output()
+        .unwrap();
+    let printed = format!("{}{}", text(&deployed.stdout), text(&deployed.stderr));
+    assert!(deployed.status.success(), "{printed}");
+    assert!(
+        printed.contains("workflow saved: version 1, 4 node(s)"),
+        "{printed}"
+    );
+    let run = cli.call(&[
+        "workflow",
+        "run",
+        "etl",
+        "--input",
+        r#"{"records": 4}"#,
+        "--wait",
+    ]);
+    assert_eq!(run["status"], "succeeded", "{run}");
+    let node = |name: &str| {
+        run["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|node| node["node"] == name)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(node("transform")["items"]["succeeded"], 4, "{run}");
+    let loaded: Value = serde_json::from_str(node("load")["output"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        loaded,
+        serde_json::json!({
+            "loaded": 4,
+            "letters": 5 + 5 + 7 + 5,
+            "names": ["ALPHA", "BRAVO", "CHARLIE", "DELTA"]
+        })
+    );
+    assert_eq!(node("notify")["status"], "skipped");
+    // A record without a name: transform fails, notify runs.
+    let output = Command::new(env!("CARGO_BIN_EXE_cronbox"))
+        .args([
+            "workflow",
+            "run",
+            "etl",
+            "--input",
+            r#"{"records": "broken"}"#,
+        ])
+        .args(["--wait", "--json"])
+        .env("CRONBOX_ADMIN", &cli.base)
+        .env("CRONBOX_API_TOKEN", &cli.token)
+        .output()
+        .unwrap();
+    let broken: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let status = |name: &str| {
+        broken["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|node| node["node"] == name)
+            .map(|node| node["status"].clone())
+    };
+    assert_eq!(status("transform").unwrap(), "failed", "{broken}");
+    assert_eq!(status("load").unwrap(), "skipped");
+    assert_eq!(status("notify").unwrap(), "succeeded");
+    // Deployed again with nothing changed: nothing changes.
+    let again = Command::new(env!("CARGO_BIN_EXE_cronbox"))
+        .arg("deploy")
+        .arg(repo.join("example-jobs/etl"))
+        .env("CRONBOX_ADMIN", &cli.base)
+        .env("CRONBOX_API_TOKEN", &cli.token)
+        .env("CRONBOX_TOOLS_DIR", target.join("tools"))
+        .env("CARGO_TARGET_DIR", target.join("example-jobs"))
+        .output()
+        .unwrap();
+    let printed = text(&again.stdout);
+    assert!(
+        printed.contains("workflow unchanged (version 1)"),
+        "{printed}"
+    );
+}

@@ -20,6 +20,7 @@ pub const JOBS: &[&str] = &[
     "config-echo",
     "http-fetch",
     "notify",
+    "extract",
 ];
 
 /// Components that cronbox must refuse (see `example-jobs/fixtures/`).

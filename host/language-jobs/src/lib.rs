@@ -10,6 +10,10 @@ use std::path::{Path, PathBuf};
 /// The example jobs a user may run, by name.
 pub const JOBS: &[&str] = &["python-hello", "python-counter", "js-hello", "js-counter"];
 
+/// The steps of the example ETL workflow (`example-jobs/etl`) in Python
+/// and JavaScript (its first step is the Rust `extract`).
+pub const ETL_STEPS: &[&str] = &["python-transform", "js-load"];
+
 /// Test fixtures driven by their param (`raise`, `spin`, `hog`, `config
 /// KEY`, `state`, ...; see each `probe` directory).
 pub const PROBES: &[&str] = &["python-probe", "js-probe"];
@@ -41,7 +45,7 @@ mod tests {
 
     #[test]
     fn every_job_was_built_as_a_component() {
-        for name in JOBS.iter().chain(PROBES) {
+        for name in JOBS.iter().chain(PROBES).chain(ETL_STEPS) {
             let bytes = bytes(name);
             assert_eq!(
                 &bytes[..8],

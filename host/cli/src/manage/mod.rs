@@ -35,6 +35,7 @@ pub(crate) use runs::follow_run;
 pub use runs::{KillArgs, LogsArgs, RunsArgs, kill, logs, runs};
 pub(crate) use tenant::parse_quota_change;
 pub use tenant::{CeilingArgs, QuotaArgs, SecretArgs, UserArgs, ceiling, quota, secret, user};
+pub(crate) use workflows::read_workflow_file;
 pub use workflows::{WorkflowArgs, workflow};
 
 /// How to reach the admin, shared by every management command.

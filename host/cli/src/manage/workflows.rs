@@ -2,6 +2,8 @@
 //! file, listed, shown, deleted — and their runs: started (and followed
 //! to their end with `--wait`), listed, and shown node by node.
 
+use std::path::Path;
+
 use cronbox_api::{NodeStatus, WorkflowRun, WorkflowRunStatus, WorkflowSpec};
 
 use super::*;
@@ -77,7 +79,7 @@ enum WorkflowCommand {
 }
 
 /// The workflow a `workflow.toml` defines: its name and definition.
-fn read_workflow_file(file: &PathBuf) -> anyhow::Result<(String, WorkflowSpec)> {
+pub(crate) fn read_workflow_file(file: &Path) -> anyhow::Result<(String, WorkflowSpec)> {
     let text =
         std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
     let mut table: toml::Table =
