@@ -1,9 +1,11 @@
 //! Workflows as pure values: a definition checked into a [`Graph`]
-//! (`definition`), the small template language a node's input is written
-//! in (`template`), and the planner of a workflow run's progress
-//! (`progress`): from the nodes' statuses, which start, which are
-//! skipped, and how the run ends; and a schedule's fires (`firing`). No
-//! I/O here: the scheduler drives them (`scheduler/workflows.rs`) and the
+//! (`definition`), the paths into a run's values (`path`), the small
+//! template language a node's input is written in (`template`), an
+//! edge's condition (`condition`), the planner of a workflow run's
+//! progress (`progress`): from the nodes' statuses, which start, which
+//! are skipped or fail, and how the run ends; a fanned-out node's
+//! elements (`fan_out`); and a schedule's fires (`firing`). No I/O
+//! here: the scheduler drives them (`scheduler/workflows.rs`) and the
 //! store keeps what they decide.
 
 pub mod condition;
