@@ -1,6 +1,7 @@
 //! What follows a run across admins and executors: a run lost with its
 //! executor and retried elsewhere, alarms and retries sent once by racing
-//! admins, workflows carried on by the admin that survives.
+//! admins, workflows (a fanned-out node among them) carried on by the
+//! admin that survives.
 
 use super::*;
 
@@ -130,6 +131,9 @@ async fn workflows_outlive_a_killed_admin_and_start_each_node_once() {
         )
         .await;
     let mut greeters = Vec::new();
+    let each = cluster
+        .create(0, json!({ "name": "each", "module": "hello" }))
+        .await;
     for name in ["left", "right", "join"] {
         greeters.push(
             cluster
@@ -143,11 +147,13 @@ async fn workflows_outlive_a_killed_admin_and_start_each_node_once() {
             { "name": "left", "job": "left", "param": "L" },
             { "name": "right", "job": "right", "param": "R" },
             { "name": "join", "job": "join",
-              "param": "{{ nodes.left.output }} and {{ nodes.right.output }}" }
+              "param": "{{ nodes.left.output }} and {{ nodes.right.output }}" },
+            { "name": "each", "job": "each", "for_each": "input.items", "concurrency": 2 }
         ],
         "edges": [
             { "from": "nap", "to": "left" }, { "from": "nap", "to": "right" },
-            { "from": "left", "to": "join" }, { "from": "right", "to": "join" }
+            { "from": "left", "to": "join" }, { "from": "right", "to": "join" },
+            { "from": "nap", "to": "each" }
         ]
     }))
     .unwrap();
@@ -162,7 +168,7 @@ async fn workflows_outlive_a_killed_admin_and_start_each_node_once() {
     for i in 0..10 {
         let started = cluster
             .api(i % 2)
-            .start_workflow_run("diamond", None)
+            .start_workflow_run("diamond", Some(r#"{"items": ["a", "b", "c", "d", "e"]}"#))
             .await
             .unwrap();
         runs.push(started.id);
@@ -185,6 +191,11 @@ async fn workflows_outlive_a_killed_admin_and_start_each_node_once() {
             Some("hello, L and hello, R"),
             "{run:#?}"
         );
+        assert_eq!(
+            run.nodes[4].output.as_deref(),
+            Some(r#"["hello, a","hello, b","hello, c","hello, d","hello, e"]"#),
+            "{run:#?}"
+        );
     }
     // Each node ran once per workflow run, whichever admin advanced it.
     let store = Store::connect(&cluster.url).await.unwrap();
@@ -196,4 +207,7 @@ async fn workflows_outlive_a_killed_admin_and_start_each_node_once() {
             "{ran:?}"
         );
     }
+    // Each element of the fanned-out node ran once per workflow run.
+    let ran = store.runs_of_job(each).await.unwrap();
+    assert_eq!(ran.len(), 5 * runs.len(), "{ran:?}");
 }
