@@ -100,8 +100,22 @@ pub struct WorkflowNode {
     /// workflow (templates name nodes by it).
     pub name: String,
     /// The name of the tenant's job the node runs (its module, limits,
-    /// group, retries and configuration).
+    /// group, retries and configuration). Either `job` or `module`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub job: String,
+    /// A module the node runs (`name` or `name@version`), with
+    /// `settings`: the node runs it as a job the workflow owns, named
+    /// `WORKFLOW.NODE`, made and kept up to date when the workflow is
+    /// saved and deleted with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub module: Option<String>,
+    /// With `module`: the fields of a job definition for the job the node
+    /// runs it as (`timeout_ms`, `fuel`, `memory_bytes`, `config`,
+    /// `group`, `retry_count`, `http_allow`, ...; not its name, module,
+    /// schedule, children nor secrets).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub settings: Option<serde_json::Map<String, serde_json::Value>>,
     /// The run's param: a template over the workflow's input and the
     /// outputs of the node's ancestors (`{{ input.day }}`,
     /// `{{ nodes.extract.output.rows }}`). Absent: the job's own param.

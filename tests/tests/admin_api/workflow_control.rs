@@ -2,8 +2,9 @@
 //! over an upstream array within its concurrency, its outputs joined in
 //! order, a failed element failing the node with the rest never started;
 //! edge conditions choosing a branch, and one that reads nothing failing
-//! its node; and what a scheduled fire does while a run is in progress
-//! (the overlap policy), on a manual clock.
+//! its node; what a scheduled fire does while a run is in progress (the
+//! overlap policy), on a manual clock; a module node run as a job the
+//! workflow owns.
 
 use cronbox_api::{NodeStatus, WorkflowRunStatus};
 
@@ -313,5 +314,101 @@ async fn a_fire_while_a_run_is_in_progress_follows_the_overlap_policy() {
             }
         }
     }
+    stack.shutdown().await;
+}
+
+/// The job named `name`, if there is one.
+async fn job_named(stack: &Stack, name: &str) -> Option<cronbox_api::Job> {
+    let query = cronbox_api::JobQuery {
+        name: Some(name.to_owned()),
+        ..Default::default()
+    };
+    let listed = stack.api.api.jobs(&query).await.unwrap();
+    listed
+        .into_iter()
+        .map(|listed| listed.job)
+        .find(|job| job.name == name)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_module_node_runs_its_module_as_a_job_the_workflow_owns() {
+    let stack = stack(SchedulerConfig::default()).await;
+    stack
+        .api
+        .api
+        .upload(
+            cronbox_example_jobs::bytes("config-echo"),
+            Some("echo"),
+            &[],
+        )
+        .await
+        .unwrap();
+    let definition = |greeting: &str| {
+        json!({
+            "nodes": [{ "name": "say", "module": "echo", "param": "greeting",
+                        "settings": { "config": { "greeting": greeting }, "timeout_ms": 5000 } }]
+        })
+    };
+    save(&stack, "modular", definition("hi from settings")).await;
+    let owned = job_named(&stack, "modular.say").await.unwrap();
+    assert_eq!(owned.timeout_ms, 5000);
+    let started = stack
+        .api
+        .api
+        .start_workflow_run("modular", None)
+        .await
+        .unwrap();
+    let run = ended(&stack, started.id).await;
+    assert_eq!(
+        node(&run, "say").output.as_deref(),
+        Some("hi from settings")
+    );
+    // Saved again: the same job, its settings brought up to date.
+    save(&stack, "modular", definition("hi again")).await;
+    assert_eq!(job_named(&stack, "modular.say").await.unwrap().id, owned.id);
+    let started = stack
+        .api
+        .api
+        .start_workflow_run("modular", None)
+        .await
+        .unwrap();
+    let run = ended(&stack, started.id).await;
+    assert_eq!(node(&run, "say").output.as_deref(), Some("hi again"));
+    // What a module node's settings may not give, and a bad setting, are
+    // refused naming the field; a job and a module both, too.
+    for (node, field) in [
+        (
+            json!({ "name": "say", "module": "echo", "settings": { "secrets": ["TOKEN"] } }),
+            "nodes[0].settings.secrets",
+        ),
+        (
+            json!({ "name": "say", "module": "echo", "settings": { "timeout_ms": -5 } }),
+            "nodes[0].settings.timeout_ms",
+        ),
+        (
+            json!({ "name": "say", "module": "nope" }),
+            "nodes[0].module",
+        ),
+        (
+            json!({ "name": "say", "module": "echo", "job": "x" }),
+            "nodes[0].module",
+        ),
+    ] {
+        let (status, answer) = stack
+            .call(
+                reqwest::Method::PUT,
+                "/api/v1/workflows/modular",
+                Some(json!({ "nodes": [node] })),
+            )
+            .await;
+        assert_eq!(
+            (status, answer["field"].as_str()),
+            (422, Some(field)),
+            "{answer}"
+        );
+    }
+    // Deleted with its workflow.
+    stack.api.api.delete_workflow("modular").await.unwrap();
+    assert!(job_named(&stack, "modular.say").await.is_none());
     stack.shutdown().await;
 }

@@ -38,10 +38,8 @@ async fn put_workflow(
     Path(name): Path<String>,
     ApiJson(spec): ApiJson<WorkflowSpec>,
 ) -> Result<impl IntoResponse, Failure> {
-    let store = state.scheduler.store();
-    let now = state.scheduler.now_ms();
     Ok(Json(
-        workflows::save(store, &caller.tenant, &name, &spec, now).await?,
+        workflows::save(&state.scheduler, &caller.tenant, &name, &spec).await?,
     ))
 }
 
@@ -51,11 +49,7 @@ async fn delete_workflow(
     Path(name): Path<String>,
 ) -> Result<impl IntoResponse, Failure> {
     let store = state.scheduler.store();
-    let workflow = workflows::named(store, &caller.tenant, &name).await?;
-    if !store.delete_workflow(&caller.tenant, &name).await? {
-        return Err(ServiceError::UnknownWorkflow(name).into());
-    }
-    Ok(Json(workflow))
+    Ok(Json(workflows::delete(store, &caller.tenant, &name).await?))
 }
 
 /// Starts a run of a workflow now; the run as it is once its first nodes

@@ -10,7 +10,7 @@ use cronbox_api::{NodeStatus, WorkflowRun, WorkflowSpec};
 use super::workflows::{RunValues, failed};
 use super::*;
 use crate::store::NodeEnd;
-use crate::workflow::definition::GraphNode;
+use crate::workflow::definition::{GraphNode, owned_job_name};
 use crate::workflow::fan_out::{self, FanOut};
 
 /// A node still in progress.
@@ -27,7 +27,7 @@ pub(super) struct FanOutNode<'a> {
     pub workflow_run: i64,
     pub tenant: &'a str,
     pub name: &'a str,
-    pub job: &'a str,
+    pub job: String,
     pub concurrency: usize,
 }
 
@@ -67,7 +67,7 @@ impl Scheduler {
             workflow_run: run.id,
             tenant: &run.tenant,
             name: &spec.name,
-            job: &spec.job,
+            job: spec.job_name(&run.workflow_name),
             concurrency: spec.concurrency,
         };
         Ok(self
@@ -88,7 +88,7 @@ impl Scheduler {
             workflow_run: run.id,
             tenant: &run.tenant,
             name: &spec.name,
-            job: &spec.job,
+            job: spec.job_name(&run.workflow_name),
             concurrency: spec.concurrency,
         };
         self.step_fan_out(&node, job).await
@@ -121,7 +121,10 @@ impl Scheduler {
             workflow_run,
             tenant: &stored.run.tenant,
             name,
-            job: &spec.job,
+            job: match spec.module {
+                Some(_) => owned_job_name(&stored.run.workflow_name, name),
+                None => spec.job.clone(),
+            },
             concurrency: spec
                 .concurrency
                 .unwrap_or(WorkflowSpec::DEFAULT_CONCURRENCY) as usize,
@@ -139,7 +142,7 @@ impl Scheduler {
     ) -> Result<Option<NodeEnd>, StoreError> {
         let job = match job {
             Some(job) => job,
-            None => match self.node_job(node.tenant, node.job).await? {
+            None => match self.node_job(node.tenant, &node.job).await? {
                 Ok(job) => job,
                 Err(why) => {
                     self.store

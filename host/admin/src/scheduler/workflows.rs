@@ -197,7 +197,10 @@ impl Scheduler {
     ) -> Result<NodeEnd, StoreError> {
         let spec = &graph.nodes[node];
         let name = &spec.name;
-        let job = match self.node_job(&run.tenant, &spec.job).await? {
+        let job = match self
+            .node_job(&run.tenant, &spec.job_name(&run.workflow_name))
+            .await?
+        {
             Ok(job) => job,
             Err(why) => return self.end_node(run.id, name, failed(why)).await,
         };

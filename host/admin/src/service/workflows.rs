@@ -1,14 +1,18 @@
 //! Workflows: a definition checked (its graph, then each node's job among
-//! the tenant's) before it is saved as the next version; a run's input
-//! checked before the run starts.
+//! the tenant's) before it is saved as the next version, the jobs its
+//! module nodes run as made or brought up to date; a run's input checked
+//! before the run starts.
 
 use cronbox_api::{Workflow, WorkflowRunRequest, WorkflowSchedule, WorkflowSpec};
 
+use std::sync::Arc;
+
 use super::ServiceError;
+use crate::jobs::JobSpec;
 use crate::scheduler::Scheduler;
 use crate::store::Store;
 use crate::workflow::Graph;
-use crate::workflow::definition::valid_name;
+use crate::workflow::definition::{owned_job_name, valid_name};
 
 fn invalid(field: impl Into<String>, message: impl Into<String>) -> ServiceError {
     ServiceError::InvalidWorkflow {
@@ -19,14 +23,16 @@ fn invalid(field: impl Into<String>, message: impl Into<String>) -> ServiceError
 
 /// Saves `spec` as workflow `name` of `tenant` (the next version if it
 /// exists), refusing a bad graph or a node whose job is not exactly one
-/// of the tenant's jobs, naming the node.
+/// of the tenant's jobs, naming the node; the job each module node runs
+/// as is made, or updated to the node's settings.
 pub async fn save(
-    store: &Store,
+    scheduler: &Arc<Scheduler>,
     tenant: &str,
     name: &str,
     spec: &WorkflowSpec,
-    now_ms: i64,
 ) -> Result<Workflow, ServiceError> {
+    let store = scheduler.store();
+    let now_ms = scheduler.now_ms();
     if !valid_name(name) {
         return Err(invalid(
             "name",
@@ -49,7 +55,11 @@ pub async fn save(
         None => None,
         Some(schedule) => first_fire(schedule, now_ms)?,
     };
+    let module_nodes = module_node_jobs(name, spec)?;
     for (i, node) in spec.nodes.iter().enumerate() {
+        if node.module.is_some() {
+            continue;
+        }
         match store.jobs_named(tenant, &node.job).await?.len() {
             1 => {}
             0 => {
@@ -72,9 +82,114 @@ pub async fn save(
             }
         }
     }
+    for (i, job) in &module_nodes {
+        let refused = |error: ServiceError| match error {
+            // The module is the node's own field; the rest are settings.
+            ServiceError::InvalidJob {
+                field: "module" | "module_digest",
+                message,
+            } => invalid(format!("nodes[{i}].module"), message),
+            ServiceError::InvalidJob { field, message } => {
+                invalid(format!("nodes[{i}].settings.{field}"), message)
+            }
+            other => other,
+        };
+        match &store.jobs_named(tenant, &job.name).await?[..] {
+            [] => super::jobs::create(scheduler, tenant, job)
+                .await
+                .map(drop)
+                .map_err(refused)?,
+            [current] => super::jobs::update(scheduler, current, job)
+                .await
+                .map(drop)
+                .map_err(refused)?,
+            _ => {
+                return Err(invalid(
+                    format!("nodes[{i}].module"),
+                    format!(
+                        "several jobs are named {:?}, the name of the job this node runs as; \
+                         rename all but one",
+                        job.name
+                    ),
+                ));
+            }
+        }
+    }
     Ok(store
         .save_workflow(tenant, name, spec, next_fire_at_ms, now_ms)
         .await?)
+}
+
+/// Settings a module node may not give: the job the workflow owns has its
+/// name, runs the node's module, never fires by itself and reads no
+/// secrets (a job node, which an admin saves, may).
+const SETTINGS_NOT_GIVEN: [&str; 8] = [
+    "name",
+    "module",
+    "module_digest",
+    "schedule_type",
+    "schedule_conf",
+    "children",
+    "secrets",
+    "schedule_rules",
+];
+
+/// The job each module node of workflow `workflow` runs as, by node
+/// index: its settings, the module and the owned name, never scheduled.
+fn module_node_jobs(
+    workflow: &str,
+    spec: &WorkflowSpec,
+) -> Result<Vec<(usize, JobSpec)>, ServiceError> {
+    let mut jobs = Vec::new();
+    for (i, node) in spec.nodes.iter().enumerate() {
+        let Some(module) = &node.module else { continue };
+        let mut fields = node.settings.clone().unwrap_or_default();
+        if let Some(key) = SETTINGS_NOT_GIVEN
+            .iter()
+            .find(|key| fields.contains_key(**key))
+        {
+            return Err(invalid(
+                format!("nodes[{i}].settings.{key}"),
+                format!(
+                    "node {:?}: a module node's job takes no {key} (use a job node for that)",
+                    node.name
+                ),
+            ));
+        }
+        let owned = owned_job_name(workflow, &node.name);
+        fields.insert("name".to_owned(), owned.clone().into());
+        fields.insert("module".to_owned(), module.clone().into());
+        fields.insert("schedule_type".to_owned(), "NONE".into());
+        let job = serde_json::from_value(serde_json::Value::Object(fields)).map_err(|error| {
+            invalid(
+                format!("nodes[{i}].settings"),
+                format!("node {:?}: {error}", node.name),
+            )
+        })?;
+        jobs.push((i, job));
+    }
+    Ok(jobs)
+}
+
+/// Deletes workflow `name` of `tenant` and the jobs its module nodes run
+/// as (its runs stay as history); the workflow as it was.
+pub async fn delete(store: &Store, tenant: &str, name: &str) -> Result<Workflow, ServiceError> {
+    let workflow = named(store, tenant, name).await?;
+    if !store.delete_workflow(tenant, name).await? {
+        return Err(ServiceError::UnknownWorkflow(name.to_owned()));
+    }
+    for node in &workflow.definition.nodes {
+        if node.module.is_none() {
+            continue;
+        }
+        for job in store
+            .jobs_named(tenant, &owned_job_name(name, &node.name))
+            .await?
+        {
+            super::jobs::delete(store, &job).await?;
+        }
+    }
+    Ok(workflow)
 }
 
 /// The first fire of a workflow's schedule saved at `now_ms`, refusing

@@ -26,8 +26,12 @@ pub struct Graph {
 #[derive(Debug, Clone)]
 pub struct GraphNode {
     pub name: String,
-    /// The name of the job it runs.
+    /// The name of the job it runs (empty for a module node: see
+    /// [`GraphNode::job_name`]).
     pub job: String,
+    /// The module it runs as a job the workflow owns, if it is a module
+    /// node.
+    pub module: Option<String>,
     pub param: Option<Template>,
     pub join: JoinRule,
     /// Fan-out: the array it runs its job once per element of.
@@ -43,6 +47,22 @@ pub struct GraphEdge {
     pub on: EdgeCondition,
     /// And only when this holds.
     pub when: Option<Condition>,
+}
+
+/// The name of the job a module node `node` of workflow `workflow` runs
+/// as: the workflow owns it.
+pub fn owned_job_name(workflow: &str, node: &str) -> String {
+    format!("{workflow}.{node}")
+}
+
+impl GraphNode {
+    /// The name of the job the node runs, in workflow `workflow`.
+    pub fn job_name(&self, workflow: &str) -> String {
+        match self.module {
+            Some(_) => owned_job_name(workflow, &self.name),
+            None => self.job.clone(),
+        }
+    }
 }
 
 /// A definition refused: `field` names the node or edge (`nodes[2].name`,
@@ -114,11 +134,29 @@ impl Graph {
                     format!("two nodes are named {:?}", node.name),
                 ));
             }
-            if node.job.trim().is_empty() {
-                return Err(refuse(
-                    format!("nodes[{i}].job"),
-                    format!("node {:?} names no job", node.name),
-                ));
+            match (node.job.trim().is_empty(), &node.module) {
+                (true, None) => {
+                    return Err(refuse(
+                        format!("nodes[{i}].job"),
+                        format!("node {:?} names no job (nor a module)", node.name),
+                    ));
+                }
+                (false, Some(_)) => {
+                    return Err(refuse(
+                        format!("nodes[{i}].module"),
+                        format!("node {:?} names a job and a module: give one", node.name),
+                    ));
+                }
+                (false, None) if node.settings.is_some() => {
+                    return Err(refuse(
+                        format!("nodes[{i}].settings"),
+                        format!(
+                            "node {:?}: settings go with a module (a job has its own)",
+                            node.name
+                        ),
+                    ));
+                }
+                _ => {}
             }
             let param = match &node.param {
                 Some(text) if text.len() > WorkflowSpec::MAX_INPUT_BYTES => {
@@ -206,6 +244,7 @@ impl Graph {
             nodes.push(GraphNode {
                 name: node.name.clone(),
                 job: node.job.clone(),
+                module: node.module.clone(),
                 param,
                 join: node.join,
                 for_each,
