@@ -66,7 +66,7 @@ pub use users::{
     UserTokenCreated, UserTokenSpec,
 };
 pub use workflows::{
-    EdgeCondition, ItemCounts, ItemRun, JoinRule, NodeRun, NodeStatus, Workflow, WorkflowEdge,
-    WorkflowNode, WorkflowRun, WorkflowRunRequest, WorkflowRunStatus, WorkflowSchedule,
-    WorkflowSpec,
+    EdgeCondition, ItemCounts, ItemRun, JoinRule, NodeRun, NodeStatus, Workflow, WorkflowBackfill,
+    WorkflowBackfillRequest, WorkflowEdge, WorkflowNode, WorkflowRun, WorkflowRunRequest,
+    WorkflowRunStatus, WorkflowSchedule, WorkflowSpec,
 };

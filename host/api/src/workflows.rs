@@ -90,6 +90,30 @@ impl WorkflowSpec {
     pub const MAX_FAN_OUT_BYTES: usize = 1024 * 1024;
     /// Longest `when` expression of an edge.
     pub const MAX_CONDITION_BYTES: usize = 4 * 1024;
+    /// Most runs one backfill starts.
+    pub const MAX_BACKFILL_RUNS: usize = 100;
+}
+
+/// `POST /api/v1/workflows/{name}/backfill`: run the schedule's instants
+/// in a past range, one workflow run each (kind `backfill`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkflowBackfillRequest {
+    /// The range's start (exclusive), ms since the epoch.
+    pub from_ms: i64,
+    /// Its end (inclusive), not in the future.
+    pub to_ms: i64,
+}
+
+/// A workflow backfill's runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct WorkflowBackfill {
+    /// The schedule's instants in the range.
+    pub planned: i64,
+    /// The runs started, one per instant not backfilled before.
+    pub started: Vec<i64>,
+    /// Instants an earlier backfill already ran (not run again).
+    pub already_run: i64,
 }
 
 /// One step of a workflow.
@@ -315,6 +339,10 @@ pub struct WorkflowRun {
     pub kind: TriggerKind,
     pub status: WorkflowRunStatus,
     pub input: String,
+    /// The schedule's instant it was started for (a scheduled, late or
+    /// backfilled run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fire_at_ms: Option<i64>,
     pub started_at_ms: i64,
     /// When it fails if it has not ended (its definition's deadline).
     #[serde(default, skip_serializing_if = "Option::is_none")]

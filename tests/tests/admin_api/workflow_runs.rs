@@ -1,5 +1,6 @@
 //! How workflow runs start and stop: by a schedule in its zone (and what
-//! a stall misses), cancelled and retried, failed past a deadline, and
+//! a stall misses), FIX_DELAY after the run before, by a backfill (each
+//! instant once), cancelled and retried, failed past a deadline, and
 //! taken up by the next admin where a stopped one left them.
 
 use cronbox_api::{NodeStatus, WorkflowRunStatus};
@@ -306,8 +307,8 @@ async fn a_scheduled_workflow_fires_in_its_zone_and_skips_what_it_missed() {
             "schedule.time_zone",
         ),
         (
-            schedule("FIX_DELAY", "10s", "UTC"),
-            "schedule.schedule_type",
+            schedule("FIX_DELAY", "soon", "UTC"),
+            "schedule.schedule_conf",
         ),
     ] {
         let (status, answer) = stack
@@ -382,5 +383,112 @@ async fn a_run_past_its_deadline_fails_with_its_running_node_killed() {
         (422, Some("deadline_ms")),
         "{answer}"
     );
+    stack.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fix_delay_workflow_waits_for_its_run_and_a_backfill_runs_each_instant_once() {
+    let minute = next_whole_minute();
+    let (stack, clock) = stack_on_manual_clock(minute).await;
+    stack.job("greet", "hello", json!({})).await;
+    let scheduled = |kind: &str, conf: &str| {
+        spec(json!({
+            "nodes": [{ "name": "greet", "job": "greet", "param": "{{ input.who }}" }],
+            "schedule": { "schedule_type": kind, "schedule_conf": conf,
+                          "input": r#"{"who": "the past"}"# }
+        }))
+    };
+    // FIX_DELAY: the next fire is planned from the end of the run before.
+    let delayed = stack
+        .api
+        .api
+        .put_workflow("delayed", &scheduled("FIX_DELAY", "30"))
+        .await
+        .unwrap();
+    assert_eq!(delayed.next_fire_at_ms, Some(minute + 30_000));
+    clock.set(minute + 30_000);
+    let run = until("the delayed run ends", || async {
+        let runs = stack.api.api.workflow_runs("delayed").await.unwrap();
+        let run = stack.api.api.workflow_run(runs.first()?.id).await.unwrap();
+        (run.status != WorkflowRunStatus::Running).then_some(run)
+    })
+    .await;
+    assert_eq!(run.fire_at_ms, Some(minute + 30_000));
+    let run_ended = run.ended_at_ms.unwrap();
+    until("the next fire follows the run's end", || async {
+        let workflow = stack.api.api.workflow("delayed").await.unwrap();
+        (workflow.next_fire_at_ms == Some(run_ended + 30_000)).then_some(())
+    })
+    .await;
+
+    // A backfill of three days of a nightly schedule: three runs, once.
+    stack
+        .api
+        .api
+        .put_workflow("nightly", &scheduled("CRON", "0 0 2 * * ?"))
+        .await
+        .unwrap();
+    let range = cronbox_api::WorkflowBackfillRequest {
+        from_ms: minute - 3 * 86_400_000,
+        to_ms: minute,
+    };
+    let backfill = stack
+        .api
+        .api
+        .backfill_workflow("nightly", &range)
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            backfill.planned,
+            backfill.started.len(),
+            backfill.already_run
+        ),
+        (3, 3, 0)
+    );
+    for id in &backfill.started {
+        let run = ended(&stack, *id).await;
+        assert_eq!(run.kind, TriggerKind::Backfill);
+        assert_eq!(run.fire_at_ms.unwrap() % 86_400_000, 2 * 3_600_000);
+        assert_eq!(
+            node(&run, "greet").output.as_deref(),
+            Some("hello, the past")
+        );
+    }
+    let again = stack
+        .api
+        .api
+        .backfill_workflow("nightly", &range)
+        .await
+        .unwrap();
+    assert_eq!(
+        (again.planned, again.started.len(), again.already_run),
+        (3, 0, 3)
+    );
+    // Refused, naming the field: too long a range, one in the future, a
+    // FIX_DELAY schedule.
+    for (name, from_ms, to_ms, field) in [
+        ("nightly", minute - 200 * 86_400_000, minute, "to_ms"),
+        ("nightly", minute, minute + 86_400_000, "to_ms"),
+        (
+            "delayed",
+            minute - 86_400_000,
+            minute,
+            "schedule.schedule_type",
+        ),
+    ] {
+        let (status, answer) = stack
+            .call(
+                reqwest::Method::POST,
+                &format!("/api/v1/workflows/{name}/backfill"),
+                Some(json!({ "from_ms": from_ms, "to_ms": to_ms })),
+            )
+            .await;
+        assert_eq!(
+            (status, answer["field"].as_str()),
+            (422, Some(field)),
+            "{answer}"
+        );
+    }
     stack.shutdown().await;
 }

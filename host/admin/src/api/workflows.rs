@@ -103,6 +103,18 @@ async fn list_node_items(
     Ok(Json(store.workflow_items(id, &node).await?))
 }
 
+/// Runs the workflow's schedule's instants in a past range, once each.
+async fn backfill_workflow(
+    State(state): State<Arc<AdminState>>,
+    caller: Caller,
+    Path(name): Path<String>,
+    ApiJson(request): ApiJson<cronbox_api::WorkflowBackfillRequest>,
+) -> Result<impl IntoResponse, Failure> {
+    let workflow = workflows::named(state.scheduler.store(), &caller.tenant, &name).await?;
+    let backfill = workflows::backfill(&state.scheduler, &workflow, &request).await?;
+    Ok((StatusCode::CREATED, Json(backfill)))
+}
+
 /// Cancels a running workflow run: its running nodes are killed, the
 /// others never start; the run as it is then.
 async fn cancel_workflow_run(
@@ -199,6 +211,16 @@ pub(super) fn routes(table: &mut Routes) {
         array_of(schema("WorkflowRun")),
     );
     table.route(operation, VIEWER, list_workflow_runs);
+    let operation = op(
+        "post",
+        "/api/v1/workflows/{name}/backfill",
+        "workflows",
+        "Run the workflow's schedule's instants in a past range (from_ms exclusive, to_ms inclusive; at most 100), one run each (kind backfill); an instant a backfill ran before is not run again",
+        Some(schema("WorkflowBackfillRequest")),
+        "201",
+        schema("WorkflowBackfill"),
+    );
+    table.route(operation, DEVELOPER, backfill_workflow);
     let operation = op(
         "get",
         "/api/v1/workflow-runs/{id}",

@@ -59,6 +59,7 @@ mod triggers;
 mod warming;
 mod workflow_fan_out;
 mod workflow_fires;
+pub use workflow_fires::WorkflowBackfillOutcome;
 mod workflows;
 pub use workflows::WORKFLOW_SWEEP_AFTER;
 

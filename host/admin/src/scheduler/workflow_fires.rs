@@ -3,8 +3,9 @@
 //! admins racing for it start one run), what the fire does decided by
 //! `crate::workflow::firing` — on time, late (the misfire policy), and
 //! while runs are in progress (the overlap policy: start, skip, buffer
-//! one, or cancel those in progress first) — and buffered fires started
-//! once their workflow's runs have ended.
+//! one, or cancel those in progress first); buffered fires started once
+//! their workflow's runs have ended; a FIX_DELAY schedule's next fire
+//! planned from the end of the run it waits for; backfills.
 
 use cronbox_api::WorkflowRunStatus;
 
@@ -35,10 +36,15 @@ impl Scheduler {
                     continue;
                 }
             };
-            let (kind, next) = timetable.due_fire(schedule.misfire, planned, now);
+            let (kind, mut next) = timetable.due_fire(schedule.misfire, planned, now);
             let input = schedule.input.as_deref().unwrap_or("{}");
-            let mut fire = kind.map_or(Fire::Skip, |kind| Fire::Start(kind, input));
-            if let Fire::Start(..) = fire {
+            let waits = timetable.waits_for_runs();
+            let start = |kind| match waits {
+                true => Fire::StartThenWait(kind, input),
+                false => Fire::Start(kind, input),
+            };
+            let mut fire = kind.map_or(Fire::Skip, start);
+            if fire != Fire::Skip {
                 let running = self.store.workflow_runs_in_progress(workflow.id).await?;
                 let buffered =
                     !running.is_empty() && self.store.workflow_fire_buffered(workflow.id).await?;
@@ -61,6 +67,11 @@ impl Scheduler {
                     }
                 }
             }
+            // A FIX_DELAY fire that starts no run now counts its delay
+            // from now (a buffered one waits for the run it starts).
+            if waits && matches!(fire, Fire::Skip) {
+                next = next.or_else(|| timetable.after_run(now));
+            }
             if let Some(Some(run)) = self
                 .store
                 .claim_workflow_fire(&workflow, planned, next, fire, now)
@@ -70,20 +81,82 @@ impl Scheduler {
             }
         }
         for workflow in self.store.workflows_with_a_fire_to_start().await? {
-            let input = workflow
-                .definition
-                .schedule
-                .as_ref()
-                .and_then(|schedule| schedule.input.as_deref())
-                .unwrap_or("{}");
+            let Some(schedule) = &workflow.definition.schedule else {
+                continue;
+            };
+            let input = schedule.input.as_deref().unwrap_or("{}");
+            let waits = Timetable::parse(schedule).is_ok_and(|table| table.waits_for_runs());
             if let Some(run) = self
                 .store
-                .start_buffered_fire(&workflow, input, self.now_ms())
+                .start_buffered_fire(&workflow, input, waits, self.now_ms())
                 .await?
             {
                 self.advance_workflow(run).await?;
             }
         }
+        for (workflow, awaited, ended_ms) in self.store.workflows_done_waiting().await? {
+            let next = workflow
+                .definition
+                .schedule
+                .as_ref()
+                .and_then(|schedule| Timetable::parse(schedule).ok())
+                .and_then(|table| table.after_run(ended_ms.max(now)));
+            self.store
+                .resume_after_run(workflow.id, awaited, next)
+                .await?;
+        }
         Ok(())
     }
+
+    /// Starts a run (kind `backfill`) of `workflow` for each instant of
+    /// its schedule in `(from_ms, to_ms]` that no backfill ran before.
+    pub async fn backfill_workflow(
+        self: &Arc<Self>,
+        workflow: &cronbox_api::Workflow,
+        from_ms: i64,
+        to_ms: i64,
+    ) -> Result<WorkflowBackfillOutcome, StoreError> {
+        let Some(schedule) = &workflow.definition.schedule else {
+            return Ok(WorkflowBackfillOutcome::NoSchedule);
+        };
+        let Ok(timetable) = Timetable::parse(schedule) else {
+            return Ok(WorkflowBackfillOutcome::NoSchedule);
+        };
+        if timetable.waits_for_runs() {
+            return Ok(WorkflowBackfillOutcome::FollowsRuns);
+        }
+        let max = cronbox_api::WorkflowSpec::MAX_BACKFILL_RUNS;
+        let fires = match timetable.fires_between(from_ms, to_ms, max) {
+            Ok(fires) => fires,
+            Err(_) => return Ok(WorkflowBackfillOutcome::TooMany(max)),
+        };
+        let input = schedule.input.as_deref().unwrap_or("{}");
+        let started = self
+            .store
+            .backfill_workflow(workflow, &fires, input, self.now_ms())
+            .await?;
+        for run in &started {
+            self.advance_workflow(*run).await?;
+        }
+        Ok(WorkflowBackfillOutcome::Started(
+            cronbox_api::WorkflowBackfill {
+                planned: fires.len() as i64,
+                already_run: (fires.len() - started.len()) as i64,
+                started,
+            },
+        ))
+    }
+}
+
+/// What a workflow backfill did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WorkflowBackfillOutcome {
+    Started(cronbox_api::WorkflowBackfill),
+    /// The workflow has no schedule to backfill.
+    NoSchedule,
+    /// FIX_DELAY: its fires follow its runs' ends; there are none to run
+    /// again.
+    FollowsRuns,
+    /// More instants in the range than one backfill starts (this many).
+    TooMany(usize),
 }

@@ -272,3 +272,50 @@ pub async fn retry(
     }
     Ok(())
 }
+
+/// Backfills `workflow`: a run (kind `backfill`) for each instant of its
+/// schedule in the request's range that no backfill ran before, refused
+/// (naming the field) for a range that is empty, in the future or holds
+/// more instants than one backfill starts, and for a workflow without a
+/// schedule or with FIX_DELAY.
+pub async fn backfill(
+    scheduler: &Arc<Scheduler>,
+    workflow: &Workflow,
+    request: &cronbox_api::WorkflowBackfillRequest,
+) -> Result<cronbox_api::WorkflowBackfill, ServiceError> {
+    use crate::scheduler::WorkflowBackfillOutcome as Outcome;
+    let now = scheduler.now_ms();
+    if request.to_ms <= request.from_ms {
+        return Err(invalid(
+            "to_ms",
+            format!(
+                "the range ({}, {}] is empty: to_ms must be after from_ms",
+                request.from_ms, request.to_ms
+            ),
+        ));
+    }
+    if request.to_ms > now {
+        return Err(invalid(
+            "to_ms",
+            "a backfill runs past instants: to_ms is in the future",
+        ));
+    }
+    match scheduler
+        .backfill_workflow(workflow, request.from_ms, request.to_ms)
+        .await?
+    {
+        Outcome::Started(backfill) => Ok(backfill),
+        Outcome::NoSchedule => Err(invalid(
+            "schedule",
+            format!("workflow {:?} has no schedule to backfill", workflow.name),
+        )),
+        Outcome::FollowsRuns => Err(invalid(
+            "schedule.schedule_type",
+            "a FIX_DELAY schedule follows its runs' ends: it has no instants to run again",
+        )),
+        Outcome::TooMany(max) => Err(invalid(
+            "to_ms",
+            format!("more than {max} instants in the range; backfill a shorter one at a time"),
+        )),
+    }
+}

@@ -1,7 +1,9 @@
 //! A workflow's schedule kept: its due fires, each claimed once (the
 //! claim moves the next fire and writes the run, or buffers the fire, in
-//! one transaction, so admins racing for it start one run), and the fire
-//! buffered by overlap BUFFER_ONE, started once no run is in progress.
+//! one transaction, so admins racing for it start one run); the fire
+//! buffered by overlap BUFFER_ONE, started once no run is in progress; a
+//! FIX_DELAY schedule's next fire planned once the run it waits for
+//! ended; backfills, each instant run once.
 
 use cronbox_api::{Workflow, WorkflowRunStatus};
 use cronbox_protocol::TriggerKind;
@@ -14,6 +16,9 @@ use super::*;
 pub enum Fire<'a> {
     /// Writes a run of this kind with this input.
     Start(TriggerKind, &'a str),
+    /// Writes a run, and the schedule's next fire waits for its end
+    /// (FIX_DELAY).
+    StartThenWait(TriggerKind, &'a str),
     /// Waits for the runs in progress (unless a fire already waits).
     Buffer,
     /// Starts nothing.
@@ -65,7 +70,19 @@ impl Store {
         }
         let run = match fire {
             Fire::Start(kind, input) => {
-                Some(insert_workflow_run(&mut tx, workflow, input, kind, now_ms).await?)
+                insert_workflow_run(&mut tx, workflow, input, kind, Some(planned_ms), now_ms)
+                    .await?
+            }
+            Fire::StartThenWait(kind, input) => {
+                let run =
+                    insert_workflow_run(&mut tx, workflow, input, kind, Some(planned_ms), now_ms)
+                        .await?;
+                sqlx::query("UPDATE workflow SET delay_after_run = $2 WHERE id = $1")
+                    .bind(workflow.id)
+                    .bind(run)
+                    .execute(&mut *tx)
+                    .await?;
+                run
             }
             Fire::Buffer => {
                 sqlx::query(
@@ -133,30 +150,135 @@ impl Store {
     }
 
     /// Starts `workflow`'s buffered fire, once: the buffer cleared and
-    /// the run (kind `schedule`, with `input`) written in one
-    /// transaction. The run's id, or `None` if no fire waited (another
-    /// admin started it).
+    /// the run (kind `schedule`, with `input`, for the buffered instant)
+    /// written in one transaction; with `then_wait` (FIX_DELAY), the next
+    /// fire waits for its end. The run's id, or `None` if no fire waited
+    /// (another admin started it).
     pub async fn start_buffered_fire(
         &self,
         workflow: &Workflow,
         input: &str,
+        then_wait: bool,
         now_ms: i64,
     ) -> Result<Option<i64>, StoreError> {
         let mut tx = self.writer.begin().await?;
+        let buffered: Option<i64> =
+            sqlx::query_scalar("SELECT buffered_fire_at_ms FROM workflow WHERE id = $1")
+                .bind(workflow.id)
+                .fetch_optional(&mut *tx)
+                .await?
+                .flatten();
+        let Some(fire_at) = buffered else {
+            return Ok(None);
+        };
         let cleared = sqlx::query(
             "UPDATE workflow SET buffered_fire_at_ms = NULL \
-             WHERE id = $1 AND buffered_fire_at_ms IS NOT NULL",
+             WHERE id = $1 AND buffered_fire_at_ms = $2",
         )
         .bind(workflow.id)
+        .bind(fire_at)
         .execute(&mut *tx)
         .await?
         .rows_affected();
         if cleared != 1 {
             return Ok(None);
         }
-        let run =
-            insert_workflow_run(&mut tx, workflow, input, TriggerKind::Schedule, now_ms).await?;
+        let run = insert_workflow_run(
+            &mut tx,
+            workflow,
+            input,
+            TriggerKind::Schedule,
+            Some(fire_at),
+            now_ms,
+        )
+        .await?;
+        if then_wait {
+            sqlx::query("UPDATE workflow SET delay_after_run = $2 WHERE id = $1")
+                .bind(workflow.id)
+                .bind(run)
+                .execute(&mut *tx)
+                .await?;
+        }
         tx.commit().await?;
-        Ok(Some(run))
+        Ok(run)
+    }
+
+    /// The FIX_DELAY workflows whose awaited run has ended, with its id
+    /// and end.
+    pub async fn workflows_done_waiting(&self) -> Result<Vec<(Workflow, i64, i64)>, StoreError> {
+        let columns = WORKFLOW_COLUMNS
+            .split(", ")
+            .map(|column| format!("w.{column}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!(
+            "SELECT {columns}, r.id AS awaited, r.ended_at_ms AS awaited_end \
+             FROM workflow w JOIN workflow_run r ON r.id = w.delay_after_run \
+             WHERE r.status <> $1"
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(status_text(WorkflowRunStatus::Running)?)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|row| {
+                Ok((
+                    workflow_from_row(row)?,
+                    row.try_get("awaited")?,
+                    row.try_get::<Option<i64>, _>("awaited_end")?
+                        .unwrap_or_default(),
+                ))
+            })
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(StoreError::from)
+    }
+
+    /// Plans `workflow_id`'s next fire at `next_ms` once the run `awaited`
+    /// ended, once; false if another admin did.
+    pub async fn resume_after_run(
+        &self,
+        workflow_id: i64,
+        awaited: i64,
+        next_ms: Option<i64>,
+    ) -> Result<bool, StoreError> {
+        Ok(sqlx::query(
+            "UPDATE workflow SET next_fire_at_ms = $3, delay_after_run = NULL \
+             WHERE id = $1 AND delay_after_run = $2",
+        )
+        .bind(workflow_id)
+        .bind(awaited)
+        .bind(next_ms)
+        .execute(&self.writer)
+        .await?
+        .rows_affected()
+            == 1)
+    }
+
+    /// Writes a run of `workflow` (kind `backfill`, with `input`) for each
+    /// instant of `fires` not backfilled before, in one transaction; the
+    /// runs written.
+    pub async fn backfill_workflow(
+        &self,
+        workflow: &Workflow,
+        fires: &[i64],
+        input: &str,
+        now_ms: i64,
+    ) -> Result<Vec<i64>, StoreError> {
+        let mut tx = self.writer.begin().await?;
+        let mut written = Vec::new();
+        for &fire in fires {
+            let run = insert_workflow_run(
+                &mut tx,
+                workflow,
+                input,
+                TriggerKind::Backfill,
+                Some(fire),
+                now_ms,
+            )
+            .await?;
+            written.extend(run);
+        }
+        tx.commit().await?;
+        Ok(written)
     }
 }

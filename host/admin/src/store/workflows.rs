@@ -63,7 +63,7 @@ fn node_from_row(row: &AnyRow) -> Result<NodeRun, sqlx::Error> {
 }
 
 const WORKFLOW_RUN_COLUMNS: &str = "id, tenant, workflow_id, workflow_name, version, definition, \
-     input, kind, status, started_at_ms, deadline_at_ms, ended_at_ms";
+     input, kind, status, fire_at_ms, started_at_ms, deadline_at_ms, ended_at_ms";
 
 /// A workflow run as stored, with the definition it follows.
 #[derive(Debug, Clone)]
@@ -83,6 +83,7 @@ fn workflow_run_from_row(row: &AnyRow) -> Result<StoredWorkflowRun, sqlx::Error>
             kind: rows::decode(row, "kind")?,
             status: status_column(row, "status")?,
             input: row.try_get("input")?,
+            fire_at_ms: row.try_get("fire_at_ms")?,
             started_at_ms: row.try_get("started_at_ms")?,
             deadline_at_ms: row.try_get("deadline_at_ms")?,
             ended_at_ms: row.try_get("ended_at_ms")?,
@@ -118,7 +119,7 @@ impl Store {
              created_at_ms, updated_at_ms) VALUES ($1, $2, 1, $3, $5, $4, $4) \
              ON CONFLICT (tenant, name) DO UPDATE SET version = workflow.version + 1, \
              definition = excluded.definition, next_fire_at_ms = excluded.next_fire_at_ms, \
-             updated_at_ms = excluded.updated_at_ms \
+             updated_at_ms = excluded.updated_at_ms, delay_after_run = NULL \
              RETURNING {WORKFLOW_COLUMNS}"
         );
         let row = sqlx::query(sqlx::AssertSqlSafe(sql))
@@ -185,7 +186,9 @@ impl Store {
         now_ms: i64,
     ) -> Result<i64, StoreError> {
         let mut tx = self.writer.begin().await?;
-        let id = insert_workflow_run(&mut tx, workflow, input, kind, now_ms).await?;
+        let id = insert_workflow_run(&mut tx, workflow, input, kind, None, now_ms)
+            .await?
+            .ok_or(StoreError::Database(sqlx::Error::RowNotFound))?;
         tx.commit().await?;
         Ok(id)
     }
@@ -532,18 +535,23 @@ impl Store {
     }
 }
 
-/// Writes a run of `workflow` and its pending nodes within `tx`; its id.
+/// Writes a run of `workflow` and its pending nodes within `tx`, for the
+/// schedule's instant `fire_at_ms` if it has one; its id, or `None` for a
+/// backfill of an instant already backfilled.
 pub(super) async fn insert_workflow_run(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     workflow: &Workflow,
     input: &str,
     kind: TriggerKind,
+    fire_at_ms: Option<i64>,
     now_ms: i64,
-) -> Result<i64, StoreError> {
+) -> Result<Option<i64>, StoreError> {
     let row = sqlx::query(
         "INSERT INTO workflow_run (tenant, workflow_id, workflow_name, version, definition, \
-         input, kind, status, started_at_ms, deadline_at_ms) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id",
+         input, kind, status, started_at_ms, deadline_at_ms, fire_at_ms) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
+         ON CONFLICT (workflow_id, fire_at_ms) WHERE kind = 'backfill' DO NOTHING \
+         RETURNING id",
     )
     .bind(&workflow.tenant)
     .bind(workflow.id)
@@ -560,8 +568,12 @@ pub(super) async fn insert_workflow_run(
             .deadline_ms
             .map(|deadline| now_ms.saturating_add(deadline)),
     )
-    .fetch_one(&mut **tx)
+    .bind(fire_at_ms)
+    .fetch_optional(&mut **tx)
     .await?;
+    let Some(row) = row else {
+        return Ok(None);
+    };
     let id: i64 = row.try_get("id")?;
     let pending = status_text(NodeStatus::Pending)?;
     for (position, node) in workflow.definition.nodes.iter().enumerate() {
@@ -576,7 +588,7 @@ pub(super) async fn insert_workflow_run(
         .execute(&mut **tx)
         .await?;
     }
-    Ok(id)
+    Ok(Some(id))
 }
 
 /// Ends workflow run `id` as `status` through `executor`, if it is

@@ -9,7 +9,7 @@ use chrono::{DateTime, TimeZone, Utc};
 use cronbox_api::{MisfirePolicy, OverlapPolicy, WorkflowSchedule};
 use cronbox_protocol::TriggerKind;
 
-use crate::schedule::{Rules, Schedule, ScheduleError, ScheduleType};
+use crate::schedule::{Rules, Schedule, ScheduleError};
 
 /// How late a fire may be found and still run as planned.
 pub const MISFIRE_THRESHOLD_MS: i64 = 5_000;
@@ -35,19 +35,12 @@ pub struct InvalidSchedule {
 
 impl Timetable {
     /// Checks `written`, refusing what a job's schedule refuses, and what
-    /// only jobs have (FIX_DELAY, jitter, shared calendars), naming the
-    /// field.
+    /// only jobs have (jitter, shared calendars), naming the field.
     pub fn parse(written: &WorkflowSchedule) -> Result<Timetable, InvalidSchedule> {
         let invalid = |field: &str, message: String| InvalidSchedule {
             field: field.to_owned(),
             message,
         };
-        if written.schedule_type == ScheduleType::FixDelay {
-            return Err(invalid(
-                "schedule.schedule_type",
-                "FIX_DELAY is not a workflow schedule yet: use FIX_RATE or CRON".to_owned(),
-            ));
-        }
         let schedule = Schedule::parse(
             written.schedule_type,
             &written.schedule_conf,
@@ -109,6 +102,49 @@ impl Timetable {
             .filter(|fire| *fire >= now_ms)
     }
 
+    /// Whether the next fire waits for the run a fire started to end
+    /// (FIX_DELAY).
+    pub fn waits_for_runs(&self) -> bool {
+        matches!(self.schedule, Schedule::FixDelay(_))
+    }
+
+    /// For FIX_DELAY: the next fire once the run a fire started ended at
+    /// `ended_ms`, within the rules.
+    pub fn after_run(&self, ended_ms: i64) -> Option<i64> {
+        self.rules
+            .after_completion(&self.schedule, at(ended_ms))
+            .map(|fire| fire.timestamp_millis())
+    }
+
+    /// The instants of the schedule in `(from_ms, to_ms]`, at most `max`
+    /// (`Err` with how many there are past it; FIX_DELAY has none to run
+    /// again: it follows its runs' ends).
+    pub fn fires_between(&self, from_ms: i64, to_ms: i64, max: usize) -> Result<Vec<i64>, usize> {
+        let mut fires = Vec::new();
+        if self.waits_for_runs() {
+            return Ok(fires);
+        }
+        let mut next = self
+            .rules
+            .first_fire(&self.schedule, at(from_ms))
+            .filter(|fire| fire.timestamp_millis() > from_ms)
+            .or_else(|| self.rules.next_after(&self.schedule, at(from_ms)));
+        while let Some(fire) = next {
+            let ms = fire.timestamp_millis();
+            if ms > to_ms {
+                break;
+            }
+            if fires.len() == max {
+                return Err(max + 1);
+            }
+            if ms > from_ms {
+                fires.push(ms);
+            }
+            next = self.rules.next_after(&self.schedule, fire);
+        }
+        Ok(fires)
+    }
+
     /// What the fire planned at `planned_ms`, found at `now_ms`, does: the
     /// kind of run it starts (if any) and the schedule's next fire.
     pub fn due_fire(
@@ -165,6 +201,7 @@ pub fn overlap(policy: OverlapPolicy, running: usize, buffered: bool) -> Overlap
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::schedule::ScheduleType;
 
     fn timetable(kind: ScheduleType, conf: &str, zone: &str) -> Timetable {
         Timetable::parse(&WorkflowSchedule {
@@ -251,12 +288,35 @@ mod tests {
             Timetable::parse(&written).unwrap_err().field,
             "schedule.rules.jitter_ms"
         );
+        written.rules.as_mut().unwrap().jitter_ms = 0;
+        // Backfill: the instants in a range, bounded.
+        assert_eq!(
+            Timetable::parse(&written).unwrap().fires_between(
+                NOON - 86_400_000,
+                NOON + 2 * 86_400_000,
+                10
+            ),
+            Ok(vec![NOON, NOON + 2 * 86_400_000])
+        );
+        assert_eq!(
+            Timetable::parse(&written).unwrap().fires_between(
+                NOON - 86_400_000,
+                NOON + 2 * 86_400_000,
+                1
+            ),
+            Err(2)
+        );
+        // FIX_DELAY: the next fire follows the run's end.
         written.rules = None;
         written.schedule_type = ScheduleType::FixDelay;
+        written.schedule_conf = "30".to_owned();
+        let delay = Timetable::parse(&written).unwrap();
+        assert!(delay.waits_for_runs());
         assert_eq!(
-            Timetable::parse(&written).unwrap_err().field,
-            "schedule.schedule_type"
+            delay.due_fire(MisfirePolicy::DoNothing, NOON, NOON),
+            (Some(TriggerKind::Schedule), None)
         );
+        assert_eq!(delay.after_run(NOON + 5_000), Some(NOON + 35_000));
     }
 
     #[test]

@@ -365,17 +365,64 @@ async fn fan_out_and_buffered_fires(store: &Store) {
         .unwrap();
     let waiting = store.workflows_with_a_fire_to_start().await.unwrap();
     assert_eq!(waiting.len(), 1);
+    // Started with the next fire waiting for its end (FIX_DELAY).
     let started = store
-        .start_buffered_fire(&waiting[0], "{}", 120)
+        .start_buffered_fire(&waiting[0], "{}", true, 120)
         .await
+        .unwrap()
         .unwrap();
-    assert!(started.is_some());
     assert_eq!(
         store
-            .start_buffered_fire(&waiting[0], "{}", 121)
+            .start_buffered_fire(&waiting[0], "{}", true, 121)
             .await
             .unwrap(),
         None
+    );
+    let buffered_run = store.workflow_run(started).await.unwrap().unwrap().run;
+    assert_eq!(buffered_run.fire_at_ms, Some(100), "the buffered instant");
+    assert!(store.workflows_done_waiting().await.unwrap().is_empty());
+    store
+        .end_workflow_run(started, WorkflowRunStatus::Succeeded, 130)
+        .await
+        .unwrap();
+    let done = store.workflows_done_waiting().await.unwrap();
+    assert_eq!((done.len(), done[0].1, done[0].2), (1, started, 130));
+    assert!(
+        store
+            .resume_after_run(scheduled.id, started, Some(160))
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .resume_after_run(scheduled.id, started, Some(170))
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store
+            .workflow("default", "each")
+            .await
+            .unwrap()
+            .unwrap()
+            .next_fire_at_ms,
+        Some(160)
+    );
+    // A backfill runs each instant once, however often it is asked.
+    let first = store
+        .backfill_workflow(&scheduled, &[10, 20, 30], "{}", 140)
+        .await
+        .unwrap();
+    assert_eq!(first.len(), 3);
+    let again = store
+        .backfill_workflow(&scheduled, &[20, 30, 40], "{}", 150)
+        .await
+        .unwrap();
+    assert_eq!(again.len(), 1);
+    let run = store.workflow_run(again[0]).await.unwrap().unwrap().run;
+    assert_eq!(
+        (run.kind, run.fire_at_ms),
+        (cronbox_protocol::TriggerKind::Backfill, Some(40))
     );
     assert!(!store.workflow_fire_buffered(scheduled.id).await.unwrap());
 }

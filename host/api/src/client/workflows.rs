@@ -84,6 +84,20 @@ impl Client {
         .await
     }
 
+    /// Runs workflow `name`'s schedule's instants in a past range.
+    pub async fn backfill_workflow(
+        &self,
+        name: &str,
+        request: &crate::WorkflowBackfillRequest,
+    ) -> Result<crate::WorkflowBackfill, ClientError> {
+        self.call(
+            Method::POST,
+            &format!("/api/v1/workflows/{name}/backfill"),
+            Some(request),
+        )
+        .await
+    }
+
     /// The elements of fanned-out node `node` of workflow run `id`.
     pub async fn workflow_node_items(
         &self,

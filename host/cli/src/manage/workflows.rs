@@ -66,6 +66,17 @@ enum WorkflowCommand {
     },
     /// A workflow's latest runs.
     Runs { name: String },
+    /// Run the schedule's instants in a past range, one run each (kind
+    /// backfill; an instant backfilled before is not run again).
+    Backfill {
+        name: String,
+        /// Start of the range, exclusive (RFC 3339).
+        #[arg(long)]
+        from: String,
+        /// End of the range, inclusive (RFC 3339; default now).
+        #[arg(long)]
+        to: Option<String>,
+    },
     /// A workflow run, node by node.
     Status { id: i64 },
     /// The elements of a fanned-out node of a workflow run, one by one.
@@ -273,6 +284,32 @@ pub fn workflow(args: WorkflowArgs) -> anyhow::Result<()> {
                         run.id
                     );
                     outln!("Follow it: cronbox workflow status {}", run.id);
+                })
+            }
+            WorkflowCommand::Backfill { name, from, to } => {
+                let instant = |flag: &str, text: &str| -> anyhow::Result<i64> {
+                    Ok(chrono::DateTime::parse_from_rfc3339(text)
+                        .with_context(|| format!("--{flag} {text:?} is not an RFC 3339 instant"))?
+                        .timestamp_millis())
+                };
+                let request = cronbox_api::WorkflowBackfillRequest {
+                    from_ms: instant("from", &from)?,
+                    to_ms: match &to {
+                        Some(text) => instant("to", text)?,
+                        None => chrono::Utc::now().timestamp_millis(),
+                    },
+                };
+                let backfill = client.backfill_workflow(&name, &request).await?;
+                show(json, &backfill, |backfill| {
+                    outln!(
+                        "{} instant(s): {} run(s) started, {} backfilled before",
+                        backfill.planned,
+                        backfill.started.len(),
+                        backfill.already_run
+                    );
+                    for run in &backfill.started {
+                        outln!("  workflow run {run}");
+                    }
                 })
             }
             WorkflowCommand::Items { id, node } => {

@@ -79,6 +79,8 @@ fn schemas() -> Value {
     collect::<cronbox_api::WorkflowRun>(&mut all);
     collect::<cronbox_api::WorkflowRunRequest>(&mut all);
     collect::<cronbox_api::ItemRun>(&mut all);
+    collect::<cronbox_api::WorkflowBackfillRequest>(&mut all);
+    collect::<cronbox_api::WorkflowBackfill>(&mut all);
     collect::<cronbox_api::Backfill>(&mut all);
     collect::<cronbox_api::Dashboard>(&mut all);
     collect::<cronbox_api::Session>(&mut all);

@@ -1,3 +1,5 @@
+-- Workflows grown: fanned-out nodes, overlap, FIX_DELAY and backfills.
+--
 -- A fanned-out workflow node's elements: one row per element of the
 -- array it runs over, written with its rendered input when the node
 -- starts. An element moves from pending to running in the transaction
@@ -21,3 +23,14 @@ CREATE INDEX workflow_item_by_run ON workflow_item (run_id);
 -- A workflow's schedule with overlap BUFFER_ONE: the fire that waits for
 -- the runs in progress to end (its planned instant), if one does.
 ALTER TABLE workflow ADD COLUMN buffered_fire_at_ms BIGINT;
+
+-- A FIX_DELAY workflow schedule: the run whose end plans the next fire
+-- (its next fire is NULL until then).
+ALTER TABLE workflow ADD COLUMN delay_after_run BIGINT;
+
+-- The schedule's instant a run was started for (a scheduled, late or
+-- backfilled run; NULL for one started on request). A backfill runs an
+-- instant once.
+ALTER TABLE workflow_run ADD COLUMN fire_at_ms BIGINT;
+CREATE UNIQUE INDEX workflow_run_backfilled ON workflow_run (workflow_id, fire_at_ms)
+    WHERE kind = 'backfill';
