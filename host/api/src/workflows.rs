@@ -220,6 +220,10 @@ pub struct Workflow {
     /// When its schedule starts it next, if it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_fire_at_ms: Option<i64>,
+    /// When that fire starts its run: its instant plus the schedule's
+    /// jitter (the same unless the rules give a jitter).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_run_at_ms: Option<i64>,
     pub created_at_ms: i64,
     pub updated_at_ms: i64,
 }

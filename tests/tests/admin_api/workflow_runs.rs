@@ -492,3 +492,82 @@ async fn a_fix_delay_workflow_waits_for_its_run_and_a_backfill_runs_each_instant
     }
     stack.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workflow_schedule_skips_its_calendars_dates_and_fires_after_its_jitter() {
+    let minute = next_whole_minute();
+    let (stack, clock) = stack_on_manual_clock(minute + 1_000).await;
+    stack.job("greet", "hello", json!({})).await;
+    stack
+        .api
+        .api
+        .put_calendar("holidays", &[utc_date(minute)])
+        .await
+        .unwrap();
+    let every_minute = |rules: Value| {
+        spec(json!({
+            "nodes": [{ "name": "greet", "job": "greet" }],
+            "schedule": { "schedule_type": "CRON", "schedule_conf": "0 * * * * ?",
+                          "rules": rules }
+        }))
+    };
+    // Today is a holiday: the first fire is tomorrow's first minute.
+    let off = stack
+        .api
+        .api
+        .put_workflow("off", &every_minute(json!({ "calendars": ["holidays"] })))
+        .await
+        .unwrap();
+    let tomorrow = minute - minute % 86_400_000 + 86_400_000;
+    assert_eq!(off.next_fire_at_ms, Some(tomorrow));
+    // Jitter holds a fire up to its bound, and the fire is not late then
+    // (a run started for its instant, not a misfire).
+    let jittered = stack
+        .api
+        .api
+        .put_workflow("jittered", &every_minute(json!({ "jitter_ms": 20_000 })))
+        .await
+        .unwrap();
+    let planned = jittered.next_fire_at_ms.unwrap();
+    let starts = jittered.next_run_at_ms.unwrap();
+    assert!((planned..=planned + 20_000).contains(&starts), "{jittered:?}");
+    clock.set(starts);
+    let run = until("the jittered fire starts its run", || async {
+        let runs = stack.api.api.workflow_runs("jittered").await.unwrap();
+        runs.first().cloned()
+    })
+    .await;
+    assert_eq!(
+        (run.kind, run.fire_at_ms),
+        (TriggerKind::Schedule, Some(planned))
+    );
+    // A calendar the tenant does not have is refused, naming the field.
+    let (status, answer) = stack
+        .call(
+            reqwest::Method::PUT,
+            "/api/v1/workflows/refused",
+            Some(serde_json::to_value(every_minute(json!({ "calendars": ["nope"] }))).unwrap()),
+        )
+        .await;
+    assert_eq!(
+        (status, answer["field"].as_str()),
+        (422, Some("schedule.rules.calendars")),
+        "{answer}"
+    );
+    stack.shutdown().await;
+}
+
+/// The UTC date (`YYYY-MM-DD`) of instant `ms` (days to a civil date, as
+/// in Howard Hinnant's `civil_from_days`).
+fn utc_date(ms: i64) -> String {
+    let z = ms.div_euclid(86_400_000) + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
+}

@@ -12,12 +12,16 @@ async fn list_workflows(
     caller: Caller,
 ) -> Result<impl IntoResponse, Failure> {
     let scope = caller.scope();
+    let listed = state
+        .scheduler
+        .store()
+        .workflows(scope.only_tenant())
+        .await?;
     Ok(Json(
-        state
-            .scheduler
-            .store()
-            .workflows(scope.only_tenant())
-            .await?,
+        listed
+            .into_iter()
+            .map(|workflow| workflows::with_next_run(&state.scheduler, workflow))
+            .collect::<Vec<_>>(),
     ))
 }
 
@@ -27,7 +31,8 @@ async fn get_workflow(
     Path(name): Path<String>,
 ) -> Result<impl IntoResponse, Failure> {
     let store = state.scheduler.store();
-    Ok(Json(workflows::named(store, &caller.tenant, &name).await?))
+    let workflow = workflows::named(store, &caller.tenant, &name).await?;
+    Ok(Json(workflows::with_next_run(&state.scheduler, workflow)))
 }
 
 /// Saves a workflow of the caller's tenant: created, or its next version
@@ -38,9 +43,8 @@ async fn put_workflow(
     Path(name): Path<String>,
     ApiJson(spec): ApiJson<WorkflowSpec>,
 ) -> Result<impl IntoResponse, Failure> {
-    Ok(Json(
-        workflows::save(&state.scheduler, &caller.tenant, &name, &spec).await?,
-    ))
+    let saved = workflows::save(&state.scheduler, &caller.tenant, &name, &spec).await?;
+    Ok(Json(workflows::with_next_run(&state.scheduler, saved)))
 }
 
 async fn delete_workflow(

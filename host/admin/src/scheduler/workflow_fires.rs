@@ -14,6 +14,27 @@ use crate::store::Fire;
 use crate::workflow::firing::{self, Overlap, Timetable};
 
 impl Scheduler {
+    /// `workflow`'s schedule as it fires: its rules with the dates of the
+    /// tenant's calendars it names, its jitter seeded by its id.
+    pub fn timetable_of(
+        &self,
+        workflow: &cronbox_api::Workflow,
+    ) -> Result<Timetable, firing::InvalidSchedule> {
+        let Some(schedule) = &workflow.definition.schedule else {
+            return Err(firing::InvalidSchedule {
+                field: "schedule".to_owned(),
+                message: "no schedule".to_owned(),
+            });
+        };
+        let calendars = schedule
+            .rules
+            .as_ref()
+            .map(|rules| rules.calendars.as_slice())
+            .unwrap_or_default();
+        Ok(Timetable::parse(schedule, workflow.id)?
+            .map_rules(|rules| self.with_calendars(rules, &workflow.tenant, calendars)))
+    }
+
     /// Fires the workflows whose schedule is due, then starts the
     /// buffered fires whose workflow has no run in progress any more.
     pub(super) async fn fire_due_workflows(self: &Arc<Self>) -> Result<(), StoreError> {
@@ -24,7 +45,7 @@ impl Scheduler {
             else {
                 continue;
             };
-            let timetable = match Timetable::parse(schedule) {
+            let timetable = match self.timetable_of(&workflow) {
                 Ok(timetable) => timetable,
                 Err(error) => {
                     // Checked when saved: damaged since. It stops firing,
@@ -36,6 +57,10 @@ impl Scheduler {
                     continue;
                 }
             };
+            if now < planned + timetable.jitter(planned) {
+                // Due, but its jitter holds it a moment longer.
+                continue;
+            }
             let (kind, mut next) = timetable.due_fire(schedule.misfire, planned, now);
             let input = schedule.input.as_deref().unwrap_or("{}");
             let waits = timetable.waits_for_runs();
@@ -85,7 +110,9 @@ impl Scheduler {
                 continue;
             };
             let input = schedule.input.as_deref().unwrap_or("{}");
-            let waits = Timetable::parse(schedule).is_ok_and(|table| table.waits_for_runs());
+            let waits = self
+                .timetable_of(&workflow)
+                .is_ok_and(|table| table.waits_for_runs());
             if let Some(run) = self
                 .store
                 .start_buffered_fire(&workflow, input, waits, self.now_ms())
@@ -95,11 +122,9 @@ impl Scheduler {
             }
         }
         for (workflow, awaited, ended_ms) in self.store.workflows_done_waiting().await? {
-            let next = workflow
-                .definition
-                .schedule
-                .as_ref()
-                .and_then(|schedule| Timetable::parse(schedule).ok())
+            let next = self
+                .timetable_of(&workflow)
+                .ok()
                 .and_then(|table| table.after_run(ended_ms.max(now)));
             self.store
                 .resume_after_run(workflow.id, awaited, next)
@@ -119,7 +144,7 @@ impl Scheduler {
         let Some(schedule) = &workflow.definition.schedule else {
             return Ok(WorkflowBackfillOutcome::NoSchedule);
         };
-        let Ok(timetable) = Timetable::parse(schedule) else {
+        let Ok(timetable) = self.timetable_of(workflow) else {
             return Ok(WorkflowBackfillOutcome::NoSchedule);
         };
         if timetable.waits_for_runs() {

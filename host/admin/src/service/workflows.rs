@@ -53,7 +53,7 @@ pub async fn save(
     }
     let next_fire_at_ms = match &spec.schedule {
         None => None,
-        Some(schedule) => first_fire(schedule, now_ms)?,
+        Some(schedule) => first_fire(scheduler, tenant, schedule, now_ms).await?,
     };
     let module_nodes = module_node_jobs(name, spec)?;
     for (i, node) in spec.nodes.iter().enumerate() {
@@ -193,14 +193,54 @@ pub async fn delete(store: &Store, tenant: &str, name: &str) -> Result<Workflow,
 }
 
 /// The first fire of a workflow's schedule saved at `now_ms`, refusing
-/// what a job's schedule refuses and what only jobs have (naming the
-/// field).
-fn first_fire(schedule: &WorkflowSchedule, now_ms: i64) -> Result<Option<i64>, ServiceError> {
-    let timetable = crate::workflow::firing::Timetable::parse(schedule)
+/// what a job's schedule refuses (naming the field); the calendars it
+/// names must be the tenant's.
+async fn first_fire(
+    scheduler: &Scheduler,
+    tenant: &str,
+    schedule: &WorkflowSchedule,
+    now_ms: i64,
+) -> Result<Option<i64>, ServiceError> {
+    let timetable = crate::workflow::firing::Timetable::parse(schedule, 0)
         .map_err(|refused| invalid(refused.field, refused.message))?;
     if let Some(input) = &schedule.input {
         checked_input(input, "schedule.input")?;
     }
+    let calendars = schedule
+        .rules
+        .as_ref()
+        .map(|rules| rules.calendars.clone())
+        .unwrap_or_default();
+    if calendars.len() > super::jobs::MAX_JOB_CALENDARS {
+        return Err(invalid(
+            "schedule.rules.calendars",
+            format!(
+                "{} calendars; a schedule names at most {}",
+                calendars.len(),
+                super::jobs::MAX_JOB_CALENDARS
+            ),
+        ));
+    }
+    if !calendars.is_empty() {
+        let existing: Vec<String> = scheduler
+            .store()
+            .calendars(Some(tenant))
+            .await?
+            .into_iter()
+            .map(|calendar| calendar.name)
+            .collect();
+        if let Some(missing) = calendars.iter().find(|name| !existing.contains(name)) {
+            return Err(invalid(
+                "schedule.rules.calendars",
+                format!(
+                    "no calendar {missing:?} in this tenant (`cronbox calendar set {missing} \
+                     DATE...` makes one)"
+                ),
+            ));
+        }
+    }
+    let timetable =
+        timetable.map_rules(|rules| scheduler.with_calendars(rules, tenant, &calendars));
     Ok(timetable.first_fire(now_ms))
 }
 
@@ -216,6 +256,16 @@ fn checked_input(input: &str, field: &str) -> Result<(), ServiceError> {
         return Err(invalid(field, format!("the input is not JSON: {error}")));
     }
     Ok(())
+}
+
+/// `workflow` with when its next fire starts its run (its jitter added).
+pub fn with_next_run(scheduler: &Scheduler, mut workflow: Workflow) -> Workflow {
+    workflow.next_run_at_ms = workflow.next_fire_at_ms.map(|next| {
+        next + scheduler
+            .timetable_of(&workflow)
+            .map_or(0, |timetable| timetable.jitter(next))
+    });
+    workflow
 }
 
 /// Workflow `name` of `tenant`, or [`ServiceError::UnknownWorkflow`].

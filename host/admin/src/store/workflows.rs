@@ -40,6 +40,7 @@ pub(super) fn workflow_from_row(row: &AnyRow) -> Result<Workflow, sqlx::Error> {
         version: row.try_get("version")?,
         definition: json_column(row, "definition")?,
         next_fire_at_ms: row.try_get("next_fire_at_ms")?,
+        next_run_at_ms: None,
         created_at_ms: row.try_get("created_at_ms")?,
         updated_at_ms: row.try_get("updated_at_ms")?,
     })

@@ -34,9 +34,11 @@ pub struct InvalidSchedule {
 }
 
 impl Timetable {
-    /// Checks `written`, refusing what a job's schedule refuses, and what
-    /// only jobs have (jitter, shared calendars), naming the field.
-    pub fn parse(written: &WorkflowSchedule) -> Result<Timetable, InvalidSchedule> {
+    /// Checks `written`, refusing what a job's schedule refuses, naming
+    /// the field; `seed` (the workflow's id) spreads its jitter. The
+    /// shared calendars it names are the caller's to add
+    /// ([`Timetable::map_rules`]).
+    pub fn parse(written: &WorkflowSchedule, seed: i64) -> Result<Timetable, InvalidSchedule> {
         let invalid = |field: &str, message: String| InvalidSchedule {
             field: field.to_owned(),
             message,
@@ -57,19 +59,6 @@ impl Timetable {
         let rules = match &written.rules {
             None => Rules::default(),
             Some(rules) => {
-                if rules.jitter_ms != 0 {
-                    return Err(invalid(
-                        "schedule.rules.jitter_ms",
-                        "jitter is a job's rule: a workflow's runs start at their fire".to_owned(),
-                    ));
-                }
-                if !rules.calendars.is_empty() {
-                    return Err(invalid(
-                        "schedule.rules.calendars",
-                        "shared calendars are a job's rule: list the dates in exclude_dates"
-                            .to_owned(),
-                    ));
-                }
                 if rules.overlap != OverlapPolicy::Allow {
                     return Err(invalid(
                         "schedule.rules.overlap",
@@ -82,7 +71,7 @@ impl Timetable {
                         format!("unknown time zone {:?}", written.time_zone),
                     )
                 })?;
-                Rules::parse(rules, zone, 0).map_err(|refused| {
+                Rules::parse(rules, zone, seed).map_err(|refused| {
                     invalid(
                         &refused.field.replace("schedule_rules", "schedule.rules"),
                         refused.message,
@@ -100,6 +89,22 @@ impl Timetable {
             .first_fire(&self.schedule, at(now_ms))
             .map(|fire| fire.timestamp_millis())
             .filter(|fire| *fire >= now_ms)
+    }
+
+    /// The timetable with its rules changed by `change` (a tenant's
+    /// calendars added).
+    pub fn map_rules(self, change: impl FnOnce(Rules) -> Rules) -> Timetable {
+        Timetable {
+            rules: change(self.rules),
+            ..self
+        }
+    }
+
+    /// How long after its planned instant `planned_ms` a fire starts its
+    /// run: 0 to the rules' jitter, the same every time for this workflow
+    /// and instant.
+    pub fn jitter(&self, planned_ms: i64) -> i64 {
+        self.rules.jitter(planned_ms)
     }
 
     /// Whether the next fire waits for the run a fire started to end
@@ -153,7 +158,8 @@ impl Timetable {
         planned_ms: i64,
         now_ms: i64,
     ) -> (Option<TriggerKind>, Option<i64>) {
-        if now_ms - planned_ms <= MISFIRE_THRESHOLD_MS {
+        // Jitter delays the fire: it is late past its jittered instant.
+        if now_ms - planned_ms - self.jitter(planned_ms) <= MISFIRE_THRESHOLD_MS {
             let next = self
                 .rules
                 .next_after(&self.schedule, at(planned_ms))
@@ -204,7 +210,7 @@ mod tests {
     use crate::schedule::ScheduleType;
 
     fn timetable(kind: ScheduleType, conf: &str, zone: &str) -> Timetable {
-        Timetable::parse(&WorkflowSchedule {
+        Timetable::of(&WorkflowSchedule {
             schedule_type: kind,
             schedule_conf: conf.to_owned(),
             time_zone: zone.to_owned(),
@@ -214,6 +220,12 @@ mod tests {
             rules: None,
         })
         .unwrap()
+    }
+
+    impl Timetable {
+        fn of(written: &WorkflowSchedule) -> Result<Timetable, InvalidSchedule> {
+            Timetable::parse(written, 7)
+        }
     }
 
     const NOON: i64 = 1_795_867_200_000; // 2026-11-28T12:00:00Z
@@ -254,7 +266,7 @@ mod tests {
     }
 
     #[test]
-    fn rules_bound_a_workflows_fires_and_what_only_jobs_have_is_refused() {
+    fn rules_window_exclude_and_jitter_a_workflows_fires_and_list_backfill_instants() {
         let mut written = WorkflowSchedule {
             schedule_type: ScheduleType::Cron,
             schedule_conf: "0 0 12 * * ?".to_owned(),
@@ -268,7 +280,7 @@ mod tests {
                 ..Default::default()
             }),
         };
-        let table = Timetable::parse(&written).unwrap();
+        let table = Timetable::of(&written).unwrap();
         // 11-29 is excluded: after today's noon comes 11-30's.
         assert_eq!(
             table.due_fire(MisfirePolicy::DoNothing, NOON, NOON),
@@ -283,15 +295,18 @@ mod tests {
             ),
             (Some(TriggerKind::Schedule), None)
         );
+        written.rules.as_mut().unwrap().jitter_ms = 400_000;
+        let refused = Timetable::of(&written).unwrap_err();
+        assert!(refused.message.contains("jitter_ms 400000"), "{refused}");
+        // Jitter: the same delay for the same instant, within the bound.
         written.rules.as_mut().unwrap().jitter_ms = 1_000;
-        assert_eq!(
-            Timetable::parse(&written).unwrap_err().field,
-            "schedule.rules.jitter_ms"
-        );
+        let jittered = Timetable::of(&written).unwrap();
+        assert!((0..=1_000).contains(&jittered.jitter(NOON)));
+        assert_eq!(jittered.jitter(NOON), jittered.jitter(NOON));
         written.rules.as_mut().unwrap().jitter_ms = 0;
         // Backfill: the instants in a range, bounded.
         assert_eq!(
-            Timetable::parse(&written).unwrap().fires_between(
+            Timetable::of(&written).unwrap().fires_between(
                 NOON - 86_400_000,
                 NOON + 2 * 86_400_000,
                 10
@@ -299,7 +314,7 @@ mod tests {
             Ok(vec![NOON, NOON + 2 * 86_400_000])
         );
         assert_eq!(
-            Timetable::parse(&written).unwrap().fires_between(
+            Timetable::of(&written).unwrap().fires_between(
                 NOON - 86_400_000,
                 NOON + 2 * 86_400_000,
                 1
@@ -310,7 +325,7 @@ mod tests {
         written.rules = None;
         written.schedule_type = ScheduleType::FixDelay;
         written.schedule_conf = "30".to_owned();
-        let delay = Timetable::parse(&written).unwrap();
+        let delay = Timetable::of(&written).unwrap();
         assert!(delay.waits_for_runs());
         assert_eq!(
             delay.due_fire(MisfirePolicy::DoNothing, NOON, NOON),
