@@ -530,7 +530,10 @@ async fn a_workflow_schedule_skips_its_calendars_dates_and_fires_after_its_jitte
         .unwrap();
     let planned = jittered.next_fire_at_ms.unwrap();
     let starts = jittered.next_run_at_ms.unwrap();
-    assert!((planned..=planned + 20_000).contains(&starts), "{jittered:?}");
+    assert!(
+        (planned..=planned + 20_000).contains(&starts),
+        "{jittered:?}"
+    );
     clock.set(starts);
     let run = until("the jittered fire starts its run", || async {
         let runs = stack.api.api.workflow_runs("jittered").await.unwrap();

@@ -1,6 +1,6 @@
 //! Firing across admins: every second of hundreds of jobs exactly once,
-//! with three admins, a killed admin, a database restart and skewed
-//! clocks.
+//! with three admins, a killed admin, a database restart (workflow runs
+//! in flight across it) and skewed clocks.
 
 use super::*;
 
@@ -95,6 +95,38 @@ async fn a_database_restart_mid_load_loses_and_doubles_nothing() {
     let from = second_after(3_000);
     let to = from + 11_000;
     let ids = cluster.every_second(100, from, to).await;
+    // Workflow runs in flight across the outage: a node, a node fanned
+    // out over six elements two at a time, a node after them.
+    cluster.push("sleeper", "sleeper").await;
+    for (name, module, param) in [("wf-nap", "sleeper", "1"), ("wf-hello", "hello", "x")] {
+        cluster
+            .create(0, json!({ "name": name, "module": module, "param": param }))
+            .await;
+    }
+    let flow: cronbox_api::WorkflowSpec = serde_json::from_value(json!({
+        "nodes": [
+            { "name": "first", "job": "wf-hello" },
+            { "name": "each", "job": "wf-nap", "for_each": "input.items", "concurrency": 2 },
+            { "name": "last", "job": "wf-hello", "param": "{{ nodes.each.output.5 }}" }
+        ],
+        "edges": [{ "from": "first", "to": "each" }, { "from": "each", "to": "last" }]
+    }))
+    .unwrap();
+    cluster.api(0).put_workflow("flow", &flow).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(
+        (from + 2_000 - now_ms()).max(0) as u64
+    ))
+    .await;
+    let mut flows = Vec::new();
+    for i in 0..4 {
+        let input = r#"{"items": [600, 600, 600, 600, 600, 600]}"#;
+        let run = cluster
+            .api(i % 2)
+            .start_workflow_run("flow", Some(input))
+            .await
+            .unwrap();
+        flows.push(run.id);
+    }
     tokio::time::sleep(Duration::from_millis(
         (from + 3_000 - now_ms()).max(0) as u64
     ))
@@ -111,6 +143,27 @@ async fn a_database_restart_mid_load_loses_and_doubles_nothing() {
     // still due, late, and must happen once.
     let runs = cluster.settle(from, to).await;
     exactly_once(&runs, &ids, from, to);
+    // Every workflow run ended, each node and element run once.
+    let api = cluster.api(1);
+    for id in &flows {
+        let run = until("the workflow run ends", || async {
+            let run = api.workflow_run(*id).await.ok()?;
+            (run.status != cronbox_api::WorkflowRunStatus::Running).then_some(run)
+        })
+        .await;
+        assert_eq!(
+            run.status,
+            cronbox_api::WorkflowRunStatus::Succeeded,
+            "{run:#?}"
+        );
+        assert_eq!(run.nodes[2].input.as_deref(), Some("slept 600 ms"));
+    }
+    let store = Store::connect(&cluster.url).await.unwrap();
+    for (name, per_flow) in [("wf-nap", 6), ("wf-hello", 2)] {
+        let job = store.jobs_named("default", name).await.unwrap().remove(0);
+        let ran = store.runs_of_job(job.id).await.unwrap();
+        assert_eq!(ran.len(), per_flow * flows.len(), "{name}: {ran:?}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
