@@ -240,6 +240,16 @@ impl Cluster {
         api.upload(jobs::bytes(job), Some(name), &[]).await.unwrap();
     }
 
+    /// Workflow run `id` once it has ended, read through admin `admin`.
+    async fn workflow_ended(&self, admin: usize, id: i64) -> cronbox_api::WorkflowRun {
+        let api = self.api(admin);
+        until("the workflow run ends", || async {
+            let run = api.workflow_run(id).await.ok()?;
+            (run.status != cronbox_api::WorkflowRunStatus::Running).then_some(run)
+        })
+        .await
+    }
+
     /// Creates a job through admin `admin` from its definition as JSON.
     async fn create(&self, admin: usize, spec: Value) -> JobId {
         let spec: JobSpec = serde_json::from_value(spec).unwrap();

@@ -190,6 +190,26 @@ impl Cli {
         found
     }
 
+    /// `cronbox deploy` of the repository's folder `folder`, with the
+    /// pinned tools the build installed and the guest dependencies the
+    /// example jobs compiled already.
+    fn deploy_example(&self, folder: &str) -> Output {
+        let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let target = languages::dir().parent().unwrap().to_owned();
+        Command::new(env!("CARGO_BIN_EXE_cronbox"))
+            .arg("deploy")
+            .arg(repo.join(folder))
+            .env("CRONBOX_ADMIN", &self.base)
+            .env("CRONBOX_API_TOKEN", &self.token)
+            .env("CRONBOX_TOOLS_DIR", target.join("tools"))
+            .env("CARGO_TARGET_DIR", target.join("example-jobs"))
+            .env_remove("RUSTFLAGS")
+            .env_remove("CARGO_ENCODED_RUSTFLAGS")
+            .env_remove("CARGO_BUILD_TARGET")
+            .output()
+            .unwrap()
+    }
+
     /// A job of module `name` (pushed from `file`) with extra TOML fields
     /// (never scheduled unless they give a schedule).
     fn job(&self, dir: &std::path::Path, name: &str, file: &str, fields: &str) -> String {
@@ -473,22 +493,7 @@ async fn a_pushed_version_is_compiled_ahead_and_every_job_stays_on_time() {
 fn the_three_language_example_workflow_deploys_in_one_command_and_runs() {
     let data = tempfile::tempdir().unwrap();
     let (_stack, cli) = Cli::up(data.path());
-    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let target = languages::dir().parent().unwrap().to_owned();
-    let deployed = Command::new(env!("CARGO_BIN_EXE_cronbox"))
-        .arg("deploy")
-        .arg(repo.join("example-jobs/etl"))
-        .env("CRONBOX_ADMIN", &cli.base)
-        .env("CRONBOX_API_TOKEN", &cli.token)
-        // The pinned tools the build installed, and the guest
-        // dependencies the example jobs compiled already.
-        .env("CRONBOX_TOOLS_DIR", target.join("tools"))
-        .env("CARGO_TARGET_DIR", target.join("example-jobs"))
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .env_remove("CARGO_BUILD_TARGET")
-        .output()
-        .unwrap();
+    let deployed = cli.deploy_example("example-jobs/etl");
     let printed = format!("{}{}", text(&deployed.stdout), text(&deployed.stderr));
     assert!(deployed.status.success(), "{printed}");
     assert!(
@@ -551,15 +556,7 @@ fn the_three_language_example_workflow_deploys_in_one_command_and_runs() {
     assert_eq!(status("load").unwrap(), "skipped");
     assert_eq!(status("notify").unwrap(), "succeeded");
     // Deployed again with nothing changed: nothing changes.
-    let again = Command::new(env!("CARGO_BIN_EXE_cronbox"))
-        .arg("deploy")
-        .arg(repo.join("example-jobs/etl"))
-        .env("CRONBOX_ADMIN", &cli.base)
-        .env("CRONBOX_API_TOKEN", &cli.token)
-        .env("CRONBOX_TOOLS_DIR", target.join("tools"))
-        .env("CARGO_TARGET_DIR", target.join("example-jobs"))
-        .output()
-        .unwrap();
+    let again = cli.deploy_example("example-jobs/etl");
     let printed = text(&again.stdout);
     assert!(
         printed.contains("workflow unchanged (version 1)"),

@@ -8,7 +8,7 @@
 
 use cronbox_api::{NodeStatus, WorkflowRunStatus};
 
-use super::workflows::{ended, node, save};
+use super::workflows::{ended, node, run_to_end, save};
 use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -38,8 +38,7 @@ async fn a_node_fans_out_within_its_concurrency_and_its_outputs_join_in_order() 
         }),
     )
     .await;
-    let started = stack.api.api.start_workflow_run("fan", None).await.unwrap();
-    let run = ended(&stack, started.id).await;
+    let run = run_to_end(&stack, "fan", None).await;
     assert_eq!(run.status, WorkflowRunStatus::Succeeded, "{run:#?}");
     let each = node(&run, "each");
     assert_eq!(
@@ -107,13 +106,12 @@ async fn a_node_fans_out_within_its_concurrency_and_its_outputs_join_in_order() 
         }),
     )
     .await;
-    let started = stack
-        .api
-        .api
-        .start_workflow_run("burns", Some(r#"{"rounds": ["10", "x", "20", "30"]}"#))
-        .await
-        .unwrap();
-    let run = ended(&stack, started.id).await;
+    let run = run_to_end(
+        &stack,
+        "burns",
+        Some(r#"{"rounds": ["10", "x", "20", "30"]}"#),
+    )
+    .await;
     assert_eq!(run.status, WorkflowRunStatus::Failed, "{run:#?}");
     let burn = node(&run, "burn");
     assert!(
@@ -148,13 +146,7 @@ async fn a_node_fans_out_within_its_concurrency_and_its_outputs_join_in_order() 
         ),
         (r#"{"rounds": []}"#, NodeStatus::Succeeded, "[]"),
     ] {
-        let started = stack
-            .api
-            .api
-            .start_workflow_run("burns", Some(input))
-            .await
-            .unwrap();
-        let run = ended(&stack, started.id).await;
+        let run = run_to_end(&stack, "burns", Some(input)).await;
         let burn = node(&run, "burn");
         assert_eq!(burn.status, status, "{burn:?}");
         assert_eq!(
@@ -195,13 +187,7 @@ async fn edge_conditions_choose_a_branch_and_one_that_reads_nothing_fails_its_no
         }),
     )
     .await;
-    let started = stack
-        .api
-        .api
-        .start_workflow_run("branch", Some(r#"{"mode": "full"}"#))
-        .await
-        .unwrap();
-    let run = ended(&stack, started.id).await;
+    let run = run_to_end(&stack, "branch", Some(r#"{"mode": "full"}"#)).await;
     assert_eq!(node(&run, "big").status, NodeStatus::Skipped);
     assert_eq!(node(&run, "small").output.as_deref(), Some("hello, 3 rows"));
     let broken = node(&run, "broken");
@@ -352,13 +338,7 @@ async fn a_module_node_runs_its_module_as_a_job_the_workflow_owns() {
     save(&stack, "modular", definition("hi from settings")).await;
     let owned = job_named(&stack, "modular.say").await.unwrap();
     assert_eq!(owned.timeout_ms, 5000);
-    let started = stack
-        .api
-        .api
-        .start_workflow_run("modular", None)
-        .await
-        .unwrap();
-    let run = ended(&stack, started.id).await;
+    let run = run_to_end(&stack, "modular", None).await;
     assert_eq!(
         node(&run, "say").output.as_deref(),
         Some("hi from settings")
@@ -366,13 +346,7 @@ async fn a_module_node_runs_its_module_as_a_job_the_workflow_owns() {
     // Saved again: the same job, its settings brought up to date.
     save(&stack, "modular", definition("hi again")).await;
     assert_eq!(job_named(&stack, "modular.say").await.unwrap().id, owned.id);
-    let started = stack
-        .api
-        .api
-        .start_workflow_run("modular", None)
-        .await
-        .unwrap();
-    let run = ended(&stack, started.id).await;
+    let run = run_to_end(&stack, "modular", None).await;
     assert_eq!(node(&run, "say").output.as_deref(), Some("hi again"));
     // What a module node's settings may not give, and a bad setting, are
     // refused naming the field; a job and a module both, too.

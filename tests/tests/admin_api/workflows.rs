@@ -17,6 +17,12 @@ pub(super) async fn ended(stack: &Stack, id: i64) -> WorkflowRun {
     .await
 }
 
+/// A run of workflow `name` started with `input`, once it has ended.
+pub(super) async fn run_to_end(stack: &Stack, name: &str, input: Option<&str>) -> WorkflowRun {
+    let started = stack.api.api.start_workflow_run(name, input).await.unwrap();
+    ended(stack, started.id).await
+}
+
 pub(super) fn spec(value: Value) -> WorkflowSpec {
     serde_json::from_value(value).unwrap()
 }

@@ -31,6 +31,19 @@ pub(super) struct FanOutNode<'a> {
     pub concurrency: usize,
 }
 
+impl<'a> FanOutNode<'a> {
+    /// Node `spec` of workflow run `run`.
+    fn of(run: &'a WorkflowRun, spec: &'a GraphNode) -> FanOutNode<'a> {
+        FanOutNode {
+            workflow_run: run.id,
+            tenant: &run.tenant,
+            name: &spec.name,
+            job: spec.job_name(&run.workflow_name),
+            concurrency: spec.concurrency,
+        }
+    }
+}
+
 impl Scheduler {
     /// Starts fanned-out node `spec` of `run` with `job`: its elements'
     /// inputs rendered and written, then the first of them started. An
@@ -63,15 +76,8 @@ impl Scheduler {
             // Another admin started it a moment before.
             return Ok(running());
         }
-        let node = FanOutNode {
-            workflow_run: run.id,
-            tenant: &run.tenant,
-            name: &spec.name,
-            job: spec.job_name(&run.workflow_name),
-            concurrency: spec.concurrency,
-        };
         Ok(self
-            .step_fan_out(&node, Some(job))
+            .step_fan_out(&FanOutNode::of(run, spec), Some(job))
             .await?
             .unwrap_or_else(running))
     }
@@ -84,14 +90,7 @@ impl Scheduler {
         spec: &GraphNode,
         job: Option<JobRow>,
     ) -> Result<Option<NodeEnd>, StoreError> {
-        let node = FanOutNode {
-            workflow_run: run.id,
-            tenant: &run.tenant,
-            name: &spec.name,
-            job: spec.job_name(&run.workflow_name),
-            concurrency: spec.concurrency,
-        };
-        self.step_fan_out(&node, job).await
+        self.step_fan_out(&FanOutNode::of(run, spec), job).await
     }
 
     /// After an element of fanned-out node `name` of `workflow_run`

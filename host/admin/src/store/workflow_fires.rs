@@ -77,11 +77,7 @@ impl Store {
                 let run =
                     insert_workflow_run(&mut tx, workflow, input, kind, Some(planned_ms), now_ms)
                         .await?;
-                sqlx::query("UPDATE workflow SET delay_after_run = $2 WHERE id = $1")
-                    .bind(workflow.id)
-                    .bind(run)
-                    .execute(&mut *tx)
-                    .await?;
+                wait_for_run(&mut tx, workflow.id, run).await?;
                 run
             }
             Fire::Buffer => {
@@ -193,11 +189,7 @@ impl Store {
         )
         .await?;
         if then_wait {
-            sqlx::query("UPDATE workflow SET delay_after_run = $2 WHERE id = $1")
-                .bind(workflow.id)
-                .bind(run)
-                .execute(&mut *tx)
-                .await?;
+            wait_for_run(&mut tx, workflow.id, run).await?;
         }
         tx.commit().await?;
         Ok(run)
@@ -281,4 +273,19 @@ impl Store {
         tx.commit().await?;
         Ok(written)
     }
+}
+
+/// Within `tx`: workflow `workflow_id`'s next fire waits for the end of
+/// run `run` (FIX_DELAY).
+async fn wait_for_run(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    workflow_id: i64,
+    run: Option<i64>,
+) -> Result<(), StoreError> {
+    sqlx::query("UPDATE workflow SET delay_after_run = $2 WHERE id = $1")
+        .bind(workflow_id)
+        .bind(run)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
 }

@@ -179,23 +179,7 @@ impl Store {
         run: &NewRun,
         now_ms: i64,
     ) -> Result<Option<RunId>, StoreError> {
-        let mut tx = self.writer.begin().await?;
-        let id = runs::insert_run(tx.as_mut(), run, &self.owner, now_ms, false)
-            .await?
-            .ok_or(StoreError::Database(sqlx::Error::RowNotFound))?;
-        let moved =
-            sqlx::query("UPDATE workflow_item SET run_id = $2 WHERE run_id = $1 AND status = $3")
-                .bind(from)
-                .bind(id)
-                .bind(status_text(NodeStatus::Running)?)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
-        if moved != 1 {
-            return Ok(None);
-        }
-        tx.commit().await?;
-        Ok(Some(id))
+        self.move_to_retry("workflow_item", from, run, now_ms).await
     }
 
     /// Ends element `index` of node `node` as `end` says, if it has not

@@ -311,18 +311,33 @@ impl Store {
         run: &NewRun,
         now_ms: i64,
     ) -> Result<Option<RunId>, StoreError> {
+        self.move_to_retry("workflow_node", from, run, now_ms).await
+    }
+
+    /// Moves the running node or element of `table` (`workflow_node` or
+    /// `workflow_item`) that follows run `from` to its retry `run`,
+    /// written in the same transaction; the retry's id, or `None` if none
+    /// follows `from` any more.
+    pub(super) async fn move_to_retry(
+        &self,
+        table: &'static str,
+        from: RunId,
+        run: &NewRun,
+        now_ms: i64,
+    ) -> Result<Option<RunId>, StoreError> {
         let mut tx = self.writer.begin().await?;
         let id = runs::insert_run(tx.as_mut(), run, &self.owner, now_ms, false)
             .await?
             .ok_or(StoreError::Database(sqlx::Error::RowNotFound))?;
-        let moved =
-            sqlx::query("UPDATE workflow_node SET run_id = $2 WHERE run_id = $1 AND status = $3")
-                .bind(from)
-                .bind(id)
-                .bind(status_text(NodeStatus::Running)?)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
+        let moved = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE {table} SET run_id = $2 WHERE run_id = $1 AND status = $3"
+        )))
+        .bind(from)
+        .bind(id)
+        .bind(status_text(NodeStatus::Running)?)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
         if moved != 1 {
             // Dropped with the transaction: the retry is not written.
             return Ok(None);

@@ -174,13 +174,8 @@ async fn workflows_outlive_a_killed_admin_and_start_each_node_once() {
         runs.push(started.id);
     }
     cluster.admins[0].process.take().unwrap().kill();
-    let api = cluster.api(1);
     for id in &runs {
-        let run = until("the workflow run ends", || async {
-            let run = api.workflow_run(*id).await.ok()?;
-            (run.status != cronbox_api::WorkflowRunStatus::Running).then_some(run)
-        })
-        .await;
+        let run = cluster.workflow_ended(1, *id).await;
         assert_eq!(
             run.status,
             cronbox_api::WorkflowRunStatus::Succeeded,

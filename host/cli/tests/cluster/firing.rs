@@ -113,13 +113,11 @@ async fn a_database_restart_mid_load_loses_and_doubles_nothing() {
     }))
     .unwrap();
     cluster.api(0).put_workflow("flow", &flow).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(
-        (from + 2_000 - now_ms()).max(0) as u64
-    ))
-    .await;
+    // Started now (before the window opens), they run three waves of
+    // 1.5 s elements: into the outage.
     let mut flows = Vec::new();
     for i in 0..4 {
-        let input = r#"{"items": [600, 600, 600, 600, 600, 600]}"#;
+        let input = r#"{"items": [1500, 1500, 1500, 1500, 1500, 1500]}"#;
         let run = cluster
             .api(i % 2)
             .start_workflow_run("flow", Some(input))
@@ -144,19 +142,14 @@ async fn a_database_restart_mid_load_loses_and_doubles_nothing() {
     let runs = cluster.settle(from, to).await;
     exactly_once(&runs, &ids, from, to);
     // Every workflow run ended, each node and element run once.
-    let api = cluster.api(1);
     for id in &flows {
-        let run = until("the workflow run ends", || async {
-            let run = api.workflow_run(*id).await.ok()?;
-            (run.status != cronbox_api::WorkflowRunStatus::Running).then_some(run)
-        })
-        .await;
+        let run = cluster.workflow_ended(1, *id).await;
         assert_eq!(
             run.status,
             cronbox_api::WorkflowRunStatus::Succeeded,
             "{run:#?}"
         );
-        assert_eq!(run.nodes[2].input.as_deref(), Some("slept 600 ms"));
+        assert_eq!(run.nodes[2].input.as_deref(), Some("slept 1500 ms"));
     }
     let store = Store::connect(&cluster.url).await.unwrap();
     for (name, per_flow) in [("wf-nap", 6), ("wf-hello", 2)] {
