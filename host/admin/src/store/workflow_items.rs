@@ -192,23 +192,8 @@ impl Store {
         end: &NodeEnd,
         now_ms: i64,
     ) -> Result<bool, StoreError> {
-        Ok(sqlx::query(
-            "UPDATE workflow_item SET status = $4, output = $5, message = $6, ended_at_ms = $7 \
-             WHERE workflow_run_id = $1 AND node = $2 AND idx = $3 AND status IN ($8, $9)",
-        )
-        .bind(workflow_run)
-        .bind(node)
-        .bind(index)
-        .bind(status_text(end.status)?)
-        .bind(end.output.as_deref())
-        .bind(end.message.as_deref())
-        .bind(now_ms)
-        .bind(status_text(NodeStatus::Pending)?)
-        .bind(status_text(NodeStatus::Running)?)
-        .execute(&self.writer)
-        .await?
-        .rows_affected()
-            == 1)
+        self.end_step(workflow_run, node, Some(index), end, now_ms)
+            .await
     }
 
     /// Skips the elements of `node` that have not started, saying `why`

@@ -355,10 +355,28 @@ impl Store {
         end: &NodeEnd,
         now_ms: i64,
     ) -> Result<bool, StoreError> {
-        Ok(sqlx::query(
-            "UPDATE workflow_node SET status = $3, output = $4, message = $5, ended_at_ms = $6 \
-             WHERE workflow_run_id = $1 AND node = $2 AND status IN ($7, $8)",
-        )
+        self.end_step(workflow_run, node, None, end, now_ms).await
+    }
+
+    /// Ends node `node` of workflow run `workflow_run` — or, with `item`,
+    /// that element of it — as `end` says, if it has not ended; false if
+    /// it had.
+    pub(super) async fn end_step(
+        &self,
+        workflow_run: i64,
+        node: &str,
+        item: Option<i64>,
+        end: &NodeEnd,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let (table, of_item) = match item {
+            None => ("workflow_node", ""),
+            Some(_) => ("workflow_item", " AND idx = $9"),
+        };
+        Ok(sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE {table} SET status = $3, output = $4, message = $5, ended_at_ms = $6 \
+             WHERE workflow_run_id = $1 AND node = $2 AND status IN ($7, $8){of_item}"
+        )))
         .bind(workflow_run)
         .bind(node)
         .bind(status_text(end.status)?)
@@ -367,6 +385,7 @@ impl Store {
         .bind(now_ms)
         .bind(status_text(NodeStatus::Pending)?)
         .bind(status_text(NodeStatus::Running)?)
+        .bind(item)
         .execute(&self.writer)
         .await?
         .rows_affected()
