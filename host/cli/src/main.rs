@@ -54,8 +54,25 @@ struct Cli {
     /// Configuration file (default: ./cronbox.toml if it exists).
     #[arg(long, global = true, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// How logs are written to stderr: `text` for people, or `json`, one
+    /// object a line (level, target, message, fields) for a log pipeline.
+    #[arg(
+        long,
+        global = true,
+        env = "CRONBOX_LOG_FORMAT",
+        value_enum,
+        default_value = "text"
+    )]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
+}
+
+/// How logs are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Debug, Subcommand)]
@@ -117,7 +134,6 @@ const EXIT_FAILED: u8 = 1;
 
 fn main() -> ExitCode {
     out::quiet_panics();
-    init_tracing();
     let args: Vec<String> = std::env::args().collect();
     let command = Cli::command();
     let known = config::known_settings(&command);
@@ -136,6 +152,7 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(error) => error.exit(),
     };
+    init_tracing(cli.log_format);
     let (result, failure_code) = match cli.command {
         Command::Up(args) => (up::main(args), run::EXIT_BAD_INPUT),
         Command::Run(args) => (run::main(args), run::EXIT_BAD_INPUT),
@@ -251,18 +268,17 @@ fn error_chain(error: &anyhow::Error) -> String {
 }
 
 /// Logs to stderr, filtered by `CRONBOX_LOG` (e.g. `info`, `debug`,
-/// `cronbox_admin=debug`; warnings only by default), as text or, with
-/// `CRONBOX_LOG_FORMAT=json`, one JSON object per line.
-fn init_tracing() {
+/// `cronbox_admin=debug`; warnings only by default), as text or as one
+/// JSON object per line (`--log-format json`).
+fn init_tracing(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("CRONBOX_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
-    if std::env::var("CRONBOX_LOG_FORMAT").is_ok_and(|format| format == "json") {
-        builder.json().init();
-    } else {
-        builder.init();
+    match format {
+        LogFormat::Json => builder.json().init(),
+        LogFormat::Text => builder.init(),
     }
 }
 

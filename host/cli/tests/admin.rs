@@ -263,3 +263,71 @@ mod routing;
 mod runs;
 #[path = "admin/schedules.rs"]
 mod schedules;
+
+/// The admin's stderr up to the line that says where it listens, started
+/// with `CRONBOX_LOG=info` and `extra` arguments before `admin`.
+fn admin_log_lines(data_dir: &Path, extra: &[&str]) -> Vec<String> {
+    use std::io::BufRead as _;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cronbox"))
+        .args(extra)
+        .args(arguments(
+            &[
+                "admin",
+                "--bind",
+                "127.0.0.1:0",
+                "--token",
+                API_TOKEN,
+                "--executor-token",
+                EXEC_TOKEN,
+            ],
+            &[],
+            data_dir,
+        ))
+        .env("CRONBOX_LOG", "info")
+        .env_remove("CRONBOX_LOG_FORMAT")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let _process = Process(child);
+    let mut lines = Vec::new();
+    for line in std::io::BufReader::new(stderr).lines() {
+        let line = line.unwrap();
+        let listening = line.contains("listening on");
+        lines.push(line);
+        if listening {
+            break;
+        }
+    }
+    lines
+}
+
+#[test]
+fn logs_are_text_for_people_and_one_json_object_a_line_with_log_format_json() {
+    let data = tempfile::tempdir().unwrap();
+    let text = admin_log_lines(&data.path().join("text"), &[]);
+    let started = text
+        .iter()
+        .find(|line| line.contains("admin started"))
+        .unwrap_or_else(|| panic!("{text:?}"));
+    assert!(
+        !started.starts_with('{') && started.contains("INFO"),
+        "{started}"
+    );
+    let json = admin_log_lines(&data.path().join("json"), &["--log-format", "json"]);
+    let started: Value = json
+        .iter()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .find(|line| line["fields"]["message"] == "admin started")
+        .unwrap_or_else(|| panic!("{json:?}"));
+    assert_eq!(started["level"], "INFO", "{started}");
+    assert_eq!(started["target"], "cronbox_admin", "{started}");
+    assert!(
+        started["fields"]["local_addr"]
+            .as_str()
+            .is_some_and(|addr| addr.starts_with("127.0.0.1:")),
+        "{started}"
+    );
+    assert!(started["timestamp"].is_string(), "{started}");
+}
