@@ -44,20 +44,10 @@ const ALLOWED: &[(&str, usize, &str)] = &[
          and a live-log reader's interval between pages",
     ),
     (
-        "host/cli/tests/cluster.rs",
-        1,
-        "a hand-written poll of the run table until the window's runs settle, to become `until`",
-    ),
-    (
         "host/cli/tests/cluster/firing.rs",
         5,
         "fires on the real clock across processes: the test waits for a window of whole \
          seconds to pass, and for PostgreSQL to stay down for a while",
-    ),
-    (
-        "host/cli/tests/cluster/failures.rs",
-        3,
-        "hand-written polls of the run table and of alarms, to become `until`",
     ),
     (
         "host/cli/tests/admin.rs",

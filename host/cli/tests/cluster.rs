@@ -14,7 +14,7 @@
 mod support;
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use cronbox_admin::scheduler::CLAIM_PAST_HORIZON_MS;
 use cronbox_admin::store::WRITE_LEASE_MS;
@@ -303,29 +303,11 @@ impl Cluster {
     /// Waits until no run scheduled in [from, to) is still pending or
     /// dispatched.
     async fn settle(&self, from: i64, to: i64) -> Vec<RunRow> {
-        let deadline = Instant::now() + WAIT;
-        loop {
+        until_within(WAIT, "every run of the window ends", || async {
             let runs = self.runs(from, to).await;
-            let open = runs
-                .iter()
-                .filter(|run| {
-                    run.status == RunStatus::Pending || run.status == RunStatus::Dispatched
-                })
-                .count();
-            if open == 0 {
-                return runs;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{open} runs never ended: {:?}",
-                runs.iter()
-                    .filter(|run| run.status == RunStatus::Pending
-                        || run.status == RunStatus::Dispatched)
-                    .take(5)
-                    .collect::<Vec<_>>()
-            );
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
+            runs.iter().all(|run| !run.status.is_open()).then_some(runs)
+        })
+        .await
     }
 }
 

@@ -19,34 +19,25 @@ async fn a_run_on_a_killed_executor_is_lost_and_retried_on_another() {
         .await;
     let run = cluster.trigger(1, job).await;
     let store = Store::connect(&cluster.url).await.unwrap();
-    let deadline = Instant::now() + WAIT;
-    let executor = loop {
+    let executor = until_within(WAIT, "the run is dispatched", || async {
         let row = store.run(run).await.unwrap().unwrap();
-        if let (Some(executor), Some(_)) = (&row.executor, row.dispatched_at_ms) {
-            break executor.clone();
-        }
-        assert!(Instant::now() < deadline, "never dispatched: {row:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+        row.dispatched_at_ms.and(row.executor)
+    })
+    .await;
     let index = cluster
         .executor_urls
         .iter()
         .position(|url| *url == executor)
         .unwrap_or_else(|| panic!("no executor process serves {executor}"));
     cluster.executors[index].as_mut().unwrap().kill();
-    let deadline = Instant::now() + WAIT;
-    let (first, retry) = loop {
+    let (first, retry) = until_within(WAIT, "the run and its retry end", || async {
         let runs = store.runs_of_job(job).await.unwrap();
-        if runs.len() == 2
-            && runs
-                .iter()
-                .all(|r| r.status == RunStatus::Success || r.status == RunStatus::Failed)
-        {
-            break (runs[0].clone(), runs[1].clone());
-        }
-        assert!(Instant::now() < deadline, "no retry ended: {runs:?}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+        let ended = runs
+            .iter()
+            .all(|r| r.status == RunStatus::Success || r.status == RunStatus::Failed);
+        (runs.len() == 2 && ended).then(|| (runs[0].clone(), runs[1].clone()))
+    })
+    .await;
     assert_eq!(
         (
             first.status.as_str(),
@@ -80,8 +71,7 @@ async fn racing_admins_send_each_alarm_and_retry_once() {
         cluster.trigger(i % 2, job).await;
     }
     let store = Store::connect(&cluster.url).await.unwrap();
-    let deadline = Instant::now() + WAIT;
-    let runs = loop {
+    let runs = until_within(WAIT, "every run ended and alarmed", || async {
         let runs = store.runs_of_job(job).await.unwrap();
         let settled = runs.len() >= 15
             && runs.iter().all(|r| {
@@ -89,12 +79,9 @@ async fn racing_admins_send_each_alarm_and_retry_once() {
                     && r.alarm_status != AlarmState::Due
                     && r.alarm_status != AlarmState::Sending
             });
-        if settled {
-            break runs;
-        }
-        assert!(Instant::now() < deadline, "{} runs: {runs:?}", runs.len());
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+        settled.then_some(runs)
+    })
+    .await;
     // Every run ended and alarmed: every result was handled (a retry is
     // written by the one admin that recorded the failure it follows, right
     // after), so a duplicate would show now.
