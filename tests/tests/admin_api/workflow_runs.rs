@@ -5,7 +5,7 @@
 
 use cronbox_api::{NodeStatus, WorkflowRunStatus};
 
-use super::workflows::{ended, node, save, spec};
+use super::workflows::{ended, node, refused_field, save, spec};
 use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -311,17 +311,15 @@ async fn a_scheduled_workflow_fires_in_its_zone_and_skips_what_it_missed() {
             "schedule.schedule_conf",
         ),
     ] {
-        let (status, answer) = stack
-            .call(
+        assert_eq!(
+            refused_field(
+                &stack,
                 reqwest::Method::PUT,
                 "/api/v1/workflows/refused",
-                Some(serde_json::to_value(&body).unwrap()),
+                serde_json::to_value(&body).unwrap()
             )
-            .await;
-        assert_eq!(
-            (status, answer["field"].as_str()),
-            (422, Some(field)),
-            "{answer}"
+            .await,
+            field
         );
     }
     stack.shutdown().await;
@@ -371,17 +369,15 @@ async fn a_run_past_its_deadline_fails_with_its_running_node_killed() {
         "{killed:?}"
     );
     // A deadline past the bound is refused naming it.
-    let (status, answer) = stack
-        .call(
+    assert_eq!(
+        refused_field(
+            &stack,
             reqwest::Method::PUT,
             "/api/v1/workflows/bounded",
-            Some(json!({ "nodes": [{ "name": "nap", "job": "nap" }], "deadline_ms": 10 })),
+            json!({ "nodes": [{ "name": "nap", "job": "nap" }], "deadline_ms": 10 })
         )
-        .await;
-    assert_eq!(
-        (status, answer["field"].as_str()),
-        (422, Some("deadline_ms")),
-        "{answer}"
+        .await,
+        "deadline_ms"
     );
     stack.shutdown().await;
 }
@@ -477,17 +473,15 @@ async fn a_fix_delay_workflow_waits_for_its_run_and_a_backfill_runs_each_instant
             "schedule.schedule_type",
         ),
     ] {
-        let (status, answer) = stack
-            .call(
+        assert_eq!(
+            refused_field(
+                &stack,
                 reqwest::Method::POST,
                 &format!("/api/v1/workflows/{name}/backfill"),
-                Some(json!({ "from_ms": from_ms, "to_ms": to_ms })),
+                json!({ "from_ms": from_ms, "to_ms": to_ms })
             )
-            .await;
-        assert_eq!(
-            (status, answer["field"].as_str()),
-            (422, Some(field)),
-            "{answer}"
+            .await,
+            field
         );
     }
     stack.shutdown().await;
@@ -545,17 +539,15 @@ async fn a_workflow_schedule_skips_its_calendars_dates_and_fires_after_its_jitte
         (TriggerKind::Schedule, Some(planned))
     );
     // A calendar the tenant does not have is refused, naming the field.
-    let (status, answer) = stack
-        .call(
+    assert_eq!(
+        refused_field(
+            &stack,
             reqwest::Method::PUT,
             "/api/v1/workflows/refused",
-            Some(serde_json::to_value(every_minute(json!({ "calendars": ["nope"] }))).unwrap()),
+            serde_json::to_value(every_minute(json!({ "calendars": ["nope"] }))).unwrap()
         )
-        .await;
-    assert_eq!(
-        (status, answer["field"].as_str()),
-        (422, Some("schedule.rules.calendars")),
-        "{answer}"
+        .await,
+        "schedule.rules.calendars"
     );
     stack.shutdown().await;
 }

@@ -23,6 +23,18 @@ pub(super) async fn run_to_end(stack: &Stack, name: &str, input: Option<&str>) -
     ended(stack, started.id).await
 }
 
+/// The field a request refused with 422 names.
+pub(super) async fn refused_field(
+    stack: &Stack,
+    method: reqwest::Method,
+    path: &str,
+    body: Value,
+) -> String {
+    let (status, answer) = stack.call(method, path, Some(body)).await;
+    assert_eq!(status, 422, "{answer}");
+    answer["field"].as_str().unwrap_or_default().to_owned()
+}
+
 pub(super) fn spec(value: Value) -> WorkflowSpec {
     serde_json::from_value(value).unwrap()
 }
@@ -252,17 +264,15 @@ async fn saving_refuses_what_cannot_run_naming_the_node_or_edge() {
         json!({ "nodes": [{ "name": "x", "job": "a" }] }),
     )
     .await;
-    let (status, answer) = stack
-        .call(
+    assert_eq!(
+        refused_field(
+            &stack,
             reqwest::Method::POST,
             "/api/v1/workflows/w/runs",
-            Some(json!({ "input": "{not json" })),
+            json!({ "input": "{not json" })
         )
-        .await;
-    assert_eq!(
-        (status, answer["field"].as_str()),
-        (422, Some("input")),
-        "{answer}"
+        .await,
+        "input"
     );
     assert!(stack.api.api.workflow_runs("w").await.unwrap().is_empty());
     stack.shutdown().await;
