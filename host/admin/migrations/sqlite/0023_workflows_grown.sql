@@ -23,10 +23,13 @@ CREATE INDEX workflow_item_by_run ON workflow_item (run_id);
 -- A workflow's schedule with overlap BUFFER_ONE: the fire that waits for
 -- the runs in progress to end (its planned instant), if one does.
 ALTER TABLE workflow ADD COLUMN buffered_fire_at_ms BIGINT;
+-- The admins look for these every pass: only the few that wait are read.
+CREATE INDEX workflow_buffered ON workflow (id) WHERE buffered_fire_at_ms IS NOT NULL;
 
 -- A FIX_DELAY workflow schedule: the run whose end plans the next fire
 -- (its next fire is NULL until then).
 ALTER TABLE workflow ADD COLUMN delay_after_run BIGINT;
+CREATE INDEX workflow_waiting ON workflow (delay_after_run) WHERE delay_after_run IS NOT NULL;
 
 -- The schedule's instant a run was started for (a scheduled, late or
 -- backfilled run; NULL for one started on request). A backfill runs an

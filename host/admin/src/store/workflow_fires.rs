@@ -206,7 +206,7 @@ impl Store {
         let sql = format!(
             "SELECT {columns}, r.id AS awaited, r.ended_at_ms AS awaited_end \
              FROM workflow w JOIN workflow_run r ON r.id = w.delay_after_run \
-             WHERE r.status <> $1"
+             WHERE w.delay_after_run IS NOT NULL AND r.status <> $1"
         );
         let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(status_text(WorkflowRunStatus::Running)?)
