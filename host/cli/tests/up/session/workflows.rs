@@ -2,7 +2,8 @@
 //! run as its banner says; a `workflow.toml` applied, run with an
 //! input and followed to its end, its run shown node by node, and a
 //! definition with a cycle refused naming it; a node fanned out over the
-//! input, its elements listed.
+//! input, its elements listed; a nightly workflow backfilled over three
+//! days, once.
 
 use super::*;
 
@@ -165,5 +166,41 @@ param = "{{ index }}: {{ item }}"
             && line.contains("2: cy")
             && line.ends_with("hello, 2: cy")),
         "{items}"
+    );
+    // A nightly workflow (a module node) backfilled over three days: one
+    // run per night, and none again.
+    let nightly = s.data.path().join("nightly.toml");
+    std::fs::write(
+        &nightly,
+        r#"[[nodes]]
+name = "greet"
+module = "greeter"
+param = "the past"
+
+[schedule]
+schedule_type = "CRON"
+schedule_conf = "0 0 2 * * ?"
+"#,
+    )
+    .unwrap();
+    ok(
+        base,
+        token,
+        &["workflow", "apply", nightly.to_str().unwrap()],
+    );
+    let from = "2026-01-01T12:00:00Z";
+    let to = "2026-01-04T12:00:00Z";
+    let args = [
+        "workflow", "backfill", "nightly", "--from", from, "--to", to,
+    ];
+    let first = ok(base, token, &args);
+    assert!(
+        first.starts_with("3 instant(s): 3 run(s) started, 0 backfilled before"),
+        "{first}"
+    );
+    let again = ok(base, token, &args);
+    assert!(
+        again.starts_with("3 instant(s): 0 run(s) started, 3 backfilled before"),
+        "{again}"
     );
 }
