@@ -58,6 +58,7 @@ fn job(i: usize) -> JobRow {
         secrets: Vec::new(),
         schedule_rules: Default::default(),
         pause: None,
+        executor_handler: None,
     }
 }
 

@@ -21,7 +21,7 @@ pub struct InvalidJob {
     pub message: String,
 }
 
-fn invalid(field: &'static str, message: impl Into<String>) -> InvalidJob {
+pub(crate) fn invalid(field: &'static str, message: impl Into<String>) -> InvalidJob {
     InvalidJob {
         field,
         message: message.into(),
@@ -109,8 +109,13 @@ pub fn validate(
             ));
         }
     }
-    // A named module's digest is resolved when the job is stored.
-    let (module_name, module_version, module_digest) =
+    // A named module's digest is resolved when the job is stored; a legacy
+    // job names a handler instead (its group is checked when it is stored).
+    let (module_name, module_version, module_digest) = if let Some(handler) = &spec.executor_handler
+    {
+        crate::legacy::check_handler(handler, spec)?;
+        (None, None, Digest::default())
+    } else {
         match (&spec.module, spec.module_digest.is_empty()) {
             (Some(_), false) => {
                 return Err(invalid(
@@ -134,7 +139,8 @@ pub fn validate(
                 })?;
                 (None, None, digest)
             }
-        };
+        }
+    };
     if !spec.alarm_url.is_empty() {
         check_alarm_url(&spec.alarm_url, alarm_nets)?;
     }
@@ -249,6 +255,7 @@ pub fn validate(
         secrets: checked_secret_names(&spec.secrets, &spec.config)?,
         schedule_rules: checked_rules(&spec.schedule_rules, &spec.time_zone)?,
         pause: None,
+        executor_handler: spec.executor_handler.clone(),
     };
     Ok((row, schedule))
 }

@@ -34,6 +34,7 @@ pub mod clock;
 pub mod console;
 mod housekeeping;
 pub mod jobs;
+pub mod legacy;
 mod metrics;
 pub mod model;
 pub mod quotas;

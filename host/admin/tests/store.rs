@@ -46,6 +46,7 @@ fn job() -> JobRow {
         secrets: Vec::new(),
         schedule_rules: Default::default(),
         pause: None,
+        executor_handler: None,
     }
 }
 

@@ -22,6 +22,58 @@ pub struct GroupSpec {
     pub address_type: String,
     #[serde(default)]
     pub addresses: Vec<String>,
+    /// Makes the group a legacy group: its executors are xxl-job
+    /// executors, driven over xxl-job's protocol (see
+    /// `docs/migrating-from-xxl-job.md`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub legacy: Option<LegacySpec>,
+}
+
+/// The xxl-job release line a legacy group's executors speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+pub enum LegacyProtocol {
+    /// xxl-job up to 3.4: runs sent to `/run`, results as a bare list with
+    /// `logDateTim`, one access token.
+    #[serde(rename = "xxl-job-3.4")]
+    XxlJob34,
+    /// xxl-job 3.5: runs sent to `/trigger`, results in `callbackList`, the
+    /// group's token with the `XXL-JOB-APPNAME` header.
+    #[serde(rename = "xxl-job-3.5")]
+    XxlJob35,
+}
+
+impl LegacyProtocol {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LegacyProtocol::XxlJob34 => "xxl-job-3.4",
+            LegacyProtocol::XxlJob35 => "xxl-job-3.5",
+        }
+    }
+}
+
+impl std::str::FromStr for LegacyProtocol {
+    type Err = cronbox_protocol::UnknownName;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "xxl-job-3.4" => Ok(LegacyProtocol::XxlJob34),
+            "xxl-job-3.5" => Ok(LegacyProtocol::XxlJob35),
+            other => Err(cronbox_protocol::UnknownName::new("legacy protocol", other)),
+        }
+    }
+}
+
+/// What makes a group a legacy group.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LegacySpec {
+    pub protocol: LegacyProtocol,
+    /// The access token its executors are configured with
+    /// (`xxl.job.accessToken`): they present it when they register and
+    /// report, and the admin sends it with each run (8 to 256 characters;
+    /// never answered back).
+    #[schema(min_length = 8, max_length = 256)]
+    pub access_token: String,
 }
 
 /// An executor group: `AUTO` (addresses from the registry) or `MANUAL`.
@@ -39,6 +91,9 @@ pub struct Group {
     /// group).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tenants: Vec<String>,
+    /// A legacy group's protocol (its executors speak xxl-job's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub legacy: Option<LegacyProtocol>,
 }
 
 /// `PUT /api/v1/groups/{name}/tenants`: the tenants that may put jobs in

@@ -24,7 +24,7 @@ pub struct JobSpec {
     #[schema(min_length = 1, max_length = 128)]
     pub group: String,
     /// sha256 of an uploaded module (the job runs exactly that content), or
-    /// empty when `module` names one.
+    /// empty when `module` names one (or `executor_handler` a handler).
     #[serde(default)]
     pub module_digest: String,
     /// A named module instead of a digest: `NAME` follows its latest
@@ -33,6 +33,12 @@ pub struct JobSpec {
     #[serde(default)]
     #[schema(pattern = "^[A-Za-z0-9._-]{1,100}(@[0-9]+)?$")]
     pub module: Option<String>,
+    /// For a job of a legacy group (xxl-job executors): the handler it
+    /// runs there (`@XxlJob("name")`; 1 to 255 characters), instead of a
+    /// module.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(min_length = 1, max_length = 255)]
+    pub executor_handler: Option<String>,
     /// Webhook called (POST, JSON) when a run of this job fails.
     #[serde(default)]
     pub alarm_url: String,
@@ -158,6 +164,7 @@ impl JobSpec {
             group: default_group(),
             module_digest: String::new(),
             module: None,
+            executor_handler: None,
             alarm_url: String::new(),
             schedule_type: default_schedule_type(),
             schedule_conf: String::new(),
@@ -180,6 +187,20 @@ impl JobSpec {
             http_limits: HttpLimits::default(),
             secrets: Vec::new(),
             schedule_rules: ScheduleRules::default(),
+        }
+    }
+
+    /// A definition with every default: `name` running handler `handler`
+    /// of the xxl-job executors of legacy group `group`.
+    pub fn legacy(
+        name: impl Into<String>,
+        group: impl Into<String>,
+        handler: impl Into<String>,
+    ) -> JobSpec {
+        JobSpec {
+            group: group.into(),
+            executor_handler: Some(handler.into()),
+            ..JobSpec::defaults(name.into())
         }
     }
 
@@ -208,6 +229,7 @@ impl From<Job> for JobSpec {
             group: job.group_name,
             module_digest,
             module,
+            executor_handler: job.executor_handler,
             alarm_url: job.alarm_url,
             schedule_type: job.schedule_type.as_str().to_owned(),
             schedule_conf: job.schedule_conf,
@@ -263,7 +285,8 @@ pub struct Job {
     pub tenant: String,
     pub group_name: String,
     pub name: String,
-    /// The content the job runs now.
+    /// The content the job runs now (empty for a legacy job, which runs
+    /// `executor_handler`).
     pub module_digest: Digest,
     pub schedule_type: ScheduleType,
     pub schedule_conf: String,
@@ -311,6 +334,9 @@ pub struct Job {
     /// Set while the job is paused (see `POST /api/v1/jobs/{id}/pause`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pause: Option<Pause>,
+    /// A legacy job's handler on its xxl-job executors (no module).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executor_handler: Option<String>,
 }
 
 /// `POST /api/v1/jobs/{id}/trigger`: a run now.
@@ -478,6 +504,7 @@ mod tests {
             },
             secrets: vec!["TOKEN".to_owned()],
             pause: None,
+            executor_handler: None,
             schedule_rules: ScheduleRules {
                 exclude_dates: vec!["2026-12-25".to_owned()],
                 jitter_ms: 500,

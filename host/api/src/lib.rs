@@ -33,9 +33,9 @@ mod follow;
 #[cfg(feature = "client")]
 pub use client::{Client, ClientError, JobQuery, RunQuery};
 pub use cluster::{
-    Executor, Group, GroupSpec, GroupTenants, HttpCeiling, QuotaSettings, QuotaUse, Ready, Secret,
-    SecretDeleted, SecretValue, Tenant, TenantCreated, TenantQuotas, TenantSpec, TokenCreated,
-    TokenRevoked, TokenSpec,
+    Executor, Group, GroupSpec, GroupTenants, HttpCeiling, LegacyProtocol, LegacySpec,
+    QuotaSettings, QuotaUse, Ready, Secret, SecretDeleted, SecretValue, Tenant, TenantCreated,
+    TenantQuotas, TenantSpec, TokenCreated, TokenRevoked, TokenSpec,
 };
 pub use cronbox_protocol::{
     ApiError, BlockStrategy, ErrorCode, HttpLimits, LogLevel, LogLine, LogResponse, LogSource,

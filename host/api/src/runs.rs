@@ -32,7 +32,8 @@ pub struct Run {
     pub status: RunStatus,
     /// The executor that accepted it.
     pub executor: Option<String>,
-    /// The content that ran (or will).
+    /// The content that ran (or will); empty for a run of a legacy job
+    /// (xxl-job executors run a handler, not a module).
     pub module_digest: Digest,
     /// How it ended.
     pub outcome: Option<RunOutcome>,
@@ -52,6 +53,13 @@ pub struct Run {
     /// ended).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_memory_bytes: Option<i64>,
+}
+
+impl Run {
+    /// A run of a legacy job, sent to an xxl-job executor (no module).
+    pub fn is_legacy(&self) -> bool {
+        self.module_digest.as_str().is_empty()
+    }
 }
 
 /// A page of runs, newest first; `next_before` is the cursor of the next.

@@ -159,3 +159,6 @@ fn up_refuses_an_address_in_use_clearly() {
 
 #[path = "up/session.rs"]
 mod session;
+
+#[path = "up/legacy.rs"]
+mod legacy;

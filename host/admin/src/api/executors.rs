@@ -7,6 +7,23 @@ pub(super) async fn registry(
     State(state): State<Arc<AdminState>>,
     ApiJson(registration): ApiJson<Registration>,
 ) -> Result<StatusCode, Failure> {
+    if state
+        .scheduler
+        .store()
+        .legacy_group(&registration.group)
+        .await?
+        .is_some()
+    {
+        return Err(Failure::new(
+            StatusCode::CONFLICT,
+            ErrorCode::InvalidGroup,
+            format!(
+                "group {:?} is a legacy group of xxl-job executors; a cronbox executor \
+                 registers in another group",
+                registration.group
+            ),
+        ));
+    }
     state
         .scheduler
         .store()

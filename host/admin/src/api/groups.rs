@@ -16,6 +16,7 @@ pub(super) async fn put_group(
         &name,
         &spec.address_type,
         &spec.addresses,
+        spec.legacy.as_ref(),
     )
     .await?;
     let tenants = granted_tenants(&state, &name).await?;
@@ -24,6 +25,7 @@ pub(super) async fn put_group(
         address_type: kind,
         addresses: spec.addresses,
         tenants,
+        legacy: spec.legacy.map(|legacy| legacy.protocol),
     }))
 }
 
@@ -56,6 +58,7 @@ pub(super) async fn put_group_tenants(
         address_type: row.address_type,
         addresses: row.addresses,
         tenants: row.tenants,
+        legacy: row.legacy,
     }))
 }
 
@@ -105,6 +108,7 @@ pub(super) async fn list_groups(
                     address_type: row.address_type,
                     addresses: row.addresses,
                     tenants: row.tenants,
+                    legacy: row.legacy,
                 });
             }
             let usable = caller.tenant == DEFAULT_TENANT
@@ -117,6 +121,7 @@ pub(super) async fn list_groups(
                 address_type: row.address_type,
                 addresses: Vec::new(),
                 tenants: Vec::new(),
+                legacy: row.legacy,
             })
         })
         .collect();

@@ -62,6 +62,7 @@ mod tenants;
 mod triggers;
 mod users;
 mod workflows;
+mod xxl_job;
 
 use auth::*;
 use jobs::*;

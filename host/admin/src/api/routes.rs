@@ -158,6 +158,7 @@ pub(crate) fn router(state: Arc<AdminState>, max_module_bytes: usize) -> Router 
     routes
         .open
         .merge(crate::console::routes())
+        .merge(super::xxl_job::routes())
         .merge(executors)
         .merge(callers)
         .merge(users)

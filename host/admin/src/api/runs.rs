@@ -59,7 +59,8 @@ pub(super) async fn kill_run(
 pub(crate) const MAX_LOG_PAGE: i64 = 5000;
 
 /// A run's log by line offset: forwarded to its executor while it runs,
-/// read from the store once it ended.
+/// read from the store once it ended (a legacy run's always from its
+/// xxl-job executor).
 pub(super) async fn run_log(
     State(state): State<Arc<AdminState>>,
     caller: Caller,
@@ -70,7 +71,10 @@ pub(super) async fn run_log(
     let offset = query.bounded("offset", 0, 0, i64::MAX)? as usize;
     let limit = query.limit(1000, MAX_LOG_PAGE)? as usize;
     let run = visible_run(&state, &caller, id).await?;
-    if run.status == crate::store::RunStatus::Dispatched {
+    // A legacy run's log stays on its xxl-job executor: read from there,
+    // running or ended.
+    let legacy = run.is_legacy() && run.executor.is_some();
+    if run.status == crate::store::RunStatus::Dispatched || legacy {
         let mut page = state
             .scheduler
             .live_log(&run, offset, limit)
@@ -85,7 +89,7 @@ pub(super) async fn run_log(
         // The executor knows a run has finished a moment before its result
         // reaches the admin: the log is finished once the run has ended
         // here, so that a follower then reads its outcome.
-        page.finished = false;
+        page.finished &= legacy && run.status != crate::store::RunStatus::Dispatched;
         return Ok(Json(page));
     }
     let stored = state

@@ -461,6 +461,20 @@ impl Scheduler {
                 Some(address) => Ok(Route::One(address)),
                 None => Err(crate::routing::RouteError::NoAddress),
             }
+        } else if job.executor_handler.is_some() {
+            match self.legacy_group(&job.group_name).await? {
+                Some(group) => {
+                    let probe = LegacyProbe {
+                        http: &self.dispatcher.http,
+                        group_name: &job.group_name,
+                        group: &group,
+                    };
+                    self.router
+                        .route(strategy, run.job_id.wire(), &addresses, &probe)
+                        .await
+                }
+                None => Err(crate::routing::RouteError::NoAddress),
+            }
         } else {
             let probe = HttpProbe {
                 http: &self.dispatcher.http,

@@ -8,6 +8,9 @@ pub use cronbox_api::JobKill;
 impl Scheduler {
     /// Forwards a kill to the executor running `run`.
     pub async fn kill(&self, run: &RunRow) -> Result<bool, String> {
+        if run.is_legacy() {
+            return self.kill_legacy(run).await;
+        }
         let command = cronbox_protocol::KillCommand::Run {
             run_id: run.id.wire(),
         };
@@ -36,6 +39,9 @@ impl Scheduler {
         limit: usize,
         timeout: Option<Duration>,
     ) -> Result<cronbox_protocol::LogResponse, String> {
+        if run.is_legacy() {
+            return self.legacy_log(run, offset, limit).await;
+        }
         let query = cronbox_protocol::LogQuery {
             run_id: run.id.wire(),
             offset,
@@ -51,7 +57,7 @@ impl Scheduler {
     /// run): a person looking at a running run sees it running. Asked
     /// within a second; unknown if the executor does not answer.
     pub async fn with_start(&self, mut run: RunRow) -> RunRow {
-        if run.status != RunStatus::Dispatched || run.started_at_ms.is_some() {
+        if run.status != RunStatus::Dispatched || run.started_at_ms.is_some() || run.is_legacy() {
             return run;
         }
         let asked = self
@@ -158,7 +164,18 @@ impl Scheduler {
         executors.dedup();
         let mut killed = Vec::new();
         let mut unreachable = Vec::new();
+        let legacy = match job.executor_handler {
+            Some(_) => self.legacy_group(&job.group_name).await?,
+            None => None,
+        };
         for executor in executors {
+            if let Some(group) = &legacy {
+                match self.kill_legacy_job(job, group, &executor).await {
+                    Ok(()) => {}
+                    Err(error) => unreachable.push(error),
+                }
+                continue;
+            }
             let command = cronbox_protocol::KillCommand::Job {
                 job_id: job.id.wire(),
             };

@@ -19,7 +19,8 @@
 //! (the run-command builder and receipts), `sink` (the result sink:
 //! marks, ends and events), `ends` (their writer), `results` (what
 //! follows a run's end), `triggers` and `backfill` (runs on request),
-//! `executors` (kill and log requests), `warming` (compile-ahead of new
+//! `executors` (kill and log requests), `legacy` (runs of xxl-job
+//! executors), `warming` (compile-ahead of new
 //! module versions) and `calendars`.
 
 use std::sync::Arc;
@@ -49,6 +50,7 @@ mod dispatch;
 mod ends;
 mod events;
 mod executors;
+mod legacy;
 mod planner;
 mod preread;
 mod results;
@@ -70,6 +72,7 @@ use command::RunCommands;
 use dispatch::*;
 pub use events::RunEvent;
 pub use executors::JobKill;
+use legacy::LegacyProbe;
 pub use planner::plan_fires;
 use planner::*;
 pub use preread::CLAIM_PAST_HORIZON_MS;
@@ -180,6 +183,8 @@ pub struct Scheduler {
     dispatcher: Dispatcher,
     commands: RunCommands,
     sink: ResultSink,
+    /// Legacy runs this admin is killing (see `legacy.rs`).
+    legacy: legacy::Killing,
 }
 
 impl Scheduler {
@@ -210,6 +215,7 @@ impl Scheduler {
             config,
             tasks,
             calendars: std::sync::Mutex::new(calendars::CalendarCache::default()),
+            legacy: legacy::Killing::default(),
         })
     }
 

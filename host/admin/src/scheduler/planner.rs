@@ -142,6 +142,7 @@ mod tests {
             secrets: Vec::new(),
             schedule_rules: Default::default(),
             pause: None,
+            executor_handler: None,
         }
     }
 

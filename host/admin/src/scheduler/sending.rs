@@ -145,6 +145,9 @@ impl Scheduler {
         address: &str,
         state: &JobState,
     ) -> Result<(), StoreError> {
+        if let Some(handler) = &job.executor_handler {
+            return self.send_legacy(job, handler, run, address).await;
+        }
         let body = match self
             .commands
             .build(job, run, address, state, self.now_ms())

@@ -2,7 +2,9 @@
 //! `MANUAL` (the addresses the operator lists).
 
 use super::ServiceError;
-use crate::store::{GroupRow, Store};
+use cronbox_api::LegacySpec;
+
+use crate::store::{GroupRow, LegacyGroup, Store};
 
 /// Every tenant, in a group's grants.
 pub const EVERY_TENANT: &str = "*";
@@ -44,14 +46,41 @@ pub async fn grant(
 }
 
 /// Creates or replaces group `name`; returns its address type as stored
-/// (`AUTO` or `MANUAL`). A MANUAL group needs http(s) addresses.
+/// (`AUTO` or `MANUAL`). A MANUAL group needs http(s) addresses. A legacy
+/// group (xxl-job executors) needs its access token; a group changes
+/// between legacy and cronbox executors only while no job is in it.
 pub async fn put(
     store: &Store,
     name: &str,
     address_type: &str,
     addresses: &[String],
+    legacy: Option<&LegacySpec>,
 ) -> Result<String, ServiceError> {
     let invalid = |field, message: String| ServiceError::InvalidGroup { field, message };
+    if let Some(legacy) = legacy {
+        let token = &legacy.access_token;
+        if !(8..=256).contains(&token.len())
+            || token.chars().any(|c| c.is_control() || c.is_whitespace())
+        {
+            return Err(invalid(
+                "legacy.access_token",
+                "must be 8 to 256 characters, without spaces or control characters".to_owned(),
+            ));
+        }
+    }
+    let was_legacy = store.legacy_group(name).await?.is_some();
+    if was_legacy != legacy.is_some() {
+        let jobs = store.jobs_in_group(name).await?;
+        if jobs > 0 {
+            return Err(invalid(
+                "legacy",
+                format!(
+                    "group {name:?} has {jobs} jobs: a group changes between xxl-job and \
+                     cronbox executors only while it has none (move them to another group first)"
+                ),
+            ));
+        }
+    }
     let kind = address_type.to_ascii_uppercase();
     if kind != "AUTO" && kind != "MANUAL" {
         return Err(invalid(
@@ -74,6 +103,12 @@ pub async fn put(
             format!("address {bad:?} is not an http(s) URL"),
         ));
     }
-    store.put_group(name, &kind, addresses).await?;
+    let legacy = legacy.map(|legacy| LegacyGroup {
+        protocol: legacy.protocol,
+        token: legacy.access_token.clone(),
+    });
+    store
+        .put_group(name, &kind, addresses, legacy.as_ref())
+        .await?;
     Ok(kind)
 }

@@ -85,6 +85,7 @@ pub async fn create_many(
         check_calendars(store, tenant, &row.schedule_rules.calendars, &[])
             .await
             .map_err(at)?;
+        check_group_kind(store, &row).await.map_err(at)?;
         let module_key = (
             row.module_name.clone(),
             row.module_version,
@@ -156,7 +157,9 @@ pub async fn create_many(
         .await?;
     let mut prepared = HashSet::new();
     for row in &rows {
-        if prepared.insert((row.group_name.clone(), row.module_digest.clone())) {
+        if row.executor_handler.is_none()
+            && prepared.insert((row.group_name.clone(), row.module_digest.clone()))
+        {
             scheduler.prepare_module(
                 vec![row.group_name.clone()],
                 row.module_digest.clone(),
@@ -251,6 +254,7 @@ pub async fn update(
         &current.schedule_rules.calendars,
     )
     .await?;
+    check_group_kind(store, &row).await?;
     resolve_module(store, &mut row).await?;
     scheduler
         .quotas()
@@ -314,7 +318,9 @@ pub async fn update(
         }
         Err(error) => return Err(error.into()),
     }
-    if row.module_digest != current.module_digest || row.group_name != current.group_name {
+    if row.executor_handler.is_none()
+        && (row.module_digest != current.module_digest || row.group_name != current.group_name)
+    {
         // Its runs keep the content they had until the executors have
         // compiled the new one.
         let from =
@@ -422,9 +428,37 @@ async fn known_group(store: &Store, tenant: &str, group: &str) -> Result<(), Ser
     ))
 }
 
+/// Whether the job runs what its group's executors run: a handler in a
+/// legacy group (xxl-job executors), a module anywhere else.
+async fn check_group_kind(store: &Store, row: &JobRow) -> Result<(), ServiceError> {
+    let group = &row.group_name;
+    let legacy = store.legacy_group(group).await?.is_some();
+    match (&row.executor_handler, legacy) {
+        (Some(_), false) => Err(ServiceError::invalid(
+            "executor_handler",
+            format!(
+                "group {group:?} runs modules on cronbox executors: give module (or \
+                 module_digest), or put the job in a legacy group of xxl-job executors \
+                 (`cronbox group list` shows them)"
+            ),
+        )),
+        (None, true) => Err(ServiceError::invalid(
+            "executor_handler",
+            format!(
+                "group {group:?} is a legacy group of xxl-job executors: name the handler to run \
+                 (executor_handler, `--handler`), not a module"
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Sets the digest of a job that names a module: its pinned version, or
 /// the latest; checks that the job's tenant has the module it names.
 async fn resolve_module(store: &Store, row: &mut JobRow) -> Result<(), ServiceError> {
+    if row.executor_handler.is_some() {
+        return Ok(()); // a legacy job: no module
+    }
     let Some(name) = &row.module_name else {
         if !store
             .owns_module(&row.tenant, row.module_digest.as_str())

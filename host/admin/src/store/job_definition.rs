@@ -10,7 +10,7 @@ use super::*;
 /// The columns of a job's definition (what saving a job writes), in the
 /// order [`bind_definition`] binds them: one list for the insert and the
 /// update.
-const DEFINITION_COLUMNS: [&str; 25] = [
+const DEFINITION_COLUMNS: [&str; 26] = [
     "group_name",
     "name",
     "module_digest",
@@ -36,6 +36,7 @@ const DEFINITION_COLUMNS: [&str; 25] = [
     "http",
     "secrets",
     "schedule_rules",
+    "executor_handler",
 ];
 
 /// A job's row written whole: its definition, then `next_fire_at_ms`,
@@ -106,5 +107,6 @@ pub(super) fn bind_definition<'q>(
         .bind(json_text("config", &job.config)?)
         .bind(json_text("http", &http)?)
         .bind(json_text("secrets", &job.secrets)?)
-        .bind(json_text("schedule_rules", &job.schedule_rules)?))
+        .bind(json_text("schedule_rules", &job.schedule_rules)?)
+        .bind(job.executor_handler.clone()))
 }

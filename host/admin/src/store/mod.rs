@@ -57,7 +57,7 @@ pub use dashboard::BucketCounts;
 pub use modules::{ModuleVersion, Moved, VersionPush};
 pub use partitions::{PartitionChanges, RunPartition};
 pub use quotas::{DAY_MS, DayUsage, TenantUsage};
-pub use registry::{ExecutorLoad, GroupRow, RegisteredExecutor};
+pub use registry::{ExecutorLoad, GroupRow, LegacyGroup, RegisteredExecutor};
 pub use rows::{
     ClaimedJob, DailyReport, DispatchMark, DueJob, JobFilter, JobRow, JobState, NewRun, RunCharge,
     RunEnd, RunFilter, RunRow, stored_schedule, stored_schedule_rules,

@@ -2,6 +2,8 @@
 //! receipts are signed with.
 
 use super::*;
+use cronbox_api::LegacyProtocol;
+use rows::{decode, decode_optional};
 
 /// How loaded an executor said it was in its last heartbeat (each `None`
 /// when it did not say).
@@ -23,6 +25,16 @@ pub struct GroupRow {
     pub addresses: Vec<String>,
     /// The tenants granted the group (`*`: every tenant).
     pub tenants: Vec<String>,
+    /// A legacy group's protocol (its executors are xxl-job's).
+    pub legacy: Option<LegacyProtocol>,
+}
+
+/// What the admin needs to talk to a legacy group's executors.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LegacyGroup {
+    pub protocol: LegacyProtocol,
+    /// The access token they and the admin present.
+    pub token: String,
 }
 
 /// A registered executor as the registry holds it.
@@ -179,15 +191,20 @@ impl Store {
         name: &str,
         address_type: &str,
         addresses: &[String],
+        legacy: Option<&LegacyGroup>,
     ) -> Result<(), StoreError> {
         let mut tx = self.writer.begin().await?;
         let group_id: i64 = sqlx::query(
-            "INSERT INTO executor_group (name, address_type) VALUES ($1, $2) \
-             ON CONFLICT (tenant, name) DO UPDATE SET address_type = excluded.address_type \
+            "INSERT INTO executor_group (name, address_type, legacy_protocol, legacy_token) \
+             VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (tenant, name) DO UPDATE SET address_type = excluded.address_type, \
+             legacy_protocol = excluded.legacy_protocol, legacy_token = excluded.legacy_token \
              RETURNING id",
         )
         .bind(name)
         .bind(address_type)
+        .bind(legacy.map(|legacy| legacy.protocol.as_str()))
+        .bind(legacy.map(|legacy| legacy.token.clone()))
         .fetch_one(&mut *tx)
         .await?
         .try_get("id")?;
@@ -232,23 +249,60 @@ impl Store {
                 .or_default()
                 .push(row.try_get("tenant")?);
         }
-        Ok(
-            sqlx::query("SELECT id, name, address_type FROM executor_group ORDER BY name")
-                .fetch_all(&self.pool)
-                .await?
-                .iter()
-                .map(|row| {
-                    let id: i64 = row.try_get("id")?;
-                    let name: String = row.try_get("name")?;
-                    Ok(GroupRow {
-                        tenants: tenants.remove(&name).unwrap_or_default(),
-                        name,
-                        address_type: row.try_get("address_type")?,
-                        addresses: addresses.remove(&id).unwrap_or_default(),
-                    })
-                })
-                .collect::<Result<_, sqlx::Error>>()?,
+        Ok(sqlx::query(
+            "SELECT id, name, address_type, legacy_protocol FROM executor_group ORDER BY name",
         )
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(|row| {
+            let id: i64 = row.try_get("id")?;
+            let name: String = row.try_get("name")?;
+            Ok(GroupRow {
+                tenants: tenants.remove(&name).unwrap_or_default(),
+                name,
+                address_type: row.try_get("address_type")?,
+                addresses: addresses.remove(&id).unwrap_or_default(),
+                legacy: decode_optional(row, "legacy_protocol")?,
+            })
+        })
+        .collect::<Result<_, sqlx::Error>>()?)
+    }
+
+    /// How many jobs are in group `name`.
+    pub async fn jobs_in_group(&self, name: &str) -> Result<i64, StoreError> {
+        Ok(
+            sqlx::query("SELECT COUNT(*) AS jobs FROM job WHERE group_name = $1")
+                .bind(name)
+                .fetch_one(&self.pool)
+                .await?
+                .try_get("jobs")?,
+        )
+    }
+
+    /// Group `name`'s protocol and token if it is a legacy group.
+    pub async fn legacy_group(&self, name: &str) -> Result<Option<LegacyGroup>, StoreError> {
+        let row = sqlx::query(
+            "SELECT legacy_protocol, legacy_token FROM executor_group \
+             WHERE name = $1 AND legacy_protocol IS NOT NULL",
+        )
+        .bind(name)
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let token: String = row
+            .try_get::<Option<String>, _>("legacy_token")?
+            .filter(|token| !token.is_empty())
+            .ok_or_else(|| sqlx::Error::ColumnDecode {
+                index: "legacy_token".to_owned(),
+                source: "a legacy group without its token".into(),
+            })?;
+        Ok(Some(LegacyGroup {
+            protocol: decode(&row, "legacy_protocol")?,
+            token,
+        }))
     }
 
     /// Whether `tenant` may put jobs in group `group`: the operator's own

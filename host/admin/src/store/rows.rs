@@ -14,7 +14,7 @@ macro_rules! job_columns {
          misfire, misfire_threshold_ms, route, block_strategy, max_concurrency, timeout_ms, fuel, \
          memory_bytes, retry_count, retry_interval_ms, param, enabled, next_fire_at_ms, \
          module_name, module_version, alarm_url, fresh_instance, config, http, secrets, \
-         schedule_rules, pause"
+         schedule_rules, pause, executor_handler"
     };
 }
 
@@ -262,6 +262,7 @@ pub(super) fn job_from_row(row: &AnyRow) -> Result<JobRow, sqlx::Error> {
             None => None,
             Some(_) => Some(json_column(row, "pause")?),
         },
+        executor_handler: row.try_get("executor_handler")?,
     };
     let http: StoredHttp = json_column(row, "http")?;
     job.http_allow = http.allow;
@@ -288,6 +289,8 @@ macro_rules! run_columns {
 fn run_digest(row: &AnyRow) -> Result<Digest, sqlx::Error> {
     match row.try_get::<Option<Vec<u8>>, _>("module_sha")? {
         Some(bytes) if bytes.len() == 32 => Ok(Digest::from_sha256(&bytes)),
+        // A legacy run: no module.
+        Some(bytes) if bytes.is_empty() => Ok(Digest::default()),
         Some(bytes) => Err(sqlx::Error::ColumnDecode {
             index: "module_sha".to_owned(),
             source: format!("{} bytes, where a sha256 is 32", bytes.len()).into(),

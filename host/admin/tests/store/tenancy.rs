@@ -372,13 +372,16 @@ async fn group_addresses(store: &Store) {
         "http://a:1".to_owned(),
         "http://b:1".to_owned(),
     ];
-    store.put_group("pinned", "MANUAL", &given).await.unwrap();
+    store
+        .put_group("pinned", "MANUAL", &given, None)
+        .await
+        .unwrap();
     assert_eq!(
         store.group_addresses("pinned", 0).await.unwrap(),
         ["http://b:1", "http://a:1"]
     );
     store
-        .put_group("pinned", "MANUAL", &given[1..2])
+        .put_group("pinned", "MANUAL", &given[1..2], None)
         .await
         .unwrap();
     let groups = store.groups().await.unwrap();

@@ -39,6 +39,10 @@ struct JobDefinition {
     /// NAME (follow the latest version) or NAME@VERSION (pin).
     #[arg(long)]
     module: Option<String>,
+    /// For a job of a legacy group (xxl-job executors): the handler it
+    /// runs there (`@XxlJob("name")`) instead of a module.
+    #[arg(long, value_name = "HANDLER", conflicts_with = "module")]
+    handler: Option<String>,
     /// A cron expression (sets schedule_type CRON).
     #[arg(long)]
     cron: Option<String>,
@@ -101,8 +105,16 @@ impl JobDefinition {
         if let Some(name) = &self.name {
             set("name", name.clone().into());
         }
+        // A job runs a module or a handler: giving one takes the other away
+        // (a job moves between them keeping its id, history and schedule).
         if let Some(module) = &self.module {
             set("module", module.clone().into());
+            set("executor_handler", Value::Null);
+        }
+        if let Some(handler) = &self.handler {
+            set("executor_handler", handler.clone().into());
+            set("module", Value::Null);
+            set("module_digest", "".into());
         }
         if let Some(cron) = &self.cron {
             set("schedule_type", "CRON".into());

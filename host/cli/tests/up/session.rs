@@ -50,7 +50,7 @@ impl Session {
 
 /// Runs `cronbox ARGS` against the admin at `base` with `token`; returns
 /// (exit code, stdout, stderr).
-fn cli(base: &str, token: &str, args: &[&str]) -> (i32, String, String) {
+pub(crate) fn cli(base: &str, token: &str, args: &[&str]) -> (i32, String, String) {
     let output = Command::new(env!("CARGO_BIN_EXE_cronbox"))
         .args(args)
         .env("CRONBOX_ADMIN", base)
@@ -65,14 +65,14 @@ fn cli(base: &str, token: &str, args: &[&str]) -> (i32, String, String) {
 }
 
 /// `cli` that must succeed; returns stdout.
-fn ok(base: &str, token: &str, args: &[&str]) -> String {
+pub(crate) fn ok(base: &str, token: &str, args: &[&str]) -> String {
     let (code, stdout, stderr) = cli(base, token, args);
     assert_eq!(code, 0, "cronbox {args:?} failed: {stderr}");
     stdout
 }
 
 /// `cli --json` that must succeed; returns the parsed output.
-fn json(base: &str, token: &str, args: &[&str]) -> Value {
+pub(crate) fn json(base: &str, token: &str, args: &[&str]) -> Value {
     let mut args = args.to_vec();
     args.push("--json");
     let stdout = ok(base, token, &args);
@@ -82,7 +82,7 @@ fn json(base: &str, token: &str, args: &[&str]) -> Value {
 /// Run `run` of job `job` once it has ended: `cronbox logs RUN --follow`
 /// returns at the run's end (told by the admin's run events, not polled),
 /// then the run is read from `cronbox runs --job JOB --json`.
-fn ended(base: &str, token: &str, job: &str, run: i64) -> Value {
+pub(crate) fn ended(base: &str, token: &str, job: &str, run: i64) -> Value {
     let (_, _, said) = cli(base, token, &["logs", &run.to_string(), "--follow"]);
     assert!(said.contains(&format!("run {run} ended")), "{said}");
     let page = json(base, token, &["runs", "--job", job]);

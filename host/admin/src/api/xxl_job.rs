@@ -1,0 +1,149 @@
+//! xxl-job's admin API, for the xxl-job executors of legacy groups: an
+//! executor configured with `xxl.job.admin.addresses=http://ADMIN/xxl-job-admin`
+//! (or `http://ADMIN` since xxl-job 3.4.1) and its group's access token
+//! registers, beats, deregisters and reports results here unchanged. Both
+//! release lines: a bare list of results with `logDateTim` (up to 3.4) or
+//! `callbackList` (3.5, with the `XXL-JOB-APPNAME` header). Answers are
+//! xxl-job's envelope (`{code, msg}`, HTTP 200 even for a refusal, as
+//! xxl-job answers). Not part of cronbox's own API (nor its document):
+//! the token is the legacy group's, never the executor token of cronbox
+//! executors.
+
+use axum::http::HeaderMap;
+use axum::routing::post;
+
+use super::*;
+use crate::legacy::wire::{APPNAME_HEADER, Callback, Envelope, TOKEN_HEADER};
+use crate::legacy::{tokens_match, wire};
+
+/// Longest executor address accepted (xxl-job's column is 255).
+const MAX_ADDRESS_CHARS: usize = 255;
+
+/// The routes, under both base paths xxl-job executors use.
+pub(super) fn routes() -> Router<Arc<AdminState>> {
+    let mut router = Router::new();
+    for base in ["/xxl-job-admin/api", "/api"] {
+        router = router
+            .route(&format!("{base}/registry"), post(registry))
+            .route(&format!("{base}/registryRemove"), post(registry_remove))
+            .route(
+                &format!("{base}/callback"),
+                post(callback).layer(DefaultBodyLimit::max(CALLBACK_BODY_BYTES)),
+            );
+    }
+    router
+}
+
+fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|value| value.to_str().ok())
+}
+
+/// The registration in `body`, checked against its group's token: the
+/// group (legacy) and the address, or xxl-job's refusal.
+async fn checked_registration(
+    state: &AdminState,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<(String, String), Envelope> {
+    let registration: wire::Registration = serde_json::from_slice(body)
+        .map_err(|error| Envelope::refused(format!("malformed registration: {error}")))?;
+    let (group, address) = (registration.registry_key, registration.registry_value);
+    if group.is_empty() || address.is_empty() {
+        return Err(Envelope::refused("Illegal Argument."));
+    }
+    let invalid = || Envelope::refused("invalid request, accessToken or appname invalid.");
+    let legacy = state
+        .scheduler
+        .store()
+        .legacy_group(&group)
+        .await
+        .map_err(|error| Envelope::refused(error.to_string()))?
+        .ok_or_else(invalid)?;
+    let token = header(headers, TOKEN_HEADER).unwrap_or_default();
+    if !tokens_match(&legacy.token, token)
+        || header(headers, APPNAME_HEADER).is_some_and(|appname| appname != group)
+    {
+        tracing::warn!(%group, "an xxl-job executor's registration was refused: wrong token");
+        return Err(invalid());
+    }
+    let is_http = address.starts_with("http://") || address.starts_with("https://");
+    if !is_http || address.chars().count() > MAX_ADDRESS_CHARS || address.contains(',') {
+        return Err(Envelope::refused(format!(
+            "registryValue must be the executor's http(s) URL (at most {MAX_ADDRESS_CHARS} characters)"
+        )));
+    }
+    Ok((group, address))
+}
+
+async fn registry(
+    State(state): State<Arc<AdminState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Json<Envelope> {
+    let (group, address) = match checked_registration(&state, &headers, &body).await {
+        Ok(registration) => registration,
+        Err(refused) => return Json(refused),
+    };
+    let beat = state
+        .scheduler
+        .store()
+        .registry_beat(
+            &group,
+            &address,
+            crate::store::ExecutorLoad::default(),
+            state.scheduler.now_ms(),
+        )
+        .await;
+    Json(match beat {
+        Ok(()) => Envelope::ok(),
+        Err(error) => Envelope::refused(error.to_string()),
+    })
+}
+
+async fn registry_remove(
+    State(state): State<Arc<AdminState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Json<Envelope> {
+    let (group, address) = match checked_registration(&state, &headers, &body).await {
+        Ok(registration) => registration,
+        Err(refused) => return Json(refused),
+    };
+    Json(
+        match state
+            .scheduler
+            .store()
+            .registry_remove(&group, &address)
+            .await
+        {
+            Ok(()) => Envelope::ok(),
+            Err(error) => Envelope::refused(error.to_string()),
+        },
+    )
+}
+
+/// Results: each ends its run once, if the run is one of a legacy group
+/// whose token the caller presented (others are ignored and counted).
+/// Answers 200 once the body is read, as xxl-job does.
+async fn callback(
+    State(state): State<Arc<AdminState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Json<Envelope> {
+    let callback: Callback = match serde_json::from_slice(&body) {
+        Ok(callback) => callback,
+        Err(error) => return Json(Envelope::refused(format!("malformed callback: {error}"))),
+    };
+    let token = header(&headers, TOKEN_HEADER).unwrap_or_default();
+    let appname = header(&headers, APPNAME_HEADER);
+    Json(
+        match state
+            .scheduler
+            .accept_legacy_results(appname, token, callback.items())
+            .await
+        {
+            Ok(_) => Envelope::ok(),
+            Err(error) => Envelope::refused(error.to_string()),
+        },
+    )
+}

@@ -1,0 +1,339 @@
+//! Runs of legacy jobs, sent to xxl-job executors over xxl-job's protocol
+//! (`crate::legacy::wire`): the run itself (`/run`, or `/trigger` in 3.5),
+//! FAILOVER and BUSYOVER probes (`/beat`, `/idleBeat`), kills (`/kill`,
+//! which stops the whole job on that executor, as xxl-job's does) and log
+//! reads (`/log`, paged by line). Each request carries the group's access
+//! token (and the appname in 3.5), never anything a WebAssembly run would
+//! not (no secrets, configuration or state). Results come back through
+//! `api/xxl_job.rs` into [`Scheduler::accept_legacy_results`].
+
+use super::*;
+use std::collections::HashSet;
+
+use cronbox_api::LegacyProtocol;
+use cronbox_protocol::{LogLine, LogResponse, LogSource};
+
+use crate::legacy::wire::{
+    self, APPNAME_HEADER, CallbackItem, Envelope, JobRef, LogPage, LogRequest, TOKEN_HEADER,
+    Trigger, executor_url,
+};
+use crate::store::LegacyGroup;
+
+/// The runs this admin asked a legacy executor to kill: their result (the
+/// handler's failure, reported before the kill is answered) ends them as
+/// killed.
+#[derive(Debug, Default)]
+pub(super) struct Killing(std::sync::Mutex<HashSet<RunId>>);
+
+impl Killing {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<RunId>> {
+        self.0.lock().unwrap_or_else(|poison| poison.into_inner())
+    }
+}
+
+/// A request to a legacy executor, with the group's token (and appname).
+fn request(
+    http: &reqwest::Client,
+    group_name: &str,
+    group: &LegacyGroup,
+    address: &str,
+    path: &str,
+) -> reqwest::RequestBuilder {
+    let mut request = http
+        .post(executor_url(address, path))
+        .header(TOKEN_HEADER, &group.token);
+    if group.protocol == LegacyProtocol::XxlJob35 {
+        request = request.header(APPNAME_HEADER, group_name);
+    }
+    request
+}
+
+/// What a legacy executor answered: its envelope if code 200, else why not.
+async fn answer(
+    request: reqwest::RequestBuilder,
+    address: &str,
+) -> Result<Option<serde_json::Value>, String> {
+    let response = request
+        .send()
+        .await
+        .map_err(|error| format!("{address}: {error}"))?;
+    if !response.status().is_success() {
+        return Err(format!("{address} answered {}", response.status()));
+    }
+    let envelope: Envelope = response
+        .json()
+        .await
+        .map_err(|error| format!("{address} answered badly: {error}"))?;
+    if envelope.code != 200 {
+        return Err(format!(
+            "{address} refused: {}",
+            envelope.msg.as_deref().unwrap_or("no reason given")
+        ));
+    }
+    Ok(envelope.payload())
+}
+
+/// FAILOVER and BUSYOVER checks of a legacy group's executors.
+pub(super) struct LegacyProbe<'a> {
+    pub(super) http: &'a reqwest::Client,
+    pub(super) group_name: &'a str,
+    pub(super) group: &'a LegacyGroup,
+}
+
+impl Probe for LegacyProbe<'_> {
+    async fn beat(&self, address: &str) -> bool {
+        let beat = request(self.http, self.group_name, self.group, address, "beat")
+            .json(&serde_json::json!({}));
+        answer(beat, address).await.is_ok()
+    }
+
+    async fn idle(&self, address: &str, job_id: u64) -> bool {
+        let idle = request(self.http, self.group_name, self.group, address, "idleBeat")
+            .json(&JobRef { job_id });
+        answer(idle, address).await.is_ok()
+    }
+}
+
+impl Scheduler {
+    /// The legacy group `name` (its protocol and token), if it is one.
+    pub(super) async fn legacy_group(&self, name: &str) -> Result<Option<LegacyGroup>, StoreError> {
+        self.store.legacy_group(name).await
+    }
+
+    /// Sends `run` of legacy job `job` (handler `handler`) to `address`
+    /// and records the answer: accepted into the executor's queue, or the
+    /// run failed naming why.
+    pub(super) async fn send_legacy(
+        self: &Arc<Self>,
+        job: &JobRow,
+        handler: &str,
+        run: &RunRow,
+        address: &str,
+    ) -> Result<(), StoreError> {
+        let Some(group) = self.legacy_group(&job.group_name).await? else {
+            return self
+                .fail(
+                    run,
+                    &format!("group {:?} is no longer a legacy group", job.group_name),
+                )
+                .await;
+        };
+        let trigger = Trigger {
+            job_id: job.id.wire(),
+            executor_handler: handler,
+            executor_params: &run.param,
+            executor_block_strategy: job.block_strategy.as_str(),
+            executor_timeout: (job.timeout_ms + 999) / 1000,
+            log_id: run.id.wire(),
+            log_date_time: run.scheduled_at_ms,
+            glue_type: "BEAN",
+            glue_source: "",
+            glue_updatetime: 0,
+            broadcast_index: run.shard_index,
+            broadcast_total: run.shard_total,
+        };
+        let sent = request(
+            &self.dispatcher.http,
+            &job.group_name,
+            &group,
+            address,
+            wire::trigger_path(group.protocol),
+        )
+        .json(&trigger);
+        match answer(sent, address).await {
+            Ok(_) => {
+                self.sink.dispatched(job, run, address, self.now_ms());
+                Ok(())
+            }
+            Err(why) => self.fail(run, &format!("trigger failed: {why}")).await,
+        }
+    }
+
+    /// Asks the legacy executor running `run` to kill it. xxl-job's kill
+    /// stops the job's thread on that executor, queued runs with it.
+    pub(super) async fn kill_legacy(&self, run: &RunRow) -> Result<bool, String> {
+        let (group_name, group, address) = self.legacy_target(run).await?;
+        self.legacy.lock().insert(run.id);
+        let kill =
+            request(&self.dispatcher.http, &group_name, &group, &address, "kill").json(&JobRef {
+                job_id: run.job_id.wire(),
+            });
+        let killed = answer(kill, &address).await;
+        if killed.is_err() {
+            self.legacy.lock().remove(&run.id);
+        }
+        killed?;
+        // Ended as killed now if its result has not come (or never will).
+        let end = RunEnd {
+            executor: Some(address),
+            ..RunEnd::failed(run.id, RunOutcome::Killed, "killed", self.now_ms())
+        };
+        let (_, ended) = self.sink.finish_runs(vec![end]).await;
+        self.legacy.lock().remove(&run.id);
+        if let Some(Some(ended)) = ended.map_err(|error| error.to_string())?.pop() {
+            self.metrics.run_ended(RunOutcome::Killed.as_str());
+            self.sink.events.send(|| RunEvent::ended(&ended));
+        }
+        Ok(true)
+    }
+
+    /// Asks legacy executor `address` to kill job `job` there (its
+    /// running run and those queued behind it).
+    pub(super) async fn kill_legacy_job(
+        &self,
+        job: &JobRow,
+        group: &LegacyGroup,
+        address: &str,
+    ) -> Result<(), String> {
+        let kill = request(
+            &self.dispatcher.http,
+            &job.group_name,
+            group,
+            address,
+            "kill",
+        )
+        .json(&JobRef {
+            job_id: job.id.wire(),
+        });
+        answer(kill, address).await.map(drop)
+    }
+
+    /// A page of a legacy run's log, read from its executor (which keeps
+    /// it: results carry none) by line.
+    pub(super) async fn legacy_log(
+        &self,
+        run: &RunRow,
+        offset: usize,
+        limit: usize,
+    ) -> Result<LogResponse, String> {
+        let (group_name, group, address) = self.legacy_target(run).await?;
+        let read = request(&self.dispatcher.http, &group_name, &group, &address, "log").json(
+            &LogRequest {
+                log_id: run.id.wire(),
+                log_date_tim: run.scheduled_at_ms,
+                log_date_time: run.scheduled_at_ms,
+                from_line_num: offset as i64 + 1,
+            },
+        );
+        let page: LogPage = match answer(read, &address).await? {
+            Some(payload) => serde_json::from_value(payload)
+                .map_err(|error| format!("{address} answered a log badly: {error}"))?,
+            None => LogPage::default(),
+        };
+        let at_ms = self.now_ms();
+        let lines: Vec<LogLine> = page
+            .log_content
+            .unwrap_or_default()
+            .lines()
+            .take(limit)
+            .map(|text| LogLine {
+                at_ms,
+                source: LogSource::Stdout,
+                text: text.to_owned(),
+            })
+            .collect();
+        Ok(LogResponse {
+            run_id: run.id.wire(),
+            next_offset: offset + lines.len(),
+            finished: page.is_end && run.status != RunStatus::Dispatched,
+            lines,
+            started_at_ms: None,
+        })
+    }
+
+    /// The group and executor of a dispatched legacy run.
+    async fn legacy_target(&self, run: &RunRow) -> Result<(String, LegacyGroup, String), String> {
+        let Some(address) = run.executor.clone() else {
+            return Err("the run was not dispatched to an executor".to_owned());
+        };
+        let job = self
+            .store
+            .job(run.job_id)
+            .await
+            .map_err(|error| error.to_string())?
+            .ok_or_else(|| "the run's job no longer exists".to_owned())?;
+        let group = self
+            .legacy_group(&job.group_name)
+            .await
+            .map_err(|error| error.to_string())?
+            .ok_or_else(|| format!("group {:?} is not a legacy group", job.group_name))?;
+        Ok((job.group_name, group, address))
+    }
+
+    /// Results reported by the executors of legacy group `group_name`
+    /// (whose token the caller presented): each ends its run once
+    /// (idempotent by run id), then retries, children, alarms and
+    /// workflows follow as for any run. Results for runs of other groups
+    /// are ignored and counted.
+    pub async fn accept_legacy_results(
+        self: &Arc<Self>,
+        group_name: Option<&str>,
+        token: &str,
+        items: Vec<CallbackItem>,
+    ) -> Result<usize, StoreError> {
+        let now = self.now_ms();
+        let mut ends = Vec::with_capacity(items.len());
+        let mut refused = 0;
+        for item in items {
+            let Some(run) = self.store.run(RunId::from(item.log_id)).await? else {
+                refused += 1;
+                continue;
+            };
+            // Its dispatch mark may still wait in the sink.
+            let run = self.sink.as_known(run);
+            let Some(job) = self.store.job(run.job_id).await? else {
+                refused += 1;
+                continue;
+            };
+            let group = self.legacy_group(&job.group_name).await?;
+            let belongs = group.is_some_and(|group| {
+                crate::legacy::tokens_match(&group.token, token)
+                    && group_name.is_none_or(|name| name == job.group_name)
+            });
+            if !belongs || job.executor_handler.is_none() {
+                refused += 1;
+                continue;
+            }
+            let code = item.code();
+            let message = item.message();
+            let killing = self.legacy.lock().contains(&run.id);
+            let outcome = match code {
+                200 => RunOutcome::Success,
+                _ if killing => RunOutcome::Killed,
+                502 => RunOutcome::Timeout,
+                _ => RunOutcome::Failed,
+            };
+            ends.push(RunEnd {
+                run_id: run.id,
+                success: outcome == RunOutcome::Success,
+                outcome,
+                code,
+                message: crate::legacy::bounded_message(&message),
+                executor: run.executor.clone(),
+                started_at_ms: item.log_date_time.filter(|at| *at >= run.scheduled_at_ms),
+                finished_at_ms: now,
+                scheduled_at_ms: Some(run.scheduled_at_ms),
+                ..RunEnd::default()
+            });
+        }
+        if refused > 0 {
+            self.metrics.results_refused.inc_by(refused as u64);
+            tracing::warn!(
+                refused,
+                "legacy results refused: not runs of the caller's group"
+            );
+        }
+        let (ends, ended) = self.sink.finish_runs(ends).await;
+        let ended = ended?;
+        let mut accepted = 0;
+        for (run, end) in ended.into_iter().zip(&ends) {
+            let Some(run) = run else {
+                continue;
+            };
+            accepted += 1;
+            self.metrics.run_ended(end.outcome.as_str());
+            self.after_end(&run, None).await?;
+        }
+        Ok(accepted)
+    }
+}
