@@ -416,6 +416,8 @@ mod definitions;
 mod events;
 #[path = "admin_api/firing.rs"]
 mod firing;
+#[path = "admin_api/legacy.rs"]
+mod legacy;
 #[path = "admin_api/quotas.rs"]
 mod quotas;
 #[path = "admin_api/requests.rs"]
