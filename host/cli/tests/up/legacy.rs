@@ -170,6 +170,44 @@ async fn a_pyxxl_executor_runs_legacy_jobs_under_cronbox() {
     let log = ok(&base, token, &["logs", &run.to_string()]);
     assert!(log.contains("echoing from cronbox"), "{log}");
 
+    // Moved to a module and back, keeping its id and its runs.
+    ok(
+        &base,
+        token,
+        &[
+            "job", "update", &echo, "--group", "default", "--module", "hello",
+        ],
+    );
+    let run = json(&base, token, &["job", "trigger", &echo, "--param", "wasm"])["run_id"]
+        .as_i64()
+        .unwrap();
+    let greeted = ended(&base, token, &echo, run);
+    assert_eq!(greeted["status"], "success", "{greeted}");
+    assert!(
+        greeted["message"].as_str().unwrap().contains("wasm"),
+        "{greeted}"
+    );
+    assert_ne!(greeted["module_digest"], "", "{greeted}");
+    ok(
+        &base,
+        token,
+        &[
+            "job",
+            "update",
+            &echo,
+            "--group",
+            "pyapp",
+            "--handler",
+            "echo",
+        ],
+    );
+    let run = json(&base, token, &["job", "trigger", &echo, "--param", "back"])["run_id"]
+        .as_i64()
+        .unwrap();
+    assert_eq!(ended(&base, token, &echo, run)["message"], "echo: back");
+    let runs = json(&base, token, &["runs", "--job", &echo]);
+    assert_eq!(runs["runs"].as_array().unwrap().len(), 3, "{runs}");
+
     // A failure is reported as one (and retried as any run would be).
     let fail = create("py-fail", "fail");
     let run = json(&base, token, &["job", "trigger", &fail])["run_id"]
