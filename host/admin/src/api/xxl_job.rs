@@ -94,10 +94,7 @@ async fn registry(
             state.scheduler.now_ms(),
         )
         .await;
-    Json(match beat {
-        Ok(()) => Envelope::ok(),
-        Err(error) => Envelope::refused(error.to_string()),
-    })
+    Json(Envelope::of(beat))
 }
 
 async fn registry_remove(
@@ -109,17 +106,13 @@ async fn registry_remove(
         Ok(registration) => registration,
         Err(refused) => return Json(refused),
     };
-    Json(
-        match state
+    Json(Envelope::of(
+        state
             .scheduler
             .store()
             .registry_remove(&group, &address)
-            .await
-        {
-            Ok(()) => Envelope::ok(),
-            Err(error) => Envelope::refused(error.to_string()),
-        },
-    )
+            .await,
+    ))
 }
 
 /// Results: each ends its run once, if the run is one of a legacy group
@@ -136,14 +129,10 @@ async fn callback(
     };
     let token = header(&headers, TOKEN_HEADER).unwrap_or_default();
     let appname = header(&headers, APPNAME_HEADER);
-    Json(
-        match state
+    Json(Envelope::of(
+        state
             .scheduler
             .accept_legacy_results(appname, token, callback.items())
-            .await
-        {
-            Ok(_) => Envelope::ok(),
-            Err(error) => Envelope::refused(error.to_string()),
-        },
-    )
+            .await,
+    ))
 }

@@ -44,6 +44,14 @@ impl Envelope {
         }
     }
 
+    /// Success, or a refusal naming the error.
+    pub fn of<T, E: std::fmt::Display>(result: Result<T, E>) -> Envelope {
+        match result {
+            Ok(_) => Envelope::ok(),
+            Err(error) => Envelope::refused(error.to_string()),
+        }
+    }
+
     /// The payload, from `data` or the older `content`.
     pub fn payload(self) -> Option<Value> {
         self.data.or(self.content)
