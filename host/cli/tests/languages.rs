@@ -195,17 +195,11 @@ impl Cli {
     /// example jobs compiled already.
     fn deploy_example(&self, folder: &str) -> Output {
         let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let target = languages::dir().parent().unwrap().to_owned();
-        Command::new(env!("CARGO_BIN_EXE_cronbox"))
+        support::authoring_command()
             .arg("deploy")
             .arg(repo.join(folder))
             .env("CRONBOX_ADMIN", &self.base)
             .env("CRONBOX_API_TOKEN", &self.token)
-            .env("CRONBOX_TOOLS_DIR", target.join("tools"))
-            .env("CARGO_TARGET_DIR", target.join("example-jobs"))
-            .env_remove("RUSTFLAGS")
-            .env_remove("CARGO_ENCODED_RUSTFLAGS")
-            .env_remove("CARGO_BUILD_TARGET")
             .output()
             .unwrap()
     }

@@ -6,7 +6,7 @@
 mod support;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn cronbox(args: &[&str], dir: &Path) -> Output {
     cronbox_with(args, dir, &[])
@@ -14,20 +14,12 @@ fn cronbox(args: &[&str], dir: &Path) -> Output {
 
 /// [`cronbox`] with these environment variables set.
 fn cronbox_with(args: &[&str], dir: &Path, env: &[(&str, &Path)]) -> Output {
-    let target = cronbox_language_jobs::dir().parent().unwrap().to_owned();
-    Command::new(env!("CARGO_BIN_EXE_cronbox"))
+    support::authoring_command()
         .args(args)
         .current_dir(dir)
         .env_remove("CRONBOX_ADMIN")
         .env_remove("CRONBOX_API_TOKEN")
         .envs(env.iter().copied())
-        // The pinned tools the build installed, and the guest
-        // dependencies the example jobs compiled already.
-        .env("CRONBOX_TOOLS_DIR", target.join("tools"))
-        .env("CARGO_TARGET_DIR", target.join("example-jobs"))
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .env_remove("CARGO_BUILD_TARGET")
         .output()
         .expect("cronbox starts")
 }
@@ -204,17 +196,12 @@ fn a_new_project_is_deployed_with_one_command_and_again_changes_nothing() {
 
     // `cronbox dev`: deployed and run at once, its log printed; a save of
     // the source is built, pushed and run again.
-    let target = cronbox_language_jobs::dir().parent().unwrap().to_owned();
-    let mut dev = Command::new(env!("CARGO_BIN_EXE_cronbox"))
+    let mut dev = support::authoring_command()
         .arg("dev")
         .current_dir(&project)
         .env_remove("CRONBOX_ADMIN")
         .env_remove("CRONBOX_API_TOKEN")
         .env("CRONBOX_CONTEXTS", &contexts)
-        .env("CARGO_TARGET_DIR", target.join("example-jobs"))
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .env_remove("CARGO_BUILD_TARGET")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

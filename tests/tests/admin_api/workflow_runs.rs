@@ -5,7 +5,7 @@
 
 use cronbox_api::{NodeStatus, WorkflowRunStatus};
 
-use super::workflows::{ended, node, refused_field, save, spec};
+use super::workflows::{ended, newest_ended, node, refused_field, save, spec};
 use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -264,12 +264,7 @@ async fn a_scheduled_workflow_fires_in_its_zone_and_skips_what_it_missed() {
     assert_eq!(saved.next_fire_at_ms, Some(minute + 60_000));
     // Its minute comes: one run, started by the schedule, with its input.
     clock.set(minute + 60_000);
-    let fired = until("the scheduled run ends", || async {
-        let runs = stack.api.api.workflow_runs("minutely").await.unwrap();
-        let run = stack.api.api.workflow_run(runs.first()?.id).await.unwrap();
-        (run.status != WorkflowRunStatus::Running).then_some(run)
-    })
-    .await;
+    let fired = newest_ended(&stack, "minutely").await;
     assert_eq!(fired.kind, TriggerKind::Schedule);
     assert_eq!(
         node(&fired, "greet").output.as_deref(),
@@ -403,12 +398,7 @@ async fn a_fix_delay_workflow_waits_for_its_run_and_a_backfill_runs_each_instant
         .unwrap();
     assert_eq!(delayed.next_fire_at_ms, Some(minute + 30_000));
     clock.set(minute + 30_000);
-    let run = until("the delayed run ends", || async {
-        let runs = stack.api.api.workflow_runs("delayed").await.unwrap();
-        let run = stack.api.api.workflow_run(runs.first()?.id).await.unwrap();
-        (run.status != WorkflowRunStatus::Running).then_some(run)
-    })
-    .await;
+    let run = newest_ended(&stack, "delayed").await;
     assert_eq!(run.fire_at_ms, Some(minute + 30_000));
     let run_ended = run.ended_at_ms.unwrap();
     until("the next fire follows the run's end", || async {

@@ -17,6 +17,17 @@ pub(super) async fn ended(stack: &Stack, id: i64) -> WorkflowRun {
     .await
 }
 
+/// The newest run of workflow `name` (one its schedule started), once it
+/// has ended.
+pub(super) async fn newest_ended(stack: &Stack, name: &str) -> WorkflowRun {
+    until(&format!("a run of {name} ends"), || async {
+        let runs = stack.api.api.workflow_runs(name).await.unwrap();
+        let run = stack.api.api.workflow_run(runs.first()?.id).await.unwrap();
+        (run.status != WorkflowRunStatus::Running).then_some(run)
+    })
+    .await
+}
+
 /// A run of workflow `name` started with `input`, once it has ended.
 pub(super) async fn run_to_end(stack: &Stack, name: &str, input: Option<&str>) -> WorkflowRun {
     let started = stack.api.api.start_workflow_run(name, input).await.unwrap();

@@ -44,20 +44,21 @@ async fn checked_registration(
     state: &AdminState,
     headers: &HeaderMap,
     body: &[u8],
-) -> Result<(String, String), Envelope> {
+) -> Result<(String, String), Json<Envelope>> {
+    let refused = |message: String| Json(Envelope::refused(message));
     let registration: wire::Registration = serde_json::from_slice(body)
-        .map_err(|error| Envelope::refused(format!("malformed registration: {error}")))?;
+        .map_err(|error| refused(format!("malformed registration: {error}")))?;
     let (group, address) = (registration.registry_key, registration.registry_value);
     if group.is_empty() || address.is_empty() {
-        return Err(Envelope::refused("Illegal Argument."));
+        return Err(refused("Illegal Argument.".to_owned()));
     }
-    let invalid = || Envelope::refused("invalid request, accessToken or appname invalid.");
+    let invalid = || refused("invalid request, accessToken or appname invalid.".to_owned());
     let legacy = state
         .scheduler
         .store()
         .legacy_group(&group)
         .await
-        .map_err(|error| Envelope::refused(error.to_string()))?
+        .map_err(|error| refused(error.to_string()))?
         .ok_or_else(invalid)?;
     let token = header(headers, TOKEN_HEADER).unwrap_or_default();
     if !tokens_match(&legacy.token, token)
@@ -68,22 +69,18 @@ async fn checked_registration(
     }
     let is_http = address.starts_with("http://") || address.starts_with("https://");
     if !is_http || address.chars().count() > MAX_ADDRESS_CHARS || address.contains(',') {
-        return Err(Envelope::refused(format!(
+        return Err(refused(format!(
             "registryValue must be the executor's http(s) URL (at most {MAX_ADDRESS_CHARS} characters)"
         )));
     }
     Ok((group, address))
 }
 
-async fn registry(
-    State(state): State<Arc<AdminState>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Json<Envelope> {
-    let (group, address) = match checked_registration(&state, &headers, &body).await {
-        Ok(registration) => registration,
-        Err(refused) => return Json(refused),
-    };
+/// An answer of this API: xxl-job's envelope, for a refusal too.
+type Answer = Result<Json<Envelope>, Json<Envelope>>;
+
+async fn registry(State(state): State<Arc<AdminState>>, headers: HeaderMap, body: Bytes) -> Answer {
+    let (group, address) = checked_registration(&state, &headers, &body).await?;
     let beat = state
         .scheduler
         .store()
@@ -94,45 +91,32 @@ async fn registry(
             state.scheduler.now_ms(),
         )
         .await;
-    Json(Envelope::of(beat))
+    Ok(Json(Envelope::of(beat)))
 }
 
 async fn registry_remove(
     State(state): State<Arc<AdminState>>,
     headers: HeaderMap,
     body: Bytes,
-) -> Json<Envelope> {
-    let (group, address) = match checked_registration(&state, &headers, &body).await {
-        Ok(registration) => registration,
-        Err(refused) => return Json(refused),
-    };
-    Json(Envelope::of(
-        state
-            .scheduler
-            .store()
-            .registry_remove(&group, &address)
-            .await,
-    ))
+) -> Answer {
+    let (group, address) = checked_registration(&state, &headers, &body).await?;
+    let store = state.scheduler.store();
+    Ok(Json(Envelope::of(
+        store.registry_remove(&group, &address).await,
+    )))
 }
 
 /// Results: each ends its run once, if the run is one of a legacy group
 /// whose token the caller presented (others are ignored and counted).
 /// Answers 200 once the body is read, as xxl-job does.
-async fn callback(
-    State(state): State<Arc<AdminState>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Json<Envelope> {
-    let callback: Callback = match serde_json::from_slice(&body) {
-        Ok(callback) => callback,
-        Err(error) => return Json(Envelope::refused(format!("malformed callback: {error}"))),
-    };
+async fn callback(State(state): State<Arc<AdminState>>, headers: HeaderMap, body: Bytes) -> Answer {
+    let callback: Callback = serde_json::from_slice(&body)
+        .map_err(|error| Json(Envelope::refused(format!("malformed callback: {error}"))))?;
     let token = header(&headers, TOKEN_HEADER).unwrap_or_default();
     let appname = header(&headers, APPNAME_HEADER);
-    Json(Envelope::of(
-        state
-            .scheduler
-            .accept_legacy_results(appname, token, callback.items())
-            .await,
-    ))
+    let accepted = state
+        .scheduler
+        .accept_legacy_results(appname, token, callback.items())
+        .await;
+    Ok(Json(Envelope::of(accepted)))
 }

@@ -7,7 +7,7 @@ pub use cronbox_api::JobKill;
 
 impl Scheduler {
     /// Forwards a kill to the executor running `run`.
-    pub async fn kill(&self, run: &RunRow) -> Result<bool, String> {
+    pub async fn kill(self: &Arc<Self>, run: &RunRow) -> Result<bool, String> {
         if run.is_legacy() {
             return self.kill_legacy(run).await;
         }

@@ -8,7 +8,9 @@
 //! `api/xxl_job.rs` into [`Scheduler::accept_legacy_results`].
 
 use super::*;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Instant;
 
 use cronbox_api::LegacyProtocol;
 use cronbox_protocol::{LogLine, LogResponse, LogSource};
@@ -17,17 +19,31 @@ use crate::legacy::wire::{
     self, APPNAME_HEADER, CallbackItem, Envelope, JobRef, LogPage, LogRequest, TOKEN_HEADER,
     Trigger, executor_url,
 };
-use crate::store::LegacyGroup;
+use crate::store::{LegacyGroup, RunCharge};
 
-/// The runs this admin asked a legacy executor to kill: their result (the
-/// handler's failure, reported before the kill is answered) ends them as
-/// killed.
+/// What the scheduler keeps of legacy groups.
 #[derive(Debug, Default)]
-pub(super) struct Killing(std::sync::Mutex<HashSet<RunId>>);
+pub(super) struct Legacy {
+    /// Each group as read in the last second (like the groups' addresses):
+    /// routing, sending and results read it once, not per run.
+    groups: Mutex<HashMap<String, (Instant, Option<LegacyGroup>)>>,
+    /// The runs this admin asked a legacy executor to kill: their result
+    /// (the handler's failure, reported before the kill is answered) ends
+    /// them as killed.
+    killing: Mutex<HashSet<RunId>>,
+}
 
-impl Killing {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<RunId>> {
-        self.0.lock().unwrap_or_else(|poison| poison.into_inner())
+impl Legacy {
+    fn killing(&self) -> MutexGuard<'_, HashSet<RunId>> {
+        self.killing
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    fn groups(&self) -> MutexGuard<'_, HashMap<String, (Instant, Option<LegacyGroup>)>> {
+        self.groups
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
     }
 }
 
@@ -95,9 +111,19 @@ impl Probe for LegacyProbe<'_> {
 }
 
 impl Scheduler {
-    /// The legacy group `name` (its protocol and token), if it is one.
+    /// The legacy group `name` (its protocol and token), if it is one, as
+    /// read in the last second: a changed token holds within a second.
     pub(super) async fn legacy_group(&self, name: &str) -> Result<Option<LegacyGroup>, StoreError> {
-        self.store.legacy_group(name).await
+        if let Some((read_at, group)) = self.legacy.groups().get(name)
+            && read_at.elapsed() < ADDRESS_CACHE
+        {
+            return Ok(group.clone());
+        }
+        let group = self.store.legacy_group(name).await?;
+        self.legacy
+            .groups()
+            .insert(name.to_owned(), (Instant::now(), group.clone()));
+        Ok(group)
     }
 
     /// Sends `run` of legacy job `job` (handler `handler`) to `address`
@@ -149,32 +175,31 @@ impl Scheduler {
         }
     }
 
-    /// Asks the legacy executor running `run` to kill it. xxl-job's kill
-    /// stops the job's thread on that executor, queued runs with it.
-    pub(super) async fn kill_legacy(&self, run: &RunRow) -> Result<bool, String> {
+    /// Asks the legacy executor running `run` to kill it (xxl-job's kill
+    /// stops the job's thread on that executor, queued runs with it), then
+    /// ends it as killed if its result has not ended it already.
+    pub(super) async fn kill_legacy(self: &Arc<Self>, run: &RunRow) -> Result<bool, String> {
         let (group_name, group, address) = self.legacy_target(run).await?;
-        self.legacy.lock().insert(run.id);
+        self.legacy.killing().insert(run.id);
         let kill =
             request(&self.dispatcher.http, &group_name, &group, &address, "kill").json(&JobRef {
                 job_id: run.job_id.wire(),
             });
         let killed = answer(kill, &address).await;
-        if killed.is_err() {
-            self.legacy.lock().remove(&run.id);
-        }
-        killed?;
-        // Ended as killed now if its result has not come (or never will).
-        let end = RunEnd {
-            executor: Some(address),
-            ..RunEnd::failed(run.id, RunOutcome::Killed, "killed", self.now_ms())
+        let ended = match killed {
+            Ok(_) => {
+                let end = RunEnd {
+                    executor: Some(address),
+                    ..RunEnd::failed(run.id, RunOutcome::Killed, "killed", self.now_ms())
+                };
+                self.end_runs(vec![end], &HashMap::new())
+                    .await
+                    .map_err(|error| error.to_string())
+            }
+            Err(why) => Err(why),
         };
-        let (_, ended) = self.sink.finish_runs(vec![end]).await;
-        self.legacy.lock().remove(&run.id);
-        if let Some(Some(ended)) = ended.map_err(|error| error.to_string())?.pop() {
-            self.metrics.run_ended(RunOutcome::Killed.as_str());
-            self.sink.events.send(|| RunEvent::ended(&ended));
-        }
-        Ok(true)
+        self.legacy.killing().remove(&run.id);
+        ended.map(|()| true)
     }
 
     /// Asks legacy executor `address` to kill job `job` there (its
@@ -260,80 +285,78 @@ impl Scheduler {
         Ok((job.group_name, group, address))
     }
 
-    /// Results reported by the executors of legacy group `group_name`
-    /// (whose token the caller presented): each ends its run once
-    /// (idempotent by run id), then retries, children, alarms and
-    /// workflows follow as for any run. Results for runs of other groups
-    /// are ignored and counted.
+    /// Results reported by the executors of a legacy group (the caller
+    /// presented `token`, and named its group when `group_name` is given):
+    /// each ends its run once (idempotent by run id), then retries,
+    /// children, alarms and workflows follow as for any run. Results for
+    /// runs of other groups are ignored and counted.
     pub async fn accept_legacy_results(
         self: &Arc<Self>,
         group_name: Option<&str>,
         token: &str,
         items: Vec<CallbackItem>,
-    ) -> Result<usize, StoreError> {
+    ) -> Result<(), StoreError> {
         let now = self.now_ms();
-        let mut ends = Vec::with_capacity(items.len());
-        let mut refused = 0;
+        let mut runs = Vec::with_capacity(items.len());
         for item in items {
-            let Some(run) = self.store.run(RunId::from(item.log_id)).await? else {
-                refused += 1;
-                continue;
+            if let Some(run) = self.store.run(RunId::from(item.log_id)).await? {
+                // Its dispatch mark may still wait in the sink.
+                runs.push((self.sink.as_known(run), item));
+            }
+        }
+        let mut job_ids: Vec<JobId> = runs.iter().map(|(run, _)| run.job_id).collect();
+        job_ids.sort_unstable();
+        job_ids.dedup();
+        let jobs = self.store.jobs_by_id(&job_ids).await?;
+        let mut ends = Vec::with_capacity(runs.len());
+        let mut refused = 0;
+        for (run, item) in runs {
+            let belongs = match jobs.get(&run.job_id) {
+                Some(job) if job.executor_handler.is_some() => {
+                    group_name.is_none_or(|name| name == job.group_name)
+                        && self
+                            .legacy_group(&job.group_name)
+                            .await?
+                            .is_some_and(|group| crate::legacy::tokens_match(&group.token, token))
+                }
+                _ => false,
             };
-            // Its dispatch mark may still wait in the sink.
-            let run = self.sink.as_known(run);
-            let Some(job) = self.store.job(run.job_id).await? else {
-                refused += 1;
-                continue;
-            };
-            let group = self.legacy_group(&job.group_name).await?;
-            let belongs = group.is_some_and(|group| {
-                crate::legacy::tokens_match(&group.token, token)
-                    && group_name.is_none_or(|name| name == job.group_name)
-            });
-            if !belongs || job.executor_handler.is_none() {
+            if !belongs {
                 refused += 1;
                 continue;
             }
-            let code = item.code();
-            let message = item.message();
-            let killing = self.legacy.lock().contains(&run.id);
-            let outcome = match code {
+            let killing = self.legacy.killing().contains(&run.id);
+            let outcome = match item.code() {
                 200 => RunOutcome::Success,
                 _ if killing => RunOutcome::Killed,
                 502 => RunOutcome::Timeout,
                 _ => RunOutcome::Failed,
             };
+            let started_at_ms = item.log_date_time.filter(|at| *at >= run.scheduled_at_ms);
             ends.push(RunEnd {
                 run_id: run.id,
                 success: outcome == RunOutcome::Success,
                 outcome,
-                code,
-                message: crate::legacy::bounded_message(&message),
+                code: item.code(),
+                message: crate::legacy::bounded_message(&item.message()),
                 executor: run.executor.clone(),
-                started_at_ms: item.log_date_time.filter(|at| *at >= run.scheduled_at_ms),
+                started_at_ms,
                 finished_at_ms: now,
                 scheduled_at_ms: Some(run.scheduled_at_ms),
+                charge: Some(RunCharge {
+                    run_ms: started_at_ms.map_or(0, |started| (now - started).max(0)),
+                    log_bytes: 0,
+                }),
                 ..RunEnd::default()
             });
         }
         if refused > 0 {
-            self.metrics.results_refused.inc_by(refused as u64);
+            self.metrics.results_refused.inc_by(refused);
             tracing::warn!(
                 refused,
                 "legacy results refused: not runs of the caller's group"
             );
         }
-        let (ends, ended) = self.sink.finish_runs(ends).await;
-        let ended = ended?;
-        let mut accepted = 0;
-        for (run, end) in ended.into_iter().zip(&ends) {
-            let Some(run) = run else {
-                continue;
-            };
-            accepted += 1;
-            self.metrics.run_ended(end.outcome.as_str());
-            self.after_end(&run, None).await?;
-        }
-        Ok(accepted)
+        self.end_runs(ends, &jobs).await
     }
 }

@@ -184,7 +184,7 @@ pub struct Scheduler {
     commands: RunCommands,
     sink: ResultSink,
     /// Legacy runs this admin is killing (see `legacy.rs`).
-    legacy: legacy::Killing,
+    legacy: legacy::Legacy,
 }
 
 impl Scheduler {
@@ -215,7 +215,7 @@ impl Scheduler {
             config,
             tasks,
             calendars: std::sync::Mutex::new(calendars::CalendarCache::default()),
-            legacy: legacy::Killing::default(),
+            legacy: legacy::Legacy::default(),
         })
     }
 

@@ -106,9 +106,19 @@ impl Scheduler {
                 }),
             });
         }
-        // One transaction for the batch (and the other callbacks waiting
-        // with it), with what it costs each tenant today; a repeated
-        // callback finds its run already ended and changes nothing.
+        self.end_runs(ends, &jobs).await
+    }
+
+    /// Ends runs reported ended (by an executor, a legacy executor, or a
+    /// kill) in one transaction (with the other ends waiting with them),
+    /// with what each costs its tenant today; a run already ended changes
+    /// nothing. Then metrics, and what follows each end; `jobs` are the
+    /// runs' jobs where already read.
+    pub(super) async fn end_runs(
+        self: &Arc<Self>,
+        ends: Vec<RunEnd>,
+        jobs: &HashMap<JobId, JobRow>,
+    ) -> Result<(), StoreError> {
         let (ends, ended) = self.finish_runs(ends).await;
         let ended = ended?;
         // Runs, run time and log bytes of the runs that ended, per tenant.

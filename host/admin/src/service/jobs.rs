@@ -55,7 +55,9 @@ pub async fn create_many(
     let store = scheduler.store();
     let now = scheduler.now();
     let quotas = scheduler.quotas();
-    let mut groups = HashSet::new();
+    // Each group checked once per batch: usable by the tenant, and
+    // whether it is a legacy group.
+    let mut groups: HashMap<String, bool> = HashMap::new();
     let mut modules: HashMap<(Option<String>, Option<i64>, String), Digest> = HashMap::new();
     let mut checked = Vec::with_capacity(batch.jobs.len());
     for (index, spec) in batch.jobs.iter().enumerate() {
@@ -64,11 +66,17 @@ pub async fn create_many(
             crate::jobs::validate(spec, tenant, &config.job_maxima, &config.alarm_nets)
                 .map_err(|invalid| ServiceError::invalid(invalid.field, invalid.message))
                 .map_err(at)?;
-        if groups.insert(row.group_name.clone()) {
-            known_group(store, tenant, &row.group_name)
-                .await
-                .map_err(at)?;
-        }
+        let legacy = match groups.get(&row.group_name) {
+            Some(legacy) => *legacy,
+            None => {
+                known_group(store, tenant, &row.group_name)
+                    .await
+                    .map_err(at)?;
+                let legacy = store.legacy_group(&row.group_name).await?.is_some();
+                groups.insert(row.group_name.clone(), legacy);
+                legacy
+            }
+        };
         super::tenants::check_within_ceiling(store, tenant, &row.http_allow)
             .await
             .map_err(at)?;
@@ -85,7 +93,7 @@ pub async fn create_many(
         check_calendars(store, tenant, &row.schedule_rules.calendars, &[])
             .await
             .map_err(at)?;
-        check_group_kind(store, &row).await.map_err(at)?;
+        check_group_kind(&row, legacy).map_err(at)?;
         let module_key = (
             row.module_name.clone(),
             row.module_version,
@@ -254,7 +262,7 @@ pub async fn update(
         &current.schedule_rules.calendars,
     )
     .await?;
-    check_group_kind(store, &row).await?;
+    check_group_kind(&row, store.legacy_group(&row.group_name).await?.is_some())?;
     resolve_module(store, &mut row).await?;
     scheduler
         .quotas()
@@ -430,9 +438,8 @@ async fn known_group(store: &Store, tenant: &str, group: &str) -> Result<(), Ser
 
 /// Whether the job runs what its group's executors run: a handler in a
 /// legacy group (xxl-job executors), a module anywhere else.
-async fn check_group_kind(store: &Store, row: &JobRow) -> Result<(), ServiceError> {
+fn check_group_kind(row: &JobRow, legacy: bool) -> Result<(), ServiceError> {
     let group = &row.group_name;
-    let legacy = store.legacy_group(group).await?.is_some();
     match (&row.executor_handler, legacy) {
         (Some(_), false) => Err(ServiceError::invalid(
             "executor_handler",

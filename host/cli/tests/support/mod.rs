@@ -144,3 +144,18 @@ pub fn up_with_env(
     };
     (Process(child), printed, listening)
 }
+
+/// `cronbox` as a job author runs it here: with the pinned tools the build
+/// installed and the guest dependencies the example jobs compiled already,
+/// and none of this build's own Rust flags.
+pub fn authoring_command() -> Command {
+    let target = cronbox_language_jobs::dir().parent().unwrap().to_owned();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_cronbox"));
+    command
+        .env("CRONBOX_TOOLS_DIR", target.join("tools"))
+        .env("CARGO_TARGET_DIR", target.join("example-jobs"))
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("CARGO_BUILD_TARGET");
+    command
+}
