@@ -16,8 +16,9 @@ use super::*;
 const TOKEN: &str = "token-of-the-3-5-group";
 const APP: &str = "app35";
 
-/// What the stand-in executor was sent: (path, token, appname, body).
-type Received = Arc<Mutex<Vec<(String, String, String, Value)>>>;
+/// What the stand-in executor was sent: (path, token, appname, body, when
+/// in ms since the epoch).
+type Received = Arc<Mutex<Vec<(String, String, String, Value, i64)>>>;
 
 #[derive(Clone)]
 struct StandIn {
@@ -61,6 +62,10 @@ async fn serve(
         header(&headers, "XXL-JOB-ACCESS-TOKEN"),
         header(&headers, "XXL-JOB-APPNAME"),
         body.clone(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64,
     ));
     axum::Json(match path {
         "/trigger" if body["executorParams"] != "hold" => {
@@ -166,7 +171,7 @@ async fn an_xxl_job_3_5_executor_registers_runs_and_reports_with_its_groups_toke
     let ended = stack.api.ended(run).await;
     assert_eq!(ended.status, RunStatus::Success, "{ended:?}");
     assert_eq!(ended.message.as_deref(), Some("ran p35"));
-    let (path, token, appname, body) = received
+    let (path, token, appname, body, _) = received
         .lock()
         .unwrap()
         .iter()
@@ -209,4 +214,40 @@ async fn an_xxl_job_3_5_executor_registers_runs_and_reports_with_its_groups_toke
     report(&stack.base, TOKEN, &log_id, "released".into()).await;
     let released = stack.api.ended(held).await;
     assert_eq!(released.message.as_deref(), Some("released"));
+
+    // Scheduled runs reach the executor at their instant, not ahead of it
+    // (an xxl-job executor runs what it gets at once).
+    let ticking = stack
+        .create_as(
+            API,
+            json!({ "name": "every-second", "group": APP, "executor_handler": "tick",
+                "schedule_type": "CRON", "schedule_conf": "* * * * * ?" }),
+        )
+        .await;
+    let (status, _) = stack
+        .call(
+            reqwest::Method::POST,
+            &format!("/api/v1/jobs/{ticking}/start"),
+            None,
+        )
+        .await;
+    let ticks = until("three scheduled runs reach the executor", || async {
+        let ticks: Vec<(i64, i64)> = received
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(path, _, _, body, _)| path == "/trigger" && body["executorHandler"] == "tick")
+            .map(|(_, _, _, body, at)| (body["logDateTime"].as_i64().unwrap(), *at))
+            .collect();
+        (ticks.len() >= 3).then_some(ticks)
+    })
+    .await;
+    assert_eq!(status, 200);
+    for (instant, received_at) in ticks {
+        assert!(
+            received_at >= instant,
+            "a run for {instant} reached the executor {} ms early",
+            instant - received_at
+        );
+    }
 }

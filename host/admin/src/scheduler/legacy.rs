@@ -144,6 +144,12 @@ impl Scheduler {
                 )
                 .await;
         };
+        // Runs go out ahead of their instant for a cronbox executor to hold
+        // (`dispatch_ahead`); an xxl-job executor runs what it is sent at
+        // once, so the admin holds a legacy run until its instant.
+        if run.scheduled_at_ms > self.now_ms() {
+            self.config.clock.sleep_until(run.scheduled_at_ms).await;
+        }
         let trigger = Trigger {
             job_id: job.id.wire(),
             executor_handler: handler,
