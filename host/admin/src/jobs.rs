@@ -109,6 +109,7 @@ pub fn validate(
             ));
         }
     }
+    crate::legacy::check_glue_type(spec)?;
     // A named module's digest is resolved when the job is stored; a legacy
     // job names a handler instead (its group is checked when it is stored).
     let (module_name, module_version, module_digest) = if let Some(handler) = &spec.executor_handler

@@ -39,6 +39,12 @@ pub struct JobSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(min_length = 1, max_length = 255)]
     pub executor_handler: Option<String>,
+    /// xxl-job's `glue_type`, accepted for definitions carried over from
+    /// it: `BEAN` (with `executor_handler`) only; GLUE types (source stored
+    /// with the job) are refused: write the handler as a module. Not
+    /// stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub glue_type: Option<String>,
     /// Webhook called (POST, JSON) when a run of this job fails.
     #[serde(default)]
     pub alarm_url: String,
@@ -165,6 +171,7 @@ impl JobSpec {
             module_digest: String::new(),
             module: None,
             executor_handler: None,
+            glue_type: None,
             alarm_url: String::new(),
             schedule_type: default_schedule_type(),
             schedule_conf: String::new(),
@@ -230,6 +237,7 @@ impl From<Job> for JobSpec {
             module_digest,
             module,
             executor_handler: job.executor_handler,
+            glue_type: None,
             alarm_url: job.alarm_url,
             schedule_type: job.schedule_type.as_str().to_owned(),
             schedule_conf: job.schedule_conf,

@@ -91,6 +91,7 @@ enum Command {
     Ceiling(manage::CeilingArgs),
     Calendar(manage::CalendarArgs),
     Group(manage::GroupArgs),
+    Import(manage::ImportArgs),
     Workflow(manage::WorkflowArgs),
     Secret(manage::SecretArgs),
     User(manage::UserArgs),
@@ -178,6 +179,10 @@ fn main() -> ExitCode {
             EXIT_FAILED,
         ),
         Command::Group(args) => (manage::group(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
+        Command::Import(args) => (
+            manage::import(args).map(|()| ExitCode::SUCCESS),
+            EXIT_FAILED,
+        ),
         Command::Workflow(args) => (
             manage::workflow(args).map(|()| ExitCode::SUCCESS),
             EXIT_FAILED,

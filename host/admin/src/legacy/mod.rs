@@ -40,6 +40,28 @@ pub fn bounded_message(message: &str) -> String {
     }
 }
 
+/// Refuses xxl-job's GLUE types: cronbox runs no source stored with a
+/// job. `BEAN` is accepted for a legacy job (an `executor_handler`).
+pub fn check_glue_type(spec: &JobSpec) -> Result<(), InvalidJob> {
+    match spec.glue_type.as_deref() {
+        None => Ok(()),
+        Some(bean) if bean.eq_ignore_ascii_case("BEAN") && spec.executor_handler.is_some() => {
+            Ok(())
+        }
+        Some(bean) if bean.eq_ignore_ascii_case("BEAN") => Err(invalid(
+            "glue_type",
+            "a BEAN job names its executor_handler (a legacy job of xxl-job executors)",
+        )),
+        Some(glue) => Err(invalid(
+            "glue_type",
+            format!(
+                "{glue}: cronbox runs no source stored with a job; write the handler as a \
+                 module (docs/authoring.md) and name it in `module`"
+            ),
+        )),
+    }
+}
+
 /// Checks a legacy job's handler and refuses every field a run on an
 /// xxl-job executor cannot honour (never silently ignored).
 pub fn check_handler(handler: &str, spec: &JobSpec) -> Result<(), InvalidJob> {
@@ -152,5 +174,15 @@ mod tests {
             check_handler(" ", &spec).unwrap_err().field,
             "executor_handler"
         );
+        let glue = |glue: &str, spec: &JobSpec| {
+            check_glue_type(&JobSpec {
+                glue_type: Some(glue.into()),
+                ..spec.clone()
+            })
+        };
+        assert!(glue("BEAN", &spec).is_ok());
+        let shell = glue("GLUE_SHELL", &spec).unwrap_err();
+        assert!(shell.field == "glue_type" && shell.message.contains("module"));
+        assert!(glue("BEAN", &JobSpec::new("x", "hello")).is_err());
     }
 }

@@ -533,17 +533,10 @@ pub fn job(args: JobArgs) -> anyhow::Result<()> {
                 }
             }
             JobCommand::Export => {
-                let mut query = JobQuery::default();
-                loop {
-                    let page = client.jobs(&query).await?;
-                    let Some(last) = page.last() else {
-                        return Ok(());
-                    };
-                    query.after = Some(last.job.id);
-                    for listed in page {
-                        outln!("{}", serde_json::to_string(&JobSpec::from(listed.job))?);
-                    }
+                for job in every_job(&client).await? {
+                    outln!("{}", serde_json::to_string(&JobSpec::from(job))?);
                 }
+                Ok(())
             }
             JobCommand::Delete { id } => {
                 let answer = client.delete_job(id).await?;

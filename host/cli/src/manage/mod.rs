@@ -26,6 +26,7 @@ mod modules;
 mod runs;
 mod tenant;
 mod workflows;
+mod xxl_import;
 
 pub use calendars::{CalendarArgs, calendar};
 pub use groups::{GroupArgs, group};
@@ -37,6 +38,7 @@ pub(crate) use tenant::parse_quota_change;
 pub use tenant::{CeilingArgs, QuotaArgs, SecretArgs, UserArgs, ceiling, quota, secret, user};
 pub(crate) use workflows::read_workflow_file;
 pub use workflows::{WorkflowArgs, workflow};
+pub use xxl_import::{ImportArgs, import};
 
 /// How to reach the admin, shared by every management command.
 #[derive(Debug, Clone, Args)]
@@ -161,6 +163,20 @@ fn print_table(header: &[&str], rows: &[Vec<String>]) {
     line(header.iter().map(|h| h.to_string()).collect());
     for row in rows {
         line(row);
+    }
+}
+
+/// Every job the token sees, a page at a time.
+async fn every_job(client: &Client) -> anyhow::Result<Vec<cronbox_api::Job>> {
+    let mut query = cronbox_api::JobQuery::default();
+    let mut jobs = Vec::new();
+    loop {
+        let page = client.jobs(&query).await?;
+        let Some(last) = page.last() else {
+            return Ok(jobs);
+        };
+        query.after = Some(last.job.id);
+        jobs.extend(page.into_iter().map(|listed| listed.job));
     }
 }
 

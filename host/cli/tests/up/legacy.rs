@@ -4,6 +4,7 @@
 //! a failure, is killed mid-run, has its log read, and removes itself when
 //! it stops.
 
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::Stdio;
@@ -265,5 +266,183 @@ async fn a_pyxxl_executor_runs_legacy_jobs_under_cronbox() {
         alive_in(&api, "pyapp").await.is_empty().then_some(())
     })
     .await;
+    terminate(&mut stack.0);
+}
+
+/// The jobs of `group` by name.
+async fn jobs_of(api: &AdminClient, group: &str) -> HashMap<String, cronbox_api::Job> {
+    api.api
+        .jobs(&JobQuery {
+            group: Some(group.to_owned()),
+            ..JobQuery::default()
+        })
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|listed| (listed.job.name.clone(), listed.job))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_xxl_job_dump_is_imported_as_legacy_groups_and_jobs_once() {
+    let data = tempfile::tempdir().unwrap();
+    let (mut stack, _, at) = up(data.path(), None);
+    let base = format!("http://{}", at.admin);
+    let token = std::fs::read_to_string(data.path().join("api-token")).unwrap();
+    let token = token.trim();
+    let api = AdminClient::new(&base, token);
+    let dump = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/legacy/xxl_job.sql");
+    let import = |apply: bool| {
+        let mut args = vec![
+            "import",
+            "xxl-job",
+            dump.to_str().unwrap(),
+            "--zone",
+            "Asia/Shanghai",
+            "--access-token",
+            TOKEN,
+        ];
+        if apply {
+            args.push("--apply");
+        }
+        ok(&base, token, &args)
+    };
+
+    // A dry run: the table of what would be done, and nothing done.
+    let planned = import(false);
+    assert!(
+        planned.contains("dry run: 4 jobs and 2 groups to create, 0 exist already, 1 refused"),
+        "{planned}"
+    );
+    let shell = planned.lines().find(|line| line.starts_with("3 ")).unwrap();
+    assert!(
+        shell.contains("refused") && shell.contains("GLUE_SHELL") && shell.contains("module"),
+        "{shell}"
+    );
+    assert!(
+        planned.contains("hourly report #4") && planned.contains("hourly report #5"),
+        "{planned}"
+    );
+    assert!(
+        planned.contains("alarm_email ops@example.com dropped"),
+        "{planned}"
+    );
+    assert!(!ok(&base, token, &["group", "list"]).contains("order-service"));
+
+    // Applied: legacy groups (AUTO, or MANUAL with the export's addresses)
+    // and jobs mapped field by field, started as they were, children linked.
+    let applied = import(true);
+    assert!(
+        applied.contains("4 jobs are in cronbox; 1 refused; 2 groups made"),
+        "{applied}"
+    );
+    let groups = api.api.groups().await.unwrap();
+    let group = |name: &str| {
+        groups
+            .iter()
+            .find(|group| group.name == name)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(
+        group("order-service").legacy,
+        Some(cronbox_api::LegacyProtocol::XxlJob34)
+    );
+    assert_eq!(group("order-service").address_type, "AUTO");
+    assert_eq!(
+        group("report-service").addresses,
+        ["http://127.0.0.1:9998/", "http://127.0.0.1:9997/"]
+    );
+    let orders = jobs_of(&api, "order-service").await;
+    let reports = jobs_of(&api, "report-service").await;
+    assert_eq!(
+        (orders.len(), reports.len()),
+        (2, 2),
+        "{orders:?} {reports:?}"
+    );
+    let nightly = &orders["nightly orders"];
+    assert_eq!(nightly.executor_handler.as_deref(), Some("orderJobHandler"));
+    assert_eq!(
+        (nightly.schedule_conf.as_str(), nightly.time_zone.as_str()),
+        ("0 0 2 * * ?", "Asia/Shanghai")
+    );
+    assert_eq!((nightly.timeout_ms, nightly.retry_count), (600_000, 2));
+    assert_eq!(nightly.param, r#"{"full": true}"#);
+    assert!(nightly.enabled);
+    assert_eq!(
+        nightly.children,
+        [orders["after orders"].id, reports["hourly report #5"].id]
+    );
+    let after = &orders["after orders"];
+    assert_eq!(after.param, "it's done");
+    assert_eq!(
+        (
+            after.route.as_str(),
+            after.block_strategy.as_str(),
+            after.enabled
+        ),
+        ("ROUND", "DISCARD_LATER", false)
+    );
+    let hourly = &reports["hourly report #4"];
+    assert_eq!(
+        (hourly.schedule_type.as_str(), hourly.schedule_conf.as_str()),
+        ("FIX_RATE", "3600")
+    );
+    assert_eq!(
+        (
+            hourly.misfire.as_str(),
+            hourly.route.as_str(),
+            hourly.enabled
+        ),
+        ("FIRE_ONCE_NOW", "FAILOVER", true)
+    );
+
+    // Again: nothing is created twice.
+    let again = import(true);
+    assert!(
+        again.contains("4 jobs are in cronbox; 1 refused; 0 groups made"),
+        "{again}"
+    );
+    assert_eq!(jobs_of(&api, "order-service").await.len(), 2);
+    assert_eq!(jobs_of(&api, "report-service").await.len(), 2);
+
+    // The two tables exported as JSON and CSV instead.
+    let exports = tempfile::tempdir().unwrap();
+    let groups_json = exports.path().join("xxl_job_group.json");
+    let jobs_csv = exports.path().join("xxl_job_info.csv");
+    std::fs::write(
+        &groups_json,
+        r#"[{"id": 7, "app_name": "billing", "title": "billing", "address_type": 0, "address_list": null}]"#,
+    )
+    .unwrap();
+    std::fs::write(
+        &jobs_csv,
+        "id,job_group,job_desc,schedule_type,schedule_conf,executor_handler,executor_param,glue_type,trigger_status\n\
+         40,7,\"invoices, daily\",CRON,0 0 6 * * ?,invoiceHandler,NULL,BEAN,0\n",
+    )
+    .unwrap();
+    let imported = ok(
+        &base,
+        token,
+        &[
+            "import",
+            "xxl-job",
+            groups_json.to_str().unwrap(),
+            jobs_csv.to_str().unwrap(),
+            "--access-token",
+            TOKEN,
+            "--apply",
+        ],
+    );
+    assert!(
+        imported.contains("1 jobs are in cronbox; 0 refused; 1 groups made"),
+        "{imported}"
+    );
+    let billing = jobs_of(&api, "billing").await;
+    assert_eq!(
+        billing["invoices, daily"].executor_handler.as_deref(),
+        Some("invoiceHandler")
+    );
+    assert_eq!(billing["invoices, daily"].param, "");
     terminate(&mut stack.0);
 }

@@ -1,0 +1,231 @@
+//! `cronbox import xxl-job`: an xxl-job installation's executors and jobs
+//! brought in as legacy groups and legacy jobs (see
+//! `docs/migrating-from-xxl-job.md`). A dry run by default: a table of what
+//! would be created, what exists already, what was mapped or dropped and
+//! what is refused and why; `--apply` creates it. Idempotent: a job whose
+//! name is already in its group is left as it is, so a second import
+//! creates nothing.
+
+mod plan;
+mod tables;
+
+use std::collections::HashMap;
+
+use cronbox_api::{GroupSpec, JobBatch, JobId, LegacyProtocol, LegacySpec};
+
+use super::*;
+use plan::{Action, Options, Plan};
+use tables::Tables;
+
+/// Bring jobs in from another scheduler.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    #[command(flatten)]
+    connection: Connection,
+    #[command(subcommand)]
+    command: ImportCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum ImportCommand {
+    /// xxl-job's executors and jobs, from its tables `xxl_job_group` and
+    /// `xxl_job_info`: a mysqldump file, or CSV/JSON exports named after
+    /// the tables. A dry run unless --apply.
+    #[command(
+        name = "xxl-job",
+        after_help = "Examples:
+  mysqldump xxl_job xxl_job_group xxl_job_info > xxl.sql
+  cronbox import xxl-job xxl.sql --zone Asia/Shanghai --access-token \"$XXL_TOKEN\"
+  cronbox import xxl-job xxl.sql --zone Asia/Shanghai --access-token \"$XXL_TOKEN\" --apply
+  cronbox import xxl-job xxl_job_group.csv xxl_job_info.csv --apply"
+    )]
+    XxlJob {
+        /// The exports (.sql, or .csv/.json named after their table).
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// Create what the dry run shows.
+        #[arg(long)]
+        apply: bool,
+        /// The zone xxl-job's admin fired in (its JVM's): every job's zone.
+        #[arg(long, default_value = "UTC")]
+        zone: String,
+        /// The protocol of groups made by the import.
+        #[arg(long, default_value = "xxl-job-3.4")]
+        protocol: LegacyProtocol,
+        /// The access token of groups made by the import when the export
+        /// has none (xxl-job before 3.5 has one token for all).
+        #[arg(long, env = "CRONBOX_XXL_JOB_TOKEN", hide_env_values = true)]
+        access_token: Option<String>,
+        /// The webhook jobs' alarm emails become (none: they are dropped).
+        #[arg(long, value_name = "URL")]
+        alarm_webhook: Option<String>,
+    },
+}
+
+pub fn import(args: ImportArgs) -> anyhow::Result<()> {
+    let (client, json, runtime) = args.connection.open()?;
+    let ImportCommand::XxlJob {
+        files,
+        apply,
+        zone,
+        protocol,
+        access_token,
+        alarm_webhook,
+    } = args.command;
+    let mut tables = Tables::default();
+    for file in &files {
+        tables.read(file)?;
+    }
+    if tables.jobs.is_empty() {
+        bail!(
+            "no row of xxl_job_info in the files given (a dump of it, or xxl_job_info.csv or .json)"
+        );
+    }
+    let options = Options {
+        zone,
+        alarm_webhook,
+        access_token,
+    };
+    runtime.block_on(async move {
+        let groups = client.groups().await?;
+        let existing: HashMap<(String, String), JobId> = every_job(&client)
+            .await?
+            .into_iter()
+            .map(|job| ((job.group_name, job.name), job.id))
+            .collect();
+        let mut plan = plan::plan(&tables, &groups, &existing, &options);
+        if apply {
+            create(&client, &mut plan, protocol).await?;
+        }
+        show(json, &plan, |plan| print_plan(plan, apply))
+    })
+}
+
+/// Creates the planned groups and jobs, then links children; each job
+/// created becomes `Exists` with its id.
+async fn create(client: &Client, plan: &mut Plan, protocol: LegacyProtocol) -> anyhow::Result<()> {
+    for group in plan.groups.iter().filter(|group| !group.exists) {
+        let spec = GroupSpec {
+            address_type: if group.addresses.is_empty() {
+                "AUTO"
+            } else {
+                "MANUAL"
+            }
+            .to_owned(),
+            addresses: group.addresses.clone(),
+            legacy: Some(LegacySpec {
+                protocol,
+                access_token: group.access_token.clone().unwrap_or_default(),
+            }),
+        };
+        client
+            .put_group(&group.name, &spec)
+            .await
+            .with_context(|| format!("cannot make group {}", group.name))?;
+    }
+    // Those started and those not, a batch of each at a time.
+    for start in [true, false] {
+        let to_create: Vec<usize> = (0..plan.jobs.len())
+            .filter(|&i| plan.jobs[i].action == Action::Create && plan.jobs[i].start == start)
+            .collect();
+        for chunk in to_create.chunks(JobBatch::MAX) {
+            let batch = JobBatch {
+                jobs: chunk
+                    .iter()
+                    .filter_map(|&i| plan.jobs[i].spec.clone())
+                    .collect(),
+                start,
+            };
+            let created = client.create_jobs(&batch).await.with_context(|| {
+                format!(
+                    "cannot create the jobs from xxl-job id {} (nothing of this batch was created)",
+                    plan.jobs[chunk[0]].xxl_id
+                )
+            })?;
+            for (&i, id) in chunk.iter().zip(created.ids) {
+                plan.jobs[i].action = Action::Exists(id);
+            }
+        }
+    }
+    link_children(client, plan).await
+}
+
+/// Gives each imported job its children (by xxl-job id), once all exist.
+async fn link_children(client: &Client, plan: &mut Plan) -> anyhow::Result<()> {
+    let ids: HashMap<i64, JobId> = plan
+        .jobs
+        .iter()
+        .filter_map(|job| match job.action {
+            Action::Exists(id) => Some((job.xxl_id, id)),
+            _ => None,
+        })
+        .collect();
+    for job in &mut plan.jobs {
+        let Action::Exists(id) = job.action else {
+            continue;
+        };
+        if job.children.is_empty() {
+            continue;
+        }
+        let (children, missing): (Vec<i64>, Vec<i64>) = job
+            .children
+            .iter()
+            .partition(|child| ids.contains_key(child));
+        if !missing.is_empty() {
+            job.notes
+                .push(format!("children {missing:?} not imported, not linked"));
+        }
+        let children: Vec<JobId> = children.iter().map(|child| ids[child]).collect();
+        let mut spec = JobSpec::from(client.job(id).await?);
+        if spec.children != children {
+            spec.children = children;
+            client
+                .update_job(id, &spec)
+                .await
+                .with_context(|| format!("cannot link the children of job {id}"))?;
+        }
+    }
+    Ok(())
+}
+
+fn print_plan(plan: &Plan, applied: bool) {
+    let rows: Vec<Vec<String>> = plan
+        .jobs
+        .iter()
+        .map(|job| {
+            let (action, why) = match &job.action {
+                Action::Create => ("create".to_owned(), String::new()),
+                Action::Exists(id) => (format!("job {id}"), String::new()),
+                Action::Refused(why) => ("refused".to_owned(), why.clone()),
+            };
+            let mut notes = job.notes.clone();
+            if !why.is_empty() {
+                notes.insert(0, why);
+            }
+            vec![
+                job.xxl_id.to_string(),
+                job.group.clone(),
+                job.name.clone(),
+                action,
+                notes.join("; "),
+            ]
+        })
+        .collect();
+    print_table(&["XXL_ID", "GROUP", "NAME", "CRONBOX", "NOTES"], &rows);
+    let count = |f: fn(&Action) -> bool| plan.jobs.iter().filter(|job| f(&job.action)).count();
+    let refused = count(|action| matches!(action, Action::Refused(_)));
+    let groups = plan.groups.iter().filter(|group| !group.exists).count();
+    if applied {
+        outln!(
+            "{} jobs are in cronbox; {refused} refused; {groups} groups made",
+            count(|action| matches!(action, Action::Exists(_)))
+        );
+    } else {
+        outln!(
+            "dry run: {} jobs and {groups} groups to create, {} exist already, {refused} refused \
+             (--apply creates them)",
+            count(|action| *action == Action::Create),
+            count(|action| matches!(action, Action::Exists(_)))
+        );
+    }
+}
