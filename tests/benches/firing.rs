@@ -5,6 +5,7 @@
 //!     cargo bench -p cronbox-tests --bench firing [-- JOBS SECONDS]...
 //!     cargo bench -p cronbox-tests --bench firing -- pg ADMINS JOBS SECONDS
 //!     cargo bench -p cronbox-tests --bench firing -- spread JOBS SECONDS...
+//!     cargo bench -p cronbox-tests --bench firing -- legacy spread JOBS SECONDS...
 //!
 //! The first form uses one admin on embedded SQLite; `pg` uses a real
 //! PostgreSQL (started for the run) and ADMINS admins sharing it, its run
@@ -69,7 +70,65 @@ enum Arrival {
     Spread,
 }
 
-async fn round(job_count: usize, seconds: i64, backend: &Backend, arrival: Arrival) {
+/// A stand-in xxl-job executor (3.x line) of group `group`: every run it is
+/// sent is accepted and reported as succeeded, started when it arrived, in
+/// a callback every 20 ms. Registered once (a round is shorter than the
+/// admin's 90 s dead-after).
+async fn stand_in_xxl_executor(admin_url: &str, group: &str, token: &'static str) {
+    use axum::routing::post;
+    let (arrived, mut arrivals) = tokio::sync::mpsc::unbounded_channel::<Value>();
+    let router = axum::Router::new().route(
+        "/run",
+        post(move |axum::Json(trigger): axum::Json<Value>| {
+            let arrived = arrived.clone();
+            async move {
+                let _ = arrived.send(json!({
+                    "logId": trigger["logId"], "logDateTim": now_ms(),
+                    "handleCode": 200, "handleMsg": "ok"
+                }));
+                axum::Json(json!({ "code": 200, "msg": null }))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = format!("http://{}/", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    let http = reqwest::Client::new();
+    let callback = format!("{admin_url}/xxl-job-admin/api/callback");
+    let reporter = http.clone();
+    tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(Duration::from_millis(20));
+        loop {
+            ticks.tick().await;
+            let mut batch = Vec::new();
+            while let Ok(item) = arrivals.try_recv() {
+                batch.push(item);
+            }
+            let reported = reporter
+                .post(&callback)
+                .header("XXL-JOB-ACCESS-TOKEN", token)
+                .json(&batch)
+                .send();
+            if !batch.is_empty() && reported.await.is_err() {
+                return; // the round is over: its admin stopped
+            }
+        }
+    });
+    let registered: Value = http
+        .post(format!("{admin_url}/xxl-job-admin/api/registry"))
+        .header("XXL-JOB-ACCESS-TOKEN", token)
+        .json(&json!({ "registryGroup": "EXECUTOR", "registryKey": group,
+                       "registryValue": address }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(registered["code"], 200, "{registered}");
+}
+
+async fn round(job_count: usize, seconds: i64, backend: &Backend, arrival: Arrival, legacy: bool) {
     let data = tempfile::tempdir().unwrap();
     let postgres = matches!(backend, Backend::Postgres(_)).then(PostgresServer::start);
     let (databases, store_url) = match (backend, &postgres) {
@@ -152,10 +211,31 @@ async fn round(job_count: usize, seconds: i64, backend: &Backend, arrival: Arriv
         .await
         .unwrap();
     let digest = digest["digest"].as_str().unwrap().to_owned();
+    const LEGACY_TOKEN: &str = "bench-legacy-token";
+    if legacy {
+        let group: Value = http
+            .put(format!("{admin_url}/api/v1/groups/bench-legacy"))
+            .bearer_auth(API)
+            .json(&json!({ "address_type": "AUTO",
+                "legacy": { "protocol": "xxl-job-3.4", "access_token": LEGACY_TOKEN } }))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(group["legacy"], "xxl-job-3.4", "{group}");
+        stand_in_xxl_executor(&admin_url, "bench-legacy", LEGACY_TOKEN).await;
+    }
     let mut ids = Vec::with_capacity(job_count);
     for i in 0..job_count {
         let mut job = json!({ "name": format!("bench-{i}"), "module_digest": digest,
                               "schedule_type": "CRON", "schedule_conf": "* * * * * ?" });
+        if legacy {
+            job = json!({ "name": format!("bench-{i}"), "group": "bench-legacy",
+                          "executor_handler": "bench", "schedule_type": "CRON",
+                          "schedule_conf": "* * * * * ?" });
+        }
         if let Arrival::Spread = arrival {
             job["schedule_rules"] = json!({ "jitter_ms": 999 });
         }
@@ -300,7 +380,7 @@ async fn round(job_count: usize, seconds: i64, backend: &Backend, arrival: Arriv
     } + match arrival {
         Arrival::Burst => "",
         Arrival::Spread => ", spread",
-    };
+    } + if legacy { ", legacy" } else { "" };
     let cpu_ms = cpu_over_window.await.unwrap();
     println!(
         "| {store_name:<22} | {job_count:>5} | {seconds:>3} s | {:>8.0} | {:>5} ms | {:>5} ms | {:>6} ms | {:>5} | {duplicates:>4} | {unfinished:>4} | {:>6.0} µs |",
@@ -327,6 +407,13 @@ fn main() {
             .init();
     }
     let mut words: Vec<String> = std::env::args().skip(1).collect();
+    let legacy = match words.iter().position(|word| word == "legacy") {
+        Some(at) => {
+            words.remove(at);
+            true
+        }
+        None => false,
+    };
     let arrival = match words.iter().position(|word| word == "spread") {
         Some(at) => {
             words.remove(at);
@@ -370,7 +457,10 @@ fn main() {
             "|------------------------|-------|-------|----------|----------|----------|-----------|-------|------|--------|---------|"
         );
         for (jobs, seconds) in rounds {
-            round(jobs, seconds, &backend, arrival).await;
+            round(jobs, seconds, &backend, arrival, false).await;
+            if legacy {
+                round(jobs, seconds, &backend, arrival, true).await;
+            }
         }
     });
 }
