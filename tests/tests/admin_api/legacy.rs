@@ -1,29 +1,63 @@
-//! A legacy group of the xxl-job 3.5 line, against a stand-in executor
+//! Legacy groups of the xxl-job 3.5 line, against stand-in executors
 //! written from xxl-job's source (`ExecutorBizImpl`, `TriggerRequest`,
-//! `CallbackRequest`, `LogRequest`): it registers at `/api/registry` with
-//! its appname header, is sent runs at `/trigger` with the group's token and
-//! appname, reports results in `callbackList`, and serves `/log`. A result
-//! with another token changes nothing.
+//! `CallbackRequest`, `LogRequest`): they register at `/api/registry` with
+//! their appname header, are sent runs at `/trigger` with the group's token
+//! and appname, report results in `callbackList`, and serve `/log`. A
+//! result with another token changes nothing; retries, children, sharding,
+//! FAILOVER, BUSYOVER and workflow nodes apply to legacy jobs as to any.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::routing::post;
+use cronbox_api::WorkflowRunStatus;
 
+use super::workflows::{node, run_to_end, save};
 use super::*;
 
 const TOKEN: &str = "token-of-the-3-5-group";
 const APP: &str = "app35";
 
-/// What the stand-in executor was sent: (path, token, appname, body, when
-/// in ms since the epoch).
-type Received = Arc<Mutex<Vec<(String, String, String, Value, i64)>>>;
+/// A request a stand-in executor was sent.
+#[derive(Debug, Clone)]
+struct Received {
+    /// Which stand-in (its address).
+    executor: String,
+    path: String,
+    token: String,
+    appname: String,
+    body: Value,
+    /// When, in ms since the epoch.
+    at_ms: i64,
+}
+
+/// What every stand-in of a test was sent, in order.
+type Log = Arc<Mutex<Vec<Received>>>;
 
 #[derive(Clone)]
 struct StandIn {
     admin: String,
-    received: Received,
+    address: String,
+    received: Log,
+    /// Answers `/beat` and `/idleBeat` with a failure.
+    down: bool,
+    /// Runs of handler `flaky` so far, across stand-ins: the first fails.
+    flaky_runs: Arc<AtomicUsize>,
+}
+
+impl StandIn {
+    /// The `/trigger` requests of handler `handler`, in order.
+    fn triggers(received: &Log, handler: &str) -> Vec<Received> {
+        received
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|r| r.path == "/trigger" && r.body["executorHandler"] == handler)
+            .cloned()
+            .collect()
+    }
 }
 
 fn header(headers: &HeaderMap, name: &str) -> String {
@@ -35,13 +69,13 @@ fn header(headers: &HeaderMap, name: &str) -> String {
 }
 
 /// Posts one 3.5 callback for `log_id`, with `token`.
-async fn report(admin: &str, token: &str, log_id: &Value, message: String) -> Value {
+async fn report(admin: &str, token: &str, log_id: &Value, code: u16, message: String) -> Value {
     reqwest::Client::new()
         .post(format!("{admin}/api/callback"))
         .header("XXL-JOB-ACCESS-TOKEN", token)
         .header("XXL-JOB-APPNAME", APP)
         .json(&json!({ "callbackList": [{
-            "logId": log_id, "logDateTime": 1, "handleCode": 200, "handleMsg": message
+            "logId": log_id, "logDateTime": 1, "handleCode": code, "handleMsg": message
         }]}))
         .send()
         .await
@@ -57,16 +91,17 @@ async fn serve(
     headers: HeaderMap,
     body: Value,
 ) -> axum::Json<Value> {
-    stand_in.received.lock().unwrap().push((
-        path.to_owned(),
-        header(&headers, "XXL-JOB-ACCESS-TOKEN"),
-        header(&headers, "XXL-JOB-APPNAME"),
-        body.clone(),
-        std::time::SystemTime::now()
+    stand_in.received.lock().unwrap().push(Received {
+        executor: stand_in.address.clone(),
+        path: path.to_owned(),
+        token: header(&headers, "XXL-JOB-ACCESS-TOKEN"),
+        appname: header(&headers, "XXL-JOB-APPNAME"),
+        body: body.clone(),
+        at_ms: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .as_millis() as i64,
-    ));
+    });
     axum::Json(match path {
         "/trigger" if body["executorParams"] != "hold" => {
             // Accepted into the job's queue; the result comes later.
@@ -74,17 +109,19 @@ async fn serve(
                 .as_str()
                 .unwrap_or_default()
                 .to_owned();
+            let (code, message) = if body["executorHandler"] == "flaky"
+                && stand_in.flaky_runs.fetch_add(1, Ordering::SeqCst) == 0
+            {
+                (500, "flaky failed".to_owned())
+            } else {
+                (200, format!("ran {params}"))
+            };
             tokio::spawn(async move {
-                report(
-                    &stand_in.admin,
-                    TOKEN,
-                    &body["logId"],
-                    format!("ran {params}"),
-                )
-                .await;
+                report(&stand_in.admin, TOKEN, &body["logId"], code, message).await;
             });
             json!({ "code": 200, "msg": null })
         }
+        "/beat" | "/idleBeat" if stand_in.down => json!({ "code": 500, "msg": "down" }),
         "/log" => json!({ "code": 200, "msg": null, "data": {
             "fromLineNum": 1, "toLineNum": 2, "logContent": "line one\nline two\n", "isEnd": true
         }}),
@@ -92,9 +129,8 @@ async fn serve(
     })
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_xxl_job_3_5_executor_registers_runs_and_reports_with_its_groups_token() {
-    let stack = stack(SchedulerConfig::default()).await;
+/// Makes group `APP` a 3.5 legacy group with `TOKEN`.
+async fn legacy_group(stack: &Stack) {
     let (status, group) = stack
         .call(
             reqwest::Method::PUT,
@@ -105,46 +141,77 @@ async fn an_xxl_job_3_5_executor_registers_runs_and_reports_with_its_groups_toke
         .await;
     assert_eq!(status, 200, "{group}");
     assert_eq!(group["legacy"], "xxl-job-3.5");
+}
 
-    let received = Received::default();
-    let stand_in = StandIn {
-        admin: stack.base.clone(),
-        received: received.clone(),
-    };
-    let routes = ["/trigger", "/beat", "/idleBeat", "/kill", "/log"];
-    let mut router = axum::Router::new();
-    for path in routes {
-        router = router.route(
-            path,
-            post(
-                move |State(s): State<StandIn>, headers: HeaderMap, body: axum::Json<Value>| {
-                    serve(path, s, headers, body.0)
-                },
-            ),
-        );
+/// Starts `count` stand-in executors (the one whose address sorts first
+/// is `down` if asked) and returns their addresses, sorted, unregistered.
+async fn stand_ins(stack: &Stack, received: &Log, count: usize, first_down: bool) -> Vec<String> {
+    let mut listeners = Vec::new();
+    for _ in 0..count {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = format!("http://{}/", listener.local_addr().unwrap());
+        listeners.push((address, listener));
     }
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = format!("http://{}/", listener.local_addr().unwrap());
-    tokio::spawn(async move {
-        axum::serve(listener, router.with_state(stand_in))
-            .await
-            .unwrap()
-    });
+    listeners.sort_by(|a, b| a.0.cmp(&b.0));
+    let flaky_runs = Arc::new(AtomicUsize::new(0));
+    let mut addresses = Vec::new();
+    for (index, (address, listener)) in listeners.into_iter().enumerate() {
+        let stand_in = StandIn {
+            admin: stack.base.clone(),
+            address: address.clone(),
+            received: received.clone(),
+            down: first_down && index == 0,
+            flaky_runs: flaky_runs.clone(),
+        };
+        let mut router = axum::Router::new();
+        for path in ["/trigger", "/beat", "/idleBeat", "/kill", "/log"] {
+            router = router.route(
+                path,
+                post(
+                    move |State(s): State<StandIn>, headers: HeaderMap, body: axum::Json<Value>| {
+                        serve(path, s, headers, body.0)
+                    },
+                ),
+            );
+        }
+        tokio::spawn(async move {
+            axum::serve(listener, router.with_state(stand_in))
+                .await
+                .unwrap()
+        });
+        addresses.push(address);
+    }
+    addresses
+}
+
+/// Registers `address` in `APP` presenting `appname`; xxl-job's answer.
+async fn register(stack: &Stack, appname: &str, address: &str) -> Value {
+    stack
+        .http
+        .post(format!("{}/api/registry", stack.base))
+        .header("XXL-JOB-ACCESS-TOKEN", TOKEN)
+        .header("XXL-JOB-APPNAME", appname)
+        .json(&json!({ "registryGroup": "EXECUTOR", "registryKey": APP,
+            "registryValue": address }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_xxl_job_3_5_executor_registers_runs_and_reports_with_its_groups_token() {
+    let stack = stack(SchedulerConfig::default()).await;
+    legacy_group(&stack).await;
+    let received = Log::default();
+    let address = stand_ins(&stack, &received, 1, false).await.remove(0);
 
     // Registered with its appname header; another appname is refused.
-    let register = |appname: &'static str| {
-        stack
-            .http
-            .post(format!("{}/api/registry", stack.base))
-            .header("XXL-JOB-ACCESS-TOKEN", TOKEN)
-            .header("XXL-JOB-APPNAME", appname)
-            .json(&json!({ "registryGroup": "EXECUTOR", "registryKey": APP,
-                "registryValue": address }))
-            .send()
-    };
-    let answer: Value = register("another-app").await.unwrap().json().await.unwrap();
+    let answer = register(&stack, "another-app", &address).await;
     assert_eq!(answer["code"], 500, "{answer}");
-    let answer: Value = register(APP).await.unwrap().json().await.unwrap();
+    let answer = register(&stack, APP, &address).await;
     assert_eq!(answer["code"], 200, "{answer}");
 
     // A job there names a handler; fuel is refused, naming it.
@@ -171,21 +238,11 @@ async fn an_xxl_job_3_5_executor_registers_runs_and_reports_with_its_groups_toke
     let ended = stack.api.ended(run).await;
     assert_eq!(ended.status, RunStatus::Success, "{ended:?}");
     assert_eq!(ended.message.as_deref(), Some("ran p35"));
-    let (path, token, appname, body, _) = received
-        .lock()
-        .unwrap()
-        .iter()
-        .find(|(path, ..)| path == "/trigger")
-        .cloned()
-        .unwrap();
-    assert_eq!(
-        (path.as_str(), token.as_str(), appname.as_str()),
-        ("/trigger", TOKEN, APP)
-    );
-    assert_eq!(body["executorHandler"], "h");
-    assert_eq!(body["executorParams"], "p35");
-    assert_eq!(body["logId"], run.wire());
-    assert_eq!(body["glueType"], "BEAN");
+    let sent = StandIn::triggers(&received, "h").remove(0);
+    assert_eq!((sent.token.as_str(), sent.appname.as_str()), (TOKEN, APP));
+    assert_eq!(sent.body["executorParams"], "p35");
+    assert_eq!(sent.body["logId"], run.wire());
+    assert_eq!(sent.body["glueType"], "BEAN");
 
     // A result with another token changes nothing; with the group's, it ends the run.
     let held = stack.api.trigger(job, json!({ "param": "hold" })).await;
@@ -194,7 +251,7 @@ async fn an_xxl_job_3_5_executor_registers_runs_and_reports_with_its_groups_toke
     })
     .await;
     let log_id = json!(held.wire());
-    report(&stack.base, "a-forged-token", &log_id, "forged".into()).await;
+    report(&stack.base, "a-forged-token", &log_id, 200, "forged".into()).await;
     assert_eq!(stack.api.run(held).await.status, RunStatus::Dispatched);
     let (status, log) = stack
         .call(
@@ -211,7 +268,7 @@ async fn an_xxl_job_3_5_executor_registers_runs_and_reports_with_its_groups_toke
         .map(|line| line["text"].as_str().unwrap())
         .collect();
     assert_eq!(lines, ["line one", "line two"]);
-    report(&stack.base, TOKEN, &log_id, "released".into()).await;
+    report(&stack.base, TOKEN, &log_id, 200, "released".into()).await;
     let released = stack.api.ended(held).await;
     assert_eq!(released.message.as_deref(), Some("released"));
 
@@ -231,23 +288,144 @@ async fn an_xxl_job_3_5_executor_registers_runs_and_reports_with_its_groups_toke
             None,
         )
         .await;
+    assert_eq!(status, 200);
     let ticks = until("three scheduled runs reach the executor", || async {
-        let ticks: Vec<(i64, i64)> = received
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|(path, _, _, body, _)| path == "/trigger" && body["executorHandler"] == "tick")
-            .map(|(_, _, _, body, at)| (body["logDateTime"].as_i64().unwrap(), *at))
-            .collect();
+        let ticks = StandIn::triggers(&received, "tick");
         (ticks.len() >= 3).then_some(ticks)
     })
     .await;
-    assert_eq!(status, 200);
-    for (instant, received_at) in ticks {
+    for tick in ticks {
+        let instant = tick.body["logDateTime"].as_i64().unwrap();
         assert!(
-            received_at >= instant,
+            tick.at_ms >= instant,
             "a run for {instant} reached the executor {} ms early",
-            instant - received_at
+            instant - tick.at_ms
         );
     }
+}
+
+/// Retries, children, sharding broadcast, FAILOVER, BUSYOVER and workflow
+/// nodes go through the same dispatch for legacy jobs as for modules.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn legacy_jobs_are_retried_chained_sharded_failed_over_and_run_as_workflow_nodes() {
+    let stack = stack(SchedulerConfig::default()).await;
+    legacy_group(&stack).await;
+    let received = Log::default();
+    // The executor tried first answers no beat and is never idle.
+    let addresses = stand_ins(&stack, &received, 2, true).await;
+    for address in &addresses {
+        assert_eq!(register(&stack, APP, address).await["code"], 200);
+    }
+    let (down, up) = (&addresses[0], &addresses[1]);
+    let legacy = |name: &str, handler: &str, extra: Value| {
+        let mut spec = json!({ "name": name, "group": APP, "executor_handler": handler });
+        spec.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        stack.create_as(API, spec)
+    };
+
+    // A failed run is retried, as a new attempt.
+    let flaky = legacy(
+        "flaky",
+        "flaky",
+        json!({ "retry_count": 1, "retry_interval_ms": 10, "route": "FAILOVER" }),
+    )
+    .await;
+    let first = stack.api.trigger(flaky, json!({ "param": "once" })).await;
+    let failed = stack.api.ended(first).await;
+    assert_eq!(failed.status, RunStatus::Failed, "{failed:?}");
+    assert_eq!(failed.message.as_deref(), Some("flaky failed"));
+    let retried = until("the retry succeeds", || async {
+        let runs = stack.api.runs(flaky).await;
+        runs.into_iter()
+            .find(|run| run.attempt == 1 && run.status == RunStatus::Success)
+    })
+    .await;
+    assert_eq!(
+        (retried.kind, retried.param.as_str()),
+        (TriggerKind::Retry, "once")
+    );
+    // FAILOVER passed over the executor without a beat, every time.
+    let flaky_sent = StandIn::triggers(&received, "flaky");
+    assert_eq!(flaky_sent.len(), 2);
+    assert!(
+        flaky_sent.iter().all(|sent| &sent.executor == up),
+        "{flaky_sent:?}"
+    );
+
+    // BUSYOVER passes over the busy executor; the child runs after its parent.
+    let child = legacy("child", "child", json!({})).await;
+    let parent = legacy(
+        "parent",
+        "parent",
+        json!({ "route": "BUSYOVER", "children": [child] }),
+    )
+    .await;
+    let parent_run = stack.run_to_end(parent, "p").await;
+    assert_eq!(parent_run.status, RunStatus::Success, "{parent_run:?}");
+    assert_eq!(parent_run.executor.as_deref(), Some(up.as_str()));
+    let child_run = until("the child runs", || async {
+        let runs = stack.api.runs(child).await;
+        runs.into_iter()
+            .find(|run| run.status == RunStatus::Success)
+    })
+    .await;
+    assert_eq!(child_run.kind, TriggerKind::Parent);
+
+    // A broadcast reaches each executor once, with its shard.
+    let shard = legacy("shard", "shard", json!({ "route": "SHARDING_BROADCAST" })).await;
+    stack.api.trigger(shard, json!({ "param": "all" })).await;
+    until("both shards succeed", || async {
+        let runs = stack.api.runs(shard).await;
+        (runs
+            .iter()
+            .filter(|run| run.status == RunStatus::Success)
+            .count()
+            == 2)
+            .then_some(())
+    })
+    .await;
+    let mut shards: Vec<(String, i64, i64)> = StandIn::triggers(&received, "shard")
+        .into_iter()
+        .map(|sent| {
+            (
+                sent.executor,
+                sent.body["broadcastIndex"].as_i64().unwrap(),
+                sent.body["broadcastTotal"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    shards.sort();
+    assert_eq!(shards, [(down.clone(), 0, 2), (up.clone(), 1, 2)]);
+
+    // Both probes asked the executor that was down first.
+    let probed: Vec<String> = received
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|sent| &sent.executor == down && sent.path != "/trigger")
+        .map(|sent| sent.path.clone())
+        .collect();
+    assert!(
+        probed.contains(&"/beat".to_owned()) && probed.contains(&"/idleBeat".to_owned()),
+        "{probed:?}"
+    );
+
+    // A legacy job is a workflow node; its result message is the node's output.
+    legacy("first", "first", json!({ "route": "FAILOVER" })).await;
+    legacy("second", "second", json!({ "route": "FAILOVER" })).await;
+    save(
+        &stack,
+        "legacy-flow",
+        json!({ "nodes": [{ "name": "a", "job": "first", "param": "x" },
+                          { "name": "b", "job": "second", "param": "{{ nodes.a.output }}" }],
+                "edges": [{ "from": "a", "to": "b" }] }),
+    )
+    .await;
+    let flow = run_to_end(&stack, "legacy-flow", None).await;
+    assert_eq!(flow.status, WorkflowRunStatus::Succeeded, "{flow:#?}");
+    assert_eq!(node(&flow, "a").output.as_deref(), Some("ran x"));
+    assert_eq!(node(&flow, "b").output.as_deref(), Some("ran ran x"));
+    stack.shutdown().await;
 }
