@@ -30,6 +30,7 @@ export function specOf(job) {
       ? (job.module_version ? `${job.module_name}@${job.module_version}` : job.module_name)
       : "",
     module_digest: job.module_name ? "" : job.module_digest,
+    executor_handler: job.executor_handler || "",
     schedule_type: job.schedule_type,
     schedule_conf: job.schedule_conf,
     time_zone: job.time_zone,
@@ -56,7 +57,7 @@ export function specOf(job) {
 }
 
 export const NEW_JOB = {
-  name: "", group: "default", module: "", module_digest: "", schedule_type: "CRON",
+  name: "", group: "default", module: "", module_digest: "", executor_handler: "", schedule_type: "CRON",
   schedule_conf: "0 * * * * ?", time_zone: "UTC", misfire: "DO_NOTHING",
   misfire_threshold_ms: 5000, route: "FIRST", block_strategy: "SERIAL_EXECUTION",
   max_concurrency: 1, timeout_ms: 60000, fuel: null, memory_bytes: 67108864, retry_count: 0,
@@ -66,7 +67,8 @@ export const NEW_JOB = {
 
 /** The form's sections, each with its fields in order. */
 export const FORM_SECTIONS = [
-  ["basics", ["name", "group", "module", "module_digest", "param", "children"]],
+  ["basics", ["name", "group", "module", "module_digest", "executor_handler", "param",
+    "children"]],
   ["schedule", ["schedule_type", "schedule_conf", "time_zone", "starts_at", "ends_at",
     "exclude_dates", "calendars", "jitter_ms", "overlap", "misfire", "misfire_threshold_s"]],
   ["execution", ["route", "block_strategy", "max_concurrency", "fresh_instance", "retry_count",
@@ -103,6 +105,7 @@ export async function jobFormPage(id, mode) {
     group: input("group", { list: "group-names" }),
     module: input("module", { list: "module-names" }),
     module_digest: input("module_digest"),
+    executor_handler: input("executor_handler"),
     schedule_type: select("schedule_type", plain(SCHEDULE_TYPES), spec.schedule_type),
     schedule_conf: input("schedule_conf"),
     time_zone: input("time_zone"),
@@ -261,6 +264,10 @@ export async function jobFormPage(id, mode) {
       schedule_rules: rulesOf(),
     };
     if (inputs.module.value.trim()) body.module = inputs.module.value.trim();
+    // A legacy job (its group's executors speak xxl-job) names a handler.
+    if (inputs.executor_handler.value.trim()) {
+      body.executor_handler = inputs.executor_handler.value.trim();
+    }
     try {
       const saved = mode === "edit"
         ? await call("PUT", `/api/v1/jobs/${id}`, body)

@@ -33,6 +33,7 @@ import { runsTable } from "./runs.js";
 // ---------------------------------------------------------------- jobs
 
 export function moduleOf(job) {
+  if (job.executor_handler) return T.job.handler(job.executor_handler);
   if (!job.module_name) return shortDigest(job.module_digest);
   return job.module_version ? `${job.module_name}@${job.module_version}` : job.module_name;
 }
@@ -139,7 +140,7 @@ export async function jobPage(id) {
     get(`/api/v1/backfills?job=${id}`).catch(() => []),
   ]);
   const f = T.form.fields;
-  const module = job.module_name
+  const module = job.executor_handler ? T.job.legacy : job.module_name
     ? (job.module_version ? T.job.pinned(job.module_name, job.module_version) : T.job.follows(job.module_name))
     : T.job.digestOnly;
   const definition = definitionList([

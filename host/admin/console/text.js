@@ -104,6 +104,8 @@ export const T = {
     deleted: "Job deleted.",
     follows: (name) => `follows the latest version of ${name}`,
     pinned: (name, version) => `pinned to ${name} version ${version}`,
+    handler: (name) => `xxl-job handler ${name}`,
+    legacy: "run by the group's xxl-job executors",
     digestOnly: "exactly this content",
   },
   form: {
@@ -126,6 +128,7 @@ export const T = {
       group: "Executor group",
       module: "Module (NAME follows the latest, NAME@3 pins version 3)",
       module_digest: "…or exact module digest (sha256)",
+      executor_handler: "…or, in a legacy group, the xxl-job handler",
       schedule_type: "Schedule type",
       schedule_conf: "Schedule (cron expression, interval such as 30s, or RFC 3339 instant)",
       time_zone: "Time zone (IANA)",

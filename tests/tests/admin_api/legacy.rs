@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::routing::post;
-use cronbox_api::WorkflowRunStatus;
+use cronbox_api::{RunOutcome, WorkflowRunStatus};
 
 use super::workflows::{node, run_to_end, save};
 use super::*;
@@ -103,7 +103,11 @@ async fn serve(
             .as_millis() as i64,
     });
     axum::Json(match path {
-        "/trigger" if body["executorParams"] != "hold" => {
+        "/trigger"
+            if !body["executorParams"]
+                .as_str()
+                .is_some_and(|params| params.starts_with("hold")) =>
+        {
             // Accepted into the job's queue; the result comes later.
             let params = body["executorParams"]
                 .as_str()
@@ -119,6 +123,20 @@ async fn serve(
             tokio::spawn(async move {
                 report(&stand_in.admin, TOKEN, &body["logId"], code, message).await;
             });
+            json!({ "code": 200, "msg": null })
+        }
+        "/kill" => {
+            // As xxl-job's JobThread does: the killed handler's failure is
+            // reported, here before the kill is answered.
+            let held: Vec<Value> = StandIn::triggers(&stand_in.received, "h")
+                .into_iter()
+                .filter(|sent| sent.body["executorParams"] == "hold-for-kill")
+                .map(|sent| sent.body["logId"].clone())
+                .collect();
+            for log_id in held {
+                let killed = "scheduling center kill job. [job running, killed]";
+                report(&stand_in.admin, TOKEN, &log_id, 500, killed.into()).await;
+            }
             json!({ "code": 200, "msg": null })
         }
         "/beat" | "/idleBeat" if stand_in.down => json!({ "code": 500, "msg": "down" }),
@@ -271,6 +289,31 @@ async fn an_xxl_job_3_5_executor_registers_runs_and_reports_with_its_groups_toke
     report(&stack.base, TOKEN, &log_id, 200, "released".into()).await;
     let released = stack.api.ended(held).await;
     assert_eq!(released.message.as_deref(), Some("released"));
+
+    // A kill ends the run as killed, though the handler's failure came first.
+    let doomed = stack
+        .api
+        .trigger(job, json!({ "param": "hold-for-kill" }))
+        .await;
+    until("the doomed run is dispatched", || async {
+        (stack.api.run(doomed).await.status == RunStatus::Dispatched).then_some(())
+    })
+    .await;
+    let (status, answer) = stack
+        .call(
+            reqwest::Method::POST,
+            &format!("/api/v1/runs/{doomed}/kill"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    let killed = stack.api.ended(doomed).await;
+    assert_eq!(killed.outcome, Some(RunOutcome::Killed), "{killed:?}");
+    let marks: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM legacy_kill")
+        .fetch_one(&stack.admin_database().await)
+        .await
+        .unwrap();
+    assert_eq!(marks, 0, "a kill's mark outlives its answer");
 
     // Scheduled runs reach the executor at their instant, not ahead of it
     // (an xxl-job executor runs what it gets at once).

@@ -8,7 +8,7 @@
 //! `api/xxl_job.rs` into [`Scheduler::accept_legacy_results`].
 
 use super::*;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -27,19 +27,9 @@ pub(super) struct Legacy {
     /// Each group as read in the last second (like the groups' addresses):
     /// routing, sending and results read it once, not per run.
     groups: Mutex<HashMap<String, (Instant, Option<LegacyGroup>)>>,
-    /// The runs this admin asked a legacy executor to kill: their result
-    /// (the handler's failure, reported before the kill is answered) ends
-    /// them as killed.
-    killing: Mutex<HashSet<RunId>>,
 }
 
 impl Legacy {
-    fn killing(&self) -> MutexGuard<'_, HashSet<RunId>> {
-        self.killing
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
-    }
-
     fn groups(&self) -> MutexGuard<'_, HashMap<String, (Instant, Option<LegacyGroup>)>> {
         self.groups
             .lock()
@@ -186,7 +176,13 @@ impl Scheduler {
     /// ends it as killed if its result has not ended it already.
     pub(super) async fn kill_legacy(self: &Arc<Self>, run: &RunRow) -> Result<bool, String> {
         let (group_name, group, address) = self.legacy_target(run).await?;
-        self.legacy.killing().insert(run.id);
+        // Marked in the database, not in this admin's memory: the handler's
+        // failure may reach another admin before the kill is answered, and
+        // must end the run as killed there too.
+        self.store
+            .mark_legacy_kill(run.id, self.now_ms())
+            .await
+            .map_err(|error| error.to_string())?;
         let kill =
             request(&self.dispatcher.http, &group_name, &group, &address, "kill").json(&JobRef {
                 job_id: run.job_id.wire(),
@@ -204,8 +200,10 @@ impl Scheduler {
             }
             Err(why) => Err(why),
         };
-        self.legacy.killing().remove(&run.id);
-        ended.map(|()| true)
+        let forgotten = self.store.forget_legacy_kill(run.id).await;
+        ended?;
+        forgotten.map_err(|error| error.to_string())?;
+        Ok(true)
     }
 
     /// Asks legacy executor `address` to kill job `job` there (its
@@ -314,6 +312,12 @@ impl Scheduler {
         job_ids.sort_unstable();
         job_ids.dedup();
         let jobs = self.store.jobs_by_id(&job_ids).await?;
+        let failed: Vec<RunId> = runs
+            .iter()
+            .filter(|(_, item)| item.code() != 200)
+            .map(|(run, _)| run.id)
+            .collect();
+        let killing = self.store.legacy_kills(&failed).await?;
         let mut ends = Vec::with_capacity(runs.len());
         let mut refused = 0;
         for (run, item) in runs {
@@ -331,10 +335,9 @@ impl Scheduler {
                 refused += 1;
                 continue;
             }
-            let killing = self.legacy.killing().contains(&run.id);
             let outcome = match item.code() {
                 200 => RunOutcome::Success,
-                _ if killing => RunOutcome::Killed,
+                _ if killing.contains(&run.id) => RunOutcome::Killed,
                 502 => RunOutcome::Timeout,
                 _ => RunOutcome::Failed,
             };

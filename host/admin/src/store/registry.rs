@@ -2,6 +2,8 @@
 //! receipts are signed with.
 
 use super::*;
+use std::collections::HashSet;
+
 use cronbox_api::LegacyProtocol;
 use rows::{decode, decode_optional};
 
@@ -303,6 +305,43 @@ impl Store {
             protocol: decode(&row, "legacy_protocol")?,
             token,
         }))
+    }
+
+    /// Marks legacy run `run` as being killed (`0025_legacy_kills.sql`).
+    pub async fn mark_legacy_kill(&self, run: RunId, now_ms: i64) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO legacy_kill (run_id, requested_at_ms) VALUES ($1, $2) \
+             ON CONFLICT (run_id) DO NOTHING",
+        )
+        .bind(run)
+        .bind(now_ms)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Which of `runs` some admin is killing.
+    pub async fn legacy_kills(&self, runs: &[RunId]) -> Result<HashSet<RunId>, StoreError> {
+        let mut killing = HashSet::new();
+        for run in runs {
+            let marked = sqlx::query("SELECT 1 FROM legacy_kill WHERE run_id = $1")
+                .bind(*run)
+                .fetch_optional(&self.pool)
+                .await?;
+            if marked.is_some() {
+                killing.insert(*run);
+            }
+        }
+        Ok(killing)
+    }
+
+    /// Forgets the kill of legacy run `run` once it has been answered.
+    pub async fn forget_legacy_kill(&self, run: RunId) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM legacy_kill WHERE run_id = $1")
+            .bind(run)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
     }
 
     /// Whether `tenant` may put jobs in group `group`: the operator's own

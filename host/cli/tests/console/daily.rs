@@ -1,7 +1,7 @@
 //! The console for daily operation: the job list's last runs and row
 //! actions, triggers recorded as `manual`, a message that goes with its
 //! page, fires in the job's own zone, the job form in sections with
-//! people's units, and a phone-sized window.
+//! people's units (and a legacy job's handler), and a phone-sized window.
 
 use super::*;
 
@@ -178,6 +178,46 @@ async fn a_person_operates_jobs_from_the_list_on_any_screen() {
         )
         .await;
     assert!(refused.contains("must be between 1 and"), "{refused}");
+
+    // A legacy job names its xxl-job handler in the same form.
+    let legacy = cronbox_api::GroupSpec {
+        address_type: "AUTO".to_owned(),
+        addresses: Vec::new(),
+        legacy: Some(cronbox_api::LegacySpec {
+            protocol: cronbox_api::LegacyProtocol::XxlJob34,
+            access_token: "a-legacy-token".to_owned(),
+        }),
+    };
+    up.operator
+        .api
+        .put_group("legacy-app", &legacy)
+        .await
+        .unwrap();
+    browser.goto(&format!("{}/#/jobs/new", up.base)).await;
+    browser
+        .fill("#job-form input[name=name]", "by-handler")
+        .await;
+    browser
+        .fill("#job-form input[name=group]", "legacy-app")
+        .await;
+    browser
+        .fill("#job-form input[name=executor_handler]", "demoJobHandler")
+        .await;
+    browser
+        .choose("#job-form select[name=schedule_type]", "NONE")
+        .await;
+    browser.click("#job-save").await;
+    browser.element("#job #job-actions").await;
+    let by_handler = id_in_address(&browser, "job").await;
+    let saved = up
+        .operator
+        .api
+        .job(cronbox_api::JobId(by_handler))
+        .await
+        .unwrap();
+    assert_eq!(saved.executor_handler.as_deref(), Some("demoJobHandler"));
+    let shown = browser.element("#job").await.text().await.unwrap();
+    assert!(shown.contains("xxl-job handler demoJobHandler"), "{shown}");
 
     // On a phone: nothing is wider than the window.
     browser.client.set_window_size(420, 900).await.unwrap();
