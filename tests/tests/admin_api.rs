@@ -410,6 +410,8 @@ async fn runs_scheduled_at(stack: &Stack, at_ms: i64) -> usize {
 
 #[path = "admin_api/alarms.rs"]
 mod alarms;
+#[path = "admin_api/audit.rs"]
+mod audit;
 #[path = "admin_api/definitions.rs"]
 mod definitions;
 #[path = "admin_api/events.rs"]

@@ -7,7 +7,8 @@
 //! times), executors silent for twice the dead time
 //! forgotten, module content that nothing refers to any more (no job, no
 //! kept version, no open run) deleted a day after it was last uploaded,
-//! and tenants' per-day usage (run time, log bytes) older than a week. On
+//! tenants' per-day usage (run time, log bytes) older than a week, and
+//! audit log entries past their retention. On
 //! PostgreSQL the run table's day partitions are made a few days ahead,
 //! and a day whose runs are all past retention is dropped whole before the
 //! batches run.
@@ -63,6 +64,12 @@ async fn pass(store: &Store, config: &SchedulerConfig, now_ms: i64) -> Result<()
         .delete_day_usage_before(now_ms.div_euclid(crate::store::DAY_MS) - USAGE_DAYS_KEPT)
         .await?;
     store.delete_expired_sessions(now_ms).await?;
+    let forgotten = store
+        .delete_audit_before(now_ms - millis(config.audit_retention))
+        .await?;
+    if forgotten > 0 {
+        tracing::info!(forgotten, "audit log entries past their retention deleted");
+    }
     store.clear_ended_pauses(now_ms).await?;
     let reference = store.liveness_reference(now_ms).await?;
     store

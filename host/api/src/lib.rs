@@ -11,10 +11,11 @@
 //! - `names` — the enumerations stored and sent as text (run status,
 //!   alarm state, misfire policy, schedule type, route strategy);
 //! - `ids` — job and run ids, and module content digests;
-//! - `jobs`, `runs`, `modules`, `cluster`, `users`, `workflows` — the bodies of each
+//! - `jobs`, `runs`, `modules`, `cluster`, `users`, `workflows`, `audit` — the bodies of each
 //!   resource;
 //! - `client` — the typed HTTP client.
 
+mod audit;
 mod cluster;
 mod ids;
 mod jobs;
@@ -30,6 +31,7 @@ mod client;
 #[cfg(feature = "client")]
 mod follow;
 
+pub use audit::{AuditEntry, AuditPage};
 #[cfg(feature = "client")]
 pub use client::{Client, ClientError, JobQuery, RunQuery};
 pub use cluster::{

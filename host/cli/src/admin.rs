@@ -58,6 +58,9 @@ pub struct AdminArgs {
     /// retention), e.g. `6h` to keep failures 30 days and successes hours.
     #[arg(long, env = "CRONBOX_ADMIN_SUCCESS_RETENTION", value_parser = humantime::parse_duration)]
     success_retention: Option<Duration>,
+    /// Audit log entries older than this are deleted.
+    #[arg(long, env = "CRONBOX_ADMIN_AUDIT_RETENTION", default_value = "365days", value_parser = humantime::parse_duration)]
+    audit_retention: Duration,
     /// Test-only: shift this admin's clock (e.g. `2s`, `-2s`), to check
     /// that admins whose clocks disagree still fire each run once.
     #[arg(long, hide = true, default_value = "0s", allow_hyphen_values = true, value_parser = parse_offset)]
@@ -160,6 +163,7 @@ pub fn main(args: AdminArgs) -> anyhow::Result<ExitCode> {
             dispatch_ahead: args.dispatch_ahead,
             run_retention: args.run_retention,
             success_retention: args.success_retention,
+            audit_retention: args.audit_retention,
             clock: std::sync::Arc::new(cronbox_admin::clock::SystemClock::with_offset(
                 args.clock_offset,
             )),

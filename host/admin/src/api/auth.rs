@@ -67,6 +67,8 @@ pub(crate) struct Caller {
     /// The CSRF token of the session the request came with, if it came
     /// with one.
     pub(crate) csrf: Option<String>,
+    /// The stored API token it presented, if it presented one (its id).
+    pub(crate) token_id: Option<i64>,
 }
 
 /// A handler names the caller by taking a `Caller`: the router's
@@ -221,9 +223,10 @@ pub(crate) async fn caller_of(
                 role: Role::Operator,
                 user: None,
                 csrf: None,
+                token_id: None,
             });
         }
-        let principal = store
+        let (principal, token_id) = store
             .token_principal(&service::tenants::token_hash(token))
             .await?
             .ok_or_else(wrong_token)?;
@@ -232,6 +235,7 @@ pub(crate) async fn caller_of(
             role: principal.role,
             user: principal.user,
             csrf: None,
+            token_id: Some(token_id),
         });
     }
     let Some(cookie) = cookie(headers, SESSION_COOKIE) else {
@@ -266,5 +270,6 @@ pub(crate) async fn caller_of(
         role: user.role,
         user: Some(user.name),
         csrf: Some(csrf),
+        token_id: None,
     })
 }

@@ -14,7 +14,8 @@ pub(super) async fn create_job(
         require_secret_manager(&caller, "secrets", "a job that reads secrets")?;
     }
     let job = service::jobs::create(&state.scheduler, &caller.tenant, &spec).await?;
-    Ok((StatusCode::CREATED, Json(job)))
+    let note = AuditNote::detail(json!({ "job": job.id, "name": job.name }));
+    Ok((StatusCode::CREATED, note, Json(job)))
 }
 
 /// Creates many jobs at once, all or none (see
@@ -48,9 +49,9 @@ pub(super) async fn update_job(
     } else if !spec.secrets.is_empty() {
         require_secret_manager(&caller, "secrets", "a job that reads secrets")?;
     }
-    Ok(Json(
-        service::jobs::update(&state.scheduler, &current, &spec).await?,
-    ))
+    let updated = service::jobs::update(&state.scheduler, &current, &spec).await?;
+    let note = AuditNote::detail(audit::changed_fields(&current, &updated));
+    Ok((note, Json(updated)))
 }
 
 /// The role that manages secrets ([`Role::Admin`]) is the role that may

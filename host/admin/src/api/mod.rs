@@ -16,7 +16,7 @@
 //! route's OpenAPI operation and the access it needs, from which `routes`
 //! builds the router and `openapi` the document; `auth` who is calling (`Caller`),
 //! `failure` how errors become the error answer (`Failure`), `json` how
-//! requests are read.
+//! requests are read, `audit` the audit log every change is written to.
 
 use std::sync::Arc;
 
@@ -41,6 +41,7 @@ use crate::scheduler::Scheduler;
 use crate::service::{self, ServiceError};
 use crate::store::{JobId, JobRow, RunFilter, RunId, RunRow, RunStatus, StoreError};
 
+mod audit;
 mod auth;
 mod backfills;
 pub mod bodies;
@@ -64,6 +65,7 @@ mod users;
 mod workflows;
 mod xxl_job;
 
+use audit::AuditNote;
 use auth::*;
 use jobs::*;
 use json::*;

@@ -135,6 +135,7 @@ fn routes(max_module_bytes: usize) -> Routes {
     runs::routes(&mut table);
     run_events::routes(&mut table);
     workflows::routes(&mut table);
+    super::audit::routes(&mut table);
     table
 }
 
@@ -149,14 +150,20 @@ pub(crate) fn router(state: Arc<AdminState>, max_module_bytes: usize) -> Router 
     let executors = routes
         .executors
         .layer(middleware::from_fn_with_state(state.clone(), executor_auth));
+    // Every change a caller makes (and every login) goes to the audit log;
+    // inside the authentication, so that it knows who called.
+    let audited = || middleware::from_fn_with_state(state.clone(), super::audit::record);
     let users = routes
         .users
+        .route_layer(audited())
         .layer(middleware::from_fn_with_state(state.clone(), user_auth));
     let callers = routes
         .callers
+        .route_layer(audited())
         .layer(middleware::from_fn_with_state(state.clone(), user_auth));
     routes
         .open
+        .route_layer(audited())
         .merge(crate::console::routes())
         .merge(super::xxl_job::routes())
         .merge(executors)

@@ -76,11 +76,16 @@ pub(super) async fn trigger_job(
         TriggerSource::Api => cronbox_protocol::TriggerKind::Api,
         TriggerSource::Manual => cronbox_protocol::TriggerKind::Manual,
     };
+    let note = AuditNote::detail(json!({ "param": request.param, "kind": kind.as_str() }));
     let run_id = state
         .scheduler
         .trigger(job, kind, request.param, request.addresses)
         .await?;
-    Ok((StatusCode::ACCEPTED, Json(bodies::Triggered { run_id })))
+    Ok((
+        StatusCode::ACCEPTED,
+        note,
+        Json(bodies::Triggered { run_id }),
+    ))
 }
 
 /// A page of a job's runs, oldest first: `after` (the last id of the

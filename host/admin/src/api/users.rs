@@ -62,25 +62,39 @@ pub(super) async fn login(
     ApiJson(login): ApiJson<Login>,
 ) -> Result<Response, Failure> {
     let peer = peer.map(|Extension(ConnectInfo(address))| address);
+    // The audit log names who tried, in the tenant of the user so named.
+    let note = |tenant: Option<String>| {
+        Extension(AuditNote {
+            tenant,
+            actor: Some(login.user.clone()),
+            detail: None,
+        })
+    };
     let throttle: &LoginThrottle = &state.logins;
     let now_ms = state.scheduler.now_ms();
     // Counted before the password is checked: concurrent guesses share
     // one allowance.
     let attempt = match throttle.attempt(throttle_keys(&login.user, peer), now_ms) {
         Ok(attempt) => attempt,
-        Err(retry_after) => return Ok(too_many_attempts(retry_after)),
+        Err(retry_after) => return Ok((note(None), too_many_attempts(retry_after)).into_response()),
     };
     let store = state.scheduler.store();
     let Some(user) = service::users::authenticate(store, &login.user, &login.password).await?
     else {
         drop(attempt);
         tracing::warn!(user = %login.user, ?peer, "failed login");
-        return Err(Failure::new(
+        let tenant = store
+            .user(&login.user)
+            .await?
+            .map(|known| known.user.tenant);
+        let refused = Failure::new(
             StatusCode::UNAUTHORIZED,
             ErrorCode::Unauthorized,
             "wrong user name or password",
-        ));
+        );
+        return Ok((note(tenant), refused).into_response());
     };
+    let logged_in = note(Some(user.tenant.clone()));
     attempt.succeeded();
     let (cookie, csrf) = service::users::open_session(store, &user.name, now_ms).await?;
     let mut response = Json(Session {
@@ -90,6 +104,7 @@ pub(super) async fn login(
         csrf_token: Some(csrf),
     })
     .into_response();
+    response.extensions_mut().insert(logged_in.0);
     if let Ok(value) = session_cookie(Some(&cookie), &headers).parse() {
         response.headers_mut().insert(header::SET_COOKIE, value);
     }

@@ -116,6 +116,8 @@ pub struct SchedulerConfig {
     /// Successful runs older than this are deleted (`None`: the
     /// `run_retention` of every run), so that failures may be kept longer.
     pub success_retention: Option<Duration>,
+    /// Audit log entries older than this are deleted.
+    pub audit_retention: Duration,
     /// How often the daily reports are brought up to date and old rows
     /// cleaned.
     pub housekeeping_interval: Duration,
@@ -145,6 +147,7 @@ impl Default for SchedulerConfig {
             executor_token: String::new(),
             dispatch_ahead: Duration::from_millis(300),
             run_retention: Duration::from_secs(30 * 24 * 3600),
+            audit_retention: Duration::from_secs(365 * 24 * 3600),
             success_retention: None,
             housekeeping_interval: Duration::from_secs(60),
             clock: Arc::new(SystemClock::default()),

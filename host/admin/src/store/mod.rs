@@ -15,7 +15,8 @@
 //! retention), `dashboard` (the console's counts over recent runs),
 //! `backfills` (a schedule run over a past range, and its progress),
 //! `calendars` (dates a tenant's jobs share as holidays), `partitions` (the
-//! run table's day partitions on PostgreSQL, made ahead and dropped whole).
+//! run table's day partitions on PostgreSQL, made ahead and dropped whole),
+//! `audit` (the audit log: appended, paged, deleted past its retention).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -28,6 +29,7 @@ use sqlx::{AnyPool, Row};
 
 #[macro_use]
 mod rows;
+mod audit;
 mod backfills;
 mod calendars;
 mod claims;
@@ -53,6 +55,7 @@ mod workflow_fires;
 mod workflow_items;
 mod workflows;
 
+pub use audit::{AuditFilter, NewAuditEntry, audit_outcome};
 pub use dashboard::BucketCounts;
 pub use modules::{ModuleVersion, Moved, VersionPush};
 pub use partitions::{PartitionChanges, RunPartition};

@@ -315,7 +315,7 @@ impl Store {
         )
         .bind(run)
         .bind(now_ms)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await?;
         Ok(())
     }
@@ -339,7 +339,7 @@ impl Store {
     pub async fn forget_legacy_kill(&self, run: RunId) -> Result<(), StoreError> {
         sqlx::query("DELETE FROM legacy_kill WHERE run_id = $1")
             .bind(run)
-            .execute(&self.pool)
+            .execute(&self.writer)
             .await?;
         Ok(())
     }

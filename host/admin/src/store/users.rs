@@ -229,19 +229,23 @@ impl Store {
         Ok(row.try_get("id")?)
     }
 
-    /// Who the token with this sha256 acts as.
-    pub async fn token_principal(&self, token_hash: &str) -> Result<Option<Principal>, StoreError> {
+    /// Who the token with this sha256 acts as, and the token's id.
+    pub async fn token_principal(
+        &self,
+        token_hash: &str,
+    ) -> Result<Option<(Principal, i64)>, StoreError> {
         let row =
-            sqlx::query("SELECT tenant, role, user_name FROM api_token WHERE token_hash = $1")
+            sqlx::query("SELECT id, tenant, role, user_name FROM api_token WHERE token_hash = $1")
                 .bind(token_hash)
                 .fetch_optional(&self.pool)
                 .await?;
         let Some(row) = row else { return Ok(None) };
-        Ok(Some(Principal {
+        let principal = Principal {
             tenant: row.try_get("tenant")?,
             role: decode(&row, "role")?,
             user: row.try_get("user_name")?,
-        }))
+        };
+        Ok(Some((principal, row.try_get("id")?)))
     }
 
     /// The tokens of `user` (of every user and none, for `None`) in

@@ -90,6 +90,8 @@ fn schemas() -> Value {
     collect::<cronbox_api::TokenInfo>(&mut all);
     collect::<cronbox_api::UserTokenCreated>(&mut all);
     collect::<cronbox_api::TenantQuotas>(&mut all);
+    collect::<cronbox_api::AuditPage>(&mut all);
+    collect::<cronbox_api::AuditEntry>(&mut all);
     collect::<cronbox_protocol::LogResponse>(&mut all);
     collect::<cronbox_protocol::ApiError>(&mut all);
     // The executors' side.
