@@ -10,6 +10,7 @@ import {
   $,
   ApiError,
   action,
+  atLeast,
   call,
   field,
   get,
@@ -28,11 +29,14 @@ import { modulePage, modulesPage } from "./modules.js";
 import { executorsPage } from "./executors.js";
 import { workflowPage, workflowRunPage, workflowsPage } from "./workflows.js";
 import { adminPage } from "./admin.js";
+import { auditPage } from "./audit.js";
 
 // ---------------------------------------------------------------- shell
 
 export function header() {
-  const nav = Object.entries(T.nav).map(([key, title]) =>
+  // The audit log is an admin's to read.
+  const shown = Object.entries(T.nav).filter(([key]) => key !== "audit" || atLeast("admin"));
+  const nav = shown.map(([key, title]) =>
     h("a", { href: key === "dashboard" ? "#/" : `#/${key}`, "data-nav": key }, title));
   return h("header", {},
     h("span", { class: "brand" }, T.app),
@@ -97,6 +101,7 @@ export const ROUTES = [
   [/^modules\/([^/]+)$/, (name) => modulePage(decodeURIComponent(name))],
   [/^executors$/, executorsPage],
   [/^admin$/, adminPage],
+  [/^audit$/, auditPage],
 ];
 
 export function currentRoute() {

@@ -10,6 +10,7 @@ export const T = {
     modules: "Modules",
     executors: "Executors",
     admin: "Administration",
+    audit: "Audit",
   },
   signedInAs: (user, tenant, role) => `${user} · ${tenant} · ${role}`,
   logout: "Log out",
@@ -276,6 +277,14 @@ export const T = {
     addressType: "Address type",
     addresses: "Addresses (MANUAL; comma separated)",
     groupSave: "Save group",
+  },
+  audit: {
+    title: "Audit log",
+    actor: "Who",
+    action: "Action contains",
+    tenant: "Tenant",
+    columns: ["When", "Tenant", "Who", "Action", "Target", "Answer", "From", "Detail"],
+    empty: "Nothing recorded.",
   },
   admin: {
     title: "Administration",

@@ -78,6 +78,11 @@ const ASSETS: &[(&str, &str, &str)] = &[
         include_str!("../console/admin.js"),
     ),
     (
+        "audit.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../console/audit.js"),
+    ),
+    (
         "app.css",
         "text/css; charset=utf-8",
         include_str!("../console/app.css"),

@@ -9,7 +9,10 @@ use serde::de::DeserializeOwned;
 
 use crate::*;
 
+mod audit;
 mod workflows;
+
+pub use audit::AuditQuery;
 
 /// Why a request did not give the answer asked for.
 #[derive(Debug, thiserror::Error)]
@@ -579,7 +582,7 @@ impl Client {
         self.send(request).await
     }
 
-    async fn send<T: DeserializeOwned>(
+    pub(crate) async fn send<T: DeserializeOwned>(
         &self,
         request: reqwest::RequestBuilder,
     ) -> Result<T, ClientError> {

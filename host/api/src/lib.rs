@@ -33,7 +33,7 @@ mod follow;
 
 pub use audit::{AuditEntry, AuditPage};
 #[cfg(feature = "client")]
-pub use client::{Client, ClientError, JobQuery, RunQuery};
+pub use client::{AuditQuery, Client, ClientError, JobQuery, RunQuery};
 pub use cluster::{
     Executor, Group, GroupSpec, GroupTenants, HttpCeiling, LegacyProtocol, LegacySpec,
     QuotaSettings, QuotaUse, Ready, Secret, SecretDeleted, SecretValue, Tenant, TenantCreated,

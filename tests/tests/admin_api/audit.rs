@@ -83,8 +83,10 @@ async fn every_change_is_audited_with_who_and_never_a_secret() {
             &acme,
             M::PUT,
             &format!("/api/v1/jobs/{job}"),
-            Some(json!({ "name": "audited", "module_digest": spec["module_digest"],
-                "schedule_type": "CRON", "schedule_conf": "not a cron" })),
+            Some(
+                json!({ "name": "audited", "module_digest": spec["module_digest"],
+                "schedule_type": "CRON", "schedule_conf": "not a cron" }),
+            ),
         )
         .await;
     assert_eq!(status, 422, "{answer}");
@@ -103,7 +105,11 @@ async fn every_change_is_audited_with_who_and_never_a_secret() {
     };
     let failed = find("POST /api/v1/session", 401);
     assert_eq!(
-        (failed.actor.as_str(), failed.tenant.as_str(), failed.outcome.as_str()),
+        (
+            failed.actor.as_str(),
+            failed.tenant.as_str(),
+            failed.outcome.as_str()
+        ),
         ("ana", "acme", "refused")
     );
     assert_eq!(failed.address.as_deref(), Some("127.0.0.1"));

@@ -1,5 +1,5 @@
 //! The management commands: `module`, `job`, `state`, `runs`, `logs`,
-//! `kill`, `secret`, `user`, `ceiling`, `quota`, `calendar`, `group` and `workflow`, each a thin layer over
+//! `kill`, `secret`, `user`, `ceiling`, `quota`, `calendar`, `group`, `workflow` and `audit`, each a thin layer over
 //! the admin's API ([`ApiClient`]); one file per family of commands.
 //!
 //! Output is a readable table or summary by default and the admin's JSON
@@ -18,6 +18,7 @@ use cronbox_api::{
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+mod audit;
 mod calendars;
 mod groups;
 mod job_details;
@@ -28,6 +29,7 @@ mod tenant;
 mod workflows;
 mod xxl_import;
 
+pub use audit::{AuditArgs, audit};
 pub use calendars::{CalendarArgs, calendar};
 pub use groups::{GroupArgs, group};
 pub use jobs::{JobArgs, StateArgs, job, state};

@@ -1,5 +1,6 @@
 //! People of lower roles and other tenants in the console: what each may
-//! see and do, and names that stay text however they are written.
+//! see and do (the audit log only for admins), and names that stay text
+//! however they are written, in the audit log too.
 
 use super::*;
 
@@ -140,4 +141,44 @@ async fn viewers_read_only_tenants_see_their_own_and_names_stay_text() {
         })
         .await;
     assert!(missing.contains(&format!("no job {demo}")), "{missing}");
+    assert!(
+        !browser.has("header nav a[data-nav=audit]").await,
+        "a developer is offered the audit log"
+    );
+
+    // The operator's audit log shows who logged in, and the hostile job's
+    // creation with its name as text.
+    browser.click("#logout").await;
+    browser.element("#login-form").await;
+    log_in(&browser, "admin", &up.admin_password).await;
+    browser.click("header nav a[data-nav=audit]").await;
+    browser.element("#audit table").await;
+    let mut logins = Vec::new();
+    for row in browser.all("#audit tr[data-entry]").await {
+        let text = row.text().await.unwrap();
+        if text.contains("POST /api/v1/session") {
+            logins.push(text);
+        }
+    }
+    assert!(
+        logins
+            .iter()
+            .any(|row| row.contains("acme-dev") && row.contains("acme")),
+        "{logins:?}"
+    );
+    let mut details = Vec::new();
+    for cell in browser.all("#audit td.detail").await {
+        details.push(cell.text().await.unwrap());
+    }
+    assert!(
+        details
+            .iter()
+            .any(|detail| detail.contains("window.pwned=1")),
+        "{details:?}"
+    );
+    assert!(!browser.has("#audit img").await, "no element from a detail");
+    assert_eq!(
+        browser.script("return window.pwned;", Value::Null).await,
+        Value::Null
+    );
 }

@@ -1,5 +1,6 @@
 //! The session's access: secrets, HTTP grants within the ceiling, the
-//! refusals that name their command, `job show`, and users.
+//! refusals that name their command, `job show`, users, and the audit log
+//! of it all.
 
 use super::*;
 
@@ -199,6 +200,37 @@ pub(super) fn users(s: &Session) {
     let removed = ok(base, token, &["user", "remove", "ada"]);
     assert!(removed.contains("user ada removed"), "{removed}");
     assert_eq!(logs_in("ada-new-password-1"), 401);
+
+    // All of it is in the audit log, passwords and secret values not.
+    let logins = ok(
+        base,
+        token,
+        &[
+            "audit", "--actor", "ada", "--action", "session", "--since", "1h",
+        ],
+    );
+    assert!(
+        logins.contains("POST /api/v1/session") && logins.contains("401 refused"),
+        "{logins}"
+    );
+    let everything = json(base, token, &["audit", "--limit", "1000"]);
+    let actions: Vec<&str> = everything["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| entry["action"].as_str().unwrap())
+        .collect();
+    for action in [
+        "POST /api/v1/users",
+        "DELETE /api/v1/users/{name}",
+        "PUT /api/v1/secrets/{name}",
+    ] {
+        assert!(actions.contains(&action), "{action} not in {actions:?}");
+    }
+    let text = everything.to_string();
+    for never in ["cli-secret-value", "ada-password-123", "ada-new-password-1"] {
+        assert!(!text.contains(never), "{never:?} is in the audit log");
+    }
 
     let versions = ok(base, token, &["module", "versions", "greeter"]);
     assert_eq!(
