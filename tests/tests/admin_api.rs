@@ -414,6 +414,8 @@ mod alarms;
 mod audit;
 #[path = "admin_api/definitions.rs"]
 mod definitions;
+#[path = "admin_api/enrolled.rs"]
+mod enrolled;
 #[path = "admin_api/events.rs"]
 mod events;
 #[path = "admin_api/firing.rs"]

@@ -10,6 +10,7 @@ use serde::de::DeserializeOwned;
 use crate::*;
 
 mod audit;
+mod enrolled;
 mod workflows;
 
 pub use audit::AuditQuery;

@@ -11,12 +11,13 @@
 //! - `names` — the enumerations stored and sent as text (run status,
 //!   alarm state, misfire policy, schedule type, route strategy);
 //! - `ids` — job and run ids, and module content digests;
-//! - `jobs`, `runs`, `modules`, `cluster`, `users`, `workflows`, `audit` — the bodies of each
+//! - `jobs`, `runs`, `modules`, `cluster`, `users`, `workflows`, `audit`, `enrolled` — the bodies of each
 //!   resource;
 //! - `client` — the typed HTTP client.
 
 mod audit;
 mod cluster;
+mod enrolled;
 mod ids;
 mod jobs;
 mod modules;
@@ -44,6 +45,10 @@ pub use cronbox_protocol::{
     TriggerKind,
 };
 pub use cronbox_protocol::{Digest, NotADigest};
+pub use enrolled::{
+    ExecutorToken, ExecutorTokenIssued, ExecutorTokenRevoked, ExecutorTokenRotation,
+    ExecutorTokenSpec,
+};
 #[cfg(feature = "client")]
 pub use follow::{FollowEvent, RunFollower};
 pub use ids::{JobId, RunId};

@@ -91,6 +91,7 @@ enum Command {
     Ceiling(manage::CeilingArgs),
     Calendar(manage::CalendarArgs),
     Group(manage::GroupArgs),
+    ExecutorToken(manage::ExecutorTokenArgs),
     Import(manage::ImportArgs),
     Workflow(manage::WorkflowArgs),
     Secret(manage::SecretArgs),
@@ -168,6 +169,10 @@ fn main() -> ExitCode {
         Command::Runs(args) => (manage::runs(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
         Command::Logs(args) => (manage::logs(args), EXIT_FAILED),
         Command::Kill(args) => (manage::kill(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
+        Command::ExecutorToken(args) => (
+            manage::executor_token(args).map(|()| ExitCode::SUCCESS),
+            EXIT_FAILED,
+        ),
         Command::Audit(args) => (manage::audit(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
         Command::State(args) => (manage::state(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
         Command::Quota(args) => (manage::quota(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),

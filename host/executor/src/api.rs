@@ -1,7 +1,8 @@
 //! The executor's HTTP API (axum): `beat`, `idle-beat`, `run`,
 //! `run-batch` (several runs in one request, each answered as `run` would),
 //! `kill`, `log`, `prepare` (compile a module ahead of its runs), and
-//! `/metrics`. Every route but `/metrics` needs the bearer token, compared
+//! `/metrics`. Every route but `/metrics` needs the admins' bearer token
+//! (the shared token, or an enrolled executor's admin proof), compared
 //! in constant time; errors are JSON [`ApiError`] bodies.
 
 use std::sync::Arc;
@@ -25,7 +26,9 @@ use crate::metrics::Metrics;
 pub(crate) struct ApiState {
     pub(crate) jobs: Jobs,
     pub(crate) metrics: Arc<Metrics>,
-    pub(crate) token: String,
+    /// What admins present: the shared token, or the proof an enrolled
+    /// executor's token derives.
+    pub(crate) admin_bearer: String,
     pub(crate) address: String,
     pub(crate) max_log_page: usize,
 }
@@ -79,7 +82,7 @@ async fn authenticate(
             "missing token: send `Authorization: Bearer <token>`",
         )
         .into_response(),
-        Some(token) if bool::from(token.as_bytes().ct_eq(state.token.as_bytes())) => {
+        Some(token) if bool::from(token.as_bytes().ct_eq(state.admin_bearer.as_bytes())) => {
             next.run(request).await
         }
         Some(_) => Failure::new(

@@ -2,7 +2,8 @@
 //! the sandboxed runtime, and calls the results back.
 //!
 //! - [`api`](crate) — the HTTP API (`beat`, `idle-beat`, `run`, `kill`, `log`,
-//!   `/metrics`), token-checked in constant time;
+//!   `/metrics`), token-checked in constant time: an enrolled executor
+//!   (`cbe_…` token) takes only its admins' proof, never the shared token;
 //! - `jobs` — a queue and a task per job, block strategies, warm workers,
 //!   hot swap, idle retirement;
 //! - `modules` — modules by digest, fetched from an admin and verified;
@@ -163,7 +164,7 @@ pub async fn start(config: ExecutorConfig) -> Result<RunningExecutor, ExecutorEr
     let state = Arc::new(ApiState {
         jobs,
         metrics: metrics.clone(),
-        token: config.token.clone(),
+        admin_bearer: admin_bearer(&config.token),
         address: address.clone(),
         max_log_page: config.max_log_page,
     });
@@ -271,5 +272,16 @@ impl RunningExecutor {
             .post_all(admin_paths::REGISTRY_REMOVE, &self.registration)
             .await;
         tracing::info!(address = %self.address, "executor stopped");
+    }
+}
+
+/// What admins must present to this executor: the proof derived from its
+/// enrolled token, else the shared token itself.
+fn admin_bearer(token: &str) -> String {
+    use cronbox_protocol::credentials;
+    if credentials::is_enrolled(token) {
+        credentials::admin_proof(&credentials::token_hash(token))
+    } else {
+        token.to_owned()
     }
 }

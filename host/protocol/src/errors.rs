@@ -103,6 +103,10 @@ pub enum ErrorCode {
     /// The admin is reading as many uploads at once as it holds room for;
     /// retry after the `Retry-After` header's seconds.
     UploadsBusy,
+    /// An executor address is registered with another executor credential.
+    AddressTaken,
+    /// No such enrolled executor.
+    UnknownExecutorToken,
     /// An unexpected error on the server (its detail is logged there, not sent).
     Internal,
 }
@@ -150,6 +154,8 @@ impl ErrorCode {
         ErrorCode::UnknownUser,
         ErrorCode::TooManyAttempts,
         ErrorCode::UploadsBusy,
+        ErrorCode::AddressTaken,
+        ErrorCode::UnknownExecutorToken,
         ErrorCode::Internal,
     ];
 
@@ -196,6 +202,8 @@ impl ErrorCode {
             ErrorCode::UnknownUser => "unknown_user",
             ErrorCode::TooManyAttempts => "too_many_attempts",
             ErrorCode::UploadsBusy => "uploads_busy",
+            ErrorCode::AddressTaken => "address_taken",
+            ErrorCode::UnknownExecutorToken => "unknown_executor_token",
             ErrorCode::Internal => "internal",
         }
     }

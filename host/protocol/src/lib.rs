@@ -8,6 +8,8 @@
 //! Names follow the `wit/job.wit` contract where the guest sees the same
 //! concept (trigger kinds, log levels).
 
+#[cfg(feature = "credentials")]
+pub mod credentials;
 mod digest;
 mod errors;
 #[cfg(feature = "axum")]

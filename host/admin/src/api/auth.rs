@@ -1,4 +1,5 @@
-//! Who is calling: the executor token, users' and tenants' bearer tokens,
+//! Who is calling: the executor token or an enrolled executor's
+//! ([`ExecutorIdentity`]), users' and tenants' bearer tokens,
 //! the operator token, and session cookies with their CSRF tokens; the
 //! [`Caller`] every user route reads, and its role checks.
 
@@ -39,16 +40,90 @@ pub(crate) fn same_token(presented: &str, expected: &str) -> bool {
     bool::from(presented.as_bytes().ct_eq(expected.as_bytes()))
 }
 
+/// Which executor credential a request of the executors' routes came
+/// with: the shared executor token (every group), or an enrolled one.
+#[derive(Debug, Clone)]
+pub(crate) enum ExecutorIdentity {
+    Shared,
+    Enrolled {
+        enrolled: crate::store::EnrolledExecutor,
+        /// What admins present to the executor holding this token.
+        admin_proof: String,
+    },
+}
+
+impl ExecutorIdentity {
+    /// Refuses (403) a group the credential may not register in.
+    pub(crate) fn may_serve(&self, group: &str) -> Result<(), Failure> {
+        match self {
+            ExecutorIdentity::Enrolled { enrolled, .. }
+                if !enrolled.groups.iter().any(|allowed| allowed == group) =>
+            {
+                Err(Failure::new(
+                    StatusCode::FORBIDDEN,
+                    ErrorCode::Forbidden,
+                    format!(
+                        "this executor's credential ({}) serves groups {}, not {group:?}",
+                        enrolled.id,
+                        enrolled.groups.join(", ")
+                    ),
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A handler of the executors' routes names the credential by taking an
+/// `ExecutorIdentity` ([`executor_auth`] put it in the request).
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for ExecutorIdentity {
+    type Rejection = Failure;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _state: &S,
+    ) -> Result<ExecutorIdentity, Failure> {
+        parts
+            .extensions
+            .get::<ExecutorIdentity>()
+            .cloned()
+            .ok_or_else(missing_token)
+    }
+}
+
+/// Authenticates the executors' routes: the shared executor token, or an
+/// enrolled executor's token that is neither revoked nor past its
+/// rotation's overlap (looked up by its hash).
 pub(crate) async fn executor_auth(
     State(state): State<Arc<AdminState>>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
-    match bearer(&request) {
-        Ok(token) if same_token(token, &state.executor_token) => next.run(request).await,
-        Ok(_) => wrong_token().into_response(),
-        Err(failure) => failure.into_response(),
-    }
+    use cronbox_protocol::credentials;
+    let identity = match bearer(&request) {
+        Ok(token) if same_token(token, &state.executor_token) => ExecutorIdentity::Shared,
+        Ok(token) if credentials::is_enrolled(token) => {
+            let hash = credentials::token_hash(token);
+            let now_ms = state.scheduler.now_ms();
+            match state
+                .scheduler
+                .store()
+                .enrolled_executor(&hash, now_ms)
+                .await
+            {
+                Ok(Some(enrolled)) => ExecutorIdentity::Enrolled {
+                    enrolled,
+                    admin_proof: credentials::admin_proof(&hash),
+                },
+                Ok(None) => return wrong_token().into_response(),
+                Err(error) => return Failure::from(error).into_response(),
+            }
+        }
+        Ok(_) => return wrong_token().into_response(),
+        Err(failure) => return failure.into_response(),
+    };
+    request.extensions_mut().insert(identity);
+    next.run(request).await
 }
 
 pub(crate) use crate::model::DEFAULT_TENANT;

@@ -1,12 +1,47 @@
-//! Routes for executors (the executor token): registry, deregistration,
+//! Routes for executors (the shared executor token, or an enrolled
+//! executor's, which serves only its groups): registry, deregistration,
 //! results, module content by digest.
 
 use super::*;
 
 pub(super) async fn registry(
     State(state): State<Arc<AdminState>>,
+    identity: ExecutorIdentity,
     ApiJson(registration): ApiJson<Registration>,
 ) -> Result<StatusCode, Failure> {
+    identity.may_serve(&registration.group)?;
+    let credential = match identity {
+        ExecutorIdentity::Shared => crate::store::RegisteredWith::default(),
+        ExecutorIdentity::Enrolled {
+            enrolled,
+            admin_proof,
+        } => crate::store::RegisteredWith {
+            credential_id: Some(enrolled.id),
+            admin_proof: Some(admin_proof),
+        },
+    };
+    // An address is one executor's: another credential's live
+    // registration of it is not taken over (else runs for it would go
+    // with the wrong proof, or to whoever claimed it).
+    let alive_since = state.scheduler.alive_since_now().await?;
+    let claimed = state
+        .scheduler
+        .store()
+        .address_credentials(&registration.address, alive_since)
+        .await?;
+    if claimed
+        .iter()
+        .any(|holder| *holder != credential.credential_id)
+    {
+        return Err(Failure::new(
+            StatusCode::CONFLICT,
+            ErrorCode::AddressTaken,
+            format!(
+                "{} is registered with another executor credential",
+                registration.address
+            ),
+        ));
+    }
     if state
         .scheduler
         .store()
@@ -34,16 +69,22 @@ pub(super) async fn registry(
                 busy: registration.busy.map(i64::from),
                 free_slots: registration.free_slots.map(i64::from),
             },
+            &credential,
             state.scheduler.now_ms(),
         )
         .await?;
+    state
+        .scheduler
+        .executor_registered(&registration.address, credential.admin_proof);
     Ok(StatusCode::OK)
 }
 
 pub(super) async fn registry_remove(
     State(state): State<Arc<AdminState>>,
+    identity: ExecutorIdentity,
     ApiJson(registration): ApiJson<Registration>,
 ) -> Result<StatusCode, Failure> {
+    identity.may_serve(&registration.group)?;
     state
         .scheduler
         .store()
@@ -60,22 +101,36 @@ pub(super) async fn callback(
     Ok(StatusCode::OK)
 }
 
+/// A module's bytes; an enrolled executor gets only the modules its
+/// groups run (others are answered as unknown).
 pub(super) async fn module_content(
     State(state): State<Arc<AdminState>>,
+    identity: ExecutorIdentity,
     Path(digest): Path<String>,
 ) -> Result<Vec<u8>, Failure> {
+    let unknown = || {
+        Failure::new(
+            StatusCode::NOT_FOUND,
+            ErrorCode::UnknownModule,
+            format!("no module {digest}"),
+        )
+    };
+    if let ExecutorIdentity::Enrolled { enrolled, .. } = &identity {
+        let parsed: crate::store::Digest = digest.parse().map_err(|_| unknown())?;
+        let store = state.scheduler.store();
+        if !store
+            .module_runs_in_groups(&parsed, &enrolled.groups)
+            .await?
+        {
+            return Err(unknown());
+        }
+    }
     state
         .scheduler
         .store()
         .module(&digest)
         .await?
-        .ok_or_else(|| {
-            Failure::new(
-                StatusCode::NOT_FOUND,
-                ErrorCode::UnknownModule,
-                format!("no module {digest}"),
-            )
-        })
+        .ok_or_else(unknown)
 }
 
 /// This file's routes: each one's document, the access it needs and its

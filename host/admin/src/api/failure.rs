@@ -105,6 +105,17 @@ impl From<ServiceError> for Failure {
                 ErrorCode::UnknownUser,
                 unknown.to_string(),
             ),
+            ServiceError::InvalidExecutorToken { field, message } => Failure::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ErrorCode::InvalidRequest,
+                message,
+            )
+            .field(field),
+            unknown @ ServiceError::UnknownExecutorToken(_) => Failure::new(
+                StatusCode::NOT_FOUND,
+                ErrorCode::UnknownExecutorToken,
+                unknown.to_string(),
+            ),
             unknown @ ServiceError::UnknownGroup(_) => Failure::new(
                 StatusCode::NOT_FOUND,
                 ErrorCode::NotFound,

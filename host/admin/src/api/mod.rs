@@ -12,7 +12,7 @@
 //!
 //! One file per resource (`executors`, `modules`, `tenants`, `jobs`,
 //! `triggers`, `schedules`, `backfills`, `calendars`, `runs`, `groups`,
-//! `secrets`, `users`, `workflows`), each with its handlers and its `routes()`: every
+//! `secrets`, `users`, `workflows`, `executor_tokens`), each with its handlers and its `routes()`: every
 //! route's OpenAPI operation and the access it needs, from which `routes`
 //! builds the router and `openapi` the document; `auth` who is calling (`Caller`),
 //! `failure` how errors become the error answer (`Failure`), `json` how
@@ -46,6 +46,7 @@ mod auth;
 mod backfills;
 pub mod bodies;
 mod calendars;
+mod executor_tokens;
 mod executors;
 mod failure;
 mod json;

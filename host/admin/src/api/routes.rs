@@ -122,6 +122,7 @@ fn routes(max_module_bytes: usize) -> Routes {
     let mut table = Routes::new();
     super::open_routes(&mut table);
     executors::routes(&mut table);
+    executor_tokens::routes(&mut table);
     users::routes(&mut table);
     modules::routes(&mut table, max_module_bytes);
     tenants::routes(&mut table);

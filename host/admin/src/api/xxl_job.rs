@@ -88,6 +88,7 @@ async fn registry(State(state): State<Arc<AdminState>>, headers: HeaderMap, body
             &group,
             &address,
             crate::store::ExecutorLoad::default(),
+            &crate::store::RegisteredWith::default(),
             state.scheduler.now_ms(),
         )
         .await;

@@ -173,11 +173,12 @@ impl Scheduler {
             body.extend_from_slice(&queued.body);
         }
         body.extend_from_slice(b"]}");
+        let bearer = self.executor_bearer(address).await;
         let response = self
             .dispatcher
             .http
             .post(format!("{address}{}", executor_paths::RUN_BATCH))
-            .bearer_auth(&self.config.executor_token)
+            .bearer_auth(bearer)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(body)
             .send()
@@ -231,11 +232,12 @@ impl Scheduler {
 
     /// Sends one command in a request of its own (`run`).
     pub(super) async fn send_alone(self: &Arc<Self>, address: &str, body: Bytes) -> Answer {
+        let bearer = self.executor_bearer(address).await;
         let response = self
             .dispatcher
             .http
             .post(format!("{address}{}", executor_paths::RUN))
-            .bearer_auth(&self.config.executor_token)
+            .bearer_auth(bearer)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(body)
             .send()

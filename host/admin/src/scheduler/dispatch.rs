@@ -21,6 +21,10 @@ pub(super) struct Dispatcher {
     /// Each group's live addresses, read at most once per second.
     pub(super) addresses:
         std::sync::Mutex<std::collections::HashMap<String, (std::time::Instant, Vec<String>)>>,
+    /// What to present to each executor (an enrolled one's admin proof;
+    /// `None`: the shared token), read at most once per second.
+    pub(super) bearers:
+        std::sync::Mutex<std::collections::HashMap<String, (std::time::Instant, Option<String>)>>,
     /// Run commands on their way to each executor, sent in batches.
     pub(super) batches: Batches,
     /// Runs waiting for their window's time to be sent.
@@ -40,6 +44,7 @@ impl Dispatcher {
             slow_slots: Arc::new(Semaphore::new((config.max_dispatches / 4).max(1))),
             slow_jobs: std::sync::Mutex::new(SlowJobs::default()),
             addresses: std::sync::Mutex::new(std::collections::HashMap::new()),
+            bearers: std::sync::Mutex::new(std::collections::HashMap::new()),
             batches: Batches::default(),
             windows: OpenWindows::default(),
         }
@@ -476,10 +481,7 @@ impl Scheduler {
                 None => Err(crate::routing::RouteError::NoAddress),
             }
         } else {
-            let probe = HttpProbe {
-                http: &self.dispatcher.http,
-                token: &self.config.executor_token,
-            };
+            let probe = HttpProbe { scheduler: self };
             self.router
                 .route(strategy, run.job_id.wire(), &addresses, &probe)
                 .await

@@ -114,11 +114,12 @@ impl Scheduler {
         body: &B,
         timeout: Option<std::time::Duration>,
     ) -> Result<R, String> {
+        let bearer = self.executor_bearer(executor).await;
         let mut request = self
             .dispatcher
             .http
             .post(format!("{executor}{path}"))
-            .bearer_auth(&self.config.executor_token)
+            .bearer_auth(bearer)
             .json(body);
         if let Some(timeout) = timeout {
             request = request.timeout(timeout);

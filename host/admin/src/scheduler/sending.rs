@@ -7,25 +7,30 @@ use super::*;
 
 /// FAILOVER and BUSYOVER checks over HTTP.
 pub(super) struct HttpProbe<'a> {
-    pub(super) http: &'a reqwest::Client,
-    pub(super) token: &'a str,
+    pub(super) scheduler: &'a Scheduler,
 }
 
 impl Probe for HttpProbe<'_> {
     async fn beat(&self, address: &str) -> bool {
-        self.http
+        let bearer = self.scheduler.executor_bearer(address).await;
+        self.scheduler
+            .dispatcher
+            .http
             .post(format!("{address}{}", executor_paths::BEAT))
-            .bearer_auth(self.token)
+            .bearer_auth(bearer)
             .send()
             .await
             .is_ok_and(|response| response.status().is_success())
     }
 
     async fn idle(&self, address: &str, job_id: u64) -> bool {
+        let bearer = self.scheduler.executor_bearer(address).await;
         let response = self
+            .scheduler
+            .dispatcher
             .http
             .post(format!("{address}{}", executor_paths::IDLE_BEAT))
-            .bearer_auth(self.token)
+            .bearer_auth(bearer)
             .json(&IdleBeatRequest { job_id })
             .send()
             .await;
@@ -92,6 +97,44 @@ impl Scheduler {
                 (std::time::Instant::now(), addresses.clone()),
             );
         Ok(addresses)
+    }
+
+    /// What this admin presents to the executor at `address`: the admin
+    /// proof of the enrolled credential it registered with (read at most
+    /// once a second), else the shared executor token.
+    pub(super) async fn executor_bearer(&self, address: &str) -> String {
+        let cached = self
+            .dispatcher
+            .bearers
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .get(address)
+            .filter(|(read_at, _)| read_at.elapsed() < ADDRESS_CACHE)
+            .map(|(_, proof)| proof.clone());
+        let proof =
+            match cached {
+                Some(proof) => proof,
+                None => {
+                    let proof = self.store.admin_proof_of(address).await.unwrap_or_else(|error| {
+                    tracing::warn!(%error, %address, "the executor's credential was not read");
+                    None
+                });
+                    self.executor_registered(address, proof.clone());
+                    proof
+                }
+            };
+        proof.unwrap_or_else(|| self.config.executor_token.clone())
+    }
+
+    /// The executor at `address` registered with this admin presenting
+    /// `proof`'s credential (`None`: the shared token): what it is sent
+    /// with from now on.
+    pub fn executor_registered(&self, address: &str, proof: Option<String>) {
+        self.dispatcher
+            .bearers
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .insert(address.to_owned(), (std::time::Instant::now(), proof));
     }
 
     /// SHARDING_BROADCAST: the run becomes shard 0 of n, and n-1 sibling

@@ -6,6 +6,7 @@
 //! and translate [`ServiceError`] into an HTTP answer; they hold no rules
 //! of their own.
 
+pub mod executor_tokens;
 pub mod groups;
 pub mod jobs;
 pub mod modules;
@@ -53,6 +54,15 @@ pub enum ServiceError {
     /// No executor group of that name.
     #[error("no executor group {0:?}")]
     UnknownGroup(String),
+    /// An enrolled executor's credential refused; `field` names the field.
+    #[error("{message}")]
+    InvalidExecutorToken {
+        field: &'static str,
+        message: String,
+    },
+    /// No enrolled executor of that id (or a revoked one, for a rotation).
+    #[error("no enrolled executor {0} (`cronbox executor-token list` lists them)")]
+    UnknownExecutorToken(i64),
     /// An uploaded module refused (not a component, another world, a bad
     /// name or label, ...); `field` names the field when one is at fault.
     #[error("{message}")]

@@ -16,7 +16,8 @@
 //! `backfills` (a schedule run over a past range, and its progress),
 //! `calendars` (dates a tenant's jobs share as holidays), `partitions` (the
 //! run table's day partitions on PostgreSQL, made ahead and dropped whole),
-//! `audit` (the audit log: appended, paged, deleted past its retention).
+//! `audit` (the audit log: appended, paged, deleted past its retention),
+//! `executor_credentials` (enrolled executors' credentials).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -34,6 +35,7 @@ mod backfills;
 mod calendars;
 mod claims;
 mod dashboard;
+mod executor_credentials;
 mod history;
 mod job_cache;
 mod job_definition;
@@ -57,10 +59,11 @@ mod workflows;
 
 pub use audit::{AuditFilter, NewAuditEntry, audit_outcome};
 pub use dashboard::BucketCounts;
+pub use executor_credentials::EnrolledExecutor;
 pub use modules::{ModuleVersion, Moved, VersionPush};
 pub use partitions::{PartitionChanges, RunPartition};
 pub use quotas::{DAY_MS, DayUsage, TenantUsage};
-pub use registry::{ExecutorLoad, GroupRow, LegacyGroup, RegisteredExecutor};
+pub use registry::{ExecutorLoad, GroupRow, LegacyGroup, RegisteredExecutor, RegisteredWith};
 pub use rows::{
     ClaimedJob, DailyReport, DispatchMark, DueJob, JobFilter, JobRow, JobState, NewRun, RunCharge,
     RunEnd, RunFilter, RunRow, stored_schedule, stored_schedule_rules,

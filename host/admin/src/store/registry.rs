@@ -17,6 +17,15 @@ pub struct ExecutorLoad {
     pub free_slots: Option<i64>,
 }
 
+/// The credential an executor registered with: an enrolled one (its id,
+/// and what admins present to the executor), or the shared token (both
+/// `None`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RegisteredWith {
+    pub credential_id: Option<i64>,
+    pub admin_proof: Option<String>,
+}
+
 /// A configured executor group.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroupRow {
@@ -56,19 +65,24 @@ impl Store {
         group: &str,
         address: &str,
         load: ExecutorLoad,
+        credential: &RegisteredWith,
         now_ms: i64,
     ) -> Result<(), StoreError> {
         sqlx::query(
-            "INSERT INTO registry (group_name, address, updated_at_ms, busy, free_slots) \
-             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (group_name, address) DO UPDATE SET \
+            "INSERT INTO registry (group_name, address, updated_at_ms, busy, free_slots, \
+             credential_id, admin_proof) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+             ON CONFLICT (group_name, address) DO UPDATE SET \
              updated_at_ms = excluded.updated_at_ms, busy = excluded.busy, \
-             free_slots = excluded.free_slots",
+             free_slots = excluded.free_slots, credential_id = excluded.credential_id, \
+             admin_proof = excluded.admin_proof",
         )
         .bind(group)
         .bind(address)
         .bind(now_ms)
         .bind(load.busy)
         .bind(load.free_slots)
+        .bind(credential.credential_id)
+        .bind(&credential.admin_proof)
         .execute(&self.writer)
         .await?;
         // An executor registering in a group makes it known (AUTO).

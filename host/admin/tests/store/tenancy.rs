@@ -29,15 +29,33 @@ async fn tenants_and_tokens(store: &Store) {
 /// Registry: sorted, alive ones only; silent executors forgotten.
 async fn registry(store: &Store) {
     store
-        .registry_beat("default", "http://b", ExecutorLoad::default(), 100)
+        .registry_beat(
+            "default",
+            "http://b",
+            ExecutorLoad::default(),
+            &Default::default(),
+            100,
+        )
         .await
         .unwrap();
     store
-        .registry_beat("default", "http://a", ExecutorLoad::default(), 100)
+        .registry_beat(
+            "default",
+            "http://a",
+            ExecutorLoad::default(),
+            &Default::default(),
+            100,
+        )
         .await
         .unwrap();
     store
-        .registry_beat("default", "http://old", ExecutorLoad::default(), 10)
+        .registry_beat(
+            "default",
+            "http://old",
+            ExecutorLoad::default(),
+            &Default::default(),
+            10,
+        )
         .await
         .unwrap();
     assert_eq!(

@@ -1,5 +1,5 @@
 //! The management commands: `module`, `job`, `state`, `runs`, `logs`,
-//! `kill`, `secret`, `user`, `ceiling`, `quota`, `calendar`, `group`, `workflow` and `audit`, each a thin layer over
+//! `kill`, `secret`, `user`, `ceiling`, `quota`, `calendar`, `group`, `executor-token`, `workflow` and `audit`, each a thin layer over
 //! the admin's API ([`ApiClient`]); one file per family of commands.
 //!
 //! Output is a readable table or summary by default and the admin's JSON
@@ -20,6 +20,7 @@ use serde_json::{Map, Value, json};
 
 mod audit;
 mod calendars;
+mod executor_tokens;
 mod groups;
 mod job_details;
 mod jobs;
@@ -31,6 +32,7 @@ mod xxl_import;
 
 pub use audit::{AuditArgs, audit};
 pub use calendars::{CalendarArgs, calendar};
+pub use executor_tokens::{ExecutorTokenArgs, executor_token};
 pub use groups::{GroupArgs, group};
 pub use jobs::{JobArgs, StateArgs, job, state};
 pub use modules::{ModuleArgs, module};

@@ -91,6 +91,11 @@ fn schemas() -> Value {
     collect::<cronbox_api::UserTokenCreated>(&mut all);
     collect::<cronbox_api::TenantQuotas>(&mut all);
     collect::<cronbox_api::AuditPage>(&mut all);
+    collect::<cronbox_api::ExecutorTokenSpec>(&mut all);
+    collect::<cronbox_api::ExecutorToken>(&mut all);
+    collect::<cronbox_api::ExecutorTokenIssued>(&mut all);
+    collect::<cronbox_api::ExecutorTokenRotation>(&mut all);
+    collect::<cronbox_api::ExecutorTokenRevoked>(&mut all);
     collect::<cronbox_api::AuditEntry>(&mut all);
     collect::<cronbox_protocol::LogResponse>(&mut all);
     collect::<cronbox_protocol::ApiError>(&mut all);

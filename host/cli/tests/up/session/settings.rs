@@ -222,4 +222,44 @@ pub(super) fn groups(s: &Session) {
             .any(|line| line.starts_with("batch") && line.trim_end().ends_with("acme")),
         "{listed}"
     );
+
+    // An executor enrolled for the group: its token once, then listed
+    // without it, rotated, revoked; a tenant may not enroll one.
+    let enrolled = json(
+        base,
+        token,
+        &[
+            "executor-token",
+            "create",
+            "--group",
+            "batch",
+            "--name",
+            "b1",
+        ],
+    );
+    let first = enrolled["token"].as_str().unwrap().to_owned();
+    assert!(first.starts_with("cbe_"), "{enrolled}");
+    let id = enrolled["id"].to_string();
+    let listed = ok(base, token, &["executor-token", "list"]);
+    assert!(
+        listed.contains("b1") && listed.contains("active") && !listed.contains(&first),
+        "{listed}"
+    );
+    let rotated = ok(
+        base,
+        token,
+        &["executor-token", "rotate", &id, "--overlap", "10m"],
+    );
+    assert!(
+        rotated.contains("token (shown once): cbe_") && rotated.contains("works until"),
+        "{rotated}"
+    );
+    let revoked = ok(base, token, &["executor-token", "revoke", &id]);
+    assert!(
+        revoked.contains(&format!("executor {id} revoked")),
+        "{revoked}"
+    );
+    let (code, _, refused) = cli(base, &acme, &["executor-token", "list"]);
+    assert_eq!(code, 1, "{refused}");
+    assert!(refused.contains("operator"), "{refused}");
 }
