@@ -277,6 +277,23 @@ export const T = {
     addressType: "Address type",
     addresses: "Addresses (MANUAL; comma separated)",
     groupSave: "Save group",
+    enrolled: {
+      title: "Enrolled executors",
+      columns: ["Id", "Name", "Groups", "Created", "State", "Registered", ""],
+      none: "None: executors use the shared executor token.",
+      name: "Name",
+      groups: "Groups (comma separated)",
+      create: "Enroll",
+      rotate: "Rotate",
+      revoke: "Revoke",
+      sure: "Revoke: its registrations end now?",
+      active: "active",
+      rotating: (until) => `rotating: the old token works until ${until}`,
+      revoked: (at) => `revoked ${at}`,
+      revokedNow: (id) => `Executor ${id} revoked.`,
+      shown: (id, groups) =>
+        `Executor ${id} may register in ${groups}. Its token, shown this once (start it with CRONBOX_TOKEN=…):`,
+    },
   },
   audit: {
     title: "Audit log",

@@ -339,7 +339,49 @@ async fn an_operator_runs_cronbox_from_the_console() {
         .await
         .unwrap();
     assert!(free.parse::<u32>().unwrap() > 0, "{free}");
+    // An executor enrolled from the page: its token shown once, then
+    // revoked with a confirmation.
+    browser
+        .fill("#executor-token-form input[name=name]", "console-host")
+        .await;
+    browser
+        .fill("#executor-token-form input[name=groups]", "batch, nightly")
+        .await;
+    browser.click("#executor-token-form button").await;
+    let token = browser
+        .text_until(
+            "#executor-token-shown code",
+            "the new token is shown",
+            |text| text.starts_with("cbe_"),
+        )
+        .await;
+    let enrolled = up.operator.api.executor_tokens().await.unwrap();
+    let console_host = enrolled
+        .iter()
+        .find(|credential| credential.name == "console-host")
+        .unwrap();
+    assert_eq!(console_host.groups, ["batch", "nightly"]);
     browser.screenshot("executors").await;
+    // Shown again (another address of the same page), it lists it.
+    browser
+        .goto(&format!("{}/#/executors?enrolled", up.base))
+        .await;
+    let row = format!("#executors tr[data-credential='{}']", console_host.id);
+    let listed = browser.element(&row).await.text().await.unwrap();
+    assert!(
+        listed.contains("console-host") && !listed.contains(&token),
+        "{listed}"
+    );
+    let revoke = format!("#revoke-{}", console_host.id);
+    browser.click(&revoke).await;
+    browser.click(&revoke).await;
+    browser
+        .text_until(
+            &format!("{row} td.state"),
+            "the executor is revoked",
+            |text| text.starts_with("revoked"),
+        )
+        .await;
     browser.goto(&format!("{}/#/runs", up.base)).await;
     browser.element("#runs tr[data-run]").await;
     browser.screenshot("runs").await;
