@@ -13,7 +13,10 @@ async fn tenants_and_tokens(store: &Store) {
         user: None,
     };
     let token = store.add_token(&admin, "ci", "hash-1", 3).await.unwrap();
-    assert_eq!(store.token_principal("hash-1").await.unwrap(), Some(admin));
+    assert_eq!(
+        store.token_principal("hash-1").await.unwrap(),
+        Some((admin, token))
+    );
     assert_eq!(
         store.tenants().await.unwrap(),
         [("acme".to_owned(), 1), ("default".to_owned(), 0)]
@@ -147,7 +150,10 @@ async fn users_and_sessions(store: &Store) {
     assert_eq!(store.token_owner("globex", ada_token).await.unwrap(), None);
     assert_eq!(store.remove_user("bob").await.unwrap(), Some((1, 1)));
     assert_eq!(store.token_principal("t-bob").await.unwrap(), None);
-    assert_eq!(store.token_principal("t-ada").await.unwrap(), Some(as_ada));
+    assert_eq!(
+        store.token_principal("t-ada").await.unwrap(),
+        Some((as_ada, ada_token))
+    );
     assert_eq!(store.remove_user("bob").await.unwrap(), None);
     assert_eq!(store.delete_expired_sessions(1_000).await.unwrap(), 0);
 }
