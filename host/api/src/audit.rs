@@ -46,6 +46,7 @@ pub struct AuditEntry {
     /// job's changed fields (old and new), a trigger's param, a login's
     /// user name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
     pub detail: Option<serde_json::Value>,
 }
 
