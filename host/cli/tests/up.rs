@@ -162,3 +162,5 @@ mod session;
 
 #[path = "up/legacy.rs"]
 mod legacy;
+#[path = "up/observability.rs"]
+mod observability;

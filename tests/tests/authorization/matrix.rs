@@ -176,6 +176,7 @@ fn valid_body(schema: Option<&str>) -> Value {
         Some("StateEdit") => json!({ "state": {} }),
         Some("PauseRequest" | "TriggerRequest") => json!({}),
         Some("BackfillRequest") => json!({ "from_ms": 0, "to_ms": 1 }),
+        Some("ExecutorTokenRotation") => json!({ "overlap_ms": 0 }),
         Some(other) => json!({ "unknown_body_for_the_matrix": other }),
     }
 }
