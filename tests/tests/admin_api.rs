@@ -422,6 +422,8 @@ mod events;
 mod firing;
 #[path = "admin_api/legacy.rs"]
 mod legacy;
+#[path = "admin_api/metrics.rs"]
+mod metrics;
 #[path = "admin_api/quotas.rs"]
 mod quotas;
 #[path = "admin_api/requests.rs"]

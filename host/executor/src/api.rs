@@ -221,6 +221,9 @@ async fn metrics(State(state): State<Arc<ApiState>>) -> impl IntoResponse {
         .inc_by(evicted.saturating_sub(metrics.instances_evicted.get()));
     metrics.read_resident_memory();
     metrics.copy_http(&runtime.http_stats());
+    metrics
+        .spool_results
+        .set(i64::try_from(state.jobs.spooled_results()).unwrap_or(i64::MAX));
     drop(scrape);
     (
         [(

@@ -27,6 +27,8 @@ pub(crate) struct Metrics {
     pub(crate) retained_log_bytes: Gauge,
     pub(crate) results_quarantined: Counter,
     pub(crate) spool_records_skipped: Counter,
+    /// Results in the spool no admin has taken yet (set at each scrape).
+    pub(crate) spool_results: Gauge,
     pub(crate) module_load_failures: Counter,
     pub(crate) idle_instances: Gauge,
     pub(crate) instances_evicted: Counter,
@@ -62,6 +64,12 @@ impl Metrics {
         let retained_log_bytes = Gauge::default();
         let results_quarantined = Counter::default();
         let spool_records_skipped = Counter::default();
+        let spool_results = Gauge::default();
+        registry.register(
+            "spool_results",
+            "Results in the spool that no admin has taken yet",
+            spool_results.clone(),
+        );
         let module_load_failures = Counter::default();
         let idle_instances = Gauge::default();
         let instances_evicted = Counter::default();
@@ -212,6 +220,7 @@ impl Metrics {
             retained_log_bytes,
             results_quarantined,
             spool_records_skipped,
+            spool_results,
             module_load_failures,
             registry,
             runs,

@@ -57,6 +57,7 @@ mod run_events;
 mod groups;
 mod jobs;
 mod modules;
+mod observability;
 mod runs;
 mod schedules;
 mod secrets;
@@ -93,39 +94,6 @@ pub(crate) struct AdminState {
     pub(crate) logins: service::users::LoginThrottle,
     /// Room for the module uploads read at once.
     pub(crate) uploads: UploadRoom,
-}
-
-/// Prometheus text format; no token (like the executor's). The quota
-/// gauges are read from the database on each scrape.
-async fn metrics(State(state): State<Arc<AdminState>>) -> impl IntoResponse {
-    if let Err(error) = refresh_quota_metrics(&state).await {
-        tracing::warn!(%error, "quota metrics not refreshed");
-    }
-    (
-        [(
-            header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
-        state.scheduler.metrics().encode(),
-    )
-}
-
-async fn refresh_quota_metrics(state: &AdminState) -> Result<(), crate::store::StoreError> {
-    let store = state.scheduler.store();
-    let mut tenants: Vec<String> = store
-        .tenants()
-        .await?
-        .into_iter()
-        .map(|(name, _)| name)
-        .collect();
-    tenants.push(DEFAULT_TENANT.to_owned());
-    let quotas = state
-        .scheduler
-        .quotas()
-        .all(store, &tenants, state.scheduler.now_ms())
-        .await?;
-    state.scheduler.metrics().set_quotas(&quotas);
-    Ok(())
 }
 
 /// Readiness, for orchestrators and tests instead of fixed waits: 200 once
@@ -172,7 +140,7 @@ fn open_routes(table: &mut Routes) {
         json!({ "type": "string" }),
     )
     .with_media("application/openmetrics-text");
-    table.route(operation, Access::Open, metrics);
+    table.route(operation, Access::Open, observability::metrics);
     let operation = op(
         "get",
         "/readyz",

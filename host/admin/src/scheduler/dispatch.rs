@@ -403,7 +403,8 @@ impl Scheduler {
         let message = format!("the job's stored row does not decode: {error}");
         let end = RunEnd::failed(run.id, RunOutcome::Rejected, &message, self.now_ms());
         if self.store.finish_run(&end).await?.is_some() {
-            self.metrics.run_ended(RunOutcome::Rejected.as_str());
+            self.metrics
+                .run_ended(&run.tenant, RunOutcome::Rejected.as_str());
         }
         self.store.stop_job(run.job_id, self.now_ms()).await?;
         Ok(())
@@ -440,7 +441,8 @@ impl Scheduler {
                 now,
             );
             if let Some(ended) = self.store.finish_run(&end).await? {
-                self.metrics.run_ended(RunStatus::Cancelled.as_str());
+                self.metrics
+                    .run_ended(&ended.tenant, RunStatus::Cancelled.as_str());
                 self.sink.events.send(|| RunEvent::ended(&ended));
             }
             return Ok(());
@@ -531,7 +533,8 @@ impl Scheduler {
         let skip = |why: String| async move {
             let end = RunEnd::cancelled(run.id, &format!("skipped: {why}"), now);
             if let Some(ended) = self.store.finish_run(&end).await? {
-                self.metrics.run_ended(RunStatus::Cancelled.as_str());
+                self.metrics
+                    .run_ended(&ended.tenant, RunStatus::Cancelled.as_str());
                 self.sink.events.send(|| RunEvent::ended(&ended));
             }
             Ok::<bool, StoreError>(false)

@@ -149,7 +149,8 @@ impl Scheduler {
             .cancel_waiting_runs(job.id, "cancelled: the job was killed", now)
             .await?;
         for run_id in &cancelled {
-            self.metrics.run_ended(RunStatus::Cancelled.as_str());
+            self.metrics
+                .run_ended(&job.tenant, RunStatus::Cancelled.as_str());
             self.sink.events.send(|| RunEvent::Ended {
                 run_id: *run_id,
                 job_id: job.id,

@@ -139,13 +139,22 @@ impl Scheduler {
                 continue;
             };
             self.metrics
-                .run_ended(run.outcome.unwrap_or(end.outcome).as_str());
-            if run.kind == TriggerKind::Schedule
-                && let Some(started) = end.started_at_ms
-            {
-                let late = (started - run.scheduled_at_ms).max(0) as f64 / 1000.0;
-                self.metrics.lateness.observe(late);
-            }
+                .run_ended(&run.tenant, run.outcome.unwrap_or(end.outcome).as_str());
+            let seconds = |ms: i64| ms.max(0) as f64 / 1000.0;
+            self.metrics.run_measured(
+                &run.tenant,
+                crate::metrics::RunMeasures {
+                    lateness_seconds: end
+                        .started_at_ms
+                        .filter(|_| run.kind == TriggerKind::Schedule)
+                        .map(|started| seconds(started - run.scheduled_at_ms)),
+                    duration_seconds: end
+                        .started_at_ms
+                        .map(|started| seconds(end.finished_at_ms - started)),
+                    fuel: end.fuel_consumed,
+                    peak_memory_bytes: end.peak_memory_bytes,
+                },
+            );
             self.after_end(&run, jobs.get(&run.job_id)).await?;
         }
         Ok(())
@@ -257,7 +266,8 @@ impl Scheduler {
                 .finish_run(&RunEnd::failed(run.id, RunOutcome::Lost, &message, now))
                 .await?;
             if let Some(ended) = ended {
-                self.metrics.run_ended(RunOutcome::Lost.as_str());
+                self.metrics
+                    .run_ended(&ended.tenant, RunOutcome::Lost.as_str());
                 tracing::warn!(run = %run.id, "{message}");
                 self.after_end(&ended, None).await?;
             }

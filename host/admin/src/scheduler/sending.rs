@@ -262,7 +262,7 @@ impl Scheduler {
             .finish_run(&RunEnd::failed(run.id, outcome, message, self.now_ms()))
             .await?;
         if let Some(ended) = ended {
-            self.metrics.run_ended(outcome.as_str());
+            self.metrics.run_ended(&ended.tenant, outcome.as_str());
             self.after_end(&ended, None).await?;
         }
         Ok(())

@@ -71,22 +71,44 @@ async fn the_shipped_dashboard_and_alerts_query_what_cronbox_exports() {
 
     let data = tempfile::tempdir().unwrap();
     let (mut process, _, at) = up(data.path(), None);
-    let mut exported = BTreeSet::new();
-    for address in [at.admin, at.executor] {
-        let scrape = reqwest::get(format!("http://{address}/metrics"))
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        exported.extend(declared(&scrape));
+    // A run that succeeds and one that fails: labelled families have a
+    // series (and are declared) once something was counted in them.
+    let token = std::fs::read_to_string(data.path().join("api-token")).unwrap();
+    let api = AdminClient::new(format!("http://{}", at.admin), token.trim());
+    for (name, module, expected) in [
+        ("metered", "hello", RunStatus::Success),
+        ("failing", "panicker", RunStatus::Failed),
+    ] {
+        let job = api
+            .job(name, cronbox_example_jobs::bytes(module), json!({}))
+            .await;
+        let run = api.trigger(job, json!({})).await;
+        assert_eq!(api.ended(run).await.status, expected);
     }
     let wanted = queried(&format!("{}\n{rules}", expressions.join("\n")));
     assert!(wanted.len() >= 12, "{wanted:?}");
-    let missing: Vec<&String> = wanted.difference(&exported).collect();
-    assert!(
-        missing.is_empty(),
-        "queried but not exported: {missing:?} (exported: {exported:?})"
-    );
+    let scrape = || async {
+        let mut exported = BTreeSet::new();
+        for address in [at.admin, at.executor] {
+            let text = reqwest::get(format!("http://{address}/metrics"))
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            exported.extend(declared(&text));
+        }
+        exported
+    };
+    let found = until_within(
+        Duration::from_secs(30),
+        "every queried metric is exported",
+        || async {
+            let exported = scrape().await;
+            wanted.is_subset(&exported).then_some(exported)
+        },
+    )
+    .await;
+    assert!(found.len() > wanted.len(), "{found:?}");
     terminate(&mut process.0);
 }

@@ -524,6 +524,11 @@ impl Jobs {
         &self.shared.runtime
     }
 
+    /// Results in the spool that no admin has taken yet.
+    pub(crate) fn spooled_results(&self) -> usize {
+        self.shared.spool.pending()
+    }
+
     /// Stops taking runs, reports queued runs as not executed, lets running
     /// runs finish within `grace`, kills the rest, and waits for every job
     /// task to retire its workers.

@@ -1,0 +1,73 @@
+//! `/metrics`: the admin's Prometheus metrics, with the gauges read from
+//! the database set afresh on each scrape (quotas, live executors per
+//! group, the most failing jobs of the last hour, readiness).
+
+use super::*;
+use crate::metrics::FAILING_JOBS;
+
+/// Prometheus text format; no token (like the executor's).
+pub(super) async fn metrics(State(state): State<Arc<AdminState>>) -> impl IntoResponse {
+    let ready = state.scheduler.store().ping().await.is_ok();
+    state.scheduler.metrics().ready.set(i64::from(ready));
+    if ready {
+        if let Err(error) = refresh_quota_metrics(&state).await {
+            tracing::warn!(%error, "quota metrics not refreshed");
+        }
+        if let Err(error) = refresh_fleet_metrics(&state).await {
+            tracing::warn!(%error, "executor and failing-job metrics not refreshed");
+        }
+    }
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        state.scheduler.metrics().encode(),
+    )
+}
+
+async fn refresh_quota_metrics(state: &AdminState) -> Result<(), crate::store::StoreError> {
+    let store = state.scheduler.store();
+    let mut tenants: Vec<String> = store
+        .tenants()
+        .await?
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect();
+    tenants.push(DEFAULT_TENANT.to_owned());
+    let quotas = state
+        .scheduler
+        .quotas()
+        .all(store, &tenants, state.scheduler.now_ms())
+        .await?;
+    state.scheduler.metrics().set_quotas(&quotas);
+    Ok(())
+}
+
+/// Live executors per group, and the jobs that failed most in the last
+/// hour (labelled `ID name`, with their tenant).
+async fn refresh_fleet_metrics(state: &AdminState) -> Result<(), crate::store::StoreError> {
+    let store = state.scheduler.store();
+    let alive_since = state.scheduler.alive_since_now().await?;
+    let mut groups = Vec::new();
+    for group in store.groups().await? {
+        let alive = store.group_addresses(&group.name, alive_since).await?.len();
+        groups.push((group.name, alive as i64));
+    }
+    state.scheduler.metrics().set_executors_alive(&groups);
+    let hour_ago = state.scheduler.now_ms() - 3_600_000;
+    let failing = store
+        .most_failing_jobs(None, hour_ago, FAILING_JOBS)
+        .await?;
+    let ids: Vec<JobId> = failing.iter().map(|(id, _, _)| *id).collect();
+    let jobs = store.jobs_by_id(&ids).await?;
+    let labelled: Vec<(String, String, i64)> = failing
+        .into_iter()
+        .map(|(id, name, failures)| {
+            let tenant = jobs.get(&id).map(|job| job.tenant.clone());
+            (tenant.unwrap_or_default(), format!("{id} {name}"), failures)
+        })
+        .collect();
+    state.scheduler.metrics().set_failing_jobs(&labelled);
+    Ok(())
+}
