@@ -162,5 +162,7 @@ mod session;
 
 #[path = "up/legacy.rs"]
 mod legacy;
+#[path = "up/nothing_secret.rs"]
+mod nothing_secret;
 #[path = "up/observability.rs"]
 mod observability;

@@ -17,6 +17,7 @@ pub(super) async fn put_group(
         &spec.address_type,
         &spec.addresses,
         spec.legacy.as_ref(),
+        state.scheduler.config().secrets.as_deref(),
     )
     .await?;
     let tenants = granted_tenants(&state, &name).await?;

@@ -55,7 +55,6 @@ async fn checked_registration(
     let invalid = || refused("invalid request, accessToken or appname invalid.".to_owned());
     let legacy = state
         .scheduler
-        .store()
         .legacy_group(&group)
         .await
         .map_err(|error| refused(error.to_string()))?

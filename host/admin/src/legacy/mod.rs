@@ -7,7 +7,8 @@
 //! WebAssembly run has (fuel, memory limits, configuration, secrets, HTTP
 //! grants) is refused when it is saved, naming the field.
 //!
-//! `wire.rs` is the protocol; `scheduler/legacy.rs` sends runs, probes,
+//! A group's token is kept sealed under the secrets key when the admin
+//! has one ([`stored_token`]). `wire.rs` is the protocol; `scheduler/legacy.rs` sends runs, probes,
 //! kills and log reads; `api/xxl_job.rs` answers the executors'
 //! registrations and results.
 
@@ -17,9 +18,51 @@ use cronbox_api::JobSpec;
 use cronbox_protocol::BlockStrategy;
 
 use crate::jobs::{InvalidJob, invalid};
+use crate::secrets::SecretBox;
 
 /// Longest handler name (xxl-job's column is 255 characters).
 pub const MAX_HANDLER_CHARS: usize = 255;
+
+/// The prefix of a legacy group's token sealed under the secrets key.
+const SEALED: &str = "sealed:";
+
+/// What a legacy group's token is sealed as (the secrets' tenant).
+const SEALED_AS: &str = "xxl-job-group";
+
+/// A legacy group's token as the database keeps it: sealed under the
+/// admin's secrets key when it has one (`sealed:NONCE:CIPHERTEXT`, bound
+/// to the group's name), else as given.
+pub fn stored_token(secrets: Option<&SecretBox>, group: &str, token: &str) -> String {
+    match secrets {
+        Some(secrets) => {
+            let sealed = secrets.seal(SEALED_AS, group, token);
+            format!("{SEALED}{}:{}", sealed.nonce, sealed.ciphertext)
+        }
+        None => token.to_owned(),
+    }
+}
+
+/// A legacy group's token from what the database keeps ([`stored_token`]).
+pub fn opened_token(
+    secrets: Option<&SecretBox>,
+    group: &str,
+    stored: &str,
+) -> Result<String, String> {
+    let Some(sealed) = stored.strip_prefix(SEALED) else {
+        return Ok(stored.to_owned());
+    };
+    let secrets = secrets.ok_or_else(|| {
+        format!("group {group:?}'s token is sealed and this admin has no secrets key")
+    })?;
+    let (nonce, ciphertext) = sealed.split_once(':').unwrap_or_default();
+    let sealed = crate::secrets::Sealed {
+        nonce: nonce.to_owned(),
+        ciphertext: ciphertext.to_owned(),
+    };
+    secrets
+        .open(SEALED_AS, group, &sealed)
+        .map_err(|error| format!("group {group:?}'s token: {error}"))
+}
 
 /// Whether `presented` is the group's token (in constant time).
 pub fn tokens_match(token: &str, presented: &str) -> bool {
@@ -129,6 +172,28 @@ pub fn check_handler(handler: &str, spec: &JobSpec) -> Result<(), InvalidJob> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_groups_token_is_sealed_to_its_group_under_the_key() {
+        let secrets = SecretBox::new(&[3; 32]);
+        let stored = stored_token(Some(&secrets), "app", "the-token-1");
+        assert!(stored.starts_with(SEALED) && !stored.contains("the-token-1"));
+        assert_eq!(
+            opened_token(Some(&secrets), "app", &stored).unwrap(),
+            "the-token-1"
+        );
+        assert!(opened_token(Some(&secrets), "other-app", &stored).is_err());
+        assert!(
+            opened_token(None, "app", &stored)
+                .unwrap_err()
+                .contains("no secrets key")
+        );
+        assert_eq!(stored_token(None, "app", "plain-token"), "plain-token");
+        assert_eq!(
+            opened_token(None, "app", "plain-token").unwrap(),
+            "plain-token"
+        );
+    }
 
     #[test]
     fn what_a_legacy_run_cannot_honour_is_refused_naming_the_field() {

@@ -103,13 +103,23 @@ impl Probe for LegacyProbe<'_> {
 impl Scheduler {
     /// The legacy group `name` (its protocol and token), if it is one, as
     /// read in the last second: a changed token holds within a second.
-    pub(super) async fn legacy_group(&self, name: &str) -> Result<Option<LegacyGroup>, StoreError> {
+    pub async fn legacy_group(&self, name: &str) -> Result<Option<LegacyGroup>, StoreError> {
         if let Some((read_at, group)) = self.legacy.groups().get(name)
             && read_at.elapsed() < ADDRESS_CACHE
         {
             return Ok(group.clone());
         }
-        let group = self.store.legacy_group(name).await?;
+        let group = self.store.legacy_group(name).await?.map(|mut group| {
+            let secrets = self.config.secrets.as_deref();
+            group.token =
+                crate::legacy::opened_token(secrets, name, &group.token).unwrap_or_else(|error| {
+                    // An empty token matches nothing: the group's executors
+                    // are refused until the admin has the key again.
+                    tracing::error!(%error, "a legacy group's token cannot be opened");
+                    String::new()
+                });
+            group
+        });
         self.legacy
             .groups()
             .insert(name.to_owned(), (Instant::now(), group.clone()));

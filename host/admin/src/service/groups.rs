@@ -55,6 +55,7 @@ pub async fn put(
     address_type: &str,
     addresses: &[String],
     legacy: Option<&LegacySpec>,
+    secrets: Option<&crate::secrets::SecretBox>,
 ) -> Result<String, ServiceError> {
     let invalid = |field, message: String| ServiceError::InvalidGroup { field, message };
     if let Some(legacy) = legacy {
@@ -105,7 +106,7 @@ pub async fn put(
     }
     let legacy = legacy.map(|legacy| LegacyGroup {
         protocol: legacy.protocol,
-        token: legacy.access_token.clone(),
+        token: crate::legacy::stored_token(secrets, name, &legacy.access_token),
     });
     store
         .put_group(name, &kind, addresses, legacy.as_ref())

@@ -96,6 +96,16 @@ pub fn up_with_env(
     at: Option<Listening>,
     env: &[(&str, &Path)],
 ) -> (Process, String, Listening) {
+    up_logging(data_dir, at, env, Stdio::null())
+}
+
+/// [`up_with_env`] writing its log (stderr) to `log`.
+pub fn up_logging(
+    data_dir: &Path,
+    at: Option<Listening>,
+    env: &[(&str, &Path)],
+    log: impl Into<Stdio>,
+) -> (Process, String, Listening) {
     let (bind, executor_bind) = at.map_or_else(
         || ("127.0.0.1:0".to_owned(), "127.0.0.1:0".to_owned()),
         |at| (at.admin.to_string(), at.executor.to_string()),
@@ -111,7 +121,7 @@ pub fn up_with_env(
         .env("CRONBOX_CONTEXTS", data_dir.join("contexts.toml"))
         .envs(env.iter().copied())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(log)
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
