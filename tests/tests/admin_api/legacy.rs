@@ -472,3 +472,103 @@ async fn legacy_jobs_are_retried_chained_sharded_failed_over_and_run_as_workflow
     assert_eq!(node(&flow, "b").output.as_deref(), Some("ran ran x"));
     stack.shutdown().await;
 }
+
+/// A legacy group granted to a tenant serves that tenant's legacy jobs
+/// (and no other tenant's); their failures alarm, and a backfill sends
+/// each past instant once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn legacy_jobs_of_a_granted_tenant_alarm_and_backfill() {
+    let stack = stack(loopback_alarms()).await;
+    legacy_group(&stack).await;
+    let received = Log::default();
+    let address = stand_ins(&stack, &received, 1, false).await.remove(0);
+    assert_eq!(register(&stack, APP, &address).await["code"], 200);
+    let acme = tenant(&stack, "acme").await;
+    let beta = tenant(&stack, "beta").await;
+    let (status, granted) = stack
+        .call(
+            reqwest::Method::PUT,
+            &format!("/api/v1/groups/{APP}/tenants"),
+            Some(json!({ "tenants": ["acme"] })),
+        )
+        .await;
+    assert_eq!(status, 200, "{granted}");
+    let spec = |name: &str, handler: &str, extra: Value| {
+        let mut spec = json!({ "name": name, "group": APP, "executor_handler": handler });
+        spec.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        spec
+    };
+    let (status, refused) = stack
+        .call_as(
+            &beta,
+            reqwest::Method::POST,
+            "/api/v1/jobs",
+            Some(spec("theirs", "h", json!({}))),
+        )
+        .await;
+    assert!(status == 403 || status == 422, "{status} {refused}");
+
+    // A failure alarms the tenant's webhook.
+    let receiver = WebhookReceiver::start(200).await;
+    let watched = stack
+        .create_as(
+            &acme,
+            spec("watched", "flaky", json!({ "alarm_url": receiver.url() })),
+        )
+        .await;
+    let failed = stack.run_to_end_as(&acme, watched, "once").await;
+    assert_eq!(failed.status, RunStatus::Failed, "{failed:?}");
+    let alarm = until("the alarm arrives", || async {
+        receiver.bodies().first().cloned()
+    })
+    .await;
+    assert_eq!(alarm["event"], "run_failed");
+    assert_eq!(alarm["tenant"], "acme");
+    assert_eq!(alarm["run"]["id"], failed.id.0);
+
+    // A backfill of the three minutes before this one sends each instant
+    // once, as a backfill.
+    let minute = next_whole_minute() - 60_000;
+    let past = stack
+        .create_as(
+            &acme,
+            spec(
+                "minutely",
+                "past",
+                json!({ "schedule_type": "CRON", "schedule_conf": "0 * * * * ?" }),
+            ),
+        )
+        .await;
+    let (status, backfill) = stack
+        .call_as(
+            &acme,
+            reqwest::Method::POST,
+            &format!("/api/v1/jobs/{past}/backfill"),
+            // The range is after `from_ms`, up to `to_ms`.
+            Some(json!({ "from_ms": minute - 180_001, "to_ms": minute - 1 })),
+        )
+        .await;
+    assert_eq!(status, 201, "{backfill}");
+    let sent = until("the backfilled instants reach the executor", || async {
+        let sent = StandIn::triggers(&received, "past");
+        (sent.len() == 3).then_some(sent)
+    })
+    .await;
+    let mut instants: Vec<i64> = sent
+        .iter()
+        .map(|sent| sent.body["logDateTime"].as_i64().unwrap())
+        .collect();
+    instants.sort_unstable();
+    assert_eq!(
+        instants,
+        [minute - 180_000, minute - 120_000, minute - 60_000]
+    );
+    let runs = stack.api.runs(past).await;
+    assert!(
+        runs.iter().all(|run| run.kind == TriggerKind::Backfill),
+        "{runs:?}"
+    );
+    stack.shutdown().await;
+}
