@@ -202,6 +202,15 @@ async fn stand_ins(stack: &Stack, received: &Log, count: usize, first_down: bool
     addresses
 }
 
+/// A legacy job of `APP` running `handler`, with the fields of `extra`.
+fn legacy_spec(name: &str, handler: &str, extra: Value) -> Value {
+    let mut spec = json!({ "name": name, "group": APP, "executor_handler": handler });
+    spec.as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().unwrap().clone());
+    spec
+}
+
 /// Registers `address` in `APP` presenting `appname`; xxl-job's answer.
 async fn register(stack: &Stack, appname: &str, address: &str) -> Value {
     stack
@@ -361,11 +370,7 @@ async fn legacy_jobs_are_retried_chained_sharded_failed_over_and_run_as_workflow
     }
     let (down, up) = (&addresses[0], &addresses[1]);
     let legacy = |name: &str, handler: &str, extra: Value| {
-        let mut spec = json!({ "name": name, "group": APP, "executor_handler": handler });
-        spec.as_object_mut()
-            .unwrap()
-            .extend(extra.as_object().unwrap().clone());
-        stack.create_as(API, spec)
+        stack.create_as(API, legacy_spec(name, handler, extra))
     };
 
     // A failed run is retried, as a new attempt.
@@ -493,13 +498,7 @@ async fn legacy_jobs_of_a_granted_tenant_alarm_and_backfill() {
         )
         .await;
     assert_eq!(status, 200, "{granted}");
-    let spec = |name: &str, handler: &str, extra: Value| {
-        let mut spec = json!({ "name": name, "group": APP, "executor_handler": handler });
-        spec.as_object_mut()
-            .unwrap()
-            .extend(extra.as_object().unwrap().clone());
-        spec
-    };
+    let spec = legacy_spec;
     let (status, refused) = stack
         .call_as(
             &beta,
