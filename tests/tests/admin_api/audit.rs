@@ -135,9 +135,16 @@ async fn every_change_is_audited_with_who_and_never_a_secret() {
     );
     assert!(all.windows(2).all(|pair| pair[0].id > pair[1].id));
 
-    // A tenant admin sees its own tenant's only; filters and pages.
+    // A tenant admin sees its own tenant's only (the operator's changes to
+    // it included); filters and pages.
+    set_quotas(&stack, "acme", json!({ "jobs": 50 })).await;
     let own = audit(&stack, &acme, "?tenant=default").await.entries;
     assert!(!own.is_empty() && own.iter().all(|entry| entry.tenant == "acme"));
+    let quotas = own
+        .iter()
+        .find(|entry| entry.action == "PUT /api/v1/tenants/{name}/quotas")
+        .unwrap_or_else(|| panic!("the operator's change to acme: {own:#?}"));
+    assert_eq!(quotas.actor, "operator token");
     let logins = audit(&stack, API, "?action=session&actor=ana&limit=1").await;
     assert_eq!(logins.entries.len(), 1);
     let before = logins.next_before.unwrap();

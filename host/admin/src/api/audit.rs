@@ -39,6 +39,10 @@ impl AuditNote {
 
 /// The longest value a detail keeps (serialized); longer ones are cut.
 const DETAIL_VALUE_BYTES: usize = 4096;
+/// The routes of one tenant (`/api/v1/tenants/{name}/…`): their entries
+/// are that tenant's.
+const TENANT_ROUTES: &str = "/api/v1/tenants/{name}/";
+
 /// The longest user agent and path kept.
 const TEXT_BYTES: usize = 512;
 
@@ -109,6 +113,7 @@ pub(crate) async fn record(
         .get::<MatchedPath>()
         .map_or(path.as_str(), MatchedPath::as_str);
     let action = format!("{} {route}", request.method());
+    let route = route.to_owned();
     let caller = request.extensions().get::<Caller>().cloned();
     let address = request
         .extensions()
@@ -134,11 +139,18 @@ pub(crate) async fn record(
         },
         (None, None) => "anonymous".to_owned(),
     };
+    // A change the operator makes to a tenant (its tokens, quotas,
+    // ceiling) is that tenant's, so that its admins see it too.
+    let tenant_named = route
+        .starts_with(TENANT_ROUTES)
+        .then(|| path.split('/').nth(4).map(str::to_owned))
+        .flatten();
     let entry = AuditEntry {
         id: 0,
         at_ms: state.scheduler.now_ms(),
         tenant: note
             .tenant
+            .or(tenant_named)
             .or_else(|| caller.as_ref().map(|caller| caller.tenant.clone()))
             .unwrap_or_default(),
         actor,
