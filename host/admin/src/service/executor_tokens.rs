@@ -5,9 +5,10 @@
 //! `cronbox_protocol::credentials` for what admins present back).
 
 use cronbox_api::{ExecutorTokenIssued, ExecutorTokenRevoked, ExecutorTokenSpec};
-use cronbox_protocol::credentials::{ENROLLED_PREFIX, token_hash};
+use cronbox_protocol::credentials::ENROLLED_PREFIX;
 
 use super::ServiceError;
+use super::tenants::{random_token, token_hash};
 use crate::store::Store;
 
 /// The overlap of a rotation when none is asked for.
@@ -16,10 +17,7 @@ pub const DEFAULT_OVERLAP_MS: i64 = 3_600_000;
 pub const MAX_OVERLAP_MS: i64 = 7 * 24 * 3_600_000;
 
 fn new_token() -> String {
-    format!(
-        "{ENROLLED_PREFIX}{}",
-        hex::encode(rand::random::<[u8; 24]>())
-    )
+    random_token(ENROLLED_PREFIX)
 }
 
 fn invalid(field: &'static str, message: String) -> ServiceError {
@@ -92,22 +90,14 @@ pub async fn rotate(
     }
     let token = new_token();
     let until = now_ms + overlap_ms;
-    if !store
+    let (name, groups) = store
         .rotate_executor_credential(id, &token_hash(&token), until, now_ms)
         .await?
-    {
-        return Err(ServiceError::UnknownExecutorToken(id));
-    }
-    let credential = store
-        .executor_credentials()
-        .await?
-        .into_iter()
-        .find(|credential| credential.id == id)
         .ok_or(ServiceError::UnknownExecutorToken(id))?;
     Ok(ExecutorTokenIssued {
         id,
-        name: credential.name,
-        groups: credential.groups,
+        name,
+        groups,
         token,
         previous_valid_until_ms: Some(until),
     })

@@ -1,21 +1,23 @@
 //! Tenants and their API tokens: names, creation with a first token (a
 //! tenant admin's), more tokens. A token is shown once and stored as its sha256.
 
-use sha2::{Digest, Sha256};
-
 use super::ServiceError;
 use cronbox_api::Role;
 
 use crate::store::{Principal, Store};
 
-/// A new random API token.
-pub fn new_token() -> String {
-    format!("cbx_{}", hex::encode(rand::random::<[u8; 24]>()))
+/// The sha256 (hex) under which a token is stored (tenants', users',
+/// sessions', enrolled executors').
+pub use cronbox_protocol::credentials::token_hash;
+
+/// A new random token: `prefix` and 24 random bytes in hex.
+pub fn random_token(prefix: &str) -> String {
+    format!("{prefix}{}", hex::encode(rand::random::<[u8; 24]>()))
 }
 
-/// The sha256 (hex) under which a tenant token is stored.
-pub fn token_hash(token: &str) -> String {
-    hex::encode(Sha256::digest(token.as_bytes()))
+/// A new random API token.
+pub fn new_token() -> String {
+    random_token("cbx_")
 }
 
 /// Creates tenant `name` with a first token; returns the token's id and

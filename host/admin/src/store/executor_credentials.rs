@@ -97,27 +97,28 @@ impl Store {
     }
 
     /// Gives credential `id` a new token (by its hash), the one before
-    /// working until `previous_until_ms`; false if there is no such live
-    /// credential.
+    /// working until `previous_until_ms`: its name and groups, or `None`
+    /// if there is no such live credential.
     pub async fn rotate_executor_credential(
         &self,
         id: i64,
         token_hash: &str,
         previous_until_ms: i64,
         now_ms: i64,
-    ) -> Result<bool, StoreError> {
-        let rotated = sqlx::query(
+    ) -> Result<Option<(String, Vec<String>)>, StoreError> {
+        let row = sqlx::query(
             "UPDATE executor_credential SET previous_hash = token_hash, token_hash = $1, \
-             previous_until_ms = $2, rotated_at_ms = $3 WHERE id = $4 AND revoked_at_ms IS NULL",
+             previous_until_ms = $2, rotated_at_ms = $3 WHERE id = $4 AND revoked_at_ms IS NULL \
+             RETURNING name, groups",
         )
         .bind(token_hash)
         .bind(previous_until_ms)
         .bind(now_ms)
         .bind(id)
-        .execute(&self.writer)
-        .await?
-        .rows_affected();
-        Ok(rotated == 1)
+        .fetch_optional(&self.writer)
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        Ok(Some((row.try_get("name")?, json_column(&row, "groups")?)))
     }
 
     /// Revokes credential `id` and ends its registrations (how many);
