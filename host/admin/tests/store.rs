@@ -126,5 +126,7 @@ mod schema;
 mod sqlite;
 #[path = "store/tenancy.rs"]
 mod tenancy;
+#[path = "store/trust.rs"]
+mod trust;
 #[path = "store/workflows.rs"]
 mod workflows;
