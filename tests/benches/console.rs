@@ -212,11 +212,12 @@ fn main() {
             executor_token: "bench-exec".into(),
             scheduler: SchedulerConfig::default(),
             max_request_bytes: 1 << 20,
+            tls: None,
         })
         .await
         .unwrap();
         let base = format!("http://{}", admin.local_addr());
-        let http = reqwest::Client::new();
+        let http = cronbox_tls::client();
         let later = format!("/api/v1/jobs?limit=50&after={}", jobs * 9 / 10);
         for (label, path) in [
             ("dashboard", "/api/v1/dashboard"),

@@ -6,6 +6,7 @@
 //!     cargo bench -p cronbox-tests --bench firing -- pg ADMINS JOBS SECONDS
 //!     cargo bench -p cronbox-tests --bench firing -- spread JOBS SECONDS...
 //!     cargo bench -p cronbox-tests --bench firing -- legacy spread JOBS SECONDS...
+//!     cargo bench -p cronbox-tests --bench firing -- tls spread JOBS SECONDS...
 //!
 //! The first form uses one admin on embedded SQLite; `pg` uses a real
 //! PostgreSQL (started for the run) and ADMINS admins sharing it, its run
@@ -61,6 +62,16 @@ enum Backend {
     Postgres(usize),
 }
 
+/// What each round is run with besides plain HTTP (`legacy`: also a round
+/// of the same jobs on a stand-in xxl-job executor; `tls`: also a round
+/// with every hop on TLS, from a private CA made for it).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Variant {
+    Plain,
+    Legacy,
+    Tls,
+}
+
 /// How the fires of a round fall within each second.
 #[derive(Clone, Copy)]
 enum Arrival {
@@ -93,7 +104,7 @@ async fn stand_in_xxl_executor(admin_url: &str, group: &str, token: &'static str
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = format!("http://{}/", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
-    let http = reqwest::Client::new();
+    let http = cronbox_tls::client();
     let callback = format!("{admin_url}/xxl-job-admin/api/callback");
     let reporter = http.clone();
     tokio::spawn(async move {
@@ -128,8 +139,34 @@ async fn stand_in_xxl_executor(admin_url: &str, group: &str, token: &'static str
     assert_eq!(registered["code"], 200, "{registered}");
 }
 
-async fn round(job_count: usize, seconds: i64, backend: &Backend, arrival: Arrival, legacy: bool) {
+async fn round(
+    job_count: usize,
+    seconds: i64,
+    backend: &Backend,
+    arrival: Arrival,
+    variant: Variant,
+) {
+    let legacy = variant == Variant::Legacy;
     let data = tempfile::tempdir().unwrap();
+    // With TLS: a CA and a certificate for 127.0.0.1, the admins' and the
+    // executor's, and every client trusting that CA.
+    let (tls, ca_file) = if variant == Variant::Tls {
+        let ca = cronbox_tls::certs::new_ca("bench CA").unwrap();
+        let ca_file = data.path().join("ca.pem");
+        std::fs::write(&ca_file, &ca.cert).unwrap();
+        let identity = cronbox_tls::ServerIdentity {
+            cert: data.path().join("server.pem"),
+            key: data.path().join("server-key.pem"),
+        };
+        cronbox_tls::certs::issue(&ca, &["127.0.0.1".to_owned()])
+            .unwrap()
+            .write(&identity.cert, &identity.key)
+            .unwrap();
+        (Some(identity), Some(ca_file))
+    } else {
+        (None, None)
+    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
     let postgres = matches!(backend, Backend::Postgres(_)).then(PostgresServer::start);
     let (databases, store_url) = match (backend, &postgres) {
         (Backend::Postgres(admins), Some(server)) => {
@@ -172,9 +209,11 @@ async fn round(job_count: usize, seconds: i64, backend: &Backend, arrival: Arriv
                         )
                         .unwrap(),
                     ),
+                    ca_file: ca_file.clone(),
                     ..SchedulerConfig::default()
                 },
                 max_request_bytes: 64 << 20,
+                tls: tls.clone(),
             })
             .await
             .unwrap(),
@@ -182,10 +221,9 @@ async fn round(job_count: usize, seconds: i64, backend: &Backend, arrival: Arriv
     }
     let admin_urls: Vec<String> = admins
         .iter()
-        .map(|admin| format!("http://{}", admin.local_addr()))
+        .map(|admin| format!("{scheme}://{}", admin.local_addr()))
         .collect();
-    let admin = &admins[0];
-    let admin_url = format!("http://{}", admin.local_addr());
+    let admin_url = admin_urls[0].clone();
     let mut executor_config = ExecutorConfig::new(
         "127.0.0.1:0".parse().unwrap(),
         admin_urls.clone(),
@@ -193,13 +231,18 @@ async fn round(job_count: usize, seconds: i64, backend: &Backend, arrival: Arriv
         data.path().join("executor"),
     );
     executor_config.beat_interval = Duration::from_secs(1);
+    executor_config.tls = tls;
+    executor_config.ca_file = ca_file.clone();
     // One instance slot per job, up to the 10,064 whose reservations fit
     // the address space (at 12,000 the pooling allocator's mmap fails).
     executor_config.runtime.max_instances = (job_count.min(10_000) as u32 + 64).max(64);
     let executor = cronbox_executor::start(executor_config).await.unwrap();
     tokio::time::sleep(Duration::from_millis(1500)).await;
 
-    let http = reqwest::Client::new();
+    let http = cronbox_tls::client_builder(ca_file.as_deref())
+        .unwrap()
+        .build()
+        .unwrap();
     let digest: Value = http
         .post(format!("{admin_url}/api/v1/modules"))
         .bearer_auth(API)
@@ -380,7 +423,11 @@ async fn round(job_count: usize, seconds: i64, backend: &Backend, arrival: Arriv
     } + match arrival {
         Arrival::Burst => "",
         Arrival::Spread => ", spread",
-    } + if legacy { ", legacy" } else { "" };
+    } + match variant {
+        Variant::Plain => "",
+        Variant::Legacy => ", legacy",
+        Variant::Tls => ", TLS",
+    };
     let cpu_ms = cpu_over_window.await.unwrap();
     println!(
         "| {store_name:<22} | {job_count:>5} | {seconds:>3} s | {:>8.0} | {:>5} ms | {:>5} ms | {:>6} ms | {:>5} | {duplicates:>4} | {unfinished:>4} | {:>6.0} µs |",
@@ -407,13 +454,13 @@ fn main() {
             .init();
     }
     let mut words: Vec<String> = std::env::args().skip(1).collect();
-    let legacy = match words.iter().position(|word| word == "legacy") {
-        Some(at) => {
+    let mut variant = Variant::Plain;
+    for (word, named) in [("legacy", Variant::Legacy), ("tls", Variant::Tls)] {
+        if let Some(at) = words.iter().position(|given| given == word) {
             words.remove(at);
-            true
+            variant = named;
         }
-        None => false,
-    };
+    }
     let arrival = match words.iter().position(|word| word == "spread") {
         Some(at) => {
             words.remove(at);
@@ -457,9 +504,9 @@ fn main() {
             "|------------------------|-------|-------|----------|----------|----------|-----------|-------|------|--------|---------|"
         );
         for (jobs, seconds) in rounds {
-            round(jobs, seconds, &backend, arrival, false).await;
-            if legacy {
-                round(jobs, seconds, &backend, arrival, true).await;
+            round(jobs, seconds, &backend, arrival, Variant::Plain).await;
+            if variant != Variant::Plain {
+                round(jobs, seconds, &backend, arrival, variant).await;
             }
         }
     });

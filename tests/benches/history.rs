@@ -60,6 +60,7 @@ async fn admin(data: &Path, bind: &str, success_retention: Option<Duration>) -> 
             ..SchedulerConfig::default()
         },
         max_request_bytes: 64 << 20,
+        tls: None,
     })
     .await
     .unwrap()
@@ -192,7 +193,7 @@ async fn insert_history(pool: &sqlx::AnyPool, rows: i64) {
 }
 
 async fn start_jobs(admin: &str, ids: &[i64], verb: &str) {
-    let http = reqwest::Client::new();
+    let http = cronbox_tls::client();
     for id in ids {
         http.post(format!("{admin}/api/v1/jobs/{id}/{verb}"))
             .bearer_auth(API)
@@ -222,7 +223,7 @@ async fn bench(rows: i64, seconds: i64) {
     let executor = executor(data, &base).await;
     let api = AdminClient::new(base.clone(), API);
     api.until_an_executor_is_alive().await;
-    let http = reqwest::Client::new();
+    let http = cronbox_tls::client();
     let uploaded: Value = http
         .post(format!("{base}/api/v1/modules?name=hello"))
         .bearer_auth(API)

@@ -72,6 +72,7 @@ async fn bench(chains: usize, length: usize) {
             ..SchedulerConfig::default()
         },
         max_request_bytes: 64 << 20,
+        tls: None,
     })
     .await
     .unwrap();

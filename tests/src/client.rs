@@ -53,7 +53,7 @@ impl AdminClient {
             api: Client::new(&base, &token),
             base,
             token,
-            http: reqwest::Client::new(),
+            http: cronbox_tls::client(),
         }
     }
 

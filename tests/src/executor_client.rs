@@ -17,7 +17,7 @@ impl ExecutorClient {
         ExecutorClient {
             base: base.into(),
             token: token.into(),
-            http: reqwest::Client::new(),
+            http: cronbox_tls::client(),
         }
     }
 

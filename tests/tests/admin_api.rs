@@ -89,6 +89,7 @@ async fn stack_in(
         executor_token: EXEC.into(),
         scheduler,
         max_request_bytes: max_module_bytes,
+        tls: None,
     })
     .await
     .unwrap();
@@ -127,7 +128,7 @@ async fn ready(
         admin,
         executor,
         api,
-        http: reqwest::Client::new(),
+        http: cronbox_tls::client(),
         base,
         _data: data,
     }

@@ -47,6 +47,7 @@ async fn admin_with(max_module_bytes: usize) -> Admin {
             ..SchedulerConfig::default()
         },
         max_request_bytes: max_module_bytes,
+        tls: None,
     })
     .await
     .unwrap();
@@ -54,7 +55,7 @@ async fn admin_with(max_module_bytes: usize) -> Admin {
     Admin {
         _admin: admin,
         operator: AdminClient::new(base.clone(), API),
-        http: reqwest::Client::new(),
+        http: cronbox_tls::client(),
         base,
         _data: data,
     }

@@ -30,6 +30,7 @@ async fn admin() -> Admin {
         executor_token: "exec-token".into(),
         scheduler: SchedulerConfig::default(),
         max_request_bytes: 1 << 20,
+        tls: None,
     })
     .await
     .unwrap();
@@ -37,7 +38,7 @@ async fn admin() -> Admin {
     Admin {
         _admin: admin,
         operator: AdminClient::new(base.clone(), API),
-        http: reqwest::Client::new(),
+        http: cronbox_tls::client(),
         base,
         _data: data,
     }

@@ -149,7 +149,7 @@ async fn client_for(nets: &NetPolicy, url: &str) -> Result<reqwest::Client, Stri
         .resolve(host, port)
         .await
         .map_err(|denied| format!("{url}: {denied}"))?;
-    reqwest::Client::builder()
+    cronbox_tls::client::builder()
         .timeout(TIMEOUT)
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy()

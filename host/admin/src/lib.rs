@@ -79,6 +79,9 @@ pub struct AdminConfig {
     pub scheduler: SchedulerConfig,
     /// Largest module upload, bytes.
     pub max_request_bytes: usize,
+    /// Serve the API and console over TLS with this certificate (reloaded
+    /// on SIGHUP or when its files change); `None`: plain HTTP.
+    pub tls: Option<cronbox_tls::ServerIdentity>,
 }
 
 /// Why an admin could not start.
@@ -93,6 +96,9 @@ pub enum AdminError {
         address: SocketAddr,
         source: std::io::Error,
     },
+    /// The listener's certificate or the executors' CA file is unusable.
+    #[error(transparent)]
+    Tls(#[from] cronbox_tls::TlsError),
 }
 
 /// A started admin.
@@ -112,6 +118,14 @@ pub async fn start(config: AdminConfig) -> Result<RunningAdmin, AdminError> {
         Database::Sqlite(dir) => Store::open_sqlite(dir).await?,
         Database::Url(url) => Store::connect(url).await?,
     };
+    if let Some(ca_file) = &config.scheduler.ca_file {
+        cronbox_tls::client::ca_certificates(ca_file)?;
+    }
+    let tls = config
+        .tls
+        .clone()
+        .map(cronbox_tls::TlsServer::load)
+        .transpose()?;
     let mut scheduler_config = config.scheduler.clone();
     scheduler_config.executor_token = config.executor_token.clone();
     let receipt_key = store.receipt_key().await?;
@@ -135,9 +149,21 @@ pub async fn start(config: AdminConfig) -> Result<RunningAdmin, AdminError> {
         keep_versions: KEPT_MODULE_VERSIONS,
         logins: service::users::LoginThrottle::default(),
         uploads: api::UploadRoom::for_modules_of(config.max_request_bytes),
+        serves_tls: tls.is_some(),
     });
     let app = api::router(state, config.max_request_bytes);
     let stop = tasks.stopping();
+    let listener =
+        cronbox_tls::Listener::new(listener, tls.as_ref()).map_err(|source| AdminError::Bind {
+            address: config.bind,
+            source,
+        })?;
+    if let Some(tls) = tls {
+        tasks.spawn_loop(tls.watch(tasks.stopping()));
+    }
+    // Tapped (doing nothing) because axum hands a listener's peer address
+    // to `ConnectInfo` only for its own listener or a tapped one.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |_| ());
     tasks.spawn_loop(async move {
         let serve = axum::serve(
             listener,

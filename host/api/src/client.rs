@@ -122,11 +122,18 @@ pub struct Client {
 }
 
 impl Client {
+    /// A client trusting the system's roots (for an `https://` base).
     pub fn new(base: &str, token: &str) -> Client {
+        Client::with_http(base, token, cronbox_tls::client())
+    }
+
+    /// A client sending through `http` (for one trusting a private CA:
+    /// `cronbox_tls::client_builder`).
+    pub fn with_http(base: &str, token: &str, http: reqwest::Client) -> Client {
         Client {
             base: base.trim_end_matches('/').to_owned(),
             token: token.to_owned(),
-            http: reqwest::Client::new(),
+            http,
         }
     }
 

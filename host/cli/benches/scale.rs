@@ -156,7 +156,7 @@ async fn round(stored: usize, seconds: i64, postgres: Option<&PostgresServer>) -
         ],
         "advertised as ",
     );
-    let http = reqwest::Client::new();
+    let http = cronbox_tls::client();
     let uploaded: Value = http
         .post(format!("{base}/api/v1/modules?name=hello"))
         .bearer_auth(API)

@@ -15,7 +15,9 @@ use cronbox_admin::{AdminConfig, Database, SchedulerConfig};
 #[command(after_help = "Examples:
   cronbox admin --token api-secret --executor-token exec-secret
   cronbox admin --database-url postgres://cronbox@db/cronbox --bind 0.0.0.0:8080 \\
-      --token api-secret --executor-token exec-secret")]
+      --token api-secret --executor-token exec-secret
+  cronbox admin --tls-cert certs/admin.pem --tls-key certs/admin-key.pem \\
+      --ca-file certs/ca.pem --token api-secret --executor-token exec-secret")]
 pub struct AdminArgs {
     /// Address the admin API listens on.
     #[arg(long, env = "CRONBOX_ADMIN_BIND", default_value = "127.0.0.1:8080")]
@@ -36,6 +38,8 @@ pub struct AdminArgs {
     /// Token shared with executors.
     #[arg(long, env = "CRONBOX_TOKEN", hide_env_values = true)]
     executor_token: String,
+    #[command(flatten)]
+    tls: crate::tls::ServeTls,
     /// How far ahead due jobs are read and their runs written (a job read
     /// has its fires in the second after that written too).
     #[arg(long, env = "CRONBOX_ADMIN_PRE_READ", default_value = "5s", value_parser = humantime::parse_duration)]
@@ -173,9 +177,16 @@ pub fn main(args: AdminArgs) -> anyhow::Result<ExitCode> {
                 )),
                 None => None,
             },
+            ca_file: args.tls.ca_file.clone(),
             ..SchedulerConfig::default()
         })?,
         max_request_bytes: usize::try_from(args.max_module_size.as_u64()).unwrap_or(usize::MAX),
+        tls: args.tls.identity(),
+    };
+    let scheme = if config.tls.is_some() {
+        "https"
+    } else {
+        "http"
     };
     let threads = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -183,7 +194,10 @@ pub fn main(args: AdminArgs) -> anyhow::Result<ExitCode> {
         .context("cannot start the async runtime")?;
     threads.block_on(async move {
         let admin = cronbox_admin::start(config).await?;
-        eprintln!("cronbox admin listening on http://{}", admin.local_addr());
+        eprintln!(
+            "cronbox admin listening on {scheme}://{}",
+            admin.local_addr()
+        );
         crate::shutdown_signal().await;
         eprintln!("cronbox admin shutting down");
         admin.shutdown().await;

@@ -44,6 +44,10 @@ pub struct Context {
     /// `--token` or `CRONBOX_API_TOKEN`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_file: Option<PathBuf>,
+    /// A PEM file of the CA its admin's certificate chains to, when that
+    /// is a private one (absolute).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<PathBuf>,
 }
 
 impl Context {
@@ -138,6 +142,8 @@ pub fn record(name: &str, context: Context) -> anyhow::Result<PathBuf> {
 pub struct Target {
     pub admin: String,
     pub token: Option<String>,
+    /// The private CA to trust for it (the context's, for its own admin).
+    pub ca_file: Option<PathBuf>,
 }
 
 /// Picks the admin and token (see the module's doc): `admin` and `token`
@@ -169,7 +175,14 @@ pub fn resolve(
             _ => None,
         },
     };
-    Ok(Target { admin, token })
+    let ca_file = chosen
+        .filter(|chosen| same_admin(&chosen.admin, &admin))
+        .and_then(|chosen| chosen.ca_file.clone());
+    Ok(Target {
+        admin,
+        token,
+        ca_file,
+    })
 }
 
 /// Whether two admin URLs name the same admin (a trailing `/` aside).
@@ -205,6 +218,9 @@ enum ContextCommand {
         /// CRONBOX_API_TOKEN with each command).
         #[arg(long)]
         token_file: Option<PathBuf>,
+        /// The CA its admin's certificate chains to, if a private one.
+        #[arg(long)]
+        ca_file: Option<PathBuf>,
     },
     /// Remove a context.
     Remove { name: String },
@@ -245,20 +261,28 @@ pub fn main(args: ContextArgs) -> anyhow::Result<()> {
             name,
             admin,
             token_file,
+            ca_file,
         } => {
-            let token_file = match token_file {
-                Some(file) => Some(
+            let absolute = |file: Option<PathBuf>| -> anyhow::Result<Option<PathBuf>> {
+                file.map(|file| {
                     std::path::absolute(&file)
-                        .with_context(|| format!("cannot resolve {}", file.display()))?,
-                ),
-                None => None,
+                        .with_context(|| format!("cannot resolve {}", file.display()))
+                })
+                .transpose()
             };
+            let token_file = absolute(token_file)?;
+            let ca_file = absolute(ca_file)?;
             if !admin.starts_with("http://") && !admin.starts_with("https://") {
                 bail!("--admin must be an http:// or https:// URL, got {admin:?}");
             }
-            contexts
-                .contexts
-                .insert(name.clone(), Context { admin, token_file });
+            contexts.contexts.insert(
+                name.clone(),
+                Context {
+                    admin,
+                    token_file,
+                    ca_file,
+                },
+            );
             contexts.current.get_or_insert_with(|| name.clone());
             contexts.write(&path)?;
             outln!("context {name:?} saved in {}", path.display());
@@ -288,6 +312,7 @@ mod tests {
             Context {
                 admin: "http://127.0.0.1:18080".to_owned(),
                 token_file: Some(token_file.to_owned()),
+                ca_file: Some(token_file.with_file_name("ca.pem")),
             },
         );
         contexts.current = Some(UP_CONTEXT.to_owned());
@@ -305,7 +330,8 @@ mod tests {
             target,
             Target {
                 admin: "http://127.0.0.1:18080".to_owned(),
-                token: Some("up-token".to_owned())
+                token: Some("up-token".to_owned()),
+                ca_file: Some(folder.path().join("ca.pem")),
             }
         );
         let given = resolve(None, Some("mine"), None, &contexts).unwrap();
@@ -321,15 +347,16 @@ mod tests {
     }
 
     #[test]
-    fn a_contexts_token_never_goes_to_another_admin() {
+    fn a_contexts_token_and_ca_never_go_to_another_admin() {
         let folder = tempfile::tempdir().unwrap();
         let token_file = folder.path().join("api-token");
         std::fs::write(&token_file, "up-token").unwrap();
         let contexts = contexts_with_up(&token_file);
         let elsewhere = resolve(Some("http://127.0.0.2:8080"), None, None, &contexts).unwrap();
-        assert_eq!(elsewhere.token, None);
+        assert_eq!((elsewhere.token, elsewhere.ca_file), (None, None));
         let same = resolve(Some("http://127.0.0.1:18080/"), None, None, &contexts).unwrap();
         assert_eq!(same.token.as_deref(), Some("up-token"));
+        assert_eq!(same.ca_file, Some(folder.path().join("ca.pem")));
     }
 
     #[test]

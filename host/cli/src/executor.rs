@@ -19,12 +19,14 @@ use cronbox_runtime::{Compiler, CompilerProcess, RuntimeConfig};
 #[command(after_help = "Examples:
   cronbox executor --admin http://127.0.0.1:8080 --token s3cret
   CRONBOX_TOKEN=s3cret cronbox executor --admin http://admin-1:8080 --admin http://admin-2:8080 \\
-      --bind 0.0.0.0:9090 --advertise http://10.0.0.7:9090 --group billing")]
+      --bind 0.0.0.0:9090 --advertise https://exec-7.cluster.test:9090 --group billing \\
+      --tls-cert certs/exec-7.pem --tls-key certs/exec-7-key.pem --ca-file certs/ca.pem")]
 pub struct ExecutorArgs {
     /// Address the executor API listens on.
     #[arg(long, env = "CRONBOX_EXECUTOR_BIND", default_value = "127.0.0.1:9090")]
     bind: SocketAddr,
-    /// Address admins reach this executor at (default: http:// + --bind).
+    /// Address admins reach this executor at (default: http:// + --bind,
+    /// https:// with --tls-cert).
     #[arg(long, env = "CRONBOX_EXECUTOR_ADVERTISE")]
     advertise: Option<String>,
     /// Base URL of an admin (repeatable; comma-separated in the variable).
@@ -38,6 +40,8 @@ pub struct ExecutorArgs {
     /// Token shared with the admins (required: requests without it are refused).
     #[arg(long, env = "CRONBOX_TOKEN", hide_env_values = true)]
     token: String,
+    #[command(flatten)]
+    tls: crate::tls::ServeTls,
     /// Executor group to register in.
     #[arg(long, env = "CRONBOX_EXECUTOR_GROUP", default_value = "default")]
     group: String,
@@ -128,6 +132,8 @@ pub fn main(args: ExecutorArgs) -> anyhow::Result<ExitCode> {
     }
     let mut config = ExecutorConfig::new(args.bind, args.admins, args.token, args.data_dir);
     config.advertised_address = args.advertise;
+    config.tls = args.tls.identity();
+    config.ca_file = args.tls.ca_file.clone();
     config.group = args.group;
     config.beat_interval = args.beat_interval;
     config.idle_retire = args.idle_retire;

@@ -26,6 +26,7 @@ mod executor;
 mod manage;
 mod run;
 mod scaffold;
+mod tls;
 mod up;
 
 use std::path::PathBuf;
@@ -99,6 +100,7 @@ enum Command {
     Audit(manage::AuditArgs),
     Config(ConfigArgs),
     Context(context::ContextArgs),
+    Cert(tls::CertArgs),
     New(scaffold::NewArgs),
     Build(scaffold::BuildArgs),
     Deploy(deploy::DeployArgs),
@@ -199,6 +201,7 @@ fn main() -> ExitCode {
             EXIT_FAILED,
         ),
         Command::Context(args) => (context::main(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
+        Command::Cert(args) => (tls::main(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
         Command::New(args) => (scaffold::new(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
         Command::Build(args) => (
             scaffold::build(args).map(|()| ExitCode::SUCCESS),

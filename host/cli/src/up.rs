@@ -31,7 +31,8 @@ use cronbox_api::{Client, JobId, JobQuery, JobSpec};
 #[command(after_help = "Examples:
   cronbox up
   cronbox up --data-dir /tmp/cronbox --bind 127.0.0.1:18080 --executor-bind 127.0.0.1:19090
-  CRONBOX_API_TOKEN=s3cret cronbox up --no-demo")]
+  CRONBOX_API_TOKEN=s3cret cronbox up --no-demo
+  cronbox up --tls")]
 pub struct UpArgs {
     /// Directory for the database, modules, spool and tokens.
     #[arg(long, env = "CRONBOX_DATA_DIR", default_value = "cronbox-data")]
@@ -49,6 +50,11 @@ pub struct UpArgs {
     /// Deploy no demo jobs.
     #[arg(long)]
     no_demo: bool,
+    /// Serve the admin and the executor over TLS, with a certificate for
+    /// 127.0.0.1/::1/localhost from a CA made in DATA_DIR/tls (recorded in
+    /// the context, so every command trusts it).
+    #[arg(long, env = "CRONBOX_UP_TLS")]
+    tls: bool,
     /// Networks beyond the public internet that granted jobs may call
     /// (comma-separated CIDRs), e.g. 127.0.0.1/32 for a service on this
     /// machine. A job still needs a grant within its tenant's ceiling
@@ -130,6 +136,14 @@ pub fn main(args: UpArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    let (tls, ca_file) = match args.tls {
+        true => {
+            let (identity, ca_file) = crate::tls::up_identity(&args.data_dir)?;
+            (Some(identity), Some(ca_file))
+        }
+        false => (None, None),
+    };
+    let scheme = if args.tls { "https" } else { "http" };
     threads.block_on(async move {
         let admin = cronbox_admin::start(AdminConfig {
             bind: args.bind,
@@ -143,12 +157,14 @@ pub fn main(args: UpArgs) -> anyhow::Result<ExitCode> {
                         &args.data_dir.join("secrets.key"),
                     )?,
                 )),
+                ca_file: ca_file.clone(),
                 ..SchedulerConfig::default()
             })?,
             max_request_bytes: 64 << 20,
+            tls: tls.clone(),
         })
         .await?;
-        let admin_url = format!("http://{}", admin.local_addr());
+        let admin_url = format!("{scheme}://{}", admin.local_addr());
         let mut executor_config = ExecutorConfig::new(
             args.executor_bind,
             vec![admin_url.clone()],
@@ -156,13 +172,16 @@ pub fn main(args: UpArgs) -> anyhow::Result<ExitCode> {
             args.data_dir.join("executor"),
         );
         executor_config.beat_interval = Duration::from_secs(10);
+        executor_config.tls = tls;
+        executor_config.ca_file = ca_file.clone();
         executor_config.runtime.compiler = args.compiler.compiler()?;
         executor_config.runtime.http_nets = args.http_allow_nets.clone();
         // Without a user cache, the executor keeps its own in DATA_DIR.
         args.cache.apply(&mut executor_config.runtime);
         let executor = cronbox_executor::start(executor_config).await?;
 
-        let client = Client::new(&admin_url, &api_token);
+        let http = cronbox_tls::client_builder(ca_file.as_deref())?.build()?;
+        let client = Client::with_http(&admin_url, &api_token, http);
         let password_file = args.data_dir.join("admin-password");
         ensure_console_user(&client, &password_file).await?;
         let deployed = if args.no_demo {
@@ -175,6 +194,7 @@ pub fn main(args: UpArgs) -> anyhow::Result<ExitCode> {
         let context = crate::context::Context {
             admin: admin_url.clone(),
             token_file: kept_in.clone(),
+            ca_file: ca_file.clone(),
         };
         let recorded = match crate::context::record(&args.context_name, context) {
             Ok(_) => Some(args.context_name.as_str()),
@@ -192,6 +212,7 @@ pub fn main(args: UpArgs) -> anyhow::Result<ExitCode> {
                 token_file: kept_in.as_deref(),
                 password_file: &password_file,
                 context: recorded,
+                ca_file: ca_file.as_deref(),
             },
             &deployed,
         );
@@ -338,6 +359,8 @@ struct Welcome<'a> {
     password_file: &'a Path,
     /// The context this admin was recorded as.
     context: Option<&'a str>,
+    /// The private CA of `--tls`.
+    ca_file: Option<&'a Path>,
 }
 
 fn print_welcome(welcome: &Welcome<'_>, demos: &[(JobId, &Demo)]) {
@@ -349,6 +372,7 @@ fn print_welcome(welcome: &Welcome<'_>, demos: &[(JobId, &Demo)]) {
         token_file,
         password_file,
         context,
+        ca_file,
     } = welcome;
     outln!("cronbox is up");
     outln!(
@@ -391,6 +415,12 @@ fn print_welcome(welcome: &Welcome<'_>, demos: &[(JobId, &Demo)]) {
     match token_file {
         Some(file) => outln!("  export CRONBOX_API_TOKEN=$(cat {})", file.display()),
         None => outln!("  export CRONBOX_API_TOKEN=...   (the token you gave)"),
+    }
+    if let Some(ca_file) = ca_file {
+        outln!(
+            "  export CRONBOX_CA_FILE={}   (curl --cacert $CRONBOX_CA_FILE)",
+            ca_file.display()
+        );
     }
     outln!("Ctrl-C stops cronbox; run it again to carry on where it left off.");
 }

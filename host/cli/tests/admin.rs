@@ -101,7 +101,7 @@ impl Cluster {
             admin: Some(admin),
             executor: Some(executor),
             data,
-            http: reqwest::Client::new(),
+            http: cronbox_tls::client(),
             api: AdminClient::new(format!("http://{admin_addr}"), API_TOKEN),
         };
         cluster.wait_for_executors(&[]).await;

@@ -82,7 +82,7 @@ impl Cluster {
                 .collect(),
             executors: Vec::new(),
             executor_urls: Vec::new(),
-            http: reqwest::Client::new(),
+            http: cronbox_tls::client(),
             _data: data,
         };
         for index in 0..cluster.admins.len() {

@@ -99,7 +99,7 @@ async fn id_in_address(browser: &Browser, what: &str) -> i64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_is_served_with_a_strict_policy() {
     let up = start();
-    let http = reqwest::Client::new();
+    let http = cronbox_tls::client();
     for path in [
         "/",
         "/console/app.js",

@@ -113,7 +113,7 @@ async fn spooled_results_survive_sigkill_and_arrive_exactly_once() {
     let admin = StandInAdmin::start(TOKEN).await;
     let digest = admin.add_module(jobs::bytes("hello"));
     let data = tempfile::tempdir().unwrap();
-    let http = reqwest::Client::new();
+    let http = cronbox_tls::client();
 
     let mut executor = spawn_executor(None, &admin.url(), data.path());
     let bind = wait_for_registration(&admin, 1).await;
@@ -166,7 +166,7 @@ async fn spooled_results_survive_sigkill_and_arrive_exactly_once() {
 async fn sigterm_shuts_down_gracefully_and_deregisters() {
     let admin = StandInAdmin::start(TOKEN).await;
     let data = tempfile::tempdir().unwrap();
-    let http = reqwest::Client::new();
+    let http = cronbox_tls::client();
     let executor = spawn_executor(None, &admin.url(), data.path());
     let bind = wait_for_registration(&admin, 1).await;
     wait_for_beat(&http, bind).await;

@@ -104,7 +104,7 @@ async fn round(job_count: u64, seconds: u64, max_instances: u32, flood: bool) ->
     let executor = cronbox_executor::start(config).await.unwrap();
     let base = format!("http://{}", executor.local_addr());
     let url = format!("{base}{}", executor_paths::RUN);
-    let http = reqwest::Client::new();
+    let http = cronbox_tls::client();
 
     // Which jobs run in each tenth of a second: hot jobs every second,
     // cold ones every ten.

@@ -42,7 +42,7 @@ async fn round(runs: u64, jobs_count: u64, senders: u64) {
     config.runtime.max_instances = (jobs_count as u32).max(64);
     let executor = cronbox_executor::start(config).await.unwrap();
     let url = format!("http://{}{}", executor.local_addr(), executor_paths::RUN);
-    let http = reqwest::Client::new();
+    let http = cronbox_tls::client();
 
     // Warm up: load the module and one instance per job.
     for job in 0..jobs_count {

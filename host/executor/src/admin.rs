@@ -58,8 +58,9 @@ pub(crate) struct AdminClient {
 }
 
 impl AdminClient {
-    pub(crate) fn new(admins: Vec<String>, token: String) -> Self {
-        let http = reqwest::Client::builder()
+    /// Sends through `http` (trusting the roots the executor was given).
+    pub(crate) fn new(http: reqwest::ClientBuilder, admins: Vec<String>, token: String) -> Self {
+        let http = http
             .timeout(Duration::from_secs(10))
             .connect_timeout(Duration::from_secs(2))
             .build()

@@ -11,9 +11,16 @@ use cronbox_runtime::RuntimeConfig;
 pub struct ExecutorConfig {
     /// Where the HTTP API listens (port 0 picks a free port).
     pub bind: SocketAddr,
-    /// The address admins reach this executor at, e.g. `http://10.0.0.5:9090`;
-    /// `None` means `http://` + the bound address.
+    /// The address admins reach this executor at, e.g. `https://exec-1.example:9090`;
+    /// `None` means `http://` (`https://` with [`tls`](Self::tls)) + the
+    /// bound address.
     pub advertised_address: Option<String>,
+    /// Serve the API over TLS with this certificate (reloaded on SIGHUP or
+    /// when its files change); `None`: plain HTTP.
+    pub tls: Option<cronbox_tls::ServerIdentity>,
+    /// A PEM file of CA certificates trusted, besides the system's roots,
+    /// for admins that serve TLS.
+    pub ca_file: Option<PathBuf>,
     /// Base URLs of every admin, e.g. `http://127.0.0.1:8080`.
     pub admins: Vec<String>,
     /// The token admins present to this executor, and this executor to them.
@@ -70,6 +77,8 @@ impl ExecutorConfig {
         ExecutorConfig {
             bind,
             advertised_address: None,
+            tls: None,
+            ca_file: None,
             admins,
             token,
             group: "default".to_owned(),

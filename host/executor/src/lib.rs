@@ -62,6 +62,9 @@ pub enum ExecutorError {
         address: SocketAddr,
         source: std::io::Error,
     },
+    /// The listener's certificate or the admins' CA file is unusable.
+    #[error(transparent)]
+    Tls(#[from] cronbox_tls::TlsError),
 }
 
 /// A started executor. Dropping it leaves the tasks running until the
@@ -109,6 +112,12 @@ pub async fn start(config: ExecutorConfig) -> Result<RunningExecutor, ExecutorEr
         // sign an entry.
         runtime_config.cache_key_file = Some(config.data_dir.join("artifact-cache.key"));
     }
+    let tls = config
+        .tls
+        .clone()
+        .map(cronbox_tls::TlsServer::load)
+        .transpose()?;
+    let admin_http = cronbox_tls::client_builder(config.ca_file.as_deref())?;
     let runtime = Runtime::new(runtime_config)?;
 
     let listener = tokio::net::TcpListener::bind(config.bind)
@@ -123,12 +132,12 @@ pub async fn start(config: ExecutorConfig) -> Result<RunningExecutor, ExecutorEr
             address: config.bind,
             source,
         })?;
-    let address = config
-        .advertised_address
-        .clone()
-        .unwrap_or_else(|| format!("http://{local_addr}"));
+    let address = config.advertised_address.clone().unwrap_or_else(|| {
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://{local_addr}")
+    });
 
-    let admins = AdminClient::new(config.admins.clone(), config.token.clone());
+    let admins = AdminClient::new(admin_http, config.admins.clone(), config.token.clone());
     let metrics = Arc::new(Metrics::new());
     let spool =
         Spool::open(config.data_dir.join("spool"), config.max_result_bytes).map_err(data_dir)?;
@@ -172,6 +181,15 @@ pub async fn start(config: ExecutorConfig) -> Result<RunningExecutor, ExecutorEr
     let stop_server = CancellationToken::new();
     let stop_background = CancellationToken::new();
     let app = api::router(state.clone(), config.max_request_bytes);
+    let listener = cronbox_tls::Listener::new(listener, tls.as_ref()).map_err(|source| {
+        ExecutorError::Bind {
+            address: config.bind,
+            source,
+        }
+    })?;
+    if let Some(tls) = tls {
+        tokio::spawn(tls.watch(stop_server.clone()));
+    }
     let server = {
         let stop = stop_server.clone();
         tokio::spawn(async move {

@@ -42,7 +42,7 @@ async fn fixture_with(adjust: impl FnOnce(&mut ExecutorConfig)) -> Fixture {
     Fixture {
         admin,
         executor,
-        http: reqwest::Client::new(),
+        http: cronbox_tls::client(),
         client,
         _data: data,
     }

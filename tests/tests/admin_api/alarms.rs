@@ -170,6 +170,7 @@ async fn two_admins_on_one_database_send_each_alarm_once() {
                 executor_token: EXEC.into(),
                 scheduler: loopback_alarms(),
                 max_request_bytes: 16 << 20,
+                tls: None,
             })
             .await
             .unwrap(),

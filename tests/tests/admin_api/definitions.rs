@@ -328,6 +328,7 @@ async fn jobs_in_batches_and_name_searches_on_postgres() {
         executor_token: EXEC.into(),
         scheduler: SchedulerConfig::default(),
         max_request_bytes: 16 << 20,
+        tls: None,
     })
     .await
     .unwrap();

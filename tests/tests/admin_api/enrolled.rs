@@ -82,7 +82,7 @@ async fn an_enrolled_executor_serves_only_its_groups_and_ends_with_its_credentia
     let beat = |bearer: String| {
         let url = format!("{blue_address}{}", cronbox_protocol::executor_paths::BEAT);
         async move {
-            reqwest::Client::new()
+            cronbox_tls::client()
                 .post(url)
                 .bearer_auth(bearer)
                 .send()

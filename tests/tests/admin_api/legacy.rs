@@ -70,7 +70,7 @@ fn header(headers: &HeaderMap, name: &str) -> String {
 
 /// Posts one 3.5 callback for `log_id`, with `token`.
 async fn report(admin: &str, token: &str, log_id: &Value, code: u16, message: String) -> Value {
-    reqwest::Client::new()
+    cronbox_tls::client()
         .post(format!("{admin}/api/callback"))
         .header("XXL-JOB-ACCESS-TOKEN", token)
         .header("XXL-JOB-APPNAME", APP)

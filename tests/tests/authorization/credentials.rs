@@ -91,7 +91,7 @@ async fn concurrent_guesses_share_one_allowance() {
     let burst = |user: &'static str, right_at: Option<usize>, count: usize| {
         let base = admin.base.clone();
         async move {
-            let http = reqwest::Client::new();
+            let http = cronbox_tls::client();
             let attempts = (0..count).map(|n| {
                 let guess = if Some(n) == right_at {
                     password(user)

@@ -48,6 +48,7 @@ async fn revoke(
     let revoked =
         service::executor_tokens::revoke(state.scheduler.store(), id, state.scheduler.now_ms())
             .await?;
+    state.scheduler.forget_executors();
     Ok(Json(revoked))
 }
 

@@ -94,6 +94,8 @@ pub(crate) struct AdminState {
     pub(crate) logins: service::users::LoginThrottle,
     /// Room for the module uploads read at once.
     pub(crate) uploads: UploadRoom,
+    /// The listener serves TLS itself: session cookies are `Secure`.
+    pub(crate) serves_tls: bool,
 }
 
 /// Readiness, for orchestrators and tests instead of fixed waits: 200 once

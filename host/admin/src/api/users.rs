@@ -2,7 +2,7 @@
 //! make for themselves.
 //!
 //! A login answers a session cookie (HttpOnly, SameSite=Strict, Secure when
-//! the request came over TLS through a proxy saying so) and the session's
+//! the admin serves TLS itself or a proxy says the request came over it) and the session's
 //! CSRF token; failed logins are throttled per user name and per client
 //! address. Tenant admins manage their tenant's users (up to their own
 //! role); the operator manages everyone's.
@@ -20,11 +20,14 @@ use super::*;
 use crate::service::users::{LoginThrottle, SESSION_MS};
 use crate::store::Principal;
 
-/// The `Set-Cookie` value of a session (`None`: the cookie cleared).
-fn session_cookie(value: Option<&str>, headers: &HeaderMap) -> String {
-    let secure = headers
-        .get("x-forwarded-proto")
-        .is_some_and(|proto| proto.as_bytes().eq_ignore_ascii_case(b"https"));
+/// The `Set-Cookie` value of a session (`None`: the cookie cleared);
+/// `Secure` when the admin serves TLS (`over_tls`) or a proxy in front
+/// of it says the request came over TLS.
+fn session_cookie(value: Option<&str>, headers: &HeaderMap, over_tls: bool) -> String {
+    let secure = over_tls
+        || headers
+            .get("x-forwarded-proto")
+            .is_some_and(|proto| proto.as_bytes().eq_ignore_ascii_case(b"https"));
     let (value, max_age) = match value {
         Some(value) => (value, SESSION_MS / 1000),
         None => ("", 0),
@@ -105,7 +108,7 @@ pub(super) async fn login(
     })
     .into_response();
     response.extensions_mut().insert(logged_in.0);
-    if let Ok(value) = session_cookie(Some(&cookie), &headers).parse() {
+    if let Ok(value) = session_cookie(Some(&cookie), &headers, state.serves_tls).parse() {
         response.headers_mut().insert(header::SET_COOKIE, value);
     }
     Ok(response)
@@ -137,7 +140,7 @@ pub(super) async fn logout(
         None => false,
     };
     let mut response = Json(LoggedOut { ended }).into_response();
-    if let Ok(value) = session_cookie(None, &headers).parse() {
+    if let Ok(value) = session_cookie(None, &headers, state.serves_tls).parse() {
         response.headers_mut().insert(header::SET_COOKIE, value);
     }
     Ok(response)

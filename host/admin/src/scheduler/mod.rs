@@ -107,6 +107,9 @@ pub struct SchedulerConfig {
     pub lost_after: Duration,
     /// Token the admin presents to executors.
     pub executor_token: String,
+    /// A PEM file of CA certificates trusted, besides the system's roots,
+    /// for executors that serve TLS (`https://` addresses).
+    pub ca_file: Option<std::path::PathBuf>,
     /// How long before its instant a fire is sent; the executor holds it
     /// until then, so a burst of fires due together still starts on time.
     /// Zero sends each fire at its instant.
@@ -145,6 +148,7 @@ impl Default for SchedulerConfig {
             dispatch_timeout: Duration::from_secs(3),
             lost_after: Duration::from_secs(600),
             executor_token: String::new(),
+            ca_file: None,
             dispatch_ahead: Duration::from_millis(300),
             run_retention: Duration::from_secs(30 * 24 * 3600),
             audit_retention: Duration::from_secs(365 * 24 * 3600),

@@ -137,6 +137,23 @@ impl Scheduler {
             .insert(address.to_owned(), (std::time::Instant::now(), proof));
     }
 
+    /// Forgets every group's cached live addresses and every executor's
+    /// cached credential, so that the next dispatch reads them again: a
+    /// revoked executor is sent nothing more by this admin (other admins
+    /// of a cluster read again within a second).
+    pub fn forget_executors(&self) {
+        self.dispatcher
+            .addresses
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .clear();
+        self.dispatcher
+            .bearers
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .clear();
+    }
+
     /// SHARDING_BROADCAST: the run becomes shard 0 of n, and n-1 sibling
     /// runs are written for the other executors.
     pub(super) async fn broadcast_runs(

@@ -58,6 +58,10 @@ pub struct Connection {
     /// lists them).
     #[arg(long, global = true, env = "CRONBOX_CONTEXT")]
     context: Option<String>,
+    /// A PEM file of the CA the admin's certificate chains to, trusted
+    /// besides the system's roots (default: the context's).
+    #[arg(long, global = true, env = "CRONBOX_CA_FILE", value_name = "FILE")]
+    ca_file: Option<PathBuf>,
     /// Print the admin's JSON instead of a table.
     #[arg(long, global = true)]
     json: bool,
@@ -97,7 +101,9 @@ impl Connection {
                 target.admin
             )
         })?;
-        Ok(Client::new(&target.admin, &token))
+        let ca_file = self.ca_file.clone().or(target.ca_file);
+        let http = cronbox_tls::client_builder(ca_file.as_deref())?.build()?;
+        Ok(Client::with_http(&target.admin, &token, http))
     }
 }
 

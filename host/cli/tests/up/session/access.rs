@@ -152,7 +152,7 @@ pub(super) fn users(s: &Session) {
     let logs_in = |password: &str| {
         let body = json!({ "user": "ada", "password": password });
         tokio::runtime::Runtime::new().unwrap().block_on(async {
-            reqwest::Client::new()
+            cronbox_tls::client()
                 .post(format!("{base}/api/v1/session"))
                 .json(&body)
                 .send()
