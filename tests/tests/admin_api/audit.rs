@@ -96,8 +96,37 @@ async fn every_change_is_audited_with_who_and_never_a_secret() {
         .trigger(job, json!({ "param": "by hand" }))
         .await;
 
-    // The operator sees every tenant's, newest first.
+    // The operator sees every tenant's, newest first: the scripted
+    // session's entries exactly, in order.
     let all = audit(&stack, API, "").await.entries;
+    let session: Vec<(&str, &str, u16, &str)> = all
+        .iter()
+        .rev()
+        .map(|entry| {
+            (
+                entry.tenant.as_str(),
+                entry.action.as_str(),
+                entry.status,
+                entry.outcome.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        session,
+        [
+            ("default", "POST /api/v1/tenants", 201, "ok"),
+            ("acme", "POST /api/v1/users", 201, "ok"),
+            ("acme", "POST /api/v1/session", 401, "refused"),
+            ("acme", "POST /api/v1/session", 200, "ok"),
+            ("acme", "PUT /api/v1/secrets/{name}", 200, "ok"),
+            ("acme", "POST /api/v1/modules", 201, "ok"),
+            ("acme", "POST /api/v1/jobs", 201, "ok"),
+            ("acme", "PUT /api/v1/jobs/{id}", 200, "ok"),
+            ("acme", "PUT /api/v1/jobs/{id}", 422, "refused"),
+            ("acme", "POST /api/v1/jobs/{id}/trigger", 202, "ok"),
+        ],
+        "{all:#?}"
+    );
     let find = |action: &str, status: u16| {
         all.iter()
             .find(|entry| entry.action == action && entry.status == status)

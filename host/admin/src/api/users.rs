@@ -226,7 +226,12 @@ pub(super) async fn create_user(
         state.scheduler.now_ms(),
     )
     .await?;
-    Ok((StatusCode::CREATED, Json(user)))
+    // The user's tenant's entry, so that its admins see who joined it.
+    let note = Extension(AuditNote {
+        tenant: Some(tenant),
+        ..AuditNote::default()
+    });
+    Ok((StatusCode::CREATED, note, Json(user)))
 }
 
 /// Removes a user, its sessions and its tokens.
