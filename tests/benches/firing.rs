@@ -331,7 +331,7 @@ async fn round(
         clock.sleep_until(end).await;
         process_cpu_ms() - first
     });
-    let api = AdminClient::new(admin_url.clone(), API);
+    let api = AdminClient::through(admin_url.clone(), API, http.clone());
     let window = Duration::from_millis((end - now_ms()).max(0) as u64);
     api.until_a_run_succeeded_from(
         cronbox_api::JobId(ids[0]),

@@ -48,12 +48,22 @@ impl AdminClient {
     }
 
     pub fn new(base: impl Into<String>, token: impl Into<String>) -> Self {
+        AdminClient::through(base, token, cronbox_tls::client())
+    }
+
+    /// A client of `base` sending through `http` (one trusting a private
+    /// CA, for an admin serving TLS).
+    pub fn through(
+        base: impl Into<String>,
+        token: impl Into<String>,
+        http: reqwest::Client,
+    ) -> Self {
         let (base, token) = (base.into(), token.into());
         AdminClient {
-            api: Client::new(&base, &token),
+            api: Client::with_http(&base, &token, http.clone()),
             base,
             token,
-            http: cronbox_tls::client(),
+            http,
         }
     }
 
