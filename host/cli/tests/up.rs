@@ -166,3 +166,5 @@ mod legacy;
 mod nothing_secret;
 #[path = "up/observability.rs"]
 mod observability;
+#[path = "up/tls.rs"]
+mod tls;

@@ -145,6 +145,7 @@ pub fn up_logging(
             .last()
             .unwrap()
             .trim_start_matches("http://")
+            .trim_start_matches("https://")
             .parse()
             .unwrap_or_else(|_| panic!("no address in {line:?}"))
     };
