@@ -111,7 +111,17 @@ export function runFields(run) {
     [r.shard, `${run.shard_index} / ${run.shard_total}`],
     [r.param, run.param],
     [r.alarm, run.alarm_status],
+    [r.trace, traceLink(run)],
   ]);
+}
+
+/** The run's trace id, linked to the operator's trace viewer when the
+ * admin has its address (an http(s) URL only). */
+function traceLink(run) {
+  if (!run.trace_id) return null;
+  const id = h("code", { id: "run-trace" }, run.trace_id);
+  if (!run.trace_url || !/^https?:\/\//.test(run.trace_url)) return id;
+  return h("a", { id: "run-trace-link", href: run.trace_url, target: "_blank", rel: "noopener noreferrer" }, id);
 }
 
 export const isOpen = (run) => run.status === "pending" || run.status === "dispatched";

@@ -205,6 +205,7 @@ export const T = {
       shard: "Shard",
       param: "Parameter",
       alarm: "Alarm",
+      trace: "Trace",
     },
   },
   modules: {

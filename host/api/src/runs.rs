@@ -53,6 +53,14 @@ pub struct Run {
     /// ended).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_memory_bytes: Option<i64>,
+    /// The OpenTelemetry trace the run belongs to (32 hex digits), when
+    /// the admin exports traces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
+    /// The run's trace in the operator's trace viewer (the admin's
+    /// `--trace-url` with the trace id in it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_url: Option<String>,
 }
 
 impl Run {

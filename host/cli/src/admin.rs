@@ -82,8 +82,8 @@ pub struct AdminArgs {
     max_module_size: bytesize::ByteSize,
 }
 
-/// What the operator lets a tenant's jobs ask for and reach, shared by
-/// `cronbox admin` and `cronbox up`.
+/// What the operator lets a tenant's jobs ask for and reach, and where
+/// their traces are viewed, shared by `cronbox admin` and `cronbox up`.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct TenantPolicyArgs {
     /// Networks a tenant's alarm webhook may reach beyond the public
@@ -105,6 +105,12 @@ pub(crate) struct TenantPolicyArgs {
     /// `jobs=500`, `state_bytes=64MiB`, `min_interval_ms=10s`.
     #[arg(long = "quota-default", env = "CRONBOX_ADMIN_QUOTA_DEFAULTS", value_delimiter = ',', value_parser = crate::manage::parse_quota_change)]
     quota_defaults: Vec<(cronbox_api::Quota, Option<u64>)>,
+    /// The operator's trace viewer, `{trace_id}` where a run's trace id
+    /// goes (e.g. `http://127.0.0.1:16686/trace/{trace_id}`): a run's page
+    /// in the console links its trace there. Traces are exported when
+    /// OTEL_EXPORTER_OTLP_ENDPOINT is set.
+    #[arg(long, env = "CRONBOX_ADMIN_TRACE_URL")]
+    trace_url: Option<String>,
 }
 
 impl TenantPolicyArgs {
@@ -116,6 +122,12 @@ impl TenantPolicyArgs {
         }
         if self.max_job_concurrency == 0 || self.max_job_timeout.is_zero() {
             bail!("--max-job-concurrency and --max-job-timeout must be positive");
+        }
+        if let Some(url) = &self.trace_url
+            && (!(url.starts_with("http://") || url.starts_with("https://"))
+                || !url.contains("{trace_id}"))
+        {
+            bail!("--trace-url must be an http(s) URL with {{trace_id}} in it, got {url:?}");
         }
         let mut quotas = cronbox_api::QuotaSettings::default();
         for (quota, limit) in self.quota_defaults {
@@ -132,6 +144,7 @@ impl TenantPolicyArgs {
                 concurrency: i64::from(self.max_job_concurrency),
                 memory_bytes: memory as i64,
             },
+            trace_url: self.trace_url,
             ..scheduler
         })
     }

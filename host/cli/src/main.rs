@@ -26,6 +26,7 @@ mod executor;
 mod manage;
 mod run;
 mod scaffold;
+mod telemetry;
 mod tls;
 mod up;
 
@@ -157,7 +158,12 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(error) => error.exit(),
     };
-    init_tracing(cli.log_format);
+    let service = match &cli.command {
+        Command::Admin(_) => "cronbox-admin",
+        Command::Executor(_) => "cronbox-executor",
+        _ => "cronbox",
+    };
+    let telemetry = telemetry::init(cli.log_format, service);
     let (result, failure_code) = match cli.command {
         Command::Up(args) => (up::main(args), run::EXIT_BAD_INPUT),
         Command::Run(args) => (run::main(args), run::EXIT_BAD_INPUT),
@@ -229,6 +235,7 @@ fn main() -> ExitCode {
             EXIT_FAILED,
         ),
     };
+    telemetry.finish();
     match result {
         Ok(code) => code,
         // The reader of our output went away (`| head`): nothing is wrong.
@@ -280,21 +287,6 @@ fn error_chain(error: &anyhow::Error) -> String {
         }
     }
     text
-}
-
-/// Logs to stderr, filtered by `CRONBOX_LOG` (e.g. `info`, `debug`,
-/// `cronbox_admin=debug`; warnings only by default), as text or as one
-/// JSON object per line (`--log-format json`).
-fn init_tracing(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("CRONBOX_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    match format {
-        LogFormat::Json => builder.json().init(),
-        LogFormat::Text => builder.init(),
-    }
 }
 
 /// Resolves on SIGINT or SIGTERM.

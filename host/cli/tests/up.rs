@@ -168,3 +168,5 @@ mod nothing_secret;
 mod observability;
 #[path = "up/tls.rs"]
 mod tls;
+#[path = "up/traces.rs"]
+mod traces;

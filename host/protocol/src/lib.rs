@@ -17,6 +17,8 @@ mod failure;
 mod http;
 mod log;
 mod outcome;
+#[cfg(feature = "tracing")]
+pub mod trace_context;
 mod trigger;
 mod wire;
 

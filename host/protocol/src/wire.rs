@@ -186,6 +186,10 @@ pub struct RunCommand {
     /// `wasi:config/store`. Never logged, never written to disk.
     #[serde(default, skip_serializing_if = "Secrets::is_empty")]
     pub secrets: Secrets,
+    /// W3C `traceparent` of the admin's fire span, when traces are on: the
+    /// executor's run span continues it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
 }
 
 /// Secret values by name. Its `Debug` shows names only, so that no log of
@@ -233,6 +237,7 @@ impl RunCommand {
             http_allow: Vec::new(),
             http_limits: HttpLimits::default(),
             secrets: Secrets::default(),
+            traceparent: None,
         }
     }
 }
@@ -406,6 +411,9 @@ pub struct RunResult {
     /// The [`RunCommand::receipt`] of the run.
     #[serde(default)]
     pub receipt: String,
+    /// The trace the run belongs to (32 hex digits), when traces are on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
 }
 
 /// The revision of a key of a job's durable state: the id of the run whose

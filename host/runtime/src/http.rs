@@ -246,6 +246,25 @@ impl WasiHttpHooks for HttpGate {
             options.and_then(|o| o.first_byte_timeout),
         );
         let (mut parts, body) = request.into_parts();
+        // A client span under the run's, whose context the called service
+        // receives as `traceparent` (nothing when traces are off).
+        let span = tracing::info_span!(
+            target: cronbox_protocol::trace_context::TARGET,
+            "HTTP request",
+            otel.name = %parts.method,
+            otel.kind = "client",
+            otel.status_code = tracing::field::Empty,
+            http.request.method = %parts.method,
+            url.full = %format!("{}{}", record.origin, parts.uri.path()),
+            server.address = %host,
+            server.port = port,
+            http.response.status_code = tracing::field::Empty,
+        );
+        if let Some(traceparent) = cronbox_protocol::trace_context::traceparent(&span)
+            && let Ok(value) = http::HeaderValue::from_str(&traceparent)
+        {
+            parts.headers.insert("traceparent", value);
+        }
         // The request line carries the path only (no proxy in between).
         parts.uri = match parts.uri.path_and_query() {
             Some(path) => http::Uri::from(path.clone()),
@@ -277,74 +296,88 @@ impl WasiHttpHooks for HttpGate {
         let handle = self.handle.clone();
         let deadline = self.deadline;
         let request = http::Request::from_parts(parts, sent);
-        Box::new(async move {
-            let mut record = record;
-            let sending = send(request, &target, &nets);
-            let result = tokio::select! {
-                biased;
-                _ = handle.cancelled() => Err(Failure::Stopped),
-                _ = tokio::time::sleep_until(deadline.into()) => Err(Failure::Stopped),
-                result = sending => result,
-            };
-            match result {
-                Ok((response, connection)) => {
-                    stats.requests.fetch_add(1, Ordering::Relaxed);
-                    record.status = Some(response.status().as_u16());
-                    let response = response.map(|incoming| {
-                        Metered {
-                            inner: incoming.map_err(Error::from).boxed_unsync(),
-                            usage,
-                            stats,
-                            direction: Direction::Received,
-                            limit: limit_received,
-                            in_flight: Some(in_flight),
-                            record: Some(record),
-                        }
-                        .boxed_unsync()
-                    });
-                    let connection = async move { connection.await.map_err(Error::from) };
-                    Ok((
-                        response,
-                        Box::new(connection) as Box<dyn Future<Output = _> + Send>,
-                    ))
+        let traced = span.clone();
+        Box::new(tracing::Instrument::instrument(
+            async move {
+                let mut record = record;
+                let sending = send(request, &target, &nets);
+                let result = tokio::select! {
+                    biased;
+                    _ = handle.cancelled() => Err(Failure::Stopped),
+                    _ = tokio::time::sleep_until(deadline.into()) => Err(Failure::Stopped),
+                    result = sending => result,
+                };
+                let status = result
+                    .as_ref()
+                    .ok()
+                    .map(|(response, _)| response.status().as_u16());
+                if !traced.is_disabled() {
+                    match status {
+                        Some(status) => traced.record("http.response.status_code", status),
+                        None => traced.record("otel.status_code", "error"),
+                    };
                 }
-                Err(Failure::Denied(denied)) => {
-                    stats.denied.fetch_add(1, Ordering::Relaxed);
-                    record.denied = Some(denied.to_string());
-                    drop(in_flight);
-                    Err(match denied {
-                        Denied::Special { .. } => Error::DestinationIpProhibited,
-                        Denied::NoAddress { .. } => Error::DestinationNotFound,
-                        Denied::Unresolved { reason, .. } => Error::DnsError {
-                            rcode: Some(reason),
-                            info_code: None,
-                        },
-                    })
+                match result {
+                    Ok((response, connection)) => {
+                        stats.requests.fetch_add(1, Ordering::Relaxed);
+                        record.status = Some(response.status().as_u16());
+                        let response = response.map(|incoming| {
+                            Metered {
+                                inner: incoming.map_err(Error::from).boxed_unsync(),
+                                usage,
+                                stats,
+                                direction: Direction::Received,
+                                limit: limit_received,
+                                in_flight: Some(in_flight),
+                                record: Some(record),
+                            }
+                            .boxed_unsync()
+                        });
+                        let connection = async move { connection.await.map_err(Error::from) };
+                        Ok((
+                            response,
+                            Box::new(connection) as Box<dyn Future<Output = _> + Send>,
+                        ))
+                    }
+                    Err(Failure::Denied(denied)) => {
+                        stats.denied.fetch_add(1, Ordering::Relaxed);
+                        record.denied = Some(denied.to_string());
+                        drop(in_flight);
+                        Err(match denied {
+                            Denied::Special { .. } => Error::DestinationIpProhibited,
+                            Denied::NoAddress { .. } => Error::DestinationNotFound,
+                            Denied::Unresolved { reason, .. } => Error::DnsError {
+                                rcode: Some(reason),
+                                info_code: None,
+                            },
+                        })
+                    }
+                    Err(Failure::Error(_)) if usage.sent_over.load(Ordering::SeqCst) => {
+                        stats.requests.fetch_add(1, Ordering::Relaxed);
+                        stats.failed.fetch_add(1, Ordering::Relaxed);
+                        record.error = Some(format!(
+                            "cut: the run's limit of {limit_sent} bytes sent is reached"
+                        ));
+                        drop(in_flight);
+                        Err(Error::HttpRequestBodySize(Some(limit_sent)))
+                    }
+                    Err(Failure::Error(error)) => {
+                        stats.requests.fetch_add(1, Ordering::Relaxed);
+                        stats.failed.fetch_add(1, Ordering::Relaxed);
+                        record.error = Some(format!("failed: {error}"));
+                        drop(in_flight);
+                        Err(error)
+                    }
+                    Err(Failure::Stopped) => {
+                        stats.failed.fetch_add(1, Ordering::Relaxed);
+                        record.error = Some("cancelled: the run ended".to_owned());
+                        drop(in_flight);
+                        Err(Error::ConnectionTerminated)
+                    }
                 }
-                Err(Failure::Error(_)) if usage.sent_over.load(Ordering::SeqCst) => {
-                    stats.requests.fetch_add(1, Ordering::Relaxed);
-                    stats.failed.fetch_add(1, Ordering::Relaxed);
-                    record.error = Some(format!(
-                        "cut: the run's limit of {limit_sent} bytes sent is reached"
-                    ));
-                    drop(in_flight);
-                    Err(Error::HttpRequestBodySize(Some(limit_sent)))
-                }
-                Err(Failure::Error(error)) => {
-                    stats.requests.fetch_add(1, Ordering::Relaxed);
-                    stats.failed.fetch_add(1, Ordering::Relaxed);
-                    record.error = Some(format!("failed: {error}"));
-                    drop(in_flight);
-                    Err(error)
-                }
-                Err(Failure::Stopped) => {
-                    stats.failed.fetch_add(1, Ordering::Relaxed);
-                    record.error = Some("cancelled: the run ended".to_owned());
-                    drop(in_flight);
-                    Err(Error::ConnectionTerminated)
-                }
-            }
-        })
+            },
+            span,
+        ))
     }
 }
 

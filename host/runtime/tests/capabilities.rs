@@ -95,6 +95,12 @@ async fn granted_requests_succeed_and_each_is_logged_without_headers_or_bodies()
     let seen = origin.requests();
     assert_eq!(seen.len(), 2);
     assert_eq!((seen[1].method.as_str(), seen[1].body_bytes), ("POST", 15));
+    // Traces are off (no OpenTelemetry layer): no trace context is sent.
+    assert!(
+        seen.iter()
+            .all(|request| !request.headers.contains_key("traceparent")),
+        "{seen:?}"
+    );
     let logged = host_lines(&report);
     let port = origin.port();
     assert_eq!(logged.len(), 2, "{logged:?}");

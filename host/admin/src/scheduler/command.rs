@@ -76,7 +76,9 @@ impl RunCommands {
                 now_ms,
             )
             .await?;
+        let span = fire_span(job, run, address, now_ms);
         let command = RunCommand {
+            traceparent: cronbox_protocol::trace_context::traceparent(&span),
             trigger: Trigger {
                 job_id: job.id.wire(),
                 run_id: run.id.wire(),
@@ -203,4 +205,32 @@ fn run_receipt(key: &[u8], run_id: u64, address: &str) -> hmac::Hmac<sha2::Sha25
     mac.update(b"\n");
     mac.update(address.as_bytes());
     mac
+}
+
+/// The span of a run's dispatch, the root of the run's trace (disabled,
+/// and free, unless traces are exported): its job, tenant, kind, attempt
+/// and how late it is sent.
+fn fire_span(job: &JobRow, run: &RunRow, address: &str, now_ms: i64) -> tracing::Span {
+    let trigger = match run.kind {
+        TriggerKind::Schedule | TriggerKind::Misfire | TriggerKind::Backfill => "timer",
+        TriggerKind::Api | TriggerKind::Manual => "http",
+        _ => "other",
+    };
+    tracing::info_span!(
+        target: cronbox_protocol::trace_context::TARGET,
+        "cronbox.fire",
+        otel.kind = "producer",
+        faas.trigger = trigger,
+        faas.cron = job.schedule_conf.as_str(),
+        faas.invocation_id = run.id.wire(),
+        cronbox.tenant = job.tenant.as_str(),
+        cronbox.job_id = job.id.wire(),
+        cronbox.job = job.name.as_str(),
+        cronbox.run_id = run.id.wire(),
+        cronbox.kind = %run.kind,
+        cronbox.attempt = run.attempt,
+        cronbox.scheduled_at_ms = run.scheduled_at_ms,
+        cronbox.lateness_ms = now_ms - run.scheduled_at_ms,
+        cronbox.executor = address,
+    )
 }

@@ -136,6 +136,9 @@ pub struct SchedulerConfig {
     /// The key tenants' secrets are sealed under; none: secrets cannot be
     /// set, and a job referencing one cannot be saved.
     pub secrets: Option<Arc<crate::secrets::SecretBox>>,
+    /// The operator's trace viewer, with `{trace_id}` where a run's trace
+    /// id goes: a run's page links its trace there.
+    pub trace_url: Option<String>,
 }
 
 impl Default for SchedulerConfig {
@@ -159,6 +162,7 @@ impl Default for SchedulerConfig {
             job_maxima: crate::jobs::JobMaxima::default(),
             quota_defaults: crate::quotas::QuotaDefaults::default(),
             secrets: None,
+            trace_url: None,
         }
     }
 }

@@ -52,6 +52,8 @@ pub(super) fn written_run(id: RunId, tenant: &str, run: &NewRun, now: i64) -> Ru
         alarm_message: None,
         fuel_consumed: None,
         peak_memory_bytes: None,
+        trace_id: None,
+        trace_url: None,
     }
 }
 

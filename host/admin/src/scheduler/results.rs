@@ -104,6 +104,10 @@ impl Scheduler {
                     run_ms: i64::try_from(result.duration_ms).unwrap_or(i64::MAX),
                     log_bytes: i64::try_from(log_charge).unwrap_or(i64::MAX),
                 }),
+                // Only a trace id: 32 hex digits, anything else dropped.
+                trace_id: result
+                    .trace_id
+                    .filter(|id| id.len() == 32 && id.bytes().all(|byte| byte.is_ascii_hexdigit())),
             });
         }
         self.end_runs(ends, &jobs).await

@@ -279,7 +279,7 @@ macro_rules! run_columns {
         "id, tenant, job_id, kind, scheduled_at_ms, shard_index, shard_total, attempt, param, \
          status, executor, module_digest, module_sha, outcome, code, message, created_at_ms, \
          dispatched_at_ms, started_at_ms, finished_at_ms, alarm_status, alarm_message, \
-         fuel_consumed, peak_memory_bytes"
+         fuel_consumed, peak_memory_bytes, trace_id"
     };
 }
 
@@ -331,6 +331,8 @@ pub(super) fn run_from_row(row: &AnyRow) -> Result<RunRow, sqlx::Error> {
         alarm_message: row.try_get("alarm_message")?,
         fuel_consumed: row.try_get("fuel_consumed")?,
         peak_memory_bytes: row.try_get("peak_memory_bytes")?,
+        trace_id: row.try_get("trace_id")?,
+        trace_url: None,
     })
 }
 
@@ -459,6 +461,8 @@ pub struct RunEnd {
     /// would grow the tenant's state past it are not committed (the run
     /// fails `quota_exceeded`). `None`: not checked.
     pub state_quota: Option<(String, u64)>,
+    /// The trace the run belongs to (32 hex digits), when traces are on.
+    pub trace_id: Option<String>,
 }
 
 /// What an ended run costs its tenant for the day (see

@@ -87,8 +87,9 @@ pub(super) async fn end_runs_in(
         peak: Option<i64>,
         dispatched: Option<i64>,
         marked_by: Option<&'a str>,
+        trace: Option<&'a str>,
     }
-    const FIELDS: [(&str, &str); 15] = [
+    const FIELDS: [(&str, &str); 16] = [
         ("id", "BIGINT"),
         ("status", "TEXT"),
         ("outcome", "TEXT"),
@@ -104,6 +105,7 @@ pub(super) async fn end_runs_in(
         ("peak", "BIGINT"),
         ("dispatched", "BIGINT"),
         ("marked_by", "TEXT"),
+        ("trace", "TEXT"),
     ];
     let values: Vec<EndValues<'_>> = ends
         .iter()
@@ -141,6 +143,7 @@ pub(super) async fn end_runs_in(
                 peak: end.peak_memory_bytes,
                 dispatched: marks.get(&end.run_id).map(|mark| mark.at_ms),
                 marked_by: marks.get(&end.run_id).map(|mark| mark.executor.as_str()),
+                trace: end.trace_id.as_deref(),
             }
         })
         .collect();
@@ -155,7 +158,8 @@ pub(super) async fn end_runs_in(
          dispatched_at_ms = COALESCE(dispatched_at_ms, end_dispatched), \
          started_at_ms = end_started, finished_at_ms = end_finished, alarm_status = end_alarm, \
          module_sha = COALESCE({}, module_sha), fuel_consumed = end_fuel, \
-         peak_memory_bytes = end_peak, lease_owner = NULL, lease_until_ms = NULL \
+         peak_memory_bytes = end_peak, trace_id = COALESCE(end_trace, trace_id), \
+         lease_owner = NULL, lease_until_ms = NULL \
          FROM ({}) AS ends \
          WHERE run.id = end_id{} \
          AND (run.status IN ($1, $2) OR (run.status = $3 AND end_started IS NOT NULL)) \

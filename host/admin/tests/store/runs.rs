@@ -66,6 +66,7 @@ async fn run_lifecycle(store: &Store) {
         peak_memory_bytes: Some(65536),
         scheduled_at_ms: Some(1_000),
         charge: None,
+        trace_id: Some("4bf92f3577b34da6a3ce929d0e0e4736".into()),
     };
     let ended = store.finish_run(&success).await.unwrap().unwrap();
     assert_eq!(
@@ -108,6 +109,11 @@ async fn run_lifecycle(store: &Store) {
     assert_eq!(
         (ended.status, ended.message.as_deref()),
         (RunStatus::Success, Some("ok"))
+    );
+    assert_eq!(
+        ended.trace_id.as_deref(),
+        Some("4bf92f3577b34da6a3ce929d0e0e4736"),
+        "the run keeps its trace id"
     );
 
     // Batches: marks only move pending runs; a batch of ends ends each run

@@ -136,6 +136,34 @@ pub(super) fn unstarted_report(
     RunReport::unstarted(outcome, worker.module().digest())
 }
 
+/// The run's span, continuing the admin's fire span (disabled, and free,
+/// unless traces are exported).
+fn run_span(command: &RunCommand, queued: Duration) -> tracing::Span {
+    use cronbox_protocol::trace_context::{self, TARGET};
+    let trigger = &command.trigger;
+    let span = tracing::info_span!(
+        target: TARGET,
+        "cronbox.run",
+        otel.kind = "consumer",
+        otel.status_code = tracing::field::Empty,
+        faas.invocation_id = trigger.run_id,
+        cronbox.run_id = trigger.run_id,
+        cronbox.job_id = trigger.job_id,
+        cronbox.tenant = %command.tenant,
+        cronbox.kind = %trigger.kind,
+        cronbox.attempt = trigger.attempt,
+        cronbox.queued_ms = queued.as_millis() as u64,
+        cronbox.outcome = tracing::field::Empty,
+        cronbox.new_instance = tracing::field::Empty,
+        cronbox.fuel = tracing::field::Empty,
+        cronbox.peak_memory_bytes = tracing::field::Empty,
+    );
+    if let Some(parent) = &command.traceparent {
+        trace_context::continue_from(&span, parent);
+    }
+    span
+}
+
 pub(super) async fn run_one(
     shared: Arc<Shared>,
     mut worker: JobWorker,
@@ -187,10 +215,32 @@ pub(super) async fn run_one(
         permit = slots.acquire_owned() => permit.ok(),
     };
     let waited = waiting_since.elapsed();
+    let span = run_span(&command, waited);
     let report = match share {
-        Some(_share) if waited < timeout => worker.run_after_wait(request, &handle, waited).await,
+        Some(_share) if waited < timeout => {
+            use tracing::Instrument as _;
+            worker
+                .run_after_wait(request, &handle, waited)
+                .instrument(span.clone())
+                .await
+        }
         _ => unstarted_report(&handle, &worker, command.limits.timeout_ms),
     };
+    if !span.is_disabled() {
+        span.record("cronbox.outcome", report.outcome.kind().to_string());
+        span.record("cronbox.new_instance", report.new_instance);
+        span.record("cronbox.peak_memory_bytes", report.peak_memory_bytes);
+        if let Some(fuel) = report.fuel_consumed {
+            span.record("cronbox.fuel", fuel);
+        }
+        let status = if report.outcome.is_success() {
+            "ok"
+        } else {
+            "error"
+        };
+        span.record("otel.status_code", status);
+    }
+    drop(span);
     let run_id = command.trigger.run_id;
     {
         let mut table = shared.lock();

@@ -243,6 +243,7 @@ impl Shared {
             log: Vec::new(),
             log_truncated: false,
             state_changes: Default::default(),
+            trace_id: None,
             state_base: Default::default(),
             executor: self.address.clone(),
             receipt: pending.command.receipt,
@@ -272,6 +273,11 @@ impl Shared {
             log: report.log,
             log_truncated: report.log_truncated,
             state_changes: report.state_changes,
+            trace_id: command
+                .traceparent
+                .as_deref()
+                .and_then(cronbox_protocol::trace_context::trace_id)
+                .map(str::to_owned),
             executor: self.address.clone(),
             outcome: report.outcome,
         };

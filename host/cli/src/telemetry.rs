@@ -1,0 +1,157 @@
+//! Logs and traces of the process. Logs go to stderr as text or JSON
+//! (`--log-format`), filtered by `CRONBOX_LOG`. Traces are off unless the
+//! standard OpenTelemetry variables ask for them: with
+//! `OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`)
+//! set, every run's spans (`cronbox_protocol::trace_context::TARGET`) are
+//! exported by OTLP over HTTP with protobuf; `OTEL_SERVICE_NAME`,
+//! `OTEL_TRACES_SAMPLER(_ARG)`, `OTEL_RESOURCE_ATTRIBUTES` and
+//! `OTEL_EXPORTER_OTLP_HEADERS` are read as the specification says.
+//! `OTEL_SDK_DISABLED=true` turns them off again.
+//!
+//! Spans are exported in batches by a thread of the SDK, through a
+//! runtime of their own (one thread), so that a slow collector never holds
+//! up a run.
+
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_otlp::WithHttpConfig as _;
+use tracing_subscriber::Layer as _;
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
+
+use crate::LogFormat;
+
+/// Keeps the exporter alive; dropping it sends what is left.
+pub struct Telemetry {
+    traces: Option<(
+        opentelemetry_sdk::trace::SdkTracerProvider,
+        tokio::runtime::Runtime,
+    )>,
+}
+
+impl Telemetry {
+    /// Sends the spans not yet sent (waiting at most the exporter's
+    /// timeout).
+    pub fn finish(self) {
+        if let Some((provider, _runtime)) = self.traces
+            && let Err(error) = provider.shutdown()
+        {
+            eprintln!("warning: traces not all exported: {error}");
+        }
+    }
+}
+
+/// Whether the environment asks for traces.
+fn traces_asked() -> bool {
+    let set = |name: &str| std::env::var(name).is_ok_and(|value| !value.trim().is_empty());
+    let disabled = std::env::var("OTEL_SDK_DISABLED")
+        .is_ok_and(|value| value.trim().eq_ignore_ascii_case("true"));
+    !disabled && (set("OTEL_EXPORTER_OTLP_ENDPOINT") || set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+}
+
+/// Installs the process's logging, and the trace exporter when asked for;
+/// `service` names the process when `OTEL_SERVICE_NAME` does not.
+pub fn init(format: LogFormat, service: &str) -> Telemetry {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("CRONBOX_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let logs = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let logs = match format {
+        LogFormat::Json => logs.json().boxed(),
+        LogFormat::Text => logs.boxed(),
+    }
+    .with_filter(filter);
+    let traces = if traces_asked() {
+        match exporter(service) {
+            Ok(traces) => Some(traces),
+            Err(error) => {
+                eprintln!("warning: traces are not exported: {error}");
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let spans = traces.as_ref().map(|(provider, _)| {
+        let only_runs = tracing_subscriber::filter::Targets::new().with_target(
+            cronbox_protocol::trace_context::TARGET,
+            tracing::Level::INFO,
+        );
+        tracing_opentelemetry::layer()
+            .with_tracer(provider.tracer("cronbox"))
+            .with_filter(only_runs)
+    });
+    tracing_subscriber::registry().with(logs).with(spans).init();
+    Telemetry { traces }
+}
+
+fn exporter(
+    service: &str,
+) -> Result<
+    (
+        opentelemetry_sdk::trace::SdkTracerProvider,
+        tokio::runtime::Runtime,
+    ),
+    String,
+> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("cronbox-otlp")
+        .enable_all()
+        .build()
+        .map_err(|error| format!("cannot start the exporter's runtime: {error}"))?;
+    let http = OtlpHttp {
+        client: cronbox_tls::client(),
+        runtime: runtime.handle().clone(),
+    };
+    let exporter = opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .with_http_client(http)
+        .build()
+        .map_err(|error| error.to_string())?;
+    let service = std::env::var("OTEL_SERVICE_NAME")
+        .ok()
+        .filter(|name| !name.trim().is_empty())
+        .unwrap_or_else(|| service.to_owned());
+    let resource = opentelemetry_sdk::Resource::builder()
+        .with_service_name(service)
+        .build();
+    let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
+        .with_resource(resource)
+        .with_batch_exporter(exporter)
+        .build();
+    Ok((provider, runtime))
+}
+
+/// The exporter's HTTP client: cronbox's own (rustls, the system's roots)
+/// driven on the exporter's runtime, whichever thread asks.
+#[derive(Debug)]
+struct OtlpHttp {
+    client: reqwest::Client,
+    runtime: tokio::runtime::Handle,
+}
+
+#[async_trait::async_trait]
+impl opentelemetry_http::HttpClient for OtlpHttp {
+    async fn send_bytes(
+        &self,
+        request: opentelemetry_http::Request<bytes::Bytes>,
+    ) -> Result<opentelemetry_http::Response<bytes::Bytes>, opentelemetry_http::HttpError> {
+        let client = self.client.clone();
+        let sending = async move {
+            let (parts, body) = request.into_parts();
+            let response = client
+                .request(parts.method, parts.uri.to_string())
+                .headers(parts.headers)
+                .timeout(std::time::Duration::from_secs(10))
+                .body(body)
+                .send()
+                .await?;
+            let mut answer = opentelemetry_http::Response::builder().status(response.status());
+            if let Some(headers) = answer.headers_mut() {
+                *headers = response.headers().clone();
+            }
+            let body = response.bytes().await?;
+            Ok::<_, opentelemetry_http::HttpError>(answer.body(body)?)
+        };
+        self.runtime.spawn(sending).await?
+    }
+}

@@ -1,0 +1,134 @@
+//! Traces: a `cronbox up` with `OTEL_EXPORTER_OTLP_ENDPOINT` set sends a
+//! run's spans to an OTLP receiver — the admin's fire, the executor's run
+//! under it, the guest's HTTP request under that — and the service the
+//! job calls receives the request span's `traceparent`; the run keeps its
+//! trace id and links it to the operator's trace viewer.
+
+use std::path::Path;
+
+use cronbox_api::{HttpCeiling, JobSpec, TriggerRequest};
+use cronbox_tests::{OtlpReceiver, ReceivedSpan, TestOrigin, until};
+
+use super::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runs_spans_go_from_the_fire_to_the_guests_http_request() {
+    let receiver = OtlpReceiver::start().await;
+    let origin = TestOrigin::start().await;
+    let data = tempfile::tempdir().unwrap();
+    let endpoint = receiver.endpoint();
+    let (_up, _printed, at) = up_with_env(
+        data.path(),
+        None,
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", Path::new(&endpoint)),
+            ("OTEL_BSP_SCHEDULE_DELAY", Path::new("100")),
+            (
+                "CRONBOX_EXECUTOR_HTTP_ALLOW_NETS",
+                Path::new("127.0.0.1/32"),
+            ),
+            (
+                "CRONBOX_ADMIN_TRACE_URL",
+                Path::new("http://127.0.0.1:16686/trace/{trace_id}"),
+            ),
+        ],
+    );
+    let token = std::fs::read_to_string(data.path().join("api-token")).unwrap();
+    let api = Client::new(&format!("http://{}", at.admin), token.trim());
+    api.set_http_ceiling(
+        "default",
+        &HttpCeiling {
+            origins: vec![origin.origin()],
+        },
+    )
+    .await
+    .unwrap();
+    api.upload(
+        cronbox_example_jobs::bytes("http-fetch"),
+        Some("http-fetch"),
+        &[],
+    )
+    .await
+    .unwrap();
+    let spec = JobSpec {
+        param: origin.url("/bytes/3"),
+        http_allow: vec![origin.origin()],
+        ..JobSpec::new("traced", "http-fetch")
+    };
+    let job = api.create_job(&spec).await.unwrap().id;
+    let run_id = api
+        .trigger(job, &TriggerRequest::default())
+        .await
+        .unwrap()
+        .run_id;
+    let run = until("the traced run ends", || async {
+        let run = api.run(run_id).await.ok()?;
+        (run.status == RunStatus::Success).then_some(run)
+    })
+    .await;
+    let trace_id = run.trace_id.clone().expect("the run keeps its trace id");
+    assert_eq!(
+        run.trace_url.as_deref(),
+        Some(format!("http://127.0.0.1:16686/trace/{trace_id}").as_str())
+    );
+
+    let spans = until("the run's three spans are exported", || async {
+        let spans: Vec<ReceivedSpan> = receiver
+            .spans()
+            .into_iter()
+            .filter(|span| span.trace_id == trace_id)
+            .collect();
+        (spans.len() >= 3).then_some(spans)
+    })
+    .await;
+    let named = |name: &str| {
+        spans
+            .iter()
+            .find(|span| span.name == name)
+            .unwrap_or_else(|| panic!("no {name} span in {spans:#?}"))
+    };
+    let (fire, executed, request) = (named("cronbox.fire"), named("cronbox.run"), named("GET"));
+    assert_eq!(fire.parent_span_id, "", "the fire is the trace's root");
+    assert_eq!(
+        executed.parent_span_id, fire.span_id,
+        "the run continues the fire"
+    );
+    assert_eq!(
+        request.parent_span_id, executed.span_id,
+        "the request is the run's"
+    );
+    assert_eq!((fire.kind, executed.kind, request.kind), (4, 5, 3));
+    assert_eq!(fire.service, "cronbox");
+    let run_id_text = run_id.to_string();
+    for (span, key, value) in [
+        (fire, "faas.trigger", "http"),
+        (fire, "faas.invocation_id", run_id_text.as_str()),
+        (fire, "cronbox.tenant", "default"),
+        (fire, "cronbox.job", "traced"),
+        (fire, "cronbox.kind", "api"),
+        (executed, "cronbox.run_id", run_id_text.as_str()),
+        (executed, "cronbox.outcome", "success"),
+        (request, "http.request.method", "GET"),
+        (request, "http.response.status_code", "200"),
+        (request, "url.full", origin.url("/bytes/3").as_str()),
+    ] {
+        assert_eq!(
+            span.attributes.get(key).map(String::as_str),
+            Some(value),
+            "{key} of {}: {:?}",
+            span.name,
+            span.attributes
+        );
+    }
+    // The service was called with the request span's context.
+    let seen = origin.requests();
+    let traceparent = seen
+        .iter()
+        .find(|request| request.path == "/bytes/3")
+        .and_then(|request| request.headers.get("traceparent"))
+        .expect("the service received a traceparent");
+    assert_eq!(
+        traceparent,
+        &format!("00-{trace_id}-{}-01", request.span_id)
+    );
+}

@@ -1,0 +1,125 @@
+//! A test OTLP receiver: an HTTP server on loopback taking `POST
+//! /v1/traces` as OTLP/HTTP with protobuf, decoded with OpenTelemetry's
+//! published proto definitions, keeping every span it was sent.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::post;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::KeyValue;
+use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
+use prost::Message as _;
+
+/// A span as received.
+#[derive(Debug, Clone)]
+pub struct ReceivedSpan {
+    /// The `service.name` of the process that sent it.
+    pub service: String,
+    pub name: String,
+    /// Hex, as in a `traceparent`.
+    pub trace_id: String,
+    pub span_id: String,
+    /// Empty for a root span.
+    pub parent_span_id: String,
+    /// OTLP's span kind (2 server, 3 client, 4 producer, 5 consumer).
+    pub kind: i32,
+    /// Its attributes, each value as text.
+    pub attributes: HashMap<String, String>,
+}
+
+/// Receives spans until dropped.
+#[derive(Debug)]
+pub struct OtlpReceiver {
+    addr: SocketAddr,
+    spans: Arc<Mutex<Vec<ReceivedSpan>>>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for OtlpReceiver {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+impl OtlpReceiver {
+    pub async fn start() -> OtlpReceiver {
+        let spans = Arc::new(Mutex::new(Vec::new()));
+        let app = Router::new()
+            .route("/v1/traces", post(receive))
+            .with_state(spans.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind the OTLP receiver");
+        let addr = listener.local_addr().expect("its address");
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        OtlpReceiver {
+            addr,
+            spans,
+            server,
+        }
+    }
+
+    /// What `OTEL_EXPORTER_OTLP_ENDPOINT` is set to.
+    pub fn endpoint(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Every span received so far.
+    pub fn spans(&self) -> Vec<ReceivedSpan> {
+        self.spans.lock().expect("not poisoned").clone()
+    }
+}
+
+fn text(value: Option<AnyValue>) -> String {
+    match value {
+        Some(AnyValue::StringValue(text)) => text,
+        Some(AnyValue::IntValue(number)) => number.to_string(),
+        Some(AnyValue::DoubleValue(number)) => number.to_string(),
+        Some(AnyValue::BoolValue(flag)) => flag.to_string(),
+        other => format!("{other:?}"),
+    }
+}
+
+fn attributes(pairs: Vec<KeyValue>) -> HashMap<String, String> {
+    pairs
+        .into_iter()
+        .map(|pair| (pair.key, text(pair.value.and_then(|value| value.value))))
+        .collect()
+}
+
+async fn receive(State(spans): State<Arc<Mutex<Vec<ReceivedSpan>>>>, body: Bytes) -> StatusCode {
+    let Ok(request) = ExportTraceServiceRequest::decode(body) else {
+        return StatusCode::BAD_REQUEST;
+    };
+    let mut received = Vec::new();
+    for resource_spans in request.resource_spans {
+        let resource = resource_spans
+            .resource
+            .map(|resource| attributes(resource.attributes))
+            .unwrap_or_default();
+        let service = resource.get("service.name").cloned().unwrap_or_default();
+        for scope in resource_spans.scope_spans {
+            for span in scope.spans {
+                received.push(ReceivedSpan {
+                    service: service.clone(),
+                    name: span.name,
+                    trace_id: hex::encode(span.trace_id),
+                    span_id: hex::encode(span.span_id),
+                    parent_span_id: hex::encode(span.parent_span_id),
+                    kind: span.kind,
+                    attributes: attributes(span.attributes),
+                });
+            }
+        }
+    }
+    spans.lock().expect("not poisoned").extend(received);
+    StatusCode::OK
+}
