@@ -7,6 +7,7 @@
 //!     cargo bench -p cronbox-tests --bench firing -- spread JOBS SECONDS...
 //!     cargo bench -p cronbox-tests --bench firing -- legacy spread JOBS SECONDS...
 //!     cargo bench -p cronbox-tests --bench firing -- tls spread JOBS SECONDS...
+//!     OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 cargo bench ... -- spread JOBS SECONDS
 //!
 //! The first form uses one admin on embedded SQLite; `pg` uses a real
 //! PostgreSQL (started for the run) and ADMINS admins sharing it, its run
@@ -446,13 +447,10 @@ async fn round(
 }
 
 fn main() {
-    // CRONBOX_LOG=warn shows what the admin and executor complain about.
-    if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_env("CRONBOX_LOG") {
-        tracing_subscriber::fmt()
-            .with_env_filter(filter)
-            .with_writer(std::io::stderr)
-            .init();
-    }
+    // Logs as the cronbox binary writes them (CRONBOX_LOG, warnings by
+    // default); with OTEL_EXPORTER_OTLP_ENDPOINT set, every run's spans
+    // exported as `cronbox up` exports them (the traced rounds).
+    let telemetry = cronbox_telemetry::init(cronbox_telemetry::LogFormat::Text, "cronbox-bench");
     let mut words: Vec<String> = std::env::args().skip(1).collect();
     let mut variant = Variant::Plain;
     for (word, named) in [("legacy", Variant::Legacy), ("tls", Variant::Tls)] {
@@ -510,4 +508,5 @@ fn main() {
             }
         }
     });
+    telemetry.finish();
 }

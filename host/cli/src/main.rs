@@ -26,7 +26,6 @@ mod executor;
 mod manage;
 mod run;
 mod scaffold;
-mod telemetry;
 mod tls;
 mod up;
 
@@ -163,7 +162,11 @@ fn main() -> ExitCode {
         Command::Executor(_) => "cronbox-executor",
         _ => "cronbox",
     };
-    let telemetry = telemetry::init(cli.log_format, service);
+    let format = match cli.log_format {
+        LogFormat::Text => cronbox_telemetry::LogFormat::Text,
+        LogFormat::Json => cronbox_telemetry::LogFormat::Json,
+    };
+    let telemetry = cronbox_telemetry::init(format, service);
     let (result, failure_code) = match cli.command {
         Command::Up(args) => (up::main(args), run::EXIT_BAD_INPUT),
         Command::Run(args) => (run::main(args), run::EXIT_BAD_INPUT),

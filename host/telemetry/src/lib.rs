@@ -18,9 +18,18 @@ use tracing_subscriber::Layer as _;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 
-use crate::LogFormat;
+/// How logs are written to stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    /// For people.
+    Text,
+    /// One JSON object a line (level, target, message, fields, the
+    /// current span's fields), for a log pipeline.
+    Json,
+}
 
-/// Keeps the exporter alive; dropping it sends what is left.
+/// Keeps the exporter alive; [`Telemetry::finish`] sends what is left.
+#[allow(missing_debug_implementations)] // holds the SDK's provider
 pub struct Telemetry {
     traces: Option<(
         opentelemetry_sdk::trace::SdkTracerProvider,
