@@ -54,21 +54,29 @@ fn client(admin: &str, ca: &Path) -> Client {
     Client::with_http(admin, API, http)
 }
 
-/// `cronbox executor` in `group` with `token`, serving TLS with the
-/// certificate `cert`; its process and advertised address.
+/// Where a test cluster's admin, certificates and data are.
+struct Cluster<'a> {
+    admin: &'a str,
+    certs: &'a Path,
+    data: &'a Path,
+}
+
+/// `cronbox executor` on `bind` in `group` with `token`, serving TLS with
+/// the certificate `cert` and keeping its data in a directory named
+/// after it; its process and advertised address.
 fn executor(
-    admin: &str,
-    certs: &Path,
+    cluster: &Cluster<'_>,
+    bind: &str,
     cert: &str,
     token: &str,
     group: &str,
-    data: &Path,
 ) -> (Process, String) {
+    let Cluster { admin, certs, data } = *cluster;
     cronbox_listening(
         &[
             "executor",
             "--bind",
-            "127.0.0.1:0",
+            bind,
             "--admin",
             admin,
             "--token",
@@ -218,24 +226,15 @@ async fn a_cluster_on_tls_with_enrolled_executors_refuses_strangers_and_survives
     let a1 = enroll("a1", "alpha").await;
     let a2 = enroll("a2", "alpha").await;
     let b = enroll("b", "beta").await;
-    let (_a1_process, a1_address) = executor(
-        &admin_url,
-        &certs,
-        "exec-a1",
-        &a1.token,
-        "alpha",
-        data.path(),
-    );
-    let (a2_process, a2_address) = executor(
-        &admin_url,
-        &certs,
-        "exec-a2",
-        &a2.token,
-        "alpha",
-        data.path(),
-    );
-    let (_b_process, b_address) =
-        executor(&admin_url, &certs, "exec-b", &b.token, "beta", data.path());
+    let cluster = Cluster {
+        admin: &admin_url,
+        certs: &certs,
+        data: data.path(),
+    };
+    let any_port = "127.0.0.1:0";
+    let (_a1_process, a1_address) = executor(&cluster, any_port, "exec-a1", &a1.token, "alpha");
+    let (a2_process, a2_address) = executor(&cluster, any_port, "exec-a2", &a2.token, "alpha");
+    let (_b_process, b_address) = executor(&cluster, any_port, "exec-b", &b.token, "beta");
     for address in [&a1_address, &a2_address, &b_address] {
         assert!(address.starts_with("https://"), "{address}");
     }
@@ -317,30 +316,9 @@ async fn a_cluster_on_tls_with_enrolled_executors_refuses_strangers_and_survives
         .max()
         .unwrap();
     let a2_port = a2_address.rsplit(':').next().unwrap().to_owned();
-    let (_a2_again, a2_again_address) = cronbox_listening(
-        &[
-            "executor",
-            "--bind",
-            &format!("127.0.0.1:{a2_port}"),
-            "--admin",
-            &admin_url,
-            "--token",
-            &rotated.token,
-            "--group",
-            "alpha",
-            "--beat-interval",
-            "500ms",
-            "--tls-cert",
-            &path(&certs, "exec-a2.pem"),
-            "--tls-key",
-            &path(&certs, "exec-a2-key.pem"),
-            "--ca-file",
-            &path(&certs, "ca.pem"),
-            "--data-dir",
-            &data.path().join("exec-a2").display().to_string(),
-        ],
-        "advertised as ",
-    );
+    let a2_bind = format!("127.0.0.1:{a2_port}");
+    let (_a2_again, a2_again_address) =
+        executor(&cluster, &a2_bind, "exec-a2", &rotated.token, "alpha");
     assert_eq!(a2_again_address, a2_address);
     // Sent with the proof of the token it registered with: wait for its
     // first beat with the new one.
