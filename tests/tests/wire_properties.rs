@@ -143,7 +143,7 @@ fn executor_protocol_types_survive_hostile_json() {
         "module_digest": "ab", "log": [{ "at_ms": 1, "source": "guest", "level": "info",
         "text": "hi" }], "log_truncated": false, "state_changes": { "k": null },
         "state_base": { "k": 2 }, "executor": "http://e", "receipt": "r",
-        "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736" }] });
+        "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" }] });
     hostile::<CallbackBatch>(batch);
     hostile::<Registration>(json!({ "group": "g", "address": "http://e" }));
     hostile::<KillCommand>(serde_json::to_value(KillCommand::Job { job_id: 4 }).unwrap());

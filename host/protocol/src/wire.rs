@@ -411,9 +411,11 @@ pub struct RunResult {
     /// The [`RunCommand::receipt`] of the run.
     #[serde(default)]
     pub receipt: String,
-    /// The trace the run belongs to (32 hex digits), when traces are on.
+    /// The `traceparent` the run was sent with (the admin's fire span),
+    /// when traces are on: its trace is the run's, and what follows the
+    /// run's end (children, retries, workflow nodes) continues it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trace_id: Option<String>,
+    pub traceparent: Option<String>,
 }
 
 /// The revision of a key of a job's durable state: the id of the run whose

@@ -4,6 +4,9 @@
 use super::*;
 use std::collections::HashMap;
 
+use tracing::Instrument as _;
+
+use cronbox_protocol::trace_context;
 use cronbox_protocol::{LogLine, LogSource};
 
 use crate::store::{RunCharge, logs};
@@ -104,10 +107,10 @@ impl Scheduler {
                     run_ms: i64::try_from(result.duration_ms).unwrap_or(i64::MAX),
                     log_bytes: i64::try_from(log_charge).unwrap_or(i64::MAX),
                 }),
-                // Only a trace id: 32 hex digits, anything else dropped.
-                trace_id: result
-                    .trace_id
-                    .filter(|id| id.len() == 32 && id.bytes().all(|byte| byte.is_ascii_hexdigit())),
+                // Only a trace context that parses; anything else dropped.
+                traceparent: result
+                    .traceparent
+                    .filter(|traceparent| trace_context::trace_id(traceparent).is_some()),
             });
         }
         self.end_runs(ends, &jobs).await
@@ -159,7 +162,12 @@ impl Scheduler {
                     peak_memory_bytes: end.peak_memory_bytes,
                 },
             );
-            self.after_end(&run, jobs.get(&run.job_id)).await?;
+            // What follows the end (children, a retry, the next workflow
+            // nodes) continues the run's trace.
+            let span = end_span(&run, end.traceparent.as_deref());
+            self.after_end(&run, jobs.get(&run.job_id))
+                .instrument(span)
+                .await?;
         }
         Ok(())
     }
@@ -326,4 +334,20 @@ fn cut_log(log: &mut Vec<LogLine>, left: u64, tenant: &str, limit: u64) {
              today; {dropped} lines were dropped"
         ),
     });
+}
+
+/// The span of what follows a run's end, in the run's trace (disabled, and
+/// free, unless the run was traced).
+fn end_span(run: &RunRow, traceparent: Option<&str>) -> tracing::Span {
+    let Some(traceparent) = traceparent else {
+        return tracing::Span::none();
+    };
+    let span = tracing::info_span!(
+        target: trace_context::TARGET,
+        "cronbox.end",
+        cronbox.run_id = run.id.wire(),
+        cronbox.status = %run.status,
+    );
+    trace_context::continue_from(&span, traceparent);
+    span
 }

@@ -49,10 +49,15 @@ impl Scheduler {
         addresses: Option<Vec<String>>,
     ) {
         let scheduler = self.clone();
-        self.tasks.spawn(async move {
-            scheduler
-                .dispatch_in_pool(&run, leased_until, known, addresses)
-                .await
-        });
+        // In the trace of whatever asked for it (a parent run's end).
+        let span = tracing::Span::current();
+        self.tasks.spawn(tracing::Instrument::instrument(
+            async move {
+                scheduler
+                    .dispatch_in_pool(&run, leased_until, known, addresses)
+                    .await
+            },
+            span,
+        ));
     }
 }

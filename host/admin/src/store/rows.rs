@@ -461,8 +461,9 @@ pub struct RunEnd {
     /// would grow the tenant's state past it are not committed (the run
     /// fails `quota_exceeded`). `None`: not checked.
     pub state_quota: Option<(String, u64)>,
-    /// The trace the run belongs to (32 hex digits), when traces are on.
-    pub trace_id: Option<String>,
+    /// The `traceparent` the run was sent with, when traces are on: its
+    /// trace id is stored with the end.
+    pub traceparent: Option<String>,
 }
 
 /// What an ended run costs its tenant for the day (see

@@ -143,7 +143,10 @@ pub(super) async fn end_runs_in(
                 peak: end.peak_memory_bytes,
                 dispatched: marks.get(&end.run_id).map(|mark| mark.at_ms),
                 marked_by: marks.get(&end.run_id).map(|mark| mark.executor.as_str()),
-                trace: end.trace_id.as_deref(),
+                trace: end
+                    .traceparent
+                    .as_deref()
+                    .and_then(cronbox_protocol::trace_context::trace_id),
             }
         })
         .collect();

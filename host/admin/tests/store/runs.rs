@@ -66,7 +66,7 @@ async fn run_lifecycle(store: &Store) {
         peak_memory_bytes: Some(65536),
         scheduled_at_ms: Some(1_000),
         charge: None,
-        trace_id: Some("4bf92f3577b34da6a3ce929d0e0e4736".into()),
+        traceparent: Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".into()),
     };
     let ended = store.finish_run(&success).await.unwrap().unwrap();
     assert_eq!(

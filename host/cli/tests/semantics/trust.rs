@@ -86,7 +86,7 @@ async fn the_executor_token_goes_only_to_executors_and_forged_results_are_refuse
         log: Vec::new(),
         log_truncated: false,
         state_changes: [("forged".to_owned(), Some("yes".to_owned()))].into(),
-        trace_id: None,
+        traceparent: None,
         state_base: Default::default(),
         executor: stack.address(0).to_owned(),
         receipt: "00".repeat(32),

@@ -2,7 +2,8 @@
 //! run's spans to an OTLP receiver — the admin's fire, the executor's run
 //! under it, the guest's HTTP request under that — and the service the
 //! job calls receives the request span's `traceparent`; the run keeps its
-//! trace id and links it to the operator's trace viewer.
+//! trace id and links it to the operator's trace viewer; its child job's
+//! run is in the same trace, under the parent's end.
 
 use std::path::Path;
 
@@ -50,9 +51,18 @@ async fn a_runs_spans_go_from_the_fire_to_the_guests_http_request() {
     )
     .await
     .unwrap();
+    api.upload(cronbox_example_jobs::bytes("hello"), Some("hello"), &[])
+        .await
+        .unwrap();
+    let child = api
+        .create_job(&JobSpec::new("traced-child", "hello"))
+        .await
+        .unwrap()
+        .id;
     let spec = JobSpec {
         param: origin.url("/bytes/3"),
         http_allow: vec![origin.origin()],
+        children: vec![child],
         ..JobSpec::new("traced", "http-fetch")
     };
     let job = api.create_job(&spec).await.unwrap().id;
@@ -72,13 +82,30 @@ async fn a_runs_spans_go_from_the_fire_to_the_guests_http_request() {
         Some(format!("http://127.0.0.1:16686/trace/{trace_id}").as_str())
     );
 
-    let spans = until("the run's three spans are exported", || async {
+    // The child's run: in the parent's trace.
+    let child_run = until("the child job's run succeeds", || async {
+        let page = api
+            .runs(&cronbox_api::RunQuery {
+                job: Some(child),
+                ..Default::default()
+            })
+            .await
+            .ok()?;
+        page.runs
+            .into_iter()
+            .find(|run| run.status == RunStatus::Success)
+    })
+    .await;
+    assert_eq!(child_run.trace_id.as_deref(), Some(trace_id.as_str()));
+
+    // The parent's fire, run, request and end, the child's fire and run.
+    let spans = until("the runs' spans are exported", || async {
         let spans: Vec<ReceivedSpan> = receiver
             .spans()
             .into_iter()
             .filter(|span| span.trace_id == trace_id)
             .collect();
-        (spans.len() >= 3).then_some(spans)
+        (spans.len() >= 6).then_some(spans)
     })
     .await;
     let named = |name: &str| {

@@ -243,7 +243,7 @@ impl Shared {
             log: Vec::new(),
             log_truncated: false,
             state_changes: Default::default(),
-            trace_id: None,
+            traceparent: None,
             state_base: Default::default(),
             executor: self.address.clone(),
             receipt: pending.command.receipt,
@@ -273,11 +273,7 @@ impl Shared {
             log: report.log,
             log_truncated: report.log_truncated,
             state_changes: report.state_changes,
-            trace_id: command
-                .traceparent
-                .as_deref()
-                .and_then(cronbox_protocol::trace_context::trace_id)
-                .map(str::to_owned),
+            traceparent: command.traceparent.clone(),
             executor: self.address.clone(),
             outcome: report.outcome,
         };

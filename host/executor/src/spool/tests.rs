@@ -20,7 +20,7 @@ fn result(run_id: u64) -> RunResult {
         log: Vec::new(),
         log_truncated: false,
         state_changes: Default::default(),
-        trace_id: None,
+        traceparent: None,
         state_base: Default::default(),
         executor: "http://e".into(),
         receipt: String::new(),
