@@ -26,8 +26,8 @@
 //! ends it at once.
 
 use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -36,11 +36,13 @@ use cronbox_net_policy::{Denied, NetPolicy, OriginPattern, Scheme};
 use cronbox_protocol::HttpLimits;
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
-use tokio::net::TcpStream;
-use wasmtime_wasi_http::io::TokioIo;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
 use crate::run::RunHandle;
+
+mod connect;
+
+use connect::{Failure, Target, send};
 
 /// Outbound HTTP counted across every run of a runtime.
 #[derive(Debug, Default)]
@@ -379,111 +381,6 @@ impl WasiHttpHooks for HttpGate {
             span,
         ))
     }
-}
-
-/// Where a request goes and how long it may take to get there.
-struct Target {
-    scheme: Scheme,
-    host: String,
-    port: u16,
-    connect_timeout: Duration,
-    first_byte_timeout: Duration,
-}
-
-enum Failure {
-    Denied(Denied),
-    Error(Error),
-    Stopped,
-}
-
-impl From<Error> for Failure {
-    fn from(error: Error) -> Self {
-        Failure::Error(error)
-    }
-}
-
-type Connection = hyper::client::conn::http1::Connection<TokioIo<Box<dyn Stream>>, Metered>;
-
-trait Stream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Sync + Unpin + 'static {}
-impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Sync + Unpin + 'static> Stream for T {}
-
-/// Resolves, checks, connects (TLS for https) and sends; the response's
-/// headers, and the connection to drive while its body is read.
-async fn send(
-    request: http::Request<Metered>,
-    target: &Target,
-    nets: &NetPolicy,
-) -> Result<(http::Response<hyper::body::Incoming>, Connection), Failure> {
-    let connecting = async {
-        let address = nets
-            .resolve(&target.host, target.port)
-            .await
-            .map_err(Failure::Denied)?;
-        let tcp = TcpStream::connect(address).await.map_err(Error::Connect)?;
-        let stream: Box<dyn Stream> = match target.scheme {
-            Scheme::Http => Box::new(tcp),
-            Scheme::Https => {
-                let name = server_name(&target.host)?;
-                let tls = tokio_rustls::TlsConnector::from(tls_config())
-                    .connect(name, tcp)
-                    .await
-                    .map_err(Error::Tls)?;
-                Box::new(tls)
-            }
-        };
-        let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .map_err(Error::from)?;
-        Ok::<_, Failure>((sender, connection))
-    };
-    let (mut sender, mut connection) = tokio::time::timeout(target.connect_timeout, connecting)
-        .await
-        .map_err(|_| Error::ConnectionTimeout)??;
-    let responding = async {
-        let sending = sender.send_request(request);
-        tokio::pin!(sending);
-        tokio::select! {
-            biased;
-            response = &mut sending => response.map_err(Error::from),
-            ended = &mut connection => match ended {
-                Err(error) => Err(Error::from(error)),
-                Ok(()) => sending.await.map_err(Error::from),
-            },
-        }
-    };
-    let response = tokio::time::timeout(target.first_byte_timeout, responding)
-        .await
-        .map_err(|_| Error::ConnectionReadTimeout)??;
-    Ok((response, connection))
-}
-
-fn server_name(host: &str) -> Result<rustls::pki_types::ServerName<'static>, Error> {
-    let literal = host.trim_start_matches('[').trim_end_matches(']');
-    if let Ok(address) = literal.parse::<std::net::IpAddr>() {
-        return Ok(rustls::pki_types::ServerName::from(address));
-    }
-    rustls::pki_types::ServerName::try_from(host.to_owned()).map_err(Error::InvalidDnsNameError)
-}
-
-/// TLS with the web's root certificates (webpki-roots), built once.
-fn tls_config() -> Arc<rustls::ClientConfig> {
-    static CONFIG: OnceLock<Arc<rustls::ClientConfig>> = OnceLock::new();
-    CONFIG
-        .get_or_init(|| {
-            let roots = rustls::RootCertStore {
-                roots: webpki_roots::TLS_SERVER_ROOTS.into(),
-            };
-            let provider = Arc::new(rustls::crypto::ring::default_provider());
-            let config = rustls::ClientConfig::builder_with_provider(provider)
-                .with_safe_default_protocol_versions()
-                .map(|builder| builder.with_root_certificates(roots).with_no_client_auth());
-            match config {
-                Ok(config) => Arc::new(config),
-                // ring supports the default versions; this is unreachable.
-                Err(error) => panic!("TLS configuration: {error}"),
-            }
-        })
-        .clone()
 }
 
 /// Which way a metered body flows.
