@@ -13,10 +13,19 @@ pub(crate) struct OutcomeLabel {
     outcome: &'static str,
 }
 
+/// A tenant's outbound HTTP requests: `answered`, `failed` (no
+/// response) or `denied` (refused before sending).
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct TenantHttpLabel {
+    tenant: String,
+    outcome: &'static str,
+}
+
 #[derive(Debug)]
 pub(crate) struct Metrics {
     registry: Registry,
     runs: Family<OutcomeLabel, Counter>,
+    tenant_http: Family<TenantHttpLabel, Counter>,
     pub(crate) running: Gauge,
     pub(crate) queued: Gauge,
     pub(crate) pool_free: Gauge,
@@ -174,6 +183,12 @@ impl Metrics {
             retained_log_bytes.clone(),
         );
         registry.register("runs", "Runs ended, by outcome", runs.clone());
+        let tenant_http = Family::<TenantHttpLabel, Counter>::default();
+        registry.register(
+            "tenant_http_requests",
+            "Outbound HTTP requests of jobs, by tenant and outcome (answered; failed: no response; denied: refused before sending)",
+            tenant_http.clone(),
+        );
         registry.register("running", "Runs executing now", running.clone());
         registry.register("queued", "Runs waiting in job queues", queued.clone());
         registry.register(
@@ -202,6 +217,7 @@ impl Metrics {
             instances_retired.clone(),
         );
         Metrics {
+            tenant_http,
             scrape: std::sync::Mutex::new(()),
             idle_instances,
             instances_evicted,
@@ -287,5 +303,26 @@ impl Metrics {
             tracing::error!(%error, "cannot encode metrics");
         }
         text
+    }
+}
+
+impl Metrics {
+    /// Counts a run's outbound HTTP requests for its tenant.
+    pub(crate) fn run_http(&self, tenant: &str, http: &cronbox_runtime::HttpStatsSnapshot) {
+        let answered = http.requests.saturating_sub(http.failed);
+        for (outcome, count) in [
+            ("answered", answered),
+            ("failed", http.failed),
+            ("denied", http.denied),
+        ] {
+            if count > 0 {
+                self.tenant_http
+                    .get_or_create(&TenantHttpLabel {
+                        tenant: tenant.to_owned(),
+                        outcome,
+                    })
+                    .inc_by(count);
+            }
+        }
     }
 }

@@ -82,6 +82,8 @@ pub struct RunReport {
     pub module_digest: Digest,
     /// Whether this run created its instance (and ran `init`).
     pub new_instance: bool,
+    /// The run's outbound HTTP: requests answered, failed, denied, bytes.
+    pub http: crate::HttpStatsSnapshot,
 }
 
 impl RunReport {
@@ -100,6 +102,7 @@ impl RunReport {
             state_reads: Default::default(),
             module_digest: module_digest.clone(),
             new_instance: false,
+            http: crate::HttpStatsSnapshot::default(),
         }
     }
 }

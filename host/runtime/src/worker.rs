@@ -12,6 +12,7 @@
 //! Every run ends in a [`RunReport`]; nothing here returns an error.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cronbox_protocol::{LogLine, LogSource, Outcome, Trigger};
@@ -21,7 +22,7 @@ use wasmtime::{Store, Trap, UpdateDeadline};
 use crate::config::{InstanceMode, RunLimits};
 use crate::engine::Runtime;
 use crate::host::{HostState, Job, RunScope, StateView};
-use crate::http::HttpGate;
+use crate::http::{HttpGate, HttpStats};
 use crate::module::JobModule;
 use crate::run::{RunHandle, RunReport, RunRequest};
 
@@ -157,6 +158,7 @@ impl JobWorker {
         let mut report = RunReport::unstarted(Outcome::Killed, self.module.digest());
         handle.mark_started(report.started_at);
 
+        let run_http = Arc::new(HttpStats::within(self.runtime.inner.http_stats.clone()));
         let scope = RunScope {
             trigger: request.trigger,
             handle: handle.clone(),
@@ -171,7 +173,7 @@ impl JobWorker {
                 self.runtime.inner.http_nets.clone(),
                 deadline,
                 handle.clone(),
-                self.runtime.inner.http_stats.clone(),
+                run_http.clone(),
             ),
         };
         report.outcome = if limits.fuel.is_some() && !config.fuel_metering {
@@ -193,6 +195,7 @@ impl JobWorker {
         if !secrets.is_empty() {
             mask_outcome(&mut report.outcome, &secrets);
         }
+        report.http = run_http.snapshot();
         handle.log().finish();
         report.log = handle.log().lines();
         report.log_truncated = handle.log().is_truncated();

@@ -3,7 +3,8 @@
 //! under it, the guest's HTTP request under that — and the service the
 //! job calls receives the request span's `traceparent`; the run keeps its
 //! trace id and links it to the operator's trace viewer; its child job's
-//! run is in the same trace, under the parent's end.
+//! run is in the same trace, under the parent's end. The executor counts
+//! the request for its tenant.
 
 use std::path::Path;
 

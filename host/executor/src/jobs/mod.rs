@@ -251,6 +251,7 @@ impl Shared {
     }
 
     fn report_finished(&self, command: &RunCommand, report: RunReport, start: &StartState) {
+        self.metrics.run_http(&command.tenant, &report.http);
         if report.new_instance {
             self.metrics.instances_created.inc();
         }

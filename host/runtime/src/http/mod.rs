@@ -44,7 +44,8 @@ mod connect;
 
 use connect::{Failure, Target, send};
 
-/// Outbound HTTP counted across every run of a runtime.
+/// Outbound HTTP counted: across every run of a runtime, or for one run
+/// (which adds to its runtime's counters too).
 #[derive(Debug, Default)]
 pub struct HttpStats {
     requests: AtomicU64,
@@ -52,6 +53,8 @@ pub struct HttpStats {
     failed: AtomicU64,
     bytes_sent: AtomicU64,
     bytes_received: AtomicU64,
+    /// The runtime's counters, for a run's.
+    total: Option<Arc<HttpStats>>,
 }
 
 /// A reading of [`HttpStats`].
@@ -70,6 +73,22 @@ pub struct HttpStatsSnapshot {
 }
 
 impl HttpStats {
+    /// One run's counters, adding to `total` as well.
+    pub(crate) fn within(total: Arc<HttpStats>) -> HttpStats {
+        HttpStats {
+            total: Some(total),
+            ..HttpStats::default()
+        }
+    }
+
+    /// Adds `n` to the counter `pick` chooses (and to the runtime's).
+    fn add(&self, pick: fn(&HttpStats) -> &AtomicU64, n: u64) {
+        pick(self).fetch_add(n, Ordering::Relaxed);
+        if let Some(total) = &self.total {
+            total.add(pick, n);
+        }
+    }
+
     /// The counters now.
     pub fn snapshot(&self) -> HttpStatsSnapshot {
         HttpStatsSnapshot {
@@ -144,7 +163,7 @@ impl HttpGate {
 
     /// Refuses a request before anything is sent: logged and counted.
     fn deny(&self, mut record: RequestRecord, error: Error, why: String) -> SendFuture {
-        self.stats.denied.fetch_add(1, Ordering::Relaxed);
+        self.stats.add(|stats| &stats.denied, 1);
         record.denied = Some(why);
         drop(record);
         Box::new(async move { Err(error) })
@@ -321,7 +340,7 @@ impl WasiHttpHooks for HttpGate {
                 }
                 match result {
                     Ok((response, connection)) => {
-                        stats.requests.fetch_add(1, Ordering::Relaxed);
+                        stats.add(|stats| &stats.requests, 1);
                         record.status = Some(response.status().as_u16());
                         let response = response.map(|incoming| {
                             Metered {
@@ -342,7 +361,7 @@ impl WasiHttpHooks for HttpGate {
                         ))
                     }
                     Err(Failure::Denied(denied)) => {
-                        stats.denied.fetch_add(1, Ordering::Relaxed);
+                        stats.add(|stats| &stats.denied, 1);
                         record.denied = Some(denied.to_string());
                         drop(in_flight);
                         Err(match denied {
@@ -355,8 +374,8 @@ impl WasiHttpHooks for HttpGate {
                         })
                     }
                     Err(Failure::Error(_)) if usage.sent_over.load(Ordering::SeqCst) => {
-                        stats.requests.fetch_add(1, Ordering::Relaxed);
-                        stats.failed.fetch_add(1, Ordering::Relaxed);
+                        stats.add(|stats| &stats.requests, 1);
+                        stats.add(|stats| &stats.failed, 1);
                         record.error = Some(format!(
                             "cut: the run's limit of {limit_sent} bytes sent is reached"
                         ));
@@ -364,14 +383,14 @@ impl WasiHttpHooks for HttpGate {
                         Err(Error::HttpRequestBodySize(Some(limit_sent)))
                     }
                     Err(Failure::Error(error)) => {
-                        stats.requests.fetch_add(1, Ordering::Relaxed);
-                        stats.failed.fetch_add(1, Ordering::Relaxed);
+                        stats.add(|stats| &stats.requests, 1);
+                        stats.add(|stats| &stats.failed, 1);
                         record.error = Some(format!("failed: {error}"));
                         drop(in_flight);
                         Err(error)
                     }
                     Err(Failure::Stopped) => {
-                        stats.failed.fetch_add(1, Ordering::Relaxed);
+                        stats.add(|stats| &stats.failed, 1);
                         record.error = Some("cancelled: the run ended".to_owned());
                         drop(in_flight);
                         Err(Error::ConnectionTerminated)
@@ -427,7 +446,7 @@ impl Body for Metered {
         let (run_total, over) = match &self.direction {
             Direction::Sent { request } => {
                 request.fetch_add(bytes, Ordering::Relaxed);
-                self.stats.bytes_sent.fetch_add(bytes, Ordering::Relaxed);
+                self.stats.add(|stats| &stats.bytes_sent, bytes);
                 let total = self.usage.bytes_sent.fetch_add(bytes, Ordering::SeqCst) + bytes;
                 if total > self.limit {
                     self.usage.sent_over.store(true, Ordering::SeqCst);
@@ -435,9 +454,7 @@ impl Body for Metered {
                 (total, Error::HttpRequestBodySize(Some(self.limit)))
             }
             Direction::Received => {
-                self.stats
-                    .bytes_received
-                    .fetch_add(bytes, Ordering::Relaxed);
+                self.stats.add(|stats| &stats.bytes_received, bytes);
                 if let Some(record) = &mut self.record {
                     record.received += bytes;
                 }
