@@ -17,13 +17,18 @@ use support::{Process, cronbox_listening};
 const API: &str = "tls-api";
 const SHARED: &str = "tls-shared-executor-token";
 
-/// `cronbox ARGS`, which must succeed; its stdout.
-fn cronbox(args: &[&str]) -> String {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_cronbox"))
+/// `cronbox ARGS`, with no context to fall back on.
+fn cronbox_output(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_cronbox"))
         .args(args)
         .env("CRONBOX_CONTEXTS", "/nonexistent/contexts.toml")
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+/// `cronbox ARGS`, which must succeed; its stdout.
+fn cronbox(args: &[&str]) -> String {
+    let output = cronbox_output(args);
     assert!(
         output.status.success(),
         "cronbox {args:?}: {}",
@@ -184,8 +189,9 @@ async fn a_cluster_on_tls_with_enrolled_executors_refuses_strangers_and_survives
         Client::new(&admin_url, API).ready().await.is_err(),
         "no system root signs a private CA"
     );
-    let refused = std::process::Command::new(env!("CARGO_BIN_EXE_cronbox"))
-        .args([
+    let job_list = |ca: &Path| {
+        let ca = ca.display().to_string();
+        [
             "job",
             "list",
             "--admin",
@@ -193,26 +199,19 @@ async fn a_cluster_on_tls_with_enrolled_executors_refuses_strangers_and_survives
             "--token",
             API,
             "--ca-file",
-        ])
-        .arg(strangers.join("ca.pem"))
-        .env("CRONBOX_CONTEXTS", "/nonexistent/contexts.toml")
-        .output()
-        .unwrap();
+            &ca,
+        ]
+        .map(str::to_owned)
+    };
+    let refused = job_list(&strangers.join("ca.pem"));
+    let refused = cronbox_output(&refused.each_ref().map(String::as_str));
     assert!(
         !refused.status.success(),
         "the CLI refuses an admin its CA file does not sign"
     );
     // The CLI reaches it with the CA file (cronbox() asserts success).
-    cronbox(&[
-        "job",
-        "list",
-        "--admin",
-        &admin_url,
-        "--token",
-        API,
-        "--ca-file",
-        &path(&certs, "ca.pem"),
-    ]);
+    let listed = job_list(&certs.join("ca.pem"));
+    cronbox(&listed.each_ref().map(String::as_str));
 
     // Enrolled executors: two in group alpha, one in beta.
     let enroll = |name: &str, group: &str| {
