@@ -450,7 +450,11 @@ fn main() {
     // Logs as the cronbox binary writes them (CRONBOX_LOG, warnings by
     // default); with OTEL_EXPORTER_OTLP_ENDPOINT set, every run's spans
     // exported as `cronbox up` exports them (the traced rounds).
-    let telemetry = cronbox_telemetry::init(cronbox_telemetry::LogFormat::Text, "cronbox-bench");
+    let traces = cronbox_telemetry::TraceSettings {
+        endpoint: std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT").ok(),
+        service_name: "cronbox-bench".to_owned(),
+    };
+    let telemetry = cronbox_telemetry::init(cronbox_telemetry::LogFormat::Text, &traces);
     let mut words: Vec<String> = std::env::args().skip(1).collect();
     let mut variant = Variant::Plain;
     for (word, named) in [("legacy", Variant::Legacy), ("tls", Variant::Tls)] {

@@ -55,7 +55,14 @@ pub fn read_file(path: &Path, known: &[String]) -> anyhow::Result<FileSettings> 
         .with_context(|| format!("{} is not valid TOML", path.display()))?;
     let mut values = BTreeMap::new();
     let mut add = |key: String, value: &toml::Value| -> anyhow::Result<()> {
-        let name = format!("CRONBOX_{}", key.to_ascii_uppercase().replace('-', "_"));
+        let bare = key.to_ascii_uppercase().replace('-', "_");
+        // Cronbox's own settings drop `CRONBOX_`; the standard ones
+        // (`OTEL_*`) are their variable's name as it is.
+        let name = match format!("CRONBOX_{bare}") {
+            name if known.contains(&name) => name,
+            _ if known.contains(&bare) => bare,
+            name => name,
+        };
         if !known.contains(&name) {
             bail!(
                 "unknown setting {key:?} in {} (it would be {name}; `cronbox config show` lists \

@@ -65,6 +65,19 @@ struct Cli {
         default_value = "text"
     )]
     log_format: LogFormat,
+    /// Export every run's spans by OTLP over HTTP to this collector (its
+    /// base URL; spans go to URL/v1/traces). Traces are off without it.
+    #[arg(
+        long,
+        global = true,
+        env = "OTEL_EXPORTER_OTLP_ENDPOINT",
+        value_name = "URL"
+    )]
+    otel_endpoint: Option<String>,
+    /// The name this process's spans carry (default cronbox-admin,
+    /// cronbox-executor, or cronbox).
+    #[arg(long, global = true, env = "OTEL_SERVICE_NAME", value_name = "NAME")]
+    otel_service_name: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -166,7 +179,14 @@ fn main() -> ExitCode {
         LogFormat::Text => cronbox_telemetry::LogFormat::Text,
         LogFormat::Json => cronbox_telemetry::LogFormat::Json,
     };
-    let telemetry = cronbox_telemetry::init(format, service);
+    let traces = cronbox_telemetry::TraceSettings {
+        endpoint: cli.otel_endpoint.clone(),
+        service_name: cli
+            .otel_service_name
+            .clone()
+            .unwrap_or_else(|| service.to_owned()),
+    };
+    let telemetry = cronbox_telemetry::init(format, &traces);
     let (result, failure_code) = match cli.command {
         Command::Up(args) => (up::main(args), run::EXIT_BAD_INPUT),
         Command::Run(args) => (run::main(args), run::EXIT_BAD_INPUT),

@@ -1,7 +1,7 @@
 //! Logs and traces of the process. Logs go to stderr as text or JSON
 //! (`--log-format`), filtered by `CRONBOX_LOG`. Traces are off unless the
 //! standard OpenTelemetry variables ask for them: with
-//! `OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`)
+//! `OTEL_EXPORTER_OTLP_ENDPOINT` or `--otel-endpoint` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`)
 //! set, every run's spans (`cronbox_protocol::trace_context::TARGET`) are
 //! exported by OTLP over HTTP with protobuf; `OTEL_SERVICE_NAME`,
 //! `OTEL_TRACES_SAMPLER(_ARG)`, `OTEL_RESOURCE_ATTRIBUTES` and
@@ -49,17 +49,31 @@ impl Telemetry {
     }
 }
 
-/// Whether the environment asks for traces.
-fn traces_asked() -> bool {
-    let set = |name: &str| std::env::var(name).is_ok_and(|value| !value.trim().is_empty());
-    let disabled = std::env::var("OTEL_SDK_DISABLED")
-        .is_ok_and(|value| value.trim().eq_ignore_ascii_case("true"));
-    !disabled && (set("OTEL_EXPORTER_OTLP_ENDPOINT") || set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+/// Where traces go, when anywhere: from the flags of the same names as
+/// the standard variables (`--otel-endpoint` for
+/// `OTEL_EXPORTER_OTLP_ENDPOINT`, `--otel-service-name`), or the variables.
+#[derive(Debug, Clone, Default)]
+pub struct TraceSettings {
+    /// The collector's base URL (spans go to `/v1/traces` under it).
+    pub endpoint: Option<String>,
+    /// The `service.name` of the process's spans.
+    pub service_name: String,
 }
 
-/// Installs the process's logging, and the trace exporter when asked for;
-/// `service` names the process when `OTEL_SERVICE_NAME` does not.
-pub fn init(format: LogFormat, service: &str) -> Telemetry {
+impl TraceSettings {
+    /// Whether traces are asked for.
+    fn asked(&self) -> bool {
+        let set = |value: Option<&str>| value.is_some_and(|value| !value.trim().is_empty());
+        let disabled = std::env::var("OTEL_SDK_DISABLED")
+            .is_ok_and(|value| value.trim().eq_ignore_ascii_case("true"));
+        let traces_endpoint = std::env::var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").ok();
+        !disabled && (set(self.endpoint.as_deref()) || set(traces_endpoint.as_deref()))
+    }
+}
+
+/// Installs the process's logging, and the trace exporter when `traces`
+/// asks for it.
+pub fn init(format: LogFormat, traces: &TraceSettings) -> Telemetry {
     let filter = tracing_subscriber::EnvFilter::try_from_env("CRONBOX_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     let logs = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
@@ -68,8 +82,8 @@ pub fn init(format: LogFormat, service: &str) -> Telemetry {
         LogFormat::Text => logs.boxed(),
     }
     .with_filter(filter);
-    let traces = if traces_asked() {
-        match exporter(service) {
+    let traces = if traces.asked() {
+        match exporter(traces) {
             Ok(traces) => Some(traces),
             Err(error) => {
                 eprintln!("warning: traces are not exported: {error}");
@@ -93,7 +107,7 @@ pub fn init(format: LogFormat, service: &str) -> Telemetry {
 }
 
 fn exporter(
-    service: &str,
+    settings: &TraceSettings,
 ) -> Result<
     (
         opentelemetry_sdk::trace::SdkTracerProvider,
@@ -111,17 +125,21 @@ fn exporter(
         client: cronbox_tls::client(),
         runtime: runtime.handle().clone(),
     };
-    let exporter = opentelemetry_otlp::SpanExporter::builder()
+    let mut exporter = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
-        .with_http_client(http)
-        .build()
-        .map_err(|error| error.to_string())?;
-    let service = std::env::var("OTEL_SERVICE_NAME")
-        .ok()
-        .filter(|name| !name.trim().is_empty())
-        .unwrap_or_else(|| service.to_owned());
+        .with_http_client(http);
+    if let Some(endpoint) = settings
+        .endpoint
+        .as_deref()
+        .filter(|url| !url.trim().is_empty())
+    {
+        // OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, when set, still wins.
+        use opentelemetry_otlp::WithExportConfig as _;
+        exporter = exporter.with_endpoint(format!("{}/v1/traces", endpoint.trim_end_matches('/')));
+    }
+    let exporter = exporter.build().map_err(|error| error.to_string())?;
     let resource = opentelemetry_sdk::Resource::builder()
-        .with_service_name(service)
+        .with_service_name(settings.service_name.clone())
         .build();
     let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
         .with_resource(resource)

@@ -45,7 +45,11 @@ pub(super) fn errors_and_configuration(s: &Session) {
     let config = data.path().join("cronbox.toml");
     std::fs::write(
         &config,
-        format!("admin = \"{base}\"\napi_token = \"{token}\"\n"),
+        format!(
+            "admin = \"{base}\"\napi_token = \"{token}\"\n\
+             # A standard variable's setting: its name as it is.\n\
+             [otel]\nservice_name = \"cli-under-test\"\n"
+        ),
     )
     .unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_cronbox"))
@@ -94,6 +98,7 @@ pub(super) fn errors_and_configuration(s: &Session) {
             .unwrap()
     };
     assert_eq!(setting("CRONBOX_ADMIN")["source"], "environment");
+    assert_eq!(setting("OTEL_SERVICE_NAME")["value"], "cli-under-test");
     assert_eq!(setting("CRONBOX_ADMIN")["value"], "http://127.0.0.1:1");
     assert!(
         setting("CRONBOX_API_TOKEN")["source"]
