@@ -1,6 +1,10 @@
 //! Users and logins: names and passwords checked, passwords hashed with
 //! argon2id (its default cost: 19 MiB, two passes), sessions opened and
 //! ended, and the throttle that slows password guessing.
+//!
+//! User names are one namespace across tenants (a login names only the
+//! user): creating a name another tenant has answers 409, which tells a
+//! tenant admin the name exists somewhere, not where nor anything of it.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
