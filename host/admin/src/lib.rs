@@ -118,9 +118,9 @@ pub async fn start(config: AdminConfig) -> Result<RunningAdmin, AdminError> {
         Database::Sqlite(dir) => Store::open_sqlite(dir).await?,
         Database::Url(url) => Store::connect(url).await?,
     };
-    if let Some(ca_file) = &config.scheduler.ca_file {
-        cronbox_tls::client::ca_certificates(ca_file)?;
-    }
+    // Executors' certificates are checked against the system's roots and
+    // the CA file, read here once.
+    let executor_http = cronbox_tls::client_builder(config.scheduler.ca_file.as_deref())?;
     let tls = config
         .tls
         .clone()
@@ -130,7 +130,13 @@ pub async fn start(config: AdminConfig) -> Result<RunningAdmin, AdminError> {
     scheduler_config.executor_token = config.executor_token.clone();
     let receipt_key = store.receipt_key().await?;
     let tasks = tasks::Tasks::new();
-    let scheduler = scheduler::Scheduler::new(store, scheduler_config, receipt_key, tasks.clone());
+    let scheduler = scheduler::Scheduler::new(
+        store,
+        scheduler_config,
+        receipt_key,
+        executor_http,
+        tasks.clone(),
+    );
     let listener = tokio::net::TcpListener::bind(config.bind)
         .await
         .map_err(|source| AdminError::Bind {

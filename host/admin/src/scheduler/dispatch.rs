@@ -32,11 +32,9 @@ pub(super) struct Dispatcher {
 }
 
 impl Dispatcher {
-    pub(super) fn new(config: &SchedulerConfig) -> Self {
+    pub(super) fn new(config: &SchedulerConfig, http: reqwest::ClientBuilder) -> Self {
         Dispatcher {
-            // The CA file was read once at start (`crate::start`).
-            http: cronbox_tls::client_builder(config.ca_file.as_deref())
-                .unwrap_or_else(|_| cronbox_tls::client::builder())
+            http: http
                 .timeout(config.dispatch_timeout)
                 .connect_timeout(Duration::from_secs(1))
                 .redirect(reqwest::redirect::Policy::none())

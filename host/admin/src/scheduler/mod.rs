@@ -200,17 +200,19 @@ pub struct Scheduler {
 
 impl Scheduler {
     /// A scheduler over `store`; `receipt_key` signs run receipts (see
-    /// [`Store::receipt_key`]).
+    /// [`Store::receipt_key`]); runs go to executors through a client from
+    /// `executor_http` (trusting what the operator trusts for them).
     pub fn new(
         store: Store,
         config: SchedulerConfig,
         receipt_key: Vec<u8>,
+        executor_http: reqwest::ClientBuilder,
         tasks: Tasks,
     ) -> Arc<Self> {
         let metrics = Arc::new(Metrics::new());
         let quotas = Arc::new(crate::quotas::Quotas::new(config.quota_defaults.clone()));
         Arc::new(Scheduler {
-            dispatcher: Dispatcher::new(&config),
+            dispatcher: Dispatcher::new(&config, executor_http),
             commands: RunCommands::new(
                 store.clone(),
                 quotas.clone(),
