@@ -202,13 +202,7 @@ impl StandInAdmin {
             .route(admin_paths::REGISTRY_REMOVE, post(registry_remove))
             .route("/api/v1/modules/{digest}/content", get(module))
             .with_state(state.clone());
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .expect("bind the stand-in admin");
-        let addr = listener.local_addr().expect("address");
-        let server = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let (addr, server) = crate::serve_on(addr, app).await;
         StandInAdmin {
             addr,
             state,
@@ -293,4 +287,20 @@ impl StandInAdmin {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
+}
+
+/// Serves `app` on `addr` (port 0: one of the system's choosing) until the
+/// returned task is aborted: where it listens, and the task.
+pub(crate) async fn serve_on(
+    addr: impl tokio::net::ToSocketAddrs,
+    app: axum::Router,
+) -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .expect("a loopback port to serve on");
+    let addr = listener.local_addr().expect("its address");
+    let server = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (addr, server)
 }

@@ -62,13 +62,7 @@ impl TestOrigin {
             .route("/slow", get(slow))
             .layer(axum::middleware::from_fn_with_state(seen.clone(), record))
             .with_state(seen.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind the test origin");
-        let addr = listener.local_addr().expect("its address");
-        let server = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let (addr, server) = crate::serve_on("127.0.0.1:0", app).await;
         TestOrigin { addr, seen, server }
     }
 

@@ -53,13 +53,7 @@ impl OtlpReceiver {
         let app = Router::new()
             .route("/v1/traces", post(receive))
             .with_state(spans.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind the OTLP receiver");
-        let addr = listener.local_addr().expect("its address");
-        let server = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let (addr, server) = crate::serve_on("127.0.0.1:0", app).await;
         OtlpReceiver {
             addr,
             spans,

@@ -53,13 +53,7 @@ impl WebhookReceiver {
         let app = Router::new()
             .route("/alarm", post(receive))
             .with_state(inbox.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind the webhook receiver");
-        let addr = listener.local_addr().expect("its address");
-        let server = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let (addr, server) = crate::serve_on("127.0.0.1:0", app).await;
         WebhookReceiver {
             addr,
             inbox,
