@@ -453,6 +453,7 @@ fn main() {
     let traces = cronbox_telemetry::TraceSettings {
         endpoint: std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT").ok(),
         service_name: "cronbox-bench".to_owned(),
+        ..cronbox_telemetry::TraceSettings::default()
     };
     let telemetry = cronbox_telemetry::init(cronbox_telemetry::LogFormat::Text, &traces);
     let mut words: Vec<String> = std::env::args().skip(1).collect();

@@ -1,6 +1,7 @@
 //! A test OTLP receiver: an HTTP server on loopback taking `POST
 //! /v1/traces` as OTLP/HTTP with protobuf, decoded with OpenTelemetry's
-//! published proto definitions, keeping every span it was sent.
+//! published proto definitions, keeping every span it was sent and the
+//! headers of each export.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -9,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::KeyValue;
@@ -37,8 +38,15 @@ pub struct ReceivedSpan {
 #[derive(Debug)]
 pub struct OtlpReceiver {
     addr: SocketAddr,
-    spans: Arc<Mutex<Vec<ReceivedSpan>>>,
+    received: Arc<Received>,
     server: tokio::task::JoinHandle<()>,
+}
+
+#[derive(Debug, Default)]
+struct Received {
+    spans: Mutex<Vec<ReceivedSpan>>,
+    /// Each export request's headers, in order.
+    headers: Mutex<Vec<HeaderMap>>,
 }
 
 impl Drop for OtlpReceiver {
@@ -49,14 +57,14 @@ impl Drop for OtlpReceiver {
 
 impl OtlpReceiver {
     pub async fn start() -> OtlpReceiver {
-        let spans = Arc::new(Mutex::new(Vec::new()));
+        let received = Arc::new(Received::default());
         let app = Router::new()
             .route("/v1/traces", post(receive))
-            .with_state(spans.clone());
+            .with_state(received.clone());
         let (addr, server) = crate::serve_on("127.0.0.1:0", app).await;
         OtlpReceiver {
             addr,
-            spans,
+            received,
             server,
         }
     }
@@ -68,7 +76,16 @@ impl OtlpReceiver {
 
     /// Every span received so far.
     pub fn spans(&self) -> Vec<ReceivedSpan> {
-        self.spans.lock().expect("not poisoned").clone()
+        self.received.spans.lock().expect("not poisoned").clone()
+    }
+
+    /// The values of header `name` in the exports so far, in order.
+    pub fn header_values(&self, name: &str) -> Vec<String> {
+        let headers = self.received.headers.lock().expect("not poisoned");
+        headers
+            .iter()
+            .filter_map(|headers| headers.get(name)?.to_str().ok().map(str::to_owned))
+            .collect()
     }
 }
 
@@ -89,11 +106,16 @@ fn attributes(pairs: Vec<KeyValue>) -> HashMap<String, String> {
         .collect()
 }
 
-async fn receive(State(spans): State<Arc<Mutex<Vec<ReceivedSpan>>>>, body: Bytes) -> StatusCode {
+async fn receive(
+    State(received): State<Arc<Received>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> StatusCode {
+    received.headers.lock().expect("not poisoned").push(headers);
     let Ok(request) = ExportTraceServiceRequest::decode(body) else {
         return StatusCode::BAD_REQUEST;
     };
-    let mut received = Vec::new();
+    let mut spans = Vec::new();
     for resource_spans in request.resource_spans {
         let resource = resource_spans
             .resource
@@ -102,7 +124,7 @@ async fn receive(State(spans): State<Arc<Mutex<Vec<ReceivedSpan>>>>, body: Bytes
         let service = resource.get("service.name").cloned().unwrap_or_default();
         for scope in resource_spans.scope_spans {
             for span in scope.spans {
-                received.push(ReceivedSpan {
+                spans.push(ReceivedSpan {
                     service: service.clone(),
                     name: span.name,
                     trace_id: hex::encode(span.trace_id),
@@ -114,6 +136,6 @@ async fn receive(State(spans): State<Arc<Mutex<Vec<ReceivedSpan>>>>, body: Bytes
             }
         }
     }
-    spans.lock().expect("not poisoned").extend(received);
+    received.spans.lock().expect("not poisoned").extend(spans);
     StatusCode::OK
 }

@@ -26,6 +26,7 @@ mod executor;
 mod manage;
 mod run;
 mod scaffold;
+mod telemetry;
 mod tls;
 mod up;
 
@@ -55,38 +56,10 @@ struct Cli {
     /// Configuration file (default: ./cronbox.toml if it exists).
     #[arg(long, global = true, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// How logs are written to stderr: `text` for people, or `json`, one
-    /// object a line (level, target, message, fields) for a log pipeline.
-    #[arg(
-        long,
-        global = true,
-        env = "CRONBOX_LOG_FORMAT",
-        value_enum,
-        default_value = "text"
-    )]
-    log_format: LogFormat,
-    /// Export every run's spans by OTLP over HTTP to this collector (its
-    /// base URL; spans go to URL/v1/traces). Traces are off without it.
-    #[arg(
-        long,
-        global = true,
-        env = "OTEL_EXPORTER_OTLP_ENDPOINT",
-        value_name = "URL"
-    )]
-    otel_endpoint: Option<String>,
-    /// The name this process's spans carry (default cronbox-admin,
-    /// cronbox-executor, or cronbox).
-    #[arg(long, global = true, env = "OTEL_SERVICE_NAME", value_name = "NAME")]
-    otel_service_name: Option<String>,
+    #[command(flatten)]
+    telemetry: telemetry::TelemetryArgs,
     #[command(subcommand)]
     command: Command,
-}
-
-/// How logs are written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum LogFormat {
-    Text,
-    Json,
 }
 
 #[derive(Debug, Subcommand)]
@@ -175,18 +148,7 @@ fn main() -> ExitCode {
         Command::Executor(_) => "cronbox-executor",
         _ => "cronbox",
     };
-    let format = match cli.log_format {
-        LogFormat::Text => cronbox_telemetry::LogFormat::Text,
-        LogFormat::Json => cronbox_telemetry::LogFormat::Json,
-    };
-    let traces = cronbox_telemetry::TraceSettings {
-        endpoint: cli.otel_endpoint.clone(),
-        service_name: cli
-            .otel_service_name
-            .clone()
-            .unwrap_or_else(|| service.to_owned()),
-    };
-    let telemetry = cronbox_telemetry::init(format, &traces);
+    let telemetry = cli.telemetry.init(service);
     let (result, failure_code) = match cli.command {
         Command::Up(args) => (up::main(args), run::EXIT_BAD_INPUT),
         Command::Run(args) => (run::main(args), run::EXIT_BAD_INPUT),

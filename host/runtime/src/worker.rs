@@ -9,14 +9,19 @@
 //! `destroy` is not called; the next run instantiates anew.
 //! [`JobWorker::retire`] calls `destroy` on a healthy instance.
 //!
-//! Every run ends in a [`RunReport`]; nothing here returns an error.
+//! Every run ends in a [`RunReport`]; nothing here returns an error. With
+//! traces exported, creating the instance (its `init` included) and the
+//! `execute` call are spans under the run's (`cronbox.instantiate`,
+//! `cronbox.execute`); otherwise those spans are disabled and cost nothing.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use cronbox_protocol::trace_context::TARGET as TRACE;
 use cronbox_protocol::{LogLine, LogSource, Outcome, Trigger};
 use tokio::sync::OwnedSemaphorePermit;
+use tracing::Instrument as _;
 use wasmtime::{Store, Trap, UpdateDeadline};
 
 use crate::config::{InstanceMode, RunLimits};
@@ -226,7 +231,11 @@ impl JobWorker {
                 instance.store.data_mut().begin_run(scope, limits);
                 instance
             }
-            None => match self.instantiate(scope, limits, handle, deadline).await {
+            None => match self
+                .instantiate(scope, limits, handle, deadline)
+                .instrument(tracing::info_span!(target: TRACE, "cronbox.instantiate"))
+                .await
+            {
                 Ok(instance) => {
                     report.new_instance = true;
                     instance
@@ -242,6 +251,7 @@ impl JobWorker {
             deadline,
             instance.bindings.call_execute(&mut instance.store),
         )
+        .instrument(tracing::info_span!(target: TRACE, "cronbox.execute"))
         .await;
         instance.runs += 1;
 

@@ -126,7 +126,11 @@ impl Scheduler {
         ends: Vec<RunEnd>,
         jobs: &HashMap<JobId, JobRow>,
     ) -> Result<(), StoreError> {
+        // Traced runs: the end span starts with the write, and the write
+        // (its wait for a batch included) is a span of its own.
+        let spans = EndSpans::begin(&ends);
         let (ends, ended) = self.finish_runs(ends).await;
+        let spans = spans.written();
         let ended = ended?;
         // Runs, run time and log bytes of the runs that ended, per tenant.
         let mut usage: HashMap<String, (u64, u64, u64)> = HashMap::new();
@@ -141,7 +145,7 @@ impl Scheduler {
         for (tenant, (runs, ms, bytes)) in &usage {
             self.quotas.ended(tenant, *runs, *ms, *bytes);
         }
-        for (run, end) in ended.into_iter().zip(&ends) {
+        for (index, (run, end)) in ended.into_iter().zip(&ends).enumerate() {
             let Some(run) = run else {
                 continue;
             };
@@ -164,7 +168,7 @@ impl Scheduler {
             );
             // What follows the end (children, a retry, the next workflow
             // nodes) continues the run's trace.
-            let span = end_span(&run, end.traceparent.as_deref());
+            let span = spans.of(index, &run);
             self.after_end(&run, jobs.get(&run.job_id))
                 .instrument(span)
                 .await?;
@@ -336,17 +340,65 @@ fn cut_log(log: &mut Vec<LogLine>, left: u64, tenant: &str, limit: u64) {
     });
 }
 
-/// The span of what follows a run's end, in the run's trace (disabled, and
-/// free, unless the run was traced).
-fn end_span(run: &RunRow, traceparent: Option<&str>) -> tracing::Span {
-    let Some(traceparent) = traceparent else {
+/// The spans of the ends of traced runs, in the order of the ends: each
+/// run's `cronbox.end`, and under it `cronbox.write` while the end is
+/// written. Nothing (no allocation) when no run was traced.
+struct EndSpans {
+    ends: Vec<tracing::Span>,
+    writes: Vec<tracing::Span>,
+}
+
+impl EndSpans {
+    fn begin(ends: &[RunEnd]) -> EndSpans {
+        if ends.iter().all(|end| end.traceparent.is_none()) {
+            return EndSpans {
+                ends: Vec::new(),
+                writes: Vec::new(),
+            };
+        }
+        let ends: Vec<tracing::Span> = ends.iter().map(end_span).collect();
+        let writes = ends
+            .iter()
+            .map(|end| {
+                tracing::info_span!(
+                    target: trace_context::TARGET,
+                    parent: end,
+                    "cronbox.write",
+                    db.operation.name = "end runs",
+                )
+            })
+            .collect();
+        EndSpans { ends, writes }
+    }
+
+    /// Ends the write spans.
+    fn written(mut self) -> EndSpans {
+        self.writes.clear();
+        self
+    }
+
+    /// The end span of the `index`th end, with the run's status.
+    fn of(&self, index: usize, run: &RunRow) -> tracing::Span {
+        let Some(span) = self.ends.get(index) else {
+            return tracing::Span::none();
+        };
+        span.record("cronbox.status", run.status.to_string());
+        span.clone()
+    }
+}
+
+/// The span of a traced run's end: its write, then what follows it, in
+/// the run's trace (disabled, and free, unless the run was traced).
+fn end_span(end: &RunEnd) -> tracing::Span {
+    let Some(traceparent) = end.traceparent.as_deref() else {
         return tracing::Span::none();
     };
     let span = tracing::info_span!(
         target: trace_context::TARGET,
         "cronbox.end",
-        cronbox.run_id = run.id.wire(),
-        cronbox.status = %run.status,
+        cronbox.run_id = end.run_id.wire(),
+        cronbox.outcome = %end.outcome,
+        cronbox.status = tracing::field::Empty,
     );
     trace_context::continue_from(&span, traceparent);
     span

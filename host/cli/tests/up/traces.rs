@@ -1,10 +1,12 @@
 //! Traces: a `cronbox up` with `OTEL_EXPORTER_OTLP_ENDPOINT` set sends a
 //! run's spans to an OTLP receiver — the admin's fire, the executor's run
-//! under it, the guest's HTTP request under that — and the service the
-//! job calls receives the request span's `traceparent`; the run keeps its
-//! trace id and links it to the operator's trace viewer; its child job's
-//! run is in the same trace, under the parent's end. The executor counts
-//! the request for its tenant.
+//! under it, its instance's creation and its `execute`, the guest's HTTP
+//! request under that, the admin's end and the end's write — and the
+//! service the job calls receives the request span's `traceparent`; the
+//! run keeps its trace id and links it to the operator's trace viewer; its
+//! child job's run is in the same trace, under the parent's end. The
+//! exporter's headers and batch delay come from `[otel]` keys of
+//! `cronbox.toml`; JSON log lines written in the run carry its trace id.
 
 use std::path::Path;
 
@@ -19,12 +21,21 @@ async fn a_runs_spans_go_from_the_fire_to_the_guests_http_request() {
     let origin = TestOrigin::start().await;
     let data = tempfile::tempdir().unwrap();
     let endpoint = receiver.endpoint();
-    let (_up, _printed, at) = up_with_env(
+    let config = data.path().join("cronbox.toml");
+    std::fs::write(
+        &config,
+        "[otel]\nexporter_otlp_headers = \"x-collector-key=k%201\"\nbsp_schedule_delay = 100\n",
+    )
+    .unwrap();
+    let log_path = data.path().join("up.log");
+    let (_up, _printed, at) = support::up_logging(
         data.path(),
         None,
         &[
+            ("CRONBOX_CONFIG", config.as_path()),
             ("OTEL_EXPORTER_OTLP_ENDPOINT", Path::new(&endpoint)),
-            ("OTEL_BSP_SCHEDULE_DELAY", Path::new("100")),
+            ("CRONBOX_LOG_FORMAT", Path::new("json")),
+            ("CRONBOX_LOG", Path::new("warn,cronbox_executor=debug")),
             (
                 "CRONBOX_EXECUTOR_HTTP_ALLOW_NETS",
                 Path::new("127.0.0.1/32"),
@@ -34,6 +45,7 @@ async fn a_runs_spans_go_from_the_fire_to_the_guests_http_request() {
                 Path::new("http://127.0.0.1:16686/trace/{trace_id}"),
             ),
         ],
+        std::fs::File::create(&log_path).unwrap(),
     );
     let token = std::fs::read_to_string(data.path().join("api-token")).unwrap();
     let api = Client::new(&format!("http://{}", at.admin), token.trim());
@@ -99,31 +111,52 @@ async fn a_runs_spans_go_from_the_fire_to_the_guests_http_request() {
     .await;
     assert_eq!(child_run.trace_id.as_deref(), Some(trace_id.as_str()));
 
-    // The parent's fire, run, request and end, the child's fire and run.
+    // The parent's fire, run, instance, execute, request, end and write;
+    // the child's fire and run.
+    let wanted = [
+        "cronbox.fire",
+        "cronbox.run",
+        "cronbox.instantiate",
+        "cronbox.execute",
+        "GET",
+        "cronbox.end",
+        "cronbox.write",
+    ];
     let spans = until("the runs' spans are exported", || async {
         let spans: Vec<ReceivedSpan> = receiver
             .spans()
             .into_iter()
             .filter(|span| span.trace_id == trace_id)
             .collect();
-        (spans.len() >= 6).then_some(spans)
+        let fires = spans
+            .iter()
+            .filter(|span| span.name == "cronbox.fire")
+            .count();
+        let all = wanted
+            .iter()
+            .all(|name| spans.iter().any(|span| span.name == *name));
+        (all && fires == 2).then_some(spans)
     })
     .await;
-    let named = |name: &str| {
+    // A span of `name` under `parent` (`""`: a root).
+    let under = |name: &str, parent: &str| {
         spans
             .iter()
-            .find(|span| span.name == name)
-            .unwrap_or_else(|| panic!("no {name} span in {spans:#?}"))
+            .find(|span| span.name == name && span.parent_span_id == parent)
+            .unwrap_or_else(|| panic!("no {name} span under {parent:?} in {spans:#?}"))
     };
-    let (fire, executed, request) = (named("cronbox.fire"), named("cronbox.run"), named("GET"));
-    assert_eq!(fire.parent_span_id, "", "the fire is the trace's root");
+    let fire = under("cronbox.fire", "");
+    let executed = under("cronbox.run", &fire.span_id);
+    under("cronbox.instantiate", &executed.span_id);
+    let execute = under("cronbox.execute", &executed.span_id);
+    let request = under("GET", &execute.span_id);
+    let end = under("cronbox.end", &fire.span_id);
+    under("cronbox.write", &end.span_id);
+    let child_fire = under("cronbox.fire", &end.span_id);
+    under("cronbox.run", &child_fire.span_id);
     assert_eq!(
-        executed.parent_span_id, fire.span_id,
-        "the run continues the fire"
-    );
-    assert_eq!(
-        request.parent_span_id, executed.span_id,
-        "the request is the run's"
+        end.attributes.get("cronbox.status").map(String::as_str),
+        Some("success")
     );
     assert_eq!((fire.kind, executed.kind, request.kind), (4, 5, 3));
     assert_eq!(fire.service, "cronbox");
@@ -159,4 +192,31 @@ async fn a_runs_spans_go_from_the_fire_to_the_guests_http_request() {
         traceparent,
         &format!("00-{trace_id}-{}-01", request.span_id)
     );
+
+    // The exporter sent the file's headers (decoded as the variable's).
+    assert!(
+        receiver
+            .header_values("x-collector-key")
+            .iter()
+            .all(|value| value == "k 1")
+            && !receiver.header_values("x-collector-key").is_empty(),
+        "{:?}",
+        receiver.header_values("x-collector-key")
+    );
+
+    // The executor's JSON log line for the run carries its trace.
+    let line = until("the run's log line is written", || async {
+        let log = std::fs::read_to_string(&log_path).ok()?;
+        log.lines()
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            .find(|line| {
+                line["fields"]["message"] == "run ended"
+                    && line["fields"]["run_id"].as_i64().map(|id| id.to_string())
+                        == Some(run_id.to_string())
+            })
+    })
+    .await;
+    assert_eq!(line["trace_id"], trace_id.as_str(), "{line}");
+    assert_eq!(line["span_id"], executed.span_id.as_str(), "{line}");
+    assert_eq!(line["fields"]["outcome"], "success", "{line}");
 }

@@ -240,6 +240,17 @@ pub(super) async fn run_one(
         };
         span.record("otel.status_code", status);
     }
+    // At `CRONBOX_LOG=cronbox_executor=debug`: a line a run, carrying the
+    // run's trace ids in JSON logs.
+    span.in_scope(|| {
+        tracing::debug!(
+            run_id = command.trigger.run_id,
+            job_id,
+            outcome = %report.outcome.kind(),
+            duration_ms = report.duration.as_millis() as u64,
+            "run ended"
+        );
+    });
     drop(span);
     let run_id = command.trigger.run_id;
     {
