@@ -50,6 +50,7 @@ pub mod workflow;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+pub use metrics::JobMark;
 pub use scheduler::SchedulerConfig;
 pub use store::{Store, StoreError, create_private_dir};
 
@@ -180,6 +181,13 @@ pub async fn start(config: AdminConfig) -> Result<RunningAdmin, AdminError> {
             tracing::error!(%error, "admin API stopped");
         }
     });
+    if let Err(error) = scheduler
+        .metrics()
+        .find_marked_jobs(scheduler.store())
+        .await
+    {
+        tracing::warn!(%error, "the jobs marked for metrics were not looked up");
+    }
     tasks.spawn(housekeeping::run(
         scheduler.store().clone(),
         scheduler.config().clone(),

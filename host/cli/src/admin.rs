@@ -82,8 +82,9 @@ pub struct AdminArgs {
     max_module_size: bytesize::ByteSize,
 }
 
-/// What the operator lets a tenant's jobs ask for and reach, and where
-/// their traces are viewed, shared by `cronbox admin` and `cronbox up`.
+/// What the operator lets a tenant's jobs ask for and reach, where their
+/// traces are viewed and which get metrics of their own, shared by
+/// `cronbox admin` and `cronbox up`.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct TenantPolicyArgs {
     /// Networks a tenant's alarm webhook may reach beyond the public
@@ -111,6 +112,16 @@ pub(crate) struct TenantPolicyArgs {
     /// OTEL_EXPORTER_OTLP_ENDPOINT is set.
     #[arg(long, env = "CRONBOX_ADMIN_TRACE_URL")]
     trace_url: Option<String>,
+    /// Jobs given metrics of their own (`cronbox_admin_job_*`: runs by
+    /// outcome, lateness, duration, fuel, memory), comma-separated, each
+    /// an id or TENANT/NAME: `42,default/nightly-report`.
+    #[arg(
+        long,
+        env = "CRONBOX_ADMIN_JOB_METRICS",
+        value_delimiter = ',',
+        value_name = "JOBS"
+    )]
+    job_metrics: Vec<cronbox_admin::JobMark>,
 }
 
 impl TenantPolicyArgs {
@@ -145,6 +156,7 @@ impl TenantPolicyArgs {
                 memory_bytes: memory as i64,
             },
             trace_url: self.trace_url,
+            job_metrics: self.job_metrics,
             ..scheduler
         })
     }

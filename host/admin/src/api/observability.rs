@@ -1,6 +1,7 @@
 //! `/metrics`: the admin's Prometheus metrics, with the gauges read from
 //! the database set afresh on each scrape (quotas, live executors per
-//! group, the most failing jobs of the last hour, readiness).
+//! group, the most failing jobs of the last hour, readiness), and the jobs
+//! marked with `--job-metrics` looked up again.
 
 use super::*;
 use crate::metrics::FAILING_JOBS;
@@ -15,6 +16,10 @@ pub(super) async fn metrics(State(state): State<Arc<AdminState>>) -> impl IntoRe
         }
         if let Err(error) = refresh_fleet_metrics(&state).await {
             tracing::warn!(%error, "executor and failing-job metrics not refreshed");
+        }
+        let metrics = state.scheduler.metrics();
+        if let Err(error) = metrics.find_marked_jobs(state.scheduler.store()).await {
+            tracing::warn!(%error, "the jobs marked for metrics were not looked up");
         }
     }
     (

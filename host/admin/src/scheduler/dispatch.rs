@@ -404,7 +404,7 @@ impl Scheduler {
         let end = RunEnd::failed(run.id, RunOutcome::Rejected, &message, self.now_ms());
         if self.store.finish_run(&end).await?.is_some() {
             self.metrics
-                .run_ended(&run.tenant, RunOutcome::Rejected.as_str());
+                .run_ended(&run.tenant, run.job_id, RunOutcome::Rejected.as_str());
         }
         self.store.stop_job(run.job_id, self.now_ms()).await?;
         Ok(())
@@ -442,7 +442,7 @@ impl Scheduler {
             );
             if let Some(ended) = self.store.finish_run(&end).await? {
                 self.metrics
-                    .run_ended(&ended.tenant, RunStatus::Cancelled.as_str());
+                    .run_ended(&ended.tenant, ended.job_id, RunStatus::Cancelled.as_str());
                 self.sink.events.send(|| RunEvent::ended(&ended));
             }
             return Ok(());
@@ -534,7 +534,7 @@ impl Scheduler {
             let end = RunEnd::cancelled(run.id, &format!("skipped: {why}"), now);
             if let Some(ended) = self.store.finish_run(&end).await? {
                 self.metrics
-                    .run_ended(&ended.tenant, RunStatus::Cancelled.as_str());
+                    .run_ended(&ended.tenant, ended.job_id, RunStatus::Cancelled.as_str());
                 self.sink.events.send(|| RunEvent::ended(&ended));
             }
             Ok::<bool, StoreError>(false)

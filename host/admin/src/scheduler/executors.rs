@@ -150,7 +150,7 @@ impl Scheduler {
             .await?;
         for run_id in &cancelled {
             self.metrics
-                .run_ended(&job.tenant, RunStatus::Cancelled.as_str());
+                .run_ended(&job.tenant, job.id, RunStatus::Cancelled.as_str());
             self.sink.events.send(|| RunEvent::Ended {
                 run_id: *run_id,
                 job_id: job.id,

@@ -139,6 +139,8 @@ pub struct SchedulerConfig {
     /// The operator's trace viewer, with `{trace_id}` where a run's trace
     /// id goes: a run's page links its trace there.
     pub trace_url: Option<String>,
+    /// Jobs given series of their own in the metrics (`cronbox_admin_job_*`).
+    pub job_metrics: Vec<crate::metrics::JobMark>,
 }
 
 impl Default for SchedulerConfig {
@@ -163,6 +165,7 @@ impl Default for SchedulerConfig {
             quota_defaults: crate::quotas::QuotaDefaults::default(),
             secrets: None,
             trace_url: None,
+            job_metrics: Vec::new(),
         }
     }
 }
@@ -209,7 +212,7 @@ impl Scheduler {
         executor_http: reqwest::ClientBuilder,
         tasks: Tasks,
     ) -> Arc<Self> {
-        let metrics = Arc::new(Metrics::new());
+        let metrics = Arc::new(Metrics::new(config.job_metrics.clone()));
         let quotas = Arc::new(crate::quotas::Quotas::new(config.quota_defaults.clone()));
         Arc::new(Scheduler {
             dispatcher: Dispatcher::new(&config, executor_http),

@@ -149,11 +149,15 @@ impl Scheduler {
             let Some(run) = run else {
                 continue;
             };
-            self.metrics
-                .run_ended(&run.tenant, run.outcome.unwrap_or(end.outcome).as_str());
+            self.metrics.run_ended(
+                &run.tenant,
+                run.job_id,
+                run.outcome.unwrap_or(end.outcome).as_str(),
+            );
             let seconds = |ms: i64| ms.max(0) as f64 / 1000.0;
             self.metrics.run_measured(
                 &run.tenant,
+                run.job_id,
                 crate::metrics::RunMeasures {
                     lateness_seconds: end
                         .started_at_ms
@@ -283,7 +287,7 @@ impl Scheduler {
                 .await?;
             if let Some(ended) = ended {
                 self.metrics
-                    .run_ended(&ended.tenant, RunOutcome::Lost.as_str());
+                    .run_ended(&ended.tenant, ended.job_id, RunOutcome::Lost.as_str());
                 tracing::warn!(run = %run.id, "{message}");
                 self.after_end(&ended, None).await?;
             }

@@ -279,7 +279,8 @@ impl Scheduler {
             .finish_run(&RunEnd::failed(run.id, outcome, message, self.now_ms()))
             .await?;
         if let Some(ended) = ended {
-            self.metrics.run_ended(&ended.tenant, outcome.as_str());
+            self.metrics
+                .run_ended(&ended.tenant, ended.job_id, outcome.as_str());
             self.after_end(&ended, None).await?;
         }
         Ok(())

@@ -1,11 +1,24 @@
 //! Prometheus metrics of an admin, served at `/metrics`: fires written,
 //! start lateness, dispatch failures and backlog, runs by outcome, alarms;
 //! per tenant, runs by outcome and histograms of start lateness, duration,
-//! fuel and peak memory; and, set afresh on every scrape, each tenant's
+//! fuel and peak memory, and the same per job for the jobs the operator
+//! marks (`run_series.rs`); and, set afresh on every scrape, each tenant's
 //! quota limits and use, the live executors of each group, the jobs that
 //! failed most in the last hour (at most [`FAILING_JOBS`]) and whether the
-//! database answers. No series is per run, and a job is a label only among
-//! the most failing few: cardinality is bounded by tenants and groups.
+//! database answers. No series is per run, and a job is a label only
+//! when the operator marks it or among the most failing few: cardinality
+//! is bounded by tenants, groups and the operator's list.
+
+mod run_series;
+
+use std::collections::HashMap;
+
+pub use run_series::JobMark;
+pub(crate) use run_series::RunMeasures;
+use run_series::{JobLabel, MarkedJobs, RunSeries, TenantLabel, lateness_histogram};
+
+use crate::model::JobId;
+use crate::store::{Store, StoreError};
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -20,30 +33,9 @@ pub(crate) struct OutcomeLabel {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub(crate) struct TenantOutcomeLabel {
-    tenant: String,
-    outcome: String,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub(crate) struct TenantLabel {
-    tenant: String,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct GroupLabel {
     group: String,
 }
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub(crate) struct JobLabel {
-    tenant: String,
-    /// `ID name`.
-    job: String,
-}
-
-/// A histogram per tenant.
-type PerTenant = Family<TenantLabel, Histogram, fn() -> Histogram>;
 
 /// How many of the most failing jobs of the last hour are labelled.
 pub(crate) const FAILING_JOBS: i64 = 20;
@@ -52,15 +44,6 @@ pub(crate) const FAILING_JOBS: i64 = 20;
 pub(crate) struct QuotaLabel {
     tenant: String,
     quota: String,
-}
-
-/// What an ended run measured (see [`Metrics::run_measured`]).
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct RunMeasures {
-    pub(crate) lateness_seconds: Option<f64>,
-    pub(crate) duration_seconds: Option<f64>,
-    pub(crate) fuel: Option<i64>,
-    pub(crate) peak_memory_bytes: Option<i64>,
 }
 
 #[derive(Debug)]
@@ -88,45 +71,18 @@ pub(crate) struct Metrics {
     pub(crate) run_end_writes: Counter,
     quota_limit: Family<QuotaLabel, Gauge>,
     quota_used: Family<QuotaLabel, Gauge>,
-    tenant_runs: Family<TenantOutcomeLabel, Counter>,
-    tenant_lateness: PerTenant,
-    tenant_duration: PerTenant,
-    tenant_fuel: PerTenant,
-    tenant_memory: PerTenant,
+    tenants: RunSeries<TenantLabel>,
+    jobs: RunSeries<JobLabel>,
+    marked_jobs: MarkedJobs,
     executors_alive: Family<GroupLabel, Gauge>,
     job_failures: Family<JobLabel, Gauge>,
     /// 1 while the database answers (read at each scrape), else 0.
     pub(crate) ready: Gauge,
 }
 
-fn lateness_histogram() -> Histogram {
-    Histogram::new([
-        0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 30.0,
-    ])
-}
-
-fn duration_histogram() -> Histogram {
-    Histogram::new([
-        0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 1800.0, 3600.0,
-    ])
-}
-
-fn fuel_histogram() -> Histogram {
-    Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(
-        1e3, 10.0, 10,
-    ))
-}
-
-fn memory_histogram() -> Histogram {
-    Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(
-        f64::from(1 << 20),
-        4.0,
-        7,
-    ))
-}
-
 impl Metrics {
-    pub(crate) fn new() -> Self {
+    /// The admin's metrics; `marked_jobs` get series of their own.
+    pub(crate) fn new(marked_jobs: Vec<JobMark>) -> Self {
         let mut registry = Registry::with_prefix("cronbox_admin");
         let fires = Counter::default();
         let lateness = lateness_histogram();
@@ -192,41 +148,11 @@ impl Metrics {
             "Each tenant's use of each quota the admin counts (per-day ones: today, UTC)",
             quota_used.clone(),
         );
-        let tenant_runs = Family::<TenantOutcomeLabel, Counter>::default();
-        registry.register(
-            "tenant_runs",
-            "Runs ended, by tenant and outcome",
-            tenant_runs.clone(),
-        );
-        let per_tenant =
-            |registry: &mut Registry, name: &str, help: &str, make: fn() -> Histogram| {
-                let family = PerTenant::new_with_constructor(make);
-                registry.register(name, help, family.clone());
-                family
-            };
-        let tenant_lateness = per_tenant(
+        let tenants = RunSeries::register(&mut registry, "tenant", "by tenant");
+        let jobs = RunSeries::register(
             &mut registry,
-            "tenant_start_lateness_seconds",
-            "Execution start minus scheduled time of scheduled runs, by tenant",
-            lateness_histogram,
-        );
-        let tenant_duration = per_tenant(
-            &mut registry,
-            "tenant_run_duration_seconds",
-            "Duration of ended runs that started, by tenant",
-            duration_histogram,
-        );
-        let tenant_fuel = per_tenant(
-            &mut registry,
-            "tenant_run_fuel",
-            "Fuel consumed by runs that report it, by tenant",
-            fuel_histogram,
-        );
-        let tenant_memory = per_tenant(
-            &mut registry,
-            "tenant_run_peak_memory_bytes",
-            "Peak memory of runs that report it, by tenant",
-            memory_histogram,
+            "job",
+            "by job, for the jobs marked with --job-metrics",
         );
         let executors_alive = Family::<GroupLabel, Gauge>::default();
         registry.register(
@@ -247,11 +173,9 @@ impl Metrics {
             ready.clone(),
         );
         Metrics {
-            tenant_runs,
-            tenant_lateness,
-            tenant_duration,
-            tenant_fuel,
-            tenant_memory,
+            tenants,
+            jobs,
+            marked_jobs: MarkedJobs::new(marked_jobs),
             executors_alive,
             job_failures,
             ready,
@@ -271,42 +195,68 @@ impl Metrics {
         }
     }
 
-    /// A run of `tenant` ended with `outcome`.
-    pub(crate) fn run_ended(&self, tenant: &str, outcome: &str) {
+    /// A run of `job` of `tenant` ended with `outcome`.
+    pub(crate) fn run_ended(&self, tenant: &str, job: JobId, outcome: &str) {
         self.runs
             .get_or_create(&OutcomeLabel {
                 outcome: outcome.to_owned(),
             })
             .inc();
-        self.tenant_runs
-            .get_or_create(&TenantOutcomeLabel {
-                tenant: tenant.to_owned(),
-                outcome: outcome.to_owned(),
-            })
-            .inc();
-    }
-
-    /// What an ended run of `tenant` measured: its start lateness (a
-    /// scheduled run), duration, fuel and peak memory, where known.
-    pub(crate) fn run_measured(&self, tenant: &str, measured: RunMeasures) {
-        let label = TenantLabel {
+        let tenant = TenantLabel {
             tenant: tenant.to_owned(),
         };
+        self.tenants.ended(&tenant, outcome);
+        if let Some(job) = self.marked_jobs.label(job) {
+            self.jobs.ended(&job, outcome);
+        }
+    }
+
+    /// What an ended run of `job` of `tenant` measured: its start lateness
+    /// (a scheduled run), duration, fuel and peak memory, where known.
+    pub(crate) fn run_measured(&self, tenant: &str, job: JobId, measured: RunMeasures) {
         if let Some(late) = measured.lateness_seconds {
             self.lateness.observe(late);
-            self.tenant_lateness.get_or_create(&label).observe(late);
         }
-        if let Some(seconds) = measured.duration_seconds {
-            self.tenant_duration.get_or_create(&label).observe(seconds);
+        let tenant = TenantLabel {
+            tenant: tenant.to_owned(),
+        };
+        self.tenants.measured(&tenant, &measured);
+        if let Some(job) = self.marked_jobs.label(job) {
+            self.jobs.measured(&job, &measured);
         }
-        if let Some(fuel) = measured.fuel {
-            self.tenant_fuel.get_or_create(&label).observe(fuel as f64);
+    }
+
+    /// Finds the jobs the operator marked in `store` (by id, or by tenant
+    /// and name) and labels them `ID name` from now on. Called at start
+    /// and at each scrape: a job created or renamed since is counted from
+    /// the next one.
+    pub(crate) async fn find_marked_jobs(&self, store: &Store) -> Result<(), StoreError> {
+        if self.marked_jobs.marks.is_empty() {
+            return Ok(());
         }
-        if let Some(bytes) = measured.peak_memory_bytes {
-            self.tenant_memory
-                .get_or_create(&label)
-                .observe(bytes as f64);
+        let mut ids = Vec::new();
+        let mut jobs = Vec::new();
+        for mark in &self.marked_jobs.marks {
+            match mark {
+                JobMark::Id(id) => ids.push(*id),
+                JobMark::Named { tenant, name } => {
+                    jobs.extend(store.jobs_named(tenant, name).await?)
+                }
+            }
         }
+        jobs.extend(store.jobs_by_id(&ids).await?.into_values());
+        let found: HashMap<JobId, JobLabel> = jobs
+            .into_iter()
+            .map(|job| {
+                let label = JobLabel {
+                    job: format!("{} {}", job.id, job.name),
+                    tenant: job.tenant,
+                };
+                (job.id, label)
+            })
+            .collect();
+        self.marked_jobs.set(found);
+        Ok(())
     }
 
     /// Replaces the live executor counts: (group, executors alive).
