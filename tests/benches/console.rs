@@ -213,6 +213,7 @@ fn main() {
             scheduler: SchedulerConfig::default(),
             max_request_bytes: 1 << 20,
             tls: None,
+            metrics_export: None,
         })
         .await
         .unwrap();

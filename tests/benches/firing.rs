@@ -215,6 +215,7 @@ async fn round(
                 },
                 max_request_bytes: 64 << 20,
                 tls: tls.clone(),
+                metrics_export: None,
             })
             .await
             .unwrap(),
@@ -450,10 +451,10 @@ fn main() {
     // Logs as the cronbox binary writes them (CRONBOX_LOG, warnings by
     // default); with OTEL_EXPORTER_OTLP_ENDPOINT set, every run's spans
     // exported as `cronbox up` exports them (the traced rounds).
-    let traces = cronbox_telemetry::TraceSettings {
+    let traces = cronbox_telemetry::OtelSettings {
         endpoint: std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT").ok(),
         service_name: "cronbox-bench".to_owned(),
-        ..cronbox_telemetry::TraceSettings::default()
+        ..cronbox_telemetry::OtelSettings::default()
     };
     let telemetry = cronbox_telemetry::init(cronbox_telemetry::LogFormat::Text, &traces);
     let mut words: Vec<String> = std::env::args().skip(1).collect();

@@ -61,6 +61,7 @@ async fn admin(data: &Path, bind: &str, success_retention: Option<Duration>) -> 
         },
         max_request_bytes: 64 << 20,
         tls: None,
+        metrics_export: None,
     })
     .await
     .unwrap()

@@ -73,6 +73,7 @@ async fn bench(chains: usize, length: usize) {
         },
         max_request_bytes: 64 << 20,
         tls: None,
+        metrics_export: None,
     })
     .await
     .unwrap();

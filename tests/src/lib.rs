@@ -35,7 +35,7 @@ pub use browser::{Browser, process_group_alive};
 pub use client::{AdminClient, WAIT, test_password, until, until_within};
 pub use executor_client::ExecutorClient;
 pub use origin::{SeenRequest, TestOrigin};
-pub use otlp::{OtlpReceiver, ReceivedSpan};
+pub use otlp::{OtlpReceiver, ReceivedPoint, ReceivedSpan};
 pub use postgres::PostgresServer;
 pub use python::{python_tool, run_ok};
 pub use webhook::WebhookReceiver;

@@ -1,7 +1,7 @@
 //! A test OTLP receiver: an HTTP server on loopback taking `POST
-//! /v1/traces` as OTLP/HTTP with protobuf, decoded with OpenTelemetry's
-//! published proto definitions, keeping every span it was sent and the
-//! headers of each export.
+//! /v1/traces` and `/v1/metrics` as OTLP/HTTP with protobuf, decoded with
+//! OpenTelemetry's published proto definitions, keeping every span and
+//! every metric it was sent and the headers of each export.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -42,9 +42,22 @@ pub struct OtlpReceiver {
     server: tokio::task::JoinHandle<()>,
 }
 
+/// A number data point of a metric as received (a sum's or a gauge's).
+#[derive(Debug, Clone)]
+pub struct ReceivedPoint {
+    /// The `service.name` of the process that sent it.
+    pub service: String,
+    pub metric: String,
+    /// Whether the metric is a monotonic sum (a Prometheus counter).
+    pub monotonic: bool,
+    pub attributes: HashMap<String, String>,
+    pub value: f64,
+}
+
 #[derive(Debug, Default)]
 struct Received {
     spans: Mutex<Vec<ReceivedSpan>>,
+    points: Mutex<Vec<ReceivedPoint>>,
     /// Each export request's headers, in order.
     headers: Mutex<Vec<HeaderMap>>,
 }
@@ -60,6 +73,7 @@ impl OtlpReceiver {
         let received = Arc::new(Received::default());
         let app = Router::new()
             .route("/v1/traces", post(receive))
+            .route("/v1/metrics", post(receive_metrics))
             .with_state(received.clone());
         let (addr, server) = crate::serve_on("127.0.0.1:0", app).await;
         OtlpReceiver {
@@ -77,6 +91,11 @@ impl OtlpReceiver {
     /// Every span received so far.
     pub fn spans(&self) -> Vec<ReceivedSpan> {
         self.received.spans.lock().expect("not poisoned").clone()
+    }
+
+    /// Every number data point received so far (sums and gauges).
+    pub fn points(&self) -> Vec<ReceivedPoint> {
+        self.received.points.lock().expect("not poisoned").clone()
     }
 
     /// The values of header `name` in the exports so far, in order.
@@ -137,5 +156,51 @@ async fn receive(
         }
     }
     received.spans.lock().expect("not poisoned").extend(spans);
+    StatusCode::OK
+}
+
+async fn receive_metrics(
+    State(received): State<Arc<Received>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> StatusCode {
+    use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+    use opentelemetry_proto::tonic::metrics::v1::{metric::Data, number_data_point::Value};
+    received.headers.lock().expect("not poisoned").push(headers);
+    let Ok(request) = ExportMetricsServiceRequest::decode(body) else {
+        return StatusCode::BAD_REQUEST;
+    };
+    let mut points = Vec::new();
+    for resource_metrics in request.resource_metrics {
+        let resource = resource_metrics
+            .resource
+            .map(|resource| attributes(resource.attributes))
+            .unwrap_or_default();
+        let service = resource.get("service.name").cloned().unwrap_or_default();
+        for scope in resource_metrics.scope_metrics {
+            for metric in scope.metrics {
+                let (monotonic, data_points) = match metric.data {
+                    Some(Data::Sum(sum)) => (sum.is_monotonic, sum.data_points),
+                    Some(Data::Gauge(gauge)) => (false, gauge.data_points),
+                    _ => continue,
+                };
+                for point in data_points {
+                    let value = match point.value {
+                        Some(Value::AsDouble(value)) => value,
+                        Some(Value::AsInt(value)) => value as f64,
+                        None => continue,
+                    };
+                    points.push(ReceivedPoint {
+                        service: service.clone(),
+                        metric: metric.name.clone(),
+                        monotonic,
+                        attributes: attributes(point.attributes),
+                        value,
+                    });
+                }
+            }
+        }
+    }
+    received.points.lock().expect("not poisoned").extend(points);
     StatusCode::OK
 }

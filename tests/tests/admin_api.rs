@@ -90,6 +90,7 @@ async fn stack_in(
         scheduler,
         max_request_bytes: max_module_bytes,
         tls: None,
+        metrics_export: None,
     })
     .await
     .unwrap();

@@ -48,6 +48,7 @@ async fn admin_with(max_module_bytes: usize) -> Admin {
         },
         max_request_bytes: max_module_bytes,
         tls: None,
+        metrics_export: None,
     })
     .await
     .unwrap();

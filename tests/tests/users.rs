@@ -31,6 +31,7 @@ async fn admin() -> Admin {
         scheduler: SchedulerConfig::default(),
         max_request_bytes: 1 << 20,
         tls: None,
+        metrics_export: None,
     })
     .await
     .unwrap();

@@ -83,6 +83,9 @@ pub struct AdminConfig {
     /// Serve the API and console over TLS with this certificate (reloaded
     /// on SIGHUP or when its files change); `None`: plain HTTP.
     pub tls: Option<cronbox_tls::ServerIdentity>,
+    /// Send the metrics by OTLP too (every interval of its own), besides
+    /// serving them at `/metrics`.
+    pub metrics_export: Option<cronbox_telemetry::MetricsExporter>,
 }
 
 /// Why an admin could not start.
@@ -187,6 +190,14 @@ pub async fn start(config: AdminConfig) -> Result<RunningAdmin, AdminError> {
         .await
     {
         tracing::warn!(%error, "the jobs marked for metrics were not looked up");
+    }
+    if let Some(exporter) = config.metrics_export.clone() {
+        let scheduler = scheduler.clone();
+        let stop = tasks.stopping();
+        tasks.spawn_loop(exporter.push_until(
+            move || api::current_metrics(scheduler.clone()),
+            stop.cancelled_owned(),
+        ));
     }
     tasks.spawn(housekeeping::run(
         scheduler.store().clone(),

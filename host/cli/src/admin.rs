@@ -173,7 +173,10 @@ fn parse_offset(text: &str) -> Result<i64, String> {
         .map_err(|error| error.to_string())
 }
 
-pub fn main(args: AdminArgs) -> anyhow::Result<ExitCode> {
+pub fn main(
+    args: AdminArgs,
+    metrics_export: Option<cronbox_telemetry::MetricsExporter>,
+) -> anyhow::Result<ExitCode> {
     if args.token.is_empty() || args.executor_token.is_empty() {
         bail!("--token and --executor-token must not be empty");
     }
@@ -207,6 +210,7 @@ pub fn main(args: AdminArgs) -> anyhow::Result<ExitCode> {
         })?,
         max_request_bytes: usize::try_from(args.max_module_size.as_u64()).unwrap_or(usize::MAX),
         tls: args.tls.identity(),
+        metrics_export,
     };
     let scheme = if config.tls.is_some() {
         "https"

@@ -126,12 +126,16 @@ impl CompilerArgs {
     }
 }
 
-pub fn main(args: ExecutorArgs) -> anyhow::Result<ExitCode> {
+pub fn main(
+    args: ExecutorArgs,
+    metrics_export: Option<cronbox_telemetry::MetricsExporter>,
+) -> anyhow::Result<ExitCode> {
     if args.token.is_empty() {
         bail!("--token (or CRONBOX_TOKEN) must not be empty");
     }
     let mut config = ExecutorConfig::new(args.bind, args.admins, args.token, args.data_dir);
     config.advertised_address = args.advertise;
+    config.metrics_export = metrics_export;
     config.tls = args.tls.identity();
     config.ca_file = args.tls.ca_file.clone();
     config.group = args.group;

@@ -150,10 +150,19 @@ fn main() -> ExitCode {
     };
     let telemetry = cli.telemetry.init(service);
     let (result, failure_code) = match cli.command {
-        Command::Up(args) => (up::main(args), run::EXIT_BAD_INPUT),
+        Command::Up(args) => (
+            up::main(args, telemetry.metrics_exporter()),
+            run::EXIT_BAD_INPUT,
+        ),
         Command::Run(args) => (run::main(args), run::EXIT_BAD_INPUT),
-        Command::Executor(args) => (executor::main(args), run::EXIT_BAD_INPUT),
-        Command::Admin(args) => (admin::main(args), run::EXIT_BAD_INPUT),
+        Command::Executor(args) => (
+            executor::main(args, telemetry.metrics_exporter()),
+            run::EXIT_BAD_INPUT,
+        ),
+        Command::Admin(args) => (
+            admin::main(args, telemetry.metrics_exporter()),
+            run::EXIT_BAD_INPUT,
+        ),
         Command::Module(args) => (
             manage::module(args).map(|()| ExitCode::SUCCESS),
             EXIT_FAILED,

@@ -1,4 +1,4 @@
-//! The global flags of logs and traces: `--log-format`, and the
+//! The global flags of logs, traces and metrics: `--log-format`, and the
 //! OpenTelemetry settings, each a flag named after its standard variable
 //! (`--otel-traces-sampler` is `OTEL_TRACES_SAMPLER`) and a key of
 //! `cronbox.toml` (`[otel] traces_sampler`).
@@ -12,7 +12,14 @@ pub enum LogFormat {
     Json,
 }
 
-/// Logs and traces; every flag is global.
+/// Whether metrics go by OTLP too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum MetricsExporter {
+    Otlp,
+    None,
+}
+
+/// Logs, traces and metrics; every flag is global.
 #[derive(Debug, Args)]
 pub struct TelemetryArgs {
     /// How logs are written to stderr: `text` for people, or `json`, one
@@ -33,7 +40,7 @@ pub struct TelemetryArgs {
         global = true,
         env = "OTEL_EXPORTER_OTLP_ENDPOINT",
         value_name = "URL",
-        help_heading = "Traces"
+        help_heading = "OpenTelemetry"
     )]
     otel_endpoint: Option<String>,
     /// The name this process's spans carry (default cronbox-admin,
@@ -43,7 +50,7 @@ pub struct TelemetryArgs {
         global = true,
         env = "OTEL_SERVICE_NAME",
         value_name = "NAME",
-        help_heading = "Traces"
+        help_heading = "OpenTelemetry"
     )]
     otel_service_name: Option<String>,
     /// Headers sent with every export, `key=value,...` (values
@@ -54,7 +61,7 @@ pub struct TelemetryArgs {
         env = "OTEL_EXPORTER_OTLP_HEADERS",
         hide_env_values = true,
         value_name = "KEY=VALUE,...",
-        help_heading = "Traces"
+        help_heading = "OpenTelemetry"
     )]
     otel_exporter_otlp_headers: Option<String>,
     /// Which traces are kept: always_on (the default), always_off,
@@ -65,7 +72,7 @@ pub struct TelemetryArgs {
         global = true,
         env = "OTEL_TRACES_SAMPLER",
         value_name = "SAMPLER",
-        help_heading = "Traces"
+        help_heading = "OpenTelemetry"
     )]
     otel_traces_sampler: Option<cronbox_telemetry::SamplerName>,
     /// The ratio of traces the traceidratio samplers keep, 0 to 1
@@ -75,7 +82,7 @@ pub struct TelemetryArgs {
         global = true,
         env = "OTEL_TRACES_SAMPLER_ARG",
         value_name = "RATIO",
-        help_heading = "Traces"
+        help_heading = "OpenTelemetry"
     )]
     otel_traces_sampler_arg: Option<f64>,
     /// Spans held for export at most (default 2048); past it new spans
@@ -85,7 +92,7 @@ pub struct TelemetryArgs {
         global = true,
         env = "OTEL_BSP_MAX_QUEUE_SIZE",
         value_name = "SPANS",
-        help_heading = "Traces"
+        help_heading = "OpenTelemetry"
     )]
     otel_bsp_max_queue_size: Option<usize>,
     /// Spans sent in one request at most (default 512).
@@ -94,7 +101,7 @@ pub struct TelemetryArgs {
         global = true,
         env = "OTEL_BSP_MAX_EXPORT_BATCH_SIZE",
         value_name = "SPANS",
-        help_heading = "Traces"
+        help_heading = "OpenTelemetry"
     )]
     otel_bsp_max_export_batch_size: Option<usize>,
     /// Milliseconds spans wait before a batch is sent (default 5000).
@@ -103,9 +110,29 @@ pub struct TelemetryArgs {
         global = true,
         env = "OTEL_BSP_SCHEDULE_DELAY",
         value_name = "MS",
-        help_heading = "Traces"
+        help_heading = "OpenTelemetry"
     )]
     otel_bsp_schedule_delay: Option<u64>,
+    /// Send the admin's and executor's metrics by OTLP to the endpoint
+    /// too (`otlp`, the default when an endpoint is set), or not (`none`).
+    #[arg(
+        long,
+        global = true,
+        env = "OTEL_METRICS_EXPORTER",
+        value_enum,
+        value_name = "EXPORTER",
+        help_heading = "OpenTelemetry"
+    )]
+    otel_metrics_exporter: Option<MetricsExporter>,
+    /// Milliseconds between two sends of the metrics (default 60000).
+    #[arg(
+        long,
+        global = true,
+        env = "OTEL_METRIC_EXPORT_INTERVAL",
+        value_name = "MS",
+        help_heading = "OpenTelemetry"
+    )]
+    otel_metric_export_interval: Option<u64>,
 }
 
 impl TelemetryArgs {
@@ -116,7 +143,7 @@ impl TelemetryArgs {
             LogFormat::Text => cronbox_telemetry::LogFormat::Text,
             LogFormat::Json => cronbox_telemetry::LogFormat::Json,
         };
-        let traces = cronbox_telemetry::TraceSettings {
+        let settings = cronbox_telemetry::OtelSettings {
             endpoint: self.otel_endpoint.clone(),
             service_name: self
                 .otel_service_name
@@ -132,7 +159,11 @@ impl TelemetryArgs {
                     .otel_bsp_schedule_delay
                     .map(std::time::Duration::from_millis),
             },
+            metrics: self.otel_metrics_exporter != Some(MetricsExporter::None),
+            metric_export_interval: self
+                .otel_metric_export_interval
+                .map(std::time::Duration::from_millis),
         };
-        cronbox_telemetry::init(format, &traces)
+        cronbox_telemetry::init(format, &settings)
     }
 }

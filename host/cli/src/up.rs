@@ -111,7 +111,10 @@ const DEMOS: &[Demo] = &[
     },
 ];
 
-pub fn main(args: UpArgs) -> anyhow::Result<ExitCode> {
+pub fn main(
+    args: UpArgs,
+    metrics_export: Option<cronbox_telemetry::MetricsExporter>,
+) -> anyhow::Result<ExitCode> {
     // 0700: it holds the database, tokens and keys.
     cronbox_admin::create_private_dir(&args.data_dir)
         .with_context(|| format!("cannot create {}", args.data_dir.display()))?;
@@ -162,6 +165,7 @@ pub fn main(args: UpArgs) -> anyhow::Result<ExitCode> {
             })?,
             max_request_bytes: 64 << 20,
             tls: tls.clone(),
+            metrics_export: metrics_export.clone(),
         })
         .await?;
         let admin_url = format!("{scheme}://{}", admin.local_addr());
@@ -173,6 +177,7 @@ pub fn main(args: UpArgs) -> anyhow::Result<ExitCode> {
         );
         executor_config.beat_interval = Duration::from_secs(10);
         executor_config.tls = tls;
+        executor_config.metrics_export = metrics_export;
         executor_config.ca_file = ca_file.clone();
         executor_config.runtime.compiler = args.compiler.compiler()?;
         executor_config.runtime.http_nets = args.http_allow_nets.clone();

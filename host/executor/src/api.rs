@@ -204,6 +204,18 @@ async fn log(
 }
 
 async fn metrics(State(state): State<Arc<ApiState>>) -> impl IntoResponse {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        current_metrics(&state),
+    )
+}
+
+/// The metrics as text, the gauges read from the runtime first (for a
+/// scrape, and for an export by OTLP).
+pub(crate) fn current_metrics(state: &ApiState) -> String {
     let runtime = state.jobs.runtime();
     let metrics = &state.metrics;
     let scrape = metrics
@@ -225,13 +237,7 @@ async fn metrics(State(state): State<Arc<ApiState>>) -> impl IntoResponse {
         .spool_results
         .set(i64::try_from(state.jobs.spooled_results()).unwrap_or(i64::MAX));
     drop(scrape);
-    (
-        [(
-            header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
-        )],
-        state.metrics.encode(),
-    )
+    state.metrics.encode()
 }
 
 async fn not_found() -> Failure {

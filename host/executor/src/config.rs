@@ -60,6 +60,9 @@ pub struct ExecutorConfig {
     pub disk_cache_bytes: u64,
     /// The sandbox's settings (its artifact cache goes under `data_dir`).
     pub runtime: RuntimeConfig,
+    /// Send the metrics by OTLP too (every interval of its own), besides
+    /// serving them at `/metrics`.
+    pub metrics_export: Option<cronbox_telemetry::MetricsExporter>,
 }
 
 impl ExecutorConfig {
@@ -96,6 +99,7 @@ impl ExecutorConfig {
             max_loaded_modules: 256,
             disk_cache_bytes: 4 << 30,
             runtime: RuntimeConfig::default(),
+            metrics_export: None,
         }
     }
 }

@@ -236,6 +236,14 @@ pub async fn start(config: ExecutorConfig) -> Result<RunningExecutor, ExecutorEr
             }
         })
     };
+    if let Some(exporter) = config.metrics_export.clone() {
+        let state = state.clone();
+        let stop = stop_background.clone();
+        tokio::spawn(exporter.push_until(
+            move || std::future::ready(api::current_metrics(&state)),
+            stop.cancelled_owned(),
+        ));
+    }
     tracing::info!(%address, %local_addr, "executor started");
     Ok(RunningExecutor {
         local_addr,

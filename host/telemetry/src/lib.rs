@@ -9,12 +9,22 @@
 //! `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_BSP_*`, `OTEL_RESOURCE_ATTRIBUTES`).
 //! `OTEL_SDK_DISABLED=true` turns them off again.
 //!
+//!
+//! With an endpoint, the process's metrics are also sent by OTLP
+//! (`metrics`), unless `OTEL_METRICS_EXPORTER=none`; the admin and the
+//! executor send them with [`MetricsExporter`], which
+//! [`Telemetry::metrics_exporter`] hands out.
+//!
+//! - `settings`: the settings, from flags, file keys and variables.
 //! - `logs`: the text and JSON log lines (JSON ones carry trace ids).
-//! - `traces`: the settings and the batch exporter.
-//! - `otlp_http`: the exporter's HTTP client.
+//! - `traces`: the batch span exporter.
+//! - `metrics`: metrics over OTLP, converted from OpenMetrics text.
+//! - `otlp_http`: the span exporter's HTTP client.
 
 mod logs;
+mod metrics;
 mod otlp_http;
+mod settings;
 mod traces;
 
 use opentelemetry::trace::TracerProvider as _;
@@ -23,7 +33,8 @@ use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 
 pub use logs::LogFormat;
-pub use traces::{BatchSettings, SamplerName, TraceSettings, TraceSetupError, UnknownSampler};
+pub use metrics::{MetricsExportError, MetricsExporter};
+pub use settings::{BatchSettings, OtelSettings, SamplerName, SetupError, UnknownSampler};
 
 /// Keeps the exporter alive; [`Telemetry::finish`] sends what is left.
 #[allow(missing_debug_implementations)] // holds the SDK's provider
@@ -32,9 +43,15 @@ pub struct Telemetry {
         opentelemetry_sdk::trace::SdkTracerProvider,
         tokio::runtime::Runtime,
     )>,
+    metrics: Option<MetricsExporter>,
 }
 
 impl Telemetry {
+    /// Where the process's metrics are to be sent, when anywhere.
+    pub fn metrics_exporter(&self) -> Option<MetricsExporter> {
+        self.metrics.clone()
+    }
+
     /// Sends the spans not yet sent (waiting at most the exporter's
     /// timeout).
     pub fn finish(self) {
@@ -46,14 +63,14 @@ impl Telemetry {
     }
 }
 
-/// Installs the process's logging, and the trace exporter when `traces`
-/// asks for it.
-pub fn init(format: LogFormat, traces: &TraceSettings) -> Telemetry {
+/// Installs the process's logging, and the trace exporter when `settings`
+/// ask for it; makes the metrics exporter they ask for.
+pub fn init(format: LogFormat, settings: &OtelSettings) -> Telemetry {
     let filter = tracing_subscriber::EnvFilter::try_from_env("CRONBOX_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     let logs = logs::layer(format, std::io::stderr, filter);
-    let traces = if traces.asked() {
-        match traces::exporter(traces) {
+    let traces = if settings.traces_asked() {
+        match traces::exporter(settings) {
             Ok(traces) => Some(traces),
             Err(error) => {
                 eprintln!("warning: traces are not exported: {error}");
@@ -67,7 +84,14 @@ pub fn init(format: LogFormat, traces: &TraceSettings) -> Telemetry {
         .as_ref()
         .map(|(provider, _)| run_spans(provider.tracer("cronbox")));
     tracing_subscriber::registry().with(logs).with(spans).init();
-    Telemetry { traces }
+    let metrics = match metrics::exporter(settings) {
+        Ok(metrics) => metrics,
+        Err(error) => {
+            eprintln!("warning: metrics are not exported: {error}");
+            None
+        }
+    };
+    Telemetry { traces, metrics }
 }
 
 /// The OpenTelemetry layer, seeing only the spans of runs.

@@ -171,6 +171,7 @@ async fn two_admins_on_one_database_send_each_alarm_once() {
                 scheduler: loopback_alarms(),
                 max_request_bytes: 16 << 20,
                 tls: None,
+                metrics_export: None,
             })
             .await
             .unwrap(),

@@ -329,6 +329,7 @@ async fn jobs_in_batches_and_name_searches_on_postgres() {
         scheduler: SchedulerConfig::default(),
         max_request_bytes: 16 << 20,
         tls: None,
+        metrics_export: None,
     })
     .await
     .unwrap();

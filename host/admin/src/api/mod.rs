@@ -72,6 +72,7 @@ use auth::*;
 use jobs::*;
 use json::*;
 pub(crate) use modules::UploadRoom;
+pub(crate) use observability::current_metrics;
 use openapi::operation::*;
 pub(crate) use routes::router;
 use routes::{ADMIN, CALLBACK_BODY_BYTES, DEVELOPER, JOB_BATCH_BODY_BYTES, OPERATOR, VIEWER};

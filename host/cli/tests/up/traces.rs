@@ -6,7 +6,8 @@
 //! run keeps its trace id and links it to the operator's trace viewer; its
 //! child job's run is in the same trace, under the parent's end. The
 //! exporter's headers and batch delay come from `[otel]` keys of
-//! `cronbox.toml`; JSON log lines written in the run carry its trace id.
+//! `cronbox.toml`; JSON log lines written in the run carry its trace id;
+//! the admin's and the executor's metrics reach the same receiver by OTLP.
 
 use std::path::Path;
 
@@ -24,7 +25,8 @@ async fn a_runs_spans_go_from_the_fire_to_the_guests_http_request() {
     let config = data.path().join("cronbox.toml");
     std::fs::write(
         &config,
-        "[otel]\nexporter_otlp_headers = \"x-collector-key=k%201\"\nbsp_schedule_delay = 100\n",
+        "[otel]\nexporter_otlp_headers = \"x-collector-key=k%201\"\nbsp_schedule_delay = 100\n\
+         metric_export_interval = 100\n",
     )
     .unwrap();
     let log_path = data.path().join("up.log");
@@ -219,4 +221,41 @@ async fn a_runs_spans_go_from_the_fire_to_the_guests_http_request() {
     assert_eq!(line["trace_id"], trace_id.as_str(), "{line}");
     assert_eq!(line["span_id"], executed.span_id.as_str(), "{line}");
     assert_eq!(line["fields"]["outcome"], "success", "{line}");
+
+    // The metrics, by OTLP: the admin's runs by tenant and outcome (a
+    // counter, so a monotonic sum) and the executor's HTTP requests.
+    let sum_of = |metric: &str, pairs: &[(&str, &str)]| {
+        receiver
+            .points()
+            .into_iter()
+            .filter(|point| point.metric == metric && point.monotonic)
+            .filter(|point| {
+                pairs.iter().all(|(key, value)| {
+                    point.attributes.get(*key).map(String::as_str) == Some(*value)
+                })
+            })
+            .map(|point| point.value)
+            .reduce(f64::max)
+    };
+    until("the metrics are exported", || async {
+        let runs = sum_of(
+            "cronbox_admin_tenant_runs",
+            &[("tenant", "default"), ("outcome", "success")],
+        )?;
+        let requests = sum_of(
+            "cronbox_executor_tenant_http_requests",
+            &[("tenant", "default"), ("outcome", "answered")],
+        )?;
+        (runs >= 2.0 && requests >= 1.0).then_some(())
+    })
+    .await;
+    assert!(
+        receiver
+            .points()
+            .iter()
+            .any(|point| point.metric == "cronbox_admin_ready"
+                && point.value == 1.0
+                && !point.monotonic),
+        "the admin's readiness is a gauge"
+    );
 }
