@@ -21,6 +21,7 @@
 //! [`ExecutorClient`] an executor's; [`until`] polls what a test waits for
 //! within a bound.
 
+pub mod allocations;
 mod browser;
 mod client;
 mod executor_client;

@@ -248,4 +248,48 @@ pub(crate) mod test_support {
             .expect("a store");
         (dir, store)
     }
+
+    /// A job of tenant `default` firing every second (`* * * * * ?`).
+    pub(crate) fn every_second_job(misfire: crate::model::MisfirePolicy) -> crate::store::JobRow {
+        crate::store::JobRow {
+            id: crate::model::JobId(1),
+            tenant: "default".into(),
+            group_name: "default".into(),
+            name: "every-second".into(),
+            module_digest: "a".repeat(64).parse().unwrap(),
+            schedule_type: crate::schedule::ScheduleType::Cron,
+            schedule_conf: "* * * * * ?".into(),
+            time_zone: "UTC".into(),
+            misfire,
+            misfire_threshold_ms: 5_000,
+            route: crate::model::RouteStrategy::First,
+            block_strategy: cronbox_protocol::BlockStrategy::SerialExecution,
+            max_concurrency: 1,
+            timeout_ms: 1_000,
+            fuel: None,
+            memory_bytes: 1 << 20,
+            retry_count: 0,
+            retry_interval_ms: 0,
+            children: Vec::new(),
+            param: String::new(),
+            enabled: true,
+            next_fire_at_ms: None,
+            module_name: None,
+            module_version: None,
+            alarm_url: String::new(),
+            fresh_instance: false,
+            config: Default::default(),
+            http_allow: Vec::new(),
+            http_limits: Default::default(),
+            secrets: Vec::new(),
+            schedule_rules: Default::default(),
+            pause: None,
+            executor_handler: None,
+        }
+    }
 }
+
+/// Unit tests count their allocations (see `scheduler::command`'s).
+#[cfg(test)]
+#[global_allocator]
+static ALLOCATOR: cronbox_tests::allocations::Counting = cronbox_tests::allocations::Counting;

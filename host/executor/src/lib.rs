@@ -311,3 +311,8 @@ fn admin_bearer(token: &str) -> String {
         token.to_owned()
     }
 }
+
+/// Unit tests count their allocations (see `jobs::job_loop`'s).
+#[cfg(test)]
+#[global_allocator]
+static ALLOCATOR: cronbox_tests::allocations::Counting = cronbox_tests::allocations::Counting;

@@ -94,6 +94,17 @@ pub fn init(format: LogFormat, settings: &OtelSettings) -> Telemetry {
     Telemetry { traces, metrics }
 }
 
+/// The subscriber of a process whose traces are off, logging at
+/// `CRONBOX_LOG`'s default (warnings): what a test proving that spans cost
+/// nothing when off installs.
+pub fn without_traces(format: LogFormat) -> impl tracing::Subscriber + Send + Sync {
+    tracing_subscriber::registry().with(logs::layer(
+        format,
+        std::io::stderr,
+        tracing_subscriber::EnvFilter::new("warn"),
+    ))
+}
+
 /// The OpenTelemetry layer, seeing only the spans of runs.
 fn run_spans<S>(tracer: opentelemetry_sdk::trace::Tracer) -> impl tracing_subscriber::Layer<S>
 where

@@ -234,3 +234,44 @@ fn fire_span(job: &JobRow, run: &RunRow, address: &str, now_ms: i64) -> tracing:
         cronbox.executor = address,
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{MisfirePolicy, RunId};
+    use crate::store::{NewRun, RunEnd};
+
+    /// With traces off (the process's subscriber logging warnings, no
+    /// OpenTelemetry layer), a run's fire span and its end's spans are
+    /// disabled and allocate nothing.
+    #[test]
+    fn untraced_fire_and_end_spans_allocate_nothing() {
+        use cronbox_tests::allocations::{counted, counting};
+        assert!(counting(), "this test binary counts allocations");
+        let job = crate::test_support::every_second_job(MisfirePolicy::DoNothing);
+        let fire = NewRun {
+            job_id: job.id,
+            kind: TriggerKind::Schedule,
+            scheduled_at_ms: 1_000,
+            shard_index: 0,
+            shard_total: 1,
+            attempt: 0,
+            param: String::new(),
+            module_digest: job.module_digest.clone(),
+        };
+        let run = super::super::planner::written_run(RunId(7), "default", &fire, 0);
+        let ends = vec![RunEnd::default(); 3];
+        let off = cronbox_telemetry::without_traces(cronbox_telemetry::LogFormat::Json);
+        tracing::subscriber::with_default(off, || {
+            let (traceparent, allocations) = counted(|| {
+                let span = fire_span(&job, &run, "http://127.0.0.1:1", 1_005);
+                let traceparent = cronbox_protocol::trace_context::traceparent(&span);
+                let spans = super::super::results::EndSpans::begin(&ends).written();
+                drop(spans.of(0, &run));
+                traceparent
+            });
+            assert_eq!(traceparent, None);
+            assert_eq!(allocations, 0, "allocations for spans that are off");
+        });
+    }
+}

@@ -111,41 +111,7 @@ mod tests {
     use super::*;
 
     fn every_second(misfire: MisfirePolicy) -> JobRow {
-        JobRow {
-            id: JobId(1),
-            tenant: "default".into(),
-            group_name: "default".into(),
-            name: "every-second".into(),
-            module_digest: "a".repeat(64).parse().unwrap(),
-            schedule_type: crate::schedule::ScheduleType::Cron,
-            schedule_conf: "* * * * * ?".into(),
-            time_zone: "UTC".into(),
-            misfire,
-            misfire_threshold_ms: 5_000,
-            route: RouteStrategy::First,
-            block_strategy: cronbox_protocol::BlockStrategy::SerialExecution,
-            max_concurrency: 1,
-            timeout_ms: 1_000,
-            fuel: None,
-            memory_bytes: 1 << 20,
-            retry_count: 0,
-            retry_interval_ms: 0,
-            children: Vec::new(),
-            param: String::new(),
-            enabled: true,
-            next_fire_at_ms: None,
-            module_name: None,
-            module_version: None,
-            alarm_url: String::new(),
-            fresh_instance: false,
-            config: Default::default(),
-            http_allow: Vec::new(),
-            http_limits: Default::default(),
-            secrets: Vec::new(),
-            schedule_rules: Default::default(),
-            pause: None,
-            executor_handler: None,
-        }
+        crate::test_support::every_second_job(misfire)
     }
 
     /// The catch-up rule: after a stall shorter than the misfire threshold

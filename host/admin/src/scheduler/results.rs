@@ -347,13 +347,13 @@ fn cut_log(log: &mut Vec<LogLine>, left: u64, tenant: &str, limit: u64) {
 /// The spans of the ends of traced runs, in the order of the ends: each
 /// run's `cronbox.end`, and under it `cronbox.write` while the end is
 /// written. Nothing (no allocation) when no run was traced.
-struct EndSpans {
+pub(super) struct EndSpans {
     ends: Vec<tracing::Span>,
     writes: Vec<tracing::Span>,
 }
 
 impl EndSpans {
-    fn begin(ends: &[RunEnd]) -> EndSpans {
+    pub(super) fn begin(ends: &[RunEnd]) -> EndSpans {
         if ends.iter().all(|end| end.traceparent.is_none()) {
             return EndSpans {
                 ends: Vec::new(),
@@ -376,13 +376,13 @@ impl EndSpans {
     }
 
     /// Ends the write spans.
-    fn written(mut self) -> EndSpans {
+    pub(super) fn written(mut self) -> EndSpans {
         self.writes.clear();
         self
     }
 
     /// The end span of the `index`th end, with the run's status.
-    fn of(&self, index: usize, run: &RunRow) -> tracing::Span {
+    pub(super) fn of(&self, index: usize, run: &RunRow) -> tracing::Span {
         let Some(span) = self.ends.get(index) else {
             return tracing::Span::none();
         };

@@ -164,6 +164,35 @@ fn run_span(command: &RunCommand, queued: Duration) -> tracing::Span {
     span
 }
 
+/// What the run ended as, on its span (when traced) and, at
+/// `CRONBOX_LOG=cronbox_executor=debug`, as a log line carrying the run's
+/// trace ids in JSON logs.
+fn record_end(span: &tracing::Span, command: &RunCommand, report: &RunReport) {
+    if !span.is_disabled() {
+        span.record("cronbox.outcome", report.outcome.kind().to_string());
+        span.record("cronbox.new_instance", report.new_instance);
+        span.record("cronbox.peak_memory_bytes", report.peak_memory_bytes);
+        if let Some(fuel) = report.fuel_consumed {
+            span.record("cronbox.fuel", fuel);
+        }
+        let status = if report.outcome.is_success() {
+            "ok"
+        } else {
+            "error"
+        };
+        span.record("otel.status_code", status);
+    }
+    span.in_scope(|| {
+        tracing::debug!(
+            run_id = command.trigger.run_id,
+            job_id = command.trigger.job_id,
+            outcome = %report.outcome.kind(),
+            duration_ms = report.duration.as_millis() as u64,
+            "run ended"
+        );
+    });
+}
+
 pub(super) async fn run_one(
     shared: Arc<Shared>,
     mut worker: JobWorker,
@@ -226,31 +255,7 @@ pub(super) async fn run_one(
         }
         _ => unstarted_report(&handle, &worker, command.limits.timeout_ms),
     };
-    if !span.is_disabled() {
-        span.record("cronbox.outcome", report.outcome.kind().to_string());
-        span.record("cronbox.new_instance", report.new_instance);
-        span.record("cronbox.peak_memory_bytes", report.peak_memory_bytes);
-        if let Some(fuel) = report.fuel_consumed {
-            span.record("cronbox.fuel", fuel);
-        }
-        let status = if report.outcome.is_success() {
-            "ok"
-        } else {
-            "error"
-        };
-        span.record("otel.status_code", status);
-    }
-    // At `CRONBOX_LOG=cronbox_executor=debug`: a line a run, carrying the
-    // run's trace ids in JSON logs.
-    span.in_scope(|| {
-        tracing::debug!(
-            run_id = command.trigger.run_id,
-            job_id,
-            outcome = %report.outcome.kind(),
-            duration_ms = report.duration.as_millis() as u64,
-            "run ended"
-        );
-    });
+    record_end(&span, &command, &report);
     drop(span);
     let run_id = command.trigger.run_id;
     {
@@ -271,4 +276,43 @@ pub(super) async fn run_one(
     shared.metrics.running.dec();
     shared.report_finished(&command, report, &start);
     worker
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// With traces off (the process's subscriber logging warnings, no
+    /// OpenTelemetry layer), a run's span, what is recorded on it and its
+    /// debug line are disabled and allocate nothing.
+    #[test]
+    fn an_untraced_runs_span_allocates_nothing() {
+        use cronbox_tests::allocations::{counted, counting};
+        assert!(counting(), "this test binary counts allocations");
+        let digest: cronbox_protocol::Digest = "a".repeat(64).parse().unwrap();
+        let mut command = RunCommand::new(
+            cronbox_protocol::Trigger {
+                job_id: 1,
+                run_id: 2,
+                param: String::new(),
+                shard_index: 0,
+                shard_total: 1,
+                kind: cronbox_protocol::TriggerKind::Schedule,
+                scheduled_at_ms: 1_000,
+                attempt: 0,
+            },
+            digest.clone(),
+        );
+        command.traceparent =
+            Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".to_owned());
+        let report = RunReport::unstarted(Outcome::Killed, &digest);
+        let off = cronbox_telemetry::without_traces(cronbox_telemetry::LogFormat::Json);
+        tracing::subscriber::with_default(off, || {
+            let ((), allocations) = counted(|| {
+                let span = run_span(&command, Duration::from_millis(3));
+                record_end(&span, &command, &report);
+            });
+            assert_eq!(allocations, 0, "allocations for a span that is off");
+        });
+    }
 }
