@@ -70,11 +70,17 @@ async fn the_shipped_dashboard_and_alerts_query_what_cronbox_exports() {
     assert!(expressions.len() >= 10, "{expressions:?}");
 
     let data = tempfile::tempdir().unwrap();
-    let (mut process, _, at) = up(data.path(), None);
+    // `metered` is marked for metrics of its own.
+    let (mut process, _, at) = up_with_env(
+        data.path(),
+        None,
+        &[("CRONBOX_ADMIN_JOB_METRICS", Path::new("default/metered"))],
+    );
     // A run that succeeds and one that fails: labelled families have a
     // series (and are declared) once something was counted in them.
     let token = std::fs::read_to_string(data.path().join("api-token")).unwrap();
     let api = AdminClient::new(format!("http://{}", at.admin), token.trim());
+    let mut jobs = Vec::new();
     for (name, module, expected) in [
         ("metered", "hello", RunStatus::Success),
         ("failing", "panicker", RunStatus::Failed),
@@ -82,6 +88,13 @@ async fn the_shipped_dashboard_and_alerts_query_what_cronbox_exports() {
         let job = api
             .job(name, cronbox_example_jobs::bytes(module), json!({}))
             .await;
+        jobs.push((job, expected));
+    }
+    // A marked job is looked up at each scrape: this one finds `metered`.
+    reqwest::get(format!("http://{}/metrics", at.admin))
+        .await
+        .unwrap();
+    for (job, expected) in jobs {
         let run = api.trigger(job, json!({})).await;
         assert_eq!(api.ended(run).await.status, expected);
     }
