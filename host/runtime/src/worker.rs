@@ -10,9 +10,9 @@
 //! [`JobWorker::retire`] calls `destroy` on a healthy instance.
 //!
 //! Every run ends in a [`RunReport`]; nothing here returns an error. With
-//! traces exported, creating the instance (its `init` included) and the
-//! `execute` call are spans under the run's (`cronbox.instantiate`,
-//! `cronbox.execute`); otherwise those spans are disabled and cost nothing.
+//! traces exported, creating the instance (its `init` included) is a span
+//! under the run's (`cronbox.instantiate`; the `execute` call is the rest
+//! of the run's span); otherwise it is disabled and costs nothing.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -251,7 +251,6 @@ impl JobWorker {
             deadline,
             instance.bindings.call_execute(&mut instance.store),
         )
-        .instrument(tracing::info_span!(target: TRACE, "cronbox.execute"))
         .await;
         instance.runs += 1;
 

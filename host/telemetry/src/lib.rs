@@ -114,8 +114,14 @@ where
         cronbox_protocol::trace_context::TARGET,
         tracing::Level::INFO,
     );
+    // Without the source location, thread and busy/idle attributes the
+    // layer adds by default: they are not what a run's spans are read for,
+    // and timing each poll of an instrumented future costs on every enter.
     tracing_opentelemetry::layer()
         .with_tracer(tracer)
+        .with_location(false)
+        .with_threads(false)
+        .with_tracked_inactivity(false)
         .with_filter(only_runs)
 }
 

@@ -1,10 +1,11 @@
 //! Traces: a `cronbox up` with `OTEL_EXPORTER_OTLP_ENDPOINT` set sends a
 //! run's spans to an OTLP receiver — the admin's fire, the executor's run
-//! under it, its instance's creation and its `execute`, the guest's HTTP
-//! request under that, the admin's end and the end's write — and the
+//! under it, its instance's creation and the guest's HTTP request under
+//! it, the admin's end and the end's write — and the
 //! service the job calls receives the request span's `traceparent`; the
 //! run keeps its trace id and links it to the operator's trace viewer; its
-//! child job's run is in the same trace, under the parent's end. The
+//! child job's run is in the same trace, under the parent's end, as is a
+//! workflow's next node's. The
 //! exporter's headers and batch delay come from `[otel]` keys of
 //! `cronbox.toml`; JSON log lines written in the run carry its trace id;
 //! the admin's and the executor's metrics reach the same receiver by OTLP.
@@ -113,13 +114,36 @@ async fn a_runs_spans_go_from_the_fire_to_the_guests_http_request() {
     .await;
     assert_eq!(child_run.trace_id.as_deref(), Some(trace_id.as_str()));
 
+    // A workflow's second node starts under its first's end: one trace.
+    let workflow: cronbox_api::WorkflowSpec = serde_json::from_value(serde_json::json!({
+        "nodes": [
+            {"name": "first", "job": "traced-child"},
+            {"name": "second", "job": "traced-child"}
+        ],
+        "edges": [{"from": "first", "to": "second"}]
+    }))
+    .unwrap();
+    api.put_workflow("traced-flow", &workflow).await.unwrap();
+    let started = api.start_workflow_run("traced-flow", None).await.unwrap();
+    let flow = until("the workflow run succeeds", || async {
+        let run = api.workflow_run(started.id).await.ok()?;
+        (run.status == cronbox_api::WorkflowRunStatus::Succeeded).then_some(run)
+    })
+    .await;
+    let mut node_traces = Vec::new();
+    for node in &flow.nodes {
+        let run = api.run(node.run_id.expect("the node ran")).await.unwrap();
+        node_traces.push(run.trace_id.expect("a node's run keeps its trace id"));
+    }
+    assert_eq!(node_traces.len(), 2);
+    assert_eq!(node_traces[0], node_traces[1], "{flow:?}");
+
     // The parent's fire, run, instance, execute, request, end and write;
     // the child's fire and run.
     let wanted = [
         "cronbox.fire",
         "cronbox.run",
         "cronbox.instantiate",
-        "cronbox.execute",
         "GET",
         "cronbox.end",
         "cronbox.write",
@@ -150,8 +174,7 @@ async fn a_runs_spans_go_from_the_fire_to_the_guests_http_request() {
     let fire = under("cronbox.fire", "");
     let executed = under("cronbox.run", &fire.span_id);
     under("cronbox.instantiate", &executed.span_id);
-    let execute = under("cronbox.execute", &executed.span_id);
-    let request = under("GET", &execute.span_id);
+    let request = under("GET", &executed.span_id);
     let end = under("cronbox.end", &fire.span_id);
     under("cronbox.write", &end.span_id);
     let child_fire = under("cronbox.fire", &end.span_id);
