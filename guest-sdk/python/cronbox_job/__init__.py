@@ -120,13 +120,22 @@ _root.handlers[:] = [_HostHandler()]
 _root.setLevel(logging.DEBUG)
 
 
+# The parameter a `cronbox dev` run carries for the job, its own being the
+# job's sources (see `cronbox_dev_runner`); None otherwise.
+_dev_param: Optional[str] = None
+
+# The WitWorld of the job the last `@job` marked (the dev runner's way to
+# the job of the sources it imported).
+_registered: Any = None
+
+
 class Context:
     """The run now executing, its durable state and its configuration."""
 
     def __init__(self) -> None:
         trigger = _context.current()
         #: The trigger's parameter ("" when none was given).
-        self.param: str = trigger.param
+        self.param: str = trigger.param if _dev_param is None else _dev_param
         self.job_id: int = trigger.job_id
         self.run_id: int = trigger.run_id
         #: This run's shard, 0 to ``shard_total - 1``.
@@ -251,4 +260,6 @@ def job(target: Any) -> Any:
     module = sys.modules.get(getattr(target, "__module__", ""), None)
     if module is not None:
         module.WitWorld = WitWorld  # type: ignore[attr-defined]
+    global _registered
+    _registered = WitWorld
     return target

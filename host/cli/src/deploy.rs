@@ -49,7 +49,7 @@ pub(crate) struct DeployTable {
     /// folder, when that is a project).
     pub(crate) source: Option<PathBuf>,
     /// A component already built, pushed as it is (instead of `source`).
-    component: Option<PathBuf>,
+    pub(crate) component: Option<PathBuf>,
     /// Start the job after deploying (false: leave it stopped).
     #[serde(default = "yes")]
     start: bool,
@@ -197,6 +197,18 @@ pub(crate) async fn deploy(
     dry_run: bool,
     tools_dir: Option<PathBuf>,
 ) -> anyhow::Result<Option<cronbox_api::JobId>> {
+    deploy_component(client, file, dry_run, tools_dir, None).await
+}
+
+/// [`deploy`], pushing `component` (already built) when given instead of
+/// what the file names or its project builds to.
+pub(crate) async fn deploy_component(
+    client: &Client,
+    file: &JobFile,
+    dry_run: bool,
+    tools_dir: Option<PathBuf>,
+    component: Option<&Path>,
+) -> anyhow::Result<Option<cronbox_api::JobId>> {
     let would = if dry_run { "would be " } else { "" };
     outln!("{} ({})", file.spec.name, file.path.display());
     let module = file
@@ -209,6 +221,7 @@ pub(crate) async fn deploy(
 
     // Build.
     let component = match (&file.deploy.component, pinned) {
+        _ if component.is_some() => component.map(Path::to_owned),
         (_, true) => None,
         (Some(component), false) => Some(file.folder.join(component)),
         (None, false) => {

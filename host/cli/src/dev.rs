@@ -1,7 +1,8 @@
 //! `cronbox dev`: the inner loop. Deploys a folder's job (as `cronbox
 //! deploy` does), runs it once now and prints its log to its end, then
 //! waits for a file of the project or its `job.toml` to change and does it
-//! all again, until interrupted.
+//! all again, until interrupted. A Python job runs its sources in the dev
+//! runner instead of being built on every save (`dev_python.rs`).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -10,7 +11,7 @@ use anyhow::{Context as _, bail};
 use clap::Args;
 use cronbox_api::{Client, TriggerRequest, TriggerSource};
 
-use crate::deploy::{JobFile, deploy, fingerprint, job_files, read_job_file};
+use crate::deploy::{JobFile, deploy_component, fingerprint, job_files, read_job_file};
 
 /// How often the project's files are looked at for a change.
 const LOOK_EVERY: Duration = Duration::from_millis(250);
@@ -30,6 +31,10 @@ pub struct DevArgs {
     /// The parameter of each run (default: the job's).
     #[arg(long)]
     param: Option<String>,
+    /// Build a Python job into its component on every save, as `cronbox
+    /// deploy` does, rather than run its sources in the dev runner.
+    #[arg(long)]
+    full_build: bool,
     /// Where componentize-py and componentize-js are installed on first
     /// use (default: cronbox/tools under the user's cache directory).
     #[arg(long, env = "CRONBOX_TOOLS_DIR")]
@@ -101,13 +106,50 @@ fn snapshot(folder: &Path, job_file: &Path) -> anyhow::Result<String> {
     ))
 }
 
-/// One turn: deploy, run now, print the log to the run's end.
+/// One turn: deploy, run now, print the log to the run's end. A Python
+/// job whose sources fit a run's parameter is deployed with the dev runner
+/// and its sources sent with the run (`dev_python.rs`).
 async fn once(client: &Client, file: &JobFile, args: &DevArgs) -> anyhow::Result<()> {
-    let Some(job) = deploy(client, file, false, args.tools_dir.clone()).await? else {
+    let mut param = args.param.clone();
+    let mut runner = None;
+    let project = watched_folder(file);
+    if !args.full_build
+        && file.deploy.component.is_none()
+        && cronbox_guest_build::Language::of_project(&project)
+            == Some(cronbox_guest_build::Language::Python)
+    {
+        match crate::dev_python::sources(&project)? {
+            Ok(files) => {
+                let tools_dir = args.tools_dir.clone();
+                runner = Some(
+                    tokio::task::spawn_blocking(move || {
+                        crate::scaffold::python_dev_runner(tools_dir)
+                    })
+                    .await??,
+                );
+                let own = param.as_deref().unwrap_or(&file.spec.param);
+                param = Some(crate::dev_python::parameter(&files, own));
+            }
+            Err(bytes) => eprintln!(
+                "-- the sources are {} KiB, more than a run carries ({} KiB): building the component",
+                bytes >> 10,
+                crate::dev_python::MAX_SOURCE_BYTES >> 10
+            ),
+        }
+    }
+    let deployed = deploy_component(
+        client,
+        file,
+        false,
+        args.tools_dir.clone(),
+        runner.as_deref(),
+    )
+    .await?;
+    let Some(job) = deployed else {
         bail!("job {:?} is not there after its deploy", file.spec.name);
     };
     let request = TriggerRequest {
-        param: args.param.clone(),
+        param,
         addresses: None,
         kind: TriggerSource::Manual,
     };

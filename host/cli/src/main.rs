@@ -21,6 +21,7 @@ mod config;
 mod context;
 mod deploy;
 mod dev;
+mod dev_python;
 mod dirs;
 mod executor;
 mod manage;

@@ -98,6 +98,9 @@ mod embedded {
             include_str!("../../../guest-sdk/python/cronbox_job/http.py"),
         ),
     ];
+    /// The component `cronbox dev` runs a Python job's sources in.
+    pub const PYTHON_DEV_RUNNER: &str =
+        include_str!("../../../guest-sdk/python/dev-runner/cronbox_dev_runner.py");
     pub const JS_SDK: &str = include_str!("../../../guest-sdk/js/cronbox-job.js");
     pub const RUST_SDK: [(&str, &str); 4] = [
         ("lib.rs", include_str!("../../../guest-sdk/src/lib.rs")),
@@ -487,6 +490,41 @@ fn js_root(dir: &Path, source: &str) -> PathBuf {
         }
     }
     root
+}
+
+/// The dev runner's component (see `dev_python.rs`), built once for this
+/// binary's runner, SDK and contract and kept under the tools directory.
+pub(crate) fn python_dev_runner(tools_dir: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    let tools_dir = std::path::absolute(tools_dir.unwrap_or_else(default_tools_dir))
+        .context("cannot resolve the tools directory")?;
+    let mut files = wit_files();
+    files.extend(python_sdk_files());
+    files.push((
+        "cronbox_dev_runner.py".to_owned(),
+        embedded::PYTHON_DEV_RUNNER.to_owned(),
+    ));
+    files.push((
+        "componentize-py".to_owned(),
+        cronbox_guest_build::COMPONENTIZE_PY.to_owned(),
+    ));
+    let tree = shared_tree(&tools_dir, "python-dev-runner", &files)?;
+    let output = tree.join("runner.wasm");
+    if !output.is_file() {
+        eprintln!("-- building the Python dev runner (once)");
+        let tools = Tools::new(tools_dir);
+        let partial = tree.join("runner.wasm.partial");
+        cronbox_guest_build::build_python_module(
+            &tools,
+            &tree,
+            "cronbox_dev_runner",
+            &tree,
+            &tree.join("wit"),
+            &partial,
+        )?;
+        std::fs::rename(&partial, &output)
+            .with_context(|| format!("cannot write {}", output.display()))?;
+    }
+    Ok(output)
 }
 
 fn python_sdk_files() -> Vec<(String, String)> {

@@ -196,50 +196,8 @@ fn a_new_project_is_deployed_with_one_command_and_again_changes_nothing() {
 
     // `cronbox dev`: deployed and run at once, its log printed; a save of
     // the source is built, pushed and run again.
-    let mut dev = support::authoring_command()
-        .arg("dev")
-        .current_dir(&project)
-        .env_remove("CRONBOX_ADMIN")
-        .env_remove("CRONBOX_API_TOKEN")
-        .env("CRONBOX_CONTEXTS", &contexts)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // What it prints on either stream, line by line.
-    let (lines, said) = std::sync::mpsc::channel();
-    let streams: [Box<dyn std::io::Read + Send>; 2] = [
-        Box::new(dev.stdout.take().unwrap()),
-        Box::new(dev.stderr.take().unwrap()),
-    ];
-    for stream in streams {
-        let lines = lines.clone();
-        std::thread::spawn(move || {
-            use std::io::BufRead as _;
-            for line in std::io::BufReader::new(stream)
-                .lines()
-                .map_while(Result::ok)
-            {
-                if lines.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-    }
-    let _dev = support::Process(dev);
-    let wait_for = |wanted: &str| -> Vec<String> {
-        let mut seen = Vec::new();
-        loop {
-            let line = said
-                .recv_timeout(std::time::Duration::from_secs(180))
-                .unwrap_or_else(|_| panic!("{wanted:?} never came; said: {seen:#?}"));
-            let found = line.contains(wanted);
-            seen.push(line);
-            if found {
-                return seen;
-            }
-        }
-    };
+    let dev = DevSession::start(&project, &contexts);
+    let wait_for = |wanted: &str| dev.wait_for(wanted);
     wait_for("ended: success (hello, deployed)");
     wait_for("waiting for a change");
     let source = project.join("src").join("lib.rs");
@@ -254,4 +212,118 @@ fn a_new_project_is_deployed_with_one_command_and_again_changes_nothing() {
     );
     let took = wait_for("waiting for a change");
     eprintln!("the inner loop after a save: {}", took.last().unwrap());
+}
+
+/// A `cronbox dev` process in a project, what it prints read line by line.
+struct DevSession {
+    _process: support::Process,
+    said: std::sync::mpsc::Receiver<String>,
+}
+
+impl DevSession {
+    fn start(project: &Path, contexts: &Path) -> DevSession {
+        let mut dev = support::authoring_command()
+            .arg("dev")
+            .current_dir(project)
+            .env_remove("CRONBOX_ADMIN")
+            .env_remove("CRONBOX_API_TOKEN")
+            .env("CRONBOX_CONTEXTS", contexts)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // What it prints on either stream, line by line.
+        let (lines, said) = std::sync::mpsc::channel();
+        let streams: [Box<dyn std::io::Read + Send>; 2] = [
+            Box::new(dev.stdout.take().unwrap()),
+            Box::new(dev.stderr.take().unwrap()),
+        ];
+        for stream in streams {
+            let lines = lines.clone();
+            std::thread::spawn(move || {
+                use std::io::BufRead as _;
+                for line in std::io::BufReader::new(stream)
+                    .lines()
+                    .map_while(Result::ok)
+                {
+                    if lines.send(line).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        DevSession {
+            _process: support::Process(dev),
+            said,
+        }
+    }
+
+    /// The lines printed until one holds `wanted` (that one last).
+    fn wait_for(&self, wanted: &str) -> Vec<String> {
+        let mut seen = Vec::new();
+        loop {
+            let line = self
+                .said
+                .recv_timeout(std::time::Duration::from_secs(180))
+                .unwrap_or_else(|_| panic!("{wanted:?} never came; said: {seen:#?}"));
+            let found = line.contains(wanted);
+            seen.push(line);
+            if found {
+                return seen;
+            }
+        }
+    }
+}
+
+/// `cronbox dev` on a Python job: the job is deployed once with the dev
+/// runner (built once) and each run carries the project's sources, so a
+/// save is one trigger — no componentize-py, no new version for the
+/// executor to compile. The job's modules import each other; an error in
+/// them fails the run with its message, and the next save recovers.
+#[test]
+fn a_python_job_under_cronbox_dev_runs_each_save_without_a_build() {
+    let home = tempfile::tempdir().unwrap();
+    let data = home.path().join("cronbox-data");
+    let (_up, _, _at) = support::up(&data, None);
+    let contexts = data.join("contexts.toml");
+    let created = cronbox(&["new", "pyloop", "--lang", "python"], home.path());
+    assert!(created.status.success(), "{}", printed(&created));
+    let project = home.path().join("pyloop");
+    std::fs::write(
+        project.join("app.py"),
+        "from cronbox_job import Context, job\n\nimport helpers\n\n\n@job\n\
+         def execute(ctx: Context) -> str:\n    return helpers.greet(ctx.param or \"world\")\n",
+    )
+    .unwrap();
+    let helpers = project.join("helpers.py");
+    std::fs::write(&helpers, "def greet(who):\n    return f\"hello, {who}\"\n").unwrap();
+
+    let dev = DevSession::start(&project, &contexts);
+    let first = dev.wait_for("ended: success (hello, world)");
+    assert!(
+        first
+            .iter()
+            .any(|line| line.contains("module  pyloop version 1 pushed")),
+        "{first:#?}"
+    );
+    dev.wait_for("waiting for a change");
+
+    std::fs::write(&helpers, "def greet(who):\n    return f\"hi, {who}\"\n").unwrap();
+    let turn = dev.wait_for("ended: success (hi, world)");
+    assert!(
+        turn.iter()
+            .any(|line| line.contains("module  pyloop version 1 unchanged")),
+        "the same runner, nothing pushed: {turn:#?}"
+    );
+    let took = dev.wait_for("waiting for a change");
+    eprintln!(
+        "the Python inner loop after a save: {}",
+        took.last().unwrap()
+    );
+
+    std::fs::write(&helpers, "def greet(who):\n    return (\n").unwrap();
+    dev.wait_for("SyntaxError");
+    dev.wait_for("waiting for a change");
+    std::fs::write(&helpers, "def greet(who):\n    return f\"hey, {who}\"\n").unwrap();
+    dev.wait_for("ended: success (hey, world)");
 }

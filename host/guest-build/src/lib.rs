@@ -266,6 +266,19 @@ pub fn build_python(
     wit_dir: &Path,
     output: &Path,
 ) -> Result<(), BuildError> {
+    build_python_module(tools, app_dir, "app", sdk_dir, wit_dir, output)
+}
+
+/// [`build_python`] with the module exporting the job named `module`
+/// (`MODULE.py` in `app_dir`) rather than `app`.
+pub fn build_python_module(
+    tools: &Tools,
+    app_dir: &Path,
+    module: &str,
+    sdk_dir: &Path,
+    wit_dir: &Path,
+    output: &Path,
+) -> Result<(), BuildError> {
     let python = tools.componentize_py()?;
     let mut command = Command::new(python);
     command
@@ -280,7 +293,7 @@ pub fn build_python(
         .arg(app_dir)
         .arg("--python-path")
         .arg(sdk_dir)
-        .arg("app")
+        .arg(module)
         .arg("--output")
         .arg(output)
         // componentize-py looks for a virtual environment to add to the
@@ -291,7 +304,7 @@ pub fn build_python(
     finish(
         command,
         ("python3", "componentize-py"),
-        app_dir.join("app.py"),
+        app_dir.join(format!("{module}.py")),
         output,
         "install Python 3 with its venv module",
     )
