@@ -347,6 +347,17 @@ pub struct Job {
     pub executor_handler: Option<String>,
 }
 
+/// How the parameter of a `cronbox dev` run of a Python job begins: it
+/// carries the job's sources, which the dev runner imports and runs.
+pub const DEV_SOURCES_PREFIX: &str = "{\"cronbox_dev\"";
+
+/// Whether `param` carries `cronbox dev` sources: code, which only a
+/// caller who may change the job's code may send (in a job that reads
+/// secrets, an admin).
+pub fn carries_dev_sources(param: &str) -> bool {
+    param.trim_start().starts_with(DEV_SOURCES_PREFIX)
+}
+
 /// `POST /api/v1/jobs/{id}/trigger`: a run now.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

@@ -53,8 +53,9 @@ pub use enrolled::{
 pub use follow::{FollowEvent, RunFollower};
 pub use ids::{JobId, RunId};
 pub use jobs::{
-    Deleted, Job, JobBatch, JobKill, JobKilled, JobListed, JobSpec, JobStateBody, JobsCreated,
-    LastRun, StateEdit, TriggerRequest, TriggerSource, Triggered,
+    DEV_SOURCES_PREFIX, Deleted, Job, JobBatch, JobKill, JobKilled, JobListed, JobSpec,
+    JobStateBody, JobsCreated, LastRun, StateEdit, TriggerRequest, TriggerSource, Triggered,
+    carries_dev_sources,
 };
 pub use modules::{ModuleVersion, RolledBack, TenantModule, Uploaded, VersionChoice};
 pub use names::{

@@ -104,7 +104,7 @@ mod tests {
         let sent: serde_json::Value = serde_json::from_str(&parameter(&files, "p")).unwrap();
         assert_eq!(sent["cronbox_dev"]["files"]["helpers/text.py"], "X = 1\n");
         assert_eq!(sent["cronbox_dev"]["param"], "p");
-        assert!(parameter(&files, "p").starts_with("{\"cronbox_dev\""));
+        assert!(parameter(&files, "p").starts_with(cronbox_api::DEV_SOURCES_PREFIX));
 
         write("big.py", &"#".repeat(MAX_SOURCE_BYTES));
         assert!(sources(project.path()).unwrap().is_err());

@@ -342,3 +342,48 @@ async fn a_run_keeps_the_definition_it_started_with() {
     );
     stack.shutdown().await;
 }
+
+/// `cronbox dev` sources are code: a workflow's node never sends them to a
+/// job that reads secrets (only an admin's trigger may); its run is
+/// refused and the node fails saying why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_never_sends_dev_sources_to_a_job_that_reads_secrets() {
+    let stack = stack(SchedulerConfig {
+        secrets: Some(std::sync::Arc::new(cronbox_admin::secrets::SecretBox::new(
+            &[7; 32],
+        ))),
+        ..SchedulerConfig::default()
+    })
+    .await;
+    let (status, body) = stack
+        .call(
+            reqwest::Method::PUT,
+            "/api/v1/secrets/API_KEY",
+            Some(json!({ "value": "the-value" })),
+        )
+        .await;
+    assert!(status < 300, "{body}");
+    stack
+        .job("reader", "hello", json!({ "secrets": ["API_KEY"] }))
+        .await;
+    save(
+        &stack,
+        "sneaky",
+        json!({ "nodes": [{
+            "name": "run",
+            "job": "reader",
+            "param": "{\"cronbox_dev\": {\"files\": {\"app.py\": \"print(1)\"} } }"
+        }] }),
+    )
+    .await;
+    let started = stack
+        .api
+        .api
+        .start_workflow_run("sneaky", None)
+        .await
+        .unwrap();
+    let run = ended(&stack, started.id).await;
+    assert_eq!(run.status, WorkflowRunStatus::Failed, "{run:#?}");
+    let message = node(&run, "run").message.clone().unwrap_or_default();
+    assert!(message.contains("cronbox dev"), "{run:#?}");
+}

@@ -72,6 +72,25 @@ async fn only_the_role_that_manages_secrets_has_code_read_them() {
         .call(Method::POST, &format!("/api/v1/jobs/{id}/stop"), None)
         .await;
     assert_ne!(status, 403, "{body}");
+    // `cronbox dev` sources in a run's parameter are code: the developer
+    // runs the job with a parameter, not with sources; the admin may.
+    let trigger = format!("/api/v1/jobs/{id}/trigger");
+    let sources = json!({
+        "param": format!(
+            "{}:{{\"files\":{{\"app.py\":\"print(1)\"}},\"param\":\"\"}}}}",
+            cronbox_api::DEV_SOURCES_PREFIX
+        )
+    });
+    let (status, body) = developer
+        .call(Method::POST, &trigger, Some(sources.clone()))
+        .await;
+    assert_eq!((status, &body["field"]), (403, &json!("param")), "{body}");
+    let (status, body) = developer
+        .call(Method::POST, &trigger, Some(json!({ "param": "a day" })))
+        .await;
+    assert_eq!(status, 202, "{body}");
+    let (status, body) = owner.call(Method::POST, &trigger, Some(sources)).await;
+    assert_eq!(status, 202, "{body}");
 
     // Modules and jobs no secret touches are the developer's as before.
     let (status, body) = developer

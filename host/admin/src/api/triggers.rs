@@ -41,6 +41,19 @@ pub(super) async fn trigger_job(
         .field("param"));
     }
     let job = visible_job(&state, &caller, id).await?;
+    let sources = request
+        .param
+        .as_deref()
+        .is_some_and(cronbox_api::carries_dev_sources);
+    if sources && !job.secrets.is_empty() {
+        // Sources are code: in a job that reads secrets only the role that
+        // may change its code sends them.
+        super::jobs::require_secret_manager(
+            &caller,
+            "param",
+            "sending `cronbox dev` sources to a job that reads secrets",
+        )?;
+    }
     if let Some(addresses) = &request.addresses {
         // The admin sends the executor token with every run: only to
         // executors the operator runs, never to an address a tenant names.
@@ -76,7 +89,12 @@ pub(super) async fn trigger_job(
         TriggerSource::Api => cronbox_protocol::TriggerKind::Api,
         TriggerSource::Manual => cronbox_protocol::TriggerKind::Manual,
     };
-    let note = AuditNote::detail(json!({ "param": request.param, "kind": kind.as_str() }));
+    // A dev run's sources are summed up, not kept in the audit log.
+    let audited = match &request.param {
+        Some(param) if sources => json!(format!("(cronbox dev sources, {} bytes)", param.len())),
+        param => json!(param),
+    };
+    let note = AuditNote::detail(json!({ "param": audited, "kind": kind.as_str() }));
     let run_id = state
         .scheduler
         .trigger(job, kind, request.param, request.addresses)

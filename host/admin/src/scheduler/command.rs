@@ -55,6 +55,20 @@ impl RunCommands {
         state: &JobState,
         now_ms: i64,
     ) -> Result<Built, StoreError> {
+        // `cronbox dev` sources are code: a job that reads secrets runs
+        // them only when someone allowed to send them did (a trigger, by
+        // role, or its retry), never from a parameter a workflow or a
+        // parent job made.
+        if matches!(run.kind, TriggerKind::Workflow | TriggerKind::Parent)
+            && !job.secrets.is_empty()
+            && cronbox_api::carries_dev_sources(&run.param)
+        {
+            return Ok(Err(
+                "its parameter carries `cronbox dev` sources, which a workflow or a parent job \
+                 may not send to a job that reads secrets"
+                    .to_owned(),
+            ));
+        }
         // A stored ceiling that does not decode ends the run naming it:
         // never sent with grants the operator may not have allowed, nor
         // left to be sent again and fail the same way.
