@@ -33,25 +33,26 @@ pub struct TelemetryArgs {
         default_value = "text"
     )]
     log_format: LogFormat,
+    #[command(flatten)]
+    otel: OtelArgs,
+}
+
+/// The OpenTelemetry settings, each named after its standard variable.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "OpenTelemetry")]
+struct OtelArgs {
     /// Export every run's spans by OTLP over HTTP to this collector (its
     /// base URL; spans go to URL/v1/traces). Traces are off without it.
     #[arg(
         long,
         global = true,
         env = "OTEL_EXPORTER_OTLP_ENDPOINT",
-        value_name = "URL",
-        help_heading = "OpenTelemetry"
+        value_name = "URL"
     )]
     otel_endpoint: Option<String>,
     /// The name this process's spans carry (default cronbox-admin,
     /// cronbox-executor, or cronbox).
-    #[arg(
-        long,
-        global = true,
-        env = "OTEL_SERVICE_NAME",
-        value_name = "NAME",
-        help_heading = "OpenTelemetry"
-    )]
+    #[arg(long, global = true, env = "OTEL_SERVICE_NAME", value_name = "NAME")]
     otel_service_name: Option<String>,
     /// Headers sent with every export, `key=value,...` (values
     /// URL-encoded), such as a collector's API key.
@@ -60,8 +61,7 @@ pub struct TelemetryArgs {
         global = true,
         env = "OTEL_EXPORTER_OTLP_HEADERS",
         hide_env_values = true,
-        value_name = "KEY=VALUE,...",
-        help_heading = "OpenTelemetry"
+        value_name = "KEY=VALUE,..."
     )]
     otel_exporter_otlp_headers: Option<String>,
     /// Which traces are kept: always_on (the default), always_off,
@@ -71,8 +71,7 @@ pub struct TelemetryArgs {
         long,
         global = true,
         env = "OTEL_TRACES_SAMPLER",
-        value_name = "SAMPLER",
-        help_heading = "OpenTelemetry"
+        value_name = "SAMPLER"
     )]
     otel_traces_sampler: Option<cronbox_telemetry::SamplerName>,
     /// The ratio of traces the traceidratio samplers keep, 0 to 1
@@ -81,8 +80,7 @@ pub struct TelemetryArgs {
         long,
         global = true,
         env = "OTEL_TRACES_SAMPLER_ARG",
-        value_name = "RATIO",
-        help_heading = "OpenTelemetry"
+        value_name = "RATIO"
     )]
     otel_traces_sampler_arg: Option<f64>,
     /// Spans held for export at most (default 2048); past it new spans
@@ -91,8 +89,7 @@ pub struct TelemetryArgs {
         long,
         global = true,
         env = "OTEL_BSP_MAX_QUEUE_SIZE",
-        value_name = "SPANS",
-        help_heading = "OpenTelemetry"
+        value_name = "SPANS"
     )]
     otel_bsp_max_queue_size: Option<usize>,
     /// Spans sent in one request at most (default 512).
@@ -100,8 +97,7 @@ pub struct TelemetryArgs {
         long,
         global = true,
         env = "OTEL_BSP_MAX_EXPORT_BATCH_SIZE",
-        value_name = "SPANS",
-        help_heading = "OpenTelemetry"
+        value_name = "SPANS"
     )]
     otel_bsp_max_export_batch_size: Option<usize>,
     /// Milliseconds spans wait before a batch is sent (default 5000).
@@ -109,8 +105,7 @@ pub struct TelemetryArgs {
         long,
         global = true,
         env = "OTEL_BSP_SCHEDULE_DELAY",
-        value_name = "MS",
-        help_heading = "OpenTelemetry"
+        value_name = "MS"
     )]
     otel_bsp_schedule_delay: Option<u64>,
     /// Send the admin's and executor's metrics by OTLP to the endpoint
@@ -120,8 +115,7 @@ pub struct TelemetryArgs {
         global = true,
         env = "OTEL_METRICS_EXPORTER",
         value_enum,
-        value_name = "EXPORTER",
-        help_heading = "OpenTelemetry"
+        value_name = "EXPORTER"
     )]
     otel_metrics_exporter: Option<MetricsExporter>,
     /// Milliseconds between two sends of the metrics (default 60000).
@@ -129,8 +123,7 @@ pub struct TelemetryArgs {
         long,
         global = true,
         env = "OTEL_METRIC_EXPORT_INTERVAL",
-        value_name = "MS",
-        help_heading = "OpenTelemetry"
+        value_name = "MS"
     )]
     otel_metric_export_interval: Option<u64>,
 }
@@ -143,24 +136,25 @@ impl TelemetryArgs {
             LogFormat::Text => cronbox_telemetry::LogFormat::Text,
             LogFormat::Json => cronbox_telemetry::LogFormat::Json,
         };
+        let otel = &self.otel;
         let settings = cronbox_telemetry::OtelSettings {
-            endpoint: self.otel_endpoint.clone(),
-            service_name: self
+            endpoint: otel.otel_endpoint.clone(),
+            service_name: otel
                 .otel_service_name
                 .clone()
                 .unwrap_or_else(|| service.to_owned()),
-            headers: self.otel_exporter_otlp_headers.clone(),
-            sampler: self.otel_traces_sampler,
-            sampler_ratio: self.otel_traces_sampler_arg,
+            headers: otel.otel_exporter_otlp_headers.clone(),
+            sampler: otel.otel_traces_sampler,
+            sampler_ratio: otel.otel_traces_sampler_arg,
             batch: cronbox_telemetry::BatchSettings {
-                max_queue_size: self.otel_bsp_max_queue_size,
-                max_export_batch_size: self.otel_bsp_max_export_batch_size,
-                schedule_delay: self
+                max_queue_size: otel.otel_bsp_max_queue_size,
+                max_export_batch_size: otel.otel_bsp_max_export_batch_size,
+                schedule_delay: otel
                     .otel_bsp_schedule_delay
                     .map(std::time::Duration::from_millis),
             },
-            metrics: self.otel_metrics_exporter != Some(MetricsExporter::None),
-            metric_export_interval: self
+            metrics: otel.otel_metrics_exporter != Some(MetricsExporter::None),
+            metric_export_interval: otel
                 .otel_metric_export_interval
                 .map(std::time::Duration::from_millis),
         };
