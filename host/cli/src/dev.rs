@@ -56,18 +56,31 @@ pub fn main(args: DevArgs) -> anyhow::Result<()> {
         let shutdown = crate::shutdown_signal();
         tokio::pin!(shutdown);
         let mut seen = String::new();
+        // Whether the job was left on the dev runner, which its scheduled
+        // runs cannot run without `cronbox dev`.
+        let mut on_runner = false;
+        let stopped = |on_runner: bool| {
+            if on_runner {
+                eprintln!(
+                    "-- the job runs the Python dev runner: `cronbox deploy` builds and pushes it \
+                     for its scheduled runs"
+                );
+            }
+            Ok(())
+        };
         loop {
             let file = read_job_file(&path)?;
             let watched = watched_folder(&file);
             if snapshot(&watched, &path)? != seen {
                 let started = Instant::now();
                 tokio::select! {
-                    turn = once(&client, &file, &args) => if let Err(error) = turn {
+                    turn = once(&client, &file, &args) => match turn {
+                        Ok(runner) => on_runner = runner,
                         // A build or a refusal: said, and tried again on
                         // the next save.
-                        eprintln!("error: {error:#}");
+                        Err(error) => eprintln!("error: {error:#}"),
                     },
-                    () = &mut shutdown => return Ok(()),
+                    () = &mut shutdown => return stopped(on_runner),
                 }
                 // Taken after the turn (what the build wrote is not a
                 // change of the sources), before saying so: a save after
@@ -81,7 +94,7 @@ pub fn main(args: DevArgs) -> anyhow::Result<()> {
             }
             tokio::select! {
                 () = tokio::time::sleep(LOOK_EVERY) => {}
-                () = &mut shutdown => return Ok(()),
+                () = &mut shutdown => return stopped(on_runner),
             }
         }
     })
@@ -108,8 +121,8 @@ fn snapshot(folder: &Path, job_file: &Path) -> anyhow::Result<String> {
 
 /// One turn: deploy, run now, print the log to the run's end. A Python
 /// job whose sources fit a run's parameter is deployed with the dev runner
-/// and its sources sent with the run (`dev_python.rs`).
-async fn once(client: &Client, file: &JobFile, args: &DevArgs) -> anyhow::Result<()> {
+/// and its sources sent with the run (`dev_python.rs`); whether it was.
+async fn once(client: &Client, file: &JobFile, args: &DevArgs) -> anyhow::Result<bool> {
     let mut param = args.param.clone();
     let mut runner = None;
     let project = watched_folder(file);
@@ -163,5 +176,5 @@ async fn once(client: &Client, file: &JobFile, args: &DevArgs) -> anyhow::Result
             .map_or_else(|| ended.status.to_string(), |outcome| outcome.to_string()),
         ended.message.unwrap_or_default()
     );
-    Ok(())
+    Ok(runner.is_some())
 }

@@ -258,6 +258,15 @@ impl DevSession {
         }
     }
 
+    /// Stops it as Ctrl-C would (SIGTERM, which it treats alike).
+    fn stop(&self) {
+        let status = std::process::Command::new("kill")
+            .args(["-TERM", &self._process.0.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
     /// The lines printed until one holds `wanted` (that one last).
     fn wait_for(&self, wanted: &str) -> Vec<String> {
         let mut seen = Vec::new();
@@ -326,4 +335,8 @@ fn a_python_job_under_cronbox_dev_runs_each_save_without_a_build() {
     dev.wait_for("waiting for a change");
     std::fs::write(&helpers, "def greet(who):\n    return f\"hey, {who}\"\n").unwrap();
     dev.wait_for("ended: success (hey, world)");
+    dev.wait_for("waiting for a change");
+    // Stopped, it says the job needs a real build for its scheduled runs.
+    dev.stop();
+    dev.wait_for("`cronbox deploy` builds and pushes it");
 }
