@@ -216,7 +216,7 @@ fn a_new_project_is_deployed_with_one_command_and_again_changes_nothing() {
 
 /// A `cronbox dev` process in a project, what it prints read line by line.
 struct DevSession {
-    _process: support::Process,
+    process: support::Process,
     said: std::sync::mpsc::Receiver<String>,
 }
 
@@ -253,7 +253,7 @@ impl DevSession {
             });
         }
         DevSession {
-            _process: support::Process(dev),
+            process: support::Process(dev),
             said,
         }
     }
@@ -261,7 +261,7 @@ impl DevSession {
     /// Stops it as Ctrl-C would (SIGTERM, which it treats alike).
     fn stop(&self) {
         let status = std::process::Command::new("kill")
-            .args(["-TERM", &self._process.0.id().to_string()])
+            .args(["-TERM", &self.process.0.id().to_string()])
             .status()
             .unwrap();
         assert!(status.success());
