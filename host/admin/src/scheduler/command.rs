@@ -222,8 +222,9 @@ fn run_receipt(key: &[u8], run_id: u64, address: &str) -> hmac::Hmac<sha2::Sha25
 }
 
 /// The span of a run's dispatch, the root of the run's trace (disabled,
-/// and free, unless traces are exported): its job, tenant, kind, attempt
-/// and how late it is sent.
+/// and free, unless traces are exported): its job, tenant, kind, attempt,
+/// when it was planned for and claimed (its row written), and how late it
+/// is sent.
 fn fire_span(job: &JobRow, run: &RunRow, address: &str, now_ms: i64) -> tracing::Span {
     let trigger = match run.kind {
         TriggerKind::Schedule | TriggerKind::Misfire | TriggerKind::Backfill => "timer",
@@ -244,6 +245,7 @@ fn fire_span(job: &JobRow, run: &RunRow, address: &str, now_ms: i64) -> tracing:
         cronbox.kind = %run.kind,
         cronbox.attempt = run.attempt,
         cronbox.scheduled_at_ms = run.scheduled_at_ms,
+        cronbox.claimed_at_ms = run.created_at_ms,
         cronbox.lateness_ms = now_ms - run.scheduled_at_ms,
         cronbox.executor = address,
     )

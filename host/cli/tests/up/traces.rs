@@ -192,6 +192,11 @@ async fn a_runs_spans_go_from_the_fire_to_the_guests_http_request() {
         (fire, "cronbox.tenant", "default"),
         (fire, "cronbox.job", "traced"),
         (fire, "cronbox.kind", "api"),
+        (
+            fire,
+            "cronbox.claimed_at_ms",
+            run.created_at_ms.to_string().as_str(),
+        ),
         (executed, "cronbox.run_id", run_id_text.as_str()),
         (executed, "cronbox.outcome", "success"),
         (request, "http.request.method", "GET"),
