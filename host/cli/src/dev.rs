@@ -131,8 +131,9 @@ async fn once(client: &Client, file: &JobFile, args: &DevArgs) -> anyhow::Result
         && cronbox_guest_build::Language::of_project(&project)
             == Some(cronbox_guest_build::Language::Python)
     {
-        match crate::dev_python::sources(&project)? {
-            Ok(files) => {
+        let own = param.as_deref().unwrap_or(&file.spec.param);
+        match crate::dev_python::dev_parameter(&project, own)? {
+            Ok(sources) => {
                 let tools_dir = args.tools_dir.clone();
                 runner = Some(
                     tokio::task::spawn_blocking(move || {
@@ -140,13 +141,13 @@ async fn once(client: &Client, file: &JobFile, args: &DevArgs) -> anyhow::Result
                     })
                     .await??,
                 );
-                let own = param.as_deref().unwrap_or(&file.spec.param);
-                param = Some(crate::dev_python::parameter(&files, own));
+                param = Some(sources);
             }
             Err(bytes) => eprintln!(
-                "-- the sources are {} KiB, more than a run carries ({} KiB): building the component",
+                "-- the sources are {} KiB as sent, more than a run's parameter takes ({} KiB): \
+                 building the component",
                 bytes >> 10,
-                crate::dev_python::MAX_SOURCE_BYTES >> 10
+                crate::dev_python::MAX_PARAMETER_BYTES >> 10
             ),
         }
     }

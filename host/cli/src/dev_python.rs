@@ -14,8 +14,9 @@ use std::path::Path;
 
 use anyhow::Context as _;
 
-/// The most source a run's parameter carries (the admin takes 64 KiB).
-pub(crate) const MAX_SOURCE_BYTES: usize = 60 << 10;
+/// The longest parameter the admin takes (`MAX_PARAM_BYTES`): a dev run's
+/// sources and parameter, as JSON, must fit.
+pub(crate) const MAX_PARAMETER_BYTES: usize = 64 << 10;
 
 /// Folders that are never a job's sources.
 const SKIPPED: [&str; 7] = [
@@ -28,17 +29,18 @@ const SKIPPED: [&str; 7] = [
     "site-packages",
 ];
 
-/// The project's `.py` files by path (`/`-separated, relative to it),
-/// without the SDK's copy; `Err` with their size when they are more than
-/// [`MAX_SOURCE_BYTES`].
-pub(crate) fn sources(project: &Path) -> anyhow::Result<Result<BTreeMap<String, String>, usize>> {
+/// The parameter of a dev run of the project: its `.py` files by path
+/// (`/`-separated, relative to it, without the SDK's copy) and the job's
+/// own parameter, as JSON; `Err` with its length when it is longer than
+/// [`MAX_PARAMETER_BYTES`].
+pub(crate) fn dev_parameter(project: &Path, param: &str) -> anyhow::Result<Result<String, usize>> {
     let mut files = BTreeMap::new();
-    let mut total = 0;
-    collect(project, "", &mut files, &mut total)?;
-    Ok(if total > MAX_SOURCE_BYTES {
-        Err(total)
+    collect(project, "", &mut files)?;
+    let parameter = parameter(&files, param);
+    Ok(if parameter.len() > MAX_PARAMETER_BYTES {
+        Err(parameter.len())
     } else {
-        Ok(files)
+        Ok(parameter)
     })
 }
 
@@ -46,7 +48,6 @@ fn collect(
     folder: &Path,
     prefix: &str,
     files: &mut BTreeMap<String, String>,
-    total: &mut usize,
 ) -> anyhow::Result<()> {
     let entries =
         std::fs::read_dir(folder).with_context(|| format!("cannot read {}", folder.display()))?;
@@ -60,12 +61,11 @@ fn collect(
         let relative = format!("{prefix}{name}");
         if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
             if !(prefix.is_empty() && SKIPPED.contains(&name.as_str())) && name != "__pycache__" {
-                collect(&path, &format!("{relative}/"), files, total)?;
+                collect(&path, &format!("{relative}/"), files)?;
             }
         } else if name.ends_with(".py") {
             let text = std::fs::read_to_string(&path)
                 .with_context(|| format!("cannot read {}", path.display()))?;
-            *total += relative.len() + text.len();
             files.insert(relative, text);
         }
     }
@@ -73,7 +73,7 @@ fn collect(
 }
 
 /// The parameter of a dev run: the sources and the job's own parameter.
-pub(crate) fn parameter(files: &BTreeMap<String, String>, param: &str) -> String {
+fn parameter(files: &BTreeMap<String, String>, param: &str) -> String {
     serde_json::json!({ "cronbox_dev": { "files": files, "param": param } }).to_string()
 }
 
@@ -96,17 +96,20 @@ mod tests {
         write("helpers/__pycache__/text.cpython-312.pyc", "");
         write(".venv/lib/x.py", "");
         write("job.toml", "name = 'x'");
-        let files = sources(project.path()).unwrap().unwrap();
+        let sent = dev_parameter(project.path(), "p").unwrap().unwrap();
+        assert!(sent.starts_with(cronbox_api::DEV_SOURCES_PREFIX));
+        let sent: serde_json::Value = serde_json::from_str(&sent).unwrap();
+        let files = sent["cronbox_dev"]["files"].as_object().unwrap();
         assert_eq!(
             files.keys().collect::<Vec<_>>(),
             ["app.py", "helpers/__init__.py", "helpers/text.py"]
         );
-        let sent: serde_json::Value = serde_json::from_str(&parameter(&files, "p")).unwrap();
-        assert_eq!(sent["cronbox_dev"]["files"]["helpers/text.py"], "X = 1\n");
+        assert_eq!(files["helpers/text.py"], "X = 1\n");
         assert_eq!(sent["cronbox_dev"]["param"], "p");
-        assert!(parameter(&files, "p").starts_with(cronbox_api::DEV_SOURCES_PREFIX));
 
-        write("big.py", &"#".repeat(MAX_SOURCE_BYTES));
-        assert!(sources(project.path()).unwrap().is_err());
+        // Measured as sent: newlines take two bytes in JSON.
+        write("big.py", &"\n".repeat(MAX_PARAMETER_BYTES / 2));
+        let too_long = dev_parameter(project.path(), "p").unwrap().unwrap_err();
+        assert!(too_long > MAX_PARAMETER_BYTES, "{too_long}");
     }
 }
