@@ -126,7 +126,10 @@ async fn once(client: &Client, file: &JobFile, args: &DevArgs) -> anyhow::Result
     let mut param = args.param.clone();
     let mut runner = None;
     let project = watched_folder(file);
+    // A job pinned to a module version runs that version, not the runner.
+    let pinned = file.spec.module.as_deref().is_some_and(|m| m.contains('@'));
     if !args.full_build
+        && !pinned
         && file.deploy.component.is_none()
         && cronbox_guest_build::Language::of_project(&project)
             == Some(cronbox_guest_build::Language::Python)
