@@ -386,7 +386,9 @@ impl EndSpans {
         let Some(span) = self.ends.get(index) else {
             return tracing::Span::none();
         };
-        span.record("cronbox.status", run.status.to_string());
+        if !span.is_disabled() {
+            span.record("cronbox.status", run.status.as_str());
+        }
         span.clone()
     }
 }
