@@ -1,14 +1,13 @@
-//! Logs and traces of the process. Logs go to stderr as text or JSON
-//! (`--log-format`), filtered by `CRONBOX_LOG`. Traces are off unless the
-//! standard OpenTelemetry variables ask for them: with
-//! `OTEL_EXPORTER_OTLP_ENDPOINT` or `--otel-endpoint` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`)
-//! set, every run's spans (`cronbox_protocol::trace_context::TARGET`) are
-//! exported by OTLP over HTTP with protobuf; the sampler, headers and
-//! batch settings come from [`TraceSettings`] (flags and file keys) or
-//! the standard variables (`OTEL_TRACES_SAMPLER(_ARG)`,
-//! `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_BSP_*`, `OTEL_RESOURCE_ATTRIBUTES`).
-//! `OTEL_SDK_DISABLED=true` turns them off again.
-//!
+//! Logs, traces and metrics export of the process. Logs go to stderr as
+//! text or JSON (`--log-format`), filtered by `CRONBOX_LOG`. Traces are off
+//! unless the standard OpenTelemetry settings ask for them: with
+//! `OTEL_EXPORTER_OTLP_ENDPOINT` or `--otel-endpoint` (or
+//! `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) set, every run's spans
+//! (`cronbox_protocol::trace_context::TARGET`) are exported by OTLP over
+//! HTTP with protobuf; the sampler, headers and batch settings come from
+//! [`OtelSettings`] (flags and file keys) or the standard variables
+//! (`OTEL_TRACES_SAMPLER(_ARG)`, `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_BSP_*`,
+//! `OTEL_RESOURCE_ATTRIBUTES`). `OTEL_SDK_DISABLED=true` turns them off.
 //!
 //! With an endpoint, the process's metrics are also sent by OTLP
 //! (`metrics`), unless `OTEL_METRICS_EXPORTER=none`; the admin and the
