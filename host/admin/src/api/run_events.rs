@@ -54,7 +54,7 @@ pub(super) async fn run_events(
         pending: VecDeque::new(),
         done: false,
     };
-    follow.push("run", &follow.run.clone());
+    follow.push_run("run");
     let stream = stream::unfold(follow, |mut follow| async move {
         loop {
             if let Some(event) = follow.pending.pop_front() {
@@ -94,12 +94,18 @@ impl Follow {
         }
     }
 
+    /// Queues the run as it is now (its trace linked) as event `name`.
+    fn push_run(&mut self, name: &str) {
+        let mut run = self.run.clone();
+        super::runs::link_trace(&self.state, &mut run);
+        self.push(name, &run);
+    }
+
     /// Waits for what changes next and queues its events.
     async fn step(&mut self) {
         if !self.is_open() {
             self.send_stored_log().await;
-            let run = self.run.clone();
-            self.push("end", &run);
+            self.push_run("end");
             self.done = true;
             return;
         }
@@ -111,8 +117,7 @@ impl Follow {
                         self.run.status = RunStatus::Dispatched;
                         self.run.executor = Some(executor);
                         self.run.dispatched_at_ms = Some(at_ms);
-                        let run = self.run.clone();
-                        self.push("run", &run);
+                        self.push_run("run");
                     }
                 }
                 Ok(RunEvent::Ended { run_id, .. }) if run_id == self.run.id => self.read_again().await,
@@ -156,8 +161,7 @@ impl Follow {
         let behind = read.status == RunStatus::Pending && self.run.status == RunStatus::Dispatched;
         if !behind && read != self.run {
             self.run = read;
-            let run = self.run.clone();
-            self.push("run", &run);
+            self.push_run("run");
         }
     }
 
@@ -179,8 +183,7 @@ impl Follow {
             // Its start, as the executor tells it: the run is shown running.
             if self.run.started_at_ms.is_none() && page.started_at_ms.is_some() {
                 self.run.started_at_ms = page.started_at_ms;
-                let run = self.run.clone();
-                self.push("run", &run);
+                self.push_run("run");
             }
             let full = page.lines.len() == LOG_PAGE;
             if !self.queue_page(page) || !full {

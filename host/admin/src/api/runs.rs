@@ -29,10 +29,16 @@ pub(super) async fn get_run(
     let mut run = state.scheduler.with_start(run).await;
     store.with_job_names(std::slice::from_mut(&mut run)).await?;
     run.module = store.module_label(&run.tenant, &run.module_digest).await?;
+    link_trace(&state, &mut run);
+    Ok(Json(run))
+}
+
+/// Links `run`'s trace to the operator's trace viewer (`--trace-url`),
+/// when both are known.
+pub(super) fn link_trace(state: &AdminState, run: &mut RunRow) {
     if let (Some(template), Some(trace_id)) = (&state.scheduler.config().trace_url, &run.trace_id) {
         run.trace_url = Some(template.replace("{trace_id}", trace_id));
     }
-    Ok(Json(run))
 }
 
 pub(super) async fn kill_run(

@@ -29,7 +29,8 @@ pub struct RunsArgs {
 }
 
 /// Print a run's log; with --follow, as it is written until the run ends
-/// (exit 1 unless the run succeeded).
+/// (exit 1 unless the run succeeded), then how it ended and, when it was
+/// traced, its trace (the trace viewer's URL, or the trace id).
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
   cronbox logs 42
@@ -161,6 +162,10 @@ pub fn logs(args: LogsArgs) -> anyhow::Result<ExitCode> {
             or_dash(run.outcome.as_ref()),
             or_dash(run.message.as_ref())
         );
+        // Where the run's trace is, when it was traced.
+        if let Some(trace) = run.trace_url.as_ref().or(run.trace_id.as_ref()) {
+            eprintln!("trace {trace}");
+        }
         let succeeded = run.outcome == Some(cronbox_api::RunOutcome::Success);
         Ok(if succeeded {
             ExitCode::SUCCESS

@@ -93,10 +93,18 @@ async fn a_runs_spans_go_from_the_fire_to_the_guests_http_request() {
     })
     .await;
     let trace_id = run.trace_id.clone().expect("the run keeps its trace id");
-    assert_eq!(
-        run.trace_url.as_deref(),
-        Some(format!("http://127.0.0.1:16686/trace/{trace_id}").as_str())
-    );
+    let trace_url = format!("http://127.0.0.1:16686/trace/{trace_id}");
+    assert_eq!(run.trace_url.as_deref(), Some(trace_url.as_str()));
+    // `cronbox logs --follow` ends with where the trace is.
+    let followed = std::process::Command::new(env!("CARGO_BIN_EXE_cronbox"))
+        .args(["logs", &run_id.to_string(), "--follow"])
+        .env("CRONBOX_ADMIN", format!("http://{}", at.admin))
+        .env("CRONBOX_API_TOKEN", token.trim())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&followed.stderr);
+    assert!(followed.status.success(), "{said}");
+    assert!(said.contains(&format!("trace {trace_url}")), "{said}");
 
     // The child's run: in the parent's trace.
     let child_run = until("the child job's run succeeds", || async {
