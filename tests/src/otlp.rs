@@ -125,6 +125,14 @@ fn attributes(pairs: Vec<KeyValue>) -> HashMap<String, String> {
         .collect()
 }
 
+/// The `service.name` of an export's resource.
+fn service_name(resource: Option<opentelemetry_proto::tonic::resource::v1::Resource>) -> String {
+    resource
+        .map(|resource| attributes(resource.attributes))
+        .and_then(|mut attributes| attributes.remove("service.name"))
+        .unwrap_or_default()
+}
+
 async fn receive(
     State(received): State<Arc<Received>>,
     headers: HeaderMap,
@@ -136,11 +144,7 @@ async fn receive(
     };
     let mut spans = Vec::new();
     for resource_spans in request.resource_spans {
-        let resource = resource_spans
-            .resource
-            .map(|resource| attributes(resource.attributes))
-            .unwrap_or_default();
-        let service = resource.get("service.name").cloned().unwrap_or_default();
+        let service = service_name(resource_spans.resource);
         for scope in resource_spans.scope_spans {
             for span in scope.spans {
                 spans.push(ReceivedSpan {
@@ -172,11 +176,7 @@ async fn receive_metrics(
     };
     let mut points = Vec::new();
     for resource_metrics in request.resource_metrics {
-        let resource = resource_metrics
-            .resource
-            .map(|resource| attributes(resource.attributes))
-            .unwrap_or_default();
-        let service = resource.get("service.name").cloned().unwrap_or_default();
+        let service = service_name(resource_metrics.resource);
         for scope in resource_metrics.scope_metrics {
             for metric in scope.metrics {
                 let (monotonic, data_points) = match metric.data {
