@@ -399,6 +399,14 @@ pub fn schedule_of(job: &JobRow) -> Result<Schedule, ScheduleError> {
     Schedule::parse(job.schedule_type, &job.schedule_conf, &job.time_zone)
 }
 
+/// Whether `param` sends code to a job that reads secrets: `cronbox dev`
+/// sources (see [`cronbox_api::carries_dev_sources`]), which only the role
+/// that may change such a job's code sends, and never a workflow or a
+/// parent job.
+pub(crate) fn sends_code_to_secrets(job: &JobRow, param: &str) -> bool {
+    !job.secrets.is_empty() && cronbox_api::carries_dev_sources(param)
+}
+
 /// The child job ids of a stored job.
 pub fn children_of(job: &JobRow) -> Vec<JobId> {
     job.children.clone()

@@ -49,7 +49,7 @@ pub(crate) struct DeployTable {
     /// folder, when that is a project).
     pub(crate) source: Option<PathBuf>,
     /// A component already built, pushed as it is (instead of `source`).
-    pub(crate) component: Option<PathBuf>,
+    component: Option<PathBuf>,
     /// Start the job after deploying (false: leave it stopped).
     #[serde(default = "yes")]
     start: bool,
@@ -68,6 +68,28 @@ pub(crate) struct JobFile {
     /// compares).
     fields: Map<String, Value>,
     pub(crate) deploy: DeployTable,
+}
+
+impl JobFile {
+    /// The folder of the job's sources: `[deploy] source`, else the job
+    /// file's.
+    pub(crate) fn source_folder(&self) -> PathBuf {
+        match &self.deploy.source {
+            Some(source) => self.folder.join(source),
+            None => self.folder.clone(),
+        }
+    }
+
+    /// The project a deploy builds the job from: none when the job is
+    /// pinned to a module version or the file names a built component.
+    pub(crate) fn project_to_build(&self) -> Option<PathBuf> {
+        (!self.pinned() && self.deploy.component.is_none()).then(|| self.source_folder())
+    }
+
+    /// Whether the job follows one version of its module (`name@3`).
+    fn pinned(&self) -> bool {
+        self.spec.module.as_deref().is_some_and(|m| m.contains('@'))
+    }
 }
 
 pub fn main(args: DeployArgs) -> anyhow::Result<()> {
@@ -217,19 +239,16 @@ pub(crate) async fn deploy_component(
         .as_deref()
         .map(|module| module.split('@').next().unwrap_or(module).to_owned())
         .unwrap_or_else(|| file.spec.name.clone());
-    let pinned = file.spec.module.as_deref().is_some_and(|m| m.contains('@'));
 
     // Build.
-    let component = match (&file.deploy.component, pinned) {
-        _ if component.is_some() => component.map(Path::to_owned),
-        (_, true) => None,
-        (Some(component), false) => Some(file.folder.join(component)),
-        (None, false) => {
-            let source = file
-                .folder
-                .join(file.deploy.source.as_deref().unwrap_or(Path::new(".")));
-            Some(build_if_changed(&source, dry_run, tools_dir).await?)
+    let component = match (component, file.project_to_build()) {
+        (Some(built), _) => Some(built.to_owned()),
+        (None, Some(project)) => Some(build_if_changed(&project, dry_run, tools_dir).await?),
+        // A component the file names, unless the job is pinned.
+        (None, None) if !file.pinned() => {
+            file.deploy.component.as_ref().map(|c| file.folder.join(c))
         }
+        (None, None) => None,
     };
 
     // Push.

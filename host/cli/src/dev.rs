@@ -70,7 +70,7 @@ pub fn main(args: DevArgs) -> anyhow::Result<()> {
         };
         loop {
             let file = read_job_file(&path)?;
-            let watched = watched_folder(&file);
+            let watched = file.source_folder();
             if snapshot(&watched, &path)? != seen {
                 let started = Instant::now();
                 tokio::select! {
@@ -100,14 +100,6 @@ pub fn main(args: DevArgs) -> anyhow::Result<()> {
     })
 }
 
-/// The folder whose files make the job: its source, or the job file's.
-fn watched_folder(file: &JobFile) -> PathBuf {
-    match &file.deploy.source {
-        Some(source) => file.folder.join(source),
-        None => file.folder.clone(),
-    }
-}
-
 /// The project's files and the job file, as one fingerprint.
 fn snapshot(folder: &Path, job_file: &Path) -> anyhow::Result<String> {
     let job =
@@ -125,15 +117,14 @@ fn snapshot(folder: &Path, job_file: &Path) -> anyhow::Result<String> {
 async fn once(client: &Client, file: &JobFile, args: &DevArgs) -> anyhow::Result<bool> {
     let mut param = args.param.clone();
     let mut runner = None;
-    let project = watched_folder(file);
-    // A job pinned to a module version runs that version, not the runner.
-    let pinned = file.spec.module.as_deref().is_some_and(|m| m.contains('@'));
-    if !args.full_build
-        && !pinned
-        && file.deploy.component.is_none()
-        && cronbox_guest_build::Language::of_project(&project)
-            == Some(cronbox_guest_build::Language::Python)
-    {
+    // Only a Python project deploy would build (not a pinned version nor
+    // a built component) moves to the runner.
+    let python = file.project_to_build().filter(|project| {
+        !args.full_build
+            && cronbox_guest_build::Language::of_project(project)
+                == Some(cronbox_guest_build::Language::Python)
+    });
+    if let Some(project) = python {
         let own = param.as_deref().unwrap_or(&file.spec.param);
         match crate::dev_python::dev_parameter(&project, own)? {
             Ok(sources) => {

@@ -83,6 +83,8 @@ pub struct RunningExecutor {
     server: JoinHandle<()>,
     sender: JoinHandle<()>,
     beater: JoinHandle<()>,
+    /// Sends the metrics by OTLP, when asked to.
+    metrics_pusher: Option<JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for ApiState {
@@ -236,14 +238,13 @@ pub async fn start(config: ExecutorConfig) -> Result<RunningExecutor, ExecutorEr
             }
         })
     };
-    if let Some(exporter) = config.metrics_export.clone() {
+    let metrics_pusher = config.metrics_export.clone().map(|exporter| {
         let state = state.clone();
-        let stop = stop_background.clone();
         tokio::spawn(exporter.push_until(
             move || std::future::ready(api::current_metrics(&state)),
-            stop.cancelled_owned(),
-        ));
-    }
+            stop_background.clone().cancelled_owned(),
+        ))
+    });
     tracing::info!(%address, %local_addr, "executor started");
     Ok(RunningExecutor {
         local_addr,
@@ -258,6 +259,7 @@ pub async fn start(config: ExecutorConfig) -> Result<RunningExecutor, ExecutorEr
         server,
         sender,
         beater,
+        metrics_pusher,
     })
 }
 
@@ -287,6 +289,9 @@ impl RunningExecutor {
         let _ = self.server.await;
         self.stop_background.cancel();
         self.beater.abort();
+        if let Some(pusher) = self.metrics_pusher {
+            let _ = pusher.await;
+        }
         let flush = tokio::time::timeout(std::time::Duration::from_secs(5), self.sender);
         if flush.await.is_err() {
             tracing::warn!(

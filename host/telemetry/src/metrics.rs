@@ -109,9 +109,7 @@ impl MetricsExporter {
         }
         Ok(())
     }
-}
 
-impl MetricsExporter {
     /// Sends what `read` returns (the process's OpenMetrics text) every
     /// interval until `stop` completes; a failed export is logged and the
     /// next one tried at its time.

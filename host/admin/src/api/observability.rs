@@ -56,7 +56,7 @@ async fn refresh_quota_metrics(scheduler: &Scheduler) -> Result<(), crate::store
 }
 
 /// Live executors per group, and the jobs that failed most in the last
-/// hour (labelled `ID name`, with their tenant).
+/// hour (with their tenant).
 async fn refresh_fleet_metrics(scheduler: &Scheduler) -> Result<(), crate::store::StoreError> {
     let store = scheduler.store();
     let alive_since = scheduler.alive_since_now().await?;
@@ -72,13 +72,13 @@ async fn refresh_fleet_metrics(scheduler: &Scheduler) -> Result<(), crate::store
         .await?;
     let ids: Vec<JobId> = failing.iter().map(|(id, _, _)| *id).collect();
     let jobs = store.jobs_by_id(&ids).await?;
-    let labelled: Vec<(String, String, i64)> = failing
+    let labelled = failing
         .into_iter()
         .map(|(id, name, failures)| {
             let tenant = jobs.get(&id).map(|job| job.tenant.clone());
-            (tenant.unwrap_or_default(), format!("{id} {name}"), failures)
+            (tenant.unwrap_or_default(), id, name, failures)
         })
         .collect();
-    scheduler.metrics().set_failing_jobs(&labelled);
+    scheduler.metrics().set_failing_jobs(labelled);
     Ok(())
 }

@@ -41,13 +41,8 @@ pub(super) async fn trigger_job(
         .field("param"));
     }
     let job = visible_job(&state, &caller, id).await?;
-    let sources = request
-        .param
-        .as_deref()
-        .is_some_and(cronbox_api::carries_dev_sources);
-    if sources && !job.secrets.is_empty() {
-        // Sources are code: in a job that reads secrets only the role that
-        // may change its code sends them.
+    let param = request.param.as_deref().unwrap_or_default();
+    if crate::jobs::sends_code_to_secrets(&job, param) {
         super::jobs::require_secret_manager(
             &caller,
             "param",
@@ -91,7 +86,9 @@ pub(super) async fn trigger_job(
     };
     // A dev run's sources are summed up, not kept in the audit log.
     let audited = match &request.param {
-        Some(param) if sources => json!(format!("(cronbox dev sources, {} bytes)", param.len())),
+        Some(param) if cronbox_api::carries_dev_sources(param) => {
+            json!(format!("(cronbox dev sources, {} bytes)", param.len()))
+        }
         param => json!(param),
     };
     let note = AuditNote::detail(json!({ "param": audited, "kind": kind.as_str() }));

@@ -247,13 +247,7 @@ impl Metrics {
         jobs.extend(store.jobs_by_id(&ids).await?.into_values());
         let found: HashMap<JobId, JobLabel> = jobs
             .into_iter()
-            .map(|job| {
-                let label = JobLabel {
-                    job: format!("{} {}", job.id, job.name),
-                    tenant: job.tenant,
-                };
-                (job.id, label)
-            })
+            .map(|job| (job.id, JobLabel::new(job.tenant, job.id, &job.name)))
             .collect();
         self.marked_jobs.set(found);
         Ok(())
@@ -271,16 +265,13 @@ impl Metrics {
         }
     }
 
-    /// Replaces the most failing jobs: (tenant, `ID name`, failures).
-    pub(crate) fn set_failing_jobs(&self, jobs: &[(String, String, i64)]) {
+    /// Replaces the most failing jobs: (tenant, id, name, failures).
+    pub(crate) fn set_failing_jobs(&self, jobs: Vec<(String, JobId, String, i64)>) {
         self.job_failures.clear();
-        for (tenant, job, failures) in jobs {
+        for (tenant, id, name, failures) in jobs {
             self.job_failures
-                .get_or_create(&JobLabel {
-                    tenant: tenant.clone(),
-                    job: job.clone(),
-                })
-                .set(*failures);
+                .get_or_create(&JobLabel::new(tenant, id, &name))
+                .set(failures);
         }
     }
 

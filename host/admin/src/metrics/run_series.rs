@@ -56,9 +56,19 @@ pub(crate) struct TenantOutcomeLabel {
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct JobLabel {
-    pub(super) tenant: String,
+    tenant: String,
     /// `ID name`.
-    pub(super) job: String,
+    job: String,
+}
+
+impl JobLabel {
+    /// Job `id` named `name` of `tenant`, labelled `ID name`.
+    pub(super) fn new(tenant: String, id: JobId, name: &str) -> JobLabel {
+        JobLabel {
+            tenant,
+            job: format!("{id} {name}"),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]

@@ -55,13 +55,11 @@ impl RunCommands {
         state: &JobState,
         now_ms: i64,
     ) -> Result<Built, StoreError> {
-        // `cronbox dev` sources are code: a job that reads secrets runs
-        // them only when someone allowed to send them did (a trigger, by
-        // role, or its retry), never from a parameter a workflow or a
-        // parent job made.
+        // A trigger sending code was checked against its caller's role
+        // (and its retry is that run again); a workflow's or a parent's
+        // parameter has no caller to check.
         if matches!(run.kind, TriggerKind::Workflow | TriggerKind::Parent)
-            && !job.secrets.is_empty()
-            && cronbox_api::carries_dev_sources(&run.param)
+            && crate::jobs::sends_code_to_secrets(job, &run.param)
         {
             return Ok(Err(
                 "its parameter carries `cronbox dev` sources, which a workflow or a parent job \

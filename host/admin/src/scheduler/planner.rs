@@ -110,9 +110,7 @@ pub fn plan_fires(
 mod tests {
     use super::*;
 
-    fn every_second(misfire: MisfirePolicy) -> JobRow {
-        crate::test_support::every_second_job(misfire)
-    }
+    use crate::test_support::every_second_job as every_second;
 
     /// The catch-up rule: after a stall shorter than the misfire threshold
     /// every missed fire runs (late, in order); past the threshold none does

@@ -169,7 +169,7 @@ fn run_span(command: &RunCommand, queued: Duration) -> tracing::Span {
 /// trace ids in JSON logs.
 fn record_end(span: &tracing::Span, command: &RunCommand, report: &RunReport) {
     if !span.is_disabled() {
-        span.record("cronbox.outcome", report.outcome.kind().to_string());
+        span.record("cronbox.outcome", report.outcome.kind().as_str());
         span.record("cronbox.new_instance", report.new_instance);
         span.record("cronbox.peak_memory_bytes", report.peak_memory_bytes);
         if let Some(fuel) = report.fuel_consumed {
