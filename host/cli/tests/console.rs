@@ -15,7 +15,7 @@ use cronbox_api::{JobQuery, JobSpec};
 use cronbox_tests::{AdminClient, Browser, process_group_alive, until};
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::{Process, up};
+use support::Process;
 
 /// Where the screenshots go.
 fn screenshots() -> PathBuf {
@@ -33,8 +33,13 @@ struct Up {
 }
 
 fn start() -> Up {
+    start_with(&[])
+}
+
+/// [`start`] with these environment variables set.
+fn start_with(env: &[(&str, &Path)]) -> Up {
     let data = tempfile::tempdir().unwrap();
-    let (process, printed, at) = up(data.path(), None);
+    let (process, printed, at) = support::up_with_env(data.path(), None, env);
     let password_file = data.path().join("admin-password");
     assert!(
         printed.contains(&format!("password in {}", password_file.display())),

@@ -1,13 +1,22 @@
 //! The console for daily operation: the job list's last runs and row
-//! actions, triggers recorded as `manual`, a message that goes with its
-//! page, fires in the job's own zone, the job form in sections with
+//! actions, triggers recorded as `manual`, a run's page linking its trace
+//! to the operator's trace viewer, a message that goes with its page, fires in the job's own zone, the job form in sections with
 //! people's units (and a legacy job's handler), and a phone-sized window.
 
 use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_person_operates_jobs_from_the_list_on_any_screen() {
-    let up = start();
+    // Traced, with the operator's trace viewer named.
+    let receiver = cronbox_tests::OtlpReceiver::start().await;
+    let endpoint = receiver.endpoint();
+    let up = start_with(&[
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", Path::new(&endpoint)),
+        (
+            "CRONBOX_ADMIN_TRACE_URL",
+            Path::new("http://127.0.0.1:16686/trace/{trace_id}"),
+        ),
+    ]);
     let browser = Browser::start(&screenshots()).await;
     browser.goto(&format!("{}/", up.base)).await;
     log_in(&browser, "admin", &up.admin_password).await;
@@ -77,6 +86,15 @@ async fn a_person_operates_jobs_from_the_list_on_any_screen() {
             |text| text.contains("hello@1 ("),
         )
         .await;
+    // Once it ended, its trace is linked to the trace viewer.
+    let trace = browser.element("#run-trace-link").await;
+    let ended = up.operator.run(cronbox_api::RunId(run)).await;
+    let trace_id = ended.trace_id.expect("the run keeps its trace id");
+    assert_eq!(
+        trace.attr("href").await.unwrap().as_deref(),
+        Some(format!("http://127.0.0.1:16686/trace/{trace_id}").as_str())
+    );
+    assert_eq!(trace.text().await.unwrap(), trace_id);
     // Lists show the job's name, not its id.
     browser
         .goto(&format!("{}/#/runs?job={hello}", up.base))
