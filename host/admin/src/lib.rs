@@ -49,6 +49,7 @@ pub mod workflow;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 pub use metrics::JobMark;
 pub use scheduler::SchedulerConfig;
@@ -93,6 +94,11 @@ pub struct AdminConfig {
 pub enum AdminError {
     #[error("the admin needs a non-empty API token and executor token")]
     MissingToken,
+    /// A dispatch lease too short to outlast a send.
+    #[error(
+        "the dispatch lease ({lease:?}) must be at least the dispatch timeout ({timeout:?}) and a second more"
+    )]
+    DispatchLeaseTooShort { lease: Duration, timeout: Duration },
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("cannot listen on {address}: {source}")]
@@ -118,10 +124,18 @@ pub async fn start(config: AdminConfig) -> Result<RunningAdmin, AdminError> {
     if config.api_token.is_empty() || config.executor_token.is_empty() {
         return Err(AdminError::MissingToken);
     }
+    let (lease, timeout) = (
+        config.scheduler.dispatch_lease,
+        config.scheduler.dispatch_timeout,
+    );
+    if lease < timeout + Duration::from_secs(1) {
+        return Err(AdminError::DispatchLeaseTooShort { lease, timeout });
+    }
     let store = match &config.database {
         Database::Sqlite(dir) => Store::open_sqlite(dir).await?,
         Database::Url(url) => Store::connect(url).await?,
-    };
+    }
+    .with_leases(store::Leases::with_dispatch(lease));
     // Executors' certificates are checked against the system's roots and
     // the CA file, read here once.
     let executor_http = cronbox_tls::client_builder(config.scheduler.ca_file.as_deref())?;

@@ -47,6 +47,11 @@ pub struct AdminArgs {
     /// An executor without a heartbeat for this long is dead.
     #[arg(long, env = "CRONBOX_ADMIN_DEAD_AFTER", default_value = "90s", value_parser = humantime::parse_duration)]
     dead_after: Duration,
+    /// How long a dispatch holds its run, and a written fire (5 s more past
+    /// its instant): how soon another admin on the database takes over the
+    /// runs of one that died. At least 4s (a send's timeout and a second).
+    #[arg(long, env = "CRONBOX_ADMIN_DISPATCH_LEASE", default_value = "10s", value_parser = humantime::parse_duration)]
+    dispatch_lease: Duration,
     /// A run on a dead executor with no result for this long is marked lost.
     #[arg(long, env = "CRONBOX_ADMIN_LOST_AFTER", default_value = "10m", value_parser = humantime::parse_duration)]
     lost_after: Duration,
@@ -192,6 +197,7 @@ pub fn main(
             pre_read: args.pre_read,
             dead_after: args.dead_after,
             lost_after: args.lost_after,
+            dispatch_lease: args.dispatch_lease,
             dispatch_ahead: args.dispatch_ahead,
             run_retention: args.run_retention,
             success_retention: args.success_retention,

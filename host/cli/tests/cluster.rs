@@ -4,8 +4,10 @@
 //! asserting on the run table itself; workflows advanced by two admins,
 //! one of them killed.
 //!
-//! The tests of this file run one at a time (they load the machine on
-//! purpose); the suite's other test binaries run before or after. Their
+//! The three that fire hundreds of jobs a second run one at a time (they
+//! load the machine on purpose, see [`LOADS_THE_MACHINE`]); the others,
+//! a few runs each, go beside them. The suite's other test binaries run
+//! before or after. Their
 //! only sleeps are the firing windows themselves (real seconds of a real
 //! clock, which is what they measure) and one fault's length; every other
 //! wait ends on the event it waits for.
@@ -17,8 +19,7 @@ use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use cronbox_admin::scheduler::CLAIM_PAST_HORIZON_MS;
-use cronbox_admin::store::WRITE_LEASE_MS;
-use cronbox_admin::store::{JobId, RunFilter, RunId, RunRow};
+use cronbox_admin::store::{JobId, Leases, RunFilter, RunId, RunRow};
 use cronbox_admin::{SchedulerConfig, Store};
 use cronbox_api::{AlarmState, Client, JobBatch, JobSpec, RunStatus, TriggerKind, TriggerRequest};
 use cronbox_example_jobs as jobs;
@@ -30,9 +31,15 @@ use support::{Process, cronbox_listening};
 const API: &str = "cluster-api";
 const EXEC: &str = "cluster-exec";
 const WAIT: Duration = Duration::from_secs(60);
+/// Every admin's `--dispatch-lease`: the shortest, so that a killed
+/// admin's fires are taken over soonest.
+const DISPATCH_LEASE: Duration = Duration::from_secs(4);
 
-/// One cluster test at a time.
-static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+/// Held by each test that fires hundreds of jobs a second, so that no two
+/// of them share the machine (what they measure is firing on time under
+/// load). The tests of a few runs each take nothing: beside a loaded
+/// cluster they still see their runs end within their waits.
+static LOADS_THE_MACHINE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn now_ms() -> i64 {
     SystemTime::now()
@@ -118,7 +125,12 @@ impl Cluster {
         .map(|arg| arg.to_string())
         .collect();
         // Quick failure detection, unless the test says otherwise.
-        for (flag, value) in [("--dead-after", "3s"), ("--lost-after", "4s")] {
+        let lease = format!("{}s", DISPATCH_LEASE.as_secs());
+        for (flag, value) in [
+            ("--dead-after", "3s"),
+            ("--lost-after", "4s"),
+            ("--dispatch-lease", lease.as_str()),
+        ] {
             if !admin.extra.iter().any(|arg| arg == flag) {
                 args.extend([flag.to_owned(), value.to_owned()]);
             }

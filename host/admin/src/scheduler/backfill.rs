@@ -177,7 +177,7 @@ impl Scheduler {
                 if let Some(run_id) = self.store.insert_backfill_run(&run, now).await? {
                     written += 1;
                     let row = planner::written_run(run_id, &job.tenant, &run, now);
-                    let leased_until = write_lease_until(row.scheduled_at_ms, now);
+                    let leased_until = self.store.leases().write_until(row.scheduled_at_ms, now);
                     self.clone()
                         .dispatch_now(row, leased_until, Known::Nothing, None);
                 }

@@ -63,7 +63,7 @@ const HOLD_CHECK_MS: i64 = 250;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(super) enum Lease {
     /// This admin wrote them and holds the lease the write gave each
-    /// (see [`write_lease_until`]).
+    /// (see [`Leases::write_until`](crate::store::Leases::write_until)).
     Written,
     /// Found pending (at start-up, or orphaned by a dead admin): to take.
     ToTake,
@@ -232,22 +232,23 @@ impl Scheduler {
 
     /// The runs among `runs` this admin holds a lease on long enough to
     /// send them, each with when that lease runs out: those it wrote whose
-    /// write lease has [`LEASE_LEFT_TO_SEND_MS`] left as they are, the
+    /// write lease has [`Leases::left_to_send_ms`](crate::store::Leases::left_to_send_ms) left as they are, the
     /// others only if it takes their leases now (in one write). With
     /// several admins, a run whose admin died is so taken over by exactly
     /// one other.
     async fn leased(&self, runs: Vec<RunRow>, lease: Lease) -> Vec<(RunRow, i64)> {
         let now = self.now_ms();
+        let leases = self.store.leases();
         let (mut held, to_take): (Vec<_>, Vec<_>) = runs
             .into_iter()
             .map(|run| {
                 let until = match lease {
-                    Lease::Written => write_lease_until(run.scheduled_at_ms, run.created_at_ms),
+                    Lease::Written => leases.write_until(run.scheduled_at_ms, run.created_at_ms),
                     Lease::ToTake => now,
                 };
                 (run, until)
             })
-            .partition(|(_, until)| until - now >= LEASE_LEFT_TO_SEND_MS);
+            .partition(|(_, until)| until - now >= leases.left_to_send_ms());
         if to_take.is_empty() {
             return held;
         }
@@ -262,7 +263,7 @@ impl Scheduler {
                     to_take
                         .into_iter()
                         .filter(|(run, _)| taken.contains(&run.id))
-                        .map(|(run, _)| (run, now + DISPATCH_LEASE_MS)),
+                        .map(|(run, _)| (run, now + leases.dispatch_ms())),
                 );
             }
             Err(error) => {
@@ -363,7 +364,7 @@ impl Scheduler {
         };
         // A long wait for a slot may have used up the run's lease: renew
         // it, or leave the run to the admin that took it over.
-        if leased_until - self.now_ms() < RENEW_LEASE_BELOW_MS {
+        if leased_until - self.now_ms() < self.store.leases().renew_below_ms() {
             match self
                 .store
                 .take_leases(&[(run.id, run.scheduled_at_ms)], self.now_ms())
@@ -600,7 +601,7 @@ impl Scheduler {
                 }
             }
             match self.store.running_runs(run.job_id).await {
-                Ok(running) if running.is_empty() => break now + DISPATCH_LEASE_MS,
+                Ok(running) if running.is_empty() => break now + self.store.leases().dispatch_ms(),
                 Ok(_) => {}
                 Err(error) => {
                     tracing::warn!(run = %run.id, %error, "cannot read a held run's job");

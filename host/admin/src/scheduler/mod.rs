@@ -37,8 +37,7 @@ use crate::model::{JobId, MisfirePolicy, RunId, RunOutcome};
 use crate::routing::{Probe, Route, RouteStrategy, Router};
 use crate::schedule::{Rules, Schedule};
 use crate::store::{
-    DISPATCH_LEASE_MS, DueJob, JobRow, JobState, LEASE_LEFT_TO_SEND_MS, NewRun,
-    RENEW_LEASE_BELOW_MS, RunEnd, RunRow, RunStatus, Store, StoreError, write_lease_until,
+    DueJob, JobRow, JobState, NewRun, RunEnd, RunRow, RunStatus, Store, StoreError,
 };
 use crate::tasks::Tasks;
 
@@ -102,6 +101,10 @@ pub struct SchedulerConfig {
     pub max_backlog: usize,
     /// Timeout of one dispatch request.
     pub dispatch_timeout: Duration,
+    /// How long a dispatch holds its run, and (5 s more) a written fire
+    /// past its instant: how soon another admin takes over the runs of one
+    /// that died. At least the dispatch timeout and a second more.
+    pub dispatch_lease: Duration,
     /// A dispatched run whose executor is dead and that has had no result
     /// for this long is marked lost (failed), then retried if it may be.
     pub lost_after: Duration,
@@ -151,6 +154,7 @@ impl Default for SchedulerConfig {
             max_dispatches: 2048,
             max_backlog: 10_000,
             dispatch_timeout: Duration::from_secs(3),
+            dispatch_lease: crate::store::DEFAULT_DISPATCH_LEASE,
             lost_after: Duration::from_secs(600),
             executor_token: String::new(),
             ca_file: None,

@@ -22,7 +22,7 @@ impl Scheduler {
         let id = self.store.insert_run(&run, now).await?;
         let row = planner::written_run(id, &job.tenant, &run, now);
         // Written with this admin's lease, so no other admin sends it.
-        let leased_until = write_lease_until(row.scheduled_at_ms, now);
+        let leased_until = self.store.leases().write_until(row.scheduled_at_ms, now);
         self.clone()
             .dispatch_now(row, leased_until, Known::Job(Box::new(job)), addresses);
         Ok(id)

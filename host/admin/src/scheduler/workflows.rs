@@ -275,7 +275,7 @@ impl Scheduler {
         now: i64,
     ) {
         let row = planner::written_run(run_id, &job.tenant, new_run, now);
-        let leased_until = write_lease_until(row.scheduled_at_ms, now);
+        let leased_until = self.store.leases().write_until(row.scheduled_at_ms, now);
         self.clone()
             .dispatch_now(row, leased_until, Known::Job(Box::new(job)), None);
     }

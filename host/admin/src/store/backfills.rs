@@ -128,6 +128,6 @@ impl Store {
         now_ms: i64,
     ) -> Result<Option<RunId>, StoreError> {
         let mut conn = self.writer.acquire().await?;
-        insert_run(&mut conn, run, &self.owner, now_ms, true).await
+        insert_run(&mut conn, run, &self.owner, self.leases, now_ms, true).await
     }
 }

@@ -99,9 +99,16 @@ impl Store {
             .iter()
             .flat_map(|(job, fires)| fires.iter().map(|fire| (job.tenant.as_str(), fire)))
             .collect();
-        let mut ids = insert_fires(&mut tx, self.backend, &fires, &self.owner, now_ms)
-            .await?
-            .into_iter();
+        let mut ids = insert_fires(
+            &mut tx,
+            self.backend,
+            &fires,
+            &self.owner,
+            self.leases,
+            now_ms,
+        )
+        .await?
+        .into_iter();
         tx.commit().await?;
         Ok(planned
             .into_iter()

@@ -41,6 +41,7 @@ mod job_cache;
 mod job_definition;
 mod job_states;
 mod jobs;
+mod leases;
 pub mod logs;
 mod modules;
 mod partitions;
@@ -60,6 +61,7 @@ mod workflows;
 pub use audit::{AuditFilter, NewAuditEntry, audit_outcome};
 pub use dashboard::BucketCounts;
 pub use executor_credentials::EnrolledExecutor;
+pub use leases::{DEFAULT_DISPATCH_LEASE, Leases};
 pub use modules::{ModuleVersion, Moved, VersionPush};
 pub use partitions::{PartitionChanges, RunPartition};
 pub use quotas::{DAY_MS, DayUsage, TenantUsage};
@@ -68,7 +70,6 @@ pub use rows::{
     ClaimedJob, DailyReport, DispatchMark, DueJob, JobFilter, JobRow, JobState, NewRun, RunCharge,
     RunEnd, RunFilter, RunRow, stored_schedule, stored_schedule_rules,
 };
-pub use runs::write_lease_until;
 pub use turns::UrgentWrites;
 pub use users::{Principal, StoredUser, TokenOwner};
 pub use workflow_fires::Fire;
@@ -140,6 +141,8 @@ pub struct Store {
     turns: Option<std::sync::Arc<turns::WriterTurns>>,
     /// Job rows read, served again while their revision holds.
     jobs: std::sync::Arc<job_cache::JobCache>,
+    /// How long this admin's writes and dispatches hold their runs.
+    leases: Leases,
 }
 
 /// How often SQLite's WAL is checkpointed beside the writer.
@@ -211,26 +214,6 @@ impl Drop for Checkpointer {
         self.0.abort();
     }
 }
-
-/// How long after its scheduled time the admin that wrote a fire keeps the
-/// sole right to dispatch it: a dispatch's lease and 5 s more, so that a
-/// fire sent on time, or up to 5 s late, goes under the lease its write
-/// gave it with no second write to take one.
-pub const WRITE_LEASE_MS: i64 = DISPATCH_LEASE_MS + 5_000;
-
-/// How long a dispatch holds its run (the send's timeout, and time to
-/// record it).
-pub const DISPATCH_LEASE_MS: i64 = 10_000;
-
-/// The least a run's write lease must have left for its dispatch to go
-/// out under it (or the lease is taken again first): what taking it would
-/// give, so that a send never has less time to be recorded than a taken
-/// lease allows. A fire sent on time has its whole write lease left.
-pub const LEASE_LEFT_TO_SEND_MS: i64 = DISPATCH_LEASE_MS;
-
-/// A dispatch whose wait for a slot left its lease with less than this
-/// renews it before sending (or leaves the run to whoever took it).
-pub const RENEW_LEASE_BELOW_MS: i64 = DISPATCH_LEASE_MS / 2;
 
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 
@@ -531,6 +514,7 @@ impl Store {
             _checkpointer: checkpointer,
             turns,
             jobs: std::sync::Arc::new(job_cache::JobCache::new(job_cache::JOB_CACHE_BYTES)),
+            leases: Leases::default(),
         })
     }
 
@@ -543,6 +527,18 @@ impl Store {
             Some(turns) => checkpoint_sqlite(&self.pool, &self.writer, turns).await,
             None => Ok(()),
         }
+    }
+
+    /// The store with its writes and dispatches holding their runs for
+    /// `leases` (the default: [`DEFAULT_DISPATCH_LEASE`]).
+    pub fn with_leases(mut self, leases: Leases) -> Store {
+        self.leases = leases;
+        self
+    }
+
+    /// How long this admin's writes and dispatches hold their runs.
+    pub fn leases(&self) -> Leases {
+        self.leases
     }
 
     /// Whether the database answers (a trivial query).

@@ -51,6 +51,7 @@ pub(super) async fn insert_run(
     conn: &mut sqlx::AnyConnection,
     run: &NewRun,
     owner: &str,
+    leases: Leases,
     now_ms: i64,
     skip_duplicates: bool,
 ) -> Result<Option<RunId>, StoreError> {
@@ -72,7 +73,7 @@ pub(super) async fn insert_run(
     } else {
         insert!("")
     };
-    let row = bind_new_run(sqlx::query(sql), run, owner, now_ms)
+    let row = bind_new_run(sqlx::query(sql), run, owner, leases, now_ms)
         .fetch_optional(&mut *conn)
         .await?;
     Ok(row.map(|row| row.try_get("id")).transpose()?)
@@ -95,6 +96,7 @@ fn bind_new_run<'q>(
     query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>,
     run: &'q NewRun,
     owner: &'q str,
+    leases: Leases,
     now_ms: i64,
 ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments> {
     query
@@ -109,13 +111,7 @@ fn bind_new_run<'q>(
         .bind(digest_bytes(&run.module_digest))
         .bind(now_ms)
         .bind(owner)
-        .bind(write_lease_until(run.scheduled_at_ms, now_ms))
-}
-
-/// When the lease of the admin that writes a run scheduled at
-/// `scheduled_at_ms` at `written_at_ms` (its `created_at_ms`) runs out.
-pub fn write_lease_until(scheduled_at_ms: i64, written_at_ms: i64) -> i64 {
-    scheduled_at_ms.max(written_at_ms) + WRITE_LEASE_MS
+        .bind(leases.write_until(run.scheduled_at_ms, now_ms))
 }
 
 /// Most fires written by one `INSERT` (bound together as one value).
@@ -132,6 +128,7 @@ pub(super) async fn insert_fires(
     backend: Backend,
     fires: &[(&str, &NewRun)],
     owner: &str,
+    leases: Leases,
     now_ms: i64,
 ) -> Result<Vec<Option<RunId>>, StoreError> {
     /// A fire as the statement reads it.
@@ -189,7 +186,7 @@ pub(super) async fn insert_fires(
                 attempt: run.attempt,
                 param: &run.param,
                 digest: &run.module_digest,
-                lease_until: write_lease_until(run.scheduled_at_ms, now_ms),
+                lease_until: leases.write_until(run.scheduled_at_ms, now_ms),
             })
             .collect();
         let query = sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
@@ -220,7 +217,7 @@ impl Store {
     /// Writes a run outside the schedule (manual, API, retry, parent).
     pub async fn insert_run(&self, run: &NewRun, now_ms: i64) -> Result<RunId, StoreError> {
         let mut conn = self.writer.acquire().await?;
-        let id = insert_run(&mut conn, run, &self.owner, now_ms, false).await?;
+        let id = insert_run(&mut conn, run, &self.owner, self.leases, now_ms, false).await?;
         id.ok_or_else(|| StoreError::Database(sqlx::Error::RowNotFound))
     }
 
@@ -309,7 +306,7 @@ impl Store {
                 scheduled_range(chunk.iter().map(|(_, at)| Some(*at))).unwrap_or_default();
             let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(self.owner.to_string())
-                .bind(now_ms + DISPATCH_LEASE_MS)
+                .bind(now_ms + self.leases.dispatch_ms())
                 .bind(now_ms)
                 .bind(RunStatus::Pending.as_str())
                 .bind(earliest)

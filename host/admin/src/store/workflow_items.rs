@@ -125,7 +125,7 @@ impl Store {
             let index: i64 = row.try_get("idx")?;
             let input: String = row.try_get("input")?;
             let run = run_for(&input);
-            let id = runs::insert_run(tx.as_mut(), &run, &self.owner, now_ms, false)
+            let id = runs::insert_run(tx.as_mut(), &run, &self.owner, self.leases, now_ms, false)
                 .await?
                 .ok_or(StoreError::Database(sqlx::Error::RowNotFound))?;
             sqlx::query(

@@ -287,7 +287,7 @@ impl Store {
         if moved != 1 {
             return Ok(None);
         }
-        let id = runs::insert_run(tx.as_mut(), run, &self.owner, now_ms, false)
+        let id = runs::insert_run(tx.as_mut(), run, &self.owner, self.leases, now_ms, false)
             .await?
             .ok_or(StoreError::Database(sqlx::Error::RowNotFound))?;
         sqlx::query(
@@ -326,7 +326,7 @@ impl Store {
         now_ms: i64,
     ) -> Result<Option<RunId>, StoreError> {
         let mut tx = self.writer.begin().await?;
-        let id = runs::insert_run(tx.as_mut(), run, &self.owner, now_ms, false)
+        let id = runs::insert_run(tx.as_mut(), run, &self.owner, self.leases, now_ms, false)
             .await?
             .ok_or(StoreError::Database(sqlx::Error::RowNotFound))?;
         let moved = sqlx::query(sqlx::AssertSqlSafe(format!(

@@ -224,6 +224,24 @@ fn a_second_admin_on_the_same_data_dir_is_refused() {
     );
 }
 
+#[test]
+fn a_dispatch_lease_shorter_than_a_send_is_refused() {
+    let data = tempfile::tempdir().unwrap();
+    let admin = Command::new(env!("CARGO_BIN_EXE_cronbox"))
+        .args(["admin", "--bind", "127.0.0.1:0", "--token", "a"])
+        .args(["--executor-token", "b", "--dispatch-lease", "3500ms"])
+        .arg("--data-dir")
+        .arg(data.path())
+        .output()
+        .unwrap();
+    assert!(!admin.status.success());
+    let stderr = String::from_utf8_lossy(&admin.stderr);
+    assert!(
+        stderr.contains("the dispatch lease (3.5s) must be at least the dispatch timeout (3s)"),
+        "{stderr}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_saved_child_cycle_is_refused() {
     let cluster = Cluster::start().await;

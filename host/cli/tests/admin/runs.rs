@@ -4,7 +4,9 @@ use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_written_before_a_crash_is_dispatched_after_restart() {
-    let mut cluster = Cluster::start().await;
+    // The restarted admin takes the fire over once the lease the first
+    // one wrote runs out: the shortest dispatch lease, 4 s, and 5 s more.
+    let mut cluster = Cluster::start_with(&["--dispatch-lease", "4s"]).await;
     let hello = cluster.upload("hello").await;
     let at = chrono_like_rfc3339(3_500);
     let shot = cluster

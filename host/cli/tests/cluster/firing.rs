@@ -6,7 +6,7 @@ use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_admins_fire_every_second_of_500_jobs_exactly_once() {
-    let _one = ONE_AT_A_TIME.lock().await;
+    let _alone = LOADS_THE_MACHINE.lock().await;
     let cluster = Cluster::start(&[&[], &[], &[]], 1).await;
     // 6,000 fires over 12 s (the firing benchmark runs longer).
     let from = second_after(3_000);
@@ -23,7 +23,7 @@ async fn three_admins_fire_every_second_of_500_jobs_exactly_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_admins_fires_are_taken_over() {
-    let _one = ONE_AT_A_TIME.lock().await;
+    let _alone = LOADS_THE_MACHINE.lock().await;
     let mut cluster = Cluster::start(&[&[], &[], &[]], 1).await;
     // The window goes on long enough after the kill (2 s in) for the
     // dead admin's last fires, written as far ahead as a pre-read reaches,
@@ -32,7 +32,8 @@ async fn a_killed_admins_fires_are_taken_over() {
     let pre_read_reach =
         SchedulerConfig::default().pre_read.as_millis() as i64 + CLAIM_PAST_HORIZON_MS;
     let from = second_after(3_000);
-    let to = from + 2_000 + pre_read_reach + WRITE_LEASE_MS + 5_000;
+    let write_lease = Leases::with_dispatch(DISPATCH_LEASE).write_ms();
+    let to = from + 2_000 + pre_read_reach + write_lease + 5_000;
     let ids = cluster.every_second(200, from, to).await;
     let store = Store::connect(&cluster.url).await.unwrap();
     // Once firing, the admin holding the most written fires dies with them
@@ -65,7 +66,7 @@ async fn a_killed_admins_fires_are_taken_over() {
     // each is taken over once its write lease has run out, at the next
     // check for orphans (every second or so), well within the window.
     assert!(
-        to - now_ms() >= pre_read_reach + WRITE_LEASE_MS + 2_000,
+        to - now_ms() >= pre_read_reach + write_lease + 2_000,
         "the admin was killed too late in the window"
     );
     tokio::time::sleep(Duration::from_millis((to - now_ms() + 500).max(0) as u64)).await;
@@ -88,7 +89,7 @@ async fn a_killed_admins_fires_are_taken_over() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_restart_mid_load_loses_and_doubles_nothing() {
-    let _one = ONE_AT_A_TIME.lock().await;
+    let _alone = LOADS_THE_MACHINE.lock().await;
     let cluster = Cluster::start(&[&[], &[]], 1).await;
     // 3 s of firing, a 3 s outage (a fault's length, not a wait for an
     // event), then at least 5 s of firing after the database is back.
@@ -161,7 +162,6 @@ async fn a_database_restart_mid_load_loses_and_doubles_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admins_with_skewed_clocks_still_fire_once() {
-    let _one = ONE_AT_A_TIME.lock().await;
     // Heartbeats carry the clock of the admin that received them, so the
     // dead-after time must exceed the skew between admins (4 s here).
     let cluster = Cluster::start(
