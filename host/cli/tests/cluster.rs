@@ -18,9 +18,9 @@ mod support;
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use cronbox_admin::Store;
 use cronbox_admin::scheduler::CLAIM_PAST_HORIZON_MS;
 use cronbox_admin::store::{JobId, Leases, RunFilter, RunId, RunRow};
-use cronbox_admin::{SchedulerConfig, Store};
 use cronbox_api::{AlarmState, Client, JobBatch, JobSpec, RunStatus, TriggerKind, TriggerRequest};
 use cronbox_example_jobs as jobs;
 use cronbox_tests::{PostgresServer, WebhookReceiver};

@@ -111,7 +111,8 @@ async fn workflows_outlive_a_killed_admin_and_start_each_node_once() {
     let nap = cluster
         .create(
             0,
-            json!({ "name": "nap", "module": "sleeper", "param": "1500" }),
+            json!({ "name": "nap", "module": "sleeper", "param": "1500",
+                    "block_strategy": "CONCURRENT", "max_concurrency": 10 }),
         )
         .await;
     let mut greeters = Vec::new();
@@ -147,7 +148,8 @@ async fn workflows_outlive_a_killed_admin_and_start_each_node_once() {
         .await
         .unwrap();
     // Ten runs started through both admins; then the first admin dies
-    // while their naps run, and the other carries every run to its end.
+    // while their naps run (side by side, not queued one after another),
+    // and the other carries every run to its end.
     let mut runs = Vec::new();
     for i in 0..10 {
         let started = cluster

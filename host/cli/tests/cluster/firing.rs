@@ -24,13 +24,14 @@ async fn three_admins_fire_every_second_of_500_jobs_exactly_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_admins_fires_are_taken_over() {
     let _alone = LOADS_THE_MACHINE.lock().await;
-    let mut cluster = Cluster::start(&[&[], &[], &[]], 1).await;
+    // Pre-reads of 2 s: the least a dead admin has written ahead.
+    let pre_read = ["--pre-read", "2s"];
+    let mut cluster = Cluster::start(&[&pre_read, &pre_read, &pre_read], 1).await;
     // The window goes on long enough after the kill (2 s in) for the
     // dead admin's last fires, written as far ahead as a pre-read reaches,
     // to be taken over once their write leases run out, and for firing
     // to go on after (checked once the admin is killed).
-    let pre_read_reach =
-        SchedulerConfig::default().pre_read.as_millis() as i64 + CLAIM_PAST_HORIZON_MS;
+    let pre_read_reach = 2_000 + CLAIM_PAST_HORIZON_MS;
     let from = second_after(3_000);
     let write_lease = Leases::with_dispatch(DISPATCH_LEASE).write_ms();
     let to = from + 2_000 + pre_read_reach + write_lease + 5_000;
@@ -98,12 +99,23 @@ async fn a_database_restart_mid_load_loses_and_doubles_nothing() {
     let ids = cluster.every_second(100, from, to).await;
     // Workflow runs in flight across the outage: a node, a node fanned
     // out over six elements two at a time, a node after them.
+    // The napping job runs its elements side by side (each workflow run
+    // two at a time, eight at most in all): serial, as jobs are by
+    // default, the 24 naps would queue on the executor for 36 s.
     cluster.push("sleeper", "sleeper").await;
-    for (name, module, param) in [("wf-nap", "sleeper", "1"), ("wf-hello", "hello", "x")] {
-        cluster
-            .create(0, json!({ "name": name, "module": module, "param": param }))
-            .await;
-    }
+    cluster
+        .create(
+            0,
+            json!({ "name": "wf-nap", "module": "sleeper", "param": "1",
+                    "block_strategy": "CONCURRENT", "max_concurrency": 8 }),
+        )
+        .await;
+    cluster
+        .create(
+            0,
+            json!({ "name": "wf-hello", "module": "hello", "param": "x" }),
+        )
+        .await;
     let flow: cronbox_api::WorkflowSpec = serde_json::from_value(json!({
         "nodes": [
             { "name": "first", "job": "wf-hello" },
@@ -114,11 +126,11 @@ async fn a_database_restart_mid_load_loses_and_doubles_nothing() {
     }))
     .unwrap();
     cluster.api(0).put_workflow("flow", &flow).await.unwrap();
-    // Started now (before the window opens), they run three waves of
-    // 1.5 s elements: into the outage.
+    // Started now (3 to 4 s before the window opens, the outage 3 s
+    // into it), they run three waves of 2.5 s elements: into the outage.
     let mut flows = Vec::new();
     for i in 0..4 {
-        let input = r#"{"items": [1500, 1500, 1500, 1500, 1500, 1500]}"#;
+        let input = r#"{"items": [2500, 2500, 2500, 2500, 2500, 2500]}"#;
         let run = cluster
             .api(i % 2)
             .start_workflow_run("flow", Some(input))
@@ -150,7 +162,7 @@ async fn a_database_restart_mid_load_loses_and_doubles_nothing() {
             cronbox_api::WorkflowRunStatus::Succeeded,
             "{run:#?}"
         );
-        assert_eq!(run.nodes[2].input.as_deref(), Some("slept 1500 ms"));
+        assert_eq!(run.nodes[2].input.as_deref(), Some("slept 2500 ms"));
     }
     let store = Store::connect(&cluster.url).await.unwrap();
     for (name, per_flow) in [("wf-nap", 6), ("wf-hello", 2)] {
