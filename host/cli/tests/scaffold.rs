@@ -35,32 +35,43 @@ fn printed(output: &Output) -> String {
 #[test]
 fn a_new_project_in_each_language_builds_with_one_command_and_runs() {
     let home = tempfile::tempdir().unwrap();
-    for (lang, title) in [("rust", "Rust"), ("python", "Python"), ("js", "JavaScript")] {
-        let name = format!("greeter-{lang}");
-        let created = cronbox(&["new", &name, "--lang", lang], home.path());
-        assert!(created.status.success(), "{}", printed(&created));
-        assert!(
-            printed(&created).contains("cronbox build")
-                && printed(&created).contains(&format!("({title} job {name})")),
-            "{}",
-            printed(&created)
-        );
-        let project = home.path().join(&name);
-        let built = cronbox(&["build"], &project);
-        assert!(built.status.success(), "{lang}: {}", printed(&built));
-        let component = project.join(format!("{name}.wasm"));
-        assert!(component.is_file(), "{lang}: {}", printed(&built));
-        let ran = cronbox(
-            &["run", component.to_str().unwrap(), "--param", "scaffold"],
-            home.path(),
-        );
-        let text = printed(&ran);
-        assert_eq!(ran.status.code(), Some(0), "{lang}: {text}");
-        assert!(
-            text.contains("outcome: success (200): hello, scaffold"),
-            "{lang}: {text}"
-        );
-    }
+    // The three languages side by side: each build waits on its own tools
+    // much of its time.
+    std::thread::scope(|languages| {
+        for (lang, title) in [("rust", "Rust"), ("python", "Python"), ("js", "JavaScript")] {
+            let home = home.path();
+            languages.spawn(move || new_build_and_run(home, lang, title));
+        }
+    });
+}
+
+/// `cronbox new` of a `lang` project under `home`, `cronbox build` in it
+/// and `cronbox run` of what it built.
+fn new_build_and_run(home: &Path, lang: &str, title: &str) {
+    let name = format!("greeter-{lang}");
+    let created = cronbox(&["new", &name, "--lang", lang], home);
+    assert!(created.status.success(), "{}", printed(&created));
+    assert!(
+        printed(&created).contains("cronbox build")
+            && printed(&created).contains(&format!("({title} job {name})")),
+        "{}",
+        printed(&created)
+    );
+    let project = home.join(&name);
+    let built = cronbox(&["build"], &project);
+    assert!(built.status.success(), "{lang}: {}", printed(&built));
+    let component = project.join(format!("{name}.wasm"));
+    assert!(component.is_file(), "{lang}: {}", printed(&built));
+    let ran = cronbox(
+        &["run", component.to_str().unwrap(), "--param", "scaffold"],
+        home,
+    );
+    let text = printed(&ran);
+    assert_eq!(ran.status.code(), Some(0), "{lang}: {text}");
+    assert!(
+        text.contains("outcome: success (200): hello, scaffold"),
+        "{lang}: {text}"
+    );
 }
 
 #[test]
