@@ -3,10 +3,16 @@
 //! same port and data (to test outages), stopped and removed on drop. When
 //! the tests run as root the server runs as the `postgres` system user
 //! (PostgreSQL refuses root).
+//!
+//! A test that does not stop the server takes a database of its own on
+//! the one server its test process shares ([`PostgresServer::fresh_database`]):
+//! starting a server costs a second of the two such a test takes.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// A PostgreSQL server owned by a test.
@@ -183,6 +189,64 @@ impl PostgresServer {
             .expect("createdb runs");
         assert!(status.success(), "createdb {name} failed");
         format!("postgres://cronbox@127.0.0.1:{}/{name}", self.port)
+    }
+}
+
+/// A database of its own on the server the test process shares.
+#[derive(Debug)]
+pub struct TestDatabase {
+    url: String,
+}
+
+impl TestDatabase {
+    /// Its connection URL, as user `cronbox`.
+    pub fn url(&self) -> String {
+        self.url.clone()
+    }
+}
+
+impl PostgresServer {
+    /// A fresh, empty database on the one server this test process shares,
+    /// started on first use and stopped (and its files removed) once the
+    /// process has exited. For tests that leave the server running.
+    pub fn fresh_database() -> TestDatabase {
+        static SHARED: OnceLock<PostgresServer> = OnceLock::new();
+        static DATABASES: AtomicUsize = AtomicUsize::new(0);
+        let server = SHARED.get_or_init(|| {
+            let server = PostgresServer::start();
+            server.stop_when_this_process_exits();
+            server
+        });
+        let name = format!("test_{}", DATABASES.fetch_add(1, Ordering::Relaxed));
+        TestDatabase {
+            url: server.create_database(&name),
+        }
+    }
+
+    /// A process of its own waits for this one to exit (a static is never
+    /// dropped), then stops the server and removes its files.
+    #[allow(clippy::zombie_processes)] // it outlives this process, unwaited by design
+    fn stop_when_this_process_exits(&self) {
+        let pg_ctl = bin_dir().join("pg_ctl");
+        let as_postgres = if is_root() {
+            "runuser -u postgres -- "
+        } else {
+            ""
+        };
+        let script = format!(
+            "tail --pid={} -f /dev/null; {as_postgres}'{}' -D '{}' -m immediate -w stop; rm -rf '{}'",
+            std::process::id(),
+            pg_ctl.display(),
+            self.dir.join("data").display(),
+            self.dir.display(),
+        );
+        Command::new("sh")
+            .args(["-c", &script])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("sh runs");
     }
 }
 

@@ -95,7 +95,7 @@ macro_rules! on_both_engines {
 
         #[tokio::test]
         async fn $postgres() {
-            let server = PostgresServer::start();
+            let server = PostgresServer::fresh_database();
             $check(&Store::connect(&server.url()).await.unwrap()).await;
         }
     )*};

@@ -543,7 +543,7 @@ pub(super) async fn job_rows_are_kept_while_their_revision_holds(store: &Store, 
 /// time, a few rows a transaction: each end is counted once.
 #[tokio::test]
 async fn postgres_admins_folding_together_count_each_end_once() {
-    let server = PostgresServer::start();
+    let server = PostgresServer::fresh_database();
     let a = Store::connect(&server.url()).await.unwrap();
     let b = Store::connect(&server.url()).await.unwrap();
     let id = a.insert_job(&job(), 0).await.unwrap();

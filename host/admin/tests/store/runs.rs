@@ -356,7 +356,7 @@ async fn sqlite_runs_are_claimed_dispatched_and_ended_once() {
 
 #[tokio::test]
 async fn postgres_runs_are_claimed_dispatched_and_ended_once() {
-    let server = PostgresServer::start();
+    let server = PostgresServer::fresh_database();
     let store = Store::connect(&server.url()).await.unwrap();
     run_lifecycle(&store).await;
     // Migrations are idempotent: a second admin connects to the same schema

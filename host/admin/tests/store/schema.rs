@@ -125,7 +125,7 @@ async fn sqlite_groups_are_granted_in_migration_21() {
 #[tokio::test]
 async fn postgres_groups_are_granted_in_migration_21() {
     sqlx::any::install_default_drivers();
-    let server = PostgresServer::start();
+    let server = PostgresServer::fresh_database();
     let pool = sqlx::AnyPool::connect(&server.url()).await.unwrap();
     groups_are_granted_to_the_tenants_using_them(&pool, "postgres").await;
 }
@@ -141,7 +141,7 @@ async fn sqlite_lists_become_rows_in_migration_6() {
 #[tokio::test]
 async fn postgres_lists_become_rows_in_migration_6() {
     sqlx::any::install_default_drivers();
-    let server = PostgresServer::start();
+    let server = PostgresServer::fresh_database();
     let pool = sqlx::AnyPool::connect(&server.url()).await.unwrap();
     lists_become_rows(&pool, "postgres").await;
 }
@@ -242,7 +242,7 @@ async fn sqlite_and_postgres_schemas_are_the_same() {
     let url = format!("sqlite://{}", dir.path().join("cronbox.db").display());
     let sqlite = sqlite_schema(&url).await;
     drop(store);
-    let server = PostgresServer::start();
+    let server = PostgresServer::fresh_database();
     let _store = Store::connect(&server.url()).await.unwrap();
     let postgres = postgres_schema(&server.url()).await;
     assert!(
@@ -343,7 +343,7 @@ async fn sqlite_and_postgres_schemas_are_the_same() {
 #[tokio::test]
 async fn postgres_runs_written_before_partitioning_are_kept_and_still_unique() {
     sqlx::any::install_default_drivers();
-    let server = PostgresServer::start();
+    let server = PostgresServer::fresh_database();
     let pool = sqlx::AnyPool::connect(&server.url()).await.unwrap();
     migrate(&pool, "postgres", "0001", "0018").await;
     sqlx::raw_sql(
@@ -419,7 +419,7 @@ async fn postgres_runs_written_before_partitioning_are_kept_and_still_unique() {
 #[tokio::test]
 async fn postgres_run_partitions_are_made_ahead_and_dropped_whole() {
     use cronbox_admin::store::DAY_MS;
-    let server = PostgresServer::start();
+    let server = PostgresServer::fresh_database();
     let store = Store::connect(&server.url()).await.unwrap();
     let id = store.insert_job(&job(), 0).await.unwrap();
     // Days after the end of the first partition (the day after today).
