@@ -156,8 +156,7 @@ async fn a_failed_run_alarms_its_webhook_once_and_records_how_it_went() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_admins_on_one_database_send_each_alarm_once() {
-    let postgres = PostgresServer::start();
-    let url = postgres.create_database("alarms");
+    let url = PostgresServer::fresh_database().url();
     let receiver = WebhookReceiver::start(200).await;
     let data = tempfile::tempdir().unwrap();
     let mut admins = Vec::new();

@@ -320,10 +320,10 @@ async fn jobs_are_created_in_batches_all_or_none() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn jobs_in_batches_and_name_searches_on_postgres() {
-    let postgres = PostgresServer::start();
+    let database = PostgresServer::fresh_database();
     let admin = cronbox_admin::start(AdminConfig {
         bind: "127.0.0.1:0".parse().unwrap(),
-        database: Database::Url(postgres.create_database("batches")),
+        database: Database::Url(database.url()),
         api_token: API.into(),
         executor_token: EXEC.into(),
         scheduler: SchedulerConfig::default(),
