@@ -572,6 +572,8 @@ async fn a_full_dispatch_backlog_holds_the_pre_read_until_it_drains() {
         clock: clock.clone(),
         max_backlog: 50,
         dispatch_timeout: Duration::from_secs(60),
+        // A lease outlasts a send.
+        dispatch_lease: Duration::from_secs(61),
         ..SchedulerConfig::default()
     })
     .await;
