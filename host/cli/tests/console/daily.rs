@@ -86,15 +86,29 @@ async fn a_person_operates_jobs_from_the_list_on_any_screen() {
             |text| text.contains("hello@1 ("),
         )
         .await;
-    // Once it ended, its trace is linked to the trace viewer.
-    let trace = browser.element("#run-trace-link").await;
+    // Once it ended, its trace is linked to the trace viewer (read in
+    // one script: the page of a run renders anew as it changes, so an
+    // element found a moment earlier may be gone).
+    browser.element("#run-trace-link").await;
     let ended = up.operator.run(cronbox_api::RunId(run)).await;
     let trace_id = ended.trace_id.expect("the run keeps its trace id");
+    browser
+        .text_until(
+            "#run-trace-link",
+            "the run page shows its trace id",
+            |text| text == trace_id,
+        )
+        .await;
+    let link = browser
+        .script(
+            "return document.querySelector('#run-trace-link').getAttribute('href');",
+            Value::Null,
+        )
+        .await;
     assert_eq!(
-        trace.attr("href").await.unwrap().as_deref(),
+        link.as_str(),
         Some(format!("http://127.0.0.1:16686/trace/{trace_id}").as_str())
     );
-    assert_eq!(trace.text().await.unwrap(), trace_id);
     // Lists show the job's name, not its id.
     browser
         .goto(&format!("{}/#/runs?job={hello}", up.base))
