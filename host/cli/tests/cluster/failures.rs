@@ -12,7 +12,7 @@ async fn a_run_on_a_killed_executor_is_lost_and_retried_on_another() {
     let job = cluster
         .create(
             0,
-            json!({ "name": "nap", "module": "sleeper", "param": "3000",
+            json!({ "name": "nap", "module": "sleeper", "param": "6000",
                     "retry_count": 1, "retry_interval_ms": 100 }),
         )
         .await;
