@@ -84,7 +84,7 @@ async fn claim(
 }
 
 /// One test per guarantee and engine: a fresh SQLite file, or a fresh
-/// PostgreSQL server.
+/// database on the test process's PostgreSQL server.
 macro_rules! on_both_engines {
     ($($sqlite:ident, $postgres:ident => $check:ident;)*) => {$(
         #[tokio::test]

@@ -33,6 +33,7 @@ impl Leases {
     /// Leases whose dispatches hold their runs for `dispatch`.
     pub fn with_dispatch(dispatch: Duration) -> Leases {
         Leases {
+            // Bounded well below i64::MAX: leases are added to instants.
             dispatch_ms: i64::try_from(dispatch.as_millis()).unwrap_or(i64::MAX / 4),
         }
     }

@@ -56,6 +56,7 @@ mod turns;
 mod users;
 mod workflow_fires;
 mod workflow_items;
+mod workflow_runs;
 mod workflows;
 
 pub use audit::{AuditFilter, NewAuditEntry, audit_outcome};

@@ -392,17 +392,6 @@ impl Store {
             == 1)
     }
 
-    /// Ends workflow run `id` as `status`, if it is running; false if it
-    /// had ended.
-    pub async fn end_workflow_run(
-        &self,
-        id: i64,
-        status: WorkflowRunStatus,
-        now_ms: i64,
-    ) -> Result<bool, StoreError> {
-        end_if_running(&self.writer, id, status, now_ms).await
-    }
-
     /// The runs of nodes still marked running whose run ended before
     /// `before_ms`: ends nobody followed (an admin stopped between writing
     /// the run's end and advancing its workflow run).
@@ -434,139 +423,6 @@ impl Store {
             .iter()
             .map(|row| row.try_get::<i64, _>("run_id").map(RunId))
             .collect::<Result<_, _>>()?)
-    }
-
-    /// Running workflow runs past their deadline at `now_ms`.
-    pub async fn workflow_runs_past_deadline(&self, now_ms: i64) -> Result<Vec<i64>, StoreError> {
-        let rows =
-            sqlx::query("SELECT id FROM workflow_run WHERE status = $1 AND deadline_at_ms <= $2")
-                .bind(status_text(WorkflowRunStatus::Running)?)
-                .bind(now_ms)
-                .fetch_all(&self.pool)
-                .await?;
-        Ok(rows
-            .iter()
-            .map(|row| row.try_get::<i64, _>("id"))
-            .collect::<Result<_, _>>()?)
-    }
-
-    /// Running workflow runs in which no run is in progress and nothing
-    /// changed since `before_ms`: steps nobody took (an admin stopped
-    /// between two of a run's writes). A fanned-out node that is running
-    /// with none of its elements running counts as nothing in progress.
-    pub async fn idle_workflow_runs(&self, before_ms: i64) -> Result<Vec<i64>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT w.id FROM workflow_run w WHERE w.status = $1 AND w.started_at_ms < $2 \
-             AND NOT EXISTS (SELECT 1 FROM workflow_node n WHERE n.workflow_run_id = w.id \
-             AND (n.ended_at_ms >= $2 OR n.started_at_ms >= $2 OR (n.status = $3 \
-             AND NOT EXISTS (SELECT 1 FROM workflow_item f WHERE f.workflow_run_id = w.id \
-             AND f.node = n.node)))) \
-             AND NOT EXISTS (SELECT 1 FROM workflow_item i WHERE i.workflow_run_id = w.id \
-             AND (i.status = $3 OR i.ended_at_ms >= $2))",
-        )
-        .bind(status_text(WorkflowRunStatus::Running)?)
-        .bind(before_ms)
-        .bind(status_text(NodeStatus::Running)?)
-        .fetch_all(&self.pool)
-        .await?;
-        Ok(rows
-            .iter()
-            .map(|row| row.try_get::<i64, _>("id"))
-            .collect::<Result<_, _>>()?)
-    }
-
-    /// Stops workflow run `id` if it is running: the run ends as
-    /// `status` (cancelled, or failed past its deadline) and every node
-    /// that had not ended is cancelled, saying `why`. The runs of the
-    /// nodes that were running (to be killed), or `None` if it was not
-    /// running.
-    pub async fn stop_workflow_run(
-        &self,
-        id: i64,
-        status: WorkflowRunStatus,
-        why: &str,
-        now_ms: i64,
-    ) -> Result<Option<Vec<RunId>>, StoreError> {
-        let mut tx = self.writer.begin().await?;
-        if !end_if_running(&mut *tx, id, status, now_ms).await? {
-            return Ok(None);
-        }
-        let running = sqlx::query(
-            "SELECT run_id FROM workflow_node WHERE workflow_run_id = $1 AND status = $2 \
-             AND run_id IS NOT NULL \
-             UNION ALL \
-             SELECT run_id FROM workflow_item WHERE workflow_run_id = $1 AND status = $2",
-        )
-        .bind(id)
-        .bind(status_text(NodeStatus::Running)?)
-        .fetch_all(&mut *tx)
-        .await?
-        .iter()
-        .map(|row| row.try_get::<i64, _>("run_id").map(RunId))
-        .collect::<Result<Vec<_>, _>>()?;
-        for table in ["workflow_node", "workflow_item"] {
-            sqlx::query(sqlx::AssertSqlSafe(format!(
-                "UPDATE {table} SET status = $2, ended_at_ms = $3, message = $6 \
-                 WHERE workflow_run_id = $1 AND status IN ($4, $5)"
-            )))
-            .bind(id)
-            .bind(status_text(NodeStatus::Cancelled)?)
-            .bind(now_ms)
-            .bind(status_text(NodeStatus::Pending)?)
-            .bind(status_text(NodeStatus::Running)?)
-            .bind(why)
-            .execute(&mut *tx)
-            .await?;
-        }
-        tx.commit().await?;
-        Ok(Some(running))
-    }
-
-    /// Opens workflow run `id` again if it failed or was cancelled: its
-    /// nodes that did not succeed become pending (their earlier runs stay
-    /// as history), those that succeeded keep their outputs, and a
-    /// deadline counts again from `now_ms`. False if it had not failed nor
-    /// been cancelled.
-    pub async fn reopen_workflow_run(&self, id: i64, now_ms: i64) -> Result<bool, StoreError> {
-        let mut tx = self.writer.begin().await?;
-        // A deadline counts again from the retry.
-        let reopened = sqlx::query(
-            "UPDATE workflow_run SET status = $2, ended_at_ms = NULL, \
-             deadline_at_ms = $5 + (deadline_at_ms - started_at_ms) \
-             WHERE id = $1 AND status IN ($3, $4)",
-        )
-        .bind(id)
-        .bind(status_text(WorkflowRunStatus::Running)?)
-        .bind(status_text(WorkflowRunStatus::Failed)?)
-        .bind(status_text(WorkflowRunStatus::Cancelled)?)
-        .bind(now_ms)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-        if reopened != 1 {
-            return Ok(false);
-        }
-        // A fanned-out node that did not succeed expands again.
-        sqlx::query(
-            "DELETE FROM workflow_item WHERE workflow_run_id = $1 AND node IN \
-             (SELECT node FROM workflow_node WHERE workflow_run_id = $1 AND status <> $2)",
-        )
-        .bind(id)
-        .bind(status_text(NodeStatus::Succeeded)?)
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query(
-            "UPDATE workflow_node SET status = $2, run_id = NULL, input = NULL, output = NULL, \
-             message = NULL, started_at_ms = NULL, ended_at_ms = NULL \
-             WHERE workflow_run_id = $1 AND status <> $3",
-        )
-        .bind(id)
-        .bind(status_text(NodeStatus::Pending)?)
-        .bind(status_text(NodeStatus::Succeeded)?)
-        .execute(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        Ok(true)
     }
 }
 
@@ -624,25 +480,4 @@ pub(super) async fn insert_workflow_run(
         .await?;
     }
     Ok(Some(id))
-}
-
-/// Ends workflow run `id` as `status` through `executor`, if it is
-/// running; whether it was.
-async fn end_if_running<'e>(
-    executor: impl sqlx::Executor<'e, Database = sqlx::Any>,
-    id: i64,
-    status: WorkflowRunStatus,
-    now_ms: i64,
-) -> Result<bool, StoreError> {
-    Ok(sqlx::query(
-        "UPDATE workflow_run SET status = $2, ended_at_ms = $3 WHERE id = $1 AND status = $4",
-    )
-    .bind(id)
-    .bind(status_text(status)?)
-    .bind(now_ms)
-    .bind(status_text(WorkflowRunStatus::Running)?)
-    .execute(executor)
-    .await?
-    .rows_affected()
-        == 1)
 }
