@@ -14,14 +14,14 @@
 //!
 //! Laid out by part and step: `planner` (pure: fires, misfire, catch-up),
 //! `preread` (claims and written fires), `dispatch` (the [`Dispatcher`]:
-//! timers, send windows, leases, pools, overlap), `sending` (routing and
-//! the send), `batching` (commands to one executor together), `command`
-//! (the run-command builder and receipts), `sink` (the result sink:
-//! marks, ends and events), `ends` (their writer), `results` (what
-//! follows a run's end), `triggers` and `backfill` (runs on request),
-//! `executors` (kill and log requests), `legacy` (runs of xxl-job
-//! executors), `warming` (compile-ahead of new
-//! module versions) and `calendars`.
+//! timers, send windows, leases, pools), `overlap` (the overlap policy),
+//! `sending` (routing and the send), `batching` (commands to one executor
+//! together), `command` (the run-command builder and receipts), `sink`
+//! (the result sink: marks, ends and events), `ends` (their writer),
+//! `results` (what follows a run's end), `triggers` and `backfill` (runs on
+//! request), `executors` (kill and log requests), `legacy` (runs of xxl-job
+//! executors), `warming` (compile-ahead of new module versions) and
+//! `calendars`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -50,6 +50,7 @@ mod ends;
 mod events;
 mod executors;
 mod legacy;
+mod overlap;
 mod planner;
 mod preread;
 mod results;
