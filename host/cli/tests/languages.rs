@@ -42,8 +42,32 @@ fn path(name: &str) -> String {
     languages::path(name).display().to_string()
 }
 
+/// Each language's interpreter compiled once, before the tests go on.
+/// Every process here shares the user's cache, where a compilation keeps
+/// the functions it compiled: each job's own compile then takes seconds,
+/// instead of every test compiling the same interpreter at the same time.
+fn interpreters_compiled() {
+    static COMPILED: std::sync::Once = std::sync::Once::new();
+    COMPILED.call_once(|| {
+        let runs: Vec<_> = LANGUAGES
+            .iter()
+            .map(|language| {
+                Command::new(env!("CARGO_BIN_EXE_cronbox"))
+                    .args(["run", &path(&format!("{language}-hello"))])
+                    .stdout(Stdio::null())
+                    .spawn()
+                    .expect("cronbox starts")
+            })
+            .collect();
+        for mut run in runs {
+            assert!(run.wait().unwrap().success(), "an interpreter compiles");
+        }
+    });
+}
+
 #[test]
 fn python_and_javascript_jobs_run_with_cronbox_run() {
+    interpreters_compiled();
     for language in LANGUAGES {
         let output = run(&[&path(&format!("{language}-hello")), "--param", "bob"]);
         let printed = text(&output.stdout);
@@ -116,12 +140,7 @@ impl Cli {
     /// `cronbox up` with its data in `data` (stopped when the process is
     /// dropped), and the CLI against it.
     fn up(data: &std::path::Path) -> (Process, Cli) {
-        Cli::up_with_env(data, &[])
-    }
-
-    /// [`Cli::up`] with these environment variables set.
-    fn up_with_env(data: &std::path::Path, env: &[(&str, &std::path::Path)]) -> (Process, Cli) {
-        let (stack, _, at) = support::up_with_env(data, None, env);
+        let (stack, _, at) = support::up_with_env(data, None, &[]);
         let token = std::fs::read_to_string(data.join("api-token")).unwrap();
         let cli = Cli {
             base: format!("http://{}", at.admin),
@@ -229,6 +248,7 @@ impl Cli {
 /// timeout and by a kill, a memory bomb ended at the memory limit.
 #[test]
 fn python_and_javascript_jobs_run_on_an_executor_within_their_limits() {
+    interpreters_compiled();
     let data = tempfile::tempdir().unwrap();
     let (_stack, cli) = Cli::up(data.path());
     for language in LANGUAGES {
@@ -293,6 +313,7 @@ fn python_and_javascript_jobs_run_on_an_executor_within_their_limits() {
 /// A kill ends a Python or JavaScript loop at once.
 #[test]
 fn a_kill_stops_a_python_or_javascript_loop() {
+    interpreters_compiled();
     let data = tempfile::tempdir().unwrap();
     let (_stack, cli) = Cli::up(data.path());
     for language in LANGUAGES {
@@ -342,6 +363,7 @@ fn a_kill_stops_a_python_or_javascript_loop() {
 /// denied and nothing arrives.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_and_javascript_http_reaches_only_granted_origins() {
+    interpreters_compiled();
     let origin = cronbox_tests::TestOrigin::start().await;
     let url = origin.url("/bytes/5");
     let grant = origin.origin();
@@ -416,10 +438,20 @@ fn scheduled_runs(cli: &Cli, job: &str) -> Vec<(i64, i64, String)> {
 /// time too; another job firing every second stays on time throughout.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pushed_version_is_compiled_ahead_and_every_job_stays_on_time() {
+    interpreters_compiled();
     let data = tempfile::tempdir().unwrap();
-    // An artifact cache of its own: the pushed version must compile here.
-    let cache = data.path().join("cache");
-    let (_stack, cli) = Cli::up_with_env(data.path(), &[("CRONBOX_CACHE_DIR", &cache)]);
+    let (_stack, cli) = Cli::up(data.path());
+    // A version no cache has an artifact of, so that it must compile: the
+    // Python example with a custom section naming this test's start (its
+    // interpreter's functions are in the cache; its artifact is not).
+    let mut version = std::fs::read(path("python-hello")).unwrap();
+    let stamp = format!("{}", now_ms());
+    let name = b"cronbox-test";
+    version.extend_from_slice(&[0, (1 + name.len() + stamp.len()) as u8, name.len() as u8]);
+    version.extend_from_slice(name);
+    version.extend_from_slice(stamp.as_bytes());
+    let version_path = data.path().join("python-hello-new.wasm");
+    std::fs::write(&version_path, version).unwrap();
     let every_second = "schedule_type = \"CRON\"\nschedule_conf = \"* * * * * ?\"\n";
     let hello = cronbox_example_jobs::path("hello").display().to_string();
     let ticker = cli.job(data.path(), "ticker", &hello, every_second);
@@ -431,7 +463,7 @@ async fn a_pushed_version_is_compiled_ahead_and_every_job_stays_on_time() {
         (scheduled_runs(&cli, &ticker).len() >= 2).then_some(())
     })
     .await;
-    let pushed = cli.call(&["module", "push", "ticker", &path("python-hello")]);
+    let pushed = cli.call(&["module", "push", "ticker", version_path.to_str().unwrap()]);
     let new_digest = pushed["digest"].as_str().unwrap().to_owned();
     let pushed_at = now_ms();
     // The new version compiles first (seconds in a debug build).
@@ -485,6 +517,7 @@ async fn a_pushed_version_is_compiled_ahead_and_every_job_stays_on_time() {
 /// broken record takes the failure edge to notify.
 #[test]
 fn the_three_language_example_workflow_deploys_in_one_command_and_runs() {
+    interpreters_compiled();
     let data = tempfile::tempdir().unwrap();
     let (_stack, cli) = Cli::up(data.path());
     let deployed = cli.deploy_example("example-jobs/etl");

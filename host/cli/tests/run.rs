@@ -240,6 +240,94 @@ fn refused_modules_and_bad_flags_exit_two_with_a_message() {
     );
 }
 
+/// A new version compiles only what changed: the functions compiled for
+/// one component are kept (signed) beside the artifacts, and a component
+/// with other bytes but the same code — a new version, another job built
+/// by the same toolchain — finds most of them instead of compiling them
+/// again. A damaged entry is not trusted: that function is compiled again
+/// and its entry written anew.
+#[test]
+fn a_new_version_compiles_only_the_functions_that_changed() {
+    let cache = tempfile::tempdir().unwrap();
+    let dir = cache.path().join("cache");
+    let functions = dir.join("artifacts/functions");
+    let entries = || {
+        let mut files = Vec::new();
+        for sub in std::fs::read_dir(&functions).unwrap() {
+            for file in std::fs::read_dir(sub.unwrap().path()).unwrap() {
+                files.push(file.unwrap().path());
+            }
+        }
+        files.sort();
+        files
+    };
+    // The same code under another digest: a custom section appended.
+    let version = |n: u8| {
+        let mut wasm = std::fs::read(path("hello")).unwrap();
+        let name = b"cronbox-version";
+        let payload_len = 1 + name.len() + 1;
+        wasm.extend_from_slice(&[0, payload_len as u8, name.len() as u8]);
+        wasm.extend_from_slice(name);
+        wasm.push(n);
+        let file = cache.path().join(format!("hello-{n}.wasm"));
+        std::fs::write(&file, wasm).unwrap();
+        file.display().to_string()
+    };
+    let run = |wasm: &str| {
+        let output = cronbox(&[
+            "run",
+            wasm,
+            "--param",
+            "v",
+            "--cache-dir",
+            dir.to_str().unwrap(),
+        ]);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        assert!(stdout(&output).contains("success (200): hello, v"));
+        let text = stderr(&output);
+        assert!(
+            text.contains("compiled in "),
+            "a new digest compiles: {text}"
+        );
+    };
+    run(&path("hello"));
+    let first = entries();
+    assert!(first.len() > 50, "functions kept: {}", first.len());
+    run(&version(1));
+    // Most functions are found: a few of wasmtime's are looked up under
+    // a key that differs from one compilation to the next (about one in
+    // ten), and are compiled again.
+    let second = entries();
+    let new = second.iter().filter(|file| !first.contains(file)).count();
+    assert!(
+        new * 2 < first.len(),
+        "{new} of {} functions compiled again",
+        first.len()
+    );
+
+    // Damaged entries: compiled again, rewritten, and the run is right.
+    for file in &first {
+        let mut bytes = std::fs::read(file).unwrap();
+        *bytes.last_mut().unwrap() ^= 0xFF;
+        std::fs::write(file, bytes).unwrap();
+    }
+    let damaged: Vec<Vec<u8>> = first
+        .iter()
+        .map(|file| std::fs::read(file).unwrap())
+        .collect();
+    run(&version(2));
+    let rewritten = first
+        .iter()
+        .zip(&damaged)
+        .filter(|(file, bytes)| std::fs::read(file).unwrap() != **bytes)
+        .count();
+    assert!(
+        rewritten * 2 > first.len(),
+        "{rewritten} of {} damaged entries written anew",
+        first.len()
+    );
+}
+
 /// Compilation runs in a child process bounded in time and memory: past
 /// either bound the module is refused, naming the bound, and nothing ran.
 #[test]

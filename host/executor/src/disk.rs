@@ -1,5 +1,6 @@
-//! The executor's disk caches — module bytes (`modules/`) and compiled
-//! artifacts (`artifacts/`) — kept under a size bound.
+//! The executor's disk caches — module bytes (`modules/`), compiled
+//! artifacts (`artifacts/`) and compiled functions
+//! (`artifacts/functions/`) — kept under a size bound.
 //!
 //! After a module is fetched or compiled, if the files of both directories
 //! together exceed the bound, the least recently used (a file's
@@ -39,13 +40,20 @@ impl DiskBound {
     pub fn trim(&self, in_use: &HashSet<String>) -> std::io::Result<Trimmed> {
         let mut files = Vec::new();
         let mut total = 0_u64;
-        for dir in &self.dirs {
-            let Ok(entries) = std::fs::read_dir(dir) else {
-                continue; // not created yet
+        // The directories' own files and those of their subdirectories
+        // (the compiled functions under `artifacts/functions/`).
+        let mut dirs = self.dirs.clone();
+        while let Some(dir) = dirs.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue; // not created yet, or removed meanwhile
             };
             for entry in entries {
                 let entry = entry?;
                 let meta = entry.metadata()?;
+                if meta.is_dir() {
+                    dirs.push(entry.path());
+                    continue;
+                }
                 if !meta.is_file() {
                     continue;
                 }
@@ -148,5 +156,35 @@ mod tests {
             }
         );
         assert!(modules.join(format!("{}.wasm", digest('a'))).exists());
+    }
+
+    /// The compiled functions under `artifacts/functions/` count towards
+    /// the bound and go oldest first, like every other file.
+    #[test]
+    fn files_in_subdirectories_count_and_go_oldest_first() {
+        let root = tempfile::tempdir().unwrap();
+        let artifacts = root.path().join("a");
+        let functions = artifacts.join("functions").join("dd");
+        std::fs::create_dir_all(&functions).unwrap();
+        let old = functions.join("d".repeat(64));
+        std::fs::write(&old, [0_u8; 100]).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&old)
+            .unwrap()
+            .set_modified(SystemTime::now() - std::time::Duration::from_secs(400))
+            .unwrap();
+        let newer = artifacts.join(format!("{}-x.cwasm", "e".repeat(64)));
+        std::fs::write(&newer, [0_u8; 100]).unwrap();
+        let bound = DiskBound::new(vec![artifacts], 150);
+        assert_eq!(
+            bound.trim(&HashSet::new()).unwrap(),
+            Trimmed {
+                files: 1,
+                bytes: 100
+            }
+        );
+        assert!(!old.exists(), "the oldest file, in a subdirectory");
+        assert!(newer.exists());
     }
 }

@@ -15,6 +15,7 @@
 
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
@@ -22,6 +23,7 @@ use wasmtime::Engine;
 use wasmtime::component::Component;
 
 use crate::engine::RuntimeError;
+use crate::function_cache::FunctionCache;
 
 /// How a module's compiled code was obtained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,16 +43,33 @@ pub(crate) struct ArtifactCache {
     engine_key: String,
     /// The key entries are signed with.
     key: Vec<u8>,
+    /// Cranelift's compiled functions, beside the artifacts.
+    functions: Option<Arc<FunctionCache>>,
 }
 
 const CHECKSUM_LEN: usize = 32;
-const KEY_LEN: usize = 32;
+pub(crate) const KEY_LEN: usize = 32;
+
+/// The key cache entries are signed with: the one in `key_file` (made,
+/// random and 0600, when missing), or one for this process only.
+pub(crate) fn signing_key(key_file: Option<&Path>) -> Result<Vec<u8>, RuntimeError> {
+    match key_file {
+        Some(path) => read_or_create_key(path).map_err(|source| RuntimeError::CacheDir {
+            path: path.to_path_buf(),
+            source,
+        }),
+        None => Ok(rand::random::<[u8; KEY_LEN]>().to_vec()),
+    }
+}
 
 impl ArtifactCache {
+    /// The cache in `dir` (none without one), its entries signed with
+    /// `key`; `functions` is the function cache `engine` compiles with.
     pub(crate) fn new(
         dir: Option<PathBuf>,
-        key_file: Option<&Path>,
+        key: Vec<u8>,
         engine: &Engine,
+        functions: Option<Arc<FunctionCache>>,
     ) -> Result<Self, RuntimeError> {
         if let Some(dir) = &dir {
             create_private_dir(dir).map_err(|source| RuntimeError::CacheDir {
@@ -58,13 +77,6 @@ impl ArtifactCache {
                 source,
             })?;
         }
-        let key = match key_file {
-            Some(path) => read_or_create_key(path).map_err(|source| RuntimeError::CacheDir {
-                path: path.to_path_buf(),
-                source,
-            })?,
-            None => rand::random::<[u8; KEY_LEN]>().to_vec(),
-        };
         // The compatibility hash covers the wasmtime version and every
         // setting that changes generated code.
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
@@ -73,7 +85,14 @@ impl ArtifactCache {
             dir,
             engine_key: format!("{:016x}", hasher.finish()),
             key,
+            functions,
         })
+    }
+
+    /// The function cache compilations of this runtime look functions up
+    /// in (a compiler child process is handed its directory and key).
+    pub(crate) fn functions(&self) -> Option<&FunctionCache> {
+        self.functions.as_deref()
     }
 
     /// The cache file of a module digest (public for tests that damage it).
@@ -182,9 +201,13 @@ pub fn renew(path: &Path) {
     }
 }
 
-/// The tag of `artifact` under `key`.
-fn tag(key: &[u8], artifact: &[u8]) -> Hmac<Sha256> {
+/// The tag of `artifact` under `key`, for the entry named `name` (empty
+/// for an artifact, whose file name is its digest; a function's lookup key
+/// for the function cache, so that an entry cannot be moved to another
+/// name).
+fn tag(key: &[u8], name: &[u8], artifact: &[u8]) -> Hmac<Sha256> {
     let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key).expect("HMAC takes any key length");
+    mac.update(name);
     mac.update(artifact);
     mac
 }
@@ -192,20 +215,36 @@ fn tag(key: &[u8], artifact: &[u8]) -> Hmac<Sha256> {
 /// The artifact of a cache file, if its tag is right (compared in
 /// constant time).
 fn verified_artifact<'a>(key: &[u8], file: &'a [u8]) -> Option<&'a [u8]> {
+    verified(key, b"", file)
+}
+
+/// The contents of the cache file of entry `name`, if its tag is right.
+pub(crate) fn verified<'a>(key: &[u8], name: &[u8], file: &'a [u8]) -> Option<&'a [u8]> {
     if file.len() <= CHECKSUM_LEN {
         return None;
     }
     let (checksum, artifact) = file.split_at(CHECKSUM_LEN);
-    tag(key, artifact)
+    tag(key, name, artifact)
         .verify_slice(checksum)
         .ok()
         .map(|()| artifact)
 }
 
 fn write_atomically(path: &Path, key: &[u8], artifact: &[u8]) -> std::io::Result<()> {
+    write_signed(path, key, b"", artifact)
+}
+
+/// Writes the cache file of entry `name` whole (under a temporary name,
+/// then renamed), its tag first.
+pub(crate) fn write_signed(
+    path: &Path,
+    key: &[u8],
+    name: &[u8],
+    artifact: &[u8],
+) -> std::io::Result<()> {
     let temp = unique_temp(path);
     let mut contents = Vec::with_capacity(CHECKSUM_LEN + artifact.len());
-    contents.extend_from_slice(&tag(key, artifact).finalize().into_bytes());
+    contents.extend_from_slice(&tag(key, name, artifact).finalize().into_bytes());
     contents.extend_from_slice(artifact);
     std::fs::write(&temp, &contents)?;
     std::fs::rename(&temp, path).inspect_err(|_| {
@@ -288,7 +327,7 @@ mod tests {
     fn only_a_holder_of_the_key_can_make_a_valid_entry() {
         let artifact = b"compiled code".to_vec();
         let key = [7_u8; KEY_LEN];
-        let mut file = tag(&key, &artifact).finalize().into_bytes().to_vec();
+        let mut file = tag(&key, b"", &artifact).finalize().into_bytes().to_vec();
         file.extend_from_slice(&artifact);
         assert_eq!(verified_artifact(&key, &file), Some(&artifact[..]));
         assert_eq!(

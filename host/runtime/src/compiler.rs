@@ -19,6 +19,10 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::config::CompilerProcess;
+use crate::function_cache::FunctionCache;
+
+/// The argument naming the function cache's directory to a compiler child.
+const FUNCTION_CACHE_ARG: &str = "--function-cache=";
 
 /// The niceness of a compiler process: below the executor, whose runs
 /// must stay on time while a large module compiles.
@@ -51,11 +55,14 @@ pub enum CompileError {
 }
 
 /// The compiled artifact of `wasm`, made by a child process as `process`
-/// says, with the code settings given.
+/// says, with the code settings given; with `functions`, the child looks
+/// functions up in that cache and stores those it compiles (its key goes
+/// over the child's standard input, before the component).
 pub(crate) fn compile_in_child(
     process: &CompilerProcess,
     fuel_metering: bool,
     max_wasm_stack_bytes: usize,
+    functions: Option<&FunctionCache>,
     wasm: &[u8],
 ) -> Result<Vec<u8>, CompileError> {
     let mut command = Command::new(&process.program);
@@ -68,6 +75,15 @@ pub(crate) fn compile_in_child(
     if fuel_metering {
         command.arg("--fuel-metering");
     }
+    let key = match functions {
+        Some(functions) => {
+            let mut dir = std::ffi::OsString::from(FUNCTION_CACHE_ARG);
+            dir.push(functions.dir());
+            command.arg(dir);
+            functions.key()
+        }
+        None => &[],
+    };
     let memory = process.memory_bytes;
     // CPU time past the deadline (every core busy) as a backstop to the
     // parent's kill.
@@ -111,7 +127,7 @@ pub(crate) fn compile_in_child(
     // Once the child has exited (or been killed) its pipes are closed, so
     // the threads end and the scope returns.
     let (status, written, artifact, message) = std::thread::scope(|scope| {
-        let writer = scope.spawn(move || stdin.write_all(wasm));
+        let writer = scope.spawn(move || stdin.write_all(key).and_then(|()| stdin.write_all(wasm)));
         let reader = scope.spawn(move || {
             let mut artifact = Vec::new();
             stdout.read_to_end(&mut artifact).map(|_| artifact)
@@ -191,8 +207,9 @@ fn set_limit(resource: libc::__rlimit_resource_t, value: u64) -> std::io::Result
 
 /// The compiler child's side: reads a component from `input`, compiles it
 /// with the code settings the parent named (`--fuel-metering`,
-/// `--max-wasm-stack=N` in `args`) and writes the serialized artifact to
-/// `output`. An error is the text to print on stderr before exiting
+/// `--max-wasm-stack=N`, `--function-cache=DIR` in `args`; with the last,
+/// `input` starts with the cache's key) and writes the serialized artifact
+/// to `output`. An error is the text to print on stderr before exiting
 /// non-zero.
 pub fn compile_worker(
     args: &[String],
@@ -201,6 +218,7 @@ pub fn compile_worker(
 ) -> Result<(), String> {
     let mut fuel_metering = false;
     let mut max_wasm_stack = crate::RuntimeConfig::default().max_wasm_stack_bytes;
+    let mut function_dir = None;
     for arg in args {
         if arg == "--fuel-metering" {
             fuel_metering = true;
@@ -208,15 +226,29 @@ pub fn compile_worker(
             max_wasm_stack = bytes
                 .parse()
                 .map_err(|_| format!("--max-wasm-stack={bytes}: not a number of bytes"))?;
+        } else if let Some(dir) = arg.strip_prefix(FUNCTION_CACHE_ARG) {
+            function_dir = Some(std::path::PathBuf::from(dir));
         } else {
             return Err(format!("unknown argument {arg:?}"));
         }
     }
+    let functions = match function_dir {
+        Some(dir) => {
+            let mut key = vec![0; crate::cache::KEY_LEN];
+            input
+                .read_exact(&mut key)
+                .map_err(|error| format!("cannot read the function cache's key: {error}"))?;
+            Some(std::sync::Arc::new(FunctionCache::in_dir(dir, &key)))
+        }
+        None => None,
+    };
     let mut wasm = Vec::new();
     input
         .read_to_end(&mut wasm)
         .map_err(|error| format!("cannot read the component: {error}"))?;
-    let engine = wasmtime::Engine::new(&crate::engine::code_config(fuel_metering, max_wasm_stack))
+    let config = crate::engine::code_config(fuel_metering, max_wasm_stack, functions)
+        .map_err(|error| error.to_string())?;
+    let engine = wasmtime::Engine::new(&config)
         .map_err(|error| format!("cannot make the engine: {error:#}"))?;
     let artifact = engine
         .precompile_component(&wasm)

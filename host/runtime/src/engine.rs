@@ -13,8 +13,9 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConf
 use crate::host::{MAX_CORE_INSTANCES, MAX_MEMORIES, MAX_TABLES};
 use crate::idle::IdleInstances;
 
-use crate::cache::ArtifactCache;
+use crate::cache::{self, ArtifactCache};
 use crate::config::RuntimeConfig;
+use crate::function_cache::FunctionCache;
 use crate::host::{HostState, Job};
 
 /// Why a [`Runtime`] could not be built.
@@ -77,7 +78,12 @@ impl Drop for RuntimeInner {
 impl Runtime {
     /// Builds the engine, links the host interfaces and starts the ticker.
     pub fn new(config: RuntimeConfig) -> Result<Self, RuntimeError> {
-        let engine = build_engine(&config)?;
+        let key = cache::signing_key(config.cache_key_file.as_deref())?;
+        let functions = config
+            .cache_dir
+            .as_deref()
+            .map(|dir| Arc::new(FunctionCache::new(dir, &key)));
+        let engine = build_engine(&config, functions.clone())?;
         let mut linker = Linker::<HostState>::new(&engine);
         // Every WASI p2 interface is linked, but the context grants nothing:
         // no preopened directory, no environment, no socket address. A
@@ -93,11 +99,7 @@ impl Runtime {
         // The job's configuration (`wasi:config/store`), per run.
         wasmtime_wasi_config::add_to_linker(&mut linker, HostState::config)
             .map_err(|error| RuntimeError::Linker(format!("{error:#}")))?;
-        let cache = ArtifactCache::new(
-            config.cache_dir.clone(),
-            config.cache_key_file.as_deref(),
-            &engine,
-        )?;
+        let cache = ArtifactCache::new(config.cache_dir.clone(), key, &engine, functions)?;
         let ticker = EpochTicker::start(&engine, config.epoch_tick)?;
         Ok(Runtime {
             inner: Arc::new(RuntimeInner {
@@ -211,7 +213,10 @@ pub(crate) struct MemoryOverBudget {
     pub(crate) budget_bytes: u64,
 }
 
-fn build_engine(config: &RuntimeConfig) -> Result<Engine, RuntimeError> {
+fn build_engine(
+    config: &RuntimeConfig,
+    functions: Option<Arc<FunctionCache>>,
+) -> Result<Engine, RuntimeError> {
     let slots = config.max_instances.max(1);
     let mut pool = PoolingAllocationConfig::default();
     // Each slot holds one component's share, and no component may take
@@ -227,15 +232,21 @@ fn build_engine(config: &RuntimeConfig) -> Result<Engine, RuntimeError> {
         .total_stacks(slots)
         .max_memory_size(usize::try_from(config.memory_ceiling_bytes).unwrap_or(usize::MAX));
 
-    let mut wasm = code_config(config.fuel_metering, config.max_wasm_stack_bytes);
+    let mut wasm = code_config(config.fuel_metering, config.max_wasm_stack_bytes, functions)?;
     wasm.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     Engine::new(&wasm).map_err(|error| RuntimeError::Engine(format!("{error:#}")))
 }
 
 /// What decides the compiled code (the same in a compiler child process,
 /// which allocates no instances): the features a job may use, fuel and
-/// epoch checks, the stack limit.
-pub(crate) fn code_config(fuel_metering: bool, max_wasm_stack_bytes: usize) -> Config {
+/// epoch checks, the stack limit. With `functions`, Cranelift looks each
+/// function up there before compiling it (see `function_cache`); the code
+/// is the same either way.
+pub(crate) fn code_config(
+    fuel_metering: bool,
+    max_wasm_stack_bytes: usize,
+    functions: Option<Arc<FunctionCache>>,
+) -> Result<Config, RuntimeError> {
     let mut wasm = Config::new();
     // Nothing a job needs that would let it observe the host: NaN bits and
     // relaxed SIMD results are the same on every machine, one memory per
@@ -249,7 +260,11 @@ pub(crate) fn code_config(fuel_metering: bool, max_wasm_stack_bytes: usize) -> C
         .epoch_interruption(true)
         .consume_fuel(fuel_metering)
         .max_wasm_stack(max_wasm_stack_bytes);
-    wasm
+    if let Some(functions) = functions {
+        wasm.enable_incremental_compilation(functions)
+            .map_err(|error| RuntimeError::Engine(format!("{error:#}")))?;
+    }
+    Ok(wasm)
 }
 
 /// Advances the engine's epoch every tick from a dedicated OS thread, so

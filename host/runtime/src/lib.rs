@@ -3,7 +3,9 @@
 //!
 //! A [`Runtime`] owns one wasmtime engine (component model, async, Cranelift,
 //! pooling allocator, epoch interruption driven by a ticker on its own OS
-//! thread) and an on-disk [artifact cache](cache). [`Runtime::load`] turns
+//! thread), an on-disk [artifact cache](cache) and Cranelift's cache of
+//! compiled functions beside it (`function_cache`: a new version compiles
+//! only what changed). [`Runtime::load`] turns
 //! the bytes of an uploaded component into a validated, compiled
 //! [`JobModule`]; a [`JobWorker`] runs a module's `execute` once per
 //! [`RunRequest`] on a warm instance (or a fresh one per run) and always
@@ -25,6 +27,7 @@ mod clocks;
 mod compiler;
 mod config;
 mod engine;
+mod function_cache;
 mod host;
 mod http;
 mod idle;

@@ -189,6 +189,7 @@ impl Runtime {
                     process,
                     config.fuel_metering,
                     config.max_wasm_stack_bytes,
+                    self.inner.cache.functions(),
                     wasm,
                 )?;
                 // SAFETY: the artifact was just made by this executor's own
