@@ -17,6 +17,9 @@
 //! [`Browser`] is Debian's headless Chromium over WebDriver, for the
 //! console's tests.
 //!
+//! [`tests_at_a_time!`] runs more of a binary's tests together when they
+//! wait rather than compute.
+//!
 //! [`AdminClient`] drives the admin's user API over HTTP, and
 //! [`ExecutorClient`] an executor's; [`until`] polls what a test waits for
 //! within a bound.
@@ -30,6 +33,7 @@ mod origin;
 mod otlp;
 mod postgres;
 mod python;
+mod threads;
 mod webhook;
 
 pub use browser::{Browser, process_group_alive};

@@ -4,6 +4,9 @@
 //! retention, tenants' quotas at save time and at run time.
 #![allow(clippy::unwrap_used)] // in tests a failed unwrap is a failed test
 
+// The tests wait on fires, runs and processes, not the CPU.
+cronbox_tests::tests_at_a_time!(4);
+
 use std::time::{Duration, Instant};
 
 use cronbox_admin::clock::{Clock, ManualClock};

@@ -3,6 +3,9 @@
 //! every assertion reads the run table through the admin's API.
 #![allow(clippy::unwrap_used)] // in tests a failed unwrap is a failed test
 
+// The tests wait on fires, runs and processes, not the CPU.
+cronbox_tests::tests_at_a_time!(4);
+
 mod support;
 
 use std::net::SocketAddr;
