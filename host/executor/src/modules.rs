@@ -50,6 +50,10 @@ pub(crate) struct ModuleStore {
     loading: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// Why each digest could not be loaded, oldest first.
     failed: Mutex<(HashMap<String, String>, VecDeque<String>)>,
+    /// Loads (a compilation on a blocking thread or in a child process)
+    /// under way: each runs to its end even when the run waiting for it
+    /// is dropped, and shutdown waits for them.
+    loads: tokio_util::task::TaskTracker,
 }
 
 /// Whether `digest` looks like a sha256 in lowercase hex.
@@ -81,7 +85,23 @@ impl ModuleStore {
             disk: DiskBound::new(disk_dirs, bounds.disk_bytes),
             loading: Mutex::new(HashMap::new()),
             failed: Mutex::new((HashMap::new(), VecDeque::new())),
+            loads: tokio_util::task::TaskTracker::new(),
         })
+    }
+
+    /// Waits for the loads under way to end (at most `bound`), and takes
+    /// no new one: nothing of the executor writes its caches after this.
+    pub(crate) async fn finish_loads(&self, bound: std::time::Duration) {
+        self.loads.close();
+        if tokio::time::timeout(bound, self.loads.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                loads = self.loads.len(),
+                "module loads still running {bound:?} after the executor began to stop"
+            );
+        }
     }
 
     fn known_failure(&self, digest: &str) -> Option<String> {
@@ -207,7 +227,14 @@ impl ModuleStore {
                 bytes
             }
         };
-        let module = match self.runtime.load(wasm).await {
+        let runtime = self.runtime.clone();
+        let load = self.loads.spawn(async move { runtime.load(wasm).await });
+        let loaded = load.await.unwrap_or_else(|join| {
+            Err(cronbox_runtime::LoadError::Invalid(format!(
+                "the load of the module failed: {join}"
+            )))
+        });
+        let module = match loaded {
             Ok(module) => module,
             Err(error) => {
                 // The same bytes fail the same way: remember it.

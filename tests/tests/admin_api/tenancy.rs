@@ -531,8 +531,8 @@ async fn secrets_reach_only_their_tenants_runs_and_are_never_shown() {
             );
             continue;
         }
-        // A compilation still finishing may rename a function cache's
-        // temporary file meanwhile (its contents are compiled code).
+        // SQLite removes its log (`cronbox.db-wal`) as the admin's last
+        // connection closes, which may be while this walks.
         let bytes = match std::fs::read(&path) {
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => continue,
             read => read.unwrap(),

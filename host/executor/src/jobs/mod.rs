@@ -585,6 +585,7 @@ impl Jobs {
         {
             tracing::warn!("job tasks still running 10 s after the executor began to stop");
         }
+        shared.modules.finish_loads(Duration::from_secs(30)).await;
     }
 
     fn running_handles(&self) -> Vec<RunHandle> {
