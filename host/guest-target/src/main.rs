@@ -14,19 +14,24 @@ use std::process::{Command, ExitCode};
 const TEST_TEMP_ROOM: u64 = 2 << 30;
 
 /// Where the tests keep their temporary files when `TMPDIR` does not say:
-/// `/dev/shm/cronbox-tests`, when `/dev/shm` is a tmpfs with
-/// [`TEST_TEMP_ROOM`] free. The tests make and delete tens of thousands
-/// of files (databases, data directories, caches), and on ext4 finding a
-/// free inode among recently deleted ones was a third of the suite's
-/// system time.
+/// `/dev/shm/cronbox-tests`, when `/dev/shm` is a tmpfs mounted without
+/// `noexec` with [`TEST_TEMP_ROOM`] free. The tests make and delete tens
+/// of thousands of files (databases, data directories, caches), and on
+/// ext4 finding a free inode among recently deleted ones was a third of
+/// the suite's system time.
 fn memory_temp_dir() -> Option<PathBuf> {
     let shm = Path::new("/dev/shm");
     let mounts = std::fs::read_to_string("/proc/mounts").ok()?;
-    let is_tmpfs = mounts.lines().any(|line| {
-        let mut fields = line.split_whitespace().skip(1);
-        fields.next() == Some("/dev/shm") && fields.next() == Some("tmpfs")
+    // A tmpfs the tests can run programs from (they build projects there).
+    let usable = mounts.lines().any(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        matches!(
+            fields.as_slice(),
+            [_, "/dev/shm", "tmpfs", options, ..]
+                if !options.split(',').any(|option| option == "noexec")
+        )
     });
-    if !is_tmpfs || free_bytes(shm)? < TEST_TEMP_ROOM {
+    if !usable || free_bytes(shm)? < TEST_TEMP_ROOM {
         return None;
     }
     let dir = shm.join("cronbox-tests");
