@@ -102,16 +102,15 @@ impl Store {
         &self,
         workflow_id: i64,
     ) -> Result<Vec<i64>, StoreError> {
-        let rows =
-            sqlx::query("SELECT id FROM workflow_run WHERE workflow_id = $1 AND status = $2")
-                .bind(workflow_id)
-                .bind(status_text(WorkflowRunStatus::Running)?)
-                .fetch_all(&self.writer)
-                .await?;
-        Ok(rows
-            .iter()
-            .map(|row| row.try_get::<i64, _>("id"))
-            .collect::<Result<_, _>>()?)
+        Ok(
+            sqlx::query_scalar(
+                "SELECT id FROM workflow_run WHERE workflow_id = $1 AND status = $2",
+            )
+            .bind(workflow_id)
+            .bind(status_text(WorkflowRunStatus::Running)?)
+            .fetch_all(&self.writer)
+            .await?,
+        )
     }
 
     /// Whether a fire of `workflow_id` waits for its runs to end.

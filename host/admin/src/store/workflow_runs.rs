@@ -21,16 +21,13 @@ impl Store {
 
     /// Running workflow runs past their deadline at `now_ms`.
     pub async fn workflow_runs_past_deadline(&self, now_ms: i64) -> Result<Vec<i64>, StoreError> {
-        let rows =
-            sqlx::query("SELECT id FROM workflow_run WHERE status = $1 AND deadline_at_ms <= $2")
-                .bind(status_text(WorkflowRunStatus::Running)?)
-                .bind(now_ms)
-                .fetch_all(&self.pool)
-                .await?;
-        Ok(rows
-            .iter()
-            .map(|row| row.try_get::<i64, _>("id"))
-            .collect::<Result<_, _>>()?)
+        Ok(sqlx::query_scalar(
+            "SELECT id FROM workflow_run WHERE status = $1 AND deadline_at_ms <= $2",
+        )
+        .bind(status_text(WorkflowRunStatus::Running)?)
+        .bind(now_ms)
+        .fetch_all(&self.pool)
+        .await?)
     }
 
     /// Running workflow runs in which no run is in progress and nothing
@@ -38,7 +35,7 @@ impl Store {
     /// between two of a run's writes). A fanned-out node that is running
     /// with none of its elements running counts as nothing in progress.
     pub async fn idle_workflow_runs(&self, before_ms: i64) -> Result<Vec<i64>, StoreError> {
-        let rows = sqlx::query(
+        Ok(sqlx::query_scalar(
             "SELECT w.id FROM workflow_run w WHERE w.status = $1 AND w.started_at_ms < $2 \
              AND NOT EXISTS (SELECT 1 FROM workflow_node n WHERE n.workflow_run_id = w.id \
              AND (n.ended_at_ms >= $2 OR n.started_at_ms >= $2 OR (n.status = $3 \
@@ -51,11 +48,7 @@ impl Store {
         .bind(before_ms)
         .bind(status_text(NodeStatus::Running)?)
         .fetch_all(&self.pool)
-        .await?;
-        Ok(rows
-            .iter()
-            .map(|row| row.try_get::<i64, _>("id"))
-            .collect::<Result<_, _>>()?)
+        .await?)
     }
 
     /// Stops workflow run `id` if it is running: the run ends as
@@ -74,7 +67,7 @@ impl Store {
         if !end_if_running(&mut *tx, id, status, now_ms).await? {
             return Ok(None);
         }
-        let running = sqlx::query(
+        let running: Vec<RunId> = sqlx::query_scalar(
             "SELECT run_id FROM workflow_node WHERE workflow_run_id = $1 AND status = $2 \
              AND run_id IS NOT NULL \
              UNION ALL \
@@ -84,9 +77,9 @@ impl Store {
         .bind(status_text(NodeStatus::Running)?)
         .fetch_all(&mut *tx)
         .await?
-        .iter()
-        .map(|row| row.try_get::<i64, _>("run_id").map(RunId))
-        .collect::<Result<Vec<_>, _>>()?;
+        .into_iter()
+        .map(RunId)
+        .collect();
         for table in ["workflow_node", "workflow_item"] {
             sqlx::query(sqlx::AssertSqlSafe(format!(
                 "UPDATE {table} SET status = $2, ended_at_ms = $3, message = $6 \

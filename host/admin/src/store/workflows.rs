@@ -399,7 +399,7 @@ impl Store {
         &self,
         before_ms: i64,
     ) -> Result<Vec<RunId>, StoreError> {
-        let rows = sqlx::query(
+        let ids: Vec<i64> = sqlx::query_scalar(
             "SELECT n.run_id FROM workflow_run w \
              JOIN workflow_node n ON n.workflow_run_id = w.id \
              JOIN run r ON r.id = n.run_id \
@@ -419,10 +419,7 @@ impl Store {
         .bind(status_text(NodeStatus::Running)?)
         .fetch_all(&self.pool)
         .await?;
-        Ok(rows
-            .iter()
-            .map(|row| row.try_get::<i64, _>("run_id").map(RunId))
-            .collect::<Result<_, _>>()?)
+        Ok(ids.into_iter().map(RunId).collect())
     }
 }
 
