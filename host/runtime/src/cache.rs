@@ -15,15 +15,13 @@
 
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-use crate::engine::RuntimeError;
-use crate::function_cache::FunctionCache;
+use crate::errors::RuntimeError;
 
 /// How a module's compiled code was obtained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,8 +41,6 @@ pub(crate) struct ArtifactCache {
     engine_key: String,
     /// The key entries are signed with.
     key: Vec<u8>,
-    /// Cranelift's compiled functions, beside the artifacts.
-    functions: Option<Arc<FunctionCache>>,
 }
 
 const CHECKSUM_LEN: usize = 32;
@@ -64,12 +60,11 @@ pub(crate) fn signing_key(key_file: Option<&Path>) -> Result<Vec<u8>, RuntimeErr
 
 impl ArtifactCache {
     /// The cache in `dir` (none without one), its entries signed with
-    /// `key`; `functions` is the function cache `engine` compiles with.
+    /// `key`.
     pub(crate) fn new(
         dir: Option<PathBuf>,
         key: Vec<u8>,
         engine: &Engine,
-        functions: Option<Arc<FunctionCache>>,
     ) -> Result<Self, RuntimeError> {
         if let Some(dir) = &dir {
             create_private_dir(dir).map_err(|source| RuntimeError::CacheDir {
@@ -85,14 +80,7 @@ impl ArtifactCache {
             dir,
             engine_key: format!("{:016x}", hasher.finish()),
             key,
-            functions,
         })
-    }
-
-    /// The function cache compilations of this runtime look functions up
-    /// in (a compiler child process is handed its directory and key).
-    pub(crate) fn functions(&self) -> Option<&FunctionCache> {
-        self.functions.as_deref()
     }
 
     /// The cache file of a module digest (public for tests that damage it).

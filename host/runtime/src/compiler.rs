@@ -12,13 +12,20 @@
 //! whose compatibility header check refuses an artifact made with other
 //! settings. The child runs at a lower CPU priority than the executor
 //! (niceness 10), so that other jobs' runs stay on time while it compiles.
+//!
+//! [`code_config`] is what decides the compiled code, the same in the
+//! executor's engine and in a compiler child.
 
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt as _;
 use std::process::{Command, ExitStatus, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use wasmtime::Config;
+
 use crate::config::CompilerProcess;
+use crate::errors::{CompileError, RuntimeError};
 use crate::function_cache::FunctionCache;
 
 /// The argument naming the function cache's directory to a compiler child.
@@ -33,26 +40,6 @@ const MAX_STDERR_BYTES: u64 = 16 << 10;
 
 /// How often a running compilation is checked for its end.
 const POLL: Duration = Duration::from_millis(5);
-
-/// Why a compilation in a child process gave no artifact.
-#[derive(Debug, thiserror::Error)]
-pub enum CompileError {
-    #[error(
-        "cannot start the compiler process {program} within {memory_bytes} bytes of address \
-         space (the executor's --compile-memory): {source}"
-    )]
-    Spawn {
-        program: String,
-        memory_bytes: u64,
-        source: std::io::Error,
-    },
-    #[error("compiling took longer than {timeout:?}: stopped (the executor's --compile-timeout)")]
-    Timeout { timeout: Duration },
-    #[error("the compiler process failed ({status}): {message}")]
-    Failed { status: ExitStatus, message: String },
-    #[error("cannot talk to the compiler process: {0}")]
-    Pipe(#[from] std::io::Error),
-}
 
 /// The compiled artifact of `wasm`, made by a child process as `process`
 /// says, with the code settings given; with `functions`, the child looks
@@ -238,7 +225,7 @@ pub fn compile_worker(
             input
                 .read_exact(&mut key)
                 .map_err(|error| format!("cannot read the function cache's key: {error}"))?;
-            Some(std::sync::Arc::new(FunctionCache::in_dir(dir, &key)))
+            Some(Arc::new(FunctionCache::in_dir(dir, &key)))
         }
         None => None,
     };
@@ -246,8 +233,8 @@ pub fn compile_worker(
     input
         .read_to_end(&mut wasm)
         .map_err(|error| format!("cannot read the component: {error}"))?;
-    let config = crate::engine::code_config(fuel_metering, max_wasm_stack, functions)
-        .map_err(|error| error.to_string())?;
+    let config =
+        code_config(fuel_metering, max_wasm_stack, functions).map_err(|error| error.to_string())?;
     let engine = wasmtime::Engine::new(&config)
         .map_err(|error| format!("cannot make the engine: {error:#}"))?;
     let artifact = engine
@@ -257,4 +244,34 @@ pub fn compile_worker(
         .write_all(&artifact)
         .and_then(|()| output.flush())
         .map_err(|error| format!("cannot write the artifact: {error}"))
+}
+
+/// What decides the compiled code (the same in a compiler child process,
+/// which allocates no instances): the features a job may use, fuel and
+/// epoch checks, the stack limit. With `functions`, Cranelift looks each
+/// function up there before compiling it (see `function_cache`); the code
+/// is the same either way.
+pub(crate) fn code_config(
+    fuel_metering: bool,
+    max_wasm_stack_bytes: usize,
+    functions: Option<Arc<FunctionCache>>,
+) -> Result<Config, RuntimeError> {
+    let mut wasm = Config::new();
+    // Nothing a job needs that would let it observe the host: NaN bits and
+    // relaxed SIMD results are the same on every machine, one memory per
+    // core module (several would each get the memory limit), 32-bit
+    // memories only (the pool's reservations assume them).
+    wasm.cranelift_nan_canonicalization(true)
+        .relaxed_simd_deterministic(true)
+        .wasm_multi_memory(false)
+        .wasm_memory64(false);
+    wasm.wasm_component_model(true)
+        .epoch_interruption(true)
+        .consume_fuel(fuel_metering)
+        .max_wasm_stack(max_wasm_stack_bytes);
+    if let Some(functions) = functions {
+        wasm.enable_incremental_compilation(functions)
+            .map_err(|error| RuntimeError::Engine(format!("{error:#}")))?;
+    }
+    Ok(wasm)
 }

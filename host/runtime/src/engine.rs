@@ -8,35 +8,17 @@ use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use wasmtime::component::{HasSelf, Linker};
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+use wasmtime::{Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use crate::host::{MAX_CORE_INSTANCES, MAX_MEMORIES, MAX_TABLES};
 use crate::idle::IdleInstances;
 
 use crate::cache::{self, ArtifactCache};
+use crate::compiler::code_config;
 use crate::config::RuntimeConfig;
+use crate::errors::RuntimeError;
 use crate::function_cache::FunctionCache;
 use crate::host::{HostState, Job};
-
-/// Why a [`Runtime`] could not be built.
-#[derive(Debug, thiserror::Error)]
-pub enum RuntimeError {
-    /// wasmtime refused the engine configuration.
-    #[error("cannot configure the WebAssembly engine: {0}")]
-    Engine(String),
-    /// The host imports could not be linked.
-    #[error("cannot link the host interfaces: {0}")]
-    Linker(String),
-    /// The artifact cache directory is unusable.
-    #[error("cannot use the artifact cache directory {path}: {source}")]
-    CacheDir {
-        path: std::path::PathBuf,
-        source: std::io::Error,
-    },
-    /// The epoch ticker thread could not be started.
-    #[error("cannot start the epoch ticker thread: {0}")]
-    Ticker(std::io::Error),
-}
 
 /// The sandboxed runtime: cheap to clone, shared by every worker.
 #[derive(Clone)]
@@ -57,6 +39,9 @@ pub(crate) struct RuntimeInner {
     pub(crate) linker: Linker<HostState>,
     pub(crate) config: RuntimeConfig,
     pub(crate) cache: ArtifactCache,
+    /// Cranelift's compiled functions, beside the artifacts (a compiler
+    /// child process is handed its directory and key).
+    pub(crate) functions: Option<Arc<FunctionCache>>,
     instance_slots: Arc<Semaphore>,
     /// The memory budget in MiB (one permit each).
     memory_budget: Arc<Semaphore>,
@@ -99,7 +84,7 @@ impl Runtime {
         // The job's configuration (`wasi:config/store`), per run.
         wasmtime_wasi_config::add_to_linker(&mut linker, HostState::config)
             .map_err(|error| RuntimeError::Linker(format!("{error:#}")))?;
-        let cache = ArtifactCache::new(config.cache_dir.clone(), key, &engine, functions)?;
+        let cache = ArtifactCache::new(config.cache_dir.clone(), key, &engine)?;
         let ticker = EpochTicker::start(&engine, config.epoch_tick)?;
         Ok(Runtime {
             inner: Arc::new(RuntimeInner {
@@ -112,6 +97,7 @@ impl Runtime {
                 linker,
                 config,
                 cache,
+                functions,
                 ticker,
             }),
         })
@@ -235,36 +221,6 @@ fn build_engine(
     let mut wasm = code_config(config.fuel_metering, config.max_wasm_stack_bytes, functions)?;
     wasm.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     Engine::new(&wasm).map_err(|error| RuntimeError::Engine(format!("{error:#}")))
-}
-
-/// What decides the compiled code (the same in a compiler child process,
-/// which allocates no instances): the features a job may use, fuel and
-/// epoch checks, the stack limit. With `functions`, Cranelift looks each
-/// function up there before compiling it (see `function_cache`); the code
-/// is the same either way.
-pub(crate) fn code_config(
-    fuel_metering: bool,
-    max_wasm_stack_bytes: usize,
-    functions: Option<Arc<FunctionCache>>,
-) -> Result<Config, RuntimeError> {
-    let mut wasm = Config::new();
-    // Nothing a job needs that would let it observe the host: NaN bits and
-    // relaxed SIMD results are the same on every machine, one memory per
-    // core module (several would each get the memory limit), 32-bit
-    // memories only (the pool's reservations assume them).
-    wasm.cranelift_nan_canonicalization(true)
-        .relaxed_simd_deterministic(true)
-        .wasm_multi_memory(false)
-        .wasm_memory64(false);
-    wasm.wasm_component_model(true)
-        .epoch_interruption(true)
-        .consume_fuel(fuel_metering)
-        .max_wasm_stack(max_wasm_stack_bytes);
-    if let Some(functions) = functions {
-        wasm.enable_incremental_compilation(functions)
-            .map_err(|error| RuntimeError::Engine(format!("{error:#}")))?;
-    }
-    Ok(wasm)
 }
 
 /// Advances the engine's epoch every tick from a dedicated OS thread, so

@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::sync::Notify;
 
-use crate::worker::LiveInstance;
+use crate::instance::LiveInstance;
 
 /// Parked instances by the id of the worker they belong to, with the order
 /// they were parked in: every operation is a map lookup, since a park and

@@ -10,68 +10,12 @@ use sha2::{Digest as _, Sha256};
 use wasmtime::component::Component;
 
 use crate::cache::CacheStatus;
-use crate::compiler::{self, CompileError};
+use crate::compiler;
 use crate::config::Compiler;
 use crate::engine::Runtime;
+use crate::errors::{CompileError, LoadError};
 use crate::host::{HostState, JobPre};
-use crate::validate::{self, GRANTED_INTERFACES};
-
-/// Why a module was refused. Every message names what is wrong.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum LoadError {
-    /// Zero bytes.
-    #[error("the module is empty (0 bytes)")]
-    Empty,
-    /// Over the size limit.
-    #[error("the module is {size} bytes, over the limit of {limit} bytes")]
-    TooLarge { size: usize, limit: usize },
-    /// Not WebAssembly at all.
-    #[error("not a WebAssembly binary: it does not start with the \\0asm magic")]
-    NotWasm,
-    /// A core module rather than a component.
-    #[error(
-        "this is a core WebAssembly module, not a component: build the job for the \
-         wasm32-wasip2 target (or wrap it with `wasm-tools component new`)"
-    )]
-    CoreModule,
-    /// More functions, core instances, memories or tables than a job may
-    /// have.
-    #[error("the component has {count} {what}, over the limit of {limit} for a job")]
-    OverLimit {
-        what: &'static str,
-        count: u64,
-        limit: u64,
-    },
-    /// Malformed, or refused by the compiler.
-    #[error("invalid component: {0}")]
-    Invalid(String),
-    /// Its compilation took more time or memory than a compiler child
-    /// process may, or the process could not run.
-    #[error("cannot compile the component: {0}")]
-    Compile(String),
-    /// A component, but not for world `cronbox:job/job`.
-    #[error(
-        "not a component for world cronbox:job/job: it does not export the function `{missing}` \
-         (its exports: {})",
-        if exports.is_empty() { "none".to_owned() } else { exports.join(", ") }
-    )]
-    WrongWorld {
-        missing: String,
-        exports: Vec<String>,
-    },
-    /// Imports something the host never grants (every such import listed).
-    #[error(
-        "the component imports {}, which cronbox does not grant; jobs may import only {} \
-         (and {}, which link but grant nothing)",
-        imports.iter().map(|name| format!("`{name}`")).collect::<Vec<_>>().join(", "),
-        GRANTED_INTERFACES.join(", "),
-        cronbox_component_check::DENIED_INTERFACES.join(", ")
-    )]
-    ForbiddenImport { imports: Vec<String> },
-    /// Imports and exports have the right names but the wrong types.
-    #[error("the component does not match world cronbox:job/job: {0}")]
-    Mismatch(String),
-}
+use crate::validate;
 
 /// A validated, compiled job module, ready to instantiate. Cheap to clone.
 #[derive(Clone)]
@@ -189,7 +133,7 @@ impl Runtime {
                     process,
                     config.fuel_metering,
                     config.max_wasm_stack_bytes,
-                    self.inner.cache.functions(),
+                    self.inner.functions.as_deref(),
                     wasm,
                 )?;
                 // SAFETY: the artifact was just made by this executor's own

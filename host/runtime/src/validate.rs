@@ -2,29 +2,7 @@
 //! imports nothing the host does not link, with errors that name the
 //! problem: `cronbox-component-check`'s, on the bytes, before compiling.
 
-use crate::module::LoadError;
-
-use cronbox_component_check::ComponentError;
-pub(crate) use cronbox_component_check::GRANTED_INTERFACES;
-
-impl From<ComponentError> for LoadError {
-    fn from(error: ComponentError) -> LoadError {
-        match error {
-            ComponentError::Empty => LoadError::Empty,
-            ComponentError::TooLarge { size, limit } => LoadError::TooLarge { size, limit },
-            ComponentError::NotWasm => LoadError::NotWasm,
-            ComponentError::CoreModule => LoadError::CoreModule,
-            ComponentError::OverLimit { what, count, limit } => {
-                LoadError::OverLimit { what, count, limit }
-            }
-            ComponentError::ForbiddenImport { imports } => LoadError::ForbiddenImport { imports },
-            ComponentError::WrongWorld { missing, exports } => {
-                LoadError::WrongWorld { missing, exports }
-            }
-            other @ ComponentError::Invalid(_) => LoadError::Invalid(other.to_string()),
-        }
-    }
-}
+use crate::errors::LoadError;
 
 /// Cheap checks on the bytes, before any compilation (shared with the
 /// admin's upload checks).

@@ -26,8 +26,9 @@ use wasmtime::{Store, Trap, UpdateDeadline};
 
 use crate::config::{InstanceMode, RunLimits};
 use crate::engine::Runtime;
-use crate::host::{HostState, Job, RunScope, StateView};
+use crate::host::{HostState, RunScope, StateView};
 use crate::http::{HttpGate, HttpStats};
+use crate::instance::LiveInstance;
 use crate::module::JobModule;
 use crate::run::{RunHandle, RunReport, RunRequest};
 
@@ -54,26 +55,6 @@ impl std::fmt::Debug for JobWorker {
             .field("mode", &self.mode)
             .field("warm", &self.is_warm())
             .finish()
-    }
-}
-
-/// An instance, the pool slot it occupies and the memory it reserved from
-/// the executor's budget.
-pub(crate) struct LiveInstance {
-    store: Store<HostState>,
-    bindings: Job,
-    runs: u64,
-    _slot: OwnedSemaphorePermit,
-    _memory: OwnedSemaphorePermit,
-    /// The memory limit reserved: a run asking for more needs a new
-    /// instance.
-    reserved_bytes: u64,
-}
-
-impl LiveInstance {
-    /// Runs this instance has served.
-    pub(crate) fn runs(&self) -> u64 {
-        self.runs
     }
 }
 
