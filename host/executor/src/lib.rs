@@ -85,6 +85,8 @@ pub struct RunningExecutor {
     beater: JoinHandle<()>,
     /// Sends the metrics by OTLP, when asked to.
     metrics_pusher: Option<JoinHandle<()>>,
+    /// Reloads the listener's certificate when it changes (with TLS).
+    tls_watch: Option<JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for ApiState {
@@ -189,9 +191,7 @@ pub async fn start(config: ExecutorConfig) -> Result<RunningExecutor, ExecutorEr
             source,
         }
     })?;
-    if let Some(tls) = tls {
-        tokio::spawn(tls.watch(stop_server.clone()));
-    }
+    let tls_watch = tls.map(|tls| tokio::spawn(tls.watch(stop_server.clone())));
     let server = {
         let stop = stop_server.clone();
         tokio::spawn(async move {
@@ -260,6 +260,7 @@ pub async fn start(config: ExecutorConfig) -> Result<RunningExecutor, ExecutorEr
         sender,
         beater,
         metrics_pusher,
+        tls_watch,
     })
 }
 
@@ -287,6 +288,9 @@ impl RunningExecutor {
         self.state.jobs.shutdown(self.grace).await;
         self.stop_server.cancel();
         let _ = self.server.await;
+        if let Some(watch) = self.tls_watch {
+            let _ = watch.await;
+        }
         self.stop_background.cancel();
         self.beater.abort();
         if let Some(pusher) = self.metrics_pusher {
