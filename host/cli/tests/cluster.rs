@@ -4,16 +4,21 @@
 //! asserting on the run table itself; workflows advanced by two admins,
 //! one of them killed.
 //!
-//! The three that fire hundreds of jobs a second run one at a time (they
-//! load the machine on purpose, see [`LOADS_THE_MACHINE`]); the others,
-//! a few runs each, go beside them. The suite's other test binaries run
-//! before or after. Their
+//! The four that fire a hundred jobs a second or more share a budget of
+//! jobs firing (they load the machine on purpose, see [`FIRING_BUDGET`]):
+//! the 500-job test runs alone, the 200- and the two 100-job ones side by
+//! side; the others, a few runs each, go beside them. The suite's other test
+//! binaries run before or after. Their
 //! only sleeps are the firing windows themselves (real seconds of a real
 //! clock, which is what they measure) and one fault's length; every other
 //! wait ends on the event it waits for.
 #![allow(clippy::unwrap_used)] // in tests a failed unwrap is a failed test
 
 mod support;
+
+// Every test at once: the firing ones wait for their share of
+// [`FIRING_BUDGET`], the others wait on their runs.
+cronbox_tests::tests_at_a_time!(7);
 
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -35,11 +40,45 @@ const WAIT: Duration = Duration::from_secs(60);
 /// admin's fires are taken over soonest.
 const DISPATCH_LEASE: Duration = Duration::from_secs(4);
 
-/// Held by each test that fires hundreds of jobs a second, so that no two
-/// of them share the machine (what they measure is firing on time under
-/// load). The tests of a few runs each take nothing: beside a loaded
+/// Jobs firing every second the machine carries at once: each test that
+/// fires hundreds of jobs a second takes as many as it fires (what they
+/// measure is firing on time under load, and 500 a second over three
+/// admins is the most these tests put on two cores), so the 500-job test
+/// runs alone and the 200- and 100-job ones together, whichever start
+/// first. The tests of a few runs each take nothing: beside a loaded
 /// cluster they still see their runs end within their waits.
-static LOADS_THE_MACHINE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+const FIRING_BUDGET: u32 = 500;
+static FIRING: std::sync::Mutex<u32> = std::sync::Mutex::new(0);
+static FIRING_FREED: tokio::sync::Notify = tokio::sync::Notify::const_new();
+
+/// A share of [`FIRING_BUDGET`], given back when dropped.
+struct FiringShare(u32);
+
+/// Waits until `jobs` more jobs firing every second fit in
+/// [`FIRING_BUDGET`]. Not first come first served: a test that fits goes
+/// on beside the others while a larger one waits for the machine.
+async fn firing_budget(jobs: u32) -> FiringShare {
+    loop {
+        // Made before looking, so that a share given back between the
+        // look and the wait still wakes this one.
+        let freed = FIRING_FREED.notified();
+        {
+            let mut firing = FIRING.lock().unwrap();
+            if *firing + jobs <= FIRING_BUDGET {
+                *firing += jobs;
+                return FiringShare(jobs);
+            }
+        }
+        freed.await;
+    }
+}
+
+impl Drop for FiringShare {
+    fn drop(&mut self) {
+        *FIRING.lock().unwrap() -= self.0;
+        FIRING_FREED.notify_waiters();
+    }
+}
 
 fn now_ms() -> i64 {
     SystemTime::now()

@@ -6,7 +6,7 @@ use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_admins_fire_every_second_of_500_jobs_exactly_once() {
-    let _alone = LOADS_THE_MACHINE.lock().await;
+    let _load = firing_budget(500).await;
     let cluster = Cluster::start(&[&[], &[], &[]], 1).await;
     // 6,000 fires over 12 s (the firing benchmark runs longer).
     let from = second_after(3_000);
@@ -23,7 +23,7 @@ async fn three_admins_fire_every_second_of_500_jobs_exactly_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_admins_fires_are_taken_over() {
-    let _alone = LOADS_THE_MACHINE.lock().await;
+    let _load = firing_budget(200).await;
     // Pre-reads of 2 s: the least a dead admin has written ahead.
     let pre_read = ["--pre-read", "2s"];
     let mut cluster = Cluster::start(&[&pre_read, &pre_read, &pre_read], 1).await;
@@ -90,7 +90,7 @@ async fn a_killed_admins_fires_are_taken_over() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_restart_mid_load_loses_and_doubles_nothing() {
-    let _alone = LOADS_THE_MACHINE.lock().await;
+    let _load = firing_budget(100).await;
     let cluster = Cluster::start(&[&[], &[]], 1).await;
     // 3 s of firing, a 3 s outage (a fault's length, not a wait for an
     // event), then at least 5 s of firing after the database is back.
@@ -174,6 +174,7 @@ async fn a_database_restart_mid_load_loses_and_doubles_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admins_with_skewed_clocks_still_fire_once() {
+    let _load = firing_budget(100).await;
     // Heartbeats carry the clock of the admin that received them, so the
     // dead-after time must exceed the skew between admins (4 s here).
     let cluster = Cluster::start(
