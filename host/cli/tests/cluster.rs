@@ -6,8 +6,8 @@
 //!
 //! The four that fire a hundred jobs a second or more share a budget of
 //! jobs firing (they load the machine on purpose, see [`FIRING_BUDGET`]):
-//! the 500-job test runs alone, the 200- and the two 100-job ones side by
-//! side; the others, a few runs each, go beside them. The suite's other test
+//! the 500-job test never beside the database restart; the others, a few
+//! runs each, go beside them. The suite's other test
 //! binaries run before or after. Their
 //! only sleeps are the firing windows themselves (real seconds of a real
 //! clock, which is what they measure) and one fault's length; every other
@@ -41,13 +41,16 @@ const WAIT: Duration = Duration::from_secs(60);
 const DISPATCH_LEASE: Duration = Duration::from_secs(4);
 
 /// Jobs firing every second the machine carries at once: each test that
-/// fires hundreds of jobs a second takes as many as it fires (what they
-/// measure is firing on time under load, and 500 a second over three
-/// admins is the most these tests put on two cores), so the 500-job test
-/// runs alone and the 200- and 100-job ones together, whichever start
-/// first. The tests of a few runs each take nothing: beside a loaded
-/// cluster they still see their runs end within their waits.
-const FIRING_BUDGET: u32 = 500;
+/// fires hundreds of jobs a second takes a share, what they measure being
+/// firing on time under load. 800 a second over these clusters keeps the
+/// 500-job test's fires within half a second of their instants on two
+/// cores. The database restart takes 300 for its 100 jobs: its fires are
+/// late by the outage, and a busy machine slows the database's start
+/// (beside the 500-job test, 4.9 s late, against a misfire threshold of
+/// 5 s; 2.3 s without it). The tests of a few runs each take nothing:
+/// beside a loaded cluster they still see their runs end within their
+/// waits.
+const FIRING_BUDGET: u32 = 800;
 static FIRING: std::sync::Mutex<u32> = std::sync::Mutex::new(0);
 static FIRING_FREED: tokio::sync::Notify = tokio::sync::Notify::const_new();
 
@@ -387,13 +390,21 @@ fn exactly_once(runs: &[RunRow], jobs: &[JobId], from: i64, to: i64) {
             second += 1000;
         }
     }
+    let mut late: Vec<i64> = fires
+        .values()
+        .flatten()
+        .filter_map(|run| Some(run.started_at_ms? - run.scheduled_at_ms))
+        .collect();
+    late.sort_unstable();
     println!(
-        "{} jobs × {} s: {} missing, {} doubled, {} not successful",
+        "{} jobs × {} s: {} missing, {} doubled, {} not successful; started late by p99 {} ms, at most {} ms",
         jobs.len(),
         (to - from) / 1000,
         missing.len(),
         doubled.len(),
-        failed.len()
+        failed.len(),
+        late.get(late.len() * 99 / 100).unwrap_or(&0),
+        late.last().unwrap_or(&0),
     );
     assert!(
         doubled.is_empty(),

@@ -90,7 +90,7 @@ async fn a_killed_admins_fires_are_taken_over() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_restart_mid_load_loses_and_doubles_nothing() {
-    let _load = firing_budget(100).await;
+    let _load = firing_budget(300).await;
     let cluster = Cluster::start(&[&[], &[]], 1).await;
     // 3 s of firing, a 3 s outage (a fault's length, not a wait for an
     // event), then at least 5 s of firing after the database is back.
