@@ -7,6 +7,7 @@
 // The tests wait on fires, runs and processes, not the CPU.
 cronbox_tests::tests_at_a_time!(4);
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use cronbox_admin::clock::{Clock, ManualClock};
@@ -105,6 +106,13 @@ async fn stack_in(
         data.path().join("executor"),
     );
     config.beat_interval = Duration::from_millis(300);
+    // One compiled-module cache for every test's executor, kept under the
+    // target directory as `cronbox up`'s tests keep theirs in the user's:
+    // each test compiling the same example modules afresh was a quarter
+    // of this binary's CPU. Entries are signed, keyed by digest and engine.
+    let shared = Path::new(env!("CARGO_TARGET_TMPDIR")).join("admin-api-compiled");
+    config.runtime.cache_dir = Some(shared.join("artifacts"));
+    config.runtime.cache_key_file = Some(shared.join("artifact-cache.key"));
     configure(&mut config);
     let executor = cronbox_executor::start(config).await.unwrap();
     ready(admin, executor, base, data).await
