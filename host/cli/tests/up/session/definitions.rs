@@ -181,6 +181,25 @@ pub(super) fn job_lifecycle(s: &Session, id: &str, spin: &str) {
         "{cancelled}"
     );
     assert!(ok(base, token, &["job", "stop", spin]).contains("stopped"));
+    // The backfill's runs go on after a stop (as manual ones do): those
+    // written run the runaway. Killing the job cancels the waiting ones
+    // and ends any at an executor, as a person would before deleting it
+    // (left going, one held the executor's shutdown for its whole grace).
+    let (code, killed, stderr) = cli(base, token, &["kill", "--job", spin]);
+    assert_eq!(code, 0, "{stderr}");
+    let left = json(base, token, &["runs", "--job", spin]);
+    for run in left["runs"].as_array().unwrap() {
+        if run["kind"] == "backfill"
+            && (run["status"] == "pending" || run["status"] == "dispatched")
+        {
+            let run = run["id"].as_i64().unwrap();
+            assert_ne!(
+                ended(base, token, spin, run)["outcome"],
+                "success",
+                "{killed}"
+            );
+        }
+    }
     assert!(ok(base, token, &["job", "delete", spin]).contains("deleted"));
     let (code, _, stderr) = cli(base, token, &["job", "show", spin]);
     assert_eq!(code, 1, "{stderr}");
