@@ -130,6 +130,7 @@ fn executor_protocol_types_survive_hostile_json() {
         },
         secrets: cronbox_protocol::Secrets([("TOKEN".to_owned(), "s3cret".to_owned())].into()),
         traceparent: Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".to_owned()),
+        metrics_job: Some("7 nightly".to_owned()),
     };
     assert!(
         !format!("{command:?}").contains("s3cret"),

@@ -21,11 +21,21 @@ pub(crate) struct TenantHttpLabel {
     outcome: &'static str,
 }
 
+/// A marked job's outbound HTTP requests (see [`TenantHttpLabel`]); the
+/// admin names the jobs the operator marked (`ID name`).
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct JobHttpLabel {
+    tenant: String,
+    job: String,
+    outcome: &'static str,
+}
+
 #[derive(Debug)]
 pub(crate) struct Metrics {
     registry: Registry,
     runs: Family<OutcomeLabel, Counter>,
     tenant_http: Family<TenantHttpLabel, Counter>,
+    job_http: Family<JobHttpLabel, Counter>,
     pub(crate) running: Gauge,
     pub(crate) queued: Gauge,
     pub(crate) pool_free: Gauge,
@@ -189,6 +199,12 @@ impl Metrics {
             "Outbound HTTP requests of jobs, by tenant and outcome (answered; failed: no response; denied: refused before sending)",
             tenant_http.clone(),
         );
+        let job_http = Family::<JobHttpLabel, Counter>::default();
+        registry.register(
+            "job_http_requests",
+            "Outbound HTTP requests of the jobs the operator marked for metrics of their own, by tenant, job and outcome",
+            job_http.clone(),
+        );
         registry.register("running", "Runs executing now", running.clone());
         registry.register("queued", "Runs waiting in job queues", queued.clone());
         registry.register(
@@ -218,6 +234,7 @@ impl Metrics {
         );
         Metrics {
             tenant_http,
+            job_http,
             scrape: std::sync::Mutex::new(()),
             idle_instances,
             instances_evicted,
@@ -307,8 +324,14 @@ impl Metrics {
 }
 
 impl Metrics {
-    /// Counts a run's outbound HTTP requests for its tenant.
-    pub(crate) fn run_http(&self, tenant: &str, http: &cronbox_runtime::HttpStatsSnapshot) {
+    /// Counts a run's outbound HTTP requests for its tenant, and for its
+    /// job when the admin sent the job's label (`metrics_job`).
+    pub(crate) fn run_http(
+        &self,
+        tenant: &str,
+        job: Option<&str>,
+        http: &cronbox_runtime::HttpStatsSnapshot,
+    ) {
         let answered = http.requests.saturating_sub(http.failed);
         for (outcome, count) in [
             ("answered", answered),
@@ -322,6 +345,15 @@ impl Metrics {
                         outcome,
                     })
                     .inc_by(count);
+                if let Some(job) = job {
+                    self.job_http
+                        .get_or_create(&JobHttpLabel {
+                            tenant: tenant.to_owned(),
+                            job: job.to_owned(),
+                            outcome,
+                        })
+                        .inc_by(count);
+                }
             }
         }
     }

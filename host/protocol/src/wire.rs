@@ -190,6 +190,11 @@ pub struct RunCommand {
     /// executor's run span continues it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traceparent: Option<String>,
+    /// The job's label in metrics of its own (`ID name`), when the
+    /// operator marked it for them (`--job-metrics`): the executor counts
+    /// the run's outbound HTTP requests under it too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics_job: Option<String>,
 }
 
 /// Secret values by name. Its `Debug` shows names only, so that no log of
@@ -238,6 +243,7 @@ impl RunCommand {
             http_limits: HttpLimits::default(),
             secrets: Secrets::default(),
             traceparent: None,
+            metrics_job: None,
         }
     }
 }

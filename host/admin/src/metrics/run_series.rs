@@ -69,6 +69,11 @@ impl JobLabel {
             job: format!("{id} {name}"),
         }
     }
+
+    /// `ID name`.
+    pub(super) fn into_job(self) -> String {
+        self.job
+    }
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]

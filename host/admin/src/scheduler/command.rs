@@ -10,6 +10,7 @@ use bytes::Bytes;
 use cronbox_protocol::{RunCommand, RunResult, Trigger, TriggerKind, WireLimits};
 
 use super::warming::Warming;
+use crate::metrics::Metrics;
 use crate::quotas::Quotas;
 use crate::secrets::SecretBox;
 use crate::store::{JobRow, JobState, RunRow, Store, StoreError};
@@ -21,6 +22,8 @@ pub(super) struct RunCommands {
     quotas: std::sync::Arc<Quotas>,
     secrets: Option<std::sync::Arc<SecretBox>>,
     receipt_key: Vec<u8>,
+    /// Which jobs the operator marked for metrics of their own.
+    metrics: std::sync::Arc<Metrics>,
     /// Module versions being compiled ahead on executors.
     pub(super) warming: Warming,
 }
@@ -35,12 +38,14 @@ impl RunCommands {
         quotas: std::sync::Arc<Quotas>,
         secrets: Option<std::sync::Arc<SecretBox>>,
         receipt_key: Vec<u8>,
+        metrics: std::sync::Arc<Metrics>,
     ) -> Self {
         RunCommands {
             store,
             quotas,
             secrets,
             receipt_key,
+            metrics,
             warming: Warming::default(),
         }
     }
@@ -130,6 +135,7 @@ impl RunCommands {
             http_allow,
             secrets: self.secret_values(job).await?,
             http_limits: job.http_limits,
+            metrics_job: self.metrics.marked_job(job.id),
         };
         Ok(serde_json::to_vec(&command)
             .map(Bytes::from)

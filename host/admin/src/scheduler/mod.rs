@@ -226,6 +226,7 @@ impl Scheduler {
                 quotas.clone(),
                 config.secrets.clone(),
                 receipt_key,
+                metrics.clone(),
             ),
             sink: ResultSink::start(store.clone(), quotas.clone(), &metrics, &tasks),
             wake: tokio::sync::Notify::new(),

@@ -47,6 +47,8 @@ async fn a_runs_spans_go_from_the_fire_to_the_guests_http_request() {
                 "CRONBOX_ADMIN_TRACE_URL",
                 Path::new("http://127.0.0.1:16686/trace/{trace_id}"),
             ),
+            // The traced job has metrics of its own, its HTTP requests too.
+            ("CRONBOX_ADMIN_JOB_METRICS", Path::new("default/traced")),
         ],
         std::fs::File::create(&log_path).unwrap(),
     );
@@ -82,6 +84,10 @@ async fn a_runs_spans_go_from_the_fire_to_the_guests_http_request() {
         ..JobSpec::new("traced", "http-fetch")
     };
     let job = api.create_job(&spec).await.unwrap().id;
+    // A marked job is looked up at each scrape: this one finds `traced`.
+    reqwest::get(format!("http://{}/metrics", at.admin))
+        .await
+        .unwrap();
     let run_id = api
         .trigger(job, &TriggerRequest::default())
         .await
@@ -282,9 +288,31 @@ async fn a_runs_spans_go_from_the_fire_to_the_guests_http_request() {
             "cronbox_executor_tenant_http_requests",
             &[("tenant", "default"), ("outcome", "answered")],
         )?;
-        (runs >= 2.0 && requests >= 1.0).then_some(())
+        let marked = format!("{job} traced");
+        let job_runs = sum_of(
+            "cronbox_admin_job_runs",
+            &[("job", &marked), ("outcome", "success")],
+        )?;
+        let job_requests = sum_of(
+            "cronbox_executor_job_http_requests",
+            &[
+                ("tenant", "default"),
+                ("job", &marked),
+                ("outcome", "answered"),
+            ],
+        )?;
+        (runs >= 2.0 && requests >= 1.0 && job_runs >= 1.0 && job_requests >= 1.0).then_some(())
     })
     .await;
+    // Only the marked job has series of its own: its child does not.
+    assert!(
+        receiver
+            .points()
+            .iter()
+            .filter(|point| point.metric == "cronbox_admin_job_runs")
+            .all(|point| point.attributes.get("job") == Some(&format!("{job} traced"))),
+        "only the marked job is labelled"
+    );
     assert!(
         receiver
             .points()

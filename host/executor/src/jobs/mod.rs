@@ -251,7 +251,11 @@ impl Shared {
     }
 
     fn report_finished(&self, command: &RunCommand, report: RunReport, start: &StartState) {
-        self.metrics.run_http(&command.tenant, &report.http);
+        self.metrics.run_http(
+            &command.tenant,
+            command.metrics_job.as_deref(),
+            &report.http,
+        );
         if report.new_instance {
             self.metrics.instances_created.inc();
         }
