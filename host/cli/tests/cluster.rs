@@ -7,11 +7,10 @@
 //! The four that fire a hundred jobs a second or more share a budget of
 //! jobs firing (they load the machine on purpose, see [`FIRING_BUDGET`]):
 //! the 500-job test never beside the database restart; the others, a few
-//! runs each, go beside them. The suite's other test
-//! binaries run before or after. Their
-//! only sleeps are the firing windows themselves (real seconds of a real
-//! clock, which is what they measure) and one fault's length; every other
-//! wait ends on the event it waits for.
+//! runs each, go beside them. The suite's other test binaries run before
+//! or after. Their only sleeps are the firing windows themselves (real
+//! seconds of a real clock, which is what they measure) and one fault's
+//! length; every other wait ends on the event it waits for.
 #![allow(clippy::unwrap_used)] // in tests a failed unwrap is a failed test
 
 mod support;
