@@ -5,6 +5,9 @@
 
 mod support;
 
+// The demo test waits on its jobs' 5 s schedule; the others beside it.
+cronbox_tests::tests_at_a_time!(3);
+
 use std::net::TcpListener;
 use std::process::{Child, Command};
 use std::time::Duration;
