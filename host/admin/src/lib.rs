@@ -116,6 +116,8 @@ pub enum AdminError {
 pub struct RunningAdmin {
     local_addr: SocketAddr,
     tasks: tasks::Tasks,
+    /// Closed once every task has ended.
+    store: Store,
 }
 
 /// Opens the store (running migrations), starts the scheduler (recovering
@@ -224,9 +226,14 @@ pub async fn start(config: AdminConfig) -> Result<RunningAdmin, AdminError> {
         scheduler.config().alarm_nets.clone(),
         tasks.clone(),
     ));
+    let store = scheduler.store().clone();
     tasks.spawn_loop(scheduler.run());
     tracing::info!(%local_addr, "admin started");
-    Ok(RunningAdmin { local_addr, tasks })
+    Ok(RunningAdmin {
+        local_addr,
+        tasks,
+        store,
+    })
 }
 
 impl RunningAdmin {
@@ -235,10 +242,14 @@ impl RunningAdmin {
         self.local_addr
     }
 
-    /// Stops the scheduler and the API, and waits until every task the
-    /// admin spawned has ended: nothing of it runs after this returns.
+    /// Stops the scheduler and the API, waits until every task the admin
+    /// spawned has ended, and closes its store: nothing of it runs after
+    /// this returns, and its data directory is free for another admin
+    /// (a clone of the store still dropping in a finished connection task
+    /// used to hold it a moment longer).
     pub async fn shutdown(self) {
         self.tasks.shutdown().await;
+        self.store.close().await;
     }
 }
 

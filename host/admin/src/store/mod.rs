@@ -301,6 +301,23 @@ impl Store {
         Ok(store)
     }
 
+    /// Closes the store for every clone of it: stops SQLite's checkpoints,
+    /// waits for the connections in use to come back and closes them all
+    /// (SQLite's last one folds its log into the database), then frees
+    /// the data directory for another admin. Queries made after fail.
+    pub async fn close(&self) {
+        if let Some(checkpointer) = &self._checkpointer {
+            checkpointer.stop();
+        }
+        self.writer.close().await;
+        self.pool.close().await;
+        if let Some(lock) = &self._lock
+            && let Err(error) = lock.unlock()
+        {
+            tracing::warn!(%error, "the data directory's lock was not released");
+        }
+    }
+
     /// Connects by URL (`sqlite://...` or `postgres://...`) and migrates.
     pub async fn connect(url: &str) -> Result<Store, StoreError> {
         sqlx::any::install_default_drivers();

@@ -44,6 +44,11 @@ impl Checkpointer {
             }
         }))
     }
+
+    /// Stops checkpointing (the store is closing).
+    pub(super) fn stop(&self) {
+        self.0.abort();
+    }
 }
 
 /// SQLite's log copied into the database in two steps. First from a
