@@ -211,14 +211,14 @@ impl Metrics {
         }
     }
 
-    /// What an ended run of `job` of `tenant` measured: its start lateness
-    /// (a scheduled run), duration, fuel and peak memory, where known.
     /// The label of `job`'s own series (`ID name`) when the operator marked
     /// it (`--job-metrics`), else `None`.
     pub(crate) fn marked_job(&self, job: JobId) -> Option<String> {
         self.marked_jobs.label(job).map(JobLabel::into_job)
     }
 
+    /// What an ended run of `job` of `tenant` measured: its start lateness
+    /// (a scheduled run), duration, fuel and peak memory, where known.
     pub(crate) fn run_measured(&self, tenant: &str, job: JobId, measured: RunMeasures) {
         if let Some(late) = measured.lateness_seconds {
             self.lateness.observe(late);

@@ -141,9 +141,11 @@ pub struct Store {
     backend: Backend,
     /// This process's name in run leases (random per start).
     owner: std::sync::Arc<str>,
-    _lock: Option<std::sync::Arc<std::fs::File>>,
+    /// The SQLite data directory's lock, held until [`Store::close`] or
+    /// the last clone drops; `None` for a store opened by URL.
+    lock: Option<std::sync::Arc<std::fs::File>>,
     /// SQLite's checkpoints, run beside the writer (see [`Checkpointer`]).
-    _checkpointer: Option<std::sync::Arc<Checkpointer>>,
+    checkpointer: Option<std::sync::Arc<Checkpointer>>,
     /// Who goes first at SQLite's writer (see [`turns`]); `None` on
     /// PostgreSQL.
     turns: Option<std::sync::Arc<turns::WriterTurns>>,
@@ -297,7 +299,7 @@ impl Store {
         make_private_files(&database).map_err(io)?;
         let url = format!("sqlite://{}?mode=rwc", database.display());
         let mut store = Store::connect(&url).await?;
-        store._lock = Some(std::sync::Arc::new(lock));
+        store.lock = Some(std::sync::Arc::new(lock));
         Ok(store)
     }
 
@@ -306,12 +308,12 @@ impl Store {
     /// (SQLite's last one folds its log into the database), then frees
     /// the data directory for another admin. Queries made after fail.
     pub async fn close(&self) {
-        if let Some(checkpointer) = &self._checkpointer {
+        if let Some(checkpointer) = &self.checkpointer {
             checkpointer.stop();
         }
         self.writer.close().await;
         self.pool.close().await;
-        if let Some(lock) = &self._lock
+        if let Some(lock) = &self.lock
             && let Err(error) = lock.unlock()
         {
             tracing::warn!(%error, "the data directory's lock was not released");
@@ -404,8 +406,8 @@ impl Store {
             writer,
             backend,
             owner: hex::encode(rand::random::<[u8; 8]>()).into(),
-            _lock: None,
-            _checkpointer: checkpointer,
+            lock: None,
+            checkpointer,
             turns,
             jobs: std::sync::Arc::new(job_cache::JobCache::new(job_cache::JOB_CACHE_BYTES)),
             leases: Leases::default(),
