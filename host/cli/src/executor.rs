@@ -86,7 +86,8 @@ pub struct ExecutorArgs {
     #[arg(long, env = "CRONBOX_EXECUTOR_MEMORY_BUDGET")]
     memory_budget: Option<bytesize::ByteSize>,
     /// Disk kept for downloaded modules and compiled artifacts (least
-    /// recently used deleted first, never a loaded module's).
+    /// recently used deleted first, never a loaded module's; checked each
+    /// time one is written).
     #[arg(long, env = "CRONBOX_EXECUTOR_DISK_CACHE", default_value = "4GiB")]
     disk_cache: bytesize::ByteSize,
     /// Modules kept loaded in memory (least recently used dropped).

@@ -5,8 +5,10 @@
 //! After a module is fetched or compiled, if the files of both directories
 //! together exceed the bound, the least recently used (a file's
 //! modification time, renewed when it is read back: `renew_cache_file`)
-//! are deleted until they fit again, except those of modules loaded in memory now (their
-//! files are what a restart would load). A deleted entry only costs a
+//! are deleted until they fit again, except those of modules loaded in
+//! memory now (their files are what a restart would load). The bound is
+//! checked when the caches grow, so a bound lowered by a restart holds
+//! from the next module written. A deleted entry only costs a
 //! download and a compile the next time its module runs. (The empty lock
 //! file each artifact is compiled under goes the same way.)
 

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use cronbox_protocol::admin_paths;
-use cronbox_runtime::{JobModule, Runtime};
+use cronbox_runtime::{CacheStatus, JobModule, Runtime};
 use sha2::{Digest as _, Sha256};
 
 use crate::admin::AdminClient;
@@ -200,6 +200,7 @@ impl ModuleStore {
     async fn fetch_and_load(&self, module: &Digest) -> Result<JobModule, String> {
         let digest = module.as_str();
         let path = self.dir.join(format!("{digest}.wasm"));
+        let mut fetched = false;
         let wasm = match tokio::fs::read(&path).await {
             Ok(bytes) if hex::encode(Sha256::digest(&bytes)) == digest => {
                 // Used now: the disk bound deletes least recently used first.
@@ -218,6 +219,7 @@ impl ModuleStore {
                         "module {digest} from the admin has digest {actual}: refused"
                     ));
                 }
+                fetched = true;
                 let temp = path.with_extension("part");
                 if let Err(error) = tokio::fs::write(&temp, &bytes).await {
                     tracing::warn!(%error, "cannot keep module {digest} on disk");
@@ -245,7 +247,13 @@ impl ModuleStore {
             }
         };
         let in_use = self.keep_loaded(digest, module.clone());
-        // A new module and artifact may be on disk now: keep within bound.
+        // A module or artifact written now: keep within bound. One read
+        // back added nothing, and walking every file of the caches for it
+        // (tens of thousands of compiled functions once Python or
+        // JavaScript jobs ran) would cost each load a third of a second.
+        if !fetched && module.cache_status() == CacheStatus::Hit {
+            return Ok(module);
+        }
         let disk = self.disk.clone();
         match tokio::task::spawn_blocking(move || disk.trim(&in_use)).await {
             Ok(Ok(trimmed)) if trimmed.files > 0 => {

@@ -120,21 +120,7 @@ async fn module_caches_stay_within_their_bounds() {
         data_dir = config.data_dir.clone();
     })
     .await;
-    // A digest's module and artifact (not the empty lock file an
-    // artifact is compiled under).
-    let files_of = |digest: &str| -> usize {
-        ["modules", "artifacts"]
-            .iter()
-            .filter_map(|dir| std::fs::read_dir(data_dir.join(dir)).ok())
-            .flatten()
-            .filter(|entry| {
-                entry.as_ref().is_ok_and(|entry| {
-                    let name = entry.file_name().to_string_lossy().into_owned();
-                    name.starts_with(digest) && !name.ends_with(".lock")
-                })
-            })
-            .count()
-    };
+    let files_of = |digest: &str| files_of(&data_dir, digest);
     let hello = f.admin.add_module(jobs::bytes("hello"));
     let counter = f.admin.add_module(jobs::bytes("counter"));
     f.run(&command(1, 1, &hello, "a")).await;
@@ -168,6 +154,47 @@ async fn module_caches_stay_within_their_bounds() {
         .unwrap_or_default();
     assert!(trimmed > 4 + 50, "{trimmed} files trimmed: {metrics}");
     f.executor.shutdown().await;
+}
+
+/// A bound lowered by a restart holds from the next module written: a
+/// load that reads its module and artifact back writes nothing and walks
+/// nothing, the next one that fetches and compiles trims the rest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lowered_disk_bound_holds_from_the_next_module_written() {
+    let data = tempfile::tempdir().unwrap();
+    let data_dir = data.path().to_path_buf();
+    let first = fixture_with(|config| config.data_dir = data_dir.clone()).await;
+    let hello = first.admin.add_module(jobs::bytes("hello"));
+    let counter = first.admin.add_module(jobs::bytes("counter"));
+    for (run, digest) in [(1, &hello), (2, &counter)] {
+        first.run(&command(run, run, digest, "a")).await;
+        assert!(first.admin.result_of(run, WAIT).await.outcome.is_success());
+    }
+    first.executor.shutdown().await;
+    let files = |digest: &str| files_of(&data_dir, digest);
+    assert_eq!((files(&hello), files(&counter)), (2, 2));
+
+    let second = fixture_with(|config| {
+        config.data_dir = data_dir.clone();
+        config.disk_cache_bytes = 1; // nothing beyond the loaded module
+    })
+    .await;
+    // On disk: read back (this admin has no module to send), nothing
+    // written, nothing trimmed.
+    second.run(&command(3, 3, &hello, "a")).await;
+    assert!(second.admin.result_of(3, WAIT).await.outcome.is_success());
+    assert_eq!((files(&hello), files(&counter)), (2, 2));
+    // A new module, fetched and compiled: the caches are trimmed to the
+    // loaded modules' files.
+    let sleeper = second.admin.add_module(jobs::bytes("sleeper"));
+    second.run(&command(4, 4, &sleeper, "1")).await;
+    assert!(second.admin.result_of(4, WAIT).await.outcome.is_success());
+    assert_eq!(
+        (files(&hello), files(&counter), files(&sleeper)),
+        (2, 0, 2),
+        "the loaded modules' files kept, the other's gone"
+    );
+    second.executor.shutdown().await;
 }
 
 /// No tenant fills every instance slot: with four slots a tenant runs at
@@ -343,6 +370,23 @@ async fn prepare_compiles_a_module_ahead_and_names_what_failed() {
 }
 
 /// Files under `dir` and its subdirectories (none when it is missing).
+/// The files of `digest` in the caches of the executor with data
+/// directory `data_dir`: its module and artifact (not the empty lock file
+/// an artifact is compiled under).
+fn files_of(data_dir: &std::path::Path, digest: &str) -> usize {
+    ["modules", "artifacts"]
+        .iter()
+        .filter_map(|dir| std::fs::read_dir(data_dir.join(dir)).ok())
+        .flatten()
+        .filter(|entry| {
+            entry.as_ref().is_ok_and(|entry| {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                name.starts_with(digest) && !name.ends_with(".lock")
+            })
+        })
+        .count()
+}
+
 fn walkdir_files(dir: &std::path::Path) -> usize {
     let mut dirs = vec![dir.to_owned()];
     let mut files = 0;
