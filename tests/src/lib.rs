@@ -43,6 +43,7 @@ pub use origin::{SeenRequest, TestOrigin};
 pub use otlp::{OtlpReceiver, ReceivedPoint, ReceivedSpan};
 pub use postgres::PostgresServer;
 pub use python::{python_tool, run_ok};
+pub use threads::{TestGroup, Turn};
 pub use webhook::WebhookReceiver;
 
 /// User and system CPU time this process has used, in milliseconds

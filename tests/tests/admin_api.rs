@@ -4,8 +4,9 @@
 //! retention, tenants' quotas at save time and at run time.
 #![allow(clippy::unwrap_used)] // in tests a failed unwrap is a failed test
 
-// The tests wait on fires, runs and processes, not the CPU.
-cronbox_tests::tests_at_a_time!(4);
+// The tests wait on fires, runs and processes, not the CPU: eight at a
+// time keep two cores about two-thirds busy.
+cronbox_tests::tests_at_a_time!(8);
 
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -44,29 +44,29 @@ const ALLOWED: &[(&str, usize, &str)] = &[
          and a live-log reader's interval between pages",
     ),
     (
-        "host/cli/tests/cluster/firing.rs",
+        "host/cli/tests/under_load/cluster/firing.rs",
         5,
         "fires on the real clock across processes: the test waits for a window of whole \
          seconds to pass, and for PostgreSQL to stay down for a while",
     ),
     (
-        "host/cli/tests/admin.rs",
+        "host/cli/tests/cli/admin.rs",
         1,
         "a hand-written poll of a process's answers, to become `until`",
     ),
     (
-        "host/cli/tests/admin/routing.rs",
+        "host/cli/tests/cli/admin/routing.rs",
         1,
         "a hand-written poll of a process's answers, to become `until`",
     ),
     (
-        "host/cli/tests/admin/runs.rs",
+        "host/cli/tests/cli/admin/runs.rs",
         2,
         "polls of a fire being written and of the live log endpoint itself (what the \
          test reads)",
     ),
     (
-        "host/cli/tests/executor.rs",
+        "host/cli/tests/cli/executor.rs",
         2,
         "hand-written polls of a process's answers, to become `until`",
     ),

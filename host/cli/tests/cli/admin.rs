@@ -3,10 +3,7 @@
 //! every assertion reads the run table through the admin's API.
 #![allow(clippy::unwrap_used)] // in tests a failed unwrap is a failed test
 
-// The tests wait on fires, runs and processes, not the CPU.
-cronbox_tests::tests_at_a_time!(4);
-
-mod support;
+use crate::support;
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -15,9 +12,13 @@ use std::time::{Duration, Instant};
 
 use cronbox_api::{Digest, JobId, JobSpec, Run, RunId, RunStatus, TriggerKind};
 use cronbox_example_jobs as jobs;
-use cronbox_tests::{AdminClient, until};
+use cronbox_tests::{AdminClient, TestGroup, until};
 use serde_json::{Value, json};
 use support::{Process, cronbox_listening};
+
+/// Four at a time: the tests wait on fires, runs and processes, not the
+/// CPU.
+static TESTS: TestGroup = TestGroup::new(4);
 
 const API_TOKEN: &str = "api-token";
 const EXEC_TOKEN: &str = "exec-token";
@@ -258,13 +259,9 @@ fn now_ms() -> i64 {
         .as_millis() as i64
 }
 
-#[path = "admin/definitions.rs"]
 mod definitions;
-#[path = "admin/routing.rs"]
 mod routing;
-#[path = "admin/runs.rs"]
 mod runs;
-#[path = "admin/schedules.rs"]
 mod schedules;
 
 /// The admin's stderr up to the line that says where it listens, started
@@ -308,6 +305,7 @@ fn admin_log_lines(data_dir: &Path, extra: &[&str]) -> Vec<String> {
 
 #[test]
 fn logs_are_text_for_people_and_one_json_object_a_line_with_log_format_json() {
+    let _turn = TESTS.turn();
     let data = tempfile::tempdir().unwrap();
     let text = admin_log_lines(&data.path().join("text"), &[]);
     let started = text

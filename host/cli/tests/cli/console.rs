@@ -7,15 +7,18 @@
 //! workflows.
 #![allow(clippy::unwrap_used)] // in tests a failed unwrap is a failed test
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 
 use cronbox_api::{JobQuery, JobSpec};
-use cronbox_tests::{AdminClient, Browser, process_group_alive, until};
+use cronbox_tests::{AdminClient, Browser, TestGroup, process_group_alive, until};
 use reqwest::Method;
 use serde_json::{Value, json};
 use support::Process;
+
+/// Two at a time: each drives a browser of its own.
+static TESTS: TestGroup = TestGroup::new(2);
 
 /// Where the screenshots go.
 fn screenshots() -> PathBuf {
@@ -103,6 +106,7 @@ async fn id_in_address(browser: &Browser, what: &str) -> i64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_is_served_with_a_strict_policy() {
+    let _turn = TESTS.turn();
     let up = start();
     let http = cronbox_tls::client();
     for path in [
@@ -154,6 +158,7 @@ async fn the_console_is_served_with_a_strict_policy() {
 /// process behind: Chromium and its helpers go with chromedriver.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_browser_leaves_no_process_behind() {
+    let _turn = TESTS.turn();
     let browser = Browser::start(&screenshots()).await;
     browser.goto("about:blank").await;
     let group = browser.process_group();
@@ -165,11 +170,7 @@ async fn a_dropped_browser_leaves_no_process_behind() {
     .await;
 }
 
-#[path = "console/daily.rs"]
 mod daily;
-#[path = "console/operator.rs"]
 mod operator;
-#[path = "console/roles.rs"]
 mod roles;
-#[path = "console/workflows.rs"]
 mod workflows;

@@ -2,8 +2,6 @@
 //! spool and arrive exactly once when the admin comes back.
 #![allow(clippy::unwrap_used)] // in tests a failed unwrap is a failed test
 
-mod support;
-
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};

@@ -15,13 +15,16 @@
 //!   and change a tenant's.
 #![allow(clippy::unwrap_used)] // in tests a failed unwrap is a failed test
 
-mod support;
+use crate::support;
 
 use cronbox_api::{AlarmState, JobId, Run, RunId, RunStatus, TriggerKind};
-use cronbox_tests::{AdminClient, until};
+use cronbox_tests::{AdminClient, TestGroup, until};
 use reqwest::Method;
 use serde_json::{Value, json};
 use support::{Process, cronbox_listening};
+
+/// Two at a time, as libtest would on two cores.
+static TESTS: TestGroup = TestGroup::new(2);
 
 const API_TOKEN: &str = "api-token";
 
@@ -188,7 +191,5 @@ impl Recorder {
     }
 }
 
-#[path = "semantics/runs.rs"]
 mod runs;
-#[path = "semantics/trust.rs"]
 mod trust;

@@ -5,7 +5,7 @@
 //! credential of its own.
 #![allow(clippy::unwrap_used)] // in tests a failed unwrap is a failed test
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 

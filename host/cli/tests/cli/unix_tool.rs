@@ -3,7 +3,7 @@
 //! backtrace. Real processes: `cronbox admin` on a loopback port it picked.
 #![allow(clippy::unwrap_used)] // in tests a failed unwrap is a failed test
 
-mod support;
+use crate::support;
 
 use std::io::Read as _;
 use std::process::{Command, Stdio};

@@ -4,16 +4,20 @@
 //! results, state, failures and limits as Rust jobs.
 #![allow(clippy::unwrap_used)] // in tests a failed unwrap is a failed test
 
-mod support;
+use crate::support;
 
 use std::io::{BufRead as _, BufReader};
 use std::process::{Command, Output, Stdio};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use cronbox_language_jobs as languages;
-use cronbox_tests::{until, until_within};
+use cronbox_tests::{TestGroup, until, until_within};
 use serde_json::Value;
 use support::Process;
+
+/// Four at a time: each starts its own `cronbox up` or executor and
+/// waits on compiles and interpreters' runs much of its time.
+static TESTS: TestGroup = TestGroup::new(4);
 
 const LANGUAGES: [&str; 2] = ["python", "js"];
 /// Long enough for a Python component to compile on a busy machine.
@@ -67,6 +71,7 @@ fn interpreters_compiled() {
 
 #[test]
 fn python_and_javascript_jobs_run_with_cronbox_run() {
+    let _turn = TESTS.turn();
     interpreters_compiled();
     for language in LANGUAGES {
         let output = run(&[&path(&format!("{language}-hello")), "--param", "bob"]);
@@ -248,6 +253,7 @@ impl Cli {
 /// timeout and by a kill, a memory bomb ended at the memory limit.
 #[test]
 fn python_and_javascript_jobs_run_on_an_executor_within_their_limits() {
+    let _turn = TESTS.turn();
     interpreters_compiled();
     let data = tempfile::tempdir().unwrap();
     let (_stack, cli) = Cli::up(data.path());
@@ -313,6 +319,7 @@ fn python_and_javascript_jobs_run_on_an_executor_within_their_limits() {
 /// A kill ends a Python or JavaScript loop at once.
 #[test]
 fn a_kill_stops_a_python_or_javascript_loop() {
+    let _turn = TESTS.turn();
     interpreters_compiled();
     let data = tempfile::tempdir().unwrap();
     let (_stack, cli) = Cli::up(data.path());
@@ -363,6 +370,7 @@ fn a_kill_stops_a_python_or_javascript_loop() {
 /// denied and nothing arrives.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_and_javascript_http_reaches_only_granted_origins() {
+    let _turn = TESTS.turn();
     interpreters_compiled();
     let origin = cronbox_tests::TestOrigin::start().await;
     let url = origin.url("/bytes/5");
@@ -438,6 +446,7 @@ fn scheduled_runs(cli: &Cli, job: &str) -> Vec<(i64, i64, String)> {
 /// time too; another job firing every second stays on time throughout.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pushed_version_is_compiled_ahead_and_every_job_stays_on_time() {
+    let _turn = TESTS.turn();
     interpreters_compiled();
     let data = tempfile::tempdir().unwrap();
     let (_stack, cli) = Cli::up(data.path());
@@ -517,6 +526,7 @@ async fn a_pushed_version_is_compiled_ahead_and_every_job_stays_on_time() {
 /// broken record takes the failure edge to notify.
 #[test]
 fn the_three_language_example_workflow_deploys_in_one_command_and_runs() {
+    let _turn = TESTS.turn();
     interpreters_compiled();
     let data = tempfile::tempdir().unwrap();
     let (_stack, cli) = Cli::up(data.path());

@@ -6,6 +6,7 @@ use super::*;
 /// refused (see the bad-input test); raised, the same job is accepted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_operator_sets_the_maxima_of_a_jobs_limits() {
+    let _turn = TESTS.turn();
     let cluster = Cluster::start_with(&[
         "--max-job-timeout",
         "2days",
@@ -43,6 +44,7 @@ async fn the_operator_sets_the_maxima_of_a_jobs_limits() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_input_is_refused_with_the_field_named_and_nothing_stored() {
+    let _turn = TESTS.turn();
     let cluster = Cluster::start().await;
     let hello = cluster.upload("hello").await;
     let cases = [
@@ -199,6 +201,7 @@ async fn bad_input_is_refused_with_the_field_named_and_nothing_stored() {
 
 #[test]
 fn a_second_admin_on_the_same_data_dir_is_refused() {
+    let _turn = TESTS.turn();
     let data = tempfile::tempdir().unwrap();
     // Listening: it holds the data directory.
     let _first = spawn_admin(None, data.path());
@@ -226,6 +229,7 @@ fn a_second_admin_on_the_same_data_dir_is_refused() {
 
 #[test]
 fn a_dispatch_lease_shorter_than_a_send_is_refused() {
+    let _turn = TESTS.turn();
     let data = tempfile::tempdir().unwrap();
     let admin = Command::new(env!("CARGO_BIN_EXE_cronbox"))
         .args(["admin", "--bind", "127.0.0.1:0", "--token", "a"])
@@ -244,6 +248,7 @@ fn a_dispatch_lease_shorter_than_a_send_is_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_saved_child_cycle_is_refused() {
+    let _turn = TESTS.turn();
     let cluster = Cluster::start().await;
     let hello = cluster.upload("hello").await;
     let a = cluster

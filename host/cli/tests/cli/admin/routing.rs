@@ -4,6 +4,7 @@ use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn routing_over_three_executors() {
+    let _turn = TESTS.turn();
     let mut cluster = Cluster::start().await;
     let mut others = Vec::new();
     for i in 2..=3 {
@@ -149,6 +150,7 @@ async fn routing_over_three_executors() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_manual_group_routes_to_its_listed_addresses() {
+    let _turn = TESTS.turn();
     let cluster = Cluster::start().await;
     let hello = cluster.upload("hello").await;
     // A second executor that registers in another group: only the manual

@@ -4,6 +4,7 @@ use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_written_before_a_crash_is_dispatched_after_restart() {
+    let _turn = TESTS.turn();
     // The restarted admin takes the fire over once the lease the first
     // one wrote runs out: the shortest dispatch lease, 4 s, and 5 s more.
     let mut cluster = Cluster::start_with(&["--dispatch-lease", "4s"]).await;
@@ -45,6 +46,7 @@ async fn a_run_written_before_a_crash_is_dispatched_after_restart() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn state_commits_on_success_only_and_retries_and_children_follow_results() {
+    let _turn = TESTS.turn();
     let cluster = Cluster::start().await;
     let counter = cluster.upload("counter").await;
     let burner = cluster.upload("fuel-burner").await;
@@ -108,6 +110,7 @@ async fn state_commits_on_success_only_and_retries_and_children_follow_results()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_is_killed_and_its_log_read_through_the_admin() {
+    let _turn = TESTS.turn();
     let cluster = Cluster::start().await;
     let runaway = cluster.upload("runaway").await;
     let job = cluster
@@ -170,6 +173,7 @@ async fn a_run_is_killed_and_its_log_read_through_the_admin() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_lost_with_its_executor_is_failed_and_retried_elsewhere() {
+    let _turn = TESTS.turn();
     let mut cluster = Cluster::start_with(&["--dead-after", "2s", "--lost-after", "1s"]).await;
     let sleeper = cluster.upload("sleeper").await;
     let job = cluster

@@ -4,6 +4,7 @@ use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_seconds_cron_job_fires_on_time_every_second() {
+    let _turn = TESTS.turn();
     const SECONDS: i64 = 10;
     let cluster = Cluster::start().await;
     let digest = cluster.upload("hello").await;
@@ -65,6 +66,7 @@ async fn a_seconds_cron_job_fires_on_time_every_second() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fixed_rate_fixed_delay_one_shot_and_manual_triggers() {
+    let _turn = TESTS.turn();
     let cluster = Cluster::start().await;
     let hello = cluster.upload("hello").await;
     let sleeper = cluster.upload("sleeper").await;
@@ -155,6 +157,7 @@ async fn fixed_rate_fixed_delay_one_shot_and_manual_triggers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn misfires_after_downtime_follow_each_strategy() {
+    let _turn = TESTS.turn();
     let mut cluster = Cluster::start().await;
     let hello = cluster.upload("hello").await;
     let mut jobs = Vec::new();
@@ -260,6 +263,7 @@ async fn misfires_after_downtime_follow_each_strategy() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn firing_results_and_state_on_postgresql() {
+    let _turn = TESTS.turn();
     let postgres = cronbox_tests::PostgresServer::start();
     let url = postgres.create_database("firing");
     let cluster = Cluster::start_with(&["--database-url", &url]).await;

@@ -7,6 +7,7 @@ use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_person_operates_jobs_from_the_list_on_any_screen() {
+    let _turn = TESTS.turn();
     // Traced, with the operator's trace viewer named.
     let receiver = cronbox_tests::OtlpReceiver::start().await;
     let endpoint = receiver.endpoint();

@@ -7,6 +7,7 @@ use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operator_runs_cronbox_from_the_console() {
+    let _turn = TESTS.turn();
     let up = start();
     let browser = Browser::start(&screenshots()).await;
     let files = tempfile::tempdir().unwrap();

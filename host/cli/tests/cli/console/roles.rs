@@ -6,6 +6,7 @@ use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn viewers_read_only_tenants_see_their_own_and_names_stay_text() {
+    let _turn = TESTS.turn();
     let up = start();
     let operator = &up.operator;
     operator.add_user("reader", "default", "viewer").await;

@@ -9,6 +9,7 @@ use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_person_writes_draws_and_runs_a_workflow() {
+    let _turn = TESTS.turn();
     let up = start();
     let browser = Browser::start(&screenshots()).await;
     browser.goto(&format!("{}/", up.base)).await;

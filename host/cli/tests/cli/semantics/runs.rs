@@ -4,6 +4,7 @@ use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_broadcast_retry_reruns_only_the_failed_shard() {
+    let _turn = TESTS.turn();
     let stack = Stack::start(2).await;
     let job = stack
         .job(
@@ -51,6 +52,7 @@ async fn a_broadcast_retry_reruns_only_the_failed_shard() {
 /// counts.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_broadcast_counts_each_shard_against_the_running_runs_quota() {
+    let _turn = TESTS.turn();
     let stack = Stack::start(2).await;
     let (status, answer) = stack
         .call(
@@ -94,6 +96,7 @@ async fn a_broadcast_counts_each_shard_against_the_running_runs_quota() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fixed_delay_carries_on_through_failed_dispatches_with_one_chain() {
+    let _turn = TESTS.turn();
     // No executor yet: every dispatch fails.
     let mut stack = Stack::start(0).await;
     let job = stack
@@ -148,6 +151,7 @@ async fn fixed_delay_carries_on_through_failed_dispatches_with_one_chain() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stopping_a_job_cancels_its_waiting_fires_without_alarms() {
+    let _turn = TESTS.turn();
     let stack = Stack::start(1).await;
     let webhook = cronbox_tests::WebhookReceiver::start(200).await;
     let job = stack
@@ -212,6 +216,7 @@ async fn stopping_a_job_cancels_its_waiting_fires_without_alarms() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_executors_writing_one_key_lose_no_update() {
+    let _turn = TESTS.turn();
     let stack = Stack::start(2).await;
     let job = stack
         .job(
@@ -258,6 +263,7 @@ async fn two_executors_writing_one_key_lose_no_update() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn jobs_name_known_groups_and_edits_keep_a_fixed_rate_phase() {
+    let _turn = TESTS.turn();
     let stack = Stack::start(0).await;
     let (_, uploaded) = stack.upload("", cronbox_example_jobs::bytes("hello")).await;
     let digest = uploaded["digest"].clone();
@@ -322,6 +328,7 @@ async fn jobs_name_known_groups_and_edits_keep_a_fixed_rate_phase() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killing_a_job_stops_its_runs_queued_runs_and_pending_retries() {
+    let _turn = TESTS.turn();
     let stack = Stack::start(1).await;
     let sleeper = stack
         .job(
@@ -386,6 +393,7 @@ async fn killing_a_job_stops_its_runs_queued_runs_and_pending_retries() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runs_say_who_started_them_and_jobs_may_ask_for_fresh_instances() {
+    let _turn = TESTS.turn();
     let stack = Stack::start(1).await;
     let warm = stack.job("warm", "counter", json!({})).await;
     let fresh = stack
@@ -414,6 +422,7 @@ async fn runs_say_who_started_them_and_jobs_may_ask_for_fresh_instances() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn quota_defaults_come_from_flags_and_the_cli_changes_a_tenants() {
+    let _turn = TESTS.turn();
     let stack = Stack::start_with(
         0,
         &[

@@ -4,6 +4,7 @@ use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_executor_token_goes_only_to_executors_and_forged_results_are_refused() {
+    let _turn = TESTS.turn();
     let stack = Stack::start(1).await;
     let recorder = Recorder::start().await;
     let (status, tenant) = stack

@@ -31,6 +31,7 @@ async fn alive_in(api: &AdminClient, group: &str) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pyxxl_executor_runs_legacy_jobs_under_cronbox() {
+    let _turn = TESTS.turn();
     let venv = cronbox_tests::python_tool(PYXXL);
     let data = tempfile::tempdir().unwrap();
     let (mut stack, _, at) = up(data.path(), None);
@@ -285,6 +286,7 @@ async fn jobs_of(api: &AdminClient, group: &str) -> HashMap<String, cronbox_api:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_xxl_job_dump_is_imported_as_legacy_groups_and_jobs_once() {
+    let _turn = TESTS.turn();
     let data = tempfile::tempdir().unwrap();
     let (mut stack, _, at) = up(data.path(), None);
     let base = format!("http://{}", at.admin);

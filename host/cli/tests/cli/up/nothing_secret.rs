@@ -30,6 +30,7 @@ fn files(dir: &Path) -> Vec<std::path::PathBuf> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_secret_is_kept_in_the_data_directory_the_logs_or_the_metrics() {
+    let _turn = TESTS.turn();
     let data = tempfile::tempdir().unwrap();
     let log_path = data.path().join("captured.log");
     let log = std::fs::File::create(&log_path).unwrap();

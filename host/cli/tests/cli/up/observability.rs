@@ -42,6 +42,7 @@ fn queried(text: &str) -> BTreeSet<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_shipped_dashboard_and_alerts_query_what_cronbox_exports() {
+    let _turn = TESTS.turn();
     let root = repository();
     let rules = root.join("observability/prometheus-alerts.yml");
     let checked = Command::new("promtool")

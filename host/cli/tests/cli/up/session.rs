@@ -97,6 +97,7 @@ pub(crate) fn ended(base: &str, token: &str, job: &str, run: i64) -> Value {
 
 #[test]
 fn a_cli_session_against_cronbox_up() {
+    let _turn = TESTS.turn();
     let mut s = Session::start();
     let id = definitions::modules_and_definitions(&s);
     let spin = runs::runs_versions_and_state(&s, &id);

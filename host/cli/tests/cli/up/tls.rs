@@ -8,6 +8,7 @@ use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn up_with_tls_serves_both_listeners_and_its_context_trusts_its_ca() {
+    let _turn = TESTS.turn();
     let data = tempfile::tempdir().unwrap();
     let (_up, printed, at) =
         up_with_env(data.path(), None, &[("CRONBOX_UP_TLS", Path::new("true"))]);

@@ -19,6 +19,7 @@ use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_runs_spans_go_from_the_fire_to_the_guests_http_request() {
+    let _turn = TESTS.turn();
     let receiver = OtlpReceiver::start().await;
     let origin = TestOrigin::start().await;
     let data = tempfile::tempdir().unwrap();

@@ -7,6 +7,7 @@ use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_on_a_killed_executor_is_lost_and_retried_on_another() {
+    let _turn = TESTS.turn();
     let mut cluster = Cluster::start(&[&[], &[]], 2).await;
     cluster.push("sleeper", "sleeper").await;
     let job = cluster
@@ -55,6 +56,7 @@ async fn a_run_on_a_killed_executor_is_lost_and_retried_on_another() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn racing_admins_send_each_alarm_and_retry_once() {
+    let _turn = TESTS.turn();
     let cluster = Cluster::start(&[&[], &[]], 1).await;
     let receiver = WebhookReceiver::start(200).await;
     cluster.push("burner", "fuel-burner").await;
@@ -105,6 +107,7 @@ async fn racing_admins_send_each_alarm_and_retry_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn workflows_outlive_a_killed_admin_and_start_each_node_once() {
+    let _turn = TESTS.turn();
     let mut cluster = Cluster::start(&[&[], &[]], 1).await;
     cluster.push("sleeper", "sleeper").await;
     cluster.push("hello", "hello").await;
