@@ -44,7 +44,7 @@ const ALLOWED: &[(&str, usize, &str)] = &[
          and a live-log reader's interval between pages",
     ),
     (
-        "host/cli/tests/under_load/cluster/firing.rs",
+        "host/cli/tests/heavy/cluster/firing.rs",
         5,
         "fires on the real clock across processes: the test waits for a window of whole \
          seconds to pass, and for PostgreSQL to stay down for a while",

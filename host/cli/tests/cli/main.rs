@@ -9,7 +9,7 @@
 //! whose tests take their turn at the module's own pace, and one group's
 //! waits overlap another's instead of following them. The modules of a
 //! few quick tests run freely. The tests that load the machine on purpose
-//! (`under_load`, `scaffold`, `hostile_guests`) are binaries of their
+//! (`heavy`, `scaffold`, `hostile_guests`) are binaries of their
 //! own, so that their load never skews these tests' timing, nor theirs.
 #![allow(clippy::unwrap_used)] // in tests a failed unwrap is a failed test
 

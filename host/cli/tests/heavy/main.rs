@@ -8,9 +8,12 @@
 //! idle and yield them to it, as compiles yield them to every run in
 //! production. `cluster` and `languages` each go at their own pace (a
 //! [`TestGroup`](cronbox_tests::TestGroup)); the contract's one test runs
-//! beside them. The other tests that load
-//! the machine (`scaffold`'s builds, `hostile_guests`) do it at full
-//! priority and are binaries of their own.
+//! beside them. The other tests that load the machine (`scaffold`'s
+//! builds, `hostile_guests`) do it at full priority and are binaries of
+//! their own; cargo runs a package's test
+//! binaries in the order of their names, so `scaffold`'s Python and
+//! JavaScript projects come after this binary and find the interpreters'
+//! functions compiled (on a fresh machine, 20 s of it done once).
 #![allow(clippy::unwrap_used)] // in tests a failed unwrap is a failed test
 
 // Enough at once for every group's tests to be under way together: a test
