@@ -200,12 +200,11 @@ impl ModuleStore {
     async fn fetch_and_load(&self, module: &Digest) -> Result<JobModule, String> {
         let digest = module.as_str();
         let path = self.dir.join(format!("{digest}.wasm"));
-        let mut fetched = false;
-        let wasm = match tokio::fs::read(&path).await {
+        let (wasm, fetched) = match tokio::fs::read(&path).await {
             Ok(bytes) if hex::encode(Sha256::digest(&bytes)) == digest => {
                 // Used now: the disk bound deletes least recently used first.
                 cronbox_runtime::renew_cache_file(&path);
-                bytes
+                (bytes, false)
             }
             _ => {
                 let bytes = self
@@ -219,14 +218,13 @@ impl ModuleStore {
                         "module {digest} from the admin has digest {actual}: refused"
                     ));
                 }
-                fetched = true;
                 let temp = path.with_extension("part");
                 if let Err(error) = tokio::fs::write(&temp, &bytes).await {
                     tracing::warn!(%error, "cannot keep module {digest} on disk");
                 } else if let Err(error) = tokio::fs::rename(&temp, &path).await {
                     tracing::warn!(%error, "cannot keep module {digest} on disk");
                 }
-                bytes
+                (bytes, true)
             }
         };
         let runtime = self.runtime.clone();
