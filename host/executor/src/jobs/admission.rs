@@ -83,7 +83,7 @@ pub(super) fn apply(shared: &Arc<Shared>, pending: Pending) -> Result<(), Box<Re
                     running: HashMap::new(),
                     limit: 1,
                     wake,
-                    recent_changes: VecDeque::new(),
+                    recent_changes: RecentChanges::default(),
                 })
             }
         };

@@ -198,11 +198,7 @@ pub(super) async fn run_one(
     mut worker: JobWorker,
     pending: Pending,
 ) -> JobWorker {
-    let Pending {
-        command,
-        handle,
-        received,
-    } = pending;
+    let Pending { command, handle } = pending;
     let limits = RunLimits {
         timeout: Duration::from_millis(command.limits.timeout_ms),
         fuel: command.limits.fuel,
@@ -212,11 +208,8 @@ pub(super) async fn run_one(
     };
     let job_id = command.trigger.job_id;
     let start = shared.lock().jobs.get(&job_id).map_or_else(
-        || StartState {
-            values: Arc::new(command.state.clone()),
-            revisions: command.state_revisions.clone(),
-        },
-        |entry| entry.current_state(&command, received),
+        || StartState::of(&command),
+        |entry| entry.recent_changes.view(&command),
     );
     let timeout = limits.timeout;
     let request = RunRequest {
@@ -263,7 +256,7 @@ pub(super) async fn run_one(
         if let Some(entry) = table.jobs.get_mut(&job_id) {
             entry.running.remove(&run_id);
             if report.outcome.is_success() && !report.state_changes.is_empty() {
-                entry.remember_changes(run_id, &report.state_changes);
+                entry.recent_changes.remember(run_id, &report, &start);
             }
         }
         table.active.remove(&run_id);

@@ -12,15 +12,14 @@
 //! job's task, `slots` each tenant's share of the instance slots. Every
 //! task is tracked: shutdown waits for them.
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant, UNIX_EPOCH};
+use std::time::{Duration, UNIX_EPOCH};
 
 use cronbox_protocol::{
-    ABSENT_REVISION, BlockStrategy, HttpLimits, IdleBeatResponse, KillCommand, LogQuery,
-    LogResponse, Outcome, PrepareCommand, PrepareResponse, RunCommand, RunResponse, RunResult,
-    StateChanges, StateRevision,
+    BlockStrategy, HttpLimits, IdleBeatResponse, KillCommand, LogQuery, LogResponse, Outcome,
+    PrepareCommand, PrepareResponse, RunCommand, RunResponse, RunResult,
 };
 use cronbox_runtime::{
     InstanceMode, JobWorker, RunHandle, RunLimits, RunReport, RunRequest, Runtime,
@@ -37,10 +36,12 @@ use crate::spool::Spool;
 mod admission;
 mod job_loop;
 mod slots;
+mod state_view;
 
 use admission::*;
 use job_loop::*;
 use slots::*;
+use state_view::{RecentChanges, StartState};
 
 /// Why a `run` was not taken.
 #[derive(Debug, thiserror::Error)]
@@ -122,91 +123,14 @@ struct JobEntry {
     running: HashMap<u64, RunHandle>,
     limit: usize,
     wake: Arc<Notify>,
-    /// State changes of this job's successful runs here, newest last, with
-    /// when they finished and which run made them: a trigger's state
-    /// snapshot was read by the admin before it was sent, so changes from
-    /// runs that finished after it arrived are laid over it when it starts
-    /// (and the keys they wrote count as at that run's revision).
-    recent_changes: VecDeque<(Instant, u64, StateChanges)>,
+    /// State changes of this job's successful runs here, laid over later
+    /// runs' snapshots where those miss them.
+    recent_changes: RecentChanges,
 }
-
-/// A run's view of its job's state when it starts: values, and the
-/// revision each key is at in that view.
-struct StartState {
-    values: Arc<HashMap<String, String>>,
-    revisions: HashMap<String, StateRevision>,
-}
-
-impl StartState {
-    /// The revisions the run's reads and writes were based on: what the
-    /// admin checks before committing its changes.
-    fn base_of(&self, report: &RunReport) -> BTreeMap<String, StateRevision> {
-        if report.state_changes.is_empty() {
-            return BTreeMap::new();
-        }
-        report
-            .state_reads
-            .iter()
-            .chain(report.state_changes.keys())
-            .map(|key| {
-                let revision = self.revisions.get(key).copied();
-                (key.clone(), revision.unwrap_or(ABSENT_REVISION))
-            })
-            .collect()
-    }
-}
-
-/// How long, and how many, change sets a job keeps for later snapshots.
-const RECENT_CHANGES_FOR: Duration = Duration::from_secs(60);
-
-const RECENT_CHANGES_MAX: usize = 64;
 
 struct Pending {
     command: RunCommand,
     handle: RunHandle,
-    received: Instant,
-}
-
-impl JobEntry {
-    /// The command's snapshot with the changes of runs that finished here
-    /// after `received`.
-    fn current_state(&self, command: &RunCommand, received: Instant) -> StartState {
-        let mut values = command.state.clone();
-        let mut revisions = command.state_revisions.clone();
-        let later = self.recent_changes.iter().filter(|(at, ..)| *at > received);
-        for (_, run_id, changes) in later {
-            for (key, value) in changes {
-                match value {
-                    Some(value) => {
-                        values.insert(key.clone(), value.clone());
-                        revisions.insert(key.clone(), *run_id as StateRevision);
-                    }
-                    None => {
-                        values.remove(key);
-                        revisions.remove(key);
-                    }
-                }
-            }
-        }
-        StartState {
-            values: Arc::new(values),
-            revisions,
-        }
-    }
-
-    fn remember_changes(&mut self, run_id: u64, changes: &StateChanges) {
-        let now = Instant::now();
-        self.recent_changes
-            .push_back((now, run_id, changes.clone()));
-        while self.recent_changes.len() > RECENT_CHANGES_MAX
-            || self
-                .recent_changes
-                .front()
-                .is_some_and(|(at, ..)| now.duration_since(*at) > RECENT_CHANGES_FOR)
-        {
-            self.recent_changes.pop_front();
-        }
-    }
 }
 
 impl Shared {
@@ -369,14 +293,7 @@ impl Jobs {
         if command.start_in_ms > 0 {
             let delay = Duration::from_millis(command.start_in_ms);
             table.active.insert(run_id, handle.clone());
-            table.held.insert(
-                run_id,
-                Pending {
-                    command,
-                    handle,
-                    received: Instant::now(),
-                },
-            );
+            table.held.insert(run_id, Pending { command, handle });
             drop(table);
             let stopping = shared.stopping.clone();
             let tasks = shared.tasks.clone();
@@ -402,11 +319,7 @@ impl Jobs {
             });
         }
         drop(table);
-        let pending = Pending {
-            command,
-            handle,
-            received: Instant::now(),
-        };
+        let pending = Pending { command, handle };
         match apply(shared, pending) {
             Ok(()) => Ok(RunResponse {
                 run_id,
