@@ -43,8 +43,7 @@ impl CacheArgs {
         let Some(dir) = self.dir() else {
             return false;
         };
-        runtime.cache_dir = Some(dir.join("artifacts"));
-        runtime.cache_key_file = Some(dir.join("artifact-cache.key"));
+        keep_in(&dir, runtime);
         true
     }
 
@@ -58,6 +57,15 @@ impl CacheArgs {
             tracing::debug!(%error, "cannot trim the artifact cache");
         }
     }
+}
+
+/// Sets `runtime` to keep its compiled components in the cache directory
+/// `dir`: `artifacts/` in it, its key file beside (whoever may write
+/// entries cannot sign them). `cronbox run`, `cronbox up` and executors
+/// given the same `dir` share its entries, each compiled once.
+pub fn keep_in(dir: &std::path::Path, runtime: &mut RuntimeConfig) {
+    runtime.cache_dir = Some(dir.join("artifacts"));
+    runtime.cache_key_file = Some(dir.join("artifact-cache.key"));
 }
 
 /// The most the artifacts `cronbox run` leaves in the cache take together.

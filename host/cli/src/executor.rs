@@ -52,6 +52,12 @@ pub struct ExecutorArgs {
         default_value = "cronbox-data/executor"
     )]
     data_dir: PathBuf,
+    /// Directory where compiled components are kept (default: in
+    /// --data-dir). Executors, `cronbox up` and `cronbox run` given the
+    /// same directory share it: each component is compiled once, by
+    /// whichever needs it first, and loaded by the others.
+    #[arg(long, env = "CRONBOX_EXECUTOR_CACHE_DIR", value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
     /// Heartbeat interval.
     #[arg(long, env = "CRONBOX_EXECUTOR_BEAT_INTERVAL", default_value = "30s", value_parser = humantime::parse_duration)]
     beat_interval: Duration,
@@ -104,9 +110,15 @@ pub struct ExecutorArgs {
 /// How an executor compiles components: each in a child process, bounded.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct CompilerArgs {
-    /// Longest a component's compilation may take; the compiler process
-    /// is killed then and the module refused.
-    #[arg(long, env = "CRONBOX_EXECUTOR_COMPILE_TIMEOUT", default_value = "2m", value_parser = humantime::parse_duration)]
+    /// CPU time a component's compilation may use, all its threads
+    /// together (whole seconds); the compiler process is stopped then and
+    /// the module refused.
+    #[arg(long, env = "CRONBOX_EXECUTOR_COMPILE_CPU", default_value = "2m", value_parser = humantime::parse_duration)]
+    compile_cpu: Duration,
+    /// Longest a component's compilation may take on the clock, a
+    /// backstop to --compile-cpu: compiles run at a low priority, so on a
+    /// busy machine one takes far longer than the CPU time it uses.
+    #[arg(long, env = "CRONBOX_EXECUTOR_COMPILE_TIMEOUT", default_value = "15m", value_parser = humantime::parse_duration)]
     compile_timeout: Duration,
     /// Address space a compiler process may use.
     #[arg(long, env = "CRONBOX_EXECUTOR_COMPILE_MEMORY", default_value = "4GiB")]
@@ -121,6 +133,7 @@ impl CompilerArgs {
         Ok(Compiler::Subprocess(CompilerProcess {
             program,
             args: vec!["compile-worker".to_owned()],
+            cpu: self.compile_cpu,
             timeout: self.compile_timeout,
             memory_bytes: self.compile_memory.as_u64(),
         }))
@@ -161,6 +174,9 @@ pub fn main(
         },
         ..RuntimeConfig::default()
     };
+    if let Some(dir) = &args.cache_dir {
+        crate::cache::keep_in(dir, &mut config.runtime);
+    }
     if let Some(warning) = mapping_limit_warning(args.max_instances, max_map_count()) {
         eprintln!("warning: {warning}");
     }

@@ -228,6 +228,7 @@ impl ModuleStore {
             }
         };
         let runtime = self.runtime.clone();
+        let started = std::time::Instant::now();
         let load = self.loads.spawn(async move { runtime.load(wasm).await });
         let loaded = load.await.unwrap_or_else(|join| {
             Err(cronbox_runtime::LoadError::Invalid(format!(
@@ -239,11 +240,22 @@ impl ModuleStore {
             Err(error) => {
                 // The same bytes fail the same way: remember it.
                 let error = format!("module {digest} cannot be loaded: {error}");
+                tracing::warn!(module = %digest, took_ms = started.elapsed().as_millis() as u64, "{error}");
                 self.metrics.module_load_failures.inc();
                 self.remember_failure(digest, &error);
                 return Err(error);
             }
         };
+        if module.cache_status() != CacheStatus::Hit {
+            // A compilation is the one slow step before a module's first
+            // run: the log says when one happened and what it took.
+            tracing::info!(
+                module = %digest,
+                took_ms = started.elapsed().as_millis() as u64,
+                cache = ?module.cache_status(),
+                "module compiled"
+            );
+        }
         let in_use = self.keep_loaded(digest, module.clone());
         // A module or artifact written now: keep within bound. One read
         // back added nothing, and walking every file of the caches for it

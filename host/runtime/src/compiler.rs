@@ -4,10 +4,14 @@
 //! upload check bounds only its size and function count. With
 //! [`Compiler::Subprocess`](crate::Compiler::Subprocess) each compilation
 //! runs in a child (the executor's own binary, started with a hidden
-//! command that calls [`compile_worker`]) under `RLIMIT_AS` and a deadline:
-//! a component that takes too long or too much is killed with its
-//! compilation and refused with an error that says which, and the
-//! executor, its runs and its other loads carry on. The child writes the
+//! command that calls [`compile_worker`]) under `RLIMIT_AS`, `RLIMIT_CPU`
+//! and a wall-clock deadline: a component that takes too much memory or
+//! CPU time (or, as a backstop, too long) is killed with its compilation
+//! and refused with an error that says which, and the executor, its runs
+//! and its other loads carry on. The CPU time is the bound that counts:
+//! the compile runs at a low priority, so on a busy machine it takes far
+//! longer than the work it does, and a slow compile there is not a hostile
+//! one. The child writes the
 //! serialized artifact; the parent deserializes it into its own engine,
 //! whose compatibility header check refuses an artifact made with other
 //! settings. The child runs at a lower CPU priority than the executor
@@ -72,19 +76,14 @@ pub(crate) fn compile_in_child(
         None => &[],
     };
     let memory = process.memory_bytes;
-    // CPU time past the deadline (every core busy) as a backstop to the
-    // parent's kill.
-    let cpu_seconds = process
-        .timeout
-        .as_secs()
-        .saturating_mul(4)
-        .saturating_add(1);
+    let cpu_seconds = cpu_limit_seconds(process.cpu);
     // SAFETY: between fork and exec the closure only calls setrlimit and
     // setpriority, which are async-signal-safe, and allocates nothing.
     unsafe {
         command.pre_exec(move || {
             set_limit(libc::RLIMIT_AS, memory)?;
-            set_limit(libc::RLIMIT_CPU, cpu_seconds)?;
+            // SIGXCPU at the budget, SIGKILL a second later.
+            set_limits(libc::RLIMIT_CPU, cpu_seconds, cpu_seconds + 1)?;
             set_limit(libc::RLIMIT_CORE, 0)?;
             // Runs come first: a large module's compilation (seconds of
             // every core) takes the CPU the executor's runs leave.
@@ -136,6 +135,11 @@ pub(crate) fn compile_in_child(
             timeout: process.timeout,
         });
     };
+    if ran_out_of_cpu(status) {
+        return Err(CompileError::CpuTime {
+            cpu: Duration::from_secs(cpu_seconds),
+        });
+    }
     if !status.success() {
         // Exit code 1 is the worker's own refusal, with its reason; any
         // other end (a signal, an abort on a failed allocation) is the
@@ -179,10 +183,28 @@ fn wait_until(
     }
 }
 
+/// `RLIMIT_CPU` counts whole seconds: the budget rounded up, at least one.
+fn cpu_limit_seconds(cpu: Duration) -> u64 {
+    let seconds = cpu.as_secs() + u64::from(cpu.subsec_nanos() > 0);
+    seconds.max(1)
+}
+
+/// Whether the child was stopped by its CPU limit (`SIGXCPU`, whose
+/// default action ends it; the hard limit's `SIGKILL` a second later is
+/// there in case it did not).
+fn ran_out_of_cpu(status: ExitStatus) -> bool {
+    use std::os::unix::process::ExitStatusExt as _;
+    status.signal() == Some(libc::SIGXCPU)
+}
+
 fn set_limit(resource: libc::__rlimit_resource_t, value: u64) -> std::io::Result<()> {
+    set_limits(resource, value, value)
+}
+
+fn set_limits(resource: libc::__rlimit_resource_t, soft: u64, hard: u64) -> std::io::Result<()> {
     let limit = libc::rlimit {
-        rlim_cur: value,
-        rlim_max: value,
+        rlim_cur: soft,
+        rlim_max: hard,
     };
     // SAFETY: a plain system call with a valid pointer to a local.
     if unsafe { libc::setrlimit(resource, &limit) } == 0 {

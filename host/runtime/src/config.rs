@@ -72,7 +72,13 @@ pub enum Compiler {
 pub struct CompilerProcess {
     pub program: PathBuf,
     pub args: Vec<String>,
+    /// CPU time a compilation may use, all its threads together
+    /// (`RLIMIT_CPU`, in whole seconds): what bounds a component's
+    /// compile, however busy the machine is.
+    pub cpu: Duration,
     /// Wall-clock time a compilation may take; the child is killed then.
+    /// A backstop: a compile at its low priority on a busy machine takes
+    /// far longer than the CPU it uses.
     pub timeout: Duration,
     /// Address space the child may use (`RLIMIT_AS`).
     pub memory_bytes: u64,

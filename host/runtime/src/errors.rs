@@ -117,6 +117,8 @@ pub enum CompileError {
         memory_bytes: u64,
         source: std::io::Error,
     },
+    #[error("compiling used more than {cpu:?} of CPU time: stopped (the executor's --compile-cpu)")]
+    CpuTime { cpu: Duration },
     #[error("compiling took longer than {timeout:?}: stopped (the executor's --compile-timeout)")]
     Timeout { timeout: Duration },
     #[error("the compiler process failed ({status}): {message}")]

@@ -112,6 +112,7 @@ async fn imports_and_exports_are_refused_before_compiling() {
         compiler: cronbox_runtime::Compiler::Subprocess(cronbox_runtime::CompilerProcess {
             program: "/nonexistent/cronbox-compiler".into(),
             args: Vec::new(),
+            cpu: std::time::Duration::from_secs(5),
             timeout: std::time::Duration::from_secs(5),
             memory_bytes: 1 << 30,
         }),

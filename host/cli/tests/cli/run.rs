@@ -328,16 +328,27 @@ fn a_new_version_compiles_only_the_functions_that_changed() {
     );
 }
 
-/// Compilation runs in a child process bounded in time and memory: past
-/// either bound the module is refused, naming the bound, and nothing ran.
+/// Compilation runs in a child process bounded in CPU time, wall-clock
+/// time and memory: past a bound the module is refused, naming the bound,
+/// and nothing ran. (The CPU bound takes a component whose compile needs
+/// more than a second of it: the Python interpreter.)
 #[test]
 fn compilation_is_bounded_in_time_and_memory() {
-    for (flag, value, says) in [
-        ("--compile-timeout", "1ms", "--compile-timeout"),
-        ("--compile-memory", "16MiB", "--compile-memory"),
+    let python = cronbox_language_jobs::path("python-hello");
+    let python = python.to_str().unwrap();
+    let hello = path("hello");
+    for (component, flag, value, says) in [
+        (
+            python,
+            "--compile-cpu",
+            "1s",
+            "used more than 1s of CPU time",
+        ),
+        (&hello, "--compile-timeout", "1ms", "--compile-timeout"),
+        (&hello, "--compile-memory", "16MiB", "--compile-memory"),
     ] {
         // A cached artifact is not compiled again: compile.
-        let output = cronbox(&["run", &path("hello"), flag, value, "--no-cache"]);
+        let output = cronbox(&["run", component, flag, value, "--no-cache"]);
         let text = stderr(&output);
         assert_eq!(output.status.code(), Some(2), "{flag} {value}: {text}");
         assert!(text.contains("cannot compile the component"), "{text}");
