@@ -30,7 +30,13 @@ where
     S: tracing::Subscriber + for<'a> LookupSpan<'a>,
     W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
 {
-    let logs = tracing_subscriber::fmt::layer().with_writer(writer);
+    // Colours for a person at a terminal only: a file, a pipe or a
+    // journal gets plain text (and `NO_COLOR` is honoured).
+    let colours = std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty());
+    let logs = tracing_subscriber::fmt::layer()
+        .with_writer(writer)
+        .with_ansi(colours);
     match format {
         LogFormat::Text => logs.with_filter(filter).boxed(),
         LogFormat::Json => logs
