@@ -218,9 +218,13 @@ impl AdminClient {
 
     /// The run once it has ended.
     pub async fn ended(&self, id: RunId) -> Run {
-        until(&format!("run {id} ends"), || async {
+        until_seen(WAIT, &format!("run {id} ends"), || async {
             let run = self.run(id).await;
-            (!run.status.is_open()).then_some(run)
+            if run.status.is_open() {
+                Err(run_summary(&run))
+            } else {
+                Ok(run)
+            }
         })
         .await
     }
@@ -244,12 +248,55 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
 {
+    until_seen(wait, what, || {
+        let polled = check();
+        async move { polled.await.ok_or_else(String::new) }
+    })
+    .await
+}
+
+/// Polls `check` until it is `Ok`; after `wait`, panics naming `what` and
+/// what the last poll saw instead (its `Err`, when not empty): a wait that
+/// times out says where things stood, such as a run's status.
+pub async fn until_seen<T, F, Fut>(wait: Duration, what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, String>>,
+{
     let deadline = Instant::now() + wait;
     loop {
-        if let Some(value) = check().await {
-            return value;
+        let seen = match check().await {
+            Ok(value) => return value,
+            Err(seen) => seen,
+        };
+        if Instant::now() >= deadline {
+            if seen.is_empty() {
+                panic!("timed out waiting until {what}");
+            }
+            panic!("timed out waiting until {what}; last seen: {seen}");
         }
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// A run in a line: where it stands and how far it got, for a wait that
+/// timed out on it.
+pub fn run_summary(run: &Run) -> String {
+    let at = |ms: Option<i64>| {
+        ms.map_or_else(|| "-".to_owned(), |ms| (ms - run.created_at_ms).to_string())
+    };
+    format!(
+        "run {} of job {} ({}, attempt {}): {:?} on {}, dispatched/started/finished at +{}/+{}/+{} ms, {:?} {}",
+        run.id,
+        run.job_id,
+        run.kind,
+        run.attempt,
+        run.status,
+        run.executor.as_deref().unwrap_or("no executor"),
+        at(run.dispatched_at_ms),
+        at(run.started_at_ms),
+        at(run.finished_at_ms),
+        run.outcome,
+        run.message.as_deref().unwrap_or_default(),
+    )
 }

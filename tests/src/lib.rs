@@ -37,7 +37,7 @@ mod threads;
 mod webhook;
 
 pub use browser::{Browser, process_group_alive};
-pub use client::{AdminClient, WAIT, test_password, until, until_within};
+pub use client::{AdminClient, WAIT, run_summary, test_password, until, until_seen, until_within};
 pub use executor_client::ExecutorClient;
 pub use origin::{SeenRequest, TestOrigin};
 pub use otlp::{OtlpReceiver, ReceivedPoint, ReceivedSpan};
@@ -266,12 +266,19 @@ impl StandInAdmin {
     pub async fn result_of(&self, run_id: u64, timeout: Duration) -> RunResult {
         let deadline = Instant::now() + timeout;
         loop {
-            if let Some(result) = self.results().into_iter().find(|r| r.run_id == run_id) {
-                return result;
+            let results = self.results();
+            if let Some(result) = results.iter().find(|r| r.run_id == run_id) {
+                return result.clone();
             }
             assert!(
                 Instant::now() < deadline,
-                "no result for run {run_id} within {timeout:?}"
+                "no result for run {run_id} within {timeout:?} (results of runs {:?} came; the executor was {})",
+                results.iter().map(|r| r.run_id).collect::<Vec<_>>(),
+                if self.registrations().is_empty() {
+                    "never registered"
+                } else {
+                    "registered"
+                },
             );
             tokio::time::sleep(Duration::from_millis(10)).await;
         }

@@ -264,7 +264,7 @@ impl DevSession {
             });
         }
         DevSession {
-            process: support::Process(dev),
+            process: support::Process::new(dev),
             said,
         }
     }

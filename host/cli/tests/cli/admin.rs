@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use cronbox_api::{Digest, JobId, JobSpec, Run, RunId, RunStatus, TriggerKind};
 use cronbox_example_jobs as jobs;
-use cronbox_tests::{AdminClient, TestGroup, until};
+use cronbox_tests::{AdminClient, TestGroup, run_summary, until, until_seen};
 use serde_json::{Value, json};
 use support::{Process, cronbox_listening};
 
@@ -183,11 +183,23 @@ impl Cluster {
 
     /// Until `count` runs of `job` ended; every run of the job.
     async fn wait_runs(&self, job: JobId, count: usize) -> Vec<Run> {
-        until(&format!("{count} runs of job {job} ended"), || async {
-            let runs = self.runs(job).await;
-            let done = runs.iter().filter(|r| !r.status.is_open()).count();
-            (done >= count).then_some(runs)
-        })
+        until_seen(
+            WAIT,
+            &format!("{count} runs of job {job} ended"),
+            || async {
+                let runs = self.runs(job).await;
+                let done = runs.iter().filter(|r| !r.status.is_open()).count();
+                if done >= count {
+                    return Ok(runs);
+                }
+                let seen: Vec<String> = runs.iter().map(run_summary).collect();
+                Err(format!(
+                    "{done} ended of {}: {}",
+                    runs.len(),
+                    seen.join("; ")
+                ))
+            },
+        )
         .await
     }
 
@@ -290,7 +302,7 @@ fn admin_log_lines(data_dir: &Path, extra: &[&str]) -> Vec<String> {
         .spawn()
         .unwrap();
     let stderr = child.stderr.take().unwrap();
-    let _process = Process(child);
+    let _process = Process::new(child);
     let mut lines = Vec::new();
     for line in std::io::BufReader::new(stderr).lines() {
         let line = line.unwrap();

@@ -4,30 +4,36 @@
 
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use cronbox_example_jobs as jobs;
 use cronbox_protocol::{Outcome, RunCommand, Trigger, executor_paths};
 use cronbox_tests::{StandInAdmin, until};
 
+use crate::support::{Process, cronbox_listening};
+
 const TOKEN: &str = "process-test-token";
 const WAIT: Duration = Duration::from_secs(20);
 
-/// `cronbox executor` on `bind` (`None`: port 0).
-fn spawn_executor(bind: Option<SocketAddr>, admin: &str, data_dir: &Path) -> Child {
+/// `cronbox executor` on `bind` (`None`: port 0), once it listens.
+fn spawn_executor(bind: Option<SocketAddr>, admin: &str, data_dir: &Path) -> Process {
     let bind = bind.map_or_else(|| "127.0.0.1:0".to_owned(), |bind| bind.to_string());
-    Command::new(env!("CARGO_BIN_EXE_cronbox"))
-        .args([
-            "executor", "--bind", &bind, "--admin", admin, "--token", TOKEN,
-        ])
-        .arg("--data-dir")
-        .arg(data_dir)
-        .args(["--beat-interval", "200ms"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("cronbox executor starts")
+    let data_dir = data_dir.to_str().expect("a UTF-8 path");
+    let args = [
+        "executor",
+        "--bind",
+        &bind,
+        "--admin",
+        admin,
+        "--token",
+        TOKEN,
+        "--data-dir",
+        data_dir,
+        "--beat-interval",
+        "200ms",
+    ];
+    cronbox_listening(&args, "advertised as ").0
 }
 
 /// Until the executor registered with `admin` for the `n`th time; returns
@@ -128,8 +134,7 @@ async fn spooled_results_survive_sigkill_and_arrive_exactly_once() {
         assert!(Instant::now() < deadline, "results never reached the spool");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    executor.kill().expect("SIGKILL");
-    executor.wait().unwrap();
+    executor.kill();
     assert_eq!(spooled(data.path()), 5, "the spool outlives the process");
 
     let mut restarted = spawn_executor(Some(bind), &admin.url(), data.path());
@@ -156,8 +161,7 @@ async fn spooled_results_survive_sigkill_and_arrive_exactly_once() {
         );
     }
     assert_eq!(spooled(data.path()), 0);
-    restarted.kill().unwrap();
-    restarted.wait().unwrap();
+    restarted.kill();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -165,16 +169,16 @@ async fn sigterm_shuts_down_gracefully_and_deregisters() {
     let admin = StandInAdmin::start(TOKEN).await;
     let data = tempfile::tempdir().unwrap();
     let http = cronbox_tls::client();
-    let executor = spawn_executor(None, &admin.url(), data.path());
+    let mut executor = spawn_executor(None, &admin.url(), data.path());
     let bind = wait_for_registration(&admin, 1).await;
     wait_for_beat(&http, bind).await;
     let status = Command::new("kill")
-        .args(["-TERM", &executor.id().to_string()])
+        .args(["-TERM", &executor.0.id().to_string()])
         .status()
         .unwrap();
     assert!(status.success());
-    let output = executor.wait_with_output().unwrap();
-    assert!(output.status.success(), "{:?}", output.status);
+    let exit = executor.0.wait().unwrap();
+    assert!(exit.success(), "{exit:?}");
     assert_eq!(admin.removals().len(), 1, "deregistered once");
     assert_eq!(admin.removals()[0].address, format!("http://{bind}"));
 }

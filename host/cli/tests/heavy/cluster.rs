@@ -319,8 +319,11 @@ impl Cluster {
     /// schedule starts and ends there, so that nothing needs stopping
     /// after), started: created in one batch per admin, each started by
     /// the admin that created it. A fire later than the default misfire
-    /// threshold (5 s) is missed.
-    async fn every_second(&self, count: usize, from: i64, to: i64) -> Vec<JobId> {
+    /// threshold (5 s) is missed. Returns their ids and the first second
+    /// of the window at which every one of them existed: `from`, unless
+    /// creating them took longer (a job owes no fire due before it was
+    /// created, and a loaded machine slows the creation of hundreds).
+    async fn every_second(&self, count: usize, from: i64, to: i64) -> (Vec<JobId>, i64) {
         self.every_second_missing_after(count, from, to, 5_000)
             .await
     }
@@ -333,7 +336,7 @@ impl Cluster {
         from: i64,
         to: i64,
         misfire_threshold_ms: i64,
-    ) -> Vec<JobId> {
+    ) -> (Vec<JobId>, i64) {
         self.push("hello", "hello").await;
         let admins = self.admins.len();
         let mut batches = vec![Vec::new(); admins];
@@ -351,7 +354,14 @@ impl Cluster {
             assert_eq!(created.started, created.ids.len());
             ids.extend(created.ids);
         }
-        ids
+        let all_created = now_ms();
+        if all_created >= from {
+            println!(
+                "the {count} jobs were all created {} ms into the window",
+                all_created - from
+            );
+        }
+        (ids, from.max(all_created / 1000 * 1000 + 1000))
     }
 
     /// Every run scheduled in [from, to).
