@@ -88,6 +88,9 @@ impl WorkflowSpec {
     /// Longest output of a fanned-out node (its elements' outputs as one
     /// JSON array), and longest sum of its elements' inputs.
     pub const MAX_FAN_OUT_BYTES: usize = 1024 * 1024;
+    /// Most `{{ }}` holes in a node's param: with the fan-out's elements,
+    /// what bounds the work rendering a node's inputs may cost the admin.
+    pub const MAX_TEMPLATE_HOLES: usize = 1_000;
     /// Longest `when` expression of an edge.
     pub const MAX_CONDITION_BYTES: usize = 4 * 1024;
     /// Most runs one backfill starts.

@@ -10,21 +10,19 @@
 //! workflow, its edges say what follows. A fanned-out node's elements are
 //! driven in `workflow_fan_out.rs`, schedules in `workflow_fires.rs`.
 
-use std::collections::HashMap;
-
 use cronbox_api::{NodeStatus, Workflow, WorkflowRun, WorkflowSpec};
 use serde_json::Value;
 
 use super::*;
 use crate::store::{NodeEnd, NodeOfRun};
-use crate::workflow::path::Values;
+use crate::workflow::path::{Outputs, Values};
 use crate::workflow::{Graph, Step, next_steps, outcome};
 
-/// What a workflow run's templates and conditions read: its input
-/// (parsed) and the outputs of its nodes that have one.
+/// What a workflow run's templates and conditions read: its input and
+/// the outputs of its nodes that have one, each parsed once.
 pub(super) struct RunValues {
     pub input: Value,
-    pub outputs: HashMap<String, String>,
+    pub outputs: Outputs,
 }
 
 impl RunValues {
@@ -37,7 +35,7 @@ impl RunValues {
         let outputs = run
             .nodes
             .iter()
-            .filter_map(|node| Some((node.node.clone(), node.output.clone()?)))
+            .filter_map(|node| Some((node.node.as_str(), node.output.as_deref()?)))
             .collect();
         Ok(RunValues { input, outputs })
     }
@@ -121,7 +119,7 @@ impl Scheduler {
                 if let Some(end) = ended {
                     *status = end.status;
                     if let Some(output) = end.output {
-                        values.outputs.insert(spec.name.clone(), output);
+                        values.outputs.insert(spec.name.clone(), &output);
                     }
                 }
             }
@@ -174,7 +172,7 @@ impl Scheduler {
                         if let Some(output) = end.output {
                             values
                                 .outputs
-                                .insert(graph.nodes[node].name.clone(), output);
+                                .insert(graph.nodes[node].name.clone(), &output);
                         }
                     }
                 }

@@ -9,6 +9,8 @@
 //! `[]` nor `{}`. A path that leads nowhere is an error naming it, never
 //! false.
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 use super::path::{Path, PathError, Values};
@@ -246,24 +248,29 @@ impl Condition {
 
     /// Whether it holds for `values`.
     pub fn holds(&self, values: &Values<'_>) -> Result<bool, ConditionError> {
-        Ok(truthy(&eval(&self.root, values)?))
+        Ok(truthy(eval(&self.root, values)?.as_ref()))
     }
 }
 
-fn eval(expr: &Expr, values: &Values<'_>) -> Result<Value, ConditionError> {
+/// The expression's value: a path's borrowed from `values`, a literal's
+/// from the expression (nothing is copied but a comparison's answer).
+fn eval<'e, 'v: 'e>(expr: &'e Expr, values: &Values<'v>) -> Result<Cow<'e, Value>, ConditionError> {
+    let answer = |holds: bool| Cow::Owned(Value::Bool(holds));
     Ok(match expr {
-        Expr::Literal(value) => value.clone(),
-        Expr::Path(path) => path.read(values)?.into_owned(),
-        Expr::Not(inner) => Value::Bool(!truthy(&eval(inner, values)?)),
+        Expr::Literal(value) => Cow::Borrowed(value),
+        Expr::Path(path) => path.read(values)?,
+        Expr::Not(inner) => answer(!truthy(eval(inner, values)?.as_ref())),
         Expr::And(left, right) => {
-            Value::Bool(truthy(&eval(left, values)?) && truthy(&eval(right, values)?))
+            answer(truthy(eval(left, values)?.as_ref()) && truthy(eval(right, values)?.as_ref()))
         }
         Expr::Or(left, right) => {
-            Value::Bool(truthy(&eval(left, values)?) || truthy(&eval(right, values)?))
+            answer(truthy(eval(left, values)?.as_ref()) || truthy(eval(right, values)?.as_ref()))
         }
-        Expr::Compare(left, op, right) => {
-            Value::Bool(compare(&eval(left, values)?, *op, &eval(right, values)?)?)
-        }
+        Expr::Compare(left, op, right) => answer(compare(
+            eval(left, values)?.as_ref(),
+            *op,
+            eval(right, values)?.as_ref(),
+        )?),
     })
 }
 
@@ -306,15 +313,12 @@ fn compare(left: &Value, op: Op, right: &Value) -> Result<bool, ConditionError> 
 
 #[cfg(test)]
 mod tests {
+    use super::super::path::Outputs;
     use super::*;
     use serde_json::json;
-    use std::collections::HashMap;
 
     fn holds(text: &str, input: Value, outputs: &[(&str, &str)]) -> Result<bool, ConditionError> {
-        let outputs: HashMap<String, String> = outputs
-            .iter()
-            .map(|(node, output)| (node.to_string(), output.to_string()))
-            .collect();
+        let outputs: Outputs = outputs.iter().copied().collect();
         Condition::parse(text)?.holds(&Values {
             input: &input,
             outputs: &outputs,

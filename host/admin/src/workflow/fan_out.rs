@@ -135,9 +135,9 @@ pub fn gather(items: &[ItemRun]) -> Result<String, String> {
 mod tests {
     use super::*;
     use crate::workflow::Graph;
+    use crate::workflow::path::Outputs;
     use cronbox_api::{WorkflowNode, WorkflowSpec};
     use serde_json::json;
-    use std::collections::HashMap;
 
     fn node(for_each: &str, param: Option<&str>) -> GraphNode {
         let spec = WorkflowSpec {
@@ -158,7 +158,7 @@ mod tests {
             node,
             &Values {
                 input: &input,
-                outputs: &HashMap::new(),
+                outputs: &Outputs::default(),
                 item: None,
             },
         )

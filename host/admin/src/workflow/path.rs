@@ -40,14 +40,43 @@ pub enum PathError {
 }
 
 /// What paths read in one node's run: the workflow's input, the outputs
-/// of nodes that ended (as text: JSON text is read as JSON, other text as
-/// a string), and in a fanned-out node its element and the element's
-/// index.
+/// of nodes that ended, and in a fanned-out node its element and the
+/// element's index.
 #[derive(Debug, Clone, Copy)]
 pub struct Values<'a> {
     pub input: &'a Value,
-    pub outputs: &'a HashMap<String, String>,
+    pub outputs: &'a Outputs,
     pub item: Option<(&'a Value, usize)>,
+}
+
+/// The outputs of a workflow run's nodes that ended, each parsed once
+/// when it is added (JSON text as JSON, other text as a string), so that
+/// every hole and condition reading it walks the parsed value instead of
+/// parsing the text again.
+#[derive(Debug, Clone, Default)]
+pub struct Outputs(HashMap<String, Value>);
+
+impl Outputs {
+    /// Adds (or replaces) `node`'s output, the text it ended with.
+    pub fn insert(&mut self, node: String, output: &str) {
+        let value =
+            serde_json::from_str(output).unwrap_or_else(|_| Value::String(output.to_owned()));
+        self.0.insert(node, value);
+    }
+
+    fn get(&self, node: &str) -> Option<&Value> {
+        self.0.get(node)
+    }
+}
+
+impl<N: Into<String>, T: AsRef<str>> FromIterator<(N, T)> for Outputs {
+    fn from_iter<I: IntoIterator<Item = (N, T)>>(outputs: I) -> Outputs {
+        let mut parsed = Outputs::default();
+        for (node, output) in outputs {
+            parsed.insert(node.into(), output.as_ref());
+        }
+        parsed
+    }
 }
 
 impl Path {
@@ -106,29 +135,25 @@ impl Path {
         matches!(self.root, Root::Item | Root::Index)
     }
 
-    /// The value it leads to in `values`.
+    /// The value it leads to in `values`, borrowed from them (a walk of
+    /// its steps: nothing is parsed or copied).
     pub fn read<'v>(&self, values: &Values<'v>) -> Result<Cow<'v, Value>, PathError> {
         let missing = |why: String| PathError::Missing {
             path: self.written.clone(),
             why,
         };
-        let root: Cow<'v, Value> = match &self.root {
-            Root::Input => Cow::Borrowed(values.input),
-            Root::Node(node) => {
-                let text = values
-                    .outputs
-                    .get(node)
-                    .ok_or_else(|| missing(format!("node {node:?} has no output")))?;
-                Cow::Owned(
-                    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.clone())),
-                )
-            }
-            Root::Item => Cow::Borrowed(
+        let mut value: &'v Value = match &self.root {
+            Root::Input => values.input,
+            Root::Node(node) => values
+                .outputs
+                .get(node)
+                .ok_or_else(|| missing(format!("node {node:?} has no output")))?,
+            Root::Item => {
                 values
                     .item
                     .ok_or_else(|| missing("only a fanned-out node has an item".to_owned()))?
-                    .0,
-            ),
+                    .0
+            }
             Root::Index => {
                 let (_, index) = values
                     .item
@@ -136,7 +161,6 @@ impl Path {
                 return Ok(Cow::Owned(Value::from(index)));
             }
         };
-        let mut value: &Value = &root;
         for step in &self.steps {
             let next = match value {
                 Value::Object(fields) => fields.get(step),
@@ -145,7 +169,7 @@ impl Path {
             };
             value = next.ok_or_else(|| missing(format!("no `{step}` in {}", describe(value))))?;
         }
-        Ok(Cow::Owned(value.clone()))
+        Ok(Cow::Borrowed(value))
     }
 }
 

@@ -5,7 +5,10 @@
 //! that is text is written as it is, any other JSON value as compact JSON.
 //! A path that leads nowhere fails the render naming the path (never an
 //! empty string), and so does a render past
-//! [`WorkflowSpec::MAX_INPUT_BYTES`].
+//! [`WorkflowSpec::MAX_INPUT_BYTES`]. A template holds at most
+//! [`WorkflowSpec::MAX_TEMPLATE_HOLES`] holes, and a hole reads a value
+//! parsed once per run (see `path::Outputs`): rendering costs a walk of
+//! each hole's steps and the bytes it writes.
 
 use cronbox_api::WorkflowSpec;
 use serde_json::Value;
@@ -38,6 +41,8 @@ pub enum TemplateError {
     Missing { path: String, why: String },
     #[error("the rendered input is over {0} bytes")]
     TooLarge(usize),
+    #[error("it has more than {0} `{{{{ }}}}` holes")]
+    TooManyHoles(usize),
 }
 
 impl From<PathError> for TemplateError {
@@ -53,6 +58,7 @@ impl Template {
     /// Parses `text`.
     pub fn parse(text: &str) -> Result<Template, TemplateError> {
         let mut parts = Vec::new();
+        let mut holes = 0;
         let mut rest = text;
         let mut offset = 0;
         while let Some(open) = rest.find("{{") {
@@ -63,6 +69,12 @@ impl Template {
             let close = after
                 .find("}}")
                 .ok_or(TemplateError::Unclosed(offset + open))?;
+            holes += 1;
+            if holes > WorkflowSpec::MAX_TEMPLATE_HOLES {
+                return Err(TemplateError::TooManyHoles(
+                    WorkflowSpec::MAX_TEMPLATE_HOLES,
+                ));
+            }
             parts.push(Part::Hole(Path::parse(after[..close].trim())?));
             let consumed = open + 2 + close + 2;
             offset += consumed;
@@ -103,21 +115,18 @@ impl Template {
 
 #[cfg(test)]
 mod tests {
+    use super::super::path::Outputs;
     use super::*;
     use serde_json::json;
-    use std::collections::HashMap;
 
-    fn outputs(pairs: &[(&str, &str)]) -> HashMap<String, String> {
-        pairs
-            .iter()
-            .map(|(node, output)| (node.to_string(), output.to_string()))
-            .collect()
+    fn outputs(pairs: &[(&str, &str)]) -> Outputs {
+        pairs.iter().copied().collect()
     }
 
     fn render(
         template: &Template,
         input: &Value,
-        outputs: &HashMap<String, String>,
+        outputs: &Outputs,
     ) -> Result<String, TemplateError> {
         template.render(&Values {
             input,
@@ -189,6 +198,18 @@ mod tests {
             .unwrap(),
             "plain"
         );
+    }
+
+    #[test]
+    fn a_template_holds_a_bounded_number_of_holes() {
+        let at_most = "{{ input.a }}".repeat(WorkflowSpec::MAX_TEMPLATE_HOLES);
+        assert!(Template::parse(&at_most).is_ok());
+        let error = Template::parse(&format!("{at_most}{{{{ input.a }}}}")).unwrap_err();
+        assert_eq!(
+            error,
+            TemplateError::TooManyHoles(WorkflowSpec::MAX_TEMPLATE_HOLES)
+        );
+        assert_eq!(error.to_string(), "it has more than 1000 `{{ }}` holes");
     }
 
     #[test]
