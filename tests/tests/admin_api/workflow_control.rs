@@ -382,3 +382,77 @@ async fn a_module_node_runs_its_module_as_a_job_the_workflow_owns() {
     assert!(job_named(&stack, "modular.say").await.is_none());
     stack.shutdown().await;
 }
+
+/// A workflow run of 25,000 elements (25 nodes fanned out over 1,000
+/// each, one at a time, their elements' inputs near a kilobyte) is
+/// cancelled in one request: the answer is the cancelled run, every
+/// element ends cancelled and each running element's run is killed.
+/// Deleting a workflow cancels its run in progress.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_of_many_elements_is_cancelled_and_deleting_its_workflow_stops_one() {
+    let stack = stack(SchedulerConfig::default()).await;
+    let nap = stack
+        .job(
+            "nap",
+            "sleeper",
+            json!({ "block_strategy": "CONCURRENT", "max_concurrency": 25 }),
+        )
+        .await;
+    let nodes: Vec<Value> = (0..25)
+        .map(|i| {
+            json!({ "name": format!("each-{i}"), "job": "nap", "for_each": "input.items",
+                    "concurrency": 1, "param": "{{ input.pad }} {{ item }}" })
+        })
+        .collect();
+    save(&stack, "wide", json!({ "nodes": nodes })).await;
+    // Each element's input is the padding and its number (not a number
+    // the sleeper reads: it naps 60 s), 900 KB in all, under the bound.
+    let items: Vec<u32> = (0..1000).collect();
+    let input = json!({ "items": items, "pad": "p".repeat(900) }).to_string();
+    let started = stack
+        .api
+        .api
+        .start_workflow_run("wide", Some(&input))
+        .await
+        .unwrap();
+    let database = stack.admin_database().await;
+    let count = |status: &'static str| {
+        let database = database.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>(
+                "SELECT COUNT(*) FROM workflow_item WHERE workflow_run_id = $1 AND status = $2",
+            )
+            .bind(started.id)
+            .bind(status)
+            .fetch_one(&database)
+            .await
+            .unwrap()
+        }
+    };
+    until("every node fanned out", || async {
+        (count("pending").await + count("running").await == 25_000).then_some(())
+    })
+    .await;
+    let cancelled = stack.api.api.cancel_workflow_run(started.id).await.unwrap();
+    assert_eq!(cancelled.status, WorkflowRunStatus::Cancelled);
+    assert_eq!(count("cancelled").await, 25_000);
+    until("the running elements' runs are killed", || async {
+        let runs = stack.api.runs(nap).await;
+        runs.iter().all(|run| !run.status.is_open()).then_some(())
+    })
+    .await;
+
+    // A run in progress when its workflow is deleted is cancelled.
+    let one_nap = json!({ "nodes": [{ "name": "n", "job": "nap", "param": "60000" }] });
+    save(&stack, "doomed", one_nap).await;
+    let doomed = stack
+        .api
+        .api
+        .start_workflow_run("doomed", None)
+        .await
+        .unwrap();
+    stack.api.api.delete_workflow("doomed").await.unwrap();
+    let after = stack.api.api.workflow_run(doomed.id).await.unwrap();
+    assert_eq!(after.status, WorkflowRunStatus::Cancelled, "{after:?}");
+    stack.shutdown().await;
+}

@@ -52,8 +52,9 @@ async fn delete_workflow(
     caller: Caller,
     Path(name): Path<String>,
 ) -> Result<impl IntoResponse, Failure> {
-    let store = state.scheduler.store();
-    Ok(Json(workflows::delete(store, &caller.tenant, &name).await?))
+    Ok(Json(
+        workflows::delete(&state.scheduler, &caller.tenant, &name).await?,
+    ))
 }
 
 /// Starts a run of a workflow now; the run as it is once its first nodes

@@ -412,10 +412,7 @@ impl Scheduler {
         let Some(running) = self.store.stop_workflow_run(id, status, why, now).await? else {
             return Ok(false);
         };
-        for run_id in running {
-            let Some(run) = self.store.run(run_id).await? else {
-                continue;
-            };
+        for run in self.store.runs_by_id(&running).await?.into_values() {
             // Sent moments ago, its dispatch mark not yet written: it is
             // on its executor, to be killed there.
             let run = self.as_known(run);
@@ -469,6 +466,17 @@ impl Scheduler {
                 "taking the steps of a workflow run no admin took"
             );
             self.advance_workflow(id).await?;
+        }
+        // Stopped within the last hour: a stop's later steps are seconds
+        // behind its first.
+        let since = self.now_ms() - 3_600_000;
+        for id in self.store.stopped_runs_with_open_items(since).await? {
+            tracing::warn!(
+                workflow_run = id,
+                "cancelling the elements a stopped workflow run left"
+            );
+            let why = "cancelled with its workflow run";
+            self.store.cancel_left_items(id, why, self.now_ms()).await?;
         }
         Ok(())
     }

@@ -56,6 +56,22 @@ pub async fn save(
         Some(schedule) => first_fire(scheduler, tenant, schedule, now_ms).await?,
     };
     let module_nodes = module_node_jobs(name, spec)?;
+    // The jobs this workflow owns already: those of the module nodes it
+    // was saved with. Any other job with a module node's job name is
+    // someone else's, never taken over.
+    let owned: std::collections::HashSet<String> = store
+        .workflow(tenant, name)
+        .await?
+        .map(|saved| {
+            saved
+                .definition
+                .nodes
+                .iter()
+                .filter(|node| node.module.is_some())
+                .map(|node| owned_job_name(name, &node.name))
+                .collect()
+        })
+        .unwrap_or_default();
     for (i, node) in spec.nodes.iter().enumerate() {
         if node.module.is_some() {
             continue;
@@ -99,10 +115,22 @@ pub async fn save(
                 .await
                 .map(drop)
                 .map_err(refused)?,
-            [current] => super::jobs::update(scheduler, current, job)
-                .await
-                .map(drop)
-                .map_err(refused)?,
+            [current] if owned.contains(&job.name) => {
+                super::jobs::update(scheduler, current, job)
+                    .await
+                    .map(drop)
+                    .map_err(refused)?;
+            }
+            [current] => {
+                return Err(invalid(
+                    format!("nodes[{i}].name"),
+                    format!(
+                        "node {:?} runs as job {:?}, and job {} of that name exists that \
+                         this workflow does not own; rename the node or that job",
+                        spec.nodes[*i].name, job.name, current.id
+                    ),
+                ));
+            }
             _ => {
                 return Err(invalid(
                     format!("nodes[{i}].module"),
@@ -115,9 +143,25 @@ pub async fn save(
             }
         }
     }
-    Ok(store
+    let saved = store
         .save_workflow(tenant, name, spec, next_fire_at_ms, now_ms)
-        .await?)
+        .await?;
+    // A module node removed: the job it ran as goes, as with the
+    // workflow (runs stay as history), unless another job names it as a
+    // child.
+    let kept: std::collections::HashSet<&str> = module_nodes
+        .iter()
+        .map(|(_, job)| job.name.as_str())
+        .collect();
+    for removed in owned.iter().filter(|job| !kept.contains(job.as_str())) {
+        for job in store.jobs_named(tenant, removed).await? {
+            match super::jobs::delete(store, &job).await {
+                Ok(()) | Err(ServiceError::JobInUse { .. }) => {}
+                Err(other) => return Err(other),
+            }
+        }
+    }
+    Ok(saved)
 }
 
 /// Settings a module node may not give: the job the workflow owns has its
@@ -172,9 +216,18 @@ fn module_node_jobs(
 }
 
 /// Deletes workflow `name` of `tenant` and the jobs its module nodes run
-/// as (its runs stay as history); the workflow as it was.
-pub async fn delete(store: &Store, tenant: &str, name: &str) -> Result<Workflow, ServiceError> {
+/// as, cancelling its runs in progress first (their runs killed); its runs
+/// stay as history. The workflow as it was.
+pub async fn delete(
+    scheduler: &Arc<Scheduler>,
+    tenant: &str,
+    name: &str,
+) -> Result<Workflow, ServiceError> {
+    let store = scheduler.store();
     let workflow = named(store, tenant, name).await?;
+    for run in store.running_runs_of_workflow(workflow.id).await? {
+        scheduler.cancel_workflow(run).await?;
+    }
     if !store.delete_workflow(tenant, name).await? {
         return Err(ServiceError::UnknownWorkflow(name.to_owned()));
     }
@@ -285,6 +338,15 @@ pub async fn start(
 ) -> Result<i64, ServiceError> {
     let input = request.input.as_deref().unwrap_or("{}");
     checked_input(input, "input")?;
+    scheduler
+        .quotas()
+        .check_one_more(
+            scheduler.store(),
+            &workflow.tenant,
+            cronbox_api::Quota::WorkflowRuns,
+            scheduler.now_ms(),
+        )
+        .await??;
     Ok(scheduler
         .start_workflow(workflow, input, cronbox_protocol::TriggerKind::Api)
         .await?)
@@ -367,5 +429,6 @@ pub async fn backfill(
             "to_ms",
             format!("more than {max} instants in the range; backfill a shorter one at a time"),
         )),
+        Outcome::OverQuota(over) => Err(over.into()),
     }
 }

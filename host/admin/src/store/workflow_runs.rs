@@ -19,6 +19,19 @@ impl Store {
         end_if_running(&self.writer, id, status, now_ms).await
     }
 
+    /// The running runs of workflow `workflow_id`.
+    pub async fn running_runs_of_workflow(&self, workflow_id: i64) -> Result<Vec<i64>, StoreError> {
+        Ok(
+            sqlx::query_scalar(
+                "SELECT id FROM workflow_run WHERE workflow_id = $1 AND status = $2",
+            )
+            .bind(workflow_id)
+            .bind(status_text(WorkflowRunStatus::Running)?)
+            .fetch_all(&self.pool)
+            .await?,
+        )
+    }
+
     /// Running workflow runs past their deadline at `now_ms`.
     pub async fn workflow_runs_past_deadline(&self, now_ms: i64) -> Result<Vec<i64>, StoreError> {
         Ok(sqlx::query_scalar(
@@ -53,9 +66,17 @@ impl Store {
 
     /// Stops workflow run `id` if it is running: the run ends as
     /// `status` (cancelled, or failed past its deadline) and every node
-    /// that had not ended is cancelled, saying `why`. The runs of the
-    /// nodes that were running (to be killed), or `None` if it was not
-    /// running.
+    /// and element that had not ended is cancelled, saying `why`. The runs
+    /// of the nodes and elements that were running (to be killed), or
+    /// `None` if it was not running.
+    ///
+    /// The run and its nodes end in one transaction; then each fanned-out
+    /// node's elements (at most [`cronbox_api::WorkflowSpec::MAX_FAN_OUT`]) in one of
+    /// their own, so that no write is larger than one node's: a run of
+    /// hundreds of thousands of elements is stopped in bounded steps.
+    /// Nothing starts an element of an ended run meanwhile, and elements a
+    /// stop left (its admin stopped between two steps) are cancelled by
+    /// any admin's sweep (see [`Store::stopped_runs_with_open_items`]).
     pub async fn stop_workflow_run(
         &self,
         id: i64,
@@ -80,22 +101,76 @@ impl Store {
         .into_iter()
         .map(RunId)
         .collect();
-        for table in ["workflow_node", "workflow_item"] {
-            sqlx::query(sqlx::AssertSqlSafe(format!(
-                "UPDATE {table} SET status = $2, ended_at_ms = $3, message = $6 \
-                 WHERE workflow_run_id = $1 AND status IN ($4, $5)"
-            )))
+        sqlx::query(
+            "UPDATE workflow_node SET status = $2, ended_at_ms = $3, message = $6 \
+             WHERE workflow_run_id = $1 AND status IN ($4, $5)",
+        )
+        .bind(id)
+        .bind(status_text(NodeStatus::Cancelled)?)
+        .bind(now_ms)
+        .bind(status_text(NodeStatus::Pending)?)
+        .bind(status_text(NodeStatus::Running)?)
+        .bind(why)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        self.cancel_left_items(id, why, now_ms).await?;
+        Ok(Some(running))
+    }
+
+    /// Workflow runs stopped since `since_ms` with elements not ended (an
+    /// admin stopped between a stop's steps), a hundred at most.
+    pub async fn stopped_runs_with_open_items(
+        &self,
+        since_ms: i64,
+    ) -> Result<Vec<i64>, StoreError> {
+        Ok(sqlx::query_scalar(
+            "SELECT w.id FROM workflow_run w WHERE w.status IN ($1, $2) AND w.ended_at_ms >= $3 \
+             AND EXISTS (SELECT 1 FROM workflow_item i WHERE i.workflow_run_id = w.id \
+             AND i.status IN ($4, $5)) LIMIT 100",
+        )
+        .bind(status_text(WorkflowRunStatus::Cancelled)?)
+        .bind(status_text(WorkflowRunStatus::Failed)?)
+        .bind(since_ms)
+        .bind(status_text(NodeStatus::Pending)?)
+        .bind(status_text(NodeStatus::Running)?)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// Cancels, one fanned-out node at a time, the elements of ended
+    /// workflow run `id` that had not ended, saying `why`.
+    pub async fn cancel_left_items(
+        &self,
+        id: i64,
+        why: &str,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        let nodes: Vec<String> = sqlx::query_scalar(
+            "SELECT DISTINCT node FROM workflow_item WHERE workflow_run_id = $1 \
+             AND status IN ($2, $3)",
+        )
+        .bind(id)
+        .bind(status_text(NodeStatus::Pending)?)
+        .bind(status_text(NodeStatus::Running)?)
+        .fetch_all(&self.pool)
+        .await?;
+        for node in nodes {
+            sqlx::query(
+                "UPDATE workflow_item SET status = $3, ended_at_ms = $4, message = $7 \
+                 WHERE workflow_run_id = $1 AND node = $2 AND status IN ($5, $6)",
+            )
             .bind(id)
+            .bind(&node)
             .bind(status_text(NodeStatus::Cancelled)?)
             .bind(now_ms)
             .bind(status_text(NodeStatus::Pending)?)
             .bind(status_text(NodeStatus::Running)?)
             .bind(why)
-            .execute(&mut *tx)
+            .execute(&self.writer)
             .await?;
         }
-        tx.commit().await?;
-        Ok(Some(running))
+        Ok(())
     }
 
     /// Opens workflow run `id` again if it failed or was cancelled: its
