@@ -62,6 +62,12 @@ impl Default for QuotaDefaults {
             (Quota::RunMsPerDay, 7_200_000_000),
             (Quota::StateBytes, 1 << 30),
             (Quota::LogBytesPerDay, 10 << 30),
+            // What one tenant's workflows and backfills may hold in the
+            // database at once: a workflow run of 200 nodes fanned out over
+            // 1,000 elements each writes 200,000 rows.
+            (Quota::WorkflowRuns, 1_000),
+            (Quota::WorkflowItems, 100_000),
+            (Quota::BackfillRuns, 10_000),
         ] {
             settings.set(quota, Some(limit));
         }

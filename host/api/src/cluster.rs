@@ -240,6 +240,12 @@ pub struct QuotaSettings {
     pub state_bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_bytes_per_day: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow_runs: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow_items: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backfill_runs: Option<u64>,
 }
 
 impl QuotaSettings {
@@ -254,6 +260,9 @@ impl QuotaSettings {
             Quota::RunMsPerDay => &mut self.run_ms_per_day,
             Quota::StateBytes => &mut self.state_bytes,
             Quota::LogBytesPerDay => &mut self.log_bytes_per_day,
+            Quota::WorkflowRuns => &mut self.workflow_runs,
+            Quota::WorkflowItems => &mut self.workflow_items,
+            Quota::BackfillRuns => &mut self.backfill_runs,
         }
     }
 

@@ -268,6 +268,13 @@ named_enum! {
         StateBytes => "state_bytes",
         /// Bytes of run logs stored per UTC day.
         LogBytesPerDay => "log_bytes_per_day",
+        /// Workflow runs in progress at once.
+        WorkflowRuns => "workflow_runs",
+        /// Fanned-out elements not yet ended, over the tenant's workflow
+        /// runs in progress.
+        WorkflowItems => "workflow_items",
+        /// Runs the tenant's backfills in progress have still to write.
+        BackfillRuns => "backfill_runs",
     }
 }
 

@@ -214,3 +214,112 @@ async fn runs_past_a_run_time_quota_end_quota_exceeded() {
     );
     stack.shutdown().await;
 }
+
+/// What a tenant's workflows and backfills store is bounded like jobs:
+/// past `workflow_runs` a run is refused (403 naming the quota), a node
+/// fanning out past `workflow_items` fails saying so, a backfill past
+/// `backfill_runs` is refused; each quota's use is reported.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workflow_runs_elements_and_backfill_runs_are_counted_and_bounded() {
+    use reqwest::Method as M;
+    let stack = stack(SchedulerConfig::default()).await;
+    let token = tenant(&stack, "team-w").await;
+    set_quotas(
+        &stack,
+        "team-w",
+        json!({ "workflow_runs": 2, "workflow_items": 5, "backfill_runs": 3 }),
+    )
+    .await;
+    let nap = stack
+        .job_as(
+            &token,
+            "nap",
+            "sleeper",
+            json!({ "block_strategy": "CONCURRENT", "max_concurrency": 10 }),
+        )
+        .await;
+    let flow = json!({
+        "nodes": [{ "name": "each", "job": "nap", "for_each": "input.items", "param": "60000" }]
+    });
+    let (status, body) = stack
+        .call_as(&token, M::PUT, "/api/v1/workflows/fan", Some(flow))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let start = |items: usize| {
+        let input = json!({ "items": vec![1; items] }).to_string();
+        let token = token.clone();
+        let stack = &stack;
+        async move {
+            stack
+                .call_as(
+                    &token,
+                    M::POST,
+                    "/api/v1/workflows/fan/runs",
+                    Some(json!({ "input": input })),
+                )
+                .await
+        }
+    };
+    // Six elements: past the five the tenant may hold; the node fails.
+    let (status, over) = start(6).await;
+    assert_eq!(status, 201, "{over}");
+    let failed = until("the over-quota node fails", || async {
+        let run = stack
+            .api
+            .api
+            .workflow_run(over["id"].as_i64()?)
+            .await
+            .ok()?;
+        (run.status == cronbox_api::WorkflowRunStatus::Failed).then_some(run)
+    })
+    .await;
+    let message = failed.nodes[0].message.clone().unwrap_or_default();
+    assert!(message.contains("workflow_items"), "{failed:?}");
+    // Two runs of three elements each: the second's elements pass five.
+    let (status, first) = start(3).await;
+    assert_eq!(status, 201, "{first}");
+    let (status, second) = start(1).await;
+    assert_eq!(status, 201, "{second}");
+    // A third run while two are in progress is refused.
+    let (status, answer) = start(1).await;
+    assert_quota_refusal(status, &answer, "workflow_runs");
+    let (_, report) = stack
+        .call_as(&token, M::GET, "/api/v1/tenants/team-w/quotas", None)
+        .await;
+    assert_eq!(quota(&report, "workflow_runs")["used"], 2, "{report}");
+    assert_eq!(quota(&report, "workflow_items")["used"], 4, "{report}");
+
+    // A backfill of five past fires, past the three allowed.
+    let every_minute = stack
+        .job_as(
+            &token,
+            "minutely",
+            "hello",
+            json!({ "schedule_type": "CRON", "schedule_conf": "0 * * * * ?" }),
+        )
+        .await;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let (status, answer) = stack
+        .call_as(
+            &token,
+            M::POST,
+            &format!("/api/v1/jobs/{every_minute}/backfill"),
+            Some(json!({ "from_ms": now - 5 * 60_000 - 30_000, "to_ms": now - 30_000 })),
+        )
+        .await;
+    assert_quota_refusal(status, &answer, "backfill_runs");
+    // The naps are stopped with their runs.
+    for run in [&first, &second] {
+        stack
+            .api
+            .api
+            .cancel_workflow_run(run["id"].as_i64().unwrap())
+            .await
+            .unwrap();
+    }
+    assert!(!stack.api.runs(nap).await.is_empty());
+    stack.shutdown().await;
+}

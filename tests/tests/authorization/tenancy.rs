@@ -69,6 +69,10 @@ async fn only_the_role_that_manages_secrets_has_code_read_them() {
         .await;
     assert_eq!((status, &body["field"]), (403, &json!("name")), "{body}");
     let (status, body) = developer
+        .call(Method::DELETE, &format!("/api/v1/jobs/{id}"), None)
+        .await;
+    assert_eq!((status, &body["field"]), (403, &json!("secrets")), "{body}");
+    let (status, body) = developer
         .call(Method::POST, &format!("/api/v1/jobs/{id}/stop"), None)
         .await;
     assert_ne!(status, 403, "{body}");

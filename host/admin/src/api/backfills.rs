@@ -23,6 +23,9 @@ pub(super) async fn backfill_job(
                 message,
             )
             .field(field),
+            crate::scheduler::BackfillError::Quota(over) => {
+                Failure::from(crate::service::ServiceError::QuotaExceeded(over))
+            }
             crate::scheduler::BackfillError::Store(error) => Failure::from(error),
         })?;
     Ok((StatusCode::CREATED, Json(backfill)))

@@ -27,6 +27,10 @@ pub enum BackfillError {
         field: &'static str,
         message: String,
     },
+    /// The tenant's backfills would have more runs to write than its
+    /// quota.
+    #[error(transparent)]
+    Quota(#[from] crate::quotas::QuotaExceeded),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -120,6 +124,11 @@ impl Scheduler {
                 "the job's schedule has no fire in the range",
             ));
         }
+        let backfill_runs = cronbox_api::Quota::BackfillRuns;
+        let adding = instants.len() as u64;
+        self.quotas
+            .check_more(&self.store, &job.tenant, backfill_runs, adding, now)
+            .await??;
         let backfill = self
             .store
             .create_backfill(&Backfill {

@@ -68,6 +68,19 @@ impl Scheduler {
             };
             return self.end_node(run.id, &spec.name, end).await;
         }
+        // The elements stored at once are the tenant's to account for.
+        let items = cronbox_api::Quota::WorkflowItems;
+        let adding = inputs.len() as u64;
+        let now = self.now_ms();
+        if let Err(over) = self
+            .quotas
+            .check_more(&self.store, &run.tenant, items, adding, now)
+            .await?
+        {
+            return self
+                .end_node(run.id, &spec.name, failed(over.to_string()))
+                .await;
+        }
         if !self
             .store
             .expand_workflow_node(run.id, &spec.name, &inputs, self.now_ms())

@@ -7,7 +7,7 @@
 //! their workflow's runs have ended; a FIX_DELAY schedule's next fire
 //! planned from the end of the run it waits for; backfills.
 
-use cronbox_api::WorkflowRunStatus;
+use cronbox_api::{Quota, WorkflowRunStatus};
 
 use super::*;
 use crate::store::Fire;
@@ -92,6 +92,15 @@ impl Scheduler {
                     }
                 }
             }
+            if matches!(fire, Fire::Start(..) | Fire::StartThenWait(..))
+                && let Err(over) = self
+                    .quotas
+                    .check_one_more(&self.store, &workflow.tenant, Quota::WorkflowRuns, now)
+                    .await?
+            {
+                tracing::warn!(workflow = %workflow.name, %over, "a fire skipped");
+                fire = Fire::Skip;
+            }
             // A FIX_DELAY fire that starts no run now counts its delay
             // from now (a buffered one waits for the run it starts).
             if waits && matches!(fire, Fire::Skip) {
@@ -155,10 +164,24 @@ impl Scheduler {
             Ok(fires) => fires,
             Err(_) => return Ok(WorkflowBackfillOutcome::TooMany(max)),
         };
+        let now = self.now_ms();
+        if let Err(over) = self
+            .quotas
+            .check_more(
+                &self.store,
+                &workflow.tenant,
+                Quota::WorkflowRuns,
+                fires.len() as u64,
+                now,
+            )
+            .await?
+        {
+            return Ok(WorkflowBackfillOutcome::OverQuota(over));
+        }
         let input = schedule.input.as_deref().unwrap_or("{}");
         let started = self
             .store
-            .backfill_workflow(workflow, &fires, input, self.now_ms())
+            .backfill_workflow(workflow, &fires, input, now)
             .await?;
         for run in &started {
             self.advance_workflow(*run).await?;
@@ -184,4 +207,6 @@ pub enum WorkflowBackfillOutcome {
     FollowsRuns,
     /// More instants in the range than one backfill starts (this many).
     TooMany(usize),
+    /// Its runs would take the tenant past its workflow runs quota.
+    OverQuota(crate::quotas::QuotaExceeded),
 }

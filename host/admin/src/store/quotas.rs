@@ -22,6 +22,9 @@ pub struct TenantUsage {
     pub run_ms: u64,
     /// Today's (UTC).
     pub log_bytes: u64,
+    pub workflow_runs: u64,
+    pub workflow_items: u64,
+    pub backfill_runs: u64,
 }
 
 impl TenantUsage {
@@ -36,6 +39,9 @@ impl TenantUsage {
             Quota::StateBytes => Some(self.state_bytes),
             Quota::RunMsPerDay => Some(self.run_ms),
             Quota::LogBytesPerDay => Some(self.log_bytes),
+            Quota::WorkflowRuns => Some(self.workflow_runs),
+            Quota::WorkflowItems => Some(self.workflow_items),
+            Quota::BackfillRuns => Some(self.backfill_runs),
             Quota::MinIntervalMs | Quota::ExecutorInstances => None,
         }
     }
@@ -315,6 +321,32 @@ impl Store {
                         only("job.tenant"),
                     ),
                     |usage| &mut usage.state_bytes,
+                ),
+                Quota::WorkflowRuns => (
+                    format!(
+                        "SELECT tenant, COUNT(*) AS n FROM workflow_run WHERE status = 'running'{} \
+                         GROUP BY tenant",
+                        only("tenant")
+                    ),
+                    |usage| &mut usage.workflow_runs,
+                ),
+                Quota::WorkflowItems => (
+                    format!(
+                        "SELECT w.tenant AS tenant, COUNT(*) AS n FROM workflow_run w \
+                         JOIN workflow_item i ON i.workflow_run_id = w.id \
+                         WHERE w.status = 'running' AND i.status IN ('pending', 'running'){} \
+                         GROUP BY w.tenant",
+                        only("w.tenant")
+                    ),
+                    |usage| &mut usage.workflow_items,
+                ),
+                Quota::BackfillRuns => (
+                    format!(
+                        "SELECT tenant, CAST(SUM(planned - written) AS BIGINT) AS n FROM backfill \
+                         WHERE status = 'running'{} GROUP BY tenant",
+                        only("tenant")
+                    ),
+                    |usage| &mut usage.backfill_runs,
                 ),
                 // Added up per day (below), or not counted here.
                 Quota::RunMsPerDay

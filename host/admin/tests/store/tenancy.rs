@@ -237,6 +237,7 @@ async fn quotas_and_usage(store: &Store) {
             state_bytes: 10,
             run_ms: 150,
             log_bytes: 1_024,
+            ..TenantUsage::default()
         }
     );
     let all = store.usage_by_tenant(day).await.unwrap();
