@@ -313,6 +313,35 @@ async fn each_role_does_what_it_may_and_tokens_carry_their_role() {
         .await;
     assert_eq!(status, 201, "{body}");
     assert_eq!(body["tenant"], "acme");
+    // It sets the password of a user below it, never a peer's: whoever
+    // sets it logs in as that user.
+    admin.add_user("acme-admin-2", "acme", "admin").await;
+    for (user, expected) in [("dev", 200), ("acme-admin-2", 403)] {
+        let (status, body) = admin
+            .as_browser(
+                &acme,
+                true,
+                Method::PUT,
+                &format!("/api/v1/users/{user}/password"),
+                Some(json!({ "password": "a-password-set-for-them" })),
+            )
+            .await;
+        assert_eq!(status, expected, "{user}: {body}");
+    }
+    let (status, body) = admin
+        .operator
+        .call(
+            Method::PUT,
+            "/api/v1/users/acme-admin-2/password",
+            Some(json!({ "password": "a-password-set-for-them" })),
+        )
+        .await;
+    assert_eq!(status, 200, "the operator sets a tenant admin's: {body}");
+    let (status, body) = admin
+        .operator
+        .call(Method::DELETE, "/api/v1/users/acme-admin-2", None)
+        .await;
+    assert_eq!(status, 200, "{body}");
     let (status, body) = admin
         .as_browser(
             &acme,
@@ -398,6 +427,20 @@ async fn each_role_does_what_it_may_and_tokens_carry_their_role() {
         (&json!("acme-admin"), &json!("viewer"))
     );
     assert!(session.get("csrf_token").is_none(), "{session}");
+    // A token makes no token: one made by a leaked token would outlive
+    // the leaked one's revocation.
+    let (status, body) = as_token
+        .call(
+            Method::POST,
+            "/api/v1/tokens",
+            Some(json!({ "role": "viewer" })),
+        )
+        .await;
+    assert_eq!(status, 403, "a token made a token: {body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("login session"),
+        "{body}"
+    );
     let (_, listed) = admin
         .as_browser(&acme, false, Method::GET, "/api/v1/tokens", None)
         .await;

@@ -103,6 +103,9 @@ pub enum ErrorCode {
     /// The admin is reading as many uploads at once as it holds room for;
     /// retry after the `Retry-After` header's seconds.
     UploadsBusy,
+    /// The admin is checking as many passwords at once as it may; retry
+    /// after the `Retry-After` header's seconds.
+    LoginsBusy,
     /// An executor address is registered with another executor credential.
     AddressTaken,
     /// No such enrolled executor.
@@ -154,6 +157,7 @@ impl ErrorCode {
         ErrorCode::UnknownUser,
         ErrorCode::TooManyAttempts,
         ErrorCode::UploadsBusy,
+        ErrorCode::LoginsBusy,
         ErrorCode::AddressTaken,
         ErrorCode::UnknownExecutorToken,
         ErrorCode::Internal,
@@ -202,6 +206,7 @@ impl ErrorCode {
             ErrorCode::UnknownUser => "unknown_user",
             ErrorCode::TooManyAttempts => "too_many_attempts",
             ErrorCode::UploadsBusy => "uploads_busy",
+            ErrorCode::LoginsBusy => "logins_busy",
             ErrorCode::AddressTaken => "address_taken",
             ErrorCode::UnknownExecutorToken => "unknown_executor_token",
             ErrorCode::Internal => "internal",

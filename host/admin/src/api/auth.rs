@@ -53,6 +53,15 @@ pub(crate) enum ExecutorIdentity {
 }
 
 impl ExecutorIdentity {
+    /// The groups whose runs' results it may deliver: every group for the
+    /// shared token, an enrolled executor's own groups.
+    pub(crate) fn result_groups(&self) -> Option<&[String]> {
+        match self {
+            ExecutorIdentity::Shared => None,
+            ExecutorIdentity::Enrolled { enrolled, .. } => Some(&enrolled.groups),
+        }
+    }
+
     /// Refuses (403) a group the credential may not register in.
     pub(crate) fn may_serve(&self, group: &str) -> Result<(), Failure> {
         match self {

@@ -105,6 +105,12 @@ impl From<ServiceError> for Failure {
                 ErrorCode::UnknownUser,
                 unknown.to_string(),
             ),
+            busy @ ServiceError::LoginsBusy(_) => Failure::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                ErrorCode::LoginsBusy,
+                busy.to_string(),
+            )
+            .retry_after(1),
             ServiceError::InvalidExecutorToken { field, message } => Failure::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 ErrorCode::InvalidRequest,

@@ -313,7 +313,22 @@ pub(super) async fn set_password(
         attempt.succeeded();
     } else {
         caller.require(Role::Admin, "setting another user's password")?;
-        managed_user(&state, &caller, &name).await?;
+        let user = managed_user(&state, &caller, &name).await?;
+        // A peer's password is not one's to set: whoever sets it logs in
+        // as that user. The operator's own token (of no user) sets anyone's.
+        let operators_token =
+            caller.role == Role::Operator && caller.user.is_none() && caller.token_id.is_none();
+        if user.role == caller.role && !operators_token {
+            return Err(Failure::new(
+                StatusCode::FORBIDDEN,
+                ErrorCode::Forbidden,
+                format!(
+                    "user {name:?} is a {} as this caller is: a role above it sets its \
+                     password (for an operator, the operator's token)",
+                    user.role
+                ),
+            ));
+        }
     }
     let sessions_ended =
         service::users::set_password(state.scheduler.store(), &name, &change.password).await?;
@@ -347,6 +362,16 @@ pub(super) async fn create_user_token(
     body: Bytes,
 ) -> Result<impl IntoResponse, Failure> {
     let user = caller.require_user("making a token")?.to_owned();
+    // Only from a login session: a token that made tokens would outlive
+    // its own revocation in them.
+    if caller.csrf.is_none() {
+        return Err(Failure::new(
+            StatusCode::FORBIDDEN,
+            ErrorCode::Forbidden,
+            "making a token needs a login session, not a token: log in (the console's \
+             Administration page)",
+        ));
+    }
     let spec: UserTokenSpec = optional_json(&body)?;
     let role = spec.role.unwrap_or(caller.role);
     if !caller.role.includes(role) {
@@ -476,7 +501,7 @@ pub(super) fn routes(table: &mut Routes) {
         "post",
         "/api/v1/tokens",
         "users",
-        "Make a token for the calling user, with its role or a lower one; shown once",
+        "Make a token for the calling user, with its role or a lower one, from a login session (never with a token); shown once",
         Some(schema("UserTokenSpec")),
         "201",
         schema("UserTokenCreated"),

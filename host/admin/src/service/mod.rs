@@ -146,6 +146,10 @@ pub enum ServiceError {
     /// No such user that the caller may see.
     #[error("no user {0:?}")]
     UnknownUser(String),
+    /// The admin checks as many passwords at once as it may (the number),
+    /// and this login's turn did not come in time.
+    #[error("the admin is checking {0} passwords at once; try again in a moment")]
+    LoginsBusy(usize),
     /// The tenant is past one of its quotas.
     #[error(transparent)]
     QuotaExceeded(#[from] crate::quotas::QuotaExceeded),

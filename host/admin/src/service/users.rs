@@ -130,23 +130,62 @@ pub async fn set_password(store: &Store, name: &str, password: &str) -> Result<i
         .ok_or_else(|| ServiceError::UnknownUser(name.to_owned()))
 }
 
-/// The user whose name and password these are.
+/// Password checks (argon2: its 19 MiB and tens of milliseconds of a
+/// core each) the admin runs at once, whoever asks: a flood of logins from
+/// any number of addresses holds at most this much memory and CPU.
+pub const PASSWORD_CHECKS_AT_ONCE: usize = 4;
+
+/// How long a login for a user that exists waits for a check's turn
+/// before it is refused (503 `logins_busy`, retried after a second).
+pub const PASSWORD_CHECK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+static PASSWORD_CHECKS: tokio::sync::Semaphore =
+    tokio::sync::Semaphore::const_new(PASSWORD_CHECKS_AT_ONCE);
+
+/// Of those, checks of a name no user has (against the decoy hash, so
+/// that such a login takes as long as any): one at a time. Past it a
+/// login for an invented name waits as long as the last decoy check took
+/// and is refused without a check, so that names nobody has, which no
+/// per-user allowance bounds, never keep a real user's login waiting.
+static DECOY_CHECKS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
+
+/// How long the last decoy check took, in microseconds.
+static DECOY_CHECK_US: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(50_000);
+
+/// The user whose name and password these are; [`ServiceError::LoginsBusy`]
+/// when the admin checks as many passwords as it may and this one's turn
+/// does not come within [`PASSWORD_CHECK_WAIT`].
 pub async fn authenticate(
     store: &Store,
     name: &str,
     password: &str,
 ) -> Result<Option<User>, ServiceError> {
+    use std::sync::atomic::Ordering;
     if password.len() > MAX_PASSWORD_BYTES {
         return Ok(None);
     }
-    let stored = store.user(name).await?;
-    let hash = stored
-        .as_ref()
-        .map(|stored| stored.password_hash.clone())
-        .unwrap_or_else(|| decoy_hash().to_owned());
     let password = password.to_owned();
+    let Some(stored) = store.user(name).await? else {
+        let Ok(_decoy_turn) = DECOY_CHECKS.try_acquire() else {
+            let took = DECOY_CHECK_US.load(Ordering::Relaxed);
+            tokio::time::sleep(std::time::Duration::from_micros(took)).await;
+            return Ok(None);
+        };
+        // Never closed: the permit is in the `Ok`.
+        let _turn = PASSWORD_CHECKS.acquire().await;
+        let started = std::time::Instant::now();
+        blocking(move || verify_password(&password, decoy_hash())).await;
+        let took = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        DECOY_CHECK_US.store(took, Ordering::Relaxed);
+        return Ok(None);
+    };
+    let turn = tokio::time::timeout(PASSWORD_CHECK_WAIT, PASSWORD_CHECKS.acquire()).await;
+    let Ok(Ok(_turn)) = turn else {
+        return Err(ServiceError::LoginsBusy(PASSWORD_CHECKS_AT_ONCE));
+    };
+    let hash = stored.password_hash.clone();
     let matches = blocking(move || verify_password(&password, &hash)).await;
-    Ok(stored.filter(|_| matches).map(|stored| stored.user))
+    Ok(matches.then_some(stored.user))
 }
 
 /// A new session of `user`: (the cookie's value, the CSRF token).

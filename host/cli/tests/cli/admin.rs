@@ -272,6 +272,7 @@ fn now_ms() -> i64 {
 }
 
 mod definitions;
+mod floods;
 mod routing;
 mod runs;
 mod schedules;

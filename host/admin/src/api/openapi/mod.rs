@@ -157,7 +157,7 @@ pub(crate) fn document() -> Value {
                     })
                 },
                 "default": {
-                    "description": "An error: 400 a request not of the documented shape (the field named), 401 missing or wrong token or session, 403 a role the caller lacks (or a session's change without its CSRF token) or over a quota, 404 unknown or another tenant's, 405 a method the path does not serve, 409 conflict, 413 too large, 415 not JSON, 429 too many failed logins (Retry-After), 422 of the documented shape but refused for what it says (a cron expression that does not parse, an unknown time zone, bytes that are not a job component: the field named)",
+                    "description": "An error: 400 a request not of the documented shape (the field named), 401 missing or wrong token or session, 403 a role the caller lacks (or a session's change without its CSRF token) or over a quota, 404 unknown or another tenant's, 405 a method the path does not serve, 409 conflict, 413 too large, 415 not JSON, 429 too many failed logins (Retry-After), 503 uploads or password checks busy (Retry-After), 422 of the documented shape but refused for what it says (a cron expression that does not parse, an unknown time zone, bytes that are not a job component: the field named)",
                     "content": { "application/json": { "schema": schema("ApiError") } }
                 }
             }
