@@ -160,3 +160,133 @@ async fn an_enrolled_executor_serves_only_its_groups_and_ends_with_its_credentia
     blue.shutdown().await;
     stack.shutdown().await;
 }
+
+/// A result counts only from a credential that serves its run's group:
+/// a stand-in executor enrolled in group `blue` takes a run (with its
+/// receipt), and the same result posted with an enrolled token of group
+/// `green`, receipt and all, changes nothing; with `blue`'s, it ends the
+/// run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_result_counts_only_from_a_credential_of_its_runs_group() {
+    use axum::routing::post;
+    use cronbox_protocol::{RunAnswer, RunBatch, RunBatchResponse, RunCommand, RunResponse};
+    let stack = stack(SchedulerConfig::default()).await;
+    let api = &stack.api.api;
+    let enroll = |name: &str, group: &str| ExecutorTokenSpec {
+        name: name.to_owned(),
+        groups: vec![group.to_owned()],
+    };
+    let blue = api
+        .enroll_executor(&enroll("blue-1", "blue"))
+        .await
+        .unwrap();
+    let green = api
+        .enroll_executor(&enroll("green-1", "green"))
+        .await
+        .unwrap();
+
+    // The stand-in: accepts every run it is sent and keeps the commands.
+    let sent: std::sync::Arc<std::sync::Mutex<Vec<RunCommand>>> = Default::default();
+    let kept = sent.clone();
+    let app = axum::Router::new()
+        .route(
+            "/api/v1/beat",
+            post(|| async { axum::Json(json!({ "ok": true, "address": "" })) }),
+        )
+        .route(
+            "/api/v1/run-batch",
+            post(move |axum::Json(batch): axum::Json<RunBatch>| {
+                let kept = kept.clone();
+                async move {
+                    let answers = batch
+                        .commands
+                        .iter()
+                        .map(|command| {
+                            RunAnswer::Answered(RunResponse {
+                                run_id: command.trigger.run_id,
+                                accepted: true,
+                                refused: None,
+                            })
+                        })
+                        .collect();
+                    kept.lock().unwrap().extend(batch.commands);
+                    axum::Json(RunBatchResponse { answers })
+                }
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    // An address is an executor's http(s) URL, nothing else.
+    for bad in [
+        "file:///etc/passwd",
+        "http://127.0.0.1:9/\r\nX: y",
+        "http://127.0.0.1:9/\u{1b}[2J",
+    ] {
+        assert_eq!(
+            register(&stack, &blue.token, "blue", bad).await,
+            422,
+            "{bad:?}"
+        );
+    }
+    assert_eq!(register(&stack, &blue.token, "blue", &address).await, 200);
+
+    let job = stack
+        .job("blue-hello", "hello", json!({ "group": "blue" }))
+        .await;
+    let run = stack.api.trigger(job, json!({ "param": "x" })).await;
+    let command = until("the stand-in is sent the run", || async {
+        sent.lock()
+            .unwrap()
+            .iter()
+            .find(|c| c.trigger.run_id == run.wire())
+            .cloned()
+    })
+    .await;
+    let result = cronbox_protocol::RunResult {
+        run_id: run.wire(),
+        job_id: job.wire(),
+        scheduled_at_ms: None,
+        outcome: cronbox_protocol::Outcome::Success {
+            message: "from a stand-in".into(),
+        },
+        code: 200,
+        started_at_ms: 1,
+        duration_ms: 1,
+        fuel_consumed: None,
+        peak_memory_bytes: 0,
+        module_digest: Default::default(),
+        log: Vec::new(),
+        log_truncated: false,
+        state_changes: Default::default(),
+        traceparent: None,
+        state_base: Default::default(),
+        executor: address.clone(),
+        receipt: command.receipt.clone(),
+    };
+    let post_result = |token: String| {
+        let (http, base, result) = (stack.http.clone(), stack.base.clone(), result.clone());
+        async move {
+            http.post(format!("{base}/api/v1/callback"))
+                .bearer_auth(token)
+                .json(&cronbox_protocol::CallbackBatch {
+                    results: vec![result],
+                })
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    assert_eq!(post_result(green.token.clone()).await, 200);
+    assert_eq!(stack.api.run(run).await.status, RunStatus::Dispatched);
+    assert_eq!(post_result(blue.token.clone()).await, 200);
+    let ended = stack.api.ended(run).await;
+    assert_eq!(
+        ended.message.as_deref(),
+        Some("from a stand-in"),
+        "{ended:?}"
+    );
+    stack.shutdown().await;
+}

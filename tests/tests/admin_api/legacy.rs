@@ -356,6 +356,60 @@ async fn an_xxl_job_3_5_executor_registers_runs_and_reports_with_its_groups_toke
     }
 }
 
+/// A result ends only a run that was sent: the group's token on a result
+/// for a run written ahead of its instant (and so not sent yet) changes
+/// nothing, and the run still runs at its instant and ends with the
+/// executor's own result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_result_ends_only_a_run_that_was_sent() {
+    let stack = stack(SchedulerConfig::default()).await;
+    legacy_group(&stack).await;
+    let received = Log::default();
+    let address = stand_ins(&stack, &received, 1, false).await.remove(0);
+    let answer = register(&stack, APP, &address).await;
+    assert_eq!(answer["code"], 200, "{answer}");
+    let job = stack
+        .create_as(
+            API,
+            json!({ "name": "every-ten", "group": APP, "executor_handler": "tick",
+                "schedule_type": "CRON", "schedule_conf": "0/10 * * * * ?" }),
+        )
+        .await;
+    let (status, _) = stack
+        .call(
+            reqwest::Method::POST,
+            &format!("/api/v1/jobs/{job}/start"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200);
+    // Written by the pre-read up to 5 s ahead of its instant, pending
+    // until then.
+    let pending = until("a run is written ahead of its instant", || async {
+        let runs = stack.api.runs(job).await;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64;
+        // A second ahead at least: not one on its way to the executor.
+        runs.into_iter()
+            .find(|run| run.status == RunStatus::Pending && run.scheduled_at_ms > now + 1_000)
+    })
+    .await;
+    report(
+        &stack.base,
+        TOKEN,
+        &json!(pending.id.wire()),
+        200,
+        "ended unrun".into(),
+    )
+    .await;
+    assert_eq!(stack.api.run(pending.id).await.status, RunStatus::Pending);
+    let ended = stack.api.ended(pending.id).await;
+    assert_eq!(ended.status, RunStatus::Success, "{ended:?}");
+    assert_eq!(ended.message.as_deref(), Some("ran "), "{ended:?}");
+}
+
 /// Retries, children, sharding broadcast, FAILOVER, BUSYOVER and workflow
 /// nodes go through the same dispatch for legacy jobs as for modules.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

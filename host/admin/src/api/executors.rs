@@ -10,6 +10,29 @@ pub(super) async fn registry(
     ApiJson(registration): ApiJson<Registration>,
 ) -> Result<StatusCode, Failure> {
     identity.may_serve(&registration.group)?;
+    crate::service::groups::check_executor_address(&registration.address).map_err(|why| {
+        Failure::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            ErrorCode::InvalidRequest,
+            why,
+        )
+        .field("address")
+    })?;
+    // Run commands carry the executor's credential and the runs' secrets:
+    // an admin serving TLS sends them over TLS only.
+    if state.serves_tls && registration.address.starts_with("http://") {
+        return Err(Failure::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            ErrorCode::InvalidRequest,
+            format!(
+                "{} is a plain http:// address, and this admin serves TLS: an executor \
+                 registers with an https:// address (--tls-cert), so that run commands, \
+                 with its credential and the runs' secrets, never cross a plain connection",
+                registration.address
+            ),
+        )
+        .field("address"));
+    }
     let credential = match identity {
         ExecutorIdentity::Shared => crate::store::RegisteredWith::default(),
         ExecutorIdentity::Enrolled {
@@ -95,9 +118,13 @@ pub(super) async fn registry_remove(
 
 pub(super) async fn callback(
     State(state): State<Arc<AdminState>>,
+    identity: ExecutorIdentity,
     CallbackJson(batch): CallbackJson<CallbackBatch>,
 ) -> Result<StatusCode, Failure> {
-    state.scheduler.accept_results(batch.results).await?;
+    state
+        .scheduler
+        .accept_results(batch.results, identity.result_groups())
+        .await?;
     Ok(StatusCode::OK)
 }
 

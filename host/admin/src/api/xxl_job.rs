@@ -72,6 +72,8 @@ async fn checked_registration(
             "registryValue must be the executor's http(s) URL (at most {MAX_ADDRESS_CHARS} characters)"
         )));
     }
+    crate::service::groups::check_executor_address(&address)
+        .map_err(|why| refused(format!("registryValue: {why}")))?;
     Ok((group, address))
 }
 

@@ -8,7 +8,7 @@
 //! `api/xxl_job.rs` into [`Scheduler::accept_legacy_results`].
 
 use super::*;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -302,8 +302,12 @@ impl Scheduler {
     /// Results reported by the executors of a legacy group (the caller
     /// presented `token`, and named its group when `group_name` is given):
     /// each ends its run once (idempotent by run id), then retries,
-    /// children, alarms and workflows follow as for any run. Results for
-    /// runs of other groups are ignored and counted.
+    /// children, alarms and workflows follow as for any run. The token is
+    /// checked first, against the legacy groups, before anything an item
+    /// names is read; then the items' runs are read in one query. Only a
+    /// run that was sent (not one written ahead of its instant) of a
+    /// legacy job of a group with that token takes a result; the others
+    /// are ignored and counted.
     pub async fn accept_legacy_results(
         self: &Arc<Self>,
         group_name: Option<&str>,
@@ -311,11 +315,25 @@ impl Scheduler {
         items: Vec<CallbackItem>,
     ) -> Result<(), StoreError> {
         let now = self.now_ms();
+        let groups = self.legacy_groups_of(group_name, token).await?;
+        if groups.is_empty() {
+            self.metrics.results_refused.inc_by(items.len() as u64);
+            tracing::warn!(
+                items = items.len(),
+                group = group_name.unwrap_or_default(),
+                "legacy results refused: no legacy group has the caller's token"
+            );
+            return Ok(());
+        }
+        let ids: Vec<RunId> = items.iter().map(|item| RunId::from(item.log_id)).collect();
+        let mut found = self.store.runs_by_id(&ids).await?;
         let mut runs = Vec::with_capacity(items.len());
+        let mut refused = 0;
         for item in items {
-            if let Some(run) = self.store.run(RunId::from(item.log_id)).await? {
+            match found.remove(&RunId::from(item.log_id)) {
                 // Its dispatch mark may still wait in the sink.
-                runs.push((self.sink.as_known(run), item));
+                Some(run) => runs.push((self.sink.as_known(run), item)),
+                None => refused += 1,
             }
         }
         let mut job_ids: Vec<JobId> = runs.iter().map(|(run, _)| run.job_id).collect();
@@ -329,18 +347,16 @@ impl Scheduler {
             .collect();
         let killing = self.store.legacy_kills(&failed).await?;
         let mut ends = Vec::with_capacity(runs.len());
-        let mut refused = 0;
         for (run, item) in runs {
-            let belongs = match jobs.get(&run.job_id) {
-                Some(job) if job.executor_handler.is_some() => {
-                    group_name.is_none_or(|name| name == job.group_name)
-                        && self
-                            .legacy_group(&job.group_name)
-                            .await?
-                            .is_some_and(|group| crate::legacy::tokens_match(&group.token, token))
-                }
-                _ => false,
-            };
+            // Sent, or being sent: a run written ahead of its instant is
+            // sent at the instant, and a result for it before would end it
+            // unrun. (One due may be on its way, its mark not yet written.)
+            let sent = run.status == RunStatus::Dispatched
+                || (run.status == RunStatus::Pending && run.scheduled_at_ms <= now);
+            let belongs = sent
+                && jobs.get(&run.job_id).is_some_and(|job| {
+                    job.executor_handler.is_some() && groups.contains(&job.group_name)
+                });
             if !belongs {
                 refused += 1;
                 continue;
@@ -373,9 +389,34 @@ impl Scheduler {
             self.metrics.results_refused.inc_by(refused);
             tracing::warn!(
                 refused,
-                "legacy results refused: not runs of the caller's group"
+                "legacy results refused: not runs sent to the caller's group"
             );
         }
         self.end_runs(ends, &jobs).await
+    }
+
+    /// The legacy groups whose token is `token` (only `group_name`'s, when
+    /// the caller named its group), each read at most once per cache
+    /// period.
+    async fn legacy_groups_of(
+        &self,
+        group_name: Option<&str>,
+        token: &str,
+    ) -> Result<HashSet<String>, StoreError> {
+        let names = match group_name {
+            Some(name) => vec![name.to_owned()],
+            None => self.store.legacy_group_names().await?,
+        };
+        let mut groups = HashSet::new();
+        for name in names {
+            if self
+                .legacy_group(&name)
+                .await?
+                .is_some_and(|group| crate::legacy::tokens_match(&group.token, token))
+            {
+                groups.insert(name);
+            }
+        }
+        Ok(groups)
     }
 }

@@ -25,6 +25,7 @@ impl Scheduler {
     pub async fn accept_results(
         self: &Arc<Self>,
         results: Vec<RunResult>,
+        from_groups: Option<&[String]>,
     ) -> Result<(), StoreError> {
         let now = self.now_ms();
         let (results, refused): (Vec<RunResult>, Vec<RunResult>) = results
@@ -45,6 +46,31 @@ impl Scheduler {
         job_ids.sort_unstable();
         job_ids.dedup();
         let jobs = self.store.jobs_by_id(&job_ids).await?;
+        // An enrolled executor delivers only its own groups' results: the
+        // receipt ties a result to the address its run was sent to, the
+        // credential to the groups it serves.
+        let results: Vec<RunResult> = match from_groups {
+            None => results,
+            Some(groups) => results
+                .into_iter()
+                .filter(|result| {
+                    let group = jobs
+                        .get(&JobId::from(result.job_id))
+                        .map(|job| job.group_name.as_str());
+                    let allowed = group.is_none_or(|group| groups.iter().any(|g| g == group));
+                    if !allowed {
+                        self.metrics.results_refused.inc();
+                        tracing::warn!(
+                            run = result.run_id,
+                            executor = %result.executor,
+                            group = group.unwrap_or_default(),
+                            "result refused: the credential that posted it does not serve the run's group"
+                        );
+                    }
+                    allowed
+                })
+                .collect(),
+        };
         // What each tenant may still log today, spent as the batch goes.
         let mut log_room: HashMap<String, LogRoom> = HashMap::new();
         let mut ends: Vec<RunEnd> = Vec::with_capacity(results.len());

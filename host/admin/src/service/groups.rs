@@ -95,14 +95,8 @@ pub async fn put(
             "a MANUAL group needs addresses".to_owned(),
         ));
     }
-    if let Some(bad) = addresses.iter().find(|address| {
-        !(address.starts_with("http://") || address.starts_with("https://"))
-            || address.contains(',')
-    }) {
-        return Err(invalid(
-            "addresses",
-            format!("address {bad:?} is not an http(s) URL"),
-        ));
+    for address in addresses {
+        check_executor_address(address).map_err(|why| invalid("addresses", why))?;
     }
     let legacy = legacy.map(|legacy| LegacyGroup {
         protocol: legacy.protocol,
@@ -112,4 +106,68 @@ pub async fn put(
         .put_group(name, &kind, addresses, legacy.as_ref())
         .await?;
     Ok(kind)
+}
+
+/// Longest executor address, in characters.
+pub const MAX_EXECUTOR_ADDRESS_CHARS: usize = 512;
+
+/// Whether `address` can be an executor's: an http(s) URL naming a host,
+/// without credentials, control characters or commas (addresses are
+/// listed comma-separated), of at most [`MAX_EXECUTOR_ADDRESS_CHARS`].
+/// Why not, naming the address, when it cannot.
+pub fn check_executor_address(address: &str) -> Result<(), String> {
+    let refused = |why: &str| Err(format!("executor address {address:?} {why}"));
+    if address.chars().count() > MAX_EXECUTOR_ADDRESS_CHARS {
+        return refused(&format!("is over {MAX_EXECUTOR_ADDRESS_CHARS} characters"));
+    }
+    if address
+        .chars()
+        .any(|c| c.is_control() || c == ',' || c.is_whitespace())
+    {
+        return refused("holds a control character, a space or a comma");
+    }
+    let Ok(url) = reqwest::Url::parse(address) else {
+        return refused("is not a URL");
+    };
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none_or(str::is_empty) {
+        return refused("is not an http(s) URL naming a host");
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return refused("carries credentials");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod address_tests {
+    use super::check_executor_address;
+
+    #[test]
+    fn an_executor_address_is_an_http_url_of_a_host_and_nothing_else() {
+        for good in [
+            "http://127.0.0.1:9090",
+            "https://exec-7.cluster.test:9090/",
+            "http://[::1]:9999/xxl/",
+        ] {
+            assert_eq!(check_executor_address(good), Ok(()), "{good}");
+        }
+        for (bad, why) in [
+            ("file:///etc/passwd", "http(s)"),
+            ("http://", "URL"),
+            ("gopher://127.0.0.1:70", "http(s)"),
+            ("http://127.0.0.1:9090\r\nX-Injected: 1", "control"),
+            ("http://127.0.0.1:9090/\u{1b}[31m", "control"),
+            ("http://a,http://b", "comma"),
+            ("http://user:pw@127.0.0.1:9090", "credentials"),
+        ] {
+            let error = check_executor_address(bad).unwrap_err();
+            assert!(error.contains(why), "{bad}: {error}");
+        }
+        let long = format!("http://127.0.0.1/{}", "a".repeat(600));
+        assert!(
+            check_executor_address(&long)
+                .unwrap_err()
+                .contains("over 512")
+        );
+    }
 }

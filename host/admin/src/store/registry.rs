@@ -296,6 +296,15 @@ impl Store {
         )
     }
 
+    /// The names of every legacy group.
+    pub async fn legacy_group_names(&self) -> Result<Vec<String>, StoreError> {
+        Ok(sqlx::query_scalar(
+            "SELECT name FROM executor_group WHERE legacy_protocol IS NOT NULL ORDER BY name",
+        )
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
     /// Group `name`'s protocol and token if it is a legacy group.
     pub async fn legacy_group(&self, name: &str) -> Result<Option<LegacyGroup>, StoreError> {
         let row = sqlx::query(
@@ -336,17 +345,18 @@ impl Store {
 
     /// Which of `runs` some admin is killing.
     pub async fn legacy_kills(&self, runs: &[RunId]) -> Result<HashSet<RunId>, StoreError> {
-        let mut killing = HashSet::new();
-        for run in runs {
-            let marked = sqlx::query("SELECT 1 FROM legacy_kill WHERE run_id = $1")
-                .bind(*run)
-                .fetch_optional(&self.pool)
-                .await?;
-            if marked.is_some() {
-                killing.insert(*run);
-            }
+        if runs.is_empty() {
+            return Ok(HashSet::new());
         }
-        Ok(killing)
+        let sql = format!(
+            "SELECT run_id FROM legacy_kill WHERE run_id IN ({})",
+            self.backend.ids_in(1)
+        );
+        let marked: Vec<i64> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+            .bind(json_text("rows", runs)?)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(marked.into_iter().map(RunId).collect())
     }
 
     /// Forgets the kill of legacy run `run` once it has been answered.

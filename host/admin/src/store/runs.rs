@@ -234,6 +234,28 @@ impl Store {
         Ok(row.as_ref().map(run_from_row).transpose()?)
     }
 
+    /// The runs of `ids` that exist, by id: one query, whatever their
+    /// number.
+    pub async fn runs_by_id(&self, ids: &[RunId]) -> Result<HashMap<RunId, RunRow>, StoreError> {
+        if ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let sql = format!(
+            concat!("SELECT ", run_columns!(), " FROM run WHERE id IN ({})"),
+            self.backend.ids_in(1)
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(json_text("rows", ids)?)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|row| {
+                let run = run_from_row(row)?;
+                Ok((run.id, run))
+            })
+            .collect()
+    }
+
     /// A page of a job's runs, oldest first: those after run `after`, at
     /// most `limit` (an indexed read of one page).
     pub async fn runs_of_job_page(
