@@ -179,6 +179,8 @@ fn a_job(name: &str, module: &str) -> Value {
 
 #[path = "authorization/credentials.rs"]
 mod credentials;
+#[path = "authorization/hostile.rs"]
+mod hostile;
 #[path = "authorization/matrix.rs"]
 mod matrix;
 #[path = "authorization/tenancy.rs"]

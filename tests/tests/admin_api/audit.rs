@@ -231,3 +231,53 @@ async fn audit_entries_go_after_their_retention() {
     assert!(left[0].at_ms > 1_700_000_000_000 + 3_600_000);
     stack.shutdown().await;
 }
+
+/// A tenant's caller cannot write into another tenant's audit log: a
+/// refused request to `/api/v1/tenants/OTHER/…`, with a user agent of the
+/// caller's choosing, is filed in the caller's own tenant; an anonymous
+/// one in no tenant's. The operator's changes to a tenant stay that
+/// tenant's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_request_is_filed_in_the_callers_tenant_never_the_one_it_names() {
+    let stack = stack(SchedulerConfig::default()).await;
+    let acme = tenant(&stack, "acme").await;
+    let other = tenant(&stack, "other").await;
+    let forge = |token: Option<&str>| {
+        let mut request = stack
+            .http
+            .put(format!("{}/api/v1/tenants/other/quotas", stack.base))
+            .header("user-agent", "forged-entry/1")
+            .json(&json!({ "jobs": 1 }));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        async move { request.send().await.unwrap().status().as_u16() }
+    };
+    assert_eq!(forge(Some(&acme)).await, 403);
+    assert_eq!(forge(None).await, 401);
+    let forged = |page: &AuditPage| {
+        page.entries
+            .iter()
+            .filter(|entry| entry.user_agent.as_deref() == Some("forged-entry/1"))
+            .count()
+    };
+    assert_eq!(forged(&audit(&stack, &other, "").await), 0);
+    assert_eq!(forged(&audit(&stack, &acme, "").await), 1);
+    // The operator's change to `other` is `other`'s to see.
+    let (status, body) = stack
+        .call(
+            reqwest::Method::PUT,
+            "/api/v1/tenants/other/quotas",
+            Some(json!({ "jobs": 5 })),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let seen = audit(&stack, &other, "").await;
+    assert!(
+        seen.entries
+            .iter()
+            .any(|entry| entry.action == "PUT /api/v1/tenants/{name}/quotas" && entry.status == 200),
+        "{seen:?}"
+    );
+    stack.shutdown().await;
+}

@@ -140,9 +140,13 @@ pub(crate) async fn record(
         (None, None) => "anonymous".to_owned(),
     };
     // A change the operator makes to a tenant (its tokens, quotas,
-    // ceiling) is that tenant's, so that its admins see it too.
-    let tenant_named = route
-        .starts_with(TENANT_ROUTES)
+    // ceiling) is that tenant's, so that its admins see it too. Anyone
+    // else's request is filed in the caller's own tenant, whatever tenant
+    // its path names: a refused request never writes into another's log.
+    let by_operator = caller
+        .as_ref()
+        .is_some_and(|caller| caller.role == cronbox_api::Role::Operator);
+    let tenant_named = (by_operator && route.starts_with(TENANT_ROUTES))
         .then(|| path.split('/').nth(4).map(str::to_owned))
         .flatten();
     let entry = AuditEntry {

@@ -289,6 +289,11 @@ pub(super) async fn delete_job(
     Path(id): Path<JobId>,
 ) -> Result<impl IntoResponse, Failure> {
     let job = visible_job(&state, &caller, id).await?;
+    // A job that reads secrets is an admin's: it is deleted by the role
+    // that made it (a developer may stop it).
+    if !job.secrets.is_empty() {
+        require_secret_manager(&caller, "secrets", "a job that reads secrets")?;
+    }
     service::jobs::delete(state.scheduler.store(), &job).await?;
     Ok(Json(bodies::Deleted { deleted: id }))
 }
