@@ -2,6 +2,7 @@
 //! request and answers by path.
 //!
 //! - `GET /bytes/{n}`: `n` bytes of body;
+//! - `GET /hooks/{key}`: `ok`, as a webhook that takes its key in its path;
 //! - `POST /echo`: the request's body back;
 //! - `GET /redirect?to=URL`: a 302 to `URL`;
 //! - `GET /slow`: never answers (a test ends the request: a timeout, a
@@ -57,6 +58,7 @@ impl TestOrigin {
         });
         let app = Router::new()
             .route("/bytes/{n}", get(bytes))
+            .route("/hooks/{key}", get(|| async { "ok" }))
             .route("/echo", post(echo))
             .route("/redirect", get(redirect))
             .route("/slow", get(slow))

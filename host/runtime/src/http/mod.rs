@@ -267,6 +267,13 @@ impl WasiHttpHooks for HttpGate {
             options.and_then(|o| o.first_byte_timeout),
         );
         let (mut parts, body) = request.into_parts();
+        // Its address in the span, the run's secrets masked as its log
+        // masks them (a webhook URL may carry one in its path; the query
+        // is left out).
+        let url = crate::log::mask(
+            &format!("{}{}", record.origin, parts.uri.path()),
+            &self.handle.log().masks(),
+        );
         // A client span under the run's, whose context the called service
         // receives as `traceparent` (nothing when traces are off).
         let span = tracing::info_span!(
@@ -276,7 +283,7 @@ impl WasiHttpHooks for HttpGate {
             otel.kind = "client",
             otel.status_code = tracing::field::Empty,
             http.request.method = %parts.method,
-            url.full = %format!("{}{}", record.origin, parts.uri.path()),
+            url.full = %url,
             server.address = %host,
             server.port = port,
             http.response.status_code = tracing::field::Empty,

@@ -17,6 +17,9 @@ use cronbox_tests::{OtlpReceiver, ReceivedSpan, TestOrigin, until};
 
 use super::*;
 
+/// The key of the webhook the traced job calls: a secret of the job.
+const HOOK_KEY: &str = "a-hook-key-to-mask";
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_runs_spans_go_from_the_fire_to_the_guests_http_request() {
     let _turn = TESTS.turn();
@@ -78,10 +81,14 @@ async fn a_runs_spans_go_from_the_fire_to_the_guests_http_request() {
         .await
         .unwrap()
         .id;
+    // A webhook whose key is in its path, and a secret: the request's
+    // span shows the path with the key masked.
+    api.set_secret("HOOK_KEY", HOOK_KEY).await.unwrap();
     let spec = JobSpec {
-        param: origin.url("/bytes/3"),
+        param: origin.url(&format!("/hooks/{HOOK_KEY}")),
         http_allow: vec![origin.origin()],
         children: vec![child],
+        secrets: vec!["HOOK_KEY".to_owned()],
         ..JobSpec::new("traced", "http-fetch")
     };
     let job = api.create_job(&spec).await.unwrap().id;
@@ -216,7 +223,7 @@ async fn a_runs_spans_go_from_the_fire_to_the_guests_http_request() {
         (executed, "cronbox.outcome", "success"),
         (request, "http.request.method", "GET"),
         (request, "http.response.status_code", "200"),
-        (request, "url.full", origin.url("/bytes/3").as_str()),
+        (request, "url.full", origin.url("/hooks/********").as_str()),
     ] {
         assert_eq!(
             span.attributes.get(key).map(String::as_str),
@@ -230,7 +237,7 @@ async fn a_runs_spans_go_from_the_fire_to_the_guests_http_request() {
     let seen = origin.requests();
     let traceparent = seen
         .iter()
-        .find(|request| request.path == "/bytes/3")
+        .find(|request| request.path == format!("/hooks/{HOOK_KEY}"))
         .and_then(|request| request.headers.get("traceparent"))
         .expect("the service received a traceparent");
     assert_eq!(
