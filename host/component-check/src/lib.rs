@@ -9,7 +9,9 @@
 //! [`DENIED_INTERFACES`] (linked to a context that grants nothing: every
 //! use fails inside the guest).
 
-use wasmparser::{ComponentExternalKind, Parser, Payload, Validator, WasmFeatures};
+/// The proposals' set, as wasmparser (and wasmtime's engine) take it.
+pub use wasmparser::WasmFeatures;
+use wasmparser::{ComponentExternalKind, Parser, Payload, Validator};
 
 /// Interfaces a job may import and use (by name, without version); outbound
 /// HTTP within the job's grants. Everything not here or in
@@ -243,14 +245,27 @@ fn interface_of(import: &str) -> &str {
 }
 
 /// The WebAssembly features a job may use: wasmparser's defaults (the
-/// component model and what the runtime's engine enables) without the two
-/// the runtime turns off — several memories in one core module and 64-bit
-/// memories. An upload is validated with exactly these, so what passes here
-/// also compiles there.
+/// component model and WebAssembly 3.0) without the proposals cronbox
+/// does not run — several memories in one core module, 64-bit memories,
+/// garbage-collected types, exceptions, threads (shared memories and
+/// atomics) and the component model's async. The runtime's engine is
+/// configured with exactly these (`code_config`), and an upload is
+/// validated with them: what passes here compiles there, and what the
+/// engine would refuse is refused at upload, naming the feature.
 pub fn job_features() -> WasmFeatures {
     WasmFeatures::default()
         .difference(WasmFeatures::MULTI_MEMORY)
         .difference(WasmFeatures::MEMORY64)
+        .difference(WasmFeatures::GC)
+        .difference(WasmFeatures::GC_TYPES)
+        .difference(WasmFeatures::EXCEPTIONS)
+        .difference(WasmFeatures::LEGACY_EXCEPTIONS)
+        .difference(WasmFeatures::THREADS)
+        .difference(WasmFeatures::SHARED_EVERYTHING_THREADS)
+        .difference(WasmFeatures::CM_ASYNC)
+        .difference(WasmFeatures::CM_ASYNC_STACKFUL)
+        .difference(WasmFeatures::CM_MORE_ASYNC_BUILTINS)
+        .difference(WasmFeatures::CM_THREADING)
 }
 
 /// What a component that passed the checks imports without being able to
@@ -268,10 +283,17 @@ pub struct Checked {
 /// exports of world `job`.
 pub fn check_component(wasm: &[u8], max_bytes: usize) -> Result<Checked, ComponentError> {
     check_preamble(wasm, max_bytes)?;
+    validate(wasm)?;
+    check_interface(wasm)
+}
+
+/// Full validation with [`job_features`] alone (no preamble, import or
+/// export check).
+pub fn validate(wasm: &[u8]) -> Result<(), ComponentError> {
     Validator::new_with_features(job_features())
         .validate_all(wasm)
-        .map_err(|error| ComponentError::Invalid(error.to_string()))?;
-    check_interface(wasm)
+        .map(drop)
+        .map_err(|error| ComponentError::Invalid(error.to_string()))
 }
 
 /// The top-level imports against [`GRANTED_INTERFACES`] and
@@ -415,14 +437,12 @@ mod tests {
     }
 
     /// Validation uses the features the runtime enables: a component whose
-    /// core module has two memories, or a 64-bit memory, is refused at
-    /// upload, naming the feature.
+    /// core module has two memories, a 64-bit memory, a garbage-collected
+    /// type, an exception tag or a shared memory is refused at upload,
+    /// naming the feature.
     #[test]
     fn features_the_runtime_turns_off_are_refused_at_upload() {
-        for (memories, feature) in [
-            ("(memory 1) (memory 1)", "multiple memories"),
-            ("(memory i64 1)", "memory64"),
-        ] {
+        for (memories, feature) in FEATURES_TURNED_OFF {
             let wasm = wat::parse_str(format!("(component (core module {memories}))")).unwrap();
             match check_component(&wasm, LIMIT) {
                 Err(ComponentError::Invalid(message)) => {
@@ -432,6 +452,16 @@ mod tests {
             }
         }
     }
+
+    /// A core module using each proposal the runtime turns off, and the
+    /// words wasmparser's refusal names it with.
+    const FEATURES_TURNED_OFF: [(&str, &str); 5] = [
+        ("(memory 1) (memory 1)", "multiple memories"),
+        ("(memory i64 1)", "memory64"),
+        ("(type (struct (field i32)))", "gc"),
+        ("(tag)", "exceptions"),
+        ("(memory 1 1 shared)", "threads"),
+    ];
 
     /// Too many functions are refused from the section headers, before
     /// validation or compilation.

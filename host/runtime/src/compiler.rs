@@ -279,16 +279,20 @@ pub(crate) fn code_config(
     functions: Option<Arc<FunctionCache>>,
 ) -> Result<Config, RuntimeError> {
     let mut wasm = Config::new();
+    // Exactly the proposals an upload is validated with
+    // (`cronbox_component_check::job_features`), named here rather than
+    // left to wasmtime's build: one memory per core module (several would
+    // each get the memory limit), 32-bit memories only (the pool's
+    // reservations assume them), no garbage-collected types, exceptions,
+    // threads or component-model async (none of them is built into this
+    // engine, nor would a job need one).
+    wasm.wasm_features(cronbox_component_check::WasmFeatures::all(), false)
+        .wasm_features(cronbox_component_check::job_features(), true);
     // Nothing a job needs that would let it observe the host: NaN bits and
-    // relaxed SIMD results are the same on every machine, one memory per
-    // core module (several would each get the memory limit), 32-bit
-    // memories only (the pool's reservations assume them).
+    // relaxed SIMD results are the same on every machine.
     wasm.cranelift_nan_canonicalization(true)
-        .relaxed_simd_deterministic(true)
-        .wasm_multi_memory(false)
-        .wasm_memory64(false);
-    wasm.wasm_component_model(true)
-        .epoch_interruption(true)
+        .relaxed_simd_deterministic(true);
+    wasm.epoch_interruption(true)
         .consume_fuel(fuel_metering)
         .max_wasm_stack(max_wasm_stack_bytes);
     if let Some(functions) = functions {
@@ -296,4 +300,40 @@ pub(crate) fn code_config(
             .map_err(|error| RuntimeError::Engine(format!("{error:#}")))?;
     }
     Ok(wasm)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The engine and the upload check agree: a core module using each
+    /// proposal the check refuses does not compile either, and one using
+    /// proposals a job may (tail calls, SIMD, bulk memory) compiles.
+    #[test]
+    fn the_engine_takes_exactly_the_features_uploads_are_checked_with() {
+        let engine = wasmtime::Engine::new(&code_config(true, 512 << 10, None).unwrap()).unwrap();
+        let component =
+            |module: &str| wat::parse_str(format!("(component (core module {module}))")).unwrap();
+        for module in [
+            "(memory 1) (memory 1)",
+            "(memory i64 1)",
+            "(type (struct (field i32)))",
+            "(tag)",
+            "(memory 1 1 shared)",
+        ] {
+            let wasm = component(module);
+            assert!(
+                cronbox_component_check::validate(&wasm).is_err(),
+                "the upload check takes {module}"
+            );
+            assert!(
+                wasmtime::component::Component::new(&engine, &wasm).is_err(),
+                "the engine compiles {module}"
+            );
+        }
+        let allowed = "(memory 1) (func (param i32) (result i32) local.get 0 return_call 0) \
+                       (func (result v128) v128.const i32x4 0 0 0 0) \
+                       (func (memory.fill (i32.const 0) (i32.const 0) (i32.const 0)))";
+        wasmtime::component::Component::new(&engine, component(allowed)).unwrap();
+    }
 }
