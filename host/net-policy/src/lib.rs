@@ -328,6 +328,47 @@ mod tests {
         );
     }
 
+    /// The spellings of loopback and metadata addresses an attacker tried
+    /// in a job's URLs (the host part as the guest's request carries it):
+    /// each resolves to an address the policy refuses.
+    #[tokio::test]
+    async fn every_spelling_of_a_private_address_is_refused() {
+        let policy = NetPolicy::public_only();
+        for host in [
+            "127.0.0.1",
+            "127.1",
+            "127.0.1",
+            "2130706433",
+            "0x7f000001",
+            "0x7f.0.0.1",
+            "0177.0.0.1",
+            "0177.1",
+            "017700000001",
+            "localhost",
+            "localhost.",
+            "LOCALHOST",
+            "LocalHost",
+            "0",
+            "0.0.0.0",
+            "169.254.169.254",
+            "2852039166",
+            "0xa9fea9fe",
+            "[::1]",
+            "[0:0:0:0:0:0:0:1]",
+            "[::ffff:127.0.0.1]",
+            "[::ffff:7f00:1]",
+            "[::ffff:a9fe:a9fe]",
+            "[64:ff9b::7f00:1]",
+            "[2002:7f00:1::]",
+            "[fd00:ec2::254]",
+        ] {
+            assert!(
+                policy.resolve(host, 80).await.is_err(),
+                "{host} must be refused"
+            );
+        }
+    }
+
     #[tokio::test]
     async fn a_name_is_resolved_once_and_its_checked_address_returned() {
         let policy = NetPolicy::public_only();
