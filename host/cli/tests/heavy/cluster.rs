@@ -315,6 +315,28 @@ impl Cluster {
         self.api(admin).trigger(job, &request).await.unwrap().run_id
     }
 
+    /// The first whole second at least `lead_ms` after the time creating
+    /// `count` jobs takes now: ten are created (never scheduled) and
+    /// timed, and the estimate is twice their rate. A loaded machine took
+    /// 8 s to create 200 jobs across three admins, an idle one well under
+    /// one; a window starting a fixed time ahead either waits for nothing
+    /// or opens before its jobs exist.
+    async fn window_start(&self, count: usize, lead_ms: i64) -> i64 {
+        self.push("hello", "hello").await;
+        let jobs: Vec<JobSpec> = (0..10)
+            .map(|i| {
+                let name = format!("timing-{}-{i}", now_ms());
+                serde_json::from_value(json!({ "name": name, "module": "hello" })).unwrap()
+            })
+            .collect();
+        let started = now_ms();
+        let batch = JobBatch { jobs, start: false };
+        self.api(0).create_jobs(&batch).await.unwrap();
+        let per_job_ms = (now_ms() - started) as f64 / 10.0;
+        let creating_ms = (2.0 * per_job_ms * count as f64) as i64;
+        second_after(lead_ms + creating_ms)
+    }
+
     /// `count` jobs running `hello` every second of [from, to) only (their
     /// schedule starts and ends there, so that nothing needs stopping
     /// after), started: created in one batch per admin, each started by
