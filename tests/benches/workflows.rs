@@ -174,6 +174,7 @@ async fn bench(chains: usize, length: usize) {
         until_ended(&database, already + total, started).await,
     );
     let fanned = fan_out(&api, &database, &digest).await;
+    hostile_template(&api).await;
     println!(
         "\nthe workflow engine adds {:.0} µs of CPU per run of a chain's node, \
          {:.0} µs per run of a fanned-out node's element",
@@ -238,6 +239,96 @@ async fn fan_out(api: &AdminClient, database: &sqlx::AnyPool, digest: &cronbox_a
         "\nfan-out of {FAN_OUT}: {runs} runs, {inputs} distinct inputs: every element ran exactly once"
     );
     per_run
+}
+
+/// A developer's template at its bound against a large output: a node
+/// fanned out over 1,000 elements whose param is
+/// [`WorkflowSpec::MAX_TEMPLATE_HOLES`] holes reading a field of a ~60 KB
+/// output (each hole parsed that output again before, and cloned what it
+/// read). Its elements' inputs pass 1 MiB after a few hundred, so the node
+/// fails without a run: the process's CPU until then (the first node's run
+/// and the rendering) bounds what rendering cost.
+async fn hostile_template(api: &AdminClient) {
+    api.api
+        .upload(jobs::bytes("extract"), Some("extract"), &[])
+        .await
+        .unwrap();
+    for name in ["big", "wide"] {
+        let spec = json!({ "name": name, "module": "extract", "param": "2000" });
+        api.api
+            .create_job(&serde_json::from_value(spec).unwrap())
+            .await
+            .unwrap();
+    }
+    let holes = "{{ nodes.big.output.count }}".repeat(WorkflowSpec::MAX_TEMPLATE_HOLES);
+    let workflow: WorkflowSpec = serde_json::from_value(json!({
+        "nodes": [
+            { "name": "big", "job": "big" },
+            { "name": "each", "job": "wide", "for_each": "input.items", "param": holes }
+        ],
+        "edges": [{ "from": "big", "to": "each" }]
+    }))
+    .unwrap();
+    api.api.put_workflow("holes", &workflow).await.unwrap();
+    // Another tenant's job firing every second meanwhile: how late its
+    // runs start around the attack.
+    let other = api.api.create_tenant("bystander").await.unwrap();
+    let bystander = api.with_token(&other.token);
+    let ticker = bystander
+        .job(
+            "ticker",
+            jobs::bytes("hello"),
+            json!({ "schedule_type": "CRON", "schedule_conf": "* * * * * ?" }),
+        )
+        .await;
+    bystander.api.start_job(ticker).await.unwrap();
+    cronbox_tests::until("the ticker runs", || async {
+        (bystander.runs(ticker).await.len() >= 2).then_some(())
+    })
+    .await;
+    let items: Vec<u32> = (0..1000).collect();
+    let input = json!({ "items": items }).to_string();
+    // Measured from the start: the first node's one run is a few
+    // milliseconds of it.
+    let started = (Instant::now(), process_cpu_ms());
+    let run = api
+        .api
+        .start_workflow_run("holes", Some(&input))
+        .await
+        .unwrap();
+    let ended = cronbox_tests::until("the fanned-out node fails", || async {
+        let run = api.api.workflow_run(run.id).await.ok()?;
+        (run.status != cronbox_api::WorkflowRunStatus::Running).then_some(run)
+    })
+    .await;
+    let (wall, cpu_ms) = (started.0.elapsed(), process_cpu_ms() - started.1);
+    // Three more of the ticker's runs after the attack, then its lateness
+    // over all of them.
+    let seen = bystander.runs(ticker).await.len();
+    cronbox_tests::until("the ticker runs on", || async {
+        (bystander.runs(ticker).await.len() >= seen + 3).then_some(())
+    })
+    .await;
+    let mut late: Vec<i64> = bystander
+        .runs(ticker)
+        .await
+        .iter()
+        .filter_map(|run| Some(run.started_at_ms? - run.scheduled_at_ms))
+        .collect();
+    late.sort_unstable();
+    let output = ended.nodes[0].output.as_deref().unwrap_or_default().len();
+    println!(
+        "\n{} holes over a {output}-byte output, fanned out over 1,000 elements: \
+         the node ended in {:.0} ms, the process used {cpu_ms} ms of CPU ({})",
+        WorkflowSpec::MAX_TEMPLATE_HOLES,
+        wall.as_secs_f64() * 1000.0,
+        ended.nodes[1].message.as_deref().unwrap_or_default()
+    );
+    println!(
+        "another tenant's every-second job meanwhile: {} runs, started late by {} ms at most",
+        late.len(),
+        late.last().copied().unwrap_or_default()
+    );
 }
 
 fn main() {
