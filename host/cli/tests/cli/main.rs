@@ -22,6 +22,7 @@ mod support;
 
 mod admin;
 mod console;
+mod deploy;
 mod docs;
 mod executor;
 mod run;
