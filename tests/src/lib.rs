@@ -317,3 +317,36 @@ pub(crate) async fn serve_on(
     });
     (addr, server)
 }
+
+/// A successful result of run `run_id` of job `job_id` saying `message`,
+/// as an executor at `executor` holding `receipt` would post it: nothing
+/// logged, no state changed.
+pub fn stand_in_result(
+    run_id: u64,
+    job_id: u64,
+    message: &str,
+    executor: &str,
+    receipt: &str,
+) -> RunResult {
+    RunResult {
+        run_id,
+        job_id,
+        scheduled_at_ms: None,
+        outcome: cronbox_protocol::Outcome::Success {
+            message: message.to_owned(),
+        },
+        code: 200,
+        started_at_ms: 1,
+        duration_ms: 1,
+        fuel_consumed: None,
+        peak_memory_bytes: 0,
+        module_digest: Default::default(),
+        log: Vec::new(),
+        log_truncated: false,
+        state_changes: Default::default(),
+        traceparent: None,
+        state_base: Default::default(),
+        executor: executor.to_owned(),
+        receipt: receipt.to_owned(),
+    }
+}

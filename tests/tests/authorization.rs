@@ -144,6 +144,16 @@ impl Admin {
         answer(request).await
     }
 
+    /// Tenant `acme` with an admin and a developer: their tokens.
+    async fn acme_admin_and_developer(&self) -> (AdminClient, AdminClient) {
+        self.tenant("acme").await;
+        self.add_user("acme-admin", "acme", "admin").await;
+        self.add_user("acme-dev", "acme", "developer").await;
+        let (owner, _) = self.token_of("acme-admin", "admin").await;
+        let (developer, _) = self.token_of("acme-dev", "developer").await;
+        (owner, developer)
+    }
+
     /// A token `user` makes for itself with `role`, and its id.
     async fn token_of(&self, user: &str, role: &str) -> (AdminClient, i64) {
         let session = self.login(user).await;

@@ -243,27 +243,13 @@ async fn a_result_counts_only_from_a_credential_of_its_runs_group() {
             .cloned()
     })
     .await;
-    let result = cronbox_protocol::RunResult {
-        run_id: run.wire(),
-        job_id: job.wire(),
-        scheduled_at_ms: None,
-        outcome: cronbox_protocol::Outcome::Success {
-            message: "from a stand-in".into(),
-        },
-        code: 200,
-        started_at_ms: 1,
-        duration_ms: 1,
-        fuel_consumed: None,
-        peak_memory_bytes: 0,
-        module_digest: Default::default(),
-        log: Vec::new(),
-        log_truncated: false,
-        state_changes: Default::default(),
-        traceparent: None,
-        state_base: Default::default(),
-        executor: address.clone(),
-        receipt: command.receipt.clone(),
-    };
+    let result = cronbox_tests::stand_in_result(
+        run.wire(),
+        job.wire(),
+        "from a stand-in",
+        &address,
+        &command.receipt,
+    );
     let post_result = |token: String| {
         let (http, base, result) = (stack.http.clone(), stack.base.clone(), result.clone());
         async move {

@@ -60,11 +60,7 @@ async fn a_token_never_changes_its_users_password() {
 
     // An admin's token still sets another user's password, never one
     // above its own role.
-    admin.tenant("acme").await;
-    admin.add_user("acme-admin", "acme", "admin").await;
-    admin.add_user("acme-dev", "acme", "developer").await;
-    let (acme_admin, _) = admin.token_of("acme-admin", "admin").await;
-    let (acme_dev, _) = admin.token_of("acme-dev", "developer").await;
+    let (acme_admin, acme_dev) = admin.acme_admin_and_developer().await;
     let (status, body) = acme_admin
         .call(
             Method::PUT,

@@ -12,11 +12,7 @@ use super::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_workflow_never_takes_over_a_job_it_did_not_make() {
     let admin = admin().await;
-    admin.tenant("acme").await;
-    admin.add_user("acme-admin", "acme", "admin").await;
-    admin.add_user("acme-dev", "acme", "developer").await;
-    let (owner, _) = admin.token_of("acme-admin", "admin").await;
-    let (developer, _) = admin.token_of("acme-dev", "developer").await;
+    let (owner, developer) = admin.acme_admin_and_developer().await;
     let (status, body) = owner
         .call(
             Method::PUT,

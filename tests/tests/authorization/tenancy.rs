@@ -5,11 +5,7 @@ use super::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_the_role_that_manages_secrets_has_code_read_them() {
     let admin = admin().await;
-    admin.tenant("acme").await;
-    admin.add_user("acme-admin", "acme", "admin").await;
-    admin.add_user("acme-dev", "acme", "developer").await;
-    let (owner, _) = admin.token_of("acme-admin", "admin").await;
-    let (developer, _) = admin.token_of("acme-dev", "developer").await;
+    let (owner, developer) = admin.acme_admin_and_developer().await;
 
     let (status, body) = owner
         .call(

@@ -71,27 +71,14 @@ async fn the_executor_token_goes_only_to_executors_and_forged_results_are_refuse
         (stack.run(run).await.status == RunStatus::Dispatched).then_some(())
     })
     .await;
-    let forged = cronbox_protocol::RunResult {
-        run_id: run.wire(),
-        job_id: sleeper.wire(),
-        scheduled_at_ms: None,
-        outcome: cronbox_protocol::Outcome::Success {
-            message: "forged".into(),
-        },
-        code: 200,
-        started_at_ms: 1,
-        duration_ms: 1,
-        fuel_consumed: None,
-        peak_memory_bytes: 0,
-        module_digest: Default::default(),
-        log: Vec::new(),
-        log_truncated: false,
-        state_changes: [("forged".to_owned(), Some("yes".to_owned()))].into(),
-        traceparent: None,
-        state_base: Default::default(),
-        executor: stack.address(0).to_owned(),
-        receipt: "00".repeat(32),
-    };
+    let mut forged = cronbox_tests::stand_in_result(
+        run.wire(),
+        sleeper.wire(),
+        "forged",
+        stack.address(0),
+        &"00".repeat(32),
+    );
+    forged.state_changes = [("forged".to_owned(), Some("yes".to_owned()))].into();
     let response = stack
         .http
         .post(format!("{}/api/v1/callback", stack.base))
