@@ -208,6 +208,7 @@ fn main() {
         let admin = cronbox_admin::start(AdminConfig {
             bind: "127.0.0.1:0".parse().unwrap(),
             database: Database::Sqlite(dir),
+            migrations: Default::default(),
             api_token: API.into(),
             executor_token: "bench-exec".into(),
             scheduler: SchedulerConfig::default(),

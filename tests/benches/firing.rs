@@ -197,6 +197,7 @@ async fn round(
             cronbox_admin::start(AdminConfig {
                 bind: "127.0.0.1:0".parse().unwrap(),
                 database,
+                migrations: Default::default(),
                 api_token: API.into(),
                 executor_token: EXEC.into(),
                 scheduler: SchedulerConfig {

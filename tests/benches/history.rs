@@ -51,6 +51,7 @@ async fn admin(data: &Path, bind: &str, success_retention: Option<Duration>) -> 
     cronbox_admin::start(AdminConfig {
         bind: bind.parse().unwrap(),
         database: Database::Sqlite(data.join("admin")),
+        migrations: Default::default(),
         api_token: API.into(),
         executor_token: EXEC.into(),
         scheduler: SchedulerConfig {

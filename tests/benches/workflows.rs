@@ -64,6 +64,7 @@ async fn bench(chains: usize, length: usize) {
     let admin = cronbox_admin::start(AdminConfig {
         bind: "127.0.0.1:0".parse().unwrap(),
         database: Database::Sqlite(data.path().join("admin")),
+        migrations: Default::default(),
         api_token: API.into(),
         executor_token: EXEC.into(),
         scheduler: SchedulerConfig {

@@ -41,7 +41,7 @@ pub use client::{AdminClient, WAIT, run_summary, test_password, until, until_see
 pub use executor_client::ExecutorClient;
 pub use origin::{SeenRequest, TestOrigin};
 pub use otlp::{OtlpReceiver, ReceivedPoint, ReceivedSpan};
-pub use postgres::PostgresServer;
+pub use postgres::{PostgresServer, postgres_program};
 pub use python::{python_tool, run_ok};
 pub use threads::{TestGroup, Turn};
 pub use webhook::WebhookReceiver;

@@ -22,6 +22,12 @@ pub struct PostgresServer {
     dir: PathBuf,
 }
 
+/// PostgreSQL's program `name` (`pg_dump`, `pg_restore`, ...) from the
+/// newest server installed.
+pub fn postgres_program(name: &str) -> PathBuf {
+    bin_dir().join(name)
+}
+
 fn bin_dir() -> PathBuf {
     let mut versions: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
         .map(|entries| {

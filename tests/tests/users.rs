@@ -26,6 +26,7 @@ async fn admin() -> Admin {
     let admin = cronbox_admin::start(AdminConfig {
         bind: "127.0.0.1:0".parse().unwrap(),
         database: Database::Sqlite(data.path().join("admin")),
+        migrations: Default::default(),
         api_token: API.into(),
         executor_token: "exec-token".into(),
         scheduler: SchedulerConfig::default(),

@@ -53,7 +53,7 @@ use std::time::Duration;
 
 pub use metrics::JobMark;
 pub use scheduler::SchedulerConfig;
-pub use store::{Store, StoreError, create_private_dir};
+pub use store::{Migrations, SchemaVersion, Store, StoreError, create_private_dir};
 
 /// Versions kept per module name (older ones go unless a job pins them).
 pub const KEPT_MODULE_VERSIONS: usize = 30;
@@ -72,6 +72,9 @@ pub enum Database {
 pub struct AdminConfig {
     pub bind: SocketAddr,
     pub database: Database,
+    /// Whether the admin applies pending migrations as it starts (the
+    /// default) or refuses to start until `cronbox admin migrate` has.
+    pub migrations: Migrations,
     /// The operator token: the user API for tenant `default`, every
     /// tenant's objects, and tenant management. Tenants' own tokens are
     /// made through the API and stored hashed.
@@ -134,8 +137,8 @@ pub async fn start(config: AdminConfig) -> Result<RunningAdmin, AdminError> {
         return Err(AdminError::DispatchLeaseTooShort { lease, timeout });
     }
     let store = match &config.database {
-        Database::Sqlite(dir) => Store::open_sqlite(dir).await?,
-        Database::Url(url) => Store::connect(url).await?,
+        Database::Sqlite(dir) => Store::open_sqlite_with(dir, config.migrations).await?,
+        Database::Url(url) => Store::connect_with(url, config.migrations).await?,
     }
     .with_leases(store::Leases::with_dispatch(lease));
     // Executors' certificates are checked against the system's roots and

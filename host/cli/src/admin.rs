@@ -12,32 +12,42 @@ use cronbox_admin::{AdminConfig, Database, SchedulerConfig};
 /// Run an admin: store jobs, fire them on time, route them to executors,
 /// record their results.
 #[derive(Debug, Args)]
-#[command(after_help = "Examples:
+#[command(
+    after_help = "Examples:
   cronbox admin --token api-secret --executor-token exec-secret
   cronbox admin --database-url postgres://cronbox@db/cronbox --bind 0.0.0.0:8080 \\
       --token api-secret --executor-token exec-secret
   cronbox admin --tls-cert certs/admin.pem --tls-key certs/admin-key.pem \\
-      --ca-file certs/ca.pem --token api-secret --executor-token exec-secret")]
+      --ca-file certs/ca.pem --token api-secret --executor-token exec-secret
+  cronbox admin migrate --database-url postgres://cronbox@db/cronbox
+  cronbox admin backup cronbox-backup.db",
+    subcommand_negates_reqs = true
+)]
 pub struct AdminArgs {
     /// Address the admin API listens on.
     #[arg(long, env = "CRONBOX_ADMIN_BIND", default_value = "127.0.0.1:8080")]
     bind: SocketAddr,
-    /// Embedded SQLite database directory (one admin per directory).
+    #[command(flatten)]
+    database: DatabaseArgs,
+    /// Apply no migration at start: refuse to start while any is pending
+    /// (for deployments where `cronbox admin migrate` runs first, as a
+    /// job). By default an admin migrates as it starts, under the
+    /// database's lock.
+    #[arg(long, env = "CRONBOX_ADMIN_NO_MIGRATE")]
+    no_migrate: bool,
+    #[command(subcommand)]
+    operation: Option<crate::admin_ops::AdminOperation>,
+    /// Token of the user API.
     #[arg(
         long,
-        env = "CRONBOX_ADMIN_DATA_DIR",
-        default_value = "cronbox-data/admin"
+        env = "CRONBOX_API_TOKEN",
+        hide_env_values = true,
+        required = true
     )]
-    data_dir: PathBuf,
-    /// Database URL instead of the embedded SQLite (postgres://... for clusters).
-    #[arg(long, env = "CRONBOX_DATABASE_URL")]
-    database_url: Option<String>,
-    /// Token of the user API.
-    #[arg(long, env = "CRONBOX_API_TOKEN", hide_env_values = true)]
-    token: String,
+    token: Option<String>,
     /// Token shared with executors.
-    #[arg(long, env = "CRONBOX_TOKEN", hide_env_values = true)]
-    executor_token: String,
+    #[arg(long, env = "CRONBOX_TOKEN", hide_env_values = true, required = true)]
+    executor_token: Option<String>,
     #[command(flatten)]
     tls: crate::tls::ServeTls,
     /// How far ahead due jobs are read and their runs written (a job read
@@ -85,6 +95,32 @@ pub struct AdminArgs {
     /// Largest module upload.
     #[arg(long, env = "CRONBOX_ADMIN_MAX_MODULE_SIZE", default_value = "64MiB")]
     max_module_size: bytesize::ByteSize,
+}
+
+/// Where an admin keeps its data, shared by `cronbox admin` and its
+/// operations (`migrate`, `backup`, `restore`).
+#[derive(Debug, Clone, Args)]
+pub(crate) struct DatabaseArgs {
+    /// Embedded SQLite database directory (one admin per directory).
+    #[arg(
+        long,
+        global = true,
+        env = "CRONBOX_ADMIN_DATA_DIR",
+        default_value = "cronbox-data/admin"
+    )]
+    pub(crate) data_dir: PathBuf,
+    /// Database URL instead of the embedded SQLite (postgres://... for clusters).
+    #[arg(long, global = true, env = "CRONBOX_DATABASE_URL")]
+    pub(crate) database_url: Option<String>,
+}
+
+impl DatabaseArgs {
+    pub(crate) fn database(self) -> Database {
+        match self.database_url {
+            Some(url) => Database::Url(url),
+            None => Database::Sqlite(self.data_dir),
+        }
+    }
 }
 
 /// What the operator lets a tenant's jobs ask for and reach, where their
@@ -182,17 +218,25 @@ pub fn main(
     args: AdminArgs,
     metrics_export: Option<cronbox_telemetry::MetricsExporter>,
 ) -> anyhow::Result<ExitCode> {
-    if args.token.is_empty() || args.executor_token.is_empty() {
+    if let Some(operation) = args.operation {
+        return crate::admin_ops::main(operation, args.database.database());
+    }
+    let (Some(token), Some(executor_token)) = (args.token, args.executor_token) else {
+        bail!("--token and --executor-token are needed to run an admin");
+    };
+    if token.is_empty() || executor_token.is_empty() {
         bail!("--token and --executor-token must not be empty");
     }
     let config = AdminConfig {
         bind: args.bind,
-        database: match args.database_url {
-            Some(url) => Database::Url(url),
-            None => Database::Sqlite(args.data_dir),
+        database: args.database.database(),
+        migrations: if args.no_migrate {
+            cronbox_admin::Migrations::Require
+        } else {
+            cronbox_admin::Migrations::Apply
         },
-        api_token: args.token,
-        executor_token: args.executor_token,
+        api_token: token,
+        executor_token,
         scheduler: args.tenant_policy.apply(SchedulerConfig {
             pre_read: args.pre_read,
             dead_after: args.dead_after,

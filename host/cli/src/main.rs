@@ -16,6 +16,7 @@
 mod out;
 
 mod admin;
+mod admin_ops;
 mod cache;
 mod config;
 mod context;

@@ -151,6 +151,7 @@ pub fn main(
         let admin = cronbox_admin::start(AdminConfig {
             bind: args.bind,
             database: Database::Sqlite(args.data_dir.join("admin")),
+            migrations: Default::default(),
             api_token: api_token.clone(),
             executor_token: executor_token.clone(),
             scheduler: args.tenant_policy.apply(SchedulerConfig {

@@ -165,6 +165,7 @@ async fn two_admins_on_one_database_send_each_alarm_once() {
             cronbox_admin::start(AdminConfig {
                 bind: "127.0.0.1:0".parse().unwrap(),
                 database: Database::Url(url.clone()),
+                migrations: Default::default(),
                 api_token: API.into(),
                 executor_token: EXEC.into(),
                 scheduler: loopback_alarms(),

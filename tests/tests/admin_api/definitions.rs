@@ -324,6 +324,7 @@ async fn jobs_in_batches_and_name_searches_on_postgres() {
     let admin = cronbox_admin::start(AdminConfig {
         bind: "127.0.0.1:0".parse().unwrap(),
         database: Database::Url(database.url()),
+        migrations: Default::default(),
         api_token: API.into(),
         executor_token: EXEC.into(),
         scheduler: SchedulerConfig::default(),

@@ -25,6 +25,8 @@ use std::path::{Path, PathBuf};
 
 use cronbox_protocol::{ABSENT_REVISION, StateChanges, StateRevision, TriggerKind};
 
+pub use schema::{Migrations, SchemaVersion};
+
 pub use crate::model::{AlarmState, Digest, JobId, MisfirePolicy, RunId, RunOutcome, RunStatus};
 use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, Row};
@@ -33,6 +35,7 @@ use sqlx::{AnyPool, Row};
 mod rows;
 mod audit;
 mod backfills;
+pub mod backup;
 mod calendars;
 mod claims;
 mod dashboard;
@@ -51,6 +54,7 @@ mod registry;
 mod run_ends;
 mod run_lists;
 mod runs;
+mod schema;
 mod secrets;
 mod sqlite;
 mod tenants;
@@ -107,6 +111,40 @@ pub enum StoreError {
     Database(#[from] sqlx::Error),
     #[error("database migration failed: {0}")]
     Migration(#[from] sqlx::migrate::MigrateError),
+    /// The database was migrated past what this admin can serve.
+    #[error(
+        "the database's schema is at version {database}, which admins from schema version \
+         {oldest_reader} on can serve; this admin knows schema versions up to {known}: upgrade \
+         this admin to a release at least as new as the database's"
+    )]
+    SchemaTooNew {
+        database: i64,
+        oldest_reader: i64,
+        known: i64,
+    },
+    #[error("cannot use {path}: {source}")]
+    File {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// A file given as a copy of the store is not one.
+    #[error("{path} is not a usable cronbox database: {reason}")]
+    NotADatabase { path: PathBuf, reason: String },
+    /// A backup never overwrites a file.
+    #[error("{0} exists already: name a new file (a backup never overwrites one)")]
+    CopyExists(PathBuf),
+    /// A restore into a data directory that holds a database.
+    #[error(
+        "{0} holds a database already: stop its admin and pass --replace to set the database \
+         aside (renamed cronbox.db.replaced-TIME) and restore in its place"
+    )]
+    HoldsDatabase(PathBuf),
+    /// `--no-migrate` against a database with migrations pending.
+    #[error(
+        "the database's schema is at version {database} and this admin needs version {known}: \
+         run `cronbox admin migrate` first (or start without --no-migrate)"
+    )]
+    SchemaBehind { database: i64, known: i64 },
     /// Job {0}'s children would lead back to it (found when writing, so a
     /// concurrent update cannot slip one past the check before it).
     #[error("child jobs would form a cycle through job {0}")]
@@ -153,11 +191,9 @@ pub struct Store {
     jobs: std::sync::Arc<job_cache::JobCache>,
     /// How long this admin's writes and dispatches hold their runs.
     leases: Leases,
+    /// The schema's version when the store opened.
+    schema: std::sync::Arc<SchemaVersion>,
 }
-
-static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
-
-static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
 
 /// Text as the database stores it: PostgreSQL refuses the character U+0000
 /// in text (and SQLite's functions stop at it), so a guest's message that
@@ -279,26 +315,22 @@ impl Store {
     /// its database files 0600),
     /// refusing a data directory another admin holds.
     pub async fn open_sqlite(data_dir: &Path) -> Result<Store, StoreError> {
-        let io = |source| StoreError::DataDir {
+        Store::open_sqlite_with(data_dir, Migrations::Apply).await
+    }
+
+    /// [`Store::open_sqlite`], doing what `migrations` says.
+    pub async fn open_sqlite_with(
+        data_dir: &Path,
+        migrations: Migrations,
+    ) -> Result<Store, StoreError> {
+        let lock = sqlite::lock_data_dir(data_dir)?;
+        let database = data_dir.join(sqlite::DATABASE_FILE);
+        make_private_files(&database).map_err(|source| StoreError::DataDir {
             path: data_dir.to_path_buf(),
             source,
-        };
-        create_private_dir(data_dir).map_err(io)?;
-        let mut lock_options = std::fs::OpenOptions::new();
-        lock_options.create(true).truncate(false).write(true);
-        std::os::unix::fs::OpenOptionsExt::mode(&mut lock_options, 0o600);
-        let lock = lock_options.open(data_dir.join("admin.lock")).map_err(io)?;
-        match lock.try_lock() {
-            Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => {
-                return Err(StoreError::Locked(data_dir.to_path_buf()));
-            }
-            Err(std::fs::TryLockError::Error(error)) => return Err(io(error)),
-        }
-        let database = data_dir.join("cronbox.db");
-        make_private_files(&database).map_err(io)?;
+        })?;
         let url = format!("sqlite://{}?mode=rwc", database.display());
-        let mut store = Store::connect(&url).await?;
+        let mut store = Store::connect_with(&url, migrations).await?;
         store.lock = Some(std::sync::Arc::new(lock));
         Ok(store)
     }
@@ -322,6 +354,11 @@ impl Store {
 
     /// Connects by URL (`sqlite://...` or `postgres://...`) and migrates.
     pub async fn connect(url: &str) -> Result<Store, StoreError> {
+        Store::connect_with(url, Migrations::Apply).await
+    }
+
+    /// Connects by URL, doing what `migrations` says.
+    pub async fn connect_with(url: &str, migrations: Migrations) -> Result<Store, StoreError> {
         sqlx::any::install_default_drivers();
         let backend = if url.starts_with("sqlite:") {
             Backend::Sqlite
@@ -378,13 +415,13 @@ impl Store {
                 })
                 .connect(url)
         };
-        let (pool, writer, checkpointer, turns) = match backend {
+        let (pool, writer, checkpointer, turns, schema) = match backend {
             Backend::Sqlite => {
                 let writer = connect(1, true).await?;
                 sqlx::query("PRAGMA journal_mode = WAL")
                     .execute(&writer)
                     .await?;
-                SQLITE_MIGRATIONS.run(&writer).await?;
+                let schema = schema::prepare(&writer, backend, migrations).await?;
                 let pool = connect(4, false).await?;
                 let turns = std::sync::Arc::new(turns::WriterTurns::default());
                 let checkpointer = Checkpointer::start(pool.clone(), writer.clone(), turns.clone());
@@ -393,12 +430,13 @@ impl Store {
                     writer,
                     Some(std::sync::Arc::new(checkpointer)),
                     Some(turns),
+                    schema,
                 )
             }
             Backend::Postgres => {
                 let pool = connect(16, false).await?;
-                POSTGRES_MIGRATIONS.run(&pool).await?;
-                (pool.clone(), pool, None, None)
+                let schema = schema::prepare(&pool, backend, migrations).await?;
+                (pool.clone(), pool, None, None, schema)
             }
         };
         Ok(Store {
@@ -411,7 +449,13 @@ impl Store {
             turns,
             jobs: std::sync::Arc::new(job_cache::JobCache::new(job_cache::JOB_CACHE_BYTES)),
             leases: Leases::default(),
+            schema: std::sync::Arc::new(schema),
         })
+    }
+
+    /// The schema's version as the store found or left it when it opened.
+    pub fn schema(&self) -> &SchemaVersion {
+        &self.schema
     }
 
     /// Copies SQLite's write-ahead log into the database now, as the store

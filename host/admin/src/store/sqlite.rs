@@ -109,6 +109,28 @@ pub(super) fn with_sqlite_row_buffer(url: &str) -> String {
     format!("{url}{separator}row_buffer_size={SQLITE_ROW_BUFFER}")
 }
 
+/// The database's file in a data directory.
+pub(super) const DATABASE_FILE: &str = "cronbox.db";
+
+/// Creates `data_dir` (0700) and takes its exclusive lock, held while the
+/// file stays open: one admin (or restore) per data directory.
+pub(super) fn lock_data_dir(data_dir: &Path) -> Result<std::fs::File, StoreError> {
+    let io = |source| StoreError::DataDir {
+        path: data_dir.to_path_buf(),
+        source,
+    };
+    create_private_dir(data_dir).map_err(io)?;
+    let mut lock_options = std::fs::OpenOptions::new();
+    lock_options.create(true).truncate(false).write(true);
+    std::os::unix::fs::OpenOptionsExt::mode(&mut lock_options, 0o600);
+    let lock = lock_options.open(data_dir.join("admin.lock")).map_err(io)?;
+    match lock.try_lock() {
+        Ok(()) => Ok(lock),
+        Err(std::fs::TryLockError::WouldBlock) => Err(StoreError::Locked(data_dir.to_path_buf())),
+        Err(std::fs::TryLockError::Error(error)) => Err(io(error)),
+    }
+}
+
 /// Creates `dir` (and its missing parents) readable by this user only
 /// (0700); an existing directory is left as it is.
 pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {

@@ -273,6 +273,7 @@ fn now_ms() -> i64 {
 
 mod definitions;
 mod floods;
+mod operations;
 mod routing;
 mod runs;
 mod schedules;
