@@ -1,7 +1,8 @@
 //! The executor's HTTP API (axum): `beat`, `idle-beat`, `run`,
 //! `run-batch` (several runs in one request, each answered as `run` would),
-//! `kill`, `log`, `prepare` (compile a module ahead of its runs), and
-//! `/metrics`. Every route but `/metrics` needs the admins' bearer token
+//! `kill`, `log`, `prepare` (compile a module ahead of its runs),
+//! `/metrics`, and the probes `/livez` and `/readyz`. Every route but
+//! those three needs the admins' bearer token
 //! (the shared token, or an enrolled executor's admin proof), compared
 //! in constant time; errors are JSON [`ApiError`] bodies.
 
@@ -46,9 +47,25 @@ pub(crate) fn router(state: Arc<ApiState>, max_request_bytes: usize) -> Router {
     Router::new()
         .merge(authenticated)
         .route(executor_paths::METRICS, get(metrics))
+        .route(executor_paths::LIVEZ, get(livez))
+        .route(executor_paths::READYZ, get(readyz))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(max_request_bytes))
         .with_state(state)
+}
+
+/// Liveness: 200 while the process serves (no token).
+async fn livez() -> &'static str {
+    "ok"
+}
+
+/// Readiness: 200 while runs are taken, 503 once a shutdown has begun (its
+/// runs drain; an orchestrator sends no new traffic), no token.
+async fn readyz(State(state): State<Arc<ApiState>>) -> Response {
+    if state.jobs.is_closing() {
+        return (StatusCode::SERVICE_UNAVAILABLE, "shutting down: draining runs").into_response();
+    }
+    "ready".into_response()
 }
 
 /// `Json<T>` whose rejections are [`Failure`]s naming what is wrong.

@@ -33,6 +33,10 @@ pub mod executor_paths {
     pub const PREPARE: &str = "/api/v1/prepare";
     /// `GET`: Prometheus metrics (no token needed).
     pub const METRICS: &str = "/metrics";
+    /// `GET`: liveness, 200 while the process serves (no token).
+    pub const LIVEZ: &str = "/livez";
+    /// `GET`: readiness, 503 once a shutdown has begun (no token).
+    pub const READYZ: &str = "/readyz";
 }
 
 /// Paths served by the admin for executors.

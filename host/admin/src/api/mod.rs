@@ -118,6 +118,13 @@ async fn readyz(State(state): State<Arc<AdminState>>) -> Response {
     }
 }
 
+/// Liveness: 200 while the process serves, whether or not the database
+/// answers (an orchestrator restarting admins during a database failover
+/// would only slow their return); no token.
+async fn livez() -> Json<serde_json::Value> {
+    Json(serde_json::json!({ "live": true }))
+}
+
 /// The OpenAPI 3.0 document of this API; no token.
 async fn openapi() -> impl IntoResponse {
     // The same for the process's life: built and written once.
@@ -154,6 +161,16 @@ fn open_routes(table: &mut Routes) {
         schema("Ready"),
     );
     table.route(operation, Access::Open, readyz);
+    let operation = op(
+        "get",
+        "/livez",
+        "observability",
+        "Liveness: 200 while the process serves, database or not (no token)",
+        None,
+        "200",
+        json!({ "type": "object", "properties": { "live": { "type": "boolean" } } }),
+    );
+    table.route(operation, Access::Open, livez);
     let operation = op(
         "get",
         "/api/v1/openapi.json",

@@ -277,6 +277,11 @@ impl Jobs {
 
     /// Takes a trigger: queues it, runs it, or refuses it per its strategy;
     /// a trigger with `start_in_ms` is held until then and applied then.
+    /// Whether a shutdown has begun: runs are no longer taken.
+    pub(crate) fn is_closing(&self) -> bool {
+        self.shared.closing.load(Ordering::SeqCst)
+    }
+
     pub(crate) fn submit(&self, command: RunCommand) -> Result<RunResponse, SubmitError> {
         validate(&command)?;
         let shared = &self.shared;
