@@ -63,7 +63,11 @@ async fn livez() -> &'static str {
 /// runs drain; an orchestrator sends no new traffic), no token.
 async fn readyz(State(state): State<Arc<ApiState>>) -> Response {
     if state.jobs.is_closing() {
-        return (StatusCode::SERVICE_UNAVAILABLE, "shutting down: draining runs").into_response();
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "shutting down: draining runs",
+        )
+            .into_response();
     }
     "ready".into_response()
 }

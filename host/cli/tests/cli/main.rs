@@ -25,6 +25,7 @@ mod console;
 mod deploy;
 mod docs;
 mod executor;
+mod kubernetes;
 mod run;
 mod semantics;
 mod tls;
