@@ -88,6 +88,9 @@ struct Received {
 struct AdminState {
     token: String,
     available: AtomicBool,
+    /// The protocol version its answers carry (0: none, as an admin of
+    /// protocol 1 answered).
+    protocol: std::sync::atomic::AtomicU32,
     modules: Mutex<HashMap<String, Vec<u8>>>,
     received: Mutex<Received>,
 }
@@ -144,9 +147,9 @@ async fn registry(
     State(state): State<Arc<AdminState>>,
     headers: HeaderMap,
     Json(registration): Json<Registration>,
-) -> StatusCode {
+) -> axum::response::Response {
     if let Some(status) = refusal(&state, &headers) {
-        return status;
+        return status.into_response();
     }
     state
         .received
@@ -154,7 +157,15 @@ async fn registry(
         .expect("lock")
         .registrations
         .push(registration);
-    StatusCode::OK
+    // It stands in for an admin of this build, unless told otherwise.
+    match state.protocol.load(Ordering::SeqCst) {
+        0 => StatusCode::OK.into_response(),
+        version => (
+            [(cronbox_protocol::PROTOCOL_HEADER, version.to_string())],
+            StatusCode::OK,
+        )
+            .into_response(),
+    }
 }
 
 async fn registry_remove(
@@ -199,6 +210,7 @@ impl StandInAdmin {
         let state = Arc::new(AdminState {
             token: token.to_owned(),
             available: AtomicBool::new(true),
+            protocol: cronbox_protocol::PROTOCOL_VERSION.into(),
             modules: Mutex::new(HashMap::new()),
             received: Mutex::new(Received::default()),
         });
@@ -235,6 +247,14 @@ impl StandInAdmin {
             .expect("lock")
             .insert(digest.clone(), wasm);
         digest
+    }
+
+    /// The protocol version its registration answers carry (`None`: none,
+    /// as an admin of protocol 1's did).
+    pub fn set_protocol(&self, version: Option<u32>) {
+        self.state
+            .protocol
+            .store(version.unwrap_or(0), Ordering::SeqCst);
     }
 
     /// While unavailable, every request is answered 503.

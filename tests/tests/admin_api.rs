@@ -457,6 +457,8 @@ mod runs;
 mod schedules;
 #[path = "admin_api/tenancy.rs"]
 mod tenancy;
+#[path = "admin_api/version_skew.rs"]
+mod version_skew;
 #[path = "admin_api/workflow_control.rs"]
 mod workflow_control;
 #[path = "admin_api/workflow_runs.rs"]

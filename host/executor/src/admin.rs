@@ -88,6 +88,56 @@ impl AdminClient {
         accepted
     }
 
+    /// Registers (beats) with every admin whose protocol version this
+    /// executor may serve; returns how many accepted. An admin too old for
+    /// it that took the registration anyway (it speaks protocol 1, before
+    /// versions were checked) is sent a deregistration at once, so it
+    /// routes no run here; a refusal is logged with the admin's reason.
+    pub(crate) async fn beat_all(&self, registration: &cronbox_protocol::Registration) -> usize {
+        use cronbox_protocol::{PROTOCOL_HEADER, PROTOCOL_VERSION, UNVERSIONED, admin_paths};
+        let mut accepted = 0;
+        for admin in &self.admins {
+            let response = match self
+                .http
+                .post(format!("{admin}{}", admin_paths::REGISTRY))
+                .bearer_auth(&self.token)
+                .json(registration)
+                .send()
+                .await
+            {
+                Ok(response) => response,
+                Err(error) => {
+                    tracing::debug!(%admin, %error, "admin did not accept the heartbeat");
+                    continue;
+                }
+            };
+            let status = response.status();
+            if status == reqwest::StatusCode::UNPROCESSABLE_ENTITY {
+                let reason = response.text().await.unwrap_or_default();
+                tracing::error!(%admin, %reason, "the admin refused this executor's registration");
+                continue;
+            }
+            if !status.is_success() {
+                tracing::debug!(%admin, %status, "admin did not accept the heartbeat");
+                continue;
+            }
+            let version = response
+                .headers()
+                .get(PROTOCOL_HEADER)
+                .and_then(|value| value.to_str().ok()?.parse().ok())
+                .unwrap_or(UNVERSIONED);
+            if let Err(skew) = cronbox_protocol::check_skew(version, PROTOCOL_VERSION) {
+                tracing::error!(%admin, %skew, "not registering with this admin");
+                let _ = self
+                    .post(admin, admin_paths::REGISTRY_REMOVE, registration)
+                    .await;
+                continue;
+            }
+            accepted += 1;
+        }
+        accepted
+    }
+
     /// POSTs `body` to the first admin that accepts it.
     pub(crate) async fn post_any<B: Serialize>(
         &self,

@@ -212,6 +212,7 @@ pub async fn start(config: ExecutorConfig) -> Result<RunningExecutor, ExecutorEr
         address: address.clone(),
         busy: None,
         free_slots: None,
+        protocol: Some(cronbox_protocol::PROTOCOL_VERSION),
     };
     let beater = {
         let admins = admins.clone();
@@ -228,7 +229,7 @@ pub async fn start(config: ExecutorConfig) -> Result<RunningExecutor, ExecutorEr
                     free_slots: u32::try_from(load.jobs.runtime().free_instance_slots()).ok(),
                     ..registration.clone()
                 };
-                if admins.post_all(admin_paths::REGISTRY, &beat).await == 0 {
+                if admins.beat_all(&beat).await == 0 {
                     tracing::warn!("no admin accepted the heartbeat");
                 }
                 tokio::select! {

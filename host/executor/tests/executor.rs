@@ -157,3 +157,69 @@ mod modules;
 mod results;
 #[path = "executor/strategies.rs"]
 mod strategies;
+
+#[tokio::test]
+async fn an_admin_older_than_the_executor_is_left_at_once() {
+    let f = fixture_with(|config| config.beat_interval = Duration::from_millis(50)).await;
+    // An admin of protocol 1 answers a registration with no version.
+    f.admin.set_protocol(None);
+    let left = until("the executor deregisters from the old admin", || async {
+        f.admin.removals().first().cloned()
+    })
+    .await;
+    assert_eq!(left.address, f.executor.address());
+    assert_eq!(
+        f.admin.registrations().last().unwrap().protocol,
+        Some(cronbox_protocol::PROTOCOL_VERSION)
+    );
+    // A current admin keeps it: no deregistration after its next beats.
+    f.admin
+        .set_protocol(Some(cronbox_protocol::PROTOCOL_VERSION));
+    let removals = f.admin.removals().len();
+    let beats = f.admin.registrations().len();
+    until("two more beats", || async {
+        (f.admin.registrations().len() >= beats + 2).then_some(())
+    })
+    .await;
+    assert_eq!(f.admin.removals().len(), removals);
+    f.executor.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_probes_answer_and_readiness_ends_once_a_shutdown_drains() {
+    let f = fixture_with(|config| config.shutdown_grace = Duration::from_secs(30)).await;
+    let base = format!("http://{}", f.executor.local_addr());
+    for path in [executor_paths::LIVEZ, executor_paths::READYZ] {
+        let answer = f.http.get(format!("{base}{path}")).send().await.unwrap();
+        assert_eq!(answer.status(), 200, "{path}");
+    }
+    let sleeper = f.admin.add_module(jobs::bytes("sleeper"));
+    assert!(f.run(&command(1, 1, &sleeper, "3000")).await.accepted);
+    until("the run starts", || async {
+        f.metrics()
+            .await
+            .contains("cronbox_executor_running 1")
+            .then_some(())
+    })
+    .await;
+    let Fixture {
+        admin,
+        executor,
+        http,
+        ..
+    } = f;
+    let stopping = tokio::spawn(executor.shutdown());
+    let status = until("readiness ends while the run drains", || async {
+        let answer = http
+            .get(format!("{base}{}", executor_paths::READYZ))
+            .send()
+            .await
+            .ok()?;
+        (answer.status() == 503).then_some(answer.status())
+    })
+    .await;
+    assert_eq!(status, 503);
+    stopping.await.unwrap();
+    // The run in flight finished within the grace; none was lost.
+    assert!(admin.result_of(1, WAIT).await.outcome.is_success());
+}

@@ -20,6 +20,7 @@ mod outcome;
 #[cfg(feature = "tracing")]
 pub mod trace_context;
 mod trigger;
+mod version;
 mod wire;
 
 pub use digest::{Digest, NotADigest};
@@ -30,6 +31,7 @@ pub use http::HttpLimits;
 pub use log::{LogLevel, LogLine, LogSource};
 pub use outcome::{Outcome, OutcomeKind};
 pub use trigger::{Trigger, TriggerKind, UnknownName};
+pub use version::{PROTOCOL_HEADER, PROTOCOL_VERSION, SkewError, UNVERSIONED, check_skew};
 pub use wire::{
     ABSENT_REVISION, BeatResponse, BlockStrategy, CallbackBatch, IdleBeatRequest, IdleBeatResponse,
     KillCommand, KillResponse, LogQuery, LogResponse, PrepareCommand, PrepareResponse,

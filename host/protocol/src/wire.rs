@@ -458,4 +458,9 @@ pub struct Registration {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<i64>, minimum = 0, maximum = 4_294_967_295_i64)]
     pub free_slots: Option<u32>,
+    /// The protocol version it speaks (absent: 1; see
+    /// [`check_skew`](crate::check_skew)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<i64>, minimum = 1, maximum = 4_294_967_295_i64)]
+    pub protocol: Option<u32>,
 }

@@ -8,8 +8,19 @@ pub(super) async fn registry(
     State(state): State<Arc<AdminState>>,
     identity: ExecutorIdentity,
     ApiJson(registration): ApiJson<Registration>,
-) -> Result<StatusCode, Failure> {
+) -> Result<Response, Failure> {
     identity.may_serve(&registration.group)?;
+    let executor = registration
+        .protocol
+        .unwrap_or(cronbox_protocol::UNVERSIONED);
+    if let Err(skew) = cronbox_protocol::check_skew(cronbox_protocol::PROTOCOL_VERSION, executor) {
+        return Err(Failure::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            ErrorCode::InvalidRequest,
+            skew.to_string(),
+        )
+        .field("protocol"));
+    }
     crate::service::groups::check_executor_address(&registration.address).map_err(|why| {
         Failure::new(
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -99,7 +110,15 @@ pub(super) async fn registry(
     state
         .scheduler
         .executor_registered(&registration.address, credential.admin_proof);
-    Ok(StatusCode::OK)
+    // The executor checks the admin's version in turn.
+    Ok((
+        [(
+            cronbox_protocol::PROTOCOL_HEADER,
+            cronbox_protocol::PROTOCOL_VERSION.to_string(),
+        )],
+        StatusCode::OK,
+    )
+        .into_response())
 }
 
 pub(super) async fn registry_remove(
