@@ -31,6 +31,7 @@ mod executor_client;
 pub mod hostile;
 mod origin;
 mod otlp;
+mod patroni;
 mod postgres;
 mod python;
 mod threads;
@@ -41,6 +42,7 @@ pub use client::{AdminClient, WAIT, run_summary, test_password, until, until_see
 pub use executor_client::ExecutorClient;
 pub use origin::{SeenRequest, TestOrigin};
 pub use otlp::{OtlpReceiver, ReceivedPoint, ReceivedSpan};
+pub use patroni::{PATRONI_TTL, Patroni};
 pub use postgres::{PostgresServer, postgres_program};
 pub use python::{python_tool, run_ok};
 pub use threads::{TestGroup, Turn};

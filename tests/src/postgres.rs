@@ -44,7 +44,7 @@ fn bin_dir() -> PathBuf {
         .expect("PostgreSQL server binaries (Debian package postgresql-15) are needed: apt-get install postgresql-15")
 }
 
-fn is_root() -> bool {
+pub(crate) fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|status| {

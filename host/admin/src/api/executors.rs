@@ -127,6 +127,14 @@ pub(super) async fn registry_remove(
     ApiJson(registration): ApiJson<Registration>,
 ) -> Result<StatusCode, Failure> {
     identity.may_serve(&registration.group)?;
+    if registration.protocol == Some(0) {
+        return Err(Failure::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            ErrorCode::InvalidRequest,
+            "protocol versions start at 1",
+        )
+        .field("protocol"));
+    }
     state
         .scheduler
         .store()

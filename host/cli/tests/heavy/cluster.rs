@@ -99,7 +99,9 @@ struct Admin {
 }
 
 struct Cluster {
-    postgres: PostgresServer,
+    /// The database's server, when the test started its own (not one
+    /// under Patroni).
+    postgres: Option<PostgresServer>,
     url: String,
     admins: Vec<Admin>,
     executors: Vec<Option<Process>>,
@@ -115,6 +117,17 @@ impl Cluster {
     async fn start(admin_args: &[&[&str]], executors: usize) -> Cluster {
         let postgres = PostgresServer::start();
         let url = postgres.create_database("cluster");
+        Cluster::on(Some(postgres), url, admin_args, executors).await
+    }
+
+    /// [`Cluster::start`] on the database at `url` (`postgres`: its
+    /// server, if the test started it).
+    async fn on(
+        postgres: Option<PostgresServer>,
+        url: String,
+        admin_args: &[&[&str]],
+        executors: usize,
+    ) -> Cluster {
         let data = tempfile::tempdir().unwrap();
         let mut cluster = Cluster {
             postgres,
@@ -411,9 +424,19 @@ impl Cluster {
     }
 }
 
-/// Checks the scheduled runs of `jobs` in whole seconds [from, to): each
-/// (job, second) fired exactly once and succeeded. Prints the counts.
-fn exactly_once(runs: &[RunRow], jobs: &[JobId], from: i64, to: i64) {
+/// How the scheduled runs of some jobs over a window came out.
+struct FireCounts {
+    /// (job, second) that never fired.
+    missing: Vec<(JobId, i64)>,
+    /// (job, second, runs) that fired more than once.
+    doubled: Vec<(JobId, i64, usize)>,
+    /// Runs that fired once and did not succeed.
+    failed: Vec<RunRow>,
+}
+
+/// Counts the scheduled runs of `jobs` in whole seconds [from, to): each
+/// (job, second) missing, doubled or not successful. Prints the counts.
+fn count_fires(runs: &[RunRow], jobs: &[JobId], from: i64, to: i64) -> FireCounts {
     let mut fires: HashMap<(JobId, i64), Vec<&RunRow>> = HashMap::new();
     for run in runs.iter().filter(|run| run.kind == TriggerKind::Schedule) {
         fires
@@ -421,17 +444,21 @@ fn exactly_once(runs: &[RunRow], jobs: &[JobId], from: i64, to: i64) {
             .or_default()
             .push(run);
     }
-    let mut missing = Vec::new();
-    let mut doubled = Vec::new();
-    let mut failed = Vec::new();
+    let mut counts = FireCounts {
+        missing: Vec::new(),
+        doubled: Vec::new(),
+        failed: Vec::new(),
+    };
     for job in jobs {
         let mut second = from;
         while second < to {
             match fires.get(&(*job, second)).map(Vec::as_slice) {
-                None | Some([]) => missing.push((*job, second)),
-                Some([run]) if run.status != RunStatus::Success => failed.push((*run).clone()),
+                None | Some([]) => counts.missing.push((*job, second)),
+                Some([run]) if run.status != RunStatus::Success => {
+                    counts.failed.push((*run).clone())
+                }
                 Some([_]) => {}
-                Some(more) => doubled.push((*job, second, more.len())),
+                Some(more) => counts.doubled.push((*job, second, more.len())),
             }
             second += 1000;
         }
@@ -446,12 +473,23 @@ fn exactly_once(runs: &[RunRow], jobs: &[JobId], from: i64, to: i64) {
         "{} jobs × {} s: {} missing, {} doubled, {} not successful; started late by p99 {} ms, at most {} ms",
         jobs.len(),
         (to - from) / 1000,
-        missing.len(),
-        doubled.len(),
-        failed.len(),
+        counts.missing.len(),
+        counts.doubled.len(),
+        counts.failed.len(),
         late.get(late.len() * 99 / 100).unwrap_or(&0),
         late.last().unwrap_or(&0),
     );
+    counts
+}
+
+/// Checks the scheduled runs of `jobs` in whole seconds [from, to): each
+/// (job, second) fired exactly once and succeeded. Prints the counts.
+fn exactly_once(runs: &[RunRow], jobs: &[JobId], from: i64, to: i64) {
+    let FireCounts {
+        missing,
+        doubled,
+        failed,
+    } = count_fires(runs, jobs, from, to);
     assert!(
         doubled.is_empty(),
         "fired twice: {:?}",
@@ -474,5 +512,6 @@ fn second_after(ahead_ms: i64) -> i64 {
     (now_ms() + ahead_ms) / 1000 * 1000 + 1000
 }
 
+mod failover;
 mod failures;
 mod firing;

@@ -152,9 +152,9 @@ async fn a_database_restart_mid_load_loses_and_doubles_nothing() {
     ))
     .await;
     let down_at = now_ms();
-    cluster.postgres.stop();
+    cluster.postgres.as_ref().unwrap().stop();
     tokio::time::sleep(Duration::from_secs(3)).await;
-    cluster.postgres.start_again();
+    cluster.postgres.as_ref().unwrap().start_again();
     println!("the database was down for {} ms", now_ms() - down_at);
     assert!(
         to - now_ms() >= 4_000,
