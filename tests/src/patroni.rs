@@ -296,6 +296,33 @@ impl Patroni {
         primary
     }
 
+    /// Asks Patroni to hand the primary's role to another node (a planned
+    /// switchover: the old primary lives on as a standby): which node was
+    /// primary.
+    pub async fn switch_over(&self) -> usize {
+        let primary = self.until_primary().await;
+        let candidate = (0..self.nodes.len()).find(|node| *node != primary).unwrap();
+        let answer = self
+            .http
+            .post(format!(
+                "http://127.0.0.1:{}/switchover",
+                self.nodes[primary].api_port
+            ))
+            .json(&serde_json::json!({
+                "leader": format!("node{primary}"),
+                "candidate": format!("node{candidate}"),
+            }))
+            .send()
+            .await
+            .expect("Patroni's API answers");
+        assert!(
+            answer.status().is_success(),
+            "switchover refused: {}",
+            answer.text().await.unwrap_or_default()
+        );
+        primary
+    }
+
     /// Waits until a node other than `dead` is primary: how long since
     /// `since`.
     pub async fn until_promoted(&self, dead: usize, since: Instant) -> Duration {

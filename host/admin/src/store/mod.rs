@@ -301,6 +301,17 @@ fn json_text<T: serde::Serialize + ?Sized>(what: &str, value: &T) -> Result<Stri
         .map_err(|error| sqlx::Error::Encode(format!("{what}: {error}").into()))
 }
 
+/// Whether the PostgreSQL server `conn` is on takes writes: after a
+/// failover the old primary may live on as a standby, refusing every write
+/// (SQLSTATE 25006), and a connection still open to it must not be used.
+async fn is_primary(conn: &mut sqlx::AnyConnection) -> Result<bool, sqlx::Error> {
+    let in_recovery: bool = sqlx::query("SELECT pg_is_in_recovery()")
+        .fetch_one(&mut *conn)
+        .await?
+        .try_get(0)?;
+    Ok(!in_recovery)
+}
+
 /// `$1, $2, ..., $count`: the placeholders of an `IN` list. Only numbers go
 /// into the SQL text; the values are bound.
 fn placeholders(count: usize) -> String {
@@ -385,10 +396,28 @@ impl Store {
                 .max_lifetime(None)
                 // A SQLite connection is a file in this process: it cannot
                 // drop like a server's, and the ping sqlx sends before each
-                // use was a round trip through its worker thread.
-                .test_before_acquire(backend == Backend::Postgres)
+                // use was a round trip through its worker thread. A
+                // PostgreSQL one is checked before each use instead (a round
+                // trip, as a ping is): one whose server closed it, or that is
+                // now a standby's, is dropped and another made.
+                .test_before_acquire(false)
+                .before_acquire(move |conn, _| {
+                    Box::pin(async move {
+                        if backend == Backend::Postgres {
+                            return is_primary(conn).await;
+                        }
+                        Ok(true)
+                    })
+                })
                 .after_connect(move |conn, _| {
                     Box::pin(async move {
+                        if backend == Backend::Postgres && !is_primary(conn).await? {
+                            return Err(sqlx::Error::Protocol(
+                                "connected to a standby (read-only) server: the database URL \
+                                 must lead to the primary"
+                                    .into(),
+                            ));
+                        }
                         if backend == Backend::Sqlite {
                             // WAL with NORMAL sync: a commit survives a
                             // process crash; only an OS crash may lose the
