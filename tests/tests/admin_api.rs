@@ -247,6 +247,47 @@ impl Stack {
 }
 
 /// Creates tenant `name` as the operator; returns its first token.
+/// A stand-in executor on loopback: it takes every run it is sent and
+/// keeps the commands. Its address.
+async fn stand_in_executor(
+    sent: std::sync::Arc<std::sync::Mutex<Vec<cronbox_protocol::RunCommand>>>,
+) -> String {
+    let app = axum::Router::new()
+        .route(
+            "/api/v1/beat",
+            axum::routing::post(|| async { axum::Json(json!({ "ok": true, "address": "" })) }),
+        )
+        .route(
+            "/api/v1/run-batch",
+            axum::routing::post(
+                move |axum::Json(batch): axum::Json<cronbox_protocol::RunBatch>| {
+                    let sent = sent.clone();
+                    async move {
+                        let answers = batch
+                            .commands
+                            .iter()
+                            .map(|command| {
+                                cronbox_protocol::RunAnswer::Answered(
+                                    cronbox_protocol::RunResponse {
+                                        run_id: command.trigger.run_id,
+                                        accepted: true,
+                                        refused: None,
+                                    },
+                                )
+                            })
+                            .collect();
+                        sent.lock().unwrap().extend(batch.commands);
+                        axum::Json(cronbox_protocol::RunBatchResponse { answers })
+                    }
+                },
+            ),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    address
+}
+
 async fn tenant(stack: &Stack, name: &str) -> String {
     let (status, created) = stack
         .call(

@@ -168,8 +168,7 @@ async fn an_enrolled_executor_serves_only_its_groups_and_ends_with_its_credentia
 /// run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_result_counts_only_from_a_credential_of_its_runs_group() {
-    use axum::routing::post;
-    use cronbox_protocol::{RunAnswer, RunBatch, RunBatchResponse, RunCommand, RunResponse};
+    use cronbox_protocol::RunCommand;
     let stack = stack(SchedulerConfig::default()).await;
     let api = &stack.api.api;
     let enroll = |name: &str, group: &str| ExecutorTokenSpec {
@@ -187,36 +186,7 @@ async fn a_result_counts_only_from_a_credential_of_its_runs_group() {
 
     // The stand-in: accepts every run it is sent and keeps the commands.
     let sent: std::sync::Arc<std::sync::Mutex<Vec<RunCommand>>> = Default::default();
-    let kept = sent.clone();
-    let app = axum::Router::new()
-        .route(
-            "/api/v1/beat",
-            post(|| async { axum::Json(json!({ "ok": true, "address": "" })) }),
-        )
-        .route(
-            "/api/v1/run-batch",
-            post(move |axum::Json(batch): axum::Json<RunBatch>| {
-                let kept = kept.clone();
-                async move {
-                    let answers = batch
-                        .commands
-                        .iter()
-                        .map(|command| {
-                            RunAnswer::Answered(RunResponse {
-                                run_id: command.trigger.run_id,
-                                accepted: true,
-                                refused: None,
-                            })
-                        })
-                        .collect();
-                    kept.lock().unwrap().extend(batch.commands);
-                    axum::Json(RunBatchResponse { answers })
-                }
-            }),
-        );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let address = stand_in_executor(sent.clone()).await;
     // An address is an executor's http(s) URL, nothing else.
     for bad in [
         "file:///etc/passwd",

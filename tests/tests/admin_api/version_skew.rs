@@ -4,45 +4,9 @@
 //! flowing to both and none lost; an executor newer than the admin is
 //! refused with a message naming both versions.
 
-use axum::routing::post;
-use cronbox_protocol::{RunAnswer, RunBatch, RunBatchResponse, RunCommand, RunResponse};
+use cronbox_protocol::RunCommand;
 
 use super::*;
-
-/// A stand-in for an executor of protocol 1 on loopback: it takes every
-/// run it is sent and keeps the commands. Its address.
-async fn previous_executor(sent: std::sync::Arc<std::sync::Mutex<Vec<RunCommand>>>) -> String {
-    let app = axum::Router::new()
-        .route(
-            "/api/v1/beat",
-            post(|| async { axum::Json(json!({ "ok": true, "address": "" })) }),
-        )
-        .route(
-            "/api/v1/run-batch",
-            post(move |axum::Json(batch): axum::Json<RunBatch>| {
-                let sent = sent.clone();
-                async move {
-                    let answers = batch
-                        .commands
-                        .iter()
-                        .map(|command| {
-                            RunAnswer::Answered(RunResponse {
-                                run_id: command.trigger.run_id,
-                                accepted: true,
-                                refused: None,
-                            })
-                        })
-                        .collect();
-                    sent.lock().unwrap().extend(batch.commands);
-                    axum::Json(RunBatchResponse { answers })
-                }
-            }),
-        );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    address
-}
 
 async fn register(stack: &Stack, body: String) -> reqwest::Response {
     stack
@@ -60,7 +24,8 @@ async fn register(stack: &Stack, body: String) -> reqwest::Response {
 async fn an_executor_of_the_previous_protocol_is_served_beside_a_current_one_and_a_newer_refused() {
     let stack = stack(SchedulerConfig::default()).await;
     let sent: std::sync::Arc<std::sync::Mutex<Vec<RunCommand>>> = Default::default();
-    let address = previous_executor(sent.clone()).await;
+    // An executor of protocol 1 answers runs as this build's does.
+    let address = stand_in_executor(sent.clone()).await;
     let recorded = include_str!("../../fixtures/protocol-1/registration.json");
     let answer = register(&stack, recorded.replace("ADDRESS", &address)).await;
     assert_eq!(answer.status(), 200);
