@@ -3,10 +3,12 @@
 //!
 //! - [`clock`] — the time every scheduling decision reads (system, offset
 //!   or manual);
-//! - [`schedule`] — cron (Quartz and Unix dialects) in IANA time zones with a
-//!   written DST rule, fixed rate, fixed delay, one-shot, none;
+//! - [`schedule`] (crate `cronbox-schedule`) — cron (Quartz and Unix
+//!   dialects) in IANA time zones with a written DST rule, fixed rate,
+//!   fixed delay, one-shot, none;
 //! - [`routing`] — xxl-job's ten route strategies;
-//! - [`store`] — sqlx over SQLite or PostgreSQL, same schema on both;
+//! - [`store`] (crate `cronbox-store`) — sqlx over SQLite or PostgreSQL,
+//!   same schema on both;
 //! - [`scheduler`] — the pre-read loop, durable fires, dispatch, results,
 //!   retries, child jobs;
 //! - `api` — the HTTP API for executors and users (authentication, scoping
@@ -39,13 +41,16 @@ mod metrics;
 pub mod model;
 pub mod quotas;
 pub mod routing;
-pub mod schedule;
 pub mod scheduler;
 pub mod secrets;
 pub mod service;
-pub mod store;
 pub mod tasks;
 pub mod workflow;
+
+/// The store and the schedule arithmetic are crates of their own, under
+/// the names the admin's modules have always used for them.
+pub use cronbox_schedule as schedule;
+pub use cronbox_store as store;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

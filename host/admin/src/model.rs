@@ -5,10 +5,6 @@
 //! admin, the CLI and the tests share them.
 
 pub use cronbox_api::{
-    AlarmState, BlockStrategy, Digest, JobId, MisfirePolicy, RouteStrategy, RunId, RunOutcome,
-    RunStatus, ScheduleType, TriggerKind,
+    AlarmState, BlockStrategy, DEFAULT_TENANT, Digest, JobId, MisfirePolicy, RouteStrategy, RunId,
+    RunOutcome, RunStatus, ScheduleType, TriggerKind,
 };
-
-/// The operator's own tenant: objects the operator creates belong to it,
-/// and it may use every executor group.
-pub const DEFAULT_TENANT: &str = "default";

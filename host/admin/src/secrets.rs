@@ -48,12 +48,7 @@ impl std::fmt::Debug for SecretBox {
     }
 }
 
-/// A value as stored: nonce and ciphertext (with its tag), in hex.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Sealed {
-    pub nonce: String,
-    pub ciphertext: String,
-}
+pub use cronbox_store::Sealed;
 
 impl SecretBox {
     /// A box under the 32-byte `key`.

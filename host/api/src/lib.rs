@@ -57,6 +57,10 @@ pub use jobs::{
     JobStateBody, JobsCreated, LastRun, StateEdit, TriggerRequest, TriggerSource, Triggered,
     carries_dev_sources,
 };
+/// The operator's own tenant: objects the operator creates belong to it,
+/// and it may use every executor group.
+pub const DEFAULT_TENANT: &str = "default";
+
 pub use modules::{ModuleVersion, RolledBack, TenantModule, Uploaded, VersionChoice};
 pub use names::{
     AlarmState, MisfirePolicy, OverlapPolicy, Quota, Role, RouteStrategy, RunOutcome, RunStatus,

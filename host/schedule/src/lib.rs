@@ -31,7 +31,7 @@ use chrono::{DateTime, LocalResult, NaiveDateTime, Offset, TimeZone, Utc};
 use chrono_tz::Tz;
 use serde::{Deserialize, Serialize};
 
-pub use crate::model::ScheduleType;
+pub use cronbox_api::ScheduleType;
 use quartz::QuartzCron;
 
 /// Which cron syntax an expression is in.

@@ -9,7 +9,7 @@
 use std::process::Command;
 
 use chrono::{DateTime, NaiveDateTime, Utc};
-use cronbox_admin::schedule::{Schedule, ScheduleType};
+use cronbox_schedule::{Schedule, ScheduleType};
 use serde_json::{Value, json};
 
 const CRONSIM: &str = "cronsim==2.8";

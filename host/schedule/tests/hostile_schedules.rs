@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used)] // in tests a failed unwrap is a failed test
 
 use chrono::{DateTime, Utc};
-use cronbox_admin::schedule::{Schedule, ScheduleType};
+use cronbox_schedule::{Schedule, ScheduleType};
 use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};

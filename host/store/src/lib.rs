@@ -27,7 +27,7 @@ use cronbox_protocol::{ABSENT_REVISION, StateChanges, StateRevision, TriggerKind
 
 pub use schema::{Migrations, SchemaVersion};
 
-pub use crate::model::{AlarmState, Digest, JobId, MisfirePolicy, RunId, RunOutcome, RunStatus};
+pub use cronbox_api::{AlarmState, Digest, JobId, MisfirePolicy, RunId, RunOutcome, RunStatus};
 use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, Row};
 
@@ -77,6 +77,7 @@ pub use rows::{
     ClaimedJob, DailyReport, DispatchMark, DueJob, JobFilter, JobRow, JobState, NewRun, RunCharge,
     RunEnd, RunFilter, RunRow, stored_schedule, stored_schedule_rules,
 };
+pub use secrets::Sealed;
 pub use sqlite::create_private_dir;
 use sqlite::{
     Checkpointer, SQLITE_JOURNAL_SIZE_LIMIT, checkpoint_sqlite, make_private_files,
@@ -525,6 +526,27 @@ impl Store {
     /// and dispatches (random per start; `GET /readyz` reports it).
     pub fn instance(&self) -> &str {
         &self.owner
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod test_support {
+    /// Lets every other task on this (single-threaded) test runtime run
+    /// as far as it can without waiting on anything outside it.
+    pub(crate) async fn let_others_run() {
+        for _ in 0..20 {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    /// A store on a new SQLite file in a temporary directory, which is
+    /// deleted when the returned handle drops: keep it for the test's life.
+    pub(crate) async fn sqlite_store() -> (tempfile::TempDir, crate::Store) {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let store = crate::Store::open_sqlite(dir.path())
+            .await
+            .expect("a store");
+        (dir, store)
     }
 }
 

@@ -100,7 +100,7 @@ pub fn stored_bytes(line: &LogLine) -> u64 {
 /// the API answers it: finished once the run has `ended` and the page
 /// reaches the log's end.
 pub fn stored_page(
-    run_id: crate::store::RunId,
+    run_id: crate::RunId,
     stored: &str,
     offset: usize,
     limit: usize,

@@ -372,7 +372,7 @@ impl Store {
     /// tenant any group, another one a group granted to it or to every
     /// tenant (`*`).
     pub async fn group_granted(&self, group: &str, tenant: &str) -> Result<bool, StoreError> {
-        if tenant == crate::model::DEFAULT_TENANT {
+        if tenant == cronbox_api::DEFAULT_TENANT {
             return Ok(true);
         }
         Ok(sqlx::query(

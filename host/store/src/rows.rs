@@ -1,7 +1,7 @@
 //! The rows the store reads and writes, and how they are decoded.
 
 use super::*;
-use crate::schedule::{Rules, Schedule, ScheduleError};
+use cronbox_schedule::{Rules, Schedule, ScheduleError};
 
 /// A job as stored: the API's [`Job`](cronbox_api::Job), which the
 /// store reads and writes whole.
@@ -111,7 +111,7 @@ impl TryFrom<&JobRow> for DueJob {
 /// column at fault (`time_zone`, `schedule_conf`, `schedule_rules`).
 pub fn stored_schedule(
     id: JobId,
-    kind: crate::model::ScheduleType,
+    kind: cronbox_api::ScheduleType,
     conf: &str,
     time_zone: &str,
     rules: &cronbox_api::ScheduleRules,
@@ -511,7 +511,7 @@ pub struct JobFilter {
     pub search: Option<String>,
     /// Jobs following or pinned to this named module.
     pub module: Option<String>,
-    pub schedule_type: Option<crate::model::ScheduleType>,
+    pub schedule_type: Option<cronbox_api::ScheduleType>,
     pub enabled: Option<bool>,
     /// Ids above this one (the cursor of the next page).
     pub after_id: Option<JobId>,

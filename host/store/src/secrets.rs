@@ -1,8 +1,14 @@
-//! Tenants' secrets (sealed values, see `crate::secrets`) and the jobs
-//! that reference them.
+//! Tenants' secrets, stored sealed (the admin seals and opens them; the
+//! store sees only nonce and ciphertext), and the jobs that reference them.
 
 use super::*;
-use crate::secrets::Sealed;
+
+/// A value as stored: nonce and ciphertext (with its tag), in hex.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sealed {
+    pub nonce: String,
+    pub ciphertext: String,
+}
 
 impl Store {
     /// Stores secret `name` of `tenant`, replacing its value if it exists.

@@ -169,7 +169,7 @@ pub(super) fn make_private_files(database: &Path) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::Store;
+    use crate::Store;
 
     #[test]
     fn sqlite_urls_get_the_row_buffer_unless_they_set_it() {

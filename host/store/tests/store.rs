@@ -4,12 +4,12 @@
 
 use std::collections::HashMap;
 
-use cronbox_admin::store::{
+use cronbox_api::{Role, User};
+use cronbox_store::{
     AlarmState, DayUsage, Digest, DispatchMark, DueJob, JobId, JobRow, Moved, NewRun, RunCharge,
     RunEnd, RunFilter, RunId, RunOutcome, RunStatus, Store, StoreError, TenantUsage, VersionPush,
 };
-use cronbox_admin::store::{ExecutorLoad, Principal};
-use cronbox_api::{Role, User};
+use cronbox_store::{ExecutorLoad, Principal};
 use cronbox_tests::PostgresServer;
 
 fn job() -> JobRow {
@@ -19,12 +19,12 @@ fn job() -> JobRow {
         group_name: "default".into(),
         name: "job".into(),
         module_digest: "a".repeat(64).parse().unwrap(),
-        schedule_type: cronbox_admin::schedule::ScheduleType::Cron,
+        schedule_type: cronbox_schedule::ScheduleType::Cron,
         schedule_conf: "* * * * * ?".into(),
         time_zone: "UTC".into(),
-        misfire: cronbox_admin::model::MisfirePolicy::DoNothing,
+        misfire: cronbox_api::MisfirePolicy::DoNothing,
         misfire_threshold_ms: 5000,
-        route: cronbox_admin::routing::RouteStrategy::First,
+        route: cronbox_api::RouteStrategy::First,
         block_strategy: cronbox_protocol::BlockStrategy::SerialExecution,
         max_concurrency: 1,
         timeout_ms: 1000,

@@ -205,7 +205,12 @@ pub(super) async fn audit_log(
         before_id: query.number("before")?,
         limit: query.limit(100, MAX_AUDIT_PAGE)?,
     };
-    let entries = state.scheduler.store().audit_page(&filter).await?;
+    let entries = state
+        .scheduler
+        .store()
+        .audit_page(&filter)
+        .await
+        .map_err(store_failure)?;
     let next_before = (entries.len() as i64 == filter.limit)
         .then(|| entries.last().map(|entry| entry.id))
         .flatten();

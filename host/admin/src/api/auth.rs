@@ -125,7 +125,7 @@ pub(crate) async fn executor_auth(
                     admin_proof: credentials::admin_proof(&hash),
                 },
                 Ok(None) => return wrong_token().into_response(),
-                Err(error) => return Failure::from(error).into_response(),
+                Err(error) => return store_failure(error).into_response(),
             }
         }
         Ok(_) => return wrong_token().into_response(),
@@ -312,7 +312,8 @@ pub(crate) async fn caller_of(
         }
         let (principal, token_id) = store
             .token_principal(&service::tenants::token_hash(token))
-            .await?
+            .await
+            .map_err(store_failure)?
             .ok_or_else(wrong_token)?;
         return Ok(Caller {
             tenant: principal.tenant,
@@ -330,7 +331,8 @@ pub(crate) async fn caller_of(
             &service::tenants::token_hash(cookie),
             state.scheduler.now_ms(),
         )
-        .await?
+        .await
+        .map_err(store_failure)?
         .ok_or_else(|| {
             Failure::new(
                 StatusCode::UNAUTHORIZED,

@@ -26,7 +26,7 @@ pub(super) async fn backfill_job(
             crate::scheduler::BackfillError::Quota(over) => {
                 Failure::from(crate::service::ServiceError::QuotaExceeded(over))
             }
-            crate::scheduler::BackfillError::Store(error) => Failure::from(error),
+            crate::scheduler::BackfillError::Store(error) => store_failure(error),
         })?;
     Ok((StatusCode::CREATED, Json(backfill)))
 }
@@ -44,7 +44,8 @@ pub(super) async fn list_backfills(
             .scheduler
             .store()
             .backfills(tenant.as_deref(), query.number("job")?)
-            .await?,
+            .await
+            .map_err(store_failure)?,
     ))
 }
 
@@ -72,7 +73,12 @@ pub(super) async fn cancel_backfill(
     Path(id): Path<i64>,
 ) -> Result<impl IntoResponse, Failure> {
     visible_backfill(&state, &caller, id).await?;
-    state.scheduler.store().cancel_backfill(id).await?;
+    state
+        .scheduler
+        .store()
+        .cancel_backfill(id)
+        .await
+        .map_err(store_failure)?;
     Ok(Json(visible_backfill(&state, &caller, id).await?))
 }
 

@@ -9,7 +9,12 @@ pub(super) async fn list_calendars(
 ) -> Result<impl IntoResponse, Failure> {
     let tenant = caller.only_tenant();
     Ok(Json(
-        state.scheduler.store().calendars(tenant.as_deref()).await?,
+        state
+            .scheduler
+            .store()
+            .calendars(tenant.as_deref())
+            .await
+            .map_err(store_failure)?,
     ))
 }
 
@@ -48,8 +53,12 @@ pub(super) async fn put_calendar(
         updated_at_ms: state.scheduler.now_ms(),
     };
     let store = state.scheduler.store();
-    store.put_calendar(&calendar).await?;
-    state.scheduler.refresh_calendars().await?;
+    store.put_calendar(&calendar).await.map_err(store_failure)?;
+    state
+        .scheduler
+        .refresh_calendars()
+        .await
+        .map_err(store_failure)?;
     state.scheduler.wake();
     Ok(Json(calendar))
 }
@@ -71,14 +80,23 @@ pub(super) async fn delete_calendar(
     };
     let calendar = store
         .calendars(Some(&caller.tenant))
-        .await?
+        .await
+        .map_err(store_failure)?
         .into_iter()
         .find(|calendar| calendar.name == name)
         .ok_or_else(unknown)?;
-    if !store.delete_calendar(&caller.tenant, &name).await? {
+    if !store
+        .delete_calendar(&caller.tenant, &name)
+        .await
+        .map_err(store_failure)?
+    {
         return Err(unknown());
     }
-    state.scheduler.refresh_calendars().await?;
+    state
+        .scheduler
+        .refresh_calendars()
+        .await
+        .map_err(store_failure)?;
     Ok(Json(calendar))
 }
 

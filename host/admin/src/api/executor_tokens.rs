@@ -20,7 +20,14 @@ async fn create(
 }
 
 async fn list(State(state): State<Arc<AdminState>>) -> Result<impl IntoResponse, Failure> {
-    Ok(Json(state.scheduler.store().executor_credentials().await?))
+    Ok(Json(
+        state
+            .scheduler
+            .store()
+            .executor_credentials()
+            .await
+            .map_err(store_failure)?,
+    ))
 }
 
 async fn rotate(

@@ -57,12 +57,17 @@ pub(super) async fn registry(
     // An address is one executor's: another credential's live
     // registration of it is not taken over (else runs for it would go
     // with the wrong proof, or to whoever claimed it).
-    let alive_since = state.scheduler.alive_since_now().await?;
+    let alive_since = state
+        .scheduler
+        .alive_since_now()
+        .await
+        .map_err(store_failure)?;
     let claimed = state
         .scheduler
         .store()
         .address_credentials(&registration.address, alive_since)
-        .await?;
+        .await
+        .map_err(store_failure)?;
     if claimed
         .iter()
         .any(|holder| *holder != credential.credential_id)
@@ -80,7 +85,8 @@ pub(super) async fn registry(
         .scheduler
         .store()
         .legacy_group(&registration.group)
-        .await?
+        .await
+        .map_err(store_failure)?
         .is_some()
     {
         return Err(Failure::new(
@@ -106,7 +112,8 @@ pub(super) async fn registry(
             &credential,
             state.scheduler.now_ms(),
         )
-        .await?;
+        .await
+        .map_err(store_failure)?;
     state
         .scheduler
         .executor_registered(&registration.address, credential.admin_proof);
@@ -139,7 +146,8 @@ pub(super) async fn registry_remove(
         .scheduler
         .store()
         .registry_remove(&registration.group, &registration.address)
-        .await?;
+        .await
+        .map_err(store_failure)?;
     Ok(StatusCode::OK)
 }
 
@@ -151,7 +159,8 @@ pub(super) async fn callback(
     state
         .scheduler
         .accept_results(batch.results, identity.result_groups())
-        .await?;
+        .await
+        .map_err(store_failure)?;
     Ok(StatusCode::OK)
 }
 
@@ -174,7 +183,8 @@ pub(super) async fn module_content(
         let store = state.scheduler.store();
         if !store
             .module_runs_in_groups(&parsed, &enrolled.groups)
-            .await?
+            .await
+            .map_err(store_failure)?
         {
             return Err(unknown());
         }
@@ -183,7 +193,8 @@ pub(super) async fn module_content(
         .scheduler
         .store()
         .module(&digest)
-        .await?
+        .await
+        .map_err(store_failure)?
         .ok_or_else(unknown)
 }
 

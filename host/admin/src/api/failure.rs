@@ -166,19 +166,20 @@ impl From<ServiceError> for Failure {
                 exceeded.to_string(),
             )
             .field(exceeded.quota.as_str()),
-            ServiceError::Store(error) => error.into(),
+            ServiceError::Store(error) => store_failure(error),
         }
     }
 }
 
-impl From<StoreError> for Failure {
-    fn from(error: StoreError) -> Self {
-        tracing::error!(%error, "store error");
-        // The detail (database text) stays in the admin's log.
-        Failure::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            ErrorCode::Internal,
-            "internal error; the admin's log has the detail",
-        )
-    }
+/// A store error answered: an internal failure, its detail (database text)
+/// kept in the admin's log. Handlers that still read the store themselves
+/// say so with `.map_err(store_failure)`; the ones that go through a
+/// service get this from [`ServiceError::Store`].
+pub(crate) fn store_failure(error: StoreError) -> Failure {
+    tracing::error!(%error, "store error");
+    Failure::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        ErrorCode::Internal,
+        "internal error; the admin's log has the detail",
+    )
 }

@@ -35,7 +35,8 @@ async fn granted_tenants(state: &AdminState, group: &str) -> Result<Vec<String>,
         .scheduler
         .store()
         .groups()
-        .await?
+        .await
+        .map_err(store_failure)?
         .into_iter()
         .find(|row| row.name == group)
         .map(|row| row.tenants)
@@ -70,12 +71,17 @@ pub(super) async fn list_executors(
     caller: Caller,
 ) -> Result<impl IntoResponse, Failure> {
     caller.require_operator("listing executors")?;
-    let alive_since = state.scheduler.alive_since_now().await?;
+    let alive_since = state
+        .scheduler
+        .alive_since_now()
+        .await
+        .map_err(store_failure)?;
     let executors: Vec<bodies::Executor> = state
         .scheduler
         .store()
         .registered_executors()
-        .await?
+        .await
+        .map_err(store_failure)?
         .into_iter()
         .map(|executor| bodies::Executor {
             alive: executor.last_beat_ms >= alive_since,
@@ -100,7 +106,8 @@ pub(super) async fn list_groups(
         .scheduler
         .store()
         .groups()
-        .await?
+        .await
+        .map_err(store_failure)?
         .into_iter()
         .filter_map(|row| {
             if caller.operator() {

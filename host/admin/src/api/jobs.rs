@@ -127,9 +127,12 @@ pub(super) async fn list_jobs(
         limit: query.limit(MAX_JOBS_PAGE, MAX_JOBS_PAGE)?,
     };
     let store = state.scheduler.store();
-    let jobs = store.list_jobs(&filter).await?;
+    let jobs = store.list_jobs(&filter).await.map_err(store_failure)?;
     let ids: Vec<JobId> = jobs.iter().map(|job| job.id).collect();
-    let mut last = store.last_runs(&ids, state.scheduler.now_ms()).await?;
+    let mut last = store
+        .last_runs(&ids, state.scheduler.now_ms())
+        .await
+        .map_err(store_failure)?;
     let listed: Vec<cronbox_api::JobListed> = jobs
         .into_iter()
         .map(|job| cronbox_api::JobListed {
@@ -192,10 +195,11 @@ pub(super) async fn start_job(
             Some(first.timestamp_millis()),
             state.scheduler.now_ms(),
         )
-        .await?;
+        .await
+        .map_err(store_failure)?;
     // Its first fire may come before the next pre-read pass.
     state.scheduler.wake();
-    Ok(Json(store.job(id).await?))
+    Ok(Json(store.job(id).await.map_err(store_failure)?))
 }
 
 pub(super) async fn stop_job(
@@ -205,7 +209,11 @@ pub(super) async fn stop_job(
 ) -> Result<impl IntoResponse, Failure> {
     let store = state.scheduler.store();
     visible_job(&state, &caller, id).await?;
-    let Some(cancelled) = store.stop_job(id, state.scheduler.now_ms()).await? else {
+    let Some(cancelled) = store
+        .stop_job(id, state.scheduler.now_ms())
+        .await
+        .map_err(store_failure)?
+    else {
         return Err(unknown_job(id));
     };
     if !cancelled.is_empty() {
@@ -215,7 +223,7 @@ pub(super) async fn stop_job(
             "stopped: waiting runs cancelled"
         );
     }
-    Ok(Json(store.job(id).await?))
+    Ok(Json(store.job(id).await.map_err(store_failure)?))
 }
 
 /// Longest note a pause keeps.
@@ -275,10 +283,18 @@ pub(super) async fn pause_job(
         .scheduler
         .store()
         .pause_job(id, Some(&pause), resume, now.timestamp_millis())
-        .await?
+        .await
+        .map_err(store_failure)?
         .ok_or_else(|| unknown_job(id))?;
     state.scheduler.wake();
-    Ok(Json(state.scheduler.store().job(id).await?))
+    Ok(Json(
+        state
+            .scheduler
+            .store()
+            .job(id)
+            .await
+            .map_err(store_failure)?,
+    ))
 }
 
 /// Deletes a job (its runs stay as history). Refused while another job
@@ -305,7 +321,7 @@ pub(super) async fn get_state(
 ) -> Result<impl IntoResponse, Failure> {
     let store = state.scheduler.store();
     visible_job(&state, &caller, id).await?;
-    let values = store.job_state(id).await?.values;
+    let values = store.job_state(id).await.map_err(store_failure)?.values;
     Ok(Json(bodies::JobStateBody::new(id, values)))
 }
 

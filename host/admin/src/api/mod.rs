@@ -69,6 +69,7 @@ mod xxl_job;
 
 use audit::AuditNote;
 use auth::*;
+use failure::store_failure;
 use jobs::*;
 use json::*;
 pub(crate) use modules::UploadRoom;

@@ -194,7 +194,8 @@ async fn require_push_right(
         .scheduler
         .store()
         .secret_jobs_following(&caller.tenant, name)
-        .await?;
+        .await
+        .map_err(store_failure)?;
     match readers.first() {
         None => Ok(()),
         Some(job) => require_secret_manager(
@@ -216,7 +217,8 @@ pub(super) async fn list_modules(
         .scheduler
         .store()
         .latest_modules(caller.only_tenant().as_deref())
-        .await?
+        .await
+        .map_err(store_failure)?
         .into_iter()
         .map(|(tenant, latest)| bodies::TenantModule { tenant, latest })
         .collect();

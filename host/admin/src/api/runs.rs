@@ -27,8 +27,14 @@ pub(super) async fn get_run(
     let run = visible_run(&state, &caller, id).await?;
     let store = state.scheduler.store();
     let mut run = state.scheduler.with_start(run).await;
-    store.with_job_names(std::slice::from_mut(&mut run)).await?;
-    run.module = store.module_label(&run.tenant, &run.module_digest).await?;
+    store
+        .with_job_names(std::slice::from_mut(&mut run))
+        .await
+        .map_err(store_failure)?;
+    run.module = store
+        .module_label(&run.tenant, &run.module_digest)
+        .await
+        .map_err(store_failure)?;
     link_trace(&state, &mut run);
     Ok(Json(run))
 }
@@ -105,7 +111,8 @@ pub(super) async fn run_log(
         .scheduler
         .store()
         .run_log(id)
-        .await?
+        .await
+        .map_err(store_failure)?
         .unwrap_or_default();
     let ended = run.status != crate::store::RunStatus::Pending;
     Ok(Json(crate::store::logs::stored_page(
@@ -171,12 +178,18 @@ pub(super) async fn list_runs(
         examine: Some(RUNS_EXAMINED_PER_PAGE),
     };
     let store = state.scheduler.store();
-    let mut runs = store.list_runs(&filter).await?;
-    store.with_job_names(&mut runs).await?;
+    let mut runs = store.list_runs(&filter).await.map_err(store_failure)?;
+    store
+        .with_job_names(&mut runs)
+        .await
+        .map_err(store_failure)?;
     let next_before = if runs.len() as i64 == limit {
         runs.last().map(|run| run.id)
     } else {
-        store.oldest_examined(&filter).await?
+        store
+            .oldest_examined(&filter)
+            .await
+            .map_err(store_failure)?
     };
     Ok(Json(bodies::RunPage { runs, next_before }))
 }
@@ -230,7 +243,8 @@ pub(super) async fn reports(
             &from.format("%Y-%m-%d").to_string(),
             &to.format("%Y-%m-%d").to_string(),
         )
-        .await?;
+        .await
+        .map_err(store_failure)?;
     let total = |count: fn(&crate::store::DailyReport) -> i64| days.iter().map(count).sum::<i64>();
     let totals = bodies::RunCounts {
         success: total(|day| day.success),
@@ -264,7 +278,8 @@ pub(super) async fn dashboard(
     let first_hour = (now_ms.div_euclid(HOUR_MS) - (DASHBOARD_HOURS - 1)) * HOUR_MS;
     let counted = store
         .run_counts_by_bucket(tenant, first_hour, now_ms + 1, HOUR_MS)
-        .await?;
+        .await
+        .map_err(store_failure)?;
     let hours: Vec<cronbox_api::HourCounts> = (0..DASHBOARD_HOURS)
         .map(|hour| {
             let counts = counted
@@ -295,7 +310,8 @@ pub(super) async fn dashboard(
             &first_day.format("%Y-%m-%d").to_string(),
             &today.format("%Y-%m-%d").to_string(),
         )
-        .await?;
+        .await
+        .map_err(store_failure)?;
     let days = first_day
         .iter_days()
         .take(DASHBOARD_DAYS as usize)
@@ -318,20 +334,27 @@ pub(super) async fn dashboard(
     let day_ago = now_ms - DASHBOARD_HOURS * HOUR_MS;
     let mut lateness = store
         .recent_start_lateness(tenant, day_ago, LATENESS_SAMPLE)
-        .await?;
+        .await
+        .map_err(store_failure)?;
     lateness.sort_unstable();
     let percentile =
         |p: usize| (!lateness.is_empty()).then(|| lateness[(lateness.len() - 1) * p / 100].max(0));
-    let alive_since = state.scheduler.alive_since_now().await?;
+    let alive_since = state
+        .scheduler
+        .alive_since_now()
+        .await
+        .map_err(store_failure)?;
     let executors_online = store
         .registered_executors()
-        .await?
+        .await
+        .map_err(store_failure)?
         .iter()
         .filter(|executor| executor.last_beat_ms >= alive_since)
         .count() as i64;
     let top_failing = store
         .most_failing_jobs(tenant, now_ms - 7 * 24 * HOUR_MS, TOP_FAILING)
-        .await?
+        .await
+        .map_err(store_failure)?
         .into_iter()
         .map(|(job_id, name, failures)| cronbox_api::FailingJob {
             job_id,
@@ -348,7 +371,10 @@ pub(super) async fn dashboard(
         lateness_p99_ms: percentile(99),
         lateness_sample: lateness.len() as i64,
         executors_online,
-        runs_in_progress: store.runs_in_progress(tenant, now_ms).await?,
+        runs_in_progress: store
+            .runs_in_progress(tenant, now_ms)
+            .await
+            .map_err(store_failure)?,
         top_failing,
     }))
 }

@@ -47,8 +47,13 @@ async fn listed(
 ) -> Result<Vec<cronbox_api::Secret>, Failure> {
     let store = state.scheduler.store();
     let mut secrets = Vec::new();
-    for (tenant, name, created_at_ms, updated_at_ms) in store.secrets(tenant).await? {
-        let used_by = store.jobs_referencing_secret(&tenant, &name).await?;
+    for (tenant, name, created_at_ms, updated_at_ms) in
+        store.secrets(tenant).await.map_err(store_failure)?
+    {
+        let used_by = store
+            .jobs_referencing_secret(&tenant, &name)
+            .await
+            .map_err(store_failure)?;
         secrets.push(cronbox_api::Secret {
             tenant,
             name,

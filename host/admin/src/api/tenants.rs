@@ -35,7 +35,8 @@ pub(super) async fn list_tenants(
         .scheduler
         .store()
         .tenants()
-        .await?
+        .await
+        .map_err(store_failure)?
         .into_iter()
         .map(|(name, tokens)| bodies::Tenant { name, tokens })
         .collect();
@@ -47,7 +48,8 @@ pub(super) async fn known_tenant(state: &AdminState, name: &str) -> Result<(), F
         .scheduler
         .store()
         .tenants()
-        .await?
+        .await
+        .map_err(store_failure)?
         .iter()
         .any(|(tenant, _)| tenant == name);
     if known {
@@ -94,7 +96,8 @@ pub(super) async fn get_quotas(
         .scheduler
         .quotas()
         .report(state.scheduler.store(), &tenant, state.scheduler.now_ms())
-        .await?;
+        .await
+        .map_err(store_failure)?;
     Ok(Json(report))
 }
 
@@ -109,13 +112,17 @@ pub(super) async fn put_quotas(
     caller.require_operator("setting a tenant's quotas")?;
     known_quota_tenant(&state, &tenant).await?;
     let store = state.scheduler.store();
-    store.set_tenant_quotas(&tenant, &settings).await?;
+    store
+        .set_tenant_quotas(&tenant, &settings)
+        .await
+        .map_err(store_failure)?;
     let quotas = state.scheduler.quotas();
     quotas.forget(&tenant);
     Ok(Json(
         quotas
             .report(store, &tenant, state.scheduler.now_ms())
-            .await?,
+            .await
+            .map_err(store_failure)?,
     ))
 }
 
@@ -127,7 +134,12 @@ pub(super) async fn get_http_ceiling(
     Path(tenant): Path<String>,
 ) -> Result<impl IntoResponse, Failure> {
     visible_tenant(&state, &caller, &tenant).await?;
-    let origins = state.scheduler.store().http_ceiling(&tenant).await?;
+    let origins = state
+        .scheduler
+        .store()
+        .http_ceiling(&tenant)
+        .await
+        .map_err(store_failure)?;
     Ok(Json(cronbox_api::HttpCeiling { origins }))
 }
 
@@ -147,7 +159,8 @@ pub(super) async fn put_http_ceiling(
         .scheduler
         .store()
         .set_http_ceiling(&tenant, &origins)
-        .await?;
+        .await
+        .map_err(store_failure)?;
     Ok(Json(cronbox_api::HttpCeiling { origins }))
 }
 
@@ -190,7 +203,13 @@ pub(super) async fn revoke_token(
     Path((tenant, id)): Path<(String, i64)>,
 ) -> Result<impl IntoResponse, Failure> {
     caller.require_operator("revoking a token")?;
-    if !state.scheduler.store().revoke_token(&tenant, id).await? {
+    if !state
+        .scheduler
+        .store()
+        .revoke_token(&tenant, id)
+        .await
+        .map_err(store_failure)?
+    {
         return Err(Failure::new(
             StatusCode::NOT_FOUND,
             ErrorCode::UnknownToken,

@@ -14,7 +14,11 @@ pub(super) async fn kill_job(
     Path(id): Path<JobId>,
 ) -> Result<impl IntoResponse, Failure> {
     let job = visible_job(&state, &caller, id).await?;
-    let outcome = state.scheduler.kill_job(&job).await?;
+    let outcome = state
+        .scheduler
+        .kill_job(&job)
+        .await
+        .map_err(store_failure)?;
     Ok(Json(bodies::JobKilled {
         job_id: id,
         outcome,
@@ -53,7 +57,11 @@ pub(super) async fn trigger_job(
         // The admin sends the executor token with every run: only to
         // executors the operator runs, never to an address a tenant names.
         caller.require_operator_for("addresses", "choosing executor addresses for a run")?;
-        let allowed = state.scheduler.group_addresses_now(&job.group_name).await?;
+        let allowed = state
+            .scheduler
+            .group_addresses_now(&job.group_name)
+            .await
+            .map_err(store_failure)?;
         if addresses.is_empty() {
             return Err(Failure::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
@@ -95,7 +103,8 @@ pub(super) async fn trigger_job(
     let run_id = state
         .scheduler
         .trigger(job, kind, request.param, request.addresses)
-        .await?;
+        .await
+        .map_err(store_failure)?;
     Ok((
         StatusCode::ACCEPTED,
         note,
@@ -121,7 +130,8 @@ pub(super) async fn job_runs(
             query.number("after")?,
             query.limit(MAX_JOB_RUNS_PAGE, MAX_JOB_RUNS_PAGE)?,
         )
-        .await?;
+        .await
+        .map_err(store_failure)?;
     Ok(Json(runs))
 }
 

@@ -88,7 +88,8 @@ pub(super) async fn login(
         tracing::warn!(user = %login.user, ?peer, "failed login");
         let tenant = store
             .user(&login.user)
-            .await?
+            .await
+            .map_err(store_failure)?
             .map(|known| known.user.tenant);
         let refused = Failure::new(
             StatusCode::UNAUTHORIZED,
@@ -130,13 +131,12 @@ pub(super) async fn logout(
     headers: HeaderMap,
 ) -> Result<Response, Failure> {
     let ended = match cookie(&headers, SESSION_COOKIE) {
-        Some(value) => {
-            state
-                .scheduler
-                .store()
-                .end_session(&service::tenants::token_hash(value))
-                .await?
-        }
+        Some(value) => state
+            .scheduler
+            .store()
+            .end_session(&service::tenants::token_hash(value))
+            .await
+            .map_err(store_failure)?,
         None => false,
     };
     let mut response = Json(LoggedOut { ended }).into_response();
@@ -157,7 +157,8 @@ async fn managed_user(state: &AdminState, caller: &Caller, name: &str) -> Result
         .scheduler
         .store()
         .user(name)
-        .await?
+        .await
+        .map_err(store_failure)?
         .filter(|stored| caller.sees(&stored.user.tenant))
         .ok_or_else(|| unknown_user(name))?
         .user;
@@ -185,7 +186,12 @@ pub(super) async fn list_users(
         (None, asked) => asked,
     };
     Ok(Json(
-        state.scheduler.store().users(tenant.as_deref()).await?,
+        state
+            .scheduler
+            .store()
+            .users(tenant.as_deref())
+            .await
+            .map_err(store_failure)?,
     ))
 }
 
@@ -253,7 +259,8 @@ pub(super) async fn remove_user(
         .scheduler
         .store()
         .remove_user(&name)
-        .await?
+        .await
+        .map_err(store_failure)?
         .ok_or_else(|| unknown_user(&name))?;
     Ok(Json(UserChanged {
         name,
@@ -350,7 +357,12 @@ pub(super) async fn list_tokens(
         Some(caller.require_user("listing tokens")?)
     };
     Ok(Json(
-        state.scheduler.store().tokens(&caller.tenant, user).await?,
+        state
+            .scheduler
+            .store()
+            .tokens(&caller.tenant, user)
+            .await
+            .map_err(store_failure)?,
     ))
 }
 
@@ -424,7 +436,8 @@ pub(super) async fn revoke_user_token(
     };
     let owner = store
         .token_owner(&caller.tenant, id)
-        .await?
+        .await
+        .map_err(store_failure)?
         .ok_or_else(unknown)?;
     if !caller.role.includes(Role::Admin)
         && owner.user.as_deref() != Some(caller.require_user("revoking a token")?)
@@ -445,7 +458,11 @@ pub(super) async fn revoke_user_token(
             ),
         ));
     }
-    if !store.revoke_token(&caller.tenant, id).await? {
+    if !store
+        .revoke_token(&caller.tenant, id)
+        .await
+        .map_err(store_failure)?
+    {
         return Err(unknown());
     }
     Ok(Json(bodies::TokenRevoked {

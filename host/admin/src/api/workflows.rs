@@ -16,7 +16,8 @@ async fn list_workflows(
         .scheduler
         .store()
         .workflows(scope.only_tenant())
-        .await?;
+        .await
+        .map_err(store_failure)?;
     Ok(Json(
         listed
             .into_iter()
@@ -82,7 +83,12 @@ async fn list_workflow_runs(
 ) -> Result<impl IntoResponse, Failure> {
     let store = state.scheduler.store();
     let workflow = workflows::named(store, &caller.tenant, &name).await?;
-    Ok(Json(store.workflow_runs(workflow.id, 100).await?))
+    Ok(Json(
+        store
+            .workflow_runs(workflow.id, 100)
+            .await
+            .map_err(store_failure)?,
+    ))
 }
 
 async fn get_workflow_run(
@@ -105,7 +111,12 @@ async fn list_node_items(
     if !run.nodes.iter().any(|n| n.node == node) {
         return Err(ServiceError::UnknownWorkflowNode { run: id, node }.into());
     }
-    Ok(Json(store.workflow_items(id, &node).await?))
+    Ok(Json(
+        store
+            .workflow_items(id, &node)
+            .await
+            .map_err(store_failure)?,
+    ))
 }
 
 /// Runs the workflow's schedule's instants in a past range, once each.

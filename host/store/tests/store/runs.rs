@@ -238,7 +238,7 @@ async fn run_lifecycle(store: &Store) {
     // With `examine`, a page reads that many of the job's newest runs for
     // its status: the failures among the two newest, then, below the
     // oldest of them, the rest; the last page says nothing is left.
-    let failed_of = |runs: &[cronbox_admin::store::RunRow]| -> Vec<RunId> {
+    let failed_of = |runs: &[cronbox_store::RunRow]| -> Vec<RunId> {
         runs.iter()
             .filter(|run| run.status == RunStatus::Failed)
             .map(|run| run.id)
@@ -393,9 +393,8 @@ async fn leases(a: &Store, b: &Store, url: &str) {
         [run],
         "renewed"
     );
-    let orphan_ids = |runs: Vec<cronbox_admin::store::RunRow>| {
-        runs.iter().map(|r| r.id).filter(|r| *r == run).count()
-    };
+    let orphan_ids =
+        |runs: Vec<cronbox_store::RunRow>| runs.iter().map(|r| r.id).filter(|r| *r == run).count();
     assert_eq!(orphan_ids(b.orphaned_runs(21_000, 10).await.unwrap()), 0);
     assert_eq!(orphan_ids(b.orphaned_runs(23_000, 10).await.unwrap()), 1);
     assert_eq!(

@@ -418,7 +418,7 @@ async fn postgres_runs_written_before_partitioning_are_kept_and_still_unique() {
 /// change; runs of a day without a partition go to the default one.
 #[tokio::test]
 async fn postgres_run_partitions_are_made_ahead_and_dropped_whole() {
-    use cronbox_admin::store::DAY_MS;
+    use cronbox_store::DAY_MS;
     let server = PostgresServer::fresh_database();
     let store = Store::connect(&server.url()).await.unwrap();
     let id = store.insert_job(&job(), 0).await.unwrap();

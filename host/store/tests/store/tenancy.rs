@@ -304,7 +304,7 @@ async fn quotas_and_usage(store: &Store) {
 
     // Ends charge their tenant's day in the transaction that ends them:
     // each once, however often its result comes.
-    let finished_at_ms = day * cronbox_admin::store::DAY_MS + 5;
+    let finished_at_ms = day * cronbox_store::DAY_MS + 5;
     let charged = |run_id: RunId, run_ms: i64| RunEnd {
         run_id,
         success: true,

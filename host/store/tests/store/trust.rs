@@ -6,7 +6,7 @@
 
 use std::collections::HashSet;
 
-use cronbox_admin::store::{AuditFilter, NewAuditEntry, RegisteredWith};
+use cronbox_store::{AuditFilter, NewAuditEntry, RegisteredWith};
 use serde_json::json;
 
 use super::*;

@@ -4,8 +4,8 @@
 //! once; a fanned-out node's elements written once and started within
 //! its concurrency; a buffered fire started once.
 
-use cronbox_admin::store::{Fire, NodeEnd, NodeOfRun};
 use cronbox_api::{NodeStatus, WorkflowRunStatus, WorkflowSpec};
+use cronbox_store::{Fire, NodeEnd, NodeOfRun};
 
 use super::*;
 
