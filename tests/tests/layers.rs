@@ -173,7 +173,7 @@ const ADMIN_LAYERS: &[(&str, &[&str])] = &[
         "domain",
         &["jobs", "legacy", "quotas", "routing", "workflow", "secrets"],
     ),
-    ("base", &["model", "clock", "tasks"]),
+    ("base", &["model", "clock"]),
 ];
 
 fn rust_files(folder: &Path, found: &mut Vec<PathBuf>) {

@@ -44,13 +44,13 @@ pub mod routing;
 pub mod scheduler;
 pub mod secrets;
 pub mod service;
-pub mod tasks;
 pub mod workflow;
 
 /// The store and the schedule arithmetic are crates of their own, under
 /// the names the admin's modules have always used for them.
 pub use cronbox_schedule as schedule;
 pub use cronbox_store as store;
+pub use cronbox_tasks as tasks;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -27,6 +27,7 @@ use std::sync::Arc;
 
 use cronbox_protocol::{Registration, admin_paths};
 use cronbox_runtime::{Runtime, RuntimeError};
+use cronbox_tasks::Tasks;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -80,6 +81,9 @@ pub struct RunningExecutor {
     grace: std::time::Duration,
     stop_server: CancellationToken,
     stop_background: CancellationToken,
+    /// Every task of the executor's own (its job table and module loader
+    /// track theirs and end them in [`Jobs::shutdown`](jobs::Jobs)).
+    tasks: Tasks,
     server: JoinHandle<()>,
     sender: JoinHandle<()>,
     beater: JoinHandle<()>,
@@ -191,17 +195,18 @@ pub async fn start(config: ExecutorConfig) -> Result<RunningExecutor, ExecutorEr
             source,
         }
     })?;
-    let tls_watch = tls.map(|tls| tokio::spawn(tls.watch(stop_server.clone())));
+    let tasks = Tasks::new();
+    let tls_watch = tls.map(|tls| tasks.spawn_loop(tls.watch(stop_server.clone())));
     let server = {
         let stop = stop_server.clone();
-        tokio::spawn(async move {
+        tasks.spawn_loop(async move {
             let serve = axum::serve(listener, app).with_graceful_shutdown(stop.cancelled_owned());
             if let Err(error) = serve.await {
                 tracing::error!(%error, "executor API stopped");
             }
         })
     };
-    let sender = tokio::spawn(spool.clone().run_sender(
+    let sender = tasks.spawn_loop(spool.clone().run_sender(
         admins.clone(),
         config.callback_batch,
         metrics,
@@ -220,7 +225,7 @@ pub async fn start(config: ExecutorConfig) -> Result<RunningExecutor, ExecutorEr
         let stop = stop_background.clone();
         let interval = config.beat_interval;
         let load = state.clone();
-        tokio::spawn(async move {
+        tasks.spawn_loop(async move {
             loop {
                 // Each beat says how loaded the executor is (the console
                 // shows it).
@@ -241,7 +246,7 @@ pub async fn start(config: ExecutorConfig) -> Result<RunningExecutor, ExecutorEr
     };
     let metrics_pusher = config.metrics_export.clone().map(|exporter| {
         let state = state.clone();
-        tokio::spawn(exporter.push_until(
+        tasks.spawn_loop(exporter.push_until(
             move || std::future::ready(api::current_metrics(&state)),
             stop_background.clone().cancelled_owned(),
         ))
@@ -257,6 +262,7 @@ pub async fn start(config: ExecutorConfig) -> Result<RunningExecutor, ExecutorEr
         grace: config.shutdown_grace,
         stop_server,
         stop_background,
+        tasks,
         server,
         sender,
         beater,
@@ -274,6 +280,13 @@ impl RunningExecutor {
     /// The address advertised to admins.
     pub fn address(&self) -> &str {
         &self.address
+    }
+
+    /// The executor's own tasks (the API, the TLS watch, the result
+    /// sender, the heartbeat, the metrics push): all ended once
+    /// [`shutdown`](Self::shutdown) returns.
+    pub fn tasks(&self) -> Tasks {
+        self.tasks.clone()
     }
 
     /// Results spooled and not yet acknowledged by an admin.
@@ -297,8 +310,10 @@ impl RunningExecutor {
         if let Some(pusher) = self.metrics_pusher {
             let _ = pusher.await;
         }
-        let flush = tokio::time::timeout(std::time::Duration::from_secs(5), self.sender);
+        let mut sender = self.sender;
+        let flush = tokio::time::timeout(std::time::Duration::from_secs(5), &mut sender);
         if flush.await.is_err() {
+            sender.abort();
             tracing::warn!(
                 pending = self.spool.pending(),
                 "results left in the spool for the next start"
@@ -307,6 +322,7 @@ impl RunningExecutor {
         self.admins
             .post_all(admin_paths::REGISTRY_REMOVE, &self.registration)
             .await;
+        self.tasks.shutdown().await;
         tracing::info!(address = %self.address, "executor stopped");
     }
 }

@@ -208,6 +208,12 @@ async fn the_probes_answer_and_readiness_ends_once_a_shutdown_drains() {
         http,
         ..
     } = f;
+    let tasks = executor.tasks();
+    assert!(
+        tasks.len() >= 3,
+        "the API, the sender and the heartbeat are tracked: {}",
+        tasks.len()
+    );
     let stopping = tokio::spawn(executor.shutdown());
     let status = until("readiness ends while the run drains", || async {
         let answer = http
@@ -220,6 +226,12 @@ async fn the_probes_answer_and_readiness_ends_once_a_shutdown_drains() {
     .await;
     assert_eq!(status, 503);
     stopping.await.unwrap();
-    // The run in flight finished within the grace; none was lost.
+    // The run in flight finished within the grace; none was lost; nothing
+    // of the executor runs past its shutdown.
     assert!(admin.result_of(1, WAIT).await.outcome.is_success());
+    assert!(
+        tasks.is_empty(),
+        "{} tasks outlived the shutdown",
+        tasks.len()
+    );
 }

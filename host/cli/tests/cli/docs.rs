@@ -1,7 +1,7 @@
 //! The documents name only what exists: every `cronbox` command they show
 //! parses (`cronbox SUBCOMMAND... --help` succeeds) and every flag given to
-//! it is in that command's help, and every repository path they name is
-//! in the checkout.
+//! it is in that command's help, every repository path they name is in
+//! the checkout, and every test ARCHITECTURE.md's invariants name exists.
 #![allow(clippy::unwrap_used)] // in tests a failed unwrap is a failed test
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -226,4 +226,77 @@ fn every_repository_path_the_documents_name_exists() {
     missing.sort();
     missing.dedup();
     assert!(missing.is_empty(), "{}", missing.join("\n"));
+}
+
+/// The `.rs` files of the repository's own code (not `target/`, not the
+/// vendored driver).
+fn rust_sources(folder: &Path, found: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(folder).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy();
+        if path.is_dir() {
+            if !["target", "vendor", "node_modules"].contains(&name.as_ref())
+                && !name.starts_with('.')
+            {
+                rust_sources(&path, found);
+            }
+        } else if name.ends_with(".rs") {
+            found.push(path);
+        }
+    }
+}
+
+/// Every test ARCHITECTURE.md's invariants name exists: a rule is a line
+/// `- the rule — test_one, test_two`, and each name after the dash is a
+/// function in the code (a renamed or removed test fails here).
+#[test]
+fn every_test_the_architectures_invariants_name_exists() {
+    let root = root();
+    let text = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    let invariants = text
+        .split("\n## Invariants")
+        .nth(1)
+        .unwrap()
+        .split("\n## ")
+        .next()
+        .unwrap();
+    let mut named = BTreeSet::new();
+    for rule in invariants.lines().filter(|line| line.starts_with("- ")) {
+        // The tests follow the rule's last dash, and a `;` starts the next
+        // rule on the same line.
+        for part in rule.split("; ") {
+            let Some((_, tests)) = part.rsplit_once(" — ") else {
+                continue;
+            };
+            for span in tests.split('`').skip(1).step_by(2) {
+                let is_name = span.contains('_')
+                    && span.chars().all(|c| {
+                        c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == ':'
+                    });
+                if is_name {
+                    named.insert(span.rsplit("::").next().unwrap().to_owned());
+                }
+            }
+        }
+    }
+    let mut files = Vec::new();
+    rust_sources(&root, &mut files);
+    let code: String = files
+        .iter()
+        .map(|file| std::fs::read_to_string(file).unwrap())
+        .collect();
+    let missing: Vec<&String> = named
+        .iter()
+        // A test function, or one a macro makes from its name.
+        .filter(|name| {
+            !code.contains(&format!("fn {name}("))
+                && !code.contains(&format!("{name},"))
+                && !code.contains(&format!("{name} =>"))
+        })
+        .collect();
+    assert!(named.len() > 50, "only {} tests named", named.len());
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md names tests that do not exist: {missing:?}"
+    );
 }

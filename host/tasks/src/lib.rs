@@ -1,20 +1,24 @@
-//! Every task the admin spawns belongs to one [`Tasks`]: a tracker and the
-//! stop signal. A spawned task ends when its work is done or when the admin
-//! stops, whichever comes first; [`Tasks::shutdown`] signals the stop and
-//! waits for every task to end, so nothing of the admin runs after it
-//! returns.
+//! Every task a cronbox process spawns belongs to one [`Tasks`]: a tracker
+//! and the stop signal, one type for the admin and the executor. A spawned
+//! task ends when its work is done or when the process stops, whichever
+//! comes first; [`Tasks::shutdown`] signals the stop and waits for every
+//! task to end, so nothing of the process runs after it returns.
 //!
-//! Stopping may cut a task short at an await point: a dispatch in flight
-//! leaves its run pending under a lease (taken over later), a webhook in
-//! flight leaves its alarm claimed (sent again once the claim is stale).
-//! Both are the at-least-once paths an admin dying takes anyway.
+//! In the admin, stopping may cut a task short at an await point: a
+//! dispatch in flight leaves its run pending under a lease (taken over
+//! later), a webhook in flight leaves its alarm claimed (sent again once
+//! the claim is stale). Both are the at-least-once paths an admin dying
+//! takes anyway. The executor stops its parts in order (runs drain, then
+//! the API, then the result sender flushes): it awaits the handle
+//! [`Tasks::spawn_loop`] returns for each part before the next.
 
 use std::future::Future;
 
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-/// The admin's tasks and their stop signal (cheap to clone; clones share
+/// A process's tasks and their stop signal (cheap to clone; clones share
 /// both).
 #[derive(Debug, Clone, Default)]
 pub struct Tasks {
@@ -27,7 +31,7 @@ impl Tasks {
         Tasks::default()
     }
 
-    /// Runs `task` until it ends or the admin stops.
+    /// Runs `task` until it ends or the process stops.
     pub fn spawn<F>(&self, task: F)
     where
         F: Future<Output = ()> + Send + 'static,
@@ -41,13 +45,27 @@ impl Tasks {
         });
     }
 
-    /// Runs `task`, a loop that watches [`Tasks::stopping`] itself and
+    /// Runs `task`, a loop that watches a stop signal itself (this one's
+    /// [`Tasks::stopping`], or one of its own that is cancelled first) and
     /// finishes its own work (flushing what it holds) before it returns.
-    pub fn spawn_loop<F>(&self, task: F)
+    /// The handle is for a caller that stops its parts in order; the task
+    /// is tracked whether or not the handle is kept.
+    pub fn spawn_loop<F>(&self, task: F) -> JoinHandle<F::Output>
     where
-        F: Future<Output = ()> + Send + 'static,
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
     {
-        self.tracker.spawn(task);
+        self.tracker.spawn(task)
+    }
+
+    /// Tasks not yet ended.
+    pub fn len(&self) -> usize {
+        self.tracker.len()
+    }
+
+    /// Whether every task has ended.
+    pub fn is_empty(&self) -> bool {
+        self.tracker.is_empty()
     }
 
     /// The stop signal, for loops that wind down by themselves.
