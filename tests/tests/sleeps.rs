@@ -50,6 +50,12 @@ const ALLOWED: &[(&str, usize, &str)] = &[
          seconds to pass, and for PostgreSQL to stay down for a while",
     ),
     (
+        "host/cli/tests/heavy/cluster/failover.rs",
+        4,
+        "fires on the real clock across processes: the test waits for a window of whole \
+         seconds to open (the primary's kill or switchover goes into it) and to pass",
+    ),
+    (
         "host/cli/tests/cli/admin.rs",
         1,
         "a hand-written poll of a process's answers, to become `until`",

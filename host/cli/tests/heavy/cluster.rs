@@ -262,18 +262,6 @@ impl Cluster {
         total
     }
 
-    /// Once every run has ended: the successful run rows, and the
-    /// successful executions the executors counted.
-    async fn success_rows_and_executions(&self) -> (u64, u64) {
-        let succeeded = self
-            .settle(0, i64::MAX)
-            .await
-            .iter()
-            .filter(|run| run.status == RunStatus::Success)
-            .count() as u64;
-        (succeeded, self.executions_succeeded().await)
-    }
-
     /// Once the executors' successful executions are as many as the
     /// successful run rows (failing if they never are; each pair that
     /// differs is printed). They can differ for a while after the runs
@@ -286,7 +274,13 @@ impl Cluster {
             WAIT,
             "the successful executions on the executors equal the successful run rows",
             || async {
-                let (succeeded, executed) = self.success_rows_and_executions().await;
+                let succeeded = self
+                    .settle(0, i64::MAX)
+                    .await
+                    .iter()
+                    .filter(|run| run.status == RunStatus::Success)
+                    .count() as u64;
+                let executed = self.executions_succeeded().await;
                 if executed == succeeded {
                     return Some(());
                 }
