@@ -264,23 +264,7 @@ impl RunningAdmin {
 /// Helpers shared by the crate's unit tests.
 #[cfg(test)]
 pub(crate) mod test_support {
-    /// Lets every other task on this (single-threaded) test runtime run
-    /// as far as it can without waiting on anything outside it.
-    pub(crate) async fn let_others_run() {
-        for _ in 0..20 {
-            tokio::task::yield_now().await;
-        }
-    }
-
-    /// A store on a new SQLite file in a temporary directory, which is
-    /// deleted when the returned handle drops: keep it for the test's life.
-    pub(crate) async fn sqlite_store() -> (tempfile::TempDir, crate::store::Store) {
-        let dir = tempfile::tempdir().expect("a temporary directory");
-        let store = crate::store::Store::open_sqlite(dir.path())
-            .await
-            .expect("a store");
-        (dir, store)
-    }
+    pub(crate) use cronbox_store::test_support::{let_others_run, sqlite_store};
 
     /// A job of tenant `default` firing every second (`* * * * * ?`).
     pub(crate) fn every_second_job(misfire: crate::model::MisfirePolicy) -> crate::store::JobRow {

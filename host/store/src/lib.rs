@@ -529,11 +529,13 @@ impl Store {
     }
 }
 
-#[cfg(test)]
-pub(crate) mod test_support {
+/// Helpers for the unit tests of this crate and of the admin (feature
+/// `test-support`).
+#[cfg(any(test, feature = "test-support"))]
+pub mod test_support {
     /// Lets every other task on this (single-threaded) test runtime run
     /// as far as it can without waiting on anything outside it.
-    pub(crate) async fn let_others_run() {
+    pub async fn let_others_run() {
         for _ in 0..20 {
             tokio::task::yield_now().await;
         }
@@ -541,7 +543,7 @@ pub(crate) mod test_support {
 
     /// A store on a new SQLite file in a temporary directory, which is
     /// deleted when the returned handle drops: keep it for the test's life.
-    pub(crate) async fn sqlite_store() -> (tempfile::TempDir, crate::Store) {
+    pub async fn sqlite_store() -> (tempfile::TempDir, crate::Store) {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let store = crate::Store::open_sqlite(dir.path())
             .await
