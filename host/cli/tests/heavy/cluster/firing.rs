@@ -93,7 +93,7 @@ async fn a_killed_admins_fires_are_taken_over() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_restart_mid_load_loses_and_doubles_nothing() {
     let _turn = TESTS.turn();
-    let _load = firing_budget(300).await;
+    let _load = firing_budget(400).await;
     let cluster = Cluster::start(&[&[], &[]], 1).await;
     // 2 s of firing, a 3 s outage (a fault's length, not a wait for an
     // event), then at least 4 s of firing after the database is back; its
