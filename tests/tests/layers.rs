@@ -293,6 +293,38 @@ fn the_admins_modules_name_only_their_layer_and_below() {
     assert!(wrong.is_empty(), "imports upward:\n{}", wrong.join("\n"));
 }
 
+/// The services reach the firing engine only through their context
+/// (`service/context.rs`: `Services` and its `Firing` handle): no other
+/// file of `service/` names the scheduler.
+#[test]
+fn the_services_reach_the_engine_only_through_their_context() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../host/admin/src/service");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut wrong = Vec::new();
+    for file in &files {
+        if file.ends_with("context.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).unwrap();
+        for (line, named) in crate_paths(&text) {
+            if named == "scheduler" {
+                wrong.push(format!("{}:{line}", file.display()));
+            }
+        }
+        for (at, _) in text.match_indices("Scheduler") {
+            let line = text[..at].matches('\n').count() + 1;
+            wrong.push(format!("{}:{line}: Scheduler", file.display()));
+        }
+    }
+    assert!(files.len() > 8, "read only {} files", files.len());
+    assert!(
+        wrong.is_empty(),
+        "the scheduler named:\n{}",
+        wrong.join("\n")
+    );
+}
+
 /// The runtime's modules import in one direction: no module names one
 /// that names it back, directly or through others (its error types are
 /// all in `errors`, which names no other module). A circle fails here,

@@ -176,6 +176,7 @@ pub async fn start(config: AdminConfig) -> Result<RunningAdmin, AdminError> {
         source,
     })?;
     let state = Arc::new(api::AdminState {
+        services: service::Services::of(&scheduler),
         scheduler: scheduler.clone(),
         api_token: config.api_token.clone(),
         executor_token: config.executor_token.clone(),

@@ -5,40 +5,60 @@
 use super::job_definition::{INSERT_JOB, UPDATE_JOB, bind_definition};
 use super::*;
 
+/// New jobs written in one transaction, all or none: each inserted with
+/// its child links, started at a first fire its caller works out from the
+/// new id, then all committed together (dropped uncommitted, none is
+/// kept). The transaction holds the writer, so a caller does between two
+/// calls only what needs no other store call (SQLite has one writer).
+#[derive(Debug)]
+pub struct JobInserts {
+    tx: sqlx::Transaction<'static, sqlx::Any>,
+    now_ms: i64,
+    ids: Vec<JobId>,
+}
+
+impl JobInserts {
+    /// Inserts a validated job and its child links; its id.
+    pub async fn insert(&mut self, job: &JobRow) -> Result<JobId, StoreError> {
+        let id = insert_job_row(&mut self.tx, job, self.now_ms).await?;
+        // A new job cannot close a cycle: nothing names it yet.
+        add_children(&mut self.tx, id, &job.children).await?;
+        self.ids.push(id);
+        Ok(id)
+    }
+
+    /// Starts job `id`, just inserted, with its first fire at `first_ms`.
+    pub async fn start(&mut self, id: JobId, first_ms: i64) -> Result<(), StoreError> {
+        sqlx::query("UPDATE job SET enabled = 1, next_fire_at_ms = $1 WHERE id = $2")
+            .bind(first_ms)
+            .bind(id)
+            .execute(&mut *self.tx)
+            .await?;
+        Ok(())
+    }
+
+    /// Commits every job inserted: their ids in order.
+    pub async fn commit(self) -> Result<Vec<JobId>, StoreError> {
+        self.tx.commit().await?;
+        Ok(self.ids)
+    }
+}
+
 impl Store {
     /// Inserts a validated job; returns its id.
     pub async fn insert_job(&self, job: &JobRow, now_ms: i64) -> Result<JobId, StoreError> {
-        Ok(self
-            .insert_jobs(std::slice::from_ref(job), now_ms, |_, _| None)
-            .await?[0])
+        let mut inserts = self.job_inserts(now_ms).await?;
+        inserts.insert(job).await?;
+        Ok(inserts.commit().await?[0])
     }
 
-    /// Inserts validated jobs in one transaction (all or none); returns
-    /// their ids in order. `start` gives, from a job's place and its new
-    /// id, the first fire of a job to start (`None`: as it is).
-    pub async fn insert_jobs(
-        &self,
-        jobs: &[JobRow],
-        now_ms: i64,
-        mut start: impl FnMut(usize, JobId) -> Option<i64>,
-    ) -> Result<Vec<JobId>, StoreError> {
-        let mut tx = self.writer.begin().await?;
-        let mut ids = Vec::with_capacity(jobs.len());
-        for (index, job) in jobs.iter().enumerate() {
-            let id = insert_job_row(&mut tx, job, now_ms).await?;
-            // A new job cannot close a cycle: nothing names it yet.
-            add_children(&mut tx, id, &job.children).await?;
-            if let Some(first) = start(index, id) {
-                sqlx::query("UPDATE job SET enabled = 1, next_fire_at_ms = $1 WHERE id = $2")
-                    .bind(first)
-                    .bind(id)
-                    .execute(&mut *tx)
-                    .await?;
-            }
-            ids.push(id);
-        }
-        tx.commit().await?;
-        Ok(ids)
+    /// A transaction of new jobs ([`JobInserts`]), created at `now_ms`.
+    pub async fn job_inserts(&self, now_ms: i64) -> Result<JobInserts, StoreError> {
+        Ok(JobInserts {
+            tx: self.writer.begin().await?,
+            now_ms,
+            ids: Vec::new(),
+        })
     }
 
     /// Replaces a job's definition (keeping whether it is enabled); its next

@@ -68,6 +68,7 @@ mod workflows;
 pub use audit::{AuditFilter, NewAuditEntry, audit_outcome};
 pub use dashboard::BucketCounts;
 pub use executor_credentials::EnrolledExecutor;
+pub use jobs::JobInserts;
 pub use leases::{DEFAULT_DISPATCH_LEASE, Leases};
 pub use modules::{ModuleVersion, Moved, VersionPush};
 pub use partitions::{PartitionChanges, RunPartition};

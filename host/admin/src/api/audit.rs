@@ -151,7 +151,7 @@ pub(crate) async fn record(
         .flatten();
     let entry = AuditEntry {
         id: 0,
-        at_ms: state.scheduler.now_ms(),
+        at_ms: state.services.now_ms(),
         tenant: note
             .tenant
             .or(tenant_named)
@@ -168,7 +168,7 @@ pub(crate) async fn record(
         user_agent,
         detail: note.detail,
     };
-    if let Err(error) = state.scheduler.store().append_audit(&entry).await {
+    if let Err(error) = service::audit::record(state.services.store(), &entry).await {
         tracing::error!(%error, action = %entry.action, target = %entry.target,
             "a change was not written to the audit log");
     }
@@ -205,12 +205,7 @@ pub(super) async fn audit_log(
         before_id: query.number("before")?,
         limit: query.limit(100, MAX_AUDIT_PAGE)?,
     };
-    let entries = state
-        .scheduler
-        .store()
-        .audit_page(&filter)
-        .await
-        .map_err(store_failure)?;
+    let entries = service::audit::page(state.services.store(), &filter).await?;
     let next_before = (entries.len() as i64 == filter.limit)
         .then(|| entries.last().map(|entry| entry.id))
         .flatten();

@@ -113,9 +113,9 @@ pub(crate) async fn executor_auth(
         Ok(token) if same_token(token, &state.executor_token) => ExecutorIdentity::Shared,
         Ok(token) if credentials::is_enrolled(token) => {
             let hash = credentials::token_hash(token);
-            let now_ms = state.scheduler.now_ms();
+            let now_ms = state.services.now_ms();
             match state
-                .scheduler
+                .services
                 .store()
                 .enrolled_executor(&hash, now_ms)
                 .await
@@ -298,7 +298,7 @@ pub(crate) async fn caller_of(
     headers: &axum::http::HeaderMap,
     reads: bool,
 ) -> Result<Caller, Failure> {
-    let store = state.scheduler.store();
+    let store = state.services.store();
     if headers.contains_key(header::AUTHORIZATION) {
         let token = bearer_in(headers)?;
         if same_token(token, &state.api_token) {
@@ -329,7 +329,7 @@ pub(crate) async fn caller_of(
     let (user, csrf) = store
         .session(
             &service::tenants::token_hash(cookie),
-            state.scheduler.now_ms(),
+            state.services.now_ms(),
         )
         .await
         .map_err(store_failure)?

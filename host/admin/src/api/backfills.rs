@@ -41,7 +41,7 @@ pub(super) async fn list_backfills(
     let tenant = caller.only_tenant();
     Ok(Json(
         state
-            .scheduler
+            .services
             .store()
             .backfills(tenant.as_deref(), query.number("job")?)
             .await
@@ -54,7 +54,7 @@ async fn visible_backfill(
     caller: &Caller,
     id: i64,
 ) -> Result<cronbox_api::Backfill, Failure> {
-    Ok(caller.scope().backfill(state.scheduler.store(), id).await?)
+    Ok(caller.scope().backfill(state.services.store(), id).await?)
 }
 
 pub(super) async fn get_backfill(
@@ -74,7 +74,7 @@ pub(super) async fn cancel_backfill(
 ) -> Result<impl IntoResponse, Failure> {
     visible_backfill(&state, &caller, id).await?;
     state
-        .scheduler
+        .services
         .store()
         .cancel_backfill(id)
         .await

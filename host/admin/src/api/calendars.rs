@@ -9,12 +9,7 @@ pub(super) async fn list_calendars(
 ) -> Result<impl IntoResponse, Failure> {
     let tenant = caller.only_tenant();
     Ok(Json(
-        state
-            .scheduler
-            .store()
-            .calendars(tenant.as_deref())
-            .await
-            .map_err(store_failure)?,
+        service::calendars::list(&state.services, tenant.as_deref()).await?,
     ))
 }
 
@@ -26,40 +21,8 @@ pub(super) async fn put_calendar(
     Path(name): Path<String>,
     ApiJson(body): ApiJson<cronbox_api::CalendarDates>,
 ) -> Result<impl IntoResponse, Failure> {
-    let refuse = |field: &str, message: String| {
-        Failure::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            ErrorCode::InvalidJob,
-            message,
-        )
-        .field(field)
-    };
-    let valid_name = (1..=64).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
-    if !valid_name {
-        return Err(refuse(
-            "name",
-            format!("calendar name {name:?} must be 1 to 64 of A-Z a-z 0-9 - _ ."),
-        ));
-    }
-    let dates =
-        crate::schedule::parse_dates(&body.dates).map_err(|message| refuse("dates", message))?;
-    let calendar = cronbox_api::Calendar {
-        tenant: caller.tenant.clone(),
-        name,
-        dates: crate::schedule::date_texts(&dates),
-        updated_at_ms: state.scheduler.now_ms(),
-    };
-    let store = state.scheduler.store();
-    store.put_calendar(&calendar).await.map_err(store_failure)?;
-    state
-        .scheduler
-        .refresh_calendars()
-        .await
-        .map_err(store_failure)?;
-    state.scheduler.wake();
+    let calendar =
+        service::calendars::put(&state.services, &caller.tenant, name, &body.dates).await?;
     Ok(Json(calendar))
 }
 
@@ -70,34 +33,9 @@ pub(super) async fn delete_calendar(
     caller: Caller,
     Path(name): Path<String>,
 ) -> Result<impl IntoResponse, Failure> {
-    let store = state.scheduler.store();
-    let unknown = || {
-        Failure::new(
-            StatusCode::NOT_FOUND,
-            ErrorCode::NotFound,
-            format!("no calendar {name:?}"),
-        )
-    };
-    let calendar = store
-        .calendars(Some(&caller.tenant))
-        .await
-        .map_err(store_failure)?
-        .into_iter()
-        .find(|calendar| calendar.name == name)
-        .ok_or_else(unknown)?;
-    if !store
-        .delete_calendar(&caller.tenant, &name)
-        .await
-        .map_err(store_failure)?
-    {
-        return Err(unknown());
-    }
-    state
-        .scheduler
-        .refresh_calendars()
-        .await
-        .map_err(store_failure)?;
-    Ok(Json(calendar))
+    Ok(Json(
+        service::calendars::delete(&state.services, &caller.tenant, &name).await?,
+    ))
 }
 
 /// This file's routes: each one's document, the access it needs and its

@@ -12,7 +12,7 @@ async fn create(
     ApiJson(spec): ApiJson<ExecutorTokenSpec>,
 ) -> Result<impl IntoResponse, Failure> {
     let issued =
-        service::executor_tokens::create(state.scheduler.store(), &spec, state.scheduler.now_ms())
+        service::executor_tokens::create(state.services.store(), &spec, state.services.now_ms())
             .await?;
     let note = AuditNote::detail(json!({ "id": issued.id, "name": issued.name,
         "groups": issued.groups }));
@@ -21,12 +21,7 @@ async fn create(
 
 async fn list(State(state): State<Arc<AdminState>>) -> Result<impl IntoResponse, Failure> {
     Ok(Json(
-        state
-            .scheduler
-            .store()
-            .executor_credentials()
-            .await
-            .map_err(store_failure)?,
+        service::executor_tokens::list(state.services.store()).await?,
     ))
 }
 
@@ -37,10 +32,10 @@ async fn rotate(
 ) -> Result<impl IntoResponse, Failure> {
     let rotation: ExecutorTokenRotation = optional_json(&body)?;
     let issued = service::executor_tokens::rotate(
-        state.scheduler.store(),
+        state.services.store(),
         id,
         rotation.overlap_ms,
-        state.scheduler.now_ms(),
+        state.services.now_ms(),
     )
     .await?;
     let note =
@@ -53,7 +48,7 @@ async fn revoke(
     Path(id): Path<i64>,
 ) -> Result<impl IntoResponse, Failure> {
     let revoked =
-        service::executor_tokens::revoke(state.scheduler.store(), id, state.scheduler.now_ms())
+        service::executor_tokens::revoke(state.services.store(), id, state.services.now_ms())
             .await?;
     state.scheduler.forget_executors();
     Ok(Json(revoked))

@@ -54,69 +54,7 @@ pub(super) async fn registry(
             admin_proof: Some(admin_proof),
         },
     };
-    // An address is one executor's: another credential's live
-    // registration of it is not taken over (else runs for it would go
-    // with the wrong proof, or to whoever claimed it).
-    let alive_since = state
-        .scheduler
-        .alive_since_now()
-        .await
-        .map_err(store_failure)?;
-    let claimed = state
-        .scheduler
-        .store()
-        .address_credentials(&registration.address, alive_since)
-        .await
-        .map_err(store_failure)?;
-    if claimed
-        .iter()
-        .any(|holder| *holder != credential.credential_id)
-    {
-        return Err(Failure::new(
-            StatusCode::CONFLICT,
-            ErrorCode::AddressTaken,
-            format!(
-                "{} is registered with another executor credential",
-                registration.address
-            ),
-        ));
-    }
-    if state
-        .scheduler
-        .store()
-        .legacy_group(&registration.group)
-        .await
-        .map_err(store_failure)?
-        .is_some()
-    {
-        return Err(Failure::new(
-            StatusCode::CONFLICT,
-            ErrorCode::InvalidGroup,
-            format!(
-                "group {:?} is a legacy group of xxl-job executors; a cronbox executor \
-                 registers in another group",
-                registration.group
-            ),
-        ));
-    }
-    state
-        .scheduler
-        .store()
-        .registry_beat(
-            &registration.group,
-            &registration.address,
-            crate::store::ExecutorLoad {
-                busy: registration.busy.map(i64::from),
-                free_slots: registration.free_slots.map(i64::from),
-            },
-            &credential,
-            state.scheduler.now_ms(),
-        )
-        .await
-        .map_err(store_failure)?;
-    state
-        .scheduler
-        .executor_registered(&registration.address, credential.admin_proof);
+    service::executors::register(&state.services, &registration, credential).await?;
     // The executor checks the admin's version in turn.
     Ok((
         [(
@@ -142,12 +80,12 @@ pub(super) async fn registry_remove(
         )
         .field("protocol"));
     }
-    state
-        .scheduler
-        .store()
-        .registry_remove(&registration.group, &registration.address)
-        .await
-        .map_err(store_failure)?;
+    service::executors::deregister(
+        state.services.store(),
+        &registration.group,
+        &registration.address,
+    )
+    .await?;
     Ok(StatusCode::OK)
 }
 
@@ -178,23 +116,8 @@ pub(super) async fn module_content(
             format!("no module {digest}"),
         )
     };
-    if let ExecutorIdentity::Enrolled { enrolled, .. } = &identity {
-        let parsed: crate::store::Digest = digest.parse().map_err(|_| unknown())?;
-        let store = state.scheduler.store();
-        if !store
-            .module_runs_in_groups(&parsed, &enrolled.groups)
-            .await
-            .map_err(store_failure)?
-        {
-            return Err(unknown());
-        }
-    }
-    state
-        .scheduler
-        .store()
-        .module(&digest)
-        .await
-        .map_err(store_failure)?
+    service::executors::module_content(state.services.store(), &digest, identity.result_groups())
+        .await?
         .ok_or_else(unknown)
 }
 

@@ -95,6 +95,21 @@ impl From<ServiceError> for Failure {
                 ErrorCode::UnknownRun,
                 unknown.to_string(),
             ),
+            unknown @ ServiceError::UnknownTenant(_) => Failure::new(
+                StatusCode::NOT_FOUND,
+                ErrorCode::UnknownTenant,
+                unknown.to_string(),
+            ),
+            unknown @ ServiceError::UnknownToken { .. } => Failure::new(
+                StatusCode::NOT_FOUND,
+                ErrorCode::UnknownToken,
+                unknown.to_string(),
+            ),
+            unknown @ ServiceError::UnknownCalendar(_) => Failure::new(
+                StatusCode::NOT_FOUND,
+                ErrorCode::NotFound,
+                unknown.to_string(),
+            ),
             unknown @ ServiceError::UnknownBackfill(_) => Failure::new(
                 StatusCode::NOT_FOUND,
                 ErrorCode::NotFound,
@@ -104,6 +119,16 @@ impl From<ServiceError> for Failure {
                 StatusCode::NOT_FOUND,
                 ErrorCode::UnknownUser,
                 unknown.to_string(),
+            ),
+            taken @ ServiceError::AddressTaken(_) => Failure::new(
+                StatusCode::CONFLICT,
+                ErrorCode::AddressTaken,
+                taken.to_string(),
+            ),
+            legacy @ ServiceError::LegacyGroupRegistration(_) => Failure::new(
+                StatusCode::CONFLICT,
+                ErrorCode::InvalidGroup,
+                legacy.to_string(),
             ),
             busy @ ServiceError::LoginsBusy(_) => Failure::new(
                 StatusCode::SERVICE_UNAVAILABLE,

@@ -12,12 +12,12 @@ pub(super) async fn put_group(
 ) -> Result<impl IntoResponse, Failure> {
     caller.require_operator("configuring an executor group")?;
     let kind = service::groups::put(
-        state.scheduler.store(),
+        state.services.store(),
         &name,
         &spec.address_type,
         &spec.addresses,
         spec.legacy.as_ref(),
-        state.scheduler.config().secrets.as_deref(),
+        state.services.limits().secrets.as_deref(),
     )
     .await?;
     let tenants = granted_tenants(&state, &name).await?;
@@ -31,16 +31,7 @@ pub(super) async fn put_group(
 }
 
 async fn granted_tenants(state: &AdminState, group: &str) -> Result<Vec<String>, Failure> {
-    Ok(state
-        .scheduler
-        .store()
-        .groups()
-        .await
-        .map_err(store_failure)?
-        .into_iter()
-        .find(|row| row.name == group)
-        .map(|row| row.tenants)
-        .unwrap_or_default())
+    Ok(service::groups::tenants_of(state.services.store(), group).await?)
 }
 
 /// Grants group `name` to the tenants listed, replacing the grants before
@@ -54,7 +45,7 @@ pub(super) async fn put_group_tenants(
     ApiJson(grants): ApiJson<GroupTenants>,
 ) -> Result<impl IntoResponse, Failure> {
     caller.require_operator("granting an executor group")?;
-    let row = service::groups::grant(state.scheduler.store(), &name, &grants.tenants).await?;
+    let row = service::groups::grant(state.services.store(), &name, &grants.tenants).await?;
     Ok(Json(bodies::Group {
         name: row.name,
         address_type: row.address_type,
@@ -72,26 +63,24 @@ pub(super) async fn list_executors(
 ) -> Result<impl IntoResponse, Failure> {
     caller.require_operator("listing executors")?;
     let alive_since = state
-        .scheduler
+        .services
+        .firing()
         .alive_since_now()
         .await
         .map_err(store_failure)?;
-    let executors: Vec<bodies::Executor> = state
-        .scheduler
-        .store()
-        .registered_executors()
-        .await
-        .map_err(store_failure)?
-        .into_iter()
-        .map(|executor| bodies::Executor {
-            alive: executor.last_beat_ms >= alive_since,
-            group: executor.group,
-            address: executor.address,
-            last_beat_ms: executor.last_beat_ms,
-            busy: executor.load.busy,
-            free_slots: executor.load.free_slots,
-        })
-        .collect();
+    let executors: Vec<bodies::Executor> =
+        service::groups::registered_executors(state.services.store())
+            .await?
+            .into_iter()
+            .map(|executor| bodies::Executor {
+                alive: executor.last_beat_ms >= alive_since,
+                group: executor.group,
+                address: executor.address,
+                last_beat_ms: executor.last_beat_ms,
+                busy: executor.load.busy,
+                free_slots: executor.load.free_slots,
+            })
+            .collect();
     Ok(Json(executors))
 }
 
@@ -102,12 +91,8 @@ pub(super) async fn list_groups(
     State(state): State<Arc<AdminState>>,
     caller: Caller,
 ) -> Result<impl IntoResponse, Failure> {
-    let groups: Vec<bodies::Group> = state
-        .scheduler
-        .store()
-        .groups()
-        .await
-        .map_err(store_failure)?
+    let groups: Vec<bodies::Group> = service::groups::list(state.services.store())
+        .await?
         .into_iter()
         .filter_map(|row| {
             if caller.operator() {

@@ -13,7 +13,7 @@ pub(super) async fn create_job(
     if !spec.secrets.is_empty() {
         require_secret_manager(&caller, "secrets", "a job that reads secrets")?;
     }
-    let job = service::jobs::create(&state.scheduler, &caller.tenant, &spec).await?;
+    let job = service::jobs::create(&state.services, &caller.tenant, &spec).await?;
     let note = AuditNote::detail(json!({ "job": job.id, "name": job.name }));
     Ok((StatusCode::CREATED, note, Json(job)))
 }
@@ -32,7 +32,7 @@ pub(super) async fn create_jobs(
             "a job that reads secrets",
         )?;
     }
-    let created = service::jobs::create_many(&state.scheduler, &caller.tenant, &batch).await?;
+    let created = service::jobs::create_many(&state.services, &caller.tenant, &batch).await?;
     Ok((StatusCode::CREATED, Json(created)))
 }
 
@@ -49,7 +49,7 @@ pub(super) async fn update_job(
     } else if !spec.secrets.is_empty() {
         require_secret_manager(&caller, "secrets", "a job that reads secrets")?;
     }
-    let updated = service::jobs::update(&state.scheduler, &current, &spec).await?;
+    let updated = service::jobs::update(&state.services, &current, &spec).await?;
     let note = AuditNote::detail(audit::changed_fields(&current, &updated));
     Ok((note, Json(updated)))
 }
@@ -126,11 +126,11 @@ pub(super) async fn list_jobs(
         after_id: query.number("after")?,
         limit: query.limit(MAX_JOBS_PAGE, MAX_JOBS_PAGE)?,
     };
-    let store = state.scheduler.store();
+    let store = state.services.store();
     let jobs = store.list_jobs(&filter).await.map_err(store_failure)?;
     let ids: Vec<JobId> = jobs.iter().map(|job| job.id).collect();
     let mut last = store
-        .last_runs(&ids, state.scheduler.now_ms())
+        .last_runs(&ids, state.services.now_ms())
         .await
         .map_err(store_failure)?;
     let listed: Vec<cronbox_api::JobListed> = jobs
@@ -158,7 +158,7 @@ pub(super) async fn visible_job(
     caller: &Caller,
     id: JobId,
 ) -> Result<JobRow, Failure> {
-    Ok(caller.scope().job(state.scheduler.store(), id).await?)
+    Ok(caller.scope().job(state.services.store(), id).await?)
 }
 
 /// The answer for a job that vanished between its read and a write.
@@ -171,7 +171,7 @@ pub(super) async fn start_job(
     caller: Caller,
     Path(id): Path<JobId>,
 ) -> Result<impl IntoResponse, Failure> {
-    let store = state.scheduler.store();
+    let store = state.services.store();
     let job = visible_job(&state, &caller, id).await?;
     let schedule = schedule_of(&job).map_err(|error| {
         Failure::new(
@@ -180,7 +180,7 @@ pub(super) async fn start_job(
             error.to_string(),
         )
     })?;
-    let now = state.scheduler.now();
+    let now = state.services.now();
     let Some(first) = state.scheduler.rules_of(&job).first_fire(&schedule, now) else {
         return Err(Failure::new(
             StatusCode::CONFLICT,
@@ -193,7 +193,7 @@ pub(super) async fn start_job(
             id,
             true,
             Some(first.timestamp_millis()),
-            state.scheduler.now_ms(),
+            state.services.now_ms(),
         )
         .await
         .map_err(store_failure)?;
@@ -207,10 +207,10 @@ pub(super) async fn stop_job(
     caller: Caller,
     Path(id): Path<JobId>,
 ) -> Result<impl IntoResponse, Failure> {
-    let store = state.scheduler.store();
+    let store = state.services.store();
     visible_job(&state, &caller, id).await?;
     let Some(cancelled) = store
-        .stop_job(id, state.scheduler.now_ms())
+        .stop_job(id, state.services.now_ms())
         .await
         .map_err(store_failure)?
     else {
@@ -258,7 +258,7 @@ pub(super) async fn pause_job(
             ),
         ));
     }
-    let now = state.scheduler.now();
+    let now = state.services.now();
     let resume = match request.until_ms {
         None => None,
         Some(until) if until <= now.timestamp_millis() => {
@@ -280,7 +280,7 @@ pub(super) async fn pause_job(
         until_ms: request.until_ms,
     };
     state
-        .scheduler
+        .services
         .store()
         .pause_job(id, Some(&pause), resume, now.timestamp_millis())
         .await
@@ -289,7 +289,7 @@ pub(super) async fn pause_job(
     state.scheduler.wake();
     Ok(Json(
         state
-            .scheduler
+            .services
             .store()
             .job(id)
             .await
@@ -310,7 +310,7 @@ pub(super) async fn delete_job(
     if !job.secrets.is_empty() {
         require_secret_manager(&caller, "secrets", "a job that reads secrets")?;
     }
-    service::jobs::delete(state.scheduler.store(), &job).await?;
+    service::jobs::delete(state.services.store(), &job).await?;
     Ok(Json(bodies::Deleted { deleted: id }))
 }
 
@@ -319,7 +319,7 @@ pub(super) async fn get_state(
     caller: Caller,
     Path(id): Path<JobId>,
 ) -> Result<impl IntoResponse, Failure> {
-    let store = state.scheduler.store();
+    let store = state.services.store();
     visible_job(&state, &caller, id).await?;
     let values = store.job_state(id).await.map_err(store_failure)?.values;
     Ok(Json(bodies::JobStateBody::new(id, values)))
@@ -332,10 +332,10 @@ pub(super) async fn put_state(
     Path(id): Path<JobId>,
     ApiJson(edit): ApiJson<StateEdit>,
 ) -> Result<impl IntoResponse, Failure> {
-    let store = state.scheduler.store();
+    let store = state.services.store();
     visible_job(&state, &caller, id).await?;
     caller.require(Role::Developer, "editing a job's state")?;
-    service::jobs::replace_state(store, id, &edit.state, state.scheduler.now_ms()).await?;
+    service::jobs::replace_state(store, id, &edit.state, state.services.now_ms()).await?;
     Ok(Json(bodies::JobStateBody::new(id, edit.state)))
 }
 

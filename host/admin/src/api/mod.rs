@@ -81,10 +81,11 @@ pub(crate) use routes::{Access, Routes, route_table};
 
 pub(crate) use runs::MAX_LOG_PAGE;
 pub(crate) use schedules::MAX_NEXT_FIRES;
-use tenants::*;
 
 pub(crate) struct AdminState {
     pub(crate) scheduler: Arc<Scheduler>,
+    /// What the services use (built from the scheduler, never it).
+    pub(crate) services: service::Services,
     /// The operator token.
     pub(crate) api_token: String,
     pub(crate) executor_token: String,
@@ -104,10 +105,10 @@ pub(crate) struct AdminState {
 /// the API serves and the database answers, 503 while it does not; no
 /// token.
 async fn readyz(State(state): State<Arc<AdminState>>) -> Response {
-    match state.scheduler.store().ping().await {
+    match state.services.store().ping().await {
         Ok(()) => Json(bodies::Ready {
             ready: true,
-            instance: state.scheduler.store().instance().to_owned(),
+            instance: state.services.store().instance().to_owned(),
         })
         .into_response(),
         Err(error) => Failure::new(

@@ -163,7 +163,7 @@ pub(super) async fn upload_module(
         require_push_right(&state, &caller, name, "name").await?;
     }
     let answer = service::modules::upload(
-        &state.scheduler,
+        &state.services,
         &caller.tenant,
         &bytes,
         &service::modules::Upload {
@@ -191,7 +191,7 @@ async fn require_push_right(
         return Ok(());
     }
     let readers = state
-        .scheduler
+        .services
         .store()
         .secret_jobs_following(&caller.tenant, name)
         .await
@@ -214,7 +214,7 @@ pub(super) async fn list_modules(
     caller: Caller,
 ) -> Result<impl IntoResponse, Failure> {
     let modules: Vec<bodies::TenantModule> = state
-        .scheduler
+        .services
         .store()
         .latest_modules(caller.only_tenant().as_deref())
         .await
@@ -230,7 +230,7 @@ pub(super) async fn list_module_versions(
     caller: Caller,
     Path(name): Path<String>,
 ) -> Result<impl IntoResponse, Failure> {
-    let store = state.scheduler.store();
+    let store = state.services.store();
     Ok(Json(
         service::modules::versions(store, &caller.tenant, &name).await?,
     ))
@@ -246,7 +246,7 @@ pub(super) async fn rollback_module(
 ) -> Result<impl IntoResponse, Failure> {
     require_push_right(&state, &caller, &name, "name").await?;
     let rolled_back = service::modules::rollback(
-        &state.scheduler,
+        &state.services,
         &caller.tenant,
         &name,
         choice.version,
@@ -264,7 +264,7 @@ pub(super) async fn label_module(
     Path((name, label)): Path<(String, String)>,
     ApiJson(choice): ApiJson<VersionChoice>,
 ) -> Result<impl IntoResponse, Failure> {
-    let store = state.scheduler.store();
+    let store = state.services.store();
     let versions =
         service::modules::label(store, &caller.tenant, &name, &label, choice.version).await?;
     Ok(Json(versions))

@@ -141,7 +141,7 @@ impl Follow {
     /// admin saw but has not written yet is kept.
     async fn read_again(&mut self) {
         self.row_read_at = tokio::time::Instant::now();
-        let read = match self.state.scheduler.store().run(self.run.id).await {
+        let read = match self.state.services.store().run(self.run.id).await {
             Ok(Some(run)) => self.state.scheduler.as_known(run),
             // Deleted meanwhile (retention): nothing more will come.
             Ok(None) => {
@@ -194,7 +194,7 @@ impl Follow {
 
     /// Queues the stored log's lines past the offset (the run ended).
     async fn send_stored_log(&mut self) {
-        let stored = match self.state.scheduler.store().run_log(self.run.id).await {
+        let stored = match self.state.services.store().run_log(self.run.id).await {
             Ok(stored) => stored.unwrap_or_default(),
             Err(error) => {
                 tracing::debug!(%error, run = %self.run.id, "cannot read a followed run's log");

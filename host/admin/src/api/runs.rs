@@ -12,7 +12,7 @@ pub(super) async fn visible_run(
     caller: &Caller,
     id: RunId,
 ) -> Result<RunRow, Failure> {
-    let run = caller.scope().run(state.scheduler.store(), id).await?;
+    let run = caller.scope().run(state.services.store(), id).await?;
     // Dispatched before its mark is written: shown as it is.
     Ok(state.scheduler.as_known(run))
 }
@@ -25,7 +25,7 @@ pub(super) async fn get_run(
     Path(id): Path<RunId>,
 ) -> Result<impl IntoResponse, Failure> {
     let run = visible_run(&state, &caller, id).await?;
-    let store = state.scheduler.store();
+    let store = state.services.store();
     let mut run = state.scheduler.with_start(run).await;
     store
         .with_job_names(std::slice::from_mut(&mut run))
@@ -108,7 +108,7 @@ pub(super) async fn run_log(
         return Ok(Json(page));
     }
     let stored = state
-        .scheduler
+        .services
         .store()
         .run_log(id)
         .await
@@ -177,7 +177,7 @@ pub(super) async fn list_runs(
         limit,
         examine: Some(RUNS_EXAMINED_PER_PAGE),
     };
-    let store = state.scheduler.store();
+    let store = state.services.store();
     let mut runs = store.list_runs(&filter).await.map_err(store_failure)?;
     store
         .with_job_names(&mut runs)
@@ -229,14 +229,14 @@ pub(super) async fn reports(
     };
     let to = match &query.to {
         Some(text) => day("to", text)?,
-        None => state.scheduler.now().date_naive(),
+        None => state.services.now().date_naive(),
     };
     let from = match &query.from {
         Some(text) => day("from", text)?,
         None => to - chrono::Duration::days(6),
     };
     let days = state
-        .scheduler
+        .services
         .store()
         .daily_reports(
             &caller.tenant,
@@ -271,10 +271,10 @@ pub(super) async fn dashboard(
     caller: Caller,
 ) -> Result<Json<cronbox_api::Dashboard>, Failure> {
     const HOUR_MS: i64 = 3_600_000;
-    let store = state.scheduler.store();
+    let store = state.services.store();
     let tenant = caller.only_tenant();
     let tenant = tenant.as_deref();
-    let now_ms = state.scheduler.now_ms();
+    let now_ms = state.services.now_ms();
     let first_hour = (now_ms.div_euclid(HOUR_MS) - (DASHBOARD_HOURS - 1)) * HOUR_MS;
     let counted = store
         .run_counts_by_bucket(tenant, first_hour, now_ms + 1, HOUR_MS)
@@ -302,7 +302,7 @@ pub(super) async fn dashboard(
     let success_rate =
         (succeeded + failed > 0).then(|| succeeded as f64 / (succeeded + failed) as f64);
 
-    let today = state.scheduler.now().date_naive();
+    let today = state.services.now().date_naive();
     let first_day = today - chrono::Duration::days(DASHBOARD_DAYS - 1);
     let reported = store
         .daily_report_totals(
@@ -387,12 +387,7 @@ pub(super) fn routes(table: &mut Routes) {
             ("job", integer(i64::MIN, i64::MAX), "Runs of this job"),
             ("group", text(), "Runs of the jobs of this executor group"),
             ("status", schema("RunStatus"), "Runs in this status"),
-            (
-                "kind",
-                json!({ "type": "string",
-                            "enum": ["schedule", "manual", "api", "retry", "parent", "misfire", "backfill"] }),
-                "Runs of this trigger kind",
-            ),
+            ("kind", schema("TriggerKind"), "Runs of this trigger kind"),
             (
                 "from_ms",
                 integer(i64::MIN, i64::MAX),

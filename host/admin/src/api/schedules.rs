@@ -27,8 +27,8 @@ pub(super) async fn next_fires(
         Some(pause) => pause
             .until_ms
             .and_then(chrono::DateTime::from_timestamp_millis)
-            .map(|until| until.max(state.scheduler.now())),
-        None => Some(state.scheduler.now()),
+            .map(|until| until.max(state.services.now())),
+        None => Some(state.services.now()),
     };
     let fires: Vec<String> = from
         .map(|from| {
@@ -131,7 +131,7 @@ pub(super) async fn schedule_preview(
     let rules = state
         .scheduler
         .with_calendars(rules, &caller.tenant, &written.calendars);
-    let fires = rules.preview(&schedule, state.scheduler.now(), count);
+    let fires = rules.preview(&schedule, state.services.now(), count);
     Ok(Json(cronbox_api::SchedulePreview {
         fires: fires
             .iter()

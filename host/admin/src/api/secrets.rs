@@ -13,17 +13,17 @@ pub(super) async fn put_secret(
     ApiJson(body): ApiJson<cronbox_api::SecretValue>,
 ) -> Result<impl IntoResponse, Failure> {
     caller.require(Role::Admin, "setting a secret")?;
-    let store = state.scheduler.store();
+    let store = state.services.store();
     service::secrets::set(
         store,
-        state.scheduler.config().secrets.as_deref(),
+        state.services.limits().secrets.as_deref(),
         &caller.tenant,
         &name,
         &body.value,
-        state.scheduler.now_ms(),
+        state.services.now_ms(),
     )
     .await?;
-    let secret = listed(&state, Some(&caller.tenant))
+    let secret = service::secrets::list(store, Some(&caller.tenant))
         .await?
         .into_iter()
         .find(|secret| secret.name == name)
@@ -38,31 +38,9 @@ pub(super) async fn list_secrets(
     caller: Caller,
 ) -> Result<impl IntoResponse, Failure> {
     let tenant = caller.only_tenant();
-    Ok(Json(listed(&state, tenant.as_deref()).await?))
-}
-
-async fn listed(
-    state: &AdminState,
-    tenant: Option<&str>,
-) -> Result<Vec<cronbox_api::Secret>, Failure> {
-    let store = state.scheduler.store();
-    let mut secrets = Vec::new();
-    for (tenant, name, created_at_ms, updated_at_ms) in
-        store.secrets(tenant).await.map_err(store_failure)?
-    {
-        let used_by = store
-            .jobs_referencing_secret(&tenant, &name)
-            .await
-            .map_err(store_failure)?;
-        secrets.push(cronbox_api::Secret {
-            tenant,
-            name,
-            created_at_ms,
-            updated_at_ms,
-            used_by,
-        });
-    }
-    Ok(secrets)
+    Ok(Json(
+        service::secrets::list(state.services.store(), tenant.as_deref()).await?,
+    ))
 }
 
 /// Deletes a secret; refused (409) while jobs reference it, unless
@@ -86,7 +64,7 @@ pub(super) async fn delete_secret(
         }
     };
     let still_referenced_by =
-        service::secrets::delete(state.scheduler.store(), &caller.tenant, &name, force).await?;
+        service::secrets::delete(state.services.store(), &caller.tenant, &name, force).await?;
     Ok(Json(cronbox_api::SecretDeleted {
         name,
         still_referenced_by,

@@ -10,12 +10,9 @@ pub(super) async fn create_tenant(
     ApiJson(spec): ApiJson<TenantSpec>,
 ) -> Result<impl IntoResponse, Failure> {
     caller.require_operator("creating a tenant")?;
-    let (id, token) = service::tenants::create(
-        state.scheduler.store(),
-        &spec.name,
-        state.scheduler.now_ms(),
-    )
-    .await?;
+    let (id, token) =
+        service::tenants::create(state.services.store(), &spec.name, state.services.now_ms())
+            .await?;
     Ok((
         StatusCode::CREATED,
         Json(bodies::TenantCreated {
@@ -31,58 +28,22 @@ pub(super) async fn list_tenants(
     caller: Caller,
 ) -> Result<impl IntoResponse, Failure> {
     caller.require_operator("listing tenants")?;
-    let tenants: Vec<bodies::Tenant> = state
-        .scheduler
-        .store()
-        .tenants()
-        .await
-        .map_err(store_failure)?
+    let tenants: Vec<bodies::Tenant> = service::tenants::list(state.services.store())
+        .await?
         .into_iter()
         .map(|(name, tokens)| bodies::Tenant { name, tokens })
         .collect();
     Ok(Json(tenants))
 }
 
-pub(super) async fn known_tenant(state: &AdminState, name: &str) -> Result<(), Failure> {
-    let known = state
-        .scheduler
-        .store()
-        .tenants()
-        .await
-        .map_err(store_failure)?
-        .iter()
-        .any(|(tenant, _)| tenant == name);
-    if known {
-        Ok(())
-    } else {
-        Err(unknown_tenant(name))
-    }
-}
-
-fn unknown_tenant(name: &str) -> Failure {
-    Failure::new(
-        StatusCode::NOT_FOUND,
-        ErrorCode::UnknownTenant,
-        format!("no tenant {name:?}"),
-    )
-}
-
-/// A tenant that has quotas: a created one, or the operator's own.
-async fn known_quota_tenant(state: &AdminState, name: &str) -> Result<(), Failure> {
-    if name == DEFAULT_TENANT {
-        return Ok(());
-    }
-    known_tenant(state, name).await
-}
-
 /// A tenant the caller may read the settings of: the operator any, a
 /// tenant itself (any other is unknown to it, as any object it may not
 /// see).
-async fn visible_tenant(state: &AdminState, caller: &Caller, tenant: &str) -> Result<(), Failure> {
+fn visible_tenant(caller: &Caller, tenant: &str) -> Result<(), Failure> {
     if !caller.sees(tenant) {
-        return Err(unknown_tenant(tenant));
+        return Err(ServiceError::UnknownTenant(tenant.to_owned()).into());
     }
-    known_quota_tenant(state, tenant).await
+    Ok(())
 }
 
 /// A tenant's quotas with its use (the operator, or the tenant itself).
@@ -91,18 +52,13 @@ pub(super) async fn get_quotas(
     caller: Caller,
     Path(tenant): Path<String>,
 ) -> Result<impl IntoResponse, Failure> {
-    visible_tenant(&state, &caller, &tenant).await?;
-    let report = state
-        .scheduler
-        .quotas()
-        .report(state.scheduler.store(), &tenant, state.scheduler.now_ms())
-        .await
-        .map_err(store_failure)?;
-    Ok(Json(report))
+    visible_tenant(&caller, &tenant)?;
+    Ok(Json(
+        service::tenants::quotas(&state.services, &tenant).await?,
+    ))
 }
 
-/// Sets a tenant's own quotas (operator only): the quotas named replace
-/// the defaults, the others follow them; answers as [`get_quotas`].
+/// Replaces a tenant's quotas (operator only): them with its use.
 pub(super) async fn put_quotas(
     State(state): State<Arc<AdminState>>,
     caller: Caller,
@@ -110,36 +66,20 @@ pub(super) async fn put_quotas(
     ApiJson(settings): ApiJson<cronbox_api::QuotaSettings>,
 ) -> Result<impl IntoResponse, Failure> {
     caller.require_operator("setting a tenant's quotas")?;
-    known_quota_tenant(&state, &tenant).await?;
-    let store = state.scheduler.store();
-    store
-        .set_tenant_quotas(&tenant, &settings)
-        .await
-        .map_err(store_failure)?;
-    let quotas = state.scheduler.quotas();
-    quotas.forget(&tenant);
     Ok(Json(
-        quotas
-            .report(store, &tenant, state.scheduler.now_ms())
-            .await
-            .map_err(store_failure)?,
+        service::tenants::set_quotas(&state.services, &tenant, &settings).await?,
     ))
 }
 
-/// The origins a tenant's jobs may be granted (the operator, or the
-/// tenant itself).
+/// A tenant's HTTP ceiling: the origins its jobs may be granted (the
+/// operator, or the tenant itself).
 pub(super) async fn get_http_ceiling(
     State(state): State<Arc<AdminState>>,
     caller: Caller,
     Path(tenant): Path<String>,
 ) -> Result<impl IntoResponse, Failure> {
-    visible_tenant(&state, &caller, &tenant).await?;
-    let origins = state
-        .scheduler
-        .store()
-        .http_ceiling(&tenant)
-        .await
-        .map_err(store_failure)?;
+    visible_tenant(&caller, &tenant)?;
+    let origins = service::tenants::http_ceiling(state.services.store(), &tenant).await?;
     Ok(Json(cronbox_api::HttpCeiling { origins }))
 }
 
@@ -153,14 +93,9 @@ pub(super) async fn put_http_ceiling(
     ApiJson(ceiling): ApiJson<cronbox_api::HttpCeiling>,
 ) -> Result<impl IntoResponse, Failure> {
     caller.require_operator("setting a tenant's HTTP ceiling")?;
-    known_quota_tenant(&state, &tenant).await?;
-    let origins = service::tenants::checked_ceiling(&ceiling.origins)?;
-    state
-        .scheduler
-        .store()
-        .set_http_ceiling(&tenant, &origins)
-        .await
-        .map_err(store_failure)?;
+    let origins =
+        service::tenants::set_http_ceiling(state.services.store(), &tenant, &ceiling.origins)
+            .await?;
     Ok(Json(cronbox_api::HttpCeiling { origins }))
 }
 
@@ -173,7 +108,7 @@ pub(super) async fn create_token(
     body: Bytes,
 ) -> Result<impl IntoResponse, Failure> {
     caller.require_operator("creating a token")?;
-    known_tenant(&state, &tenant).await?;
+    service::tenants::known(state.services.store(), &tenant).await?;
     let spec: TokenSpec = optional_json(&body)?;
     let admin = crate::store::Principal {
         tenant: tenant.clone(),
@@ -181,10 +116,10 @@ pub(super) async fn create_token(
         user: None,
     };
     let (id, token) = service::tenants::add_token(
-        state.scheduler.store(),
+        state.services.store(),
         &admin,
         &spec.label,
-        state.scheduler.now_ms(),
+        state.services.now_ms(),
     )
     .await?;
     Ok((
@@ -203,19 +138,7 @@ pub(super) async fn revoke_token(
     Path((tenant, id)): Path<(String, i64)>,
 ) -> Result<impl IntoResponse, Failure> {
     caller.require_operator("revoking a token")?;
-    if !state
-        .scheduler
-        .store()
-        .revoke_token(&tenant, id)
-        .await
-        .map_err(store_failure)?
-    {
-        return Err(Failure::new(
-            StatusCode::NOT_FOUND,
-            ErrorCode::UnknownToken,
-            format!("tenant {tenant:?} has no token {id}"),
-        ));
-    }
+    service::tenants::revoke_token(state.services.store(), &tenant, id).await?;
     Ok(Json(bodies::TokenRevoked {
         tenant,
         revoked: id,

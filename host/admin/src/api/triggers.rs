@@ -123,7 +123,7 @@ pub(super) async fn job_runs(
     let query = ListQuery::new(params, &["after", "limit"])?;
     visible_job(&state, &caller, id).await?;
     let runs = state
-        .scheduler
+        .services
         .store()
         .runs_of_job_page(
             id,

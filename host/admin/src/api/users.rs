@@ -74,23 +74,21 @@ pub(super) async fn login(
         })
     };
     let throttle: &LoginThrottle = &state.logins;
-    let now_ms = state.scheduler.now_ms();
+    let now_ms = state.services.now_ms();
     // Counted before the password is checked: concurrent guesses share
     // one allowance.
     let attempt = match throttle.attempt(throttle_keys(&login.user, peer), now_ms) {
         Ok(attempt) => attempt,
         Err(retry_after) => return Ok((note(None), too_many_attempts(retry_after)).into_response()),
     };
-    let store = state.scheduler.store();
+    let store = state.services.store();
     let Some(user) = service::users::authenticate(store, &login.user, &login.password).await?
     else {
         drop(attempt);
         tracing::warn!(user = %login.user, ?peer, "failed login");
-        let tenant = store
-            .user(&login.user)
-            .await
-            .map_err(store_failure)?
-            .map(|known| known.user.tenant);
+        let tenant = service::users::find(store, &login.user)
+            .await?
+            .map(|known| known.tenant);
         let refused = Failure::new(
             StatusCode::UNAUTHORIZED,
             ErrorCode::Unauthorized,
@@ -131,12 +129,7 @@ pub(super) async fn logout(
     headers: HeaderMap,
 ) -> Result<Response, Failure> {
     let ended = match cookie(&headers, SESSION_COOKIE) {
-        Some(value) => state
-            .scheduler
-            .store()
-            .end_session(&service::tenants::token_hash(value))
-            .await
-            .map_err(store_failure)?,
+        Some(value) => service::users::end_session(state.services.store(), value).await?,
         None => false,
     };
     let mut response = Json(LoggedOut { ended }).into_response();
@@ -153,15 +146,10 @@ fn unknown_user(name: &str) -> Failure {
 /// The user `name` if the caller may manage it (a tenant admin its own
 /// tenant's, the operator anyone's); others are unknown to it.
 async fn managed_user(state: &AdminState, caller: &Caller, name: &str) -> Result<User, Failure> {
-    let user = state
-        .scheduler
-        .store()
-        .user(name)
-        .await
-        .map_err(store_failure)?
-        .filter(|stored| caller.sees(&stored.user.tenant))
-        .ok_or_else(|| unknown_user(name))?
-        .user;
+    let user = service::users::find(state.services.store(), name)
+        .await?
+        .filter(|user| caller.sees(&user.tenant))
+        .ok_or_else(|| unknown_user(name))?;
     if !caller.role.includes(user.role) {
         return Err(Failure::new(
             StatusCode::FORBIDDEN,
@@ -186,12 +174,7 @@ pub(super) async fn list_users(
         (None, asked) => asked,
     };
     Ok(Json(
-        state
-            .scheduler
-            .store()
-            .users(tenant.as_deref())
-            .await
-            .map_err(store_failure)?,
+        service::users::list(state.services.store(), tenant.as_deref()).await?,
     ))
 }
 
@@ -213,9 +196,9 @@ pub(super) async fn create_user(
         .field("tenant"));
     }
     if tenant != DEFAULT_TENANT {
-        known_tenant(&state, &tenant)
+        service::tenants::known(state.services.store(), &tenant)
             .await
-            .map_err(|failure| failure.field("tenant"))?;
+            .map_err(|error| Failure::from(error).field("tenant"))?;
     }
     if !caller.role.includes(spec.role) {
         return Err(Failure::new(
@@ -226,10 +209,10 @@ pub(super) async fn create_user(
         .field("role"));
     }
     let user = service::users::create(
-        state.scheduler.store(),
+        state.services.store(),
         &spec,
         &tenant,
-        state.scheduler.now_ms(),
+        state.services.now_ms(),
     )
     .await?;
     // The user's tenant's entry, so that its admins see who joined it.
@@ -255,13 +238,8 @@ pub(super) async fn remove_user(
         }
         .into());
     }
-    let (sessions_ended, tokens_revoked) = state
-        .scheduler
-        .store()
-        .remove_user(&name)
-        .await
-        .map_err(store_failure)?
-        .ok_or_else(|| unknown_user(&name))?;
+    let (sessions_ended, tokens_revoked) =
+        service::users::remove(state.services.store(), &name).await?;
     Ok(Json(UserChanged {
         name,
         sessions_ended,
@@ -294,7 +272,7 @@ pub(super) async fn set_password(
         // the login can still change its password from its session.
         let attempt = state
             .logins
-            .attempt(vec![format!("change:{name}")], state.scheduler.now_ms())
+            .attempt(vec![format!("change:{name}")], state.services.now_ms())
             .map_err(|retry_after| {
                 Failure::new(
                     StatusCode::TOO_MANY_REQUESTS,
@@ -304,7 +282,7 @@ pub(super) async fn set_password(
                 .retry_after(retry_after)
             })?;
         let current = change.current_password.as_deref().unwrap_or_default();
-        if service::users::authenticate(state.scheduler.store(), &name, current)
+        if service::users::authenticate(state.services.store(), &name, current)
             .await?
             .is_none()
         {
@@ -338,7 +316,7 @@ pub(super) async fn set_password(
         }
     }
     let sessions_ended =
-        service::users::set_password(state.scheduler.store(), &name, &change.password).await?;
+        service::users::set_password(state.services.store(), &name, &change.password).await?;
     Ok(Json(UserChanged {
         name,
         sessions_ended,
@@ -357,12 +335,7 @@ pub(super) async fn list_tokens(
         Some(caller.require_user("listing tokens")?)
     };
     Ok(Json(
-        state
-            .scheduler
-            .store()
-            .tokens(&caller.tenant, user)
-            .await
-            .map_err(store_failure)?,
+        service::users::tokens(state.services.store(), &caller.tenant, user).await?,
     ))
 }
 
@@ -400,10 +373,10 @@ pub(super) async fn create_user_token(
         user: Some(user),
     };
     let (id, token) = service::tenants::add_token(
-        state.scheduler.store(),
+        state.services.store(),
         &principal,
         &spec.label,
-        state.scheduler.now_ms(),
+        state.services.now_ms(),
     )
     .await?;
     Ok((
@@ -426,7 +399,7 @@ pub(super) async fn revoke_user_token(
     caller: Caller,
     Path(id): Path<i64>,
 ) -> Result<Json<bodies::TokenRevoked>, Failure> {
-    let store = state.scheduler.store();
+    let store = state.services.store();
     let unknown = || {
         Failure::new(
             StatusCode::NOT_FOUND,
@@ -434,10 +407,8 @@ pub(super) async fn revoke_user_token(
             format!("no token {id} of this caller"),
         )
     };
-    let owner = store
-        .token_owner(&caller.tenant, id)
-        .await
-        .map_err(store_failure)?
+    let owner = service::users::token_owner(store, &caller.tenant, id)
+        .await?
         .ok_or_else(unknown)?;
     if !caller.role.includes(Role::Admin)
         && owner.user.as_deref() != Some(caller.require_user("revoking a token")?)
@@ -458,12 +429,9 @@ pub(super) async fn revoke_user_token(
             ),
         ));
     }
-    if !store
-        .revoke_token(&caller.tenant, id)
-        .await
-        .map_err(store_failure)?
-    {
-        return Err(unknown());
+    match service::tenants::revoke_token(store, &caller.tenant, id).await {
+        Err(ServiceError::UnknownToken { .. }) => return Err(unknown()),
+        revoked => revoked?,
     }
     Ok(Json(bodies::TokenRevoked {
         tenant: caller.tenant,

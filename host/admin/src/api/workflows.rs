@@ -13,7 +13,7 @@ async fn list_workflows(
 ) -> Result<impl IntoResponse, Failure> {
     let scope = caller.scope();
     let listed = state
-        .scheduler
+        .services
         .store()
         .workflows(scope.only_tenant())
         .await
@@ -21,7 +21,7 @@ async fn list_workflows(
     Ok(Json(
         listed
             .into_iter()
-            .map(|workflow| workflows::with_next_run(&state.scheduler, workflow))
+            .map(|workflow| workflows::with_next_run(&state.services, workflow))
             .collect::<Vec<_>>(),
     ))
 }
@@ -31,9 +31,9 @@ async fn get_workflow(
     caller: Caller,
     Path(name): Path<String>,
 ) -> Result<impl IntoResponse, Failure> {
-    let store = state.scheduler.store();
+    let store = state.services.store();
     let workflow = workflows::named(store, &caller.tenant, &name).await?;
-    Ok(Json(workflows::with_next_run(&state.scheduler, workflow)))
+    Ok(Json(workflows::with_next_run(&state.services, workflow)))
 }
 
 /// Saves a workflow of the caller's tenant: created, or its next version
@@ -44,8 +44,8 @@ async fn put_workflow(
     Path(name): Path<String>,
     ApiJson(spec): ApiJson<WorkflowSpec>,
 ) -> Result<impl IntoResponse, Failure> {
-    let saved = workflows::save(&state.scheduler, &caller.tenant, &name, &spec).await?;
-    Ok(Json(workflows::with_next_run(&state.scheduler, saved)))
+    let saved = workflows::save(&state.services, &caller.tenant, &name, &spec).await?;
+    Ok(Json(workflows::with_next_run(&state.services, saved)))
 }
 
 async fn delete_workflow(
@@ -54,7 +54,7 @@ async fn delete_workflow(
     Path(name): Path<String>,
 ) -> Result<impl IntoResponse, Failure> {
     Ok(Json(
-        workflows::delete(&state.scheduler, &caller.tenant, &name).await?,
+        workflows::delete(&state.services, &caller.tenant, &name).await?,
     ))
 }
 
@@ -68,9 +68,9 @@ async fn start_workflow_run(
 ) -> Result<impl IntoResponse, Failure> {
     // The body may be absent (no input).
     let request: WorkflowRunRequest = optional_json(&body)?;
-    let store = state.scheduler.store();
+    let store = state.services.store();
     let workflow = workflows::named(store, &caller.tenant, &name).await?;
-    let id = workflows::start(&state.scheduler, &workflow, &request).await?;
+    let id = workflows::start(&state.services, &workflow, &request).await?;
     let stored = caller.scope().workflow_run(store, id).await?;
     Ok((StatusCode::CREATED, Json(stored.run)))
 }
@@ -81,7 +81,7 @@ async fn list_workflow_runs(
     caller: Caller,
     Path(name): Path<String>,
 ) -> Result<impl IntoResponse, Failure> {
-    let store = state.scheduler.store();
+    let store = state.services.store();
     let workflow = workflows::named(store, &caller.tenant, &name).await?;
     Ok(Json(
         store
@@ -106,7 +106,7 @@ async fn list_node_items(
     caller: Caller,
     Path((id, node)): Path<(i64, String)>,
 ) -> Result<impl IntoResponse, Failure> {
-    let store = state.scheduler.store();
+    let store = state.services.store();
     let run = caller.scope().workflow_run(store, id).await?.run;
     if !run.nodes.iter().any(|n| n.node == node) {
         return Err(ServiceError::UnknownWorkflowNode { run: id, node }.into());
@@ -126,8 +126,8 @@ async fn backfill_workflow(
     Path(name): Path<String>,
     ApiJson(request): ApiJson<cronbox_api::WorkflowBackfillRequest>,
 ) -> Result<impl IntoResponse, Failure> {
-    let workflow = workflows::named(state.scheduler.store(), &caller.tenant, &name).await?;
-    let backfill = workflows::backfill(&state.scheduler, &workflow, &request).await?;
+    let workflow = workflows::named(state.services.store(), &caller.tenant, &name).await?;
+    let backfill = workflows::backfill(&state.services, &workflow, &request).await?;
     Ok((StatusCode::CREATED, Json(backfill)))
 }
 
@@ -138,7 +138,7 @@ async fn cancel_workflow_run(
     caller: Caller,
     Path(id): Path<i64>,
 ) -> Result<impl IntoResponse, Failure> {
-    workflows::cancel(&state.scheduler, &caller.scope(), id).await?;
+    workflows::cancel(&state.services, &caller.scope(), id).await?;
     run_as_it_is(&state, &caller, id).await
 }
 
@@ -149,7 +149,7 @@ async fn retry_workflow_run(
     caller: Caller,
     Path(id): Path<i64>,
 ) -> Result<impl IntoResponse, Failure> {
-    workflows::retry(&state.scheduler, &caller.scope(), id).await?;
+    workflows::retry(&state.services, &caller.scope(), id).await?;
     run_as_it_is(&state, &caller, id).await
 }
 
@@ -159,7 +159,7 @@ async fn run_as_it_is(
     caller: &Caller,
     id: i64,
 ) -> Result<Json<cronbox_api::WorkflowRun>, Failure> {
-    let store = state.scheduler.store();
+    let store = state.services.store();
     Ok(Json(caller.scope().workflow_run(store, id).await?.run))
 }
 

@@ -83,14 +83,14 @@ type Answer = Result<Json<Envelope>, Json<Envelope>>;
 async fn registry(State(state): State<Arc<AdminState>>, headers: HeaderMap, body: Bytes) -> Answer {
     let (group, address) = checked_registration(&state, &headers, &body).await?;
     let beat = state
-        .scheduler
+        .services
         .store()
         .registry_beat(
             &group,
             &address,
             crate::store::ExecutorLoad::default(),
             &crate::store::RegisteredWith::default(),
-            state.scheduler.now_ms(),
+            state.services.now_ms(),
         )
         .await;
     Ok(Json(Envelope::of(beat)))
@@ -102,7 +102,7 @@ async fn registry_remove(
     body: Bytes,
 ) -> Answer {
     let (group, address) = checked_registration(&state, &headers, &body).await?;
-    let store = state.scheduler.store();
+    let store = state.services.store();
     Ok(Json(Envelope::of(
         store.registry_remove(&group, &address).await,
     )))

@@ -270,6 +270,11 @@ impl Scheduler {
         &self.quotas
     }
 
+    /// [`Scheduler::quotas`], shared (the services' context holds them).
+    pub(crate) fn shared_quotas(&self) -> Arc<crate::quotas::Quotas> {
+        self.quotas.clone()
+    }
+
     /// Runs the pre-read loop until the admin stops. First recovers runs
     /// written but not dispatched by an earlier process.
     pub async fn run(self: Arc<Self>) {

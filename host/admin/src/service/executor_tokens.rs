@@ -4,7 +4,7 @@
 //! registrations (see `api/auth.rs` for how the token is checked, and
 //! `cronbox_protocol::credentials` for what admins present back).
 
-use cronbox_api::{ExecutorTokenIssued, ExecutorTokenRevoked, ExecutorTokenSpec};
+use cronbox_api::{ExecutorToken, ExecutorTokenIssued, ExecutorTokenRevoked, ExecutorTokenSpec};
 use cronbox_protocol::credentials::ENROLLED_PREFIX;
 
 use super::ServiceError;
@@ -22,6 +22,11 @@ fn new_token() -> String {
 
 fn invalid(field: &'static str, message: String) -> ServiceError {
     ServiceError::InvalidExecutorToken { field, message }
+}
+
+/// Every executor credential, never its token.
+pub async fn list(store: &Store) -> Result<Vec<ExecutorToken>, ServiceError> {
+    Ok(store.executor_credentials().await?)
 }
 
 /// Enrolls an executor: its credential, and its token (shown once).

@@ -4,10 +4,31 @@
 use super::ServiceError;
 use cronbox_api::LegacySpec;
 
-use crate::store::{GroupRow, LegacyGroup, Store};
+use crate::store::{GroupRow, LegacyGroup, RegisteredExecutor, Store};
 
 /// Every tenant, in a group's grants.
 pub const EVERY_TENANT: &str = "*";
+
+/// Every executor group, by name, with its addresses and grants.
+pub async fn list(store: &Store) -> Result<Vec<GroupRow>, ServiceError> {
+    Ok(store.groups().await?)
+}
+
+/// The tenants group `name` is granted to (none: no such group).
+pub async fn tenants_of(store: &Store, name: &str) -> Result<Vec<String>, ServiceError> {
+    Ok(list(store)
+        .await?
+        .into_iter()
+        .find(|row| row.name == name)
+        .map(|row| row.tenants)
+        .unwrap_or_default())
+}
+
+/// The executors registered in any group, with their last heartbeat and
+/// load, by group and address.
+pub async fn registered_executors(store: &Store) -> Result<Vec<RegisteredExecutor>, ServiceError> {
+    Ok(store.registered_executors().await?)
+}
 
 /// Grants group `name` to `tenants` (known tenants, or `*`), replacing the
 /// grants before; the group as stored after.

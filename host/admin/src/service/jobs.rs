@@ -3,13 +3,12 @@
 //! operator's edit of a job's durable state.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
 
 use super::ServiceError;
+use super::Services;
 use crate::jobs::{JobSpec, child_cycle, children_of};
 use crate::model::Digest;
 use crate::model::JobId;
-use crate::scheduler::Scheduler;
 use crate::store::{JobRow, Store, StoreError};
 use cronbox_api::{JobBatch, JobsCreated, Quota};
 
@@ -17,7 +16,7 @@ use cronbox_api::{JobBatch, JobsCreated, Quota};
 /// A batch of one, refused as one job is (field `schedule_conf`, not
 /// `jobs[0].schedule_conf`).
 pub async fn create(
-    scheduler: &Arc<Scheduler>,
+    services: &Services,
     tenant: &str,
     spec: &JobSpec,
 ) -> Result<JobRow, ServiceError> {
@@ -25,10 +24,10 @@ pub async fn create(
         jobs: vec![spec.clone()],
         start: false,
     };
-    let created = create_many(scheduler, tenant, &batch)
+    let created = create_many(services, tenant, &batch)
         .await
         .map_err(ServiceError::alone)?;
-    stored(scheduler.store(), created.ids[0]).await
+    stored(services.store(), created.ids[0]).await
 }
 
 /// Creates the jobs of `batch` for `tenant` in one transaction, all or
@@ -37,7 +36,7 @@ pub async fn create(
 /// job that has a next fire is started. Reads made for one job (its group,
 /// module, ...) are made once per batch.
 pub async fn create_many(
-    scheduler: &Arc<Scheduler>,
+    services: &Services,
     tenant: &str,
     batch: &JobBatch,
 ) -> Result<JobsCreated, ServiceError> {
@@ -51,10 +50,10 @@ pub async fn create_many(
             ),
         ));
     }
-    let config = scheduler.config();
-    let store = scheduler.store();
-    let now = scheduler.now();
-    let quotas = scheduler.quotas();
+    let limits = services.limits();
+    let store = services.store();
+    let now = services.now();
+    let quotas = services.quotas();
     // Each group checked once per batch: usable by the tenant, and
     // whether it is a legacy group.
     let mut groups: HashMap<String, bool> = HashMap::new();
@@ -63,7 +62,7 @@ pub async fn create_many(
     for (index, spec) in batch.jobs.iter().enumerate() {
         let at = |error: ServiceError| error.in_batch(index);
         let (mut row, schedule) =
-            crate::jobs::validate(spec, tenant, &config.job_maxima, &config.alarm_nets)
+            crate::jobs::validate(spec, tenant, &limits.job_maxima, &limits.alarm_nets)
                 .map_err(|invalid| ServiceError::invalid(invalid.field, invalid.message))
                 .map_err(at)?;
         let legacy = match groups.get(&row.group_name) {
@@ -83,7 +82,7 @@ pub async fn create_many(
         if !row.secrets.is_empty() {
             super::secrets::check_references(
                 store,
-                config.secrets.as_deref(),
+                limits.secrets.as_deref(),
                 tenant,
                 &row.secrets,
             )
@@ -145,30 +144,33 @@ pub async fn create_many(
         }
     }
     let (rows, schedules): (Vec<JobRow>, Vec<_>) = checked.into_iter().unzip();
+    // One transaction, all or none; a started job's first fire comes
+    // from its rules, which need its new id (the jitter's seed).
     let mut started = 0;
-    let ids = store
-        .insert_jobs(&rows, scheduler.now_ms(), |index, id| {
-            if !batch.start {
-                return None;
-            }
-            let job = JobRow {
-                id,
-                ..rows[index].clone()
-            };
-            let first = scheduler
-                .rules_of(&job)
-                .first_fire(&schedules[index], now)
-                .map(|at| at.timestamp_millis());
-            started += usize::from(first.is_some());
-            first
-        })
-        .await?;
+    let mut inserts = store.job_inserts(services.now_ms()).await?;
+    for (row, schedule) in rows.iter().zip(&schedules) {
+        let id = inserts.insert(row).await?;
+        if !batch.start {
+            continue;
+        }
+        let job = JobRow { id, ..row.clone() };
+        let first = services
+            .firing()
+            .rules_of(&job)
+            .first_fire(schedule, now)
+            .map(|at| at.timestamp_millis());
+        if let Some(first) = first {
+            inserts.start(id, first).await?;
+            started += 1;
+        }
+    }
+    let ids = inserts.commit().await?;
     let mut prepared = HashSet::new();
     for row in &rows {
         if row.executor_handler.is_none()
             && prepared.insert((row.group_name.clone(), row.module_digest.clone()))
         {
-            scheduler.prepare_module(
+            services.firing().prepare_module(
                 vec![row.group_name.clone()],
                 row.module_digest.clone(),
                 None,
@@ -176,7 +178,7 @@ pub async fn create_many(
         }
     }
     if started > 0 {
-        scheduler.wake();
+        services.firing().wake();
     }
     Ok(JobsCreated { ids, started })
 }
@@ -230,19 +232,19 @@ async fn check_calendars(
 }
 
 pub async fn update(
-    scheduler: &Arc<Scheduler>,
+    services: &Services,
     current: &JobRow,
     spec: &JobSpec,
 ) -> Result<JobRow, ServiceError> {
-    let config = scheduler.config();
+    let limits = services.limits();
     let (mut row, schedule) = crate::jobs::validate(
         spec,
         &current.tenant,
-        &config.job_maxima,
-        &config.alarm_nets,
+        &limits.job_maxima,
+        &limits.alarm_nets,
     )
     .map_err(|invalid| ServiceError::invalid(invalid.field, invalid.message))?;
-    let store = scheduler.store();
+    let store = services.store();
     known_group(store, &current.tenant, &row.group_name).await?;
     super::tenants::check_within_ceiling(store, &current.tenant, &row.http_allow).await?;
     // Only names the job did not reference before must exist: one deleted
@@ -253,7 +255,7 @@ pub async fn update(
         .filter(|name| !current.secrets.contains(name))
         .cloned()
         .collect();
-    super::secrets::check_references(store, config.secrets.as_deref(), &current.tenant, &added)
+    super::secrets::check_references(store, limits.secrets.as_deref(), &current.tenant, &added)
         .await?;
     check_calendars(
         store,
@@ -264,9 +266,9 @@ pub async fn update(
     .await?;
     check_group_kind(&row, store.legacy_group(&row.group_name).await?.is_some())?;
     resolve_module(store, &mut row).await?;
-    scheduler
+    services
         .quotas()
-        .check_interval(store, &current.tenant, &schedule, scheduler.now())
+        .check_interval(store, &current.tenant, &schedule, services.now())
         .await??;
     // The jobs reachable through child links from the new children: all a
     // cycle check needs, read layer by layer (never the whole table).
@@ -304,8 +306,9 @@ pub async fn update(
             .as_ref()
             .and_then(|pause| pause.until_ms)
             .and_then(chrono::DateTime::from_timestamp_millis)
-            .map_or(scheduler.now(), |until| until.max(scheduler.now()));
-        scheduler
+            .map_or(services.now(), |until| until.max(services.now()));
+        services
+            .firing()
             .rules_of(&JobRow {
                 id: current.id,
                 ..row.clone()
@@ -314,7 +317,7 @@ pub async fn update(
             .map(|at| at.timestamp_millis())
     };
     match store
-        .update_job(current.id, &row, next, scheduler.now_ms())
+        .update_job(current.id, &row, next, services.now_ms())
         .await
     {
         Ok(_) => {}
@@ -333,13 +336,13 @@ pub async fn update(
         // compiled the new one.
         let from =
             (row.module_digest != current.module_digest).then(|| current.module_digest.clone());
-        scheduler.prepare_module(
+        services.firing().prepare_module(
             vec![row.group_name.clone()],
             row.module_digest.clone(),
             from,
         );
     }
-    scheduler.wake();
+    services.firing().wake();
     stored(store, current.id).await
 }
 

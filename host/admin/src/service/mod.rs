@@ -6,7 +6,11 @@
 //! and translate [`ServiceError`] into an HTTP answer; they hold no rules
 //! of their own.
 
+pub mod audit;
+pub mod calendars;
+mod context;
 pub mod executor_tokens;
+pub mod executors;
 pub mod groups;
 pub mod jobs;
 pub mod modules;
@@ -15,6 +19,8 @@ pub mod secrets;
 pub mod tenants;
 pub mod users;
 pub mod workflows;
+
+pub use context::{ChangeLimits, Firing, Services};
 
 use crate::model::JobId;
 use crate::store::StoreError;
@@ -89,6 +95,12 @@ pub enum ServiceError {
     /// A tenant name refused.
     #[error("tenant name {0:?} must be 1 to 63 lowercase letters, digits or '-'")]
     InvalidTenant(String),
+    /// No tenant of that name.
+    #[error("no tenant {0:?}")]
+    UnknownTenant(String),
+    /// The tenant has no token of that id.
+    #[error("tenant {tenant:?} has no token {id}")]
+    UnknownToken { tenant: String, id: i64 },
     /// A tenant of that name exists.
     #[error("tenant {0:?} already exists")]
     TenantExists(String),
@@ -140,6 +152,9 @@ pub enum ServiceError {
     /// No run of that id that the caller may see.
     #[error("no run {0}")]
     UnknownRun(crate::model::RunId),
+    /// No calendar of that name (of the caller's tenant).
+    #[error("no calendar {0:?}")]
+    UnknownCalendar(String),
     /// No backfill of that id that the caller may see.
     #[error("no backfill {0}")]
     UnknownBackfill(i64),
@@ -150,6 +165,15 @@ pub enum ServiceError {
     /// and this login's turn did not come in time.
     #[error("the admin is checking {0} passwords at once; try again in a moment")]
     LoginsBusy(usize),
+    /// Another executor credential's live registration holds the address.
+    #[error("{0} is registered with another executor credential")]
+    AddressTaken(String),
+    /// A cronbox executor tried to register in a legacy group.
+    #[error(
+        "group {0:?} is a legacy group of xxl-job executors; a cronbox executor registers in \
+         another group"
+    )]
+    LegacyGroupRegistration(String),
     /// The tenant is past one of its quotas.
     #[error(transparent)]
     QuotaExceeded(#[from] crate::quotas::QuotaExceeded),

@@ -3,12 +3,10 @@
 //! added as the next version of a named module (moving the jobs that
 //! follow it).
 
-use std::sync::Arc;
-
 use sha2::{Digest, Sha256};
 
 use super::ServiceError;
-use crate::scheduler::Scheduler;
+use super::Services;
 use crate::store::{ModuleVersion, Moved, Store, VersionPush};
 use cronbox_api::{RolledBack, Uploaded};
 use cronbox_component_check::ComponentError;
@@ -45,7 +43,7 @@ pub fn parse_labels(text: Option<&str>) -> Result<Vec<String>, ServiceError> {
 /// Checks and stores `bytes` for `tenant` (see the module doc); at most
 /// `max_bytes`, keeping `keep_versions` versions per name.
 pub async fn upload(
-    scheduler: &Arc<Scheduler>,
+    services: &Services,
     tenant: &str,
     bytes: &[u8],
     upload: &Upload,
@@ -75,10 +73,10 @@ pub async fn upload(
             },
         )?;
     let digest = crate::model::Digest::from_sha256(&Sha256::digest(bytes));
-    let store = scheduler.store();
-    let now = scheduler.now_ms();
+    let store = services.store();
+    let now = services.now_ms();
     check_quotas(
-        scheduler,
+        services,
         tenant,
         &digest,
         bytes.len(),
@@ -115,8 +113,8 @@ pub async fn upload(
         answer.version = Some(version.version);
         answer.labels = Some(version.labels);
         answer.jobs_moved = Some(moved.jobs);
-        prepare_moved(scheduler, &digest, moved);
-        scheduler.wake();
+        prepare_moved(services, &digest, moved);
+        services.firing().wake();
     }
     Ok(answer)
 }
@@ -124,15 +122,15 @@ pub async fn upload(
 /// Refuses an upload past `tenant`'s quotas: a new module name past its
 /// modules, new bytes (content it does not own yet) past its module bytes.
 async fn check_quotas(
-    scheduler: &Scheduler,
+    services: &Services,
     tenant: &str,
     digest: &crate::model::Digest,
     size: usize,
     name: Option<&str>,
 ) -> Result<(), ServiceError> {
-    let store = scheduler.store();
-    let quotas = scheduler.quotas();
-    let now = scheduler.now_ms();
+    let store = services.store();
+    let quotas = services.quotas();
+    let now = services.now_ms();
     if let Some(name) = name
         && !store.has_module_name(tenant, name).await?
     {
@@ -166,14 +164,14 @@ pub async fn versions(
 /// content, so history keeps both; the jobs that follow the module move to
 /// it.
 pub async fn rollback(
-    scheduler: &Arc<Scheduler>,
+    services: &Services,
     tenant: &str,
     name: &str,
     version: i64,
     keep_versions: usize,
     pushed_by: &str,
 ) -> Result<RolledBack, ServiceError> {
-    let store = scheduler.store();
+    let store = services.store();
     let versions = versions(store, tenant, name).await?;
     let Some(target) = versions.iter().find(|v| v.version == version) else {
         return Err(unknown_version(name, version, &versions));
@@ -189,12 +187,12 @@ pub async fn rollback(
                 pushed_by,
             },
             keep_versions,
-            scheduler.now_ms(),
+            services.now_ms(),
         )
         .await?;
     let jobs_moved = moved.jobs;
-    prepare_moved(scheduler, &target.digest, moved);
-    scheduler.wake();
+    prepare_moved(services, &target.digest, moved);
+    services.firing().wake();
     Ok(RolledBack {
         version,
         jobs_moved,
@@ -203,9 +201,11 @@ pub async fn rollback(
 
 /// Has the executors of the moved jobs compile their new version ahead
 /// of its runs.
-fn prepare_moved(scheduler: &Arc<Scheduler>, digest: &crate::model::Digest, moved: Moved) {
+fn prepare_moved(services: &Services, digest: &crate::model::Digest, moved: Moved) {
     if moved.jobs > 0 {
-        scheduler.prepare_module(moved.groups, digest.clone(), moved.from);
+        services
+            .firing()
+            .prepare_module(moved.groups, digest.clone(), moved.from);
     }
 }
 

@@ -6,6 +6,26 @@ use super::ServiceError;
 use crate::secrets::{MAX_SECRET_BYTES, SecretBox, is_secret_name};
 use crate::store::Store;
 
+/// The secrets of `tenant` (`None`: every tenant's): names, dates and the
+/// jobs referencing each, never their values.
+pub async fn list(
+    store: &Store,
+    tenant: Option<&str>,
+) -> Result<Vec<cronbox_api::Secret>, ServiceError> {
+    let mut secrets = Vec::new();
+    for (tenant, name, created_at_ms, updated_at_ms) in store.secrets(tenant).await? {
+        let used_by = store.jobs_referencing_secret(&tenant, &name).await?;
+        secrets.push(cronbox_api::Secret {
+            tenant,
+            name,
+            created_at_ms,
+            updated_at_ms,
+            used_by,
+        });
+    }
+    Ok(secrets)
+}
+
 /// Stores `value` as secret `name` of `tenant`, new or replaced.
 pub async fn set(
     store: &Store,

@@ -107,3 +107,86 @@ pub async fn check_within_ceiling(
     }
     Ok(())
 }
+
+/// Every tenant with its number of tokens.
+pub async fn list(store: &Store) -> Result<Vec<(String, i64)>, ServiceError> {
+    Ok(store.tenants().await?)
+}
+
+/// Refuses a tenant that was never created ([`ServiceError::UnknownTenant`]).
+pub async fn known(store: &Store, name: &str) -> Result<(), ServiceError> {
+    let known = store
+        .tenants()
+        .await?
+        .iter()
+        .any(|(tenant, _)| tenant == name);
+    if known {
+        Ok(())
+    } else {
+        Err(ServiceError::UnknownTenant(name.to_owned()))
+    }
+}
+
+/// [`known`], or the operator's own tenant (which has quotas and a
+/// ceiling without being created).
+pub async fn known_or_default(store: &Store, name: &str) -> Result<(), ServiceError> {
+    if name == cronbox_api::DEFAULT_TENANT {
+        return Ok(());
+    }
+    known(store, name).await
+}
+
+/// A tenant's quotas with its use today.
+pub async fn quotas(
+    services: &super::Services,
+    tenant: &str,
+) -> Result<cronbox_api::TenantQuotas, ServiceError> {
+    known_or_default(services.store(), tenant).await?;
+    Ok(services
+        .quotas()
+        .report(services.store(), tenant, services.now_ms())
+        .await?)
+}
+
+/// Replaces a tenant's quotas: them with its use, as now enforced.
+pub async fn set_quotas(
+    services: &super::Services,
+    tenant: &str,
+    settings: &cronbox_api::QuotaSettings,
+) -> Result<cronbox_api::TenantQuotas, ServiceError> {
+    let store = services.store();
+    known_or_default(store, tenant).await?;
+    store.set_tenant_quotas(tenant, settings).await?;
+    services.quotas().forget(tenant);
+    quotas(services, tenant).await
+}
+
+/// A tenant's HTTP ceiling: the origins its jobs' grants lie within.
+pub async fn http_ceiling(store: &Store, tenant: &str) -> Result<Vec<String>, ServiceError> {
+    known_or_default(store, tenant).await?;
+    Ok(store.http_ceiling(tenant).await?)
+}
+
+/// Replaces a tenant's HTTP ceiling: the origins as stored (canonical).
+pub async fn set_http_ceiling(
+    store: &Store,
+    tenant: &str,
+    origins: &[String],
+) -> Result<Vec<String>, ServiceError> {
+    known_or_default(store, tenant).await?;
+    let origins = checked_ceiling(origins)?;
+    store.set_http_ceiling(tenant, &origins).await?;
+    Ok(origins)
+}
+
+/// Revokes token `id` of `tenant`, refused when it has none such.
+pub async fn revoke_token(store: &Store, tenant: &str, id: i64) -> Result<(), ServiceError> {
+    if store.revoke_token(tenant, id).await? {
+        Ok(())
+    } else {
+        Err(ServiceError::UnknownToken {
+            tenant: tenant.to_owned(),
+            id,
+        })
+    }
+}

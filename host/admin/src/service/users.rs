@@ -11,11 +11,11 @@ use std::sync::Mutex;
 
 use argon2::Argon2;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
-use cronbox_api::{Role, User, UserSpec};
+use cronbox_api::{Role, TokenInfo, User, UserSpec};
 
 use super::ServiceError;
 use super::tenants::token_hash;
-use crate::store::Store;
+use crate::store::{Store, TokenOwner};
 
 /// Shortest password, bytes.
 pub const MIN_PASSWORD_BYTES: usize = 12;
@@ -128,6 +128,51 @@ pub async fn set_password(store: &Store, name: &str, password: &str) -> Result<i
         .set_password(name, &hash)
         .await?
         .ok_or_else(|| ServiceError::UnknownUser(name.to_owned()))
+}
+
+/// The user `name`, if there is one (of any tenant: the caller's right to
+/// see it is the API's to check).
+pub async fn find(store: &Store, name: &str) -> Result<Option<User>, ServiceError> {
+    Ok(store.user(name).await?.map(|stored| stored.user))
+}
+
+/// The users of `tenant` (`None`: every tenant's), by tenant and name.
+pub async fn list(store: &Store, tenant: Option<&str>) -> Result<Vec<User>, ServiceError> {
+    Ok(store.users(tenant).await?)
+}
+
+/// Removes user `name` with its sessions and tokens: how many of each
+/// ended.
+pub async fn remove(store: &Store, name: &str) -> Result<(i64, i64), ServiceError> {
+    store
+        .remove_user(name)
+        .await?
+        .ok_or_else(|| ServiceError::UnknownUser(name.to_owned()))
+}
+
+/// Ends the session whose cookie is `cookie`; whether there was one.
+pub async fn end_session(store: &Store, cookie: &str) -> Result<bool, ServiceError> {
+    Ok(store.end_session(&token_hash(cookie)).await?)
+}
+
+/// The tokens of `tenant` (of its user `user` only, when given); never
+/// their values.
+pub async fn tokens(
+    store: &Store,
+    tenant: &str,
+    user: Option<&str>,
+) -> Result<Vec<TokenInfo>, ServiceError> {
+    Ok(store.tokens(tenant, user).await?)
+}
+
+/// Who token `id` of `tenant` belongs to (its role and its user's), if
+/// the tenant has it.
+pub async fn token_owner(
+    store: &Store,
+    tenant: &str,
+    id: i64,
+) -> Result<Option<TokenOwner>, ServiceError> {
+    Ok(store.token_owner(tenant, id).await?)
 }
 
 /// Password checks (argon2: its 19 MiB and tens of milliseconds of a

@@ -5,11 +5,9 @@
 
 use cronbox_api::{Workflow, WorkflowRunRequest, WorkflowSchedule, WorkflowSpec};
 
-use std::sync::Arc;
-
 use super::ServiceError;
+use super::Services;
 use crate::jobs::JobSpec;
-use crate::scheduler::Scheduler;
 use crate::store::Store;
 use crate::workflow::Graph;
 use crate::workflow::definition::{owned_job_name, valid_name};
@@ -26,13 +24,13 @@ fn invalid(field: impl Into<String>, message: impl Into<String>) -> ServiceError
 /// of the tenant's jobs, naming the node; the job each module node runs
 /// as is made, or updated to the node's settings.
 pub async fn save(
-    scheduler: &Arc<Scheduler>,
+    services: &Services,
     tenant: &str,
     name: &str,
     spec: &WorkflowSpec,
 ) -> Result<Workflow, ServiceError> {
-    let store = scheduler.store();
-    let now_ms = scheduler.now_ms();
+    let store = services.store();
+    let now_ms = services.now_ms();
     if !valid_name(name) {
         return Err(invalid(
             "name",
@@ -53,7 +51,7 @@ pub async fn save(
     }
     let next_fire_at_ms = match &spec.schedule {
         None => None,
-        Some(schedule) => first_fire(scheduler, tenant, schedule, now_ms).await?,
+        Some(schedule) => first_fire(services, tenant, schedule, now_ms).await?,
     };
     let module_nodes = module_node_jobs(name, spec)?;
     // The jobs this workflow owns already: those of the module nodes it
@@ -111,12 +109,12 @@ pub async fn save(
             other => other,
         };
         match &store.jobs_named(tenant, &job.name).await?[..] {
-            [] => super::jobs::create(scheduler, tenant, job)
+            [] => super::jobs::create(services, tenant, job)
                 .await
                 .map(drop)
                 .map_err(refused)?,
             [current] if owned.contains(&job.name) => {
-                super::jobs::update(scheduler, current, job)
+                super::jobs::update(services, current, job)
                     .await
                     .map(drop)
                     .map_err(refused)?;
@@ -219,14 +217,14 @@ fn module_node_jobs(
 /// as, cancelling its runs in progress first (their runs killed); its runs
 /// stay as history. The workflow as it was.
 pub async fn delete(
-    scheduler: &Arc<Scheduler>,
+    services: &Services,
     tenant: &str,
     name: &str,
 ) -> Result<Workflow, ServiceError> {
-    let store = scheduler.store();
+    let store = services.store();
     let workflow = named(store, tenant, name).await?;
     for run in store.running_runs_of_workflow(workflow.id).await? {
-        scheduler.cancel_workflow(run).await?;
+        services.firing().cancel_workflow(run).await?;
     }
     if !store.delete_workflow(tenant, name).await? {
         return Err(ServiceError::UnknownWorkflow(name.to_owned()));
@@ -249,7 +247,7 @@ pub async fn delete(
 /// what a job's schedule refuses (naming the field); the calendars it
 /// names must be the tenant's.
 async fn first_fire(
-    scheduler: &Scheduler,
+    services: &Services,
     tenant: &str,
     schedule: &WorkflowSchedule,
     now_ms: i64,
@@ -275,7 +273,7 @@ async fn first_fire(
         ));
     }
     if !calendars.is_empty() {
-        let existing: Vec<String> = scheduler
+        let existing: Vec<String> = services
             .store()
             .calendars(Some(tenant))
             .await?
@@ -293,7 +291,7 @@ async fn first_fire(
         }
     }
     let timetable =
-        timetable.map_rules(|rules| scheduler.with_calendars(rules, tenant, &calendars));
+        timetable.map_rules(|rules| services.firing().with_calendars(rules, tenant, &calendars));
     Ok(timetable.first_fire(now_ms))
 }
 
@@ -312,9 +310,10 @@ fn checked_input(input: &str, field: &str) -> Result<(), ServiceError> {
 }
 
 /// `workflow` with when its next fire starts its run (its jitter added).
-pub fn with_next_run(scheduler: &Scheduler, mut workflow: Workflow) -> Workflow {
+pub fn with_next_run(services: &Services, mut workflow: Workflow) -> Workflow {
     workflow.next_run_at_ms = workflow.next_fire_at_ms.map(|next| {
-        next + scheduler
+        next + services
+            .firing()
             .timetable_of(&workflow)
             .map_or(0, |timetable| timetable.jitter(next))
     });
@@ -332,34 +331,35 @@ pub async fn named(store: &Store, tenant: &str, name: &str) -> Result<Workflow, 
 /// Starts a run of `workflow` with the request's input (JSON text of at
 /// most 64 KiB; `{}` if absent); the run's id.
 pub async fn start(
-    scheduler: &std::sync::Arc<Scheduler>,
+    services: &Services,
     workflow: &Workflow,
     request: &WorkflowRunRequest,
 ) -> Result<i64, ServiceError> {
     let input = request.input.as_deref().unwrap_or("{}");
     checked_input(input, "input")?;
-    scheduler
+    services
         .quotas()
         .check_one_more(
-            scheduler.store(),
+            services.store(),
             &workflow.tenant,
             cronbox_api::Quota::WorkflowRuns,
-            scheduler.now_ms(),
+            services.now_ms(),
         )
         .await??;
-    Ok(scheduler
+    Ok(services
+        .firing()
         .start_workflow(workflow, input, cronbox_protocol::TriggerKind::Api)
         .await?)
 }
 
 /// Cancels workflow run `id` (in `scope`), refused unless it is running.
 pub async fn cancel(
-    scheduler: &std::sync::Arc<Scheduler>,
+    services: &Services,
     scope: &super::scope::Scope,
     id: i64,
 ) -> Result<(), ServiceError> {
-    scope.workflow_run(scheduler.store(), id).await?;
-    if !scheduler.cancel_workflow(id).await? {
+    scope.workflow_run(services.store(), id).await?;
+    if !services.firing().cancel_workflow(id).await? {
         return Err(ServiceError::WorkflowRunState {
             id,
             message: "is not running, so it cannot be cancelled".to_owned(),
@@ -371,12 +371,12 @@ pub async fn cancel(
 /// Retries workflow run `id` (in `scope`) from its nodes that did not
 /// succeed, refused unless it failed or was cancelled.
 pub async fn retry(
-    scheduler: &std::sync::Arc<Scheduler>,
+    services: &Services,
     scope: &super::scope::Scope,
     id: i64,
 ) -> Result<(), ServiceError> {
-    scope.workflow_run(scheduler.store(), id).await?;
-    if !scheduler.retry_workflow(id).await? {
+    scope.workflow_run(services.store(), id).await?;
+    if !services.firing().retry_workflow(id).await? {
         return Err(ServiceError::WorkflowRunState {
             id,
             message: "neither failed nor was cancelled, so there is nothing to retry".to_owned(),
@@ -391,12 +391,12 @@ pub async fn retry(
 /// more instants than one backfill starts, and for a workflow without a
 /// schedule or with FIX_DELAY.
 pub async fn backfill(
-    scheduler: &Arc<Scheduler>,
+    services: &Services,
     workflow: &Workflow,
     request: &cronbox_api::WorkflowBackfillRequest,
 ) -> Result<cronbox_api::WorkflowBackfill, ServiceError> {
-    use crate::scheduler::WorkflowBackfillOutcome as Outcome;
-    let now = scheduler.now_ms();
+    use super::context::WorkflowBackfillOutcome as Outcome;
+    let now = services.now_ms();
     if request.to_ms <= request.from_ms {
         return Err(invalid(
             "to_ms",
@@ -412,7 +412,8 @@ pub async fn backfill(
             "a backfill runs past instants: to_ms is in the future",
         ));
     }
-    match scheduler
+    match services
+        .firing()
         .backfill_workflow(workflow, request.from_ms, request.to_ms)
         .await?
     {

@@ -277,6 +277,24 @@ mod tests {
             statuses,
             &json!(["pending", "dispatched", "success", "failed", "cancelled"])
         );
+        let kinds: Vec<&str> = cronbox_protocol::TriggerKind::ALL
+            .iter()
+            .map(|kind| kind.as_str())
+            .collect();
+        assert_eq!(schemas["TriggerKind"]["enum"], json!(kinds));
+        // A query parameter's names come from the type its handler parses
+        // (a list written beside it had missed `workflow`).
+        for (path, item) in document["paths"].as_object().unwrap() {
+            for operation in item.as_object().unwrap().values() {
+                for parameter in operation["parameters"].as_array().unwrap() {
+                    assert!(
+                        parameter["schema"].get("enum").is_none(),
+                        "{path}: {} lists its values by hand",
+                        parameter["name"]
+                    );
+                }
+            }
+        }
         // Every error code a client may match on.
         let codes = schemas["ErrorCode"]["enum"].as_array().unwrap();
         assert_eq!(codes.len(), cronbox_protocol::ErrorCode::ALL.len());
