@@ -80,7 +80,9 @@ impl From<ServiceError> for Failure {
             ),
             unknown @ (ServiceError::UnknownWorkflow(_)
             | ServiceError::UnknownWorkflowRun(_)
-            | ServiceError::UnknownWorkflowNode { .. }) => Failure::new(
+            | ServiceError::UnknownWorkflowNode { .. }
+            | ServiceError::UnknownCalendar(_)
+            | ServiceError::UnknownBackfill(_)) => Failure::new(
                 StatusCode::NOT_FOUND,
                 ErrorCode::NotFound,
                 unknown.to_string(),
@@ -103,16 +105,6 @@ impl From<ServiceError> for Failure {
             unknown @ ServiceError::UnknownToken { .. } => Failure::new(
                 StatusCode::NOT_FOUND,
                 ErrorCode::UnknownToken,
-                unknown.to_string(),
-            ),
-            unknown @ ServiceError::UnknownCalendar(_) => Failure::new(
-                StatusCode::NOT_FOUND,
-                ErrorCode::NotFound,
-                unknown.to_string(),
-            ),
-            unknown @ ServiceError::UnknownBackfill(_) => Failure::new(
-                StatusCode::NOT_FOUND,
-                ErrorCode::NotFound,
                 unknown.to_string(),
             ),
             unknown @ ServiceError::UnknownUser(_) => Failure::new(

@@ -195,11 +195,9 @@ pub(super) async fn create_user(
         )
         .field("tenant"));
     }
-    if tenant != DEFAULT_TENANT {
-        service::tenants::known(state.services.store(), &tenant)
-            .await
-            .map_err(|error| Failure::from(error).field("tenant"))?;
-    }
+    service::tenants::known_or_default(state.services.store(), &tenant)
+        .await
+        .map_err(|error| Failure::from(error).field("tenant"))?;
     if !caller.role.includes(spec.role) {
         return Err(Failure::new(
             StatusCode::FORBIDDEN,

@@ -3,7 +3,8 @@
 //! checked against, and [`Firing`], the narrow handle on the firing engine
 //! that a change needs (wake it, compile a module ahead, start, cancel,
 //! retry or backfill a workflow run, a job's or a workflow's rules with
-//! their calendars). A service never holds the scheduler itself: what it
+//! their calendars, an executor registered and which are alive). A
+//! service never holds the scheduler itself: what it
 //! may ask of the engine is this file's list.
 
 use std::sync::Arc;
