@@ -325,6 +325,47 @@ fn the_services_reach_the_engine_only_through_their_context() {
     );
 }
 
+/// Handlers reach the store only through the services: no file of
+/// `api/` calls a method of the store (they hand `services.store()` on
+/// to a service function), and none names the scheduler (what the API
+/// hands the engine besides changes goes through its `Intake`).
+#[test]
+fn the_handlers_reach_the_store_only_through_services() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../host/admin/src/api");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut wrong = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        let line_of = |at: usize| text[..at].matches('\n').count() + 1;
+        for (at, _) in text.match_indices("store()") {
+            let after = text[at + "store()".len()..].trim_start();
+            if after.starts_with('.') {
+                wrong.push(format!(
+                    "{}:{}: a store method called",
+                    file.display(),
+                    line_of(at)
+                ));
+            }
+        }
+        for (at, _) in text.match_indices("store.") {
+            let before = text[..at].chars().next_back();
+            if !before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+                wrong.push(format!(
+                    "{}:{}: a store method called",
+                    file.display(),
+                    line_of(at)
+                ));
+            }
+        }
+        for (at, _) in text.match_indices("Scheduler") {
+            wrong.push(format!("{}:{}: Scheduler", file.display(), line_of(at)));
+        }
+    }
+    assert!(files.len() > 20, "read only {} files", files.len());
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
 /// The runtime's modules import in one direction: no module names one
 /// that names it back, directly or through others (its error types are
 /// all in `errors`, which names no other module). A circle fails here,

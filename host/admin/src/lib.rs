@@ -177,7 +177,7 @@ pub async fn start(config: AdminConfig) -> Result<RunningAdmin, AdminError> {
     })?;
     let state = Arc::new(api::AdminState {
         services: service::Services::of(&scheduler),
-        scheduler: scheduler.clone(),
+        intake: scheduler::Intake::of(&scheduler),
         api_token: config.api_token.clone(),
         executor_token: config.executor_token.clone(),
         max_module_bytes: config.max_request_bytes,
@@ -220,7 +220,10 @@ pub async fn start(config: AdminConfig) -> Result<RunningAdmin, AdminError> {
         let scheduler = scheduler.clone();
         let stop = tasks.stopping();
         tasks.spawn_loop(exporter.push_until(
-            move || api::current_metrics(scheduler.clone()),
+            move || {
+                let scheduler = scheduler.clone();
+                async move { scheduler.metrics_text().await }
+            },
             stop.cancelled_owned(),
         ));
     }

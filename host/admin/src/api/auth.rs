@@ -114,18 +114,13 @@ pub(crate) async fn executor_auth(
         Ok(token) if credentials::is_enrolled(token) => {
             let hash = credentials::token_hash(token);
             let now_ms = state.services.now_ms();
-            match state
-                .services
-                .store()
-                .enrolled_executor(&hash, now_ms)
-                .await
-            {
+            match service::executors::enrolled(state.services.store(), &hash, now_ms).await {
                 Ok(Some(enrolled)) => ExecutorIdentity::Enrolled {
                     enrolled,
                     admin_proof: credentials::admin_proof(&hash),
                 },
                 Ok(None) => return wrong_token().into_response(),
-                Err(error) => return store_failure(error).into_response(),
+                Err(error) => return Failure::from(error).into_response(),
             }
         }
         Ok(_) => return wrong_token().into_response(),
@@ -310,10 +305,8 @@ pub(crate) async fn caller_of(
                 token_id: None,
             });
         }
-        let (principal, token_id) = store
-            .token_principal(&service::tenants::token_hash(token))
-            .await
-            .map_err(store_failure)?
+        let (principal, token_id) = service::tenants::principal_of(store, token)
+            .await?
             .ok_or_else(wrong_token)?;
         return Ok(Caller {
             tenant: principal.tenant,
@@ -326,13 +319,8 @@ pub(crate) async fn caller_of(
     let Some(cookie) = cookie(headers, SESSION_COOKIE) else {
         return Err(bearer_in(headers).err().unwrap_or_else(wrong_token));
     };
-    let (user, csrf) = store
-        .session(
-            &service::tenants::token_hash(cookie),
-            state.services.now_ms(),
-        )
-        .await
-        .map_err(store_failure)?
+    let (user, csrf) = service::users::session_of(store, cookie, state.services.now_ms())
+        .await?
         .ok_or_else(|| {
             Failure::new(
                 StatusCode::UNAUTHORIZED,

@@ -12,22 +12,8 @@ pub(super) async fn backfill_job(
     ApiJson(request): ApiJson<cronbox_api::BackfillRequest>,
 ) -> Result<impl IntoResponse, Failure> {
     let job = visible_job(&state, &caller, id).await?;
-    let backfill = state
-        .scheduler
-        .start_backfill(&job, &request, &caller.who())
-        .await
-        .map_err(|error| match error {
-            crate::scheduler::BackfillError::Invalid { field, message } => Failure::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                ErrorCode::InvalidJob,
-                message,
-            )
-            .field(field),
-            crate::scheduler::BackfillError::Quota(over) => {
-                Failure::from(crate::service::ServiceError::QuotaExceeded(over))
-            }
-            crate::scheduler::BackfillError::Store(error) => store_failure(error),
-        })?;
+    let backfill =
+        service::backfills::start(&state.services, &job, &request, &caller.who()).await?;
     Ok((StatusCode::CREATED, Json(backfill)))
 }
 
@@ -40,12 +26,12 @@ pub(super) async fn list_backfills(
     let query = ListQuery::new(params, &["job"])?;
     let tenant = caller.only_tenant();
     Ok(Json(
-        state
-            .services
-            .store()
-            .backfills(tenant.as_deref(), query.number("job")?)
-            .await
-            .map_err(store_failure)?,
+        service::backfills::list(
+            state.services.store(),
+            tenant.as_deref(),
+            query.number("job")?,
+        )
+        .await?,
     ))
 }
 
@@ -73,12 +59,7 @@ pub(super) async fn cancel_backfill(
     Path(id): Path<i64>,
 ) -> Result<impl IntoResponse, Failure> {
     visible_backfill(&state, &caller, id).await?;
-    state
-        .services
-        .store()
-        .cancel_backfill(id)
-        .await
-        .map_err(store_failure)?;
+    service::backfills::cancel(state.services.store(), id).await?;
     Ok(Json(visible_backfill(&state, &caller, id).await?))
 }
 

@@ -4,7 +4,6 @@
 
 pub use cronbox_api::{
     Deleted, Executor, Group, GroupSpec, GroupTenants, JobKilled, JobStateBody, Ready, Report,
-    RolledBack, RunCounts, RunKilled, RunPage, StateEdit, Tenant, TenantCreated, TenantModule,
-    TenantSpec, TokenCreated, TokenRevoked, TokenSpec, TriggerRequest, Triggered, Uploaded,
-    VersionChoice,
+    RolledBack, RunKilled, RunPage, StateEdit, Tenant, TenantCreated, TenantModule, TenantSpec,
+    TokenCreated, TokenRevoked, TokenSpec, TriggerRequest, Triggered, Uploaded, VersionChoice,
 };

@@ -47,10 +47,7 @@ async fn revoke(
     State(state): State<Arc<AdminState>>,
     Path(id): Path<i64>,
 ) -> Result<impl IntoResponse, Failure> {
-    let revoked =
-        service::executor_tokens::revoke(state.services.store(), id, state.services.now_ms())
-            .await?;
-    state.scheduler.forget_executors();
+    let revoked = service::executor_tokens::revoke(&state.services, id).await?;
     Ok(Json(revoked))
 }
 

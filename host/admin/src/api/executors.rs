@@ -95,7 +95,7 @@ pub(super) async fn callback(
     CallbackJson(batch): CallbackJson<CallbackBatch>,
 ) -> Result<StatusCode, Failure> {
     state
-        .scheduler
+        .intake
         .accept_results(batch.results, identity.result_groups())
         .await
         .map_err(store_failure)?;

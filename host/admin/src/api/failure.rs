@@ -23,6 +23,22 @@ impl From<ServiceError> for Failure {
                 ErrorCode::JobInUse,
                 in_use.to_string(),
             ),
+            cannot @ ServiceError::CannotStart => Failure::new(
+                StatusCode::CONFLICT,
+                ErrorCode::CannotStart,
+                cannot.to_string(),
+            ),
+            ServiceError::StoredScheduleInvalid(message) => Failure::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ErrorCode::InvalidJob,
+                message,
+            ),
+            ServiceError::InvalidTrigger { field, message } => Failure::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ErrorCode::InvalidRequest,
+                message,
+            )
+            .field(field),
             ServiceError::InvalidGroup { field, message } => Failure::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 ErrorCode::InvalidGroup,

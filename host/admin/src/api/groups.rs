@@ -62,26 +62,7 @@ pub(super) async fn list_executors(
     caller: Caller,
 ) -> Result<impl IntoResponse, Failure> {
     caller.require_operator("listing executors")?;
-    let alive_since = state
-        .services
-        .firing()
-        .alive_since_now()
-        .await
-        .map_err(store_failure)?;
-    let executors: Vec<bodies::Executor> =
-        service::groups::registered_executors(state.services.store())
-            .await?
-            .into_iter()
-            .map(|executor| bodies::Executor {
-                alive: executor.last_beat_ms >= alive_since,
-                group: executor.group,
-                address: executor.address,
-                last_beat_ms: executor.last_beat_ms,
-                busy: executor.load.busy,
-                free_slots: executor.load.free_slots,
-            })
-            .collect();
-    Ok(Json(executors))
+    Ok(Json(service::groups::executors(&state.services).await?))
 }
 
 /// The executor groups: every one with its addresses and tenants for the

@@ -126,21 +126,9 @@ pub(super) async fn list_jobs(
         after_id: query.number("after")?,
         limit: query.limit(MAX_JOBS_PAGE, MAX_JOBS_PAGE)?,
     };
-    let store = state.services.store();
-    let jobs = store.list_jobs(&filter).await.map_err(store_failure)?;
-    let ids: Vec<JobId> = jobs.iter().map(|job| job.id).collect();
-    let mut last = store
-        .last_runs(&ids, state.services.now_ms())
-        .await
-        .map_err(store_failure)?;
-    let listed: Vec<cronbox_api::JobListed> = jobs
-        .into_iter()
-        .map(|job| cronbox_api::JobListed {
-            last_run: last.remove(&job.id),
-            job,
-        })
-        .collect();
-    Ok(Json(listed))
+    Ok(Json(
+        service::job_lifecycle::list(&state.services, &filter).await?,
+    ))
 }
 
 pub(super) async fn get_job(
@@ -161,45 +149,15 @@ pub(super) async fn visible_job(
     Ok(caller.scope().job(state.services.store(), id).await?)
 }
 
-/// The answer for a job that vanished between its read and a write.
-fn unknown_job(id: JobId) -> Failure {
-    ServiceError::UnknownJob(id).into()
-}
-
 pub(super) async fn start_job(
     State(state): State<Arc<AdminState>>,
     caller: Caller,
     Path(id): Path<JobId>,
 ) -> Result<impl IntoResponse, Failure> {
-    let store = state.services.store();
     let job = visible_job(&state, &caller, id).await?;
-    let schedule = schedule_of(&job).map_err(|error| {
-        Failure::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            ErrorCode::InvalidJob,
-            error.to_string(),
-        )
-    })?;
-    let now = state.services.now();
-    let Some(first) = state.scheduler.rules_of(&job).first_fire(&schedule, now) else {
-        return Err(Failure::new(
-            StatusCode::CONFLICT,
-            ErrorCode::CannotStart,
-            "a job with schedule NONE (or a one-shot in the past) cannot be started; trigger it instead",
-        ));
-    };
-    store
-        .set_enabled(
-            id,
-            true,
-            Some(first.timestamp_millis()),
-            state.services.now_ms(),
-        )
-        .await
-        .map_err(store_failure)?;
-    // Its first fire may come before the next pre-read pass.
-    state.scheduler.wake();
-    Ok(Json(store.job(id).await.map_err(store_failure)?))
+    Ok(Json(
+        service::job_lifecycle::start(&state.services, &job).await?,
+    ))
 }
 
 pub(super) async fn stop_job(
@@ -207,32 +165,14 @@ pub(super) async fn stop_job(
     caller: Caller,
     Path(id): Path<JobId>,
 ) -> Result<impl IntoResponse, Failure> {
-    let store = state.services.store();
     visible_job(&state, &caller, id).await?;
-    let Some(cancelled) = store
-        .stop_job(id, state.services.now_ms())
-        .await
-        .map_err(store_failure)?
-    else {
-        return Err(unknown_job(id));
-    };
-    if !cancelled.is_empty() {
-        tracing::info!(
-            job = %id,
-            count = cancelled.len(),
-            "stopped: waiting runs cancelled"
-        );
-    }
-    Ok(Json(store.job(id).await.map_err(store_failure)?))
+    Ok(Json(
+        service::job_lifecycle::stop(&state.services, id).await?,
+    ))
 }
 
-/// Longest note a pause keeps.
-const MAX_PAUSE_NOTE_BYTES: usize = 1024;
-
-/// Pauses a job with a note (who, why, until when): no fire until then
-/// (waiting fires cancelled, as a stop does); with `until_ms` it resumes by
-/// itself at its first fire after that instant, without one it waits for a
-/// start.
+/// Pauses a job with a note (who, why, until when): see
+/// [`service::job_lifecycle::pause`].
 pub(super) async fn pause_job(
     State(state): State<Arc<AdminState>>,
     caller: Caller,
@@ -241,59 +181,8 @@ pub(super) async fn pause_job(
 ) -> Result<impl IntoResponse, Failure> {
     let request: cronbox_api::PauseRequest = optional_json(&body)?;
     let job = visible_job(&state, &caller, id).await?;
-    let refuse = |field: &str, message: String| {
-        Failure::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            ErrorCode::InvalidJob,
-            message,
-        )
-        .field(field)
-    };
-    if request.note.len() > MAX_PAUSE_NOTE_BYTES {
-        return Err(refuse(
-            "note",
-            format!(
-                "the note is {} bytes; at most {MAX_PAUSE_NOTE_BYTES}",
-                request.note.len()
-            ),
-        ));
-    }
-    let now = state.services.now();
-    let resume = match request.until_ms {
-        None => None,
-        Some(until) if until <= now.timestamp_millis() => {
-            return Err(refuse("until_ms", format!("{until} is not in the future")));
-        }
-        Some(until) => {
-            let until = chrono::DateTime::from_timestamp_millis(until)
-                .ok_or_else(|| refuse("until_ms", format!("{until} is not an instant")))?;
-            schedule_of(&job)
-                .ok()
-                .and_then(|schedule| state.scheduler.rules_of(&job).first_fire(&schedule, until))
-                .map(|at| at.timestamp_millis())
-        }
-    };
-    let pause = cronbox_api::Pause {
-        by: caller.who(),
-        note: request.note,
-        paused_at_ms: now.timestamp_millis(),
-        until_ms: request.until_ms,
-    };
-    state
-        .services
-        .store()
-        .pause_job(id, Some(&pause), resume, now.timestamp_millis())
-        .await
-        .map_err(store_failure)?
-        .ok_or_else(|| unknown_job(id))?;
-    state.scheduler.wake();
     Ok(Json(
-        state
-            .services
-            .store()
-            .job(id)
-            .await
-            .map_err(store_failure)?,
+        service::job_lifecycle::pause(&state.services, &job, request, caller.who()).await?,
     ))
 }
 
@@ -319,9 +208,8 @@ pub(super) async fn get_state(
     caller: Caller,
     Path(id): Path<JobId>,
 ) -> Result<impl IntoResponse, Failure> {
-    let store = state.services.store();
     visible_job(&state, &caller, id).await?;
-    let values = store.job_state(id).await.map_err(store_failure)?.values;
+    let values = service::jobs::state(state.services.store(), id).await?;
     Ok(Json(bodies::JobStateBody::new(id, values)))
 }
 
@@ -332,10 +220,15 @@ pub(super) async fn put_state(
     Path(id): Path<JobId>,
     ApiJson(edit): ApiJson<StateEdit>,
 ) -> Result<impl IntoResponse, Failure> {
-    let store = state.services.store();
     visible_job(&state, &caller, id).await?;
     caller.require(Role::Developer, "editing a job's state")?;
-    service::jobs::replace_state(store, id, &edit.state, state.services.now_ms()).await?;
+    service::jobs::replace_state(
+        state.services.store(),
+        id,
+        &edit.state,
+        state.services.now_ms(),
+    )
+    .await?;
     Ok(Json(bodies::JobStateBody::new(id, edit.state)))
 }
 

@@ -37,7 +37,6 @@ use serde_json::{Value, json};
 use subtle::ConstantTimeEq;
 
 use crate::jobs::{JobSpec, schedule_of};
-use crate::scheduler::Scheduler;
 use crate::service::{self, ServiceError};
 use crate::store::{JobId, JobRow, RunFilter, RunId, RunRow, RunStatus, StoreError};
 
@@ -73,7 +72,6 @@ use failure::store_failure;
 use jobs::*;
 use json::*;
 pub(crate) use modules::UploadRoom;
-pub(crate) use observability::current_metrics;
 use openapi::operation::*;
 pub(crate) use routes::router;
 use routes::{ADMIN, CALLBACK_BODY_BYTES, DEVELOPER, JOB_BATCH_BODY_BYTES, OPERATOR, VIEWER};
@@ -83,7 +81,8 @@ pub(crate) use runs::MAX_LOG_PAGE;
 pub(crate) use schedules::MAX_NEXT_FIRES;
 
 pub(crate) struct AdminState {
-    pub(crate) scheduler: Arc<Scheduler>,
+    /// What the API hands the engine besides changes (results, metrics).
+    pub(crate) intake: crate::scheduler::Intake,
     /// What the services use (built from the scheduler, never it).
     pub(crate) services: service::Services,
     /// The operator token.
@@ -105,10 +104,10 @@ pub(crate) struct AdminState {
 /// the API serves and the database answers, 503 while it does not; no
 /// token.
 async fn readyz(State(state): State<Arc<AdminState>>) -> Response {
-    match state.services.store().ping().await {
-        Ok(()) => Json(bodies::Ready {
+    match service::ready(state.services.store()).await {
+        Ok(instance) => Json(bodies::Ready {
             ready: true,
-            instance: state.services.store().instance().to_owned(),
+            instance,
         })
         .into_response(),
         Err(error) => Failure::new(

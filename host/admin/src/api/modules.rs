@@ -190,12 +190,9 @@ async fn require_push_right(
     if caller.role.includes(Role::Admin) {
         return Ok(());
     }
-    let readers = state
-        .services
-        .store()
-        .secret_jobs_following(&caller.tenant, name)
-        .await
-        .map_err(store_failure)?;
+    let readers =
+        service::modules::secret_readers_following(state.services.store(), &caller.tenant, name)
+            .await?;
     match readers.first() {
         None => Ok(()),
         Some(job) => require_secret_manager(
@@ -213,16 +210,10 @@ pub(super) async fn list_modules(
     State(state): State<Arc<AdminState>>,
     caller: Caller,
 ) -> Result<impl IntoResponse, Failure> {
-    let modules: Vec<bodies::TenantModule> = state
-        .services
-        .store()
-        .latest_modules(caller.only_tenant().as_deref())
-        .await
-        .map_err(store_failure)?
-        .into_iter()
-        .map(|(tenant, latest)| bodies::TenantModule { tenant, latest })
-        .collect();
-    Ok(Json(modules))
+    let tenant = caller.only_tenant();
+    Ok(Json(
+        service::modules::latest(state.services.store(), tenant.as_deref()).await?,
+    ))
 }
 
 pub(super) async fn list_module_versions(

@@ -40,7 +40,7 @@ pub(super) async fn run_events(
     let query = ListQuery::new(params, &["offset"])?;
     let offset = query.bounded("offset", 0, 0, i64::MAX)? as usize;
     // Subscribed before the run is read: no change falls in between.
-    let events = state.scheduler.run_events();
+    let events = state.services.firing().run_events();
     let run = super::runs::visible_run(&state, &caller, id).await?;
     let mut ticks = tokio::time::interval(LOG_EVERY);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -97,7 +97,7 @@ impl Follow {
     /// Queues the run as it is now (its trace linked) as event `name`.
     fn push_run(&mut self, name: &str) {
         let mut run = self.run.clone();
-        super::runs::link_trace(&self.state, &mut run);
+        self.state.services.link_trace(&mut run);
         self.push(name, &run);
     }
 
@@ -141,8 +141,8 @@ impl Follow {
     /// admin saw but has not written yet is kept.
     async fn read_again(&mut self) {
         self.row_read_at = tokio::time::Instant::now();
-        let read = match self.state.services.store().run(self.run.id).await {
-            Ok(Some(run)) => self.state.scheduler.as_known(run),
+        let read = match service::runs::find(self.state.services.store(), self.run.id).await {
+            Ok(Some(run)) => self.state.services.firing().as_known(run),
             // Deleted meanwhile (retention): nothing more will come.
             Ok(None) => {
                 self.done = true;
@@ -170,7 +170,8 @@ impl Follow {
         loop {
             let page = match self
                 .state
-                .scheduler
+                .services
+                .firing()
                 .live_log(&self.run, self.offset, LOG_PAGE)
                 .await
             {
@@ -194,8 +195,9 @@ impl Follow {
 
     /// Queues the stored log's lines past the offset (the run ended).
     async fn send_stored_log(&mut self) {
-        let stored = match self.state.services.store().run_log(self.run.id).await {
-            Ok(stored) => stored.unwrap_or_default(),
+        let stored = match service::runs::stored_log(self.state.services.store(), self.run.id).await
+        {
+            Ok(stored) => stored,
             Err(error) => {
                 tracing::debug!(%error, run = %self.run.id, "cannot read a followed run's log");
                 return;

@@ -6,7 +6,7 @@ use cronbox_protocol::TriggerKind;
 use super::*;
 
 /// Run `id` if the caller may see it (as this admin knows it now: see
-/// `Scheduler::as_known`); 404 otherwise.
+/// `Firing::as_known`); 404 otherwise.
 pub(super) async fn visible_run(
     state: &AdminState,
     caller: &Caller,
@@ -14,37 +14,21 @@ pub(super) async fn visible_run(
 ) -> Result<RunRow, Failure> {
     let run = caller.scope().run(state.services.store(), id).await?;
     // Dispatched before its mark is written: shown as it is.
-    Ok(state.scheduler.as_known(run))
+    Ok(state.services.firing().as_known(run))
 }
 
 /// A run as a person sees it: a run executing now with its start time
-/// (asked of its executor; see `Scheduler::with_start`).
+/// (asked of its executor; see `Firing::with_start`).
 pub(super) async fn get_run(
     State(state): State<Arc<AdminState>>,
     caller: Caller,
     Path(id): Path<RunId>,
 ) -> Result<impl IntoResponse, Failure> {
     let run = visible_run(&state, &caller, id).await?;
-    let store = state.services.store();
-    let mut run = state.scheduler.with_start(run).await;
-    store
-        .with_job_names(std::slice::from_mut(&mut run))
-        .await
-        .map_err(store_failure)?;
-    run.module = store
-        .module_label(&run.tenant, &run.module_digest)
-        .await
-        .map_err(store_failure)?;
-    link_trace(&state, &mut run);
+    let run = state.services.firing().with_start(run).await;
+    let mut run = service::runs::named(state.services.store(), run).await?;
+    state.services.link_trace(&mut run);
     Ok(Json(run))
-}
-
-/// Links `run`'s trace to the operator's trace viewer (`--trace-url`),
-/// when both are known.
-pub(super) fn link_trace(state: &AdminState, run: &mut RunRow) {
-    if let (Some(template), Some(trace_id)) = (&state.scheduler.config().trace_url, &run.trace_id) {
-        run.trace_url = Some(template.replace("{trace_id}", trace_id));
-    }
 }
 
 pub(super) async fn kill_run(
@@ -60,13 +44,18 @@ pub(super) async fn kill_run(
             format!("run {id} is {}, not running", run.status),
         ));
     }
-    let killed = state.scheduler.kill(&run).await.map_err(|error| {
-        Failure::new(
-            StatusCode::BAD_GATEWAY,
-            ErrorCode::ExecutorUnreachable,
-            error,
-        )
-    })?;
+    let killed = state
+        .services
+        .firing()
+        .kill_run(&run)
+        .await
+        .map_err(|error| {
+            Failure::new(
+                StatusCode::BAD_GATEWAY,
+                ErrorCode::ExecutorUnreachable,
+                error,
+            )
+        })?;
     Ok(Json(bodies::RunKilled { run_id: id, killed }))
 }
 
@@ -91,7 +80,8 @@ pub(super) async fn run_log(
     let legacy = run.is_legacy() && run.executor.is_some();
     if run.status == crate::store::RunStatus::Dispatched || legacy {
         let mut page = state
-            .scheduler
+            .services
+            .firing()
             .live_log(&run, offset, limit)
             .await
             .map_err(|error| {
@@ -107,13 +97,7 @@ pub(super) async fn run_log(
         page.finished &= legacy && run.status != crate::store::RunStatus::Dispatched;
         return Ok(Json(page));
     }
-    let stored = state
-        .services
-        .store()
-        .run_log(id)
-        .await
-        .map_err(store_failure)?
-        .unwrap_or_default();
+    let stored = service::runs::stored_log(state.services.store(), id).await?;
     let ended = run.status != crate::store::RunStatus::Pending;
     Ok(Json(crate::store::logs::stored_page(
         id, &stored, offset, limit, ended,
@@ -177,21 +161,9 @@ pub(super) async fn list_runs(
         limit,
         examine: Some(RUNS_EXAMINED_PER_PAGE),
     };
-    let store = state.services.store();
-    let mut runs = store.list_runs(&filter).await.map_err(store_failure)?;
-    store
-        .with_job_names(&mut runs)
-        .await
-        .map_err(store_failure)?;
-    let next_before = if runs.len() as i64 == limit {
-        runs.last().map(|run| run.id)
-    } else {
-        store
-            .oldest_examined(&filter)
-            .await
-            .map_err(store_failure)?
-    };
-    Ok(Json(bodies::RunPage { runs, next_before }))
+    Ok(Json(
+        service::runs::page(state.services.store(), &filter).await?,
+    ))
 }
 
 #[derive(Debug, Deserialize)]
@@ -235,34 +207,10 @@ pub(super) async fn reports(
         Some(text) => day("from", text)?,
         None => to - chrono::Duration::days(6),
     };
-    let days = state
-        .services
-        .store()
-        .daily_reports(
-            &caller.tenant,
-            &from.format("%Y-%m-%d").to_string(),
-            &to.format("%Y-%m-%d").to_string(),
-        )
-        .await
-        .map_err(store_failure)?;
-    let total = |count: fn(&crate::store::DailyReport) -> i64| days.iter().map(count).sum::<i64>();
-    let totals = bodies::RunCounts {
-        success: total(|day| day.success),
-        failed: total(|day| day.failed),
-        running: total(|day| day.running),
-        cancelled: total(|day| day.cancelled),
-    };
-    Ok(Json(bodies::Report { days, totals }))
+    Ok(Json(
+        service::runs::daily_report(state.services.store(), &caller.tenant, from, to).await?,
+    ))
 }
-
-/// Hours the dashboard's hourly chart covers.
-const DASHBOARD_HOURS: i64 = 24;
-/// Days its daily chart covers.
-const DASHBOARD_DAYS: i64 = 30;
-/// Most scheduled runs the lateness figures are read from.
-const LATENESS_SAMPLE: i64 = 1_000;
-/// Jobs listed as failing most.
-const TOP_FAILING: i64 = 5;
 
 /// The caller's tenant at a glance (every tenant's for the operator): the
 /// console's dashboard.
@@ -270,113 +218,10 @@ pub(super) async fn dashboard(
     State(state): State<Arc<AdminState>>,
     caller: Caller,
 ) -> Result<Json<cronbox_api::Dashboard>, Failure> {
-    const HOUR_MS: i64 = 3_600_000;
-    let store = state.services.store();
     let tenant = caller.only_tenant();
-    let tenant = tenant.as_deref();
-    let now_ms = state.services.now_ms();
-    let first_hour = (now_ms.div_euclid(HOUR_MS) - (DASHBOARD_HOURS - 1)) * HOUR_MS;
-    let counted = store
-        .run_counts_by_bucket(tenant, first_hour, now_ms + 1, HOUR_MS)
-        .await
-        .map_err(store_failure)?;
-    let hours: Vec<cronbox_api::HourCounts> = (0..DASHBOARD_HOURS)
-        .map(|hour| {
-            let counts = counted
-                .iter()
-                .find(|(bucket, _)| *bucket == hour)
-                .map(|(_, counts)| *counts)
-                .unwrap_or_default();
-            cronbox_api::HourCounts {
-                start_ms: first_hour + hour * HOUR_MS,
-                success: counts.success,
-                failed: counts.failed,
-                running: counts.running,
-                cancelled: counts.cancelled,
-            }
-        })
-        .collect();
-    let (succeeded, failed) = hours
-        .iter()
-        .fold((0, 0), |(s, f), hour| (s + hour.success, f + hour.failed));
-    let success_rate =
-        (succeeded + failed > 0).then(|| succeeded as f64 / (succeeded + failed) as f64);
-
-    let today = state.services.now().date_naive();
-    let first_day = today - chrono::Duration::days(DASHBOARD_DAYS - 1);
-    let reported = store
-        .daily_report_totals(
-            tenant,
-            &first_day.format("%Y-%m-%d").to_string(),
-            &today.format("%Y-%m-%d").to_string(),
-        )
-        .await
-        .map_err(store_failure)?;
-    let days = first_day
-        .iter_days()
-        .take(DASHBOARD_DAYS as usize)
-        .map(|day| {
-            let day = day.format("%Y-%m-%d").to_string();
-            reported
-                .iter()
-                .find(|report| report.day == day)
-                .cloned()
-                .unwrap_or(crate::store::DailyReport {
-                    day,
-                    success: 0,
-                    failed: 0,
-                    running: 0,
-                    cancelled: 0,
-                })
-        })
-        .collect();
-
-    let day_ago = now_ms - DASHBOARD_HOURS * HOUR_MS;
-    let mut lateness = store
-        .recent_start_lateness(tenant, day_ago, LATENESS_SAMPLE)
-        .await
-        .map_err(store_failure)?;
-    lateness.sort_unstable();
-    let percentile =
-        |p: usize| (!lateness.is_empty()).then(|| lateness[(lateness.len() - 1) * p / 100].max(0));
-    let alive_since = state
-        .scheduler
-        .alive_since_now()
-        .await
-        .map_err(store_failure)?;
-    let executors_online = store
-        .registered_executors()
-        .await
-        .map_err(store_failure)?
-        .iter()
-        .filter(|executor| executor.last_beat_ms >= alive_since)
-        .count() as i64;
-    let top_failing = store
-        .most_failing_jobs(tenant, now_ms - 7 * 24 * HOUR_MS, TOP_FAILING)
-        .await
-        .map_err(store_failure)?
-        .into_iter()
-        .map(|(job_id, name, failures)| cronbox_api::FailingJob {
-            job_id,
-            name,
-            failures,
-        })
-        .collect();
-    Ok(Json(cronbox_api::Dashboard {
-        now_ms,
-        hours,
-        days,
-        success_rate,
-        lateness_p50_ms: percentile(50),
-        lateness_p99_ms: percentile(99),
-        lateness_sample: lateness.len() as i64,
-        executors_online,
-        runs_in_progress: store
-            .runs_in_progress(tenant, now_ms)
-            .await
-            .map_err(store_failure)?,
-        top_failing,
-    }))
+    Ok(Json(
+        service::runs::dashboard(&state.services, tenant.as_deref()).await?,
+    ))
 }
 
 /// This file's routes: each one's document, the access it needs and its

@@ -33,7 +33,8 @@ pub(super) async fn next_fires(
     let fires: Vec<String> = from
         .map(|from| {
             state
-                .scheduler
+                .services
+                .firing()
                 .rules_of(&job)
                 .preview(&schedule, from, count)
         })
@@ -129,7 +130,8 @@ pub(super) async fn schedule_preview(
         .field(refused.field)
     })?;
     let rules = state
-        .scheduler
+        .services
+        .firing()
         .with_calendars(rules, &caller.tenant, &written.calendars);
     let fires = rules.preview(&schedule, state.services.now(), count);
     Ok(Json(cronbox_api::SchedulePreview {

@@ -14,11 +14,7 @@ pub(super) async fn kill_job(
     Path(id): Path<JobId>,
 ) -> Result<impl IntoResponse, Failure> {
     let job = visible_job(&state, &caller, id).await?;
-    let outcome = state
-        .scheduler
-        .kill_job(&job)
-        .await
-        .map_err(store_failure)?;
+    let outcome = service::triggers::kill_job(&state.services, &job).await?;
     Ok(Json(bodies::JobKilled {
         job_id: id,
         outcome,
@@ -32,18 +28,6 @@ pub(super) async fn trigger_job(
     body: Bytes,
 ) -> Result<impl IntoResponse, Failure> {
     let request: TriggerRequest = optional_json(&body)?;
-    if request
-        .param
-        .as_ref()
-        .is_some_and(|param| param.len() > crate::jobs::MAX_PARAM_BYTES)
-    {
-        return Err(Failure::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            ErrorCode::InvalidRequest,
-            "param is too long",
-        )
-        .field("param"));
-    }
     let job = visible_job(&state, &caller, id).await?;
     let param = request.param.as_deref().unwrap_or_default();
     if crate::jobs::sends_code_to_secrets(&job, param) {
@@ -53,40 +37,10 @@ pub(super) async fn trigger_job(
             "sending `cronbox dev` sources to a job that reads secrets",
         )?;
     }
-    if let Some(addresses) = &request.addresses {
+    if request.addresses.is_some() {
         // The admin sends the executor token with every run: only to
         // executors the operator runs, never to an address a tenant names.
         caller.require_operator_for("addresses", "choosing executor addresses for a run")?;
-        let allowed = state
-            .scheduler
-            .group_addresses_now(&job.group_name)
-            .await
-            .map_err(store_failure)?;
-        if addresses.is_empty() {
-            return Err(Failure::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                ErrorCode::InvalidRequest,
-                "addresses, when given, must name at least one executor",
-            )
-            .field("addresses"));
-        }
-        if let Some(outside) = addresses.iter().find(|a| !allowed.contains(a)) {
-            return Err(Failure::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                ErrorCode::InvalidRequest,
-                format!(
-                    "address {outside:?} is not a live executor of group {:?}; a run may only \
-                     go to its job's group (live now: {})",
-                    job.group_name,
-                    if allowed.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        allowed.join(", ")
-                    }
-                ),
-            )
-            .field("addresses"));
-        }
     }
     let kind = match request.kind {
         TriggerSource::Api => cronbox_protocol::TriggerKind::Api,
@@ -100,11 +54,9 @@ pub(super) async fn trigger_job(
         param => json!(param),
     };
     let note = AuditNote::detail(json!({ "param": audited, "kind": kind.as_str() }));
-    let run_id = state
-        .scheduler
-        .trigger(job, kind, request.param, request.addresses)
-        .await
-        .map_err(store_failure)?;
+    let run_id =
+        service::triggers::trigger(&state.services, job, kind, request.param, request.addresses)
+            .await?;
     Ok((
         StatusCode::ACCEPTED,
         note,
@@ -122,16 +74,13 @@ pub(super) async fn job_runs(
 ) -> Result<impl IntoResponse, Failure> {
     let query = ListQuery::new(params, &["after", "limit"])?;
     visible_job(&state, &caller, id).await?;
-    let runs = state
-        .services
-        .store()
-        .runs_of_job_page(
-            id,
-            query.number("after")?,
-            query.limit(MAX_JOB_RUNS_PAGE, MAX_JOB_RUNS_PAGE)?,
-        )
-        .await
-        .map_err(store_failure)?;
+    let runs = service::triggers::runs_of_job(
+        state.services.store(),
+        id,
+        query.number("after")?,
+        query.limit(MAX_JOB_RUNS_PAGE, MAX_JOB_RUNS_PAGE)?,
+    )
+    .await?;
     Ok(Json(runs))
 }
 

@@ -12,17 +12,8 @@ async fn list_workflows(
     caller: Caller,
 ) -> Result<impl IntoResponse, Failure> {
     let scope = caller.scope();
-    let listed = state
-        .services
-        .store()
-        .workflows(scope.only_tenant())
-        .await
-        .map_err(store_failure)?;
     Ok(Json(
-        listed
-            .into_iter()
-            .map(|workflow| workflows::with_next_run(&state.services, workflow))
-            .collect::<Vec<_>>(),
+        workflows::list(&state.services, scope.only_tenant()).await?,
     ))
 }
 
@@ -83,12 +74,7 @@ async fn list_workflow_runs(
 ) -> Result<impl IntoResponse, Failure> {
     let store = state.services.store();
     let workflow = workflows::named(store, &caller.tenant, &name).await?;
-    Ok(Json(
-        store
-            .workflow_runs(workflow.id, 100)
-            .await
-            .map_err(store_failure)?,
-    ))
+    Ok(Json(workflows::runs_of(store, &workflow).await?))
 }
 
 async fn get_workflow_run(
@@ -108,15 +94,7 @@ async fn list_node_items(
 ) -> Result<impl IntoResponse, Failure> {
     let store = state.services.store();
     let run = caller.scope().workflow_run(store, id).await?.run;
-    if !run.nodes.iter().any(|n| n.node == node) {
-        return Err(ServiceError::UnknownWorkflowNode { run: id, node }.into());
-    }
-    Ok(Json(
-        store
-            .workflow_items(id, &node)
-            .await
-            .map_err(store_failure)?,
-    ))
+    Ok(Json(workflows::node_items(store, &run, &node).await?))
 }
 
 /// Runs the workflow's schedule's instants in a past range, once each.

@@ -54,7 +54,7 @@ async fn checked_registration(
     }
     let invalid = || refused("invalid request, accessToken or appname invalid.".to_owned());
     let legacy = state
-        .scheduler
+        .intake
         .legacy_group(&group)
         .await
         .map_err(|error| refused(error.to_string()))?
@@ -82,17 +82,7 @@ type Answer = Result<Json<Envelope>, Json<Envelope>>;
 
 async fn registry(State(state): State<Arc<AdminState>>, headers: HeaderMap, body: Bytes) -> Answer {
     let (group, address) = checked_registration(&state, &headers, &body).await?;
-    let beat = state
-        .services
-        .store()
-        .registry_beat(
-            &group,
-            &address,
-            crate::store::ExecutorLoad::default(),
-            &crate::store::RegisteredWith::default(),
-            state.services.now_ms(),
-        )
-        .await;
+    let beat = service::executors::legacy_beat(&state.services, &group, &address).await;
     Ok(Json(Envelope::of(beat)))
 }
 
@@ -102,10 +92,8 @@ async fn registry_remove(
     body: Bytes,
 ) -> Answer {
     let (group, address) = checked_registration(&state, &headers, &body).await?;
-    let store = state.services.store();
-    Ok(Json(Envelope::of(
-        store.registry_remove(&group, &address).await,
-    )))
+    let removed = service::executors::legacy_remove(state.services.store(), &group, &address).await;
+    Ok(Json(Envelope::of(removed)))
 }
 
 /// Results: each ends its run once, if the run is one of a legacy group
@@ -117,7 +105,7 @@ async fn callback(State(state): State<Arc<AdminState>>, headers: HeaderMap, body
     let token = header(&headers, TOKEN_HEADER).unwrap_or_default();
     let appname = header(&headers, APPNAME_HEADER);
     let accepted = state
-        .scheduler
+        .intake
         .accept_legacy_results(appname, token, callback.items())
         .await;
     Ok(Json(Envelope::of(accepted)))

@@ -3,7 +3,9 @@
 //! checked against, and [`Firing`], the narrow handle on the firing engine
 //! that a change needs (wake it, compile a module ahead, start, cancel,
 //! retry or backfill a workflow run, a job's or a workflow's rules with
-//! their calendars, an executor registered and which are alive). A
+//! their calendars, an executor registered and which are alive, a job
+//! triggered, killed or backfilled and where its runs may go, a run
+//! killed, its live log, its events). A
 //! service never holds the scheduler itself: what it
 //! may ask of the engine is this file's list.
 
@@ -13,14 +15,15 @@ use chrono::{DateTime, Utc};
 use cronbox_protocol::TriggerKind;
 
 use crate::clock::Clock;
-use crate::model::Digest;
+use crate::model::{Digest, RunId};
 use crate::quotas::Quotas;
 use crate::schedule::Rules;
 use crate::scheduler::Scheduler;
-pub use crate::scheduler::WorkflowBackfillOutcome;
+pub use crate::scheduler::{BackfillError, WorkflowBackfillOutcome};
 use crate::secrets::SecretBox;
-use crate::store::{JobRow, Store, StoreError};
+use crate::store::{JobRow, RunRow, Store, StoreError};
 use crate::workflow::firing::{InvalidSchedule, Timetable};
+use cronbox_api::JobKill;
 
 /// The limits and policies a job definition is checked against.
 #[derive(Debug, Clone)]
@@ -40,6 +43,8 @@ pub struct Services {
     clock: Arc<dyn Clock>,
     quotas: Arc<Quotas>,
     limits: Arc<ChangeLimits>,
+    /// The operator's trace viewer, `{trace_id}` in it (`--trace-url`).
+    trace_url: Option<Arc<str>>,
     firing: Firing,
 }
 
@@ -56,7 +61,16 @@ impl Services {
                 alarm_nets: config.alarm_nets.clone(),
                 secrets: config.secrets.clone(),
             }),
+            trace_url: config.trace_url.as_deref().map(Arc::from),
             firing: Firing(scheduler.clone()),
+        }
+    }
+
+    /// Links `run`'s trace to the operator's trace viewer, when both are
+    /// known.
+    pub fn link_trace(&self, run: &mut RunRow) {
+        if let (Some(template), Some(trace_id)) = (&self.trace_url, &run.trace_id) {
+            run.trace_url = Some(template.replace("{trace_id}", trace_id));
         }
     }
 
@@ -107,6 +121,79 @@ impl Firing {
     /// Executors that beat since this instant are alive.
     pub async fn alive_since_now(&self) -> Result<i64, StoreError> {
         self.0.alive_since_now().await
+    }
+
+    /// Triggers `job` now as `kind` (its parameter replaced by `param`,
+    /// sent to one of `addresses` when given): the run's id.
+    pub async fn trigger(
+        &self,
+        job: JobRow,
+        kind: TriggerKind,
+        param: Option<String>,
+        addresses: Option<Vec<String>>,
+    ) -> Result<RunId, StoreError> {
+        self.0.trigger(job, kind, param, addresses).await
+    }
+
+    /// Kills every run of `job`: waiting ones cancelled, running ones
+    /// killed on their executors.
+    pub async fn kill_job(&self, job: &JobRow) -> Result<JobKill, StoreError> {
+        self.0.kill_job(job).await
+    }
+
+    /// Starts a backfill of `job` (see [`Scheduler::start_backfill`]).
+    pub async fn start_backfill(
+        &self,
+        job: &JobRow,
+        request: &cronbox_api::BackfillRequest,
+        by: &str,
+    ) -> Result<cronbox_api::Backfill, BackfillError> {
+        self.0.start_backfill(job, request, by).await
+    }
+
+    /// Kills `run` on the executor running it: whether it was killed
+    /// (the error: why the executor could not be asked).
+    pub async fn kill_run(&self, run: &RunRow) -> Result<bool, String> {
+        self.0.kill(run).await
+    }
+
+    /// A running run's log from its executor, by line offset (a legacy
+    /// run's from its xxl-job executor, running or ended).
+    pub async fn live_log(
+        &self,
+        run: &RunRow,
+        offset: usize,
+        limit: usize,
+    ) -> Result<cronbox_protocol::LogResponse, String> {
+        self.0.live_log(run, offset, limit).await
+    }
+
+    /// `run` with its start time, asked of its executor while it runs (see
+    /// [`Scheduler::with_start`]).
+    pub async fn with_start(&self, run: RunRow) -> RunRow {
+        self.0.with_start(run).await
+    }
+
+    /// `run` as read from the database, as this admin knows it now (see
+    /// [`Scheduler::as_known`]).
+    pub fn as_known(&self, run: RunRow) -> RunRow {
+        self.0.as_known(run)
+    }
+
+    /// Run lifecycle events from now on.
+    pub fn run_events(&self) -> tokio::sync::broadcast::Receiver<crate::scheduler::RunEvent> {
+        self.0.run_events()
+    }
+
+    /// Forgets the executors' cached addresses and credentials: the next
+    /// dispatch reads them again (an enrolled executor was revoked).
+    pub fn forget_executors(&self) {
+        self.0.forget_executors();
+    }
+
+    /// The live executors of `group` now: where its runs may go.
+    pub async fn group_addresses_now(&self, group: &str) -> Result<Vec<String>, StoreError> {
+        self.0.group_addresses_now(group).await
     }
 
     /// An executor at `address` registered: runs sent to it carry `proof`

@@ -7,8 +7,8 @@
 use cronbox_api::{ExecutorToken, ExecutorTokenIssued, ExecutorTokenRevoked, ExecutorTokenSpec};
 use cronbox_protocol::credentials::ENROLLED_PREFIX;
 
-use super::ServiceError;
 use super::tenants::{random_token, token_hash};
+use super::{ServiceError, Services};
 use crate::store::Store;
 
 /// The overlap of a rotation when none is asked for.
@@ -108,17 +108,15 @@ pub async fn rotate(
     })
 }
 
-/// Revokes enrolled executor `id`: its token works no more and its
-/// registrations end now.
-pub async fn revoke(
-    store: &Store,
-    id: i64,
-    now_ms: i64,
-) -> Result<ExecutorTokenRevoked, ServiceError> {
-    let ended = store
-        .revoke_executor_credential(id, now_ms)
+/// Revokes enrolled executor `id`: its token works no more, its
+/// registrations end now and this admin sends it nothing more.
+pub async fn revoke(services: &Services, id: i64) -> Result<ExecutorTokenRevoked, ServiceError> {
+    let ended = services
+        .store()
+        .revoke_executor_credential(id, services.now_ms())
         .await?
         .ok_or(ServiceError::UnknownExecutorToken(id))?;
+    services.firing().forget_executors();
     Ok(ExecutorTokenRevoked {
         id,
         registrations_ended: ended,

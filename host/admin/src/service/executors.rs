@@ -75,3 +75,38 @@ pub async fn module_content(
     }
     Ok(store.module(digest).await?)
 }
+
+/// The enrolled executor whose credential hashes to `hash`, now (a
+/// rotated-out credential counts during its overlap); none: no such live
+/// credential.
+pub async fn enrolled(
+    store: &Store,
+    hash: &str,
+    now_ms: i64,
+) -> Result<Option<crate::store::EnrolledExecutor>, ServiceError> {
+    Ok(store.enrolled_executor(hash, now_ms).await?)
+}
+
+/// An xxl-job executor at `address` beat in legacy group `group` (xxl-job
+/// reports no load).
+pub async fn legacy_beat(
+    services: &Services,
+    group: &str,
+    address: &str,
+) -> Result<(), ServiceError> {
+    Ok(services
+        .store()
+        .registry_beat(
+            group,
+            address,
+            ExecutorLoad::default(),
+            &RegisteredWith::default(),
+            services.now_ms(),
+        )
+        .await?)
+}
+
+/// An xxl-job executor at `address` left legacy group `group`.
+pub async fn legacy_remove(store: &Store, group: &str, address: &str) -> Result<(), ServiceError> {
+    Ok(store.registry_remove(group, address).await?)
+}

@@ -30,6 +30,26 @@ pub async fn registered_executors(store: &Store) -> Result<Vec<RegisteredExecuto
     Ok(store.registered_executors().await?)
 }
 
+/// The executors registered in any group as the operator sees them:
+/// alive or not by this admin's liveness rule.
+pub async fn executors(
+    services: &super::Services,
+) -> Result<Vec<cronbox_api::Executor>, ServiceError> {
+    let alive_since = services.firing().alive_since_now().await?;
+    Ok(registered_executors(services.store())
+        .await?
+        .into_iter()
+        .map(|executor| cronbox_api::Executor {
+            alive: executor.last_beat_ms >= alive_since,
+            group: executor.group,
+            address: executor.address,
+            last_beat_ms: executor.last_beat_ms,
+            busy: executor.load.busy,
+            free_slots: executor.load.free_slots,
+        })
+        .collect())
+}
+
 /// Grants group `name` to `tenants` (known tenants, or `*`), replacing the
 /// grants before; the group as stored after.
 pub async fn grant(

@@ -371,6 +371,11 @@ pub const STATE_MAX_ENTRIES: usize = 1024;
 /// an edit never makes every later dispatch of the job fail.
 pub const STATE_MAX_TOTAL_BYTES: usize = 1 << 20;
 
+/// Job `id`'s durable state: what its next run will see.
+pub async fn state(store: &Store, id: JobId) -> Result<HashMap<String, String>, ServiceError> {
+    Ok(store.job_state(id).await?.values)
+}
+
 /// Replaces job `id`'s durable state with `values` (an operator's edit),
 /// refused past the sizes executors accept.
 pub async fn replace_state(

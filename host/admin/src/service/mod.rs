@@ -7,23 +7,33 @@
 //! of their own.
 
 pub mod audit;
+pub mod backfills;
 pub mod calendars;
 mod context;
 pub mod executor_tokens;
 pub mod executors;
 pub mod groups;
+pub mod job_lifecycle;
 pub mod jobs;
 pub mod modules;
+pub mod runs;
 pub mod scope;
 pub mod secrets;
 pub mod tenants;
+pub mod triggers;
 pub mod users;
 pub mod workflows;
 
 pub use context::{ChangeLimits, Firing, Services};
 
 use crate::model::JobId;
-use crate::store::StoreError;
+use crate::store::{Store, StoreError};
+
+/// This admin's instance name, once its database answers (readiness).
+pub async fn ready(store: &Store) -> Result<String, ServiceError> {
+    store.ping().await?;
+    Ok(store.instance().to_owned())
+}
 
 /// Why a request was refused, or failed.
 #[derive(Debug, thiserror::Error)]
@@ -50,6 +60,21 @@ pub enum ServiceError {
     JobInUse {
         id: JobId,
         parents: Vec<(JobId, String)>,
+    },
+    /// A job with no fire to come (schedule NONE, a one-shot in the past)
+    /// cannot be started.
+    #[error(
+        "a job with schedule NONE (or a one-shot in the past) cannot be started; trigger it instead"
+    )]
+    CannotStart,
+    /// A stored job's schedule no longer reads (the detail).
+    #[error("{0}")]
+    StoredScheduleInvalid(String),
+    /// A trigger's request refused; `field` names the field at fault.
+    #[error("{message}")]
+    InvalidTrigger {
+        field: &'static str,
+        message: String,
     },
     /// An executor group definition refused; `field` names the field.
     #[error("{message}")]

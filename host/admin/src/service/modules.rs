@@ -146,6 +146,30 @@ async fn check_quotas(
     Ok(())
 }
 
+/// The current version of every module of `tenant` (none: every
+/// tenant's), with its tenant.
+pub async fn latest(
+    store: &Store,
+    tenant: Option<&str>,
+) -> Result<Vec<cronbox_api::TenantModule>, ServiceError> {
+    Ok(store
+        .latest_modules(tenant)
+        .await?
+        .into_iter()
+        .map(|(tenant, latest)| cronbox_api::TenantModule { tenant, latest })
+        .collect())
+}
+
+/// The jobs of `tenant` that follow module `name`'s newest version and
+/// read secrets: a new version runs with their secrets.
+pub async fn secret_readers_following(
+    store: &Store,
+    tenant: &str,
+    name: &str,
+) -> Result<Vec<i64>, ServiceError> {
+    Ok(store.secret_jobs_following(tenant, name).await?)
+}
+
 /// The versions of `tenant`'s module `name`, newest first; a name it has
 /// no module of is refused.
 pub async fn versions(

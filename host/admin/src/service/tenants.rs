@@ -190,3 +190,12 @@ pub async fn revoke_token(store: &Store, tenant: &str, id: i64) -> Result<(), Se
         })
     }
 }
+
+/// Who holds API token `token` (a tenant's or a user's) and the token's
+/// id; none: no such token.
+pub async fn principal_of(
+    store: &Store,
+    token: &str,
+) -> Result<Option<(Principal, i64)>, ServiceError> {
+    Ok(store.token_principal(&token_hash(token)).await?)
+}

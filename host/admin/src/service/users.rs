@@ -453,6 +453,16 @@ impl Drop for Attempt<'_> {
     }
 }
 
+/// The user of live session `cookie` now and the session's CSRF token;
+/// none: no such session, or it ended.
+pub async fn session_of(
+    store: &Store,
+    cookie: &str,
+    now_ms: i64,
+) -> Result<Option<(User, String)>, ServiceError> {
+    Ok(store.session(&token_hash(cookie), now_ms).await?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -320,6 +320,46 @@ pub fn with_next_run(services: &Services, mut workflow: Workflow) -> Workflow {
     workflow
 }
 
+/// The workflows of `tenant` (none: every tenant's), each with its next
+/// run.
+pub async fn list(
+    services: &Services,
+    tenant: Option<&str>,
+) -> Result<Vec<Workflow>, ServiceError> {
+    let listed = services.store().workflows(tenant).await?;
+    Ok(listed
+        .into_iter()
+        .map(|workflow| with_next_run(services, workflow))
+        .collect())
+}
+
+/// Most runs of a workflow one list holds.
+pub const MAX_RUNS_LISTED: i64 = 100;
+
+/// `workflow`'s newest runs, newest first (without their nodes).
+pub async fn runs_of(
+    store: &Store,
+    workflow: &Workflow,
+) -> Result<Vec<cronbox_api::WorkflowRun>, ServiceError> {
+    Ok(store.workflow_runs(workflow.id, MAX_RUNS_LISTED).await?)
+}
+
+/// The elements of fanned-out node `node` of workflow run `run`, by
+/// index ([`ServiceError::UnknownWorkflowNode`] for a node it lacks).
+pub async fn node_items(
+    store: &Store,
+    run: &cronbox_api::WorkflowRun,
+    node: &str,
+) -> Result<Vec<cronbox_api::ItemRun>, ServiceError> {
+    if !run.nodes.iter().any(|n| n.node == node) {
+        return Err(ServiceError::UnknownWorkflowNode {
+            run: run.id,
+            node: node.to_owned(),
+        });
+    }
+    Ok(store.workflow_items(run.id, node).await?)
+}
+
 /// Workflow `name` of `tenant`, or [`ServiceError::UnknownWorkflow`].
 pub async fn named(store: &Store, tenant: &str, name: &str) -> Result<Workflow, ServiceError> {
     store
