@@ -1,56 +1,29 @@
-//! The cronbox admin: it decides what runs where and when, and records what
-//! happened.
+//! The cronbox admin: its HTTP API for executors and users and its web
+//! console over the services, which hold the rules a request must pass
+//! beyond its shape; the firing engine they drive is the crate
+//! `cronbox-scheduler` (re-exported here under its modules' names).
 //!
-//! - [`clock`] — the time every scheduling decision reads (system, offset
-//!   or manual);
-//! - [`schedule`] (crate `cronbox-schedule`) — cron (Quartz and Unix
-//!   dialects) in IANA time zones with a written DST rule, fixed rate,
-//!   fixed delay, one-shot, none;
-//! - [`routing`] — xxl-job's ten route strategies;
-//! - [`store`] (crate `cronbox-store`) — sqlx over SQLite or PostgreSQL,
-//!   same schema on both;
-//! - [`scheduler`] — the pre-read loop, durable fires, dispatch, results,
-//!   retries, child jobs;
-//! - `api` — the HTTP API for executors and users (authentication, scoping
-//!   to the caller's tenant, typed bodies);
+//! - `api` — the HTTP API (authentication, scoping to the caller's
+//!   tenant, typed bodies, the OpenAPI document at
+//!   `/api/v1/openapi.json`);
 //! - [`service`] — the rules a request must pass beyond its shape, and the
 //!   writes that follow;
-//! - [`jobs`] — job definitions and their validation;
-//! - [`workflow`] — workflow definitions checked into graphs, the template
-//!   language of a node's input, the planner of a workflow run's progress
-//!   (pure; the scheduler drives them);
-//! - [`model`] — the stored enums (run status, alarm state, misfire
-//!   policy), decoded strictly;
-//! - `housekeeping` — daily reports, run retention, registry clean-up;
-//! - `alarms` — failure webhooks, claimed once across admins;
-//! - `metrics` — Prometheus counters and histograms at `/metrics`;
-//! - `openapi` — the OpenAPI document at `/api/v1/openapi.json`;
 //! - [`console`] — the web console at `/` (files in `host/admin/console/`,
-//!   built into the binary), a page of the same public API.
+//!   built into the binary), a page of the same public API;
+//! - [`start`] — an admin: the store, the engine, the API.
 //!
 //! The admin never links wasmtime: it talks to executors over HTTP.
 
-mod alarms;
 mod api;
-pub mod clock;
 pub mod console;
-mod housekeeping;
-pub mod jobs;
-pub mod legacy;
-mod metrics;
-pub mod model;
-pub mod quotas;
-pub mod routing;
-pub mod scheduler;
-pub mod secrets;
 pub mod service;
-pub mod workflow;
 
-/// The store and the schedule arithmetic are crates of their own, under
-/// the names the admin's modules have always used for them.
-pub use cronbox_schedule as schedule;
-pub use cronbox_store as store;
-pub use cronbox_tasks as tasks;
+/// The firing engine and its domain are the crate `cronbox-scheduler`,
+/// re-exported under the names the admin's modules have always used.
+pub use cronbox_scheduler::{
+    clock, jobs, legacy, metrics, model, quotas, routing, schedule, scheduler, secrets, store,
+    tasks, workflow,
+};
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -209,37 +182,8 @@ pub async fn start(config: AdminConfig) -> Result<RunningAdmin, AdminError> {
             tracing::error!(%error, "admin API stopped");
         }
     });
-    if let Err(error) = scheduler
-        .metrics()
-        .find_marked_jobs(scheduler.store())
-        .await
-    {
-        tracing::warn!(%error, "the jobs marked for metrics were not looked up");
-    }
-    if let Some(exporter) = config.metrics_export.clone() {
-        let scheduler = scheduler.clone();
-        let stop = tasks.stopping();
-        tasks.spawn_loop(exporter.push_until(
-            move || {
-                let scheduler = scheduler.clone();
-                async move { scheduler.metrics_text().await }
-            },
-            stop.cancelled_owned(),
-        ));
-    }
-    tasks.spawn(housekeeping::run(
-        scheduler.store().clone(),
-        scheduler.config().clone(),
-    ));
-    tasks.spawn_loop(alarms::run(
-        scheduler.store().clone(),
-        scheduler.metrics().clone(),
-        scheduler.config().clock.clone(),
-        scheduler.config().alarm_nets.clone(),
-        tasks.clone(),
-    ));
     let store = scheduler.store().clone();
-    tasks.spawn_loop(scheduler.run());
+    cronbox_scheduler::run_engine(scheduler, &tasks, config.metrics_export.clone()).await;
     tracing::info!(%local_addr, "admin started");
     Ok(RunningAdmin {
         local_addr,
@@ -264,53 +208,3 @@ impl RunningAdmin {
         self.store.close().await;
     }
 }
-
-/// Helpers shared by the crate's unit tests.
-#[cfg(test)]
-pub(crate) mod test_support {
-    pub(crate) use cronbox_store::test_support::{let_others_run, sqlite_store};
-
-    /// A job of tenant `default` firing every second (`* * * * * ?`).
-    pub(crate) fn every_second_job(misfire: crate::model::MisfirePolicy) -> crate::store::JobRow {
-        crate::store::JobRow {
-            id: crate::model::JobId(1),
-            tenant: "default".into(),
-            group_name: "default".into(),
-            name: "every-second".into(),
-            module_digest: "a".repeat(64).parse().unwrap(),
-            schedule_type: crate::schedule::ScheduleType::Cron,
-            schedule_conf: "* * * * * ?".into(),
-            time_zone: "UTC".into(),
-            misfire,
-            misfire_threshold_ms: 5_000,
-            route: crate::model::RouteStrategy::First,
-            block_strategy: cronbox_protocol::BlockStrategy::SerialExecution,
-            max_concurrency: 1,
-            timeout_ms: 1_000,
-            fuel: None,
-            memory_bytes: 1 << 20,
-            retry_count: 0,
-            retry_interval_ms: 0,
-            children: Vec::new(),
-            param: String::new(),
-            enabled: true,
-            next_fire_at_ms: None,
-            module_name: None,
-            module_version: None,
-            alarm_url: String::new(),
-            fresh_instance: false,
-            config: Default::default(),
-            http_allow: Vec::new(),
-            http_limits: Default::default(),
-            secrets: Vec::new(),
-            schedule_rules: Default::default(),
-            pause: None,
-            executor_handler: None,
-        }
-    }
-}
-
-/// Unit tests count their allocations (see `scheduler::command`'s).
-#[cfg(test)]
-#[global_allocator]
-static ALLOCATOR: cronbox_tests::allocations::Counting = cronbox_tests::allocations::Counting;

@@ -403,7 +403,7 @@ pub fn schedule_of(job: &JobRow) -> Result<Schedule, ScheduleError> {
 /// sources (see [`cronbox_api::carries_dev_sources`]), which only the role
 /// that may change such a job's code sends, and never a workflow or a
 /// parent job.
-pub(crate) fn sends_code_to_secrets(job: &JobRow, param: &str) -> bool {
+pub fn sends_code_to_secrets(job: &JobRow, param: &str) -> bool {
     !job.secrets.is_empty() && cronbox_api::carries_dev_sources(param)
 }
 

@@ -178,7 +178,7 @@ impl Default for SchedulerConfig {
     }
 }
 
-pub(crate) fn instant(ms: i64) -> DateTime<Utc> {
+pub fn instant(ms: i64) -> DateTime<Utc> {
     Utc.timestamp_millis_opt(ms).single().unwrap_or_default()
 }
 
@@ -274,7 +274,7 @@ impl Scheduler {
     }
 
     /// [`Scheduler::quotas`], shared (the services' context holds them).
-    pub(crate) fn shared_quotas(&self) -> Arc<crate::quotas::Quotas> {
+    pub fn shared_quotas(&self) -> Arc<crate::quotas::Quotas> {
         self.quotas.clone()
     }
 
