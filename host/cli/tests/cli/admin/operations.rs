@@ -207,7 +207,12 @@ async fn ended_runs(url: &str) -> Vec<(i64, String, i64)> {
 }
 
 /// Two every-second jobs (one per misfire policy), a job state, a user, a
-/// secret and a workflow; once each job has run on schedule twice.
+/// secret and a workflow; once each job has run on schedule twice. Their
+/// misfire threshold (8 s) lies inside the restore's outage (20 s by the
+/// restored admin's clock, less the 5 s its copy may have claimed ahead)
+/// and past a stall of a loaded machine after it: with 2 s, a restored
+/// admin that fell 2 s behind once more rightly fired FIRE_ONCE_NOW's
+/// misfire a second time.
 async fn fill(cluster: &Cluster) -> Vec<JobId> {
     let hello = cluster.upload("hello").await;
     for version in ["hello", "panicker"] {
@@ -223,7 +228,7 @@ async fn fill(cluster: &Cluster) -> Vec<JobId> {
             .create(
                 json!({ "name": misfire, "module_digest": hello, "schedule_type": "CRON",
                             "schedule_conf": "* * * * * ?", "misfire": misfire,
-                            "misfire_threshold_ms": 2000 }),
+                            "misfire_threshold_ms": 8000 }),
             )
             .await;
         let state = cronbox_api::StateEdit {
@@ -367,10 +372,10 @@ async fn a_sqlite_backup_taken_while_the_admin_fires_restores_everything_and_rer
     let (code, out, err) =
         admin_command(&["restore", copy_arg, "--data-dir", live_arg, "--replace"]);
     assert_eq!(code, 0, "{out}{err}");
-    // Back 9 s later by its clock: longer than pre-read and threshold.
-    let back_at = now_ms() + 9_000;
+    // Back 20 s later by its clock: longer than pre-read and threshold.
+    let back_at = now_ms() + 20_000;
     cluster
-        .restart_admin(&["--secrets-key-file", &key, "--clock-offset", "9s"])
+        .restart_admin(&["--secrets-key-file", &key, "--clock-offset", "20s"])
         .await;
     check_restored(&cluster, &jobs, &before, &copied, back_at).await;
 }
@@ -401,7 +406,7 @@ async fn a_postgresql_dump_taken_while_the_admin_fires_restores_everything_and_r
     assert!(status.success());
     let copied = ended_runs(&target).await;
     drop(cluster.admin.take());
-    let back_at = now_ms() + 9_000;
+    let back_at = now_ms() + 20_000;
     let (admin, _) = spawn_admin_with(
         Some(cluster.admin_addr),
         &cluster.data.path().join("admin"),
@@ -409,7 +414,7 @@ async fn a_postgresql_dump_taken_while_the_admin_fires_restores_everything_and_r
             "--secrets-key-file",
             &key,
             "--clock-offset",
-            "9s",
+            "20s",
             "--database-url",
             &target,
         ],
