@@ -49,14 +49,17 @@ pub(super) async fn kill_run(
         .firing()
         .kill_run(&run)
         .await
-        .map_err(|error| {
-            Failure::new(
-                StatusCode::BAD_GATEWAY,
-                ErrorCode::ExecutorUnreachable,
-                error,
-            )
-        })?;
+        .map_err(executor_unreachable)?;
     Ok(Json(bodies::RunKilled { run_id: id, killed }))
+}
+
+/// The answer when the executor holding a run could not be asked.
+fn executor_unreachable(error: String) -> Failure {
+    Failure::new(
+        StatusCode::BAD_GATEWAY,
+        ErrorCode::ExecutorUnreachable,
+        error,
+    )
 }
 
 /// Most log lines one page may hold.
@@ -84,13 +87,7 @@ pub(super) async fn run_log(
             .firing()
             .live_log(&run, offset, limit)
             .await
-            .map_err(|error| {
-                Failure::new(
-                    StatusCode::BAD_GATEWAY,
-                    ErrorCode::ExecutorUnreachable,
-                    error,
-                )
-            })?;
+            .map_err(executor_unreachable)?;
         // The executor knows a run has finished a moment before its result
         // reaches the admin: the log is finished once the run has ended
         // here, so that a follower then reads its outcome.

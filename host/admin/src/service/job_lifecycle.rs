@@ -42,7 +42,7 @@ pub async fn start(services: &Services, job: &JobRow) -> Result<JobRow, ServiceE
             job.id,
             true,
             Some(first.timestamp_millis()),
-            services.now_ms(),
+            now.timestamp_millis(),
         )
         .await?;
     // Its first fire may come before the next pre-read pass.
