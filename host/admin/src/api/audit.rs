@@ -178,32 +178,49 @@ pub(crate) async fn record(
 /// Most entries in one page of `GET /api/v1/audit`.
 const MAX_AUDIT_PAGE: i64 = 1000;
 
+/// The filters and page of `GET /api/v1/audit`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+pub(super) struct AuditQuery {
+    /// Only this tenant's entries (the operator; a tenant admin sees its own)
+    tenant: Option<String>,
+    /// Only this actor's
+    actor: Option<String>,
+    /// Only actions containing this text (`jobs`, `DELETE`)
+    action: Option<String>,
+    /// Made at or after
+    #[param(inline)]
+    from_ms: Option<Integer>,
+    /// Made at or before
+    #[param(inline)]
+    to_ms: Option<Integer>,
+    /// Entries older than this id (the previous page's next_before)
+    #[param(inline)]
+    before: Option<Integer>,
+    /// Entries (default 100, at most 1000)
+    #[param(inline)]
+    limit: Option<Bounded<1, { MAX_AUDIT_PAGE }>>,
+}
+
 /// The audit log, newest first, filtered by `tenant` (the operator's
 /// choice; a tenant admin sees its own), `actor`, `action` (text it
 /// contains), `from_ms`/`to_ms`, paged with `limit` and `before`.
 pub(super) async fn audit_log(
     State(state): State<Arc<AdminState>>,
     caller: Caller,
-    Query(params): Query<std::collections::HashMap<String, String>>,
+    Params(query): Params<AuditQuery>,
 ) -> Result<impl IntoResponse, Failure> {
-    let query = ListQuery::new(
-        params,
-        &[
-            "tenant", "actor", "action", "from_ms", "to_ms", "before", "limit",
-        ],
-    )?;
     let tenant = match caller.only_tenant() {
         Some(own) => Some(own),
-        None => query.text("tenant"),
+        None => query.tenant,
     };
     let filter = AuditFilter {
         tenant,
-        actor: query.text("actor"),
-        action: query.text("action"),
-        from_ms: query.number("from_ms")?,
-        to_ms: query.number("to_ms")?,
-        before_id: query.number("before")?,
-        limit: query.limit(100, MAX_AUDIT_PAGE)?,
+        actor: query.actor,
+        action: query.action,
+        from_ms: query.from_ms.map(Bounded::get),
+        to_ms: query.to_ms.map(Bounded::get),
+        before_id: query.before.map(Bounded::get),
+        limit: query.limit.map_or(100, Bounded::get),
     };
     let entries = service::audit::page(state.services.store(), &filter).await?;
     let next_before = (entries.len() as i64 == filter.limit)
@@ -217,31 +234,7 @@ pub(super) async fn audit_log(
 
 pub(super) fn routes(table: &mut Routes) {
     let operation = Operation {
-        query: vec![
-            (
-                "tenant",
-                json!({ "type": "string" }),
-                "Only this tenant's entries (the operator; a tenant admin sees its own)",
-            ),
-            ("actor", json!({ "type": "string" }), "Only this actor's"),
-            (
-                "action",
-                json!({ "type": "string" }),
-                "Only actions containing this text (`jobs`, `DELETE`)",
-            ),
-            ("from_ms", integer(i64::MIN, i64::MAX), "Made at or after"),
-            ("to_ms", integer(i64::MIN, i64::MAX), "Made at or before"),
-            (
-                "before",
-                integer(i64::MIN, i64::MAX),
-                "Entries older than this id (the previous page's next_before)",
-            ),
-            (
-                "limit",
-                integer(1, MAX_AUDIT_PAGE),
-                "Entries (default 100, at most 1000)",
-            ),
-        ],
+        query: parameters_of::<AuditQuery>(),
         ..op(
             "get",
             "/api/v1/audit",

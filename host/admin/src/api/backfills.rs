@@ -17,19 +17,26 @@ pub(super) async fn backfill_job(
     Ok((StatusCode::CREATED, Json(backfill)))
 }
 
+/// Which backfills `GET /api/v1/backfills` lists.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+pub(super) struct BackfillsQuery {
+    /// Only this job's
+    #[param(inline)]
+    job: Option<Integer>,
+}
+
 /// The caller's backfills, newest first (of one job with `job`).
 pub(super) async fn list_backfills(
     State(state): State<Arc<AdminState>>,
     caller: Caller,
-    Query(params): Query<std::collections::HashMap<String, String>>,
+    Params(query): Params<BackfillsQuery>,
 ) -> Result<impl IntoResponse, Failure> {
-    let query = ListQuery::new(params, &["job"])?;
     let tenant = caller.only_tenant();
     Ok(Json(
         service::backfills::list(
             state.services.store(),
             tenant.as_deref(),
-            query.number("job")?,
+            query.job.map(|id| JobId(id.get())),
         )
         .await?,
     ))
@@ -85,11 +92,7 @@ pub(super) fn routes(table: &mut Routes) {
         "200",
         array_of(schema("Backfill")),
     )
-    .with_query(vec![(
-        "job",
-        integer(i64::MIN, i64::MAX),
-        "Only this job's",
-    )]);
+    .with_query(parameters_of::<BackfillsQuery>());
     table.route(operation, VIEWER, list_backfills);
     let operation = op(
         "get",

@@ -72,59 +72,48 @@ pub(super) fn require_secret_manager(
 /// Most jobs in one page of `GET /api/v1/jobs`.
 const MAX_JOBS_PAGE: i64 = 1000;
 
+/// The filters and page of `GET /api/v1/jobs`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+pub(super) struct JobsQuery {
+    /// Jobs of this executor group
+    group: Option<String>,
+    /// Jobs with exactly this name
+    name: Option<String>,
+    /// Jobs whose name contains this text, in any letter case
+    search: Option<String>,
+    /// Jobs following or pinned to this named module
+    module: Option<String>,
+    /// Jobs of this schedule type (in any letter case)
+    #[param(value_type = Option<cronbox_api::ScheduleType>)]
+    schedule_type: Option<AnyCase<cronbox_api::ScheduleType>>,
+    /// Started (true) or stopped (false) jobs
+    enabled: Option<bool>,
+    /// Ids above this one: the last id of the previous page
+    #[param(inline)]
+    after: Option<Integer>,
+    /// Jobs per page (default and most 1000)
+    #[param(inline)]
+    limit: Option<Bounded<1, { MAX_JOBS_PAGE }>>,
+}
+
 /// A page of jobs in id order, filtered by `group`, `name` (exact) and
 /// `enabled`; `after` is the last id of the previous page, `limit` at most
 /// 1000 (the default). The answer is the page, an array.
 pub(super) async fn list_jobs(
     State(state): State<Arc<AdminState>>,
     caller: Caller,
-    Query(params): Query<std::collections::HashMap<String, String>>,
+    Params(query): Params<JobsQuery>,
 ) -> Result<impl IntoResponse, Failure> {
-    let query = ListQuery::new(
-        params,
-        &[
-            "group",
-            "name",
-            "search",
-            "module",
-            "schedule_type",
-            "enabled",
-            "after",
-            "limit",
-        ],
-    )?;
-    let schedule_type = match query.text("schedule_type") {
-        None => None,
-        Some(text) => Some(cronbox_api::parse_ignoring_case(&text).map_err(|_| {
-            ListQuery::invalid(
-                "schedule_type",
-                format!(
-                    "unknown schedule type {text:?}: use CRON, FIX_RATE, FIX_DELAY, ONE_SHOT or NONE"
-                ),
-            )
-        })?),
-    };
-    let enabled = match query.text("enabled").as_deref() {
-        None => None,
-        Some("true") => Some(true),
-        Some("false") => Some(false),
-        Some(other) => {
-            return Err(ListQuery::invalid(
-                "enabled",
-                format!("enabled must be true or false, got {other:?}"),
-            ));
-        }
-    };
     let filter = crate::store::JobFilter {
         tenant: caller.only_tenant(),
-        group: query.text("group"),
-        name: query.text("name"),
-        search: query.text("search").filter(|text| !text.is_empty()),
-        module: query.text("module"),
-        schedule_type,
-        enabled,
-        after_id: query.number("after")?,
-        limit: query.limit(MAX_JOBS_PAGE, MAX_JOBS_PAGE)?,
+        group: query.group,
+        name: query.name,
+        search: query.search.filter(|text| !text.is_empty()),
+        module: query.module,
+        schedule_type: query.schedule_type.map(|name| name.0),
+        enabled: query.enabled,
+        after_id: query.after.map(|id| JobId(id.get())),
+        limit: query.limit.map_or(MAX_JOBS_PAGE, Bounded::get),
     };
     Ok(Json(
         service::job_lifecycle::list(&state.services, &filter).await?,
@@ -260,40 +249,7 @@ pub(super) fn routes(table: &mut Routes) {
         create_jobs.layer(DefaultBodyLimit::max(JOB_BATCH_BODY_BYTES)),
     );
     let operation = Operation {
-        query: vec![
-            ("group", text(), "Jobs of this executor group"),
-            ("name", text(), "Jobs with exactly this name"),
-            (
-                "search",
-                text(),
-                "Jobs whose name contains this text, in any letter case",
-            ),
-            (
-                "module",
-                text(),
-                "Jobs following or pinned to this named module",
-            ),
-            (
-                "schedule_type",
-                schema("ScheduleType"),
-                "Jobs of this schedule type",
-            ),
-            (
-                "enabled",
-                json!({ "type": "boolean" }),
-                "Started (true) or stopped (false) jobs",
-            ),
-            (
-                "after",
-                integer(i64::MIN, i64::MAX),
-                "Ids above this one: the last id of the previous page",
-            ),
-            (
-                "limit",
-                integer(1, 1000),
-                "Jobs per page (default and most 1000)",
-            ),
-        ],
+        query: parameters_of::<JobsQuery>(),
         ..op(
             "get",
             "/api/v1/jobs",

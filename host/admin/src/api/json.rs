@@ -1,5 +1,5 @@
 //! Reading requests: JSON bodies (strict shapes, 64-bit integers, no
-//! U+0000 in text, the field at fault named) and listing queries.
+//! U+0000 in text, the field at fault named); queries are `query`'s.
 
 use super::*;
 
@@ -245,71 +245,6 @@ pub(crate) fn optional_json<T: DeserializeOwned + Serialize + Default>(
     })?;
     refuse_text_with_nul(&value)?;
     decode_json(value)
-}
-
-/// The query parameters of a listing: only the `known` names, numbers
-/// parsed, a page size within bounds; every refusal names the parameter.
-pub(crate) struct ListQuery {
-    params: std::collections::HashMap<String, String>,
-}
-
-impl ListQuery {
-    /// Refuses any parameter not in `known`.
-    pub(crate) fn new(
-        params: std::collections::HashMap<String, String>,
-        known: &[&str],
-    ) -> Result<ListQuery, Failure> {
-        if let Some(unknown) = params.keys().find(|key| !known.contains(&key.as_str())) {
-            return Err(ListQuery::invalid(
-                unknown,
-                format!("unknown parameter {unknown:?}: use {}", known.join(", ")),
-            ));
-        }
-        Ok(ListQuery { params })
-    }
-
-    pub(crate) fn invalid(field: &str, message: String) -> Failure {
-        Failure::new(StatusCode::BAD_REQUEST, ErrorCode::InvalidQuery, message).field(field)
-    }
-
-    pub(crate) fn text(&self, field: &str) -> Option<String> {
-        self.params.get(field).cloned()
-    }
-
-    pub(crate) fn number<T: std::str::FromStr>(&self, field: &str) -> Result<Option<T>, Failure> {
-        self.params
-            .get(field)
-            .map(|text| {
-                text.parse::<T>().map_err(|_| {
-                    ListQuery::invalid(field, format!("{field} must be an integer, got {text:?}"))
-                })
-            })
-            .transpose()
-    }
-
-    /// `limit`, `default` when absent, refused outside 1..=`max`.
-    pub(crate) fn limit(&self, default: i64, max: i64) -> Result<i64, Failure> {
-        self.bounded("limit", default, 1, max)
-    }
-
-    /// The integer `field`, `default` when absent, refused outside
-    /// `min..=max` (the bounds the OpenAPI document states).
-    pub(crate) fn bounded(
-        &self,
-        field: &str,
-        default: i64,
-        min: i64,
-        max: i64,
-    ) -> Result<i64, Failure> {
-        let value = self.number::<i64>(field)?.unwrap_or(default);
-        if !(min..=max).contains(&value) {
-            return Err(ListQuery::invalid(
-                field,
-                format!("{field} must be between {min} and {max}, got {value}"),
-            ));
-        }
-        Ok(value)
-    }
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Extension, FromRequest, Path, Query, Request, State};
+use axum::extract::{DefaultBodyLimit, Extension, FromRequest, Path, Request, State};
 use axum::handler::Handler;
 use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
@@ -50,6 +50,7 @@ mod executors;
 mod failure;
 mod json;
 mod openapi;
+pub(crate) mod query;
 mod routes;
 mod run_events;
 
@@ -73,12 +74,10 @@ use jobs::*;
 use json::*;
 pub(crate) use modules::UploadRoom;
 use openapi::operation::*;
+use query::{AnyCase, Bounded, Day, Integer, Limited, Params, invalid_query, parameters_of};
 pub(crate) use routes::router;
 use routes::{ADMIN, CALLBACK_BODY_BYTES, DEVELOPER, JOB_BATCH_BODY_BYTES, OPERATOR, VIEWER};
 pub(crate) use routes::{Access, Routes, route_table};
-
-pub(crate) use runs::MAX_LOG_PAGE;
-pub(crate) use schedules::MAX_NEXT_FIRES;
 
 pub(crate) struct AdminState {
     /// What the API hands the engine besides changes (results, metrics).

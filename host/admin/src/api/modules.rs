@@ -6,11 +6,11 @@ use bodies::VersionChoice;
 
 /// Where an upload goes: the module name to add a version to (none: the
 /// content is stored by digest only), and labels for the new version.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
 pub(super) struct UploadQuery {
+    /// Module name: the upload becomes its next version
     name: Option<String>,
-    /// Comma-separated.
+    /// Comma-separated labels for the new version
     labels: Option<String>,
 }
 
@@ -84,16 +84,9 @@ pub(super) fn too_large(limit: usize) -> Failure {
 pub(super) async fn upload_module(
     State(state): State<Arc<AdminState>>,
     caller: Caller,
-    query: Result<Query<UploadQuery>, axum::extract::rejection::QueryRejection>,
+    Params(mut query): Params<UploadQuery>,
     request: Request,
 ) -> Result<impl IntoResponse, Failure> {
-    let Query(mut query) = query.map_err(|rejection| {
-        Failure::new(
-            StatusCode::BAD_REQUEST,
-            ErrorCode::InvalidQuery,
-            rejection.body_text(),
-        )
-    })?;
     let limit = state.max_module_bytes;
     let content_length = request
         .headers()
@@ -265,18 +258,7 @@ pub(super) async fn label_module(
 /// handler.
 pub(super) fn routes(table: &mut Routes, max_module_bytes: usize) {
     let operation = Operation {
-        query: vec![
-            (
-                "name",
-                text(),
-                "Module name: the upload becomes its next version",
-            ),
-            (
-                "labels",
-                text(),
-                "Comma-separated labels for the new version",
-            ),
-        ],
+        query: parameters_of::<UploadQuery>(),
         body_content: Some(json!({
             "application/octet-stream": { "schema": { "type": "string", "format": "binary" } },
             "multipart/form-data": { "schema": {

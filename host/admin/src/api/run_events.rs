@@ -29,16 +29,23 @@ const ROW_EVERY: Duration = Duration::from_secs(2);
 /// Log lines one `log` event holds at most.
 const LOG_PAGE: usize = 1000;
 
+/// Where a follower of `GET /api/v1/runs/{id}/events` starts.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+pub(super) struct EventsQuery {
+    /// The first log line to send (default 0): where a reconnecting follower was
+    #[param(inline)]
+    offset: Option<Bounded<0, { i64::MAX }>>,
+}
+
 /// The stream of run `id`'s events, its log from line `offset` (a
 /// follower that reconnects says where it was).
 pub(super) async fn run_events(
     State(state): State<Arc<AdminState>>,
     caller: Caller,
     Path(id): Path<RunId>,
-    Query(params): Query<std::collections::HashMap<String, String>>,
+    Params(query): Params<EventsQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, Failure> {
-    let query = ListQuery::new(params, &["offset"])?;
-    let offset = query.bounded("offset", 0, 0, i64::MAX)? as usize;
+    let offset = query.offset.map_or(0, Bounded::get) as usize;
     // Subscribed before the run is read: no change falls in between.
     let events = state.services.firing().run_events();
     let run = super::runs::visible_run(&state, &caller, id).await?;
@@ -250,10 +257,6 @@ pub(super) fn routes(table: &mut Routes) {
         }),
     )
     .with_media("text/event-stream")
-    .with_query(vec![(
-        "offset",
-        integer(0, i64::MAX),
-        "The first log line to send (default 0): where a reconnecting follower was",
-    )]);
+    .with_query(parameters_of::<EventsQuery>());
     table.route(operation, VIEWER, run_events);
 }

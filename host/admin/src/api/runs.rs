@@ -2,6 +2,7 @@
 //! reports.
 
 use cronbox_protocol::TriggerKind;
+use utoipa::IntoParams;
 
 use super::*;
 
@@ -65,6 +66,17 @@ fn executor_unreachable(error: String) -> Failure {
 /// Most log lines one page may hold.
 pub(crate) const MAX_LOG_PAGE: i64 = 5000;
 
+/// The page of a run's log to read.
+#[derive(Debug, Deserialize, IntoParams)]
+pub(super) struct LogQuery {
+    /// First line (default 0)
+    #[param(inline)]
+    offset: Option<Bounded<0, { i64::MAX }>>,
+    /// Lines (default 1000, at most 5000)
+    #[param(inline)]
+    limit: Option<Bounded<1, { MAX_LOG_PAGE }>>,
+}
+
 /// A run's log by line offset: forwarded to its executor while it runs,
 /// read from the store once it ended (a legacy run's always from its
 /// xxl-job executor).
@@ -72,11 +84,10 @@ pub(super) async fn run_log(
     State(state): State<Arc<AdminState>>,
     caller: Caller,
     Path(id): Path<RunId>,
-    Query(params): Query<std::collections::HashMap<String, String>>,
+    Params(query): Params<LogQuery>,
 ) -> Result<impl IntoResponse, Failure> {
-    let query = ListQuery::new(params, &["offset", "limit"])?;
-    let offset = query.bounded("offset", 0, 0, i64::MAX)? as usize;
-    let limit = query.limit(1000, MAX_LOG_PAGE)? as usize;
+    let offset = query.offset.map_or(0, Bounded::get) as usize;
+    let limit = query.limit.map_or(1000, Bounded::get) as usize;
     let run = visible_run(&state, &caller, id).await?;
     // A legacy run's log stays on its xxl-job executor: read from there,
     // running or ended.
@@ -111,51 +122,50 @@ pub(super) const MAX_RUNS_PAGE: i64 = 1000;
 /// read transaction open all along).
 pub(super) const RUNS_EXAMINED_PER_PAGE: i64 = 50_000;
 
+/// The filters and page of `GET /api/v1/runs`.
+#[derive(Debug, Deserialize, IntoParams)]
+pub(super) struct RunsQuery {
+    /// Runs of this job
+    #[param(inline)]
+    job: Option<Integer>,
+    /// Runs of the jobs of this executor group
+    group: Option<String>,
+    /// Runs in this status
+    status: Option<RunStatus>,
+    /// Runs of this trigger kind
+    kind: Option<TriggerKind>,
+    /// Scheduled at or after (ms since the epoch)
+    #[param(inline)]
+    from_ms: Option<Integer>,
+    /// Scheduled before (ms since the epoch)
+    #[param(inline)]
+    to_ms: Option<Integer>,
+    /// Runs with a smaller id: the previous page's next_before
+    #[param(inline)]
+    before: Option<Integer>,
+    /// Page size, 1 to 1000 (default 100)
+    #[param(inline)]
+    limit: Option<Bounded<1, { MAX_RUNS_PAGE }>>,
+}
+
 /// Runs, newest first, filtered by `job`, `status`, `from_ms`, `to_ms`
 /// (scheduled time), paged with `limit` and the `before` cursor that each
 /// page returns as `next_before`.
 pub(super) async fn list_runs(
     State(state): State<Arc<AdminState>>,
     caller: Caller,
-    Query(params): Query<std::collections::HashMap<String, String>>,
+    Params(query): Params<RunsQuery>,
 ) -> Result<impl IntoResponse, Failure> {
-    let query = ListQuery::new(
-        params,
-        &[
-            "job", "group", "status", "kind", "from_ms", "to_ms", "before", "limit",
-        ],
-    )?;
-    let run_status = match query.text("status") {
-        None => None,
-        Some(wanted) => Some(wanted.parse::<RunStatus>().map_err(|_| {
-            let names: Vec<&str> = RunStatus::ALL.iter().map(|s| s.as_str()).collect();
-            ListQuery::invalid(
-                "status",
-                format!("unknown status {wanted:?}: use one of {}", names.join(", ")),
-            )
-        })?),
-    };
-    let kind = match query.text("kind") {
-        None => None,
-        Some(wanted) => Some(wanted.parse::<TriggerKind>().map_err(|_| {
-            let names: Vec<&str> = TriggerKind::ALL.iter().map(|k| k.as_str()).collect();
-            ListQuery::invalid(
-                "kind",
-                format!("unknown kind {wanted:?}: use one of {}", names.join(", ")),
-            )
-        })?),
-    };
-    let limit = query.limit(100, MAX_RUNS_PAGE)?;
     let filter = RunFilter {
         tenant: caller.only_tenant(),
-        job_id: query.number("job")?,
-        group: query.text("group"),
-        status: run_status,
-        kind,
-        from_ms: query.number("from_ms")?,
-        to_ms: query.number("to_ms")?,
-        before_id: query.number("before")?,
-        limit,
+        job_id: query.job.map(|id| JobId(id.get())),
+        group: query.group,
+        status: query.status,
+        kind: query.kind,
+        from_ms: query.from_ms.map(Bounded::get),
+        to_ms: query.to_ms.map(Bounded::get),
+        before_id: query.before.map(|id| RunId(id.get())),
+        limit: query.limit.map_or(100, Bounded::get),
         examine: Some(RUNS_EXAMINED_PER_PAGE),
     };
     Ok(Json(
@@ -163,13 +173,15 @@ pub(super) async fn list_runs(
     ))
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// The days of a report.
+#[derive(Debug, Deserialize, IntoParams)]
 pub(super) struct ReportQuery {
-    /// First day, `YYYY-MM-DD` (default: six days before `to`).
-    from: Option<String>,
-    /// Last day, `YYYY-MM-DD` (default: today, UTC).
-    to: Option<String>,
+    /// First day, YYYY-MM-DD (default: a week before `to`)
+    #[param(inline)]
+    from: Option<Day>,
+    /// Last day, YYYY-MM-DD (default: today, UTC)
+    #[param(inline)]
+    to: Option<Day>,
 }
 
 /// Run counts per day (refreshed by housekeeping every minute) and their
@@ -177,33 +189,14 @@ pub(super) struct ReportQuery {
 pub(super) async fn reports(
     State(state): State<Arc<AdminState>>,
     caller: Caller,
-    query: Result<Query<ReportQuery>, axum::extract::rejection::QueryRejection>,
+    Params(query): Params<ReportQuery>,
 ) -> Result<impl IntoResponse, Failure> {
-    let Query(query) = query.map_err(|rejection| {
-        Failure::new(
-            StatusCode::BAD_REQUEST,
-            ErrorCode::InvalidQuery,
-            rejection.body_text(),
-        )
-    })?;
-    let day = |field: &str, text: &str| {
-        chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d").map_err(|_| {
-            Failure::new(
-                StatusCode::BAD_REQUEST,
-                ErrorCode::InvalidQuery,
-                format!("{field} must be a day as YYYY-MM-DD, got {text:?}"),
-            )
-            .field(field)
-        })
-    };
-    let to = match &query.to {
-        Some(text) => day("to", text)?,
-        None => state.services.now().date_naive(),
-    };
-    let from = match &query.from {
-        Some(text) => day("from", text)?,
-        None => to - chrono::Duration::days(6),
-    };
+    let to = query
+        .to
+        .map_or_else(|| state.services.now().date_naive(), |day| day.0);
+    let from = query
+        .from
+        .map_or_else(|| to - chrono::Duration::days(6), |day| day.0);
     Ok(Json(
         service::runs::daily_report(state.services.store(), &caller.tenant, from, to).await?,
     ))
@@ -225,32 +218,7 @@ pub(super) async fn dashboard(
 /// handler.
 pub(super) fn routes(table: &mut Routes) {
     let operation = Operation {
-        query: vec![
-            ("job", integer(i64::MIN, i64::MAX), "Runs of this job"),
-            ("group", text(), "Runs of the jobs of this executor group"),
-            ("status", schema("RunStatus"), "Runs in this status"),
-            ("kind", schema("TriggerKind"), "Runs of this trigger kind"),
-            (
-                "from_ms",
-                integer(i64::MIN, i64::MAX),
-                "Scheduled at or after (ms since the epoch)",
-            ),
-            (
-                "to_ms",
-                integer(i64::MIN, i64::MAX),
-                "Scheduled before (ms since the epoch)",
-            ),
-            (
-                "before",
-                integer(i64::MIN, i64::MAX),
-                "Runs with a smaller id: the previous page's next_before",
-            ),
-            (
-                "limit",
-                integer(1, 1000),
-                "Page size, 1 to 1000 (default 100)",
-            ),
-        ],
+        query: parameters_of::<RunsQuery>(),
         ..op(
             "get",
             "/api/v1/runs",
@@ -283,14 +251,7 @@ pub(super) fn routes(table: &mut Routes) {
     );
     table.route(operation, DEVELOPER, kill_run);
     let operation = Operation {
-        query: vec![
-            ("offset", integer(0, i64::MAX), "First line (default 0)"),
-            (
-                "limit",
-                integer(1, crate::api::MAX_LOG_PAGE),
-                "Lines (default 1000, at most 5000)",
-            ),
-        ],
+        query: parameters_of::<LogQuery>(),
         ..op(
             "get",
             "/api/v1/runs/{id}/log",
@@ -303,14 +264,7 @@ pub(super) fn routes(table: &mut Routes) {
     };
     table.route(operation, VIEWER, run_log);
     let operation = Operation {
-        query: vec![
-            (
-                "from",
-                day(),
-                "First day, YYYY-MM-DD (default: a week before `to`)",
-            ),
-            ("to", day(), "Last day, YYYY-MM-DD (default: today, UTC)"),
-        ],
+        query: parameters_of::<ReportQuery>(),
         ..op(
             "get",
             "/api/v1/reports",

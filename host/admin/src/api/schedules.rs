@@ -6,14 +6,24 @@ use super::*;
 /// Most fire times one `next-fires` request may ask for.
 pub(crate) const MAX_NEXT_FIRES: i64 = 100;
 
+/// How many fire times a preview shows (default 5).
+type FireCount = Bounded<1, { MAX_NEXT_FIRES }>;
+
+/// How many of a job's next fires to show.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+pub(super) struct NextFiresQuery {
+    /// How many fire times (default 5, at most 100)
+    #[param(inline)]
+    count: Option<FireCount>,
+}
+
 pub(super) async fn next_fires(
     State(state): State<Arc<AdminState>>,
     caller: Caller,
     Path(id): Path<JobId>,
-    Query(params): Query<std::collections::HashMap<String, String>>,
+    Params(query): Params<NextFiresQuery>,
 ) -> Result<impl IntoResponse, Failure> {
-    let query = ListQuery::new(params, &["count"])?;
-    let count = query.bounded("count", 5, 1, MAX_NEXT_FIRES)? as usize;
+    let count = query.count.map_or(5, Bounded::get) as usize;
     let job = visible_job(&state, &caller, id).await?;
     let schedule = schedule_of(&job).map_err(|error| {
         Failure::new(
@@ -58,6 +68,35 @@ fn comma_list(text: Option<String>) -> Vec<String> {
     .unwrap_or_default()
 }
 
+/// A schedule not yet saved, as a job definition writes it.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+pub(super) struct PreviewQuery {
+    /// CRON (default), FIX_RATE, FIX_DELAY, ONE_SHOT or NONE (another is refused, 422)
+    schedule_type: Option<String>,
+    /// The expression, interval or instant
+    #[param(inline)]
+    schedule_conf: Option<Limited<{ crate::jobs::MAX_SCHEDULE_CONF_BYTES }>>,
+    /// An IANA time zone (default UTC)
+    #[param(inline)]
+    time_zone: Option<Limited<{ crate::jobs::MAX_TIME_ZONE_BYTES }>>,
+    /// No fire before this instant
+    #[param(inline)]
+    starts_at_ms: Option<Integer>,
+    /// No fire after this instant
+    #[param(inline)]
+    ends_at_ms: Option<Integer>,
+    /// Local dates (YYYY-MM-DD, comma separated) without a fire
+    exclude_dates: Option<String>,
+    /// Names of the tenant's shared calendars (comma separated) whose dates are skipped
+    calendars: Option<String>,
+    /// Each fire shown up to this many ms late, as its run would be written
+    #[param(inline)]
+    jitter_ms: Option<Bounded<0, { crate::schedule::MAX_JITTER_MS }>>,
+    /// How many fire times (default 5, at most 100)
+    #[param(inline)]
+    count: Option<FireCount>,
+}
+
 /// The next fires of a schedule not yet saved (`schedule_type`,
 /// `schedule_conf`, `time_zone` as a job definition writes them; `count`
 /// of them): what a job form shows as its author types. Refused as a job
@@ -65,40 +104,14 @@ fn comma_list(text: Option<String>) -> Vec<String> {
 pub(super) async fn schedule_preview(
     State(state): State<Arc<AdminState>>,
     caller: Caller,
-    Query(params): Query<std::collections::HashMap<String, String>>,
+    Params(query): Params<PreviewQuery>,
 ) -> Result<impl IntoResponse, Failure> {
-    let query = ListQuery::new(
-        params,
-        &[
-            "schedule_type",
-            "schedule_conf",
-            "time_zone",
-            "count",
-            "starts_at_ms",
-            "ends_at_ms",
-            "exclude_dates",
-            "jitter_ms",
-            "calendars",
-        ],
-    )?;
-    let count = query.bounded("count", 5, 1, MAX_NEXT_FIRES)? as usize;
-    let schedule_type = query
-        .text("schedule_type")
-        .unwrap_or_else(|| "CRON".to_owned());
-    let conf = query.text("schedule_conf").unwrap_or_default();
-    let time_zone = query.text("time_zone").unwrap_or_else(|| "UTC".to_owned());
-    for (field, text, most) in [
-        ("schedule_conf", &conf, crate::jobs::MAX_SCHEDULE_CONF_BYTES),
-        ("time_zone", &time_zone, crate::jobs::MAX_TIME_ZONE_BYTES),
-    ] {
-        let length = text.chars().count();
-        if length > most {
-            return Err(ListQuery::invalid(
-                field,
-                format!("{length} characters; at most {most}"),
-            ));
-        }
-    }
+    let count = query.count.map_or(5, Bounded::get) as usize;
+    let schedule_type = query.schedule_type.unwrap_or_else(|| "CRON".to_owned());
+    let conf = query.schedule_conf.map(|text| text.0).unwrap_or_default();
+    let time_zone = query
+        .time_zone
+        .map_or_else(|| "UTC".to_owned(), |text| text.0);
     let (_, schedule) =
         crate::jobs::checked_schedule(&schedule_type, &conf, &time_zone).map_err(|invalid| {
             Failure::new(
@@ -110,15 +123,15 @@ pub(super) async fn schedule_preview(
         })?;
     let zone: chrono_tz::Tz = time_zone
         .parse()
-        .map_err(|_| ListQuery::invalid("time_zone", format!("unknown time zone {time_zone:?}")))?;
+        .map_err(|_| invalid_query("time_zone", format!("unknown time zone {time_zone:?}")))?;
     let written = cronbox_api::ScheduleRules {
-        starts_at_ms: query.number("starts_at_ms")?,
-        ends_at_ms: query.number("ends_at_ms")?,
-        exclude_dates: comma_list(query.text("exclude_dates")),
-        jitter_ms: query.bounded("jitter_ms", 0, 0, crate::schedule::MAX_JITTER_MS)?,
+        starts_at_ms: query.starts_at_ms.map(Bounded::get),
+        ends_at_ms: query.ends_at_ms.map(Bounded::get),
+        exclude_dates: comma_list(query.exclude_dates),
+        jitter_ms: query.jitter_ms.map_or(0, Bounded::get),
         // Overlap decides at dispatch, not when a fire is.
         overlap: cronbox_api::OverlapPolicy::Allow,
-        calendars: comma_list(query.text("calendars")),
+        calendars: comma_list(query.calendars),
     };
     // A job not yet saved has no id: its jitter is shown as job 0's.
     let rules = crate::schedule::Rules::parse(&written, zone, 0).map_err(|refused| {
@@ -154,11 +167,7 @@ pub(super) async fn schedule_preview(
 /// handler.
 pub(super) fn routes(table: &mut Routes) {
     let operation = Operation {
-        query: vec![(
-            "count",
-            integer(1, crate::api::MAX_NEXT_FIRES),
-            "How many fire times (default 5, at most 100)",
-        )],
+        query: parameters_of::<NextFiresQuery>(),
         ..op(
             "get",
             "/api/v1/jobs/{id}/next-fires",
@@ -179,52 +188,6 @@ pub(super) fn routes(table: &mut Routes) {
             "200",
             schema("SchedulePreview"),
         )
-        .with_query(vec![
-            (
-                "schedule_type",
-                text(),
-                "CRON (default), FIX_RATE, FIX_DELAY, ONE_SHOT or NONE (another is refused, 422)",
-            ),
-            (
-                "schedule_conf",
-                json!({ "type": "string", "maxLength": crate::jobs::MAX_SCHEDULE_CONF_BYTES }),
-                "The expression, interval or instant",
-            ),
-            (
-                "time_zone",
-                json!({ "type": "string", "maxLength": crate::jobs::MAX_TIME_ZONE_BYTES }),
-                "An IANA time zone (default UTC)",
-            ),
-            (
-                "starts_at_ms",
-                integer(i64::MIN, i64::MAX),
-                "No fire before this instant",
-            ),
-            (
-                "ends_at_ms",
-                integer(i64::MIN, i64::MAX),
-                "No fire after this instant",
-            ),
-            (
-                "exclude_dates",
-                text(),
-                "Local dates (YYYY-MM-DD, comma separated) without a fire",
-            ),
-            (
-                "calendars",
-                text(),
-                "Names of the tenant's shared calendars (comma separated) whose dates are skipped",
-            ),
-            (
-                "jitter_ms",
-                integer(0, crate::schedule::MAX_JITTER_MS),
-                "Each fire shown up to this many ms late, as its run would be written",
-            ),
-            (
-                "count",
-                integer(1, crate::api::MAX_NEXT_FIRES),
-                "How many fire times (default 5, at most 100)",
-            ),
-        ]);
+        .with_query(parameters_of::<PreviewQuery>());
     table.route(operation, VIEWER, schedule_preview);
 }

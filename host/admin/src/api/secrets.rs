@@ -43,26 +43,23 @@ pub(super) async fn list_secrets(
     ))
 }
 
+/// Whether a secret goes while jobs reference it.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+pub(super) struct DeleteSecretQuery {
+    /// Delete even while jobs reference it (their runs then read nothing under its name)
+    force: Option<bool>,
+}
+
 /// Deletes a secret; refused (409) while jobs reference it, unless
 /// `force=true`.
 pub(super) async fn delete_secret(
     State(state): State<Arc<AdminState>>,
     caller: Caller,
     Path(name): Path<String>,
-    Query(params): Query<std::collections::HashMap<String, String>>,
+    Params(query): Params<DeleteSecretQuery>,
 ) -> Result<impl IntoResponse, Failure> {
     caller.require(Role::Admin, "deleting a secret")?;
-    let query = ListQuery::new(params, &["force"])?;
-    let force = match query.text("force").as_deref() {
-        None | Some("false") => false,
-        Some("true") => true,
-        Some(other) => {
-            return Err(ListQuery::invalid(
-                "force",
-                format!("force must be true or false, got {other:?}"),
-            ));
-        }
-    };
+    let force = query.force.unwrap_or(false);
     let still_referenced_by =
         service::secrets::delete(state.services.store(), &caller.tenant, &name, force).await?;
     Ok(Json(cronbox_api::SecretDeleted {
@@ -95,11 +92,7 @@ pub(super) fn routes(table: &mut Routes) {
     );
     table.route(operation, ADMIN, put_secret);
     let operation = Operation {
-        query: vec![(
-            "force",
-            json!({ "type": "boolean" }),
-            "Delete even while jobs reference it (their runs then read nothing under its name)",
-        )],
+        query: parameters_of::<DeleteSecretQuery>(),
         ..op(
             "delete",
             "/api/v1/secrets/{name}",

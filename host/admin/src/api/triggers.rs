@@ -64,21 +64,31 @@ pub(super) async fn trigger_job(
     ))
 }
 
+/// A page of `GET /api/v1/jobs/{id}/runs`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+pub(super) struct JobRunsQuery {
+    /// Runs with a larger id: the last id of the previous page
+    #[param(inline)]
+    after: Option<Integer>,
+    /// Runs per page (default and most 1000)
+    #[param(inline)]
+    limit: Option<Bounded<1, { MAX_JOB_RUNS_PAGE }>>,
+}
+
 /// A page of a job's runs, oldest first: `after` (the last id of the
 /// previous page) and `limit` (default and most 1000).
 pub(super) async fn job_runs(
     State(state): State<Arc<AdminState>>,
     caller: Caller,
     Path(id): Path<JobId>,
-    Query(params): Query<std::collections::HashMap<String, String>>,
+    Params(query): Params<JobRunsQuery>,
 ) -> Result<impl IntoResponse, Failure> {
-    let query = ListQuery::new(params, &["after", "limit"])?;
     visible_job(&state, &caller, id).await?;
     let runs = service::triggers::runs_of_job(
         state.services.store(),
         id,
-        query.number("after")?,
-        query.limit(MAX_JOB_RUNS_PAGE, MAX_JOB_RUNS_PAGE)?,
+        query.after.map(|id| RunId(id.get())),
+        query.limit.map_or(MAX_JOB_RUNS_PAGE, Bounded::get),
     )
     .await?;
     Ok(Json(runs))
@@ -112,18 +122,7 @@ pub(super) fn routes(table: &mut Routes) {
     );
     table.route(operation, DEVELOPER, kill_job);
     let operation = Operation {
-        query: vec![
-            (
-                "after",
-                integer(i64::MIN, i64::MAX),
-                "Runs with a larger id: the last id of the previous page",
-            ),
-            (
-                "limit",
-                integer(1, 1000),
-                "Runs per page (default and most 1000)",
-            ),
-        ],
+        query: parameters_of::<JobRunsQuery>(),
         ..op(
             "get",
             "/api/v1/jobs/{id}/runs",

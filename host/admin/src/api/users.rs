@@ -160,16 +160,22 @@ async fn managed_user(state: &AdminState, caller: &Caller, name: &str) -> Result
     Ok(user)
 }
 
+/// Whose users `GET /api/v1/users` lists.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+pub(super) struct UsersQuery {
+    /// Only this tenant's users (operator)
+    tenant: Option<String>,
+}
+
 /// The users of the caller's tenant (every user, for the operator; `tenant`
 /// narrows it).
 pub(super) async fn list_users(
     State(state): State<Arc<AdminState>>,
     caller: Caller,
-    Query(params): Query<std::collections::HashMap<String, String>>,
+    Params(query): Params<UsersQuery>,
 ) -> Result<Json<Vec<User>>, Failure> {
     caller.require(Role::Admin, "listing users")?;
-    let query = ListQuery::new(params, &["tenant"])?;
-    let tenant = match (caller.only_tenant(), query.text("tenant")) {
+    let tenant = match (caller.only_tenant(), query.tenant) {
         (Some(own), _) => Some(own),
         (None, asked) => asked,
     };
@@ -520,11 +526,7 @@ pub(super) fn routes(table: &mut Routes) {
         "200",
         array_of(schema("User")),
     )
-    .with_query(vec![(
-        "tenant",
-        text(),
-        "Only this tenant's users (operator)",
-    )]);
+    .with_query(parameters_of::<UsersQuery>());
     table.route(operation, ADMIN, list_users);
     let operation = op(
         "post",

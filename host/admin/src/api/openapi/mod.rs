@@ -126,10 +126,7 @@ pub(crate) fn document() -> Value {
                 json!({ "name": name, "in": "path", "required": true, "schema": kind })
             })
             .collect();
-        parameters.extend(operation.query.iter().map(|(name, kind, description)| {
-            json!({ "name": name, "in": "query", "required": false,
-                    "description": description, "schema": kind })
-        }));
+        parameters.extend(operation.query.parameters);
         let login = operation.method == "post" && operation.path == "/api/v1/session";
         let security = match operation.tag {
             "observability" => json!([]),
@@ -298,5 +295,89 @@ mod tests {
         // Every error code a client may match on.
         let codes = schemas["ErrorCode"]["enum"].as_array().unwrap();
         assert_eq!(codes.len(), cronbox_protocol::ErrorCode::ALL.len());
+    }
+
+    /// What a query parameter's schema lists, as values inside it and
+    /// values just outside it.
+    fn inside_and_outside(schema: &Value) -> (Vec<String>, Vec<String>) {
+        let texts = |values: &[&str]| values.iter().map(|v| v.to_string()).collect();
+        match schema["type"].as_str() {
+            Some("integer") => {
+                let min = schema["minimum"]
+                    .as_i64()
+                    .expect("an integer states its bounds");
+                let max = schema["maximum"]
+                    .as_i64()
+                    .expect("an integer states its bounds");
+                let mut outside: Vec<String> = [min.checked_sub(1), max.checked_add(1)]
+                    .into_iter()
+                    .flatten()
+                    .map(|value| value.to_string())
+                    .collect();
+                outside.extend(texts(&["1.5", "x", "9223372036854775808"]));
+                (vec![min.to_string(), max.to_string()], outside)
+            }
+            Some("boolean") => (texts(&["true", "false"]), texts(&["yes", "1"])),
+            Some("string") if schema.get("enum").is_some() => {
+                let listed = schema["enum"].as_array().unwrap();
+                let inside = listed.iter().map(|v| v.as_str().unwrap().to_owned());
+                (inside.collect(), texts(&["not-a-listed-name"]))
+            }
+            Some("string") if schema["format"] == "date" => {
+                (texts(&["2026-12-03"]), texts(&["today", "2026-12-3"]))
+            }
+            Some("string") if schema.get("maxLength").is_some() => {
+                let most = schema["maxLength"].as_u64().unwrap() as usize;
+                (vec!["a".repeat(most)], vec!["a".repeat(most + 1)])
+            }
+            Some("string") => (texts(&["any text", ""]), Vec::new()),
+            _ => panic!("a query schema this test does not know: {schema}"),
+        }
+    }
+
+    /// Each route's handler reads every value its document lists for a
+    /// query parameter and refuses what the document does not: a name it
+    /// does not state, an enum's other names, an integer past its bounds,
+    /// a day or a boolean that is not one, text over its length.
+    #[test]
+    fn each_query_reads_what_its_document_lists_and_nothing_beyond() {
+        let document = document();
+        let schemas = &document["components"]["schemas"];
+        let mut checked = 0;
+        for route in crate::api::route_table() {
+            let (method, path) = (route.operation.method, route.operation.path);
+            let query = &route.operation.query;
+            if query.parameters.is_empty() {
+                continue;
+            }
+            assert!(
+                (query.reads)("undocumented=1").is_err(),
+                "{method} {path} reads a parameter its document does not state"
+            );
+            for parameter in &query.parameters {
+                let name = parameter["name"].as_str().unwrap();
+                let mut schema = &parameter["schema"];
+                if let Some(reference) = schema["$ref"].as_str() {
+                    schema = &schemas[reference.trim_start_matches("#/components/schemas/")];
+                }
+                let (inside, outside) = inside_and_outside(schema);
+                let given = |value: &str| serde_urlencoded::to_string([(name, value)]).unwrap();
+                for value in inside {
+                    let read = (query.reads)(&given(&value));
+                    assert!(
+                        read.is_ok(),
+                        "{method} {path}: {name}={value:?} is listed but refused"
+                    );
+                }
+                for value in outside {
+                    assert!(
+                        (query.reads)(&given(&value)).is_err(),
+                        "{method} {path}: {name}={value:?} is read, the document does not list it"
+                    );
+                }
+                checked += 1;
+            }
+        }
+        assert!(checked >= 40, "only {checked} query parameters checked");
     }
 }

@@ -6,6 +6,8 @@
 
 use serde_json::{Value, json};
 
+use crate::api::query::QueryParameters;
+
 /// One operation: its tag, summary, path parameters, request body schema,
 /// success status and response schema.
 pub(crate) struct Operation {
@@ -23,8 +25,9 @@ pub(crate) struct Operation {
     pub(crate) body_optional: bool,
     /// The body's media types and schemas, when not JSON (`body` unused).
     pub(crate) body_content: Option<Value>,
-    /// Query parameters: name, schema, description.
-    pub(crate) query: Vec<(&'static str, Value, &'static str)>,
+    /// Query parameters, as `parameters_of` derives them from the type
+    /// the handler reads.
+    pub(crate) query: QueryParameters,
 }
 
 impl Operation {
@@ -37,7 +40,7 @@ impl Operation {
     }
 
     /// With these query parameters.
-    pub(crate) fn with_query(self, query: Vec<(&'static str, Value, &'static str)>) -> Operation {
+    pub(crate) fn with_query(self, query: QueryParameters) -> Operation {
         Operation { query, ..self }
     }
 
@@ -67,15 +70,6 @@ pub(crate) fn integer(min: i64, max: i64) -> Value {
     json!({ "type": "integer", "format": "int64", "minimum": min, "maximum": max })
 }
 
-pub(crate) fn text() -> Value {
-    json!({ "type": "string" })
-}
-
-/// A day as `YYYY-MM-DD`.
-pub(crate) fn day() -> Value {
-    json!({ "type": "string", "format": "date", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$" })
-}
-
 /// An operation answering JSON, with no query parameters and a required
 /// body (when it has one).
 pub(crate) fn op(
@@ -98,6 +92,6 @@ pub(crate) fn op(
         response_media: "application/json",
         body_optional: false,
         body_content: None,
-        query: Vec::new(),
+        query: QueryParameters::none(),
     }
 }
