@@ -67,7 +67,12 @@ async fn backoff_fixed_delay_and_misfires_follow_the_admins_clock() {
     })
     .await;
     let finished = run.finished_at_ms.unwrap();
-    let job = api.api.job(delayed).await.unwrap();
+    // The next fire is planned just after the run's end is written.
+    let job = until("the next fire is planned", || async {
+        let job = api.api.job(delayed).await.unwrap();
+        job.next_fire_at_ms.is_some().then_some(job)
+    })
+    .await;
     assert_eq!(job.next_fire_at_ms, Some(finished + 3_600_000));
 
     // An hour of downtime for a per-minute cron: DO_NOTHING skips every
