@@ -131,9 +131,11 @@ pub async fn start(config: AdminConfig) -> Result<RunningAdmin, AdminError> {
     scheduler_config.executor_token = config.executor_token.clone();
     let receipt_key = store.receipt_key().await?;
     let tasks = tasks::Tasks::new();
+    let quotas = Arc::new(quotas::Quotas::new(scheduler_config.quota_defaults.clone()));
     let scheduler = scheduler::Scheduler::new(
-        store,
-        scheduler_config,
+        store.clone(),
+        scheduler_config.clone(),
+        quotas.clone(),
         receipt_key,
         executor_http,
         tasks.clone(),
@@ -149,7 +151,7 @@ pub async fn start(config: AdminConfig) -> Result<RunningAdmin, AdminError> {
         source,
     })?;
     let state = Arc::new(api::AdminState {
-        services: service::Services::of(&scheduler),
+        services: service::Services::new(store.clone(), &scheduler_config, quotas, &scheduler),
         intake: scheduler::Intake::of(&scheduler),
         api_token: config.api_token.clone(),
         executor_token: config.executor_token.clone(),
@@ -182,7 +184,6 @@ pub async fn start(config: AdminConfig) -> Result<RunningAdmin, AdminError> {
             tracing::error!(%error, "admin API stopped");
         }
     });
-    let store = scheduler.store().clone();
     cronbox_scheduler::run_engine(scheduler, &tasks, config.metrics_export.clone()).await;
     tracing::info!(%local_addr, "admin started");
     Ok(RunningAdmin {

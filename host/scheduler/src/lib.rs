@@ -42,46 +42,7 @@ pub use cronbox_schedule as schedule;
 pub use cronbox_store as store;
 pub use cronbox_tasks as tasks;
 
-use std::sync::Arc;
-
-/// Starts the engine on `tasks`: the firing loop, housekeeping, alarms
-/// and, when the operator asks, the metrics sent by OTLP.
-pub async fn run_engine(
-    scheduler: Arc<scheduler::Scheduler>,
-    tasks: &tasks::Tasks,
-    metrics_export: Option<cronbox_telemetry::MetricsExporter>,
-) {
-    if let Err(error) = scheduler
-        .metrics()
-        .find_marked_jobs(scheduler.store())
-        .await
-    {
-        tracing::warn!(%error, "the jobs marked for metrics were not looked up");
-    }
-    if let Some(exporter) = metrics_export {
-        let scheduler = scheduler.clone();
-        let stop = tasks.stopping();
-        tasks.spawn_loop(exporter.push_until(
-            move || {
-                let scheduler = scheduler.clone();
-                async move { scheduler.metrics_text().await }
-            },
-            stop.cancelled_owned(),
-        ));
-    }
-    tasks.spawn(housekeeping::run(
-        scheduler.store().clone(),
-        scheduler.config().clone(),
-    ));
-    tasks.spawn_loop(alarms::run(
-        scheduler.store().clone(),
-        scheduler.metrics().clone(),
-        scheduler.config().clock.clone(),
-        scheduler.config().alarm_nets.clone(),
-        tasks.clone(),
-    ));
-    tasks.spawn_loop(scheduler.run());
-}
+pub use scheduler::run_engine;
 
 /// Helpers shared by the crate's unit tests.
 #[cfg(test)]

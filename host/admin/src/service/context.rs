@@ -3,11 +3,10 @@
 //! checked against, and [`Firing`], the narrow handle on the firing engine
 //! that a change needs (wake it, compile a module ahead, start, cancel,
 //! retry or backfill a workflow run, a job's or a workflow's rules with
-//! their calendars, an executor registered and which are alive, a job
-//! triggered, killed or backfilled and where its runs may go, a run
-//! killed, its live log, its events). A
-//! service never holds the scheduler itself: what it
-//! may ask of the engine is this file's list.
+//! their calendars, an executor registered, a job triggered, killed or
+//! backfilled and where its runs may go, a run killed, its live log, its
+//! events). A service never holds the scheduler itself: what it may ask
+//! of the engine is this file's list.
 
 use std::sync::Arc;
 
@@ -18,8 +17,8 @@ use crate::clock::Clock;
 use crate::model::{Digest, RunId};
 use crate::quotas::Quotas;
 use crate::schedule::Rules;
-use crate::scheduler::Scheduler;
 pub use crate::scheduler::{BackfillError, WorkflowBackfillOutcome};
+use crate::scheduler::{Scheduler, SchedulerConfig};
 use crate::secrets::SecretBox;
 use crate::store::{JobRow, RunRow, Store, StoreError};
 use crate::workflow::firing::{InvalidSchedule, Timetable};
@@ -45,23 +44,32 @@ pub struct Services {
     limits: Arc<ChangeLimits>,
     /// The operator's trace viewer, `{trace_id}` in it (`--trace-url`).
     trace_url: Option<Arc<str>>,
+    /// An executor is dead after this long without a heartbeat.
+    dead_after: std::time::Duration,
     firing: Firing,
 }
 
 impl Services {
-    /// The context of an admin whose firing engine is `scheduler`.
-    pub fn of(scheduler: &Arc<Scheduler>) -> Services {
-        let config = scheduler.config();
+    /// The context of an admin over `store`, configured by `config`,
+    /// enforcing `quotas`, whose firing engine is `scheduler` (of which
+    /// the services hold only [`Firing`]).
+    pub fn new(
+        store: Store,
+        config: &SchedulerConfig,
+        quotas: Arc<Quotas>,
+        scheduler: &Arc<Scheduler>,
+    ) -> Services {
         Services {
-            store: scheduler.store().clone(),
+            store,
             clock: config.clock.clone(),
-            quotas: scheduler.shared_quotas(),
+            quotas,
             limits: Arc::new(ChangeLimits {
                 job_maxima: config.job_maxima,
                 alarm_nets: config.alarm_nets.clone(),
                 secrets: config.secrets.clone(),
             }),
             trace_url: config.trace_url.as_deref().map(Arc::from),
+            dead_after: config.dead_after,
             firing: Firing(scheduler.clone()),
         }
     }
@@ -96,6 +104,11 @@ impl Services {
         self.clock.now_ms()
     }
 
+    /// Executors that beat since the returned instant are alive now.
+    pub async fn alive_since_now(&self) -> Result<i64, StoreError> {
+        crate::scheduler::alive_since(&self.store, self.now_ms(), self.dead_after).await
+    }
+
     /// [`Services::now_ms`] as a time.
     pub fn now(&self) -> DateTime<Utc> {
         crate::scheduler::instant(self.now_ms())
@@ -116,11 +129,6 @@ impl Firing {
     /// version it replaces, whose functions it may reuse).
     pub fn prepare_module(&self, groups: Vec<String>, digest: Digest, from: Option<Digest>) {
         self.0.prepare_module(groups, digest, from);
-    }
-
-    /// Executors that beat since this instant are alive.
-    pub async fn alive_since_now(&self) -> Result<i64, StoreError> {
-        self.0.alive_since_now().await
     }
 
     /// Triggers `job` now as `kind` (its parameter replaced by `param`,

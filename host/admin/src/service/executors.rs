@@ -18,7 +18,7 @@ pub async fn register(
     credential: RegisteredWith,
 ) -> Result<(), ServiceError> {
     let store = services.store();
-    let alive_since = services.firing().alive_since_now().await?;
+    let alive_since = services.alive_since_now().await?;
     let claimed = store
         .address_credentials(&registration.address, alive_since)
         .await?;

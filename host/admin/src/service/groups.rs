@@ -35,7 +35,7 @@ pub async fn registered_executors(store: &Store) -> Result<Vec<RegisteredExecuto
 pub async fn executors(
     services: &super::Services,
 ) -> Result<Vec<cronbox_api::Executor>, ServiceError> {
-    let alive_since = services.firing().alive_since_now().await?;
+    let alive_since = services.alive_since_now().await?;
     Ok(registered_executors(services.store())
         .await?
         .into_iter()

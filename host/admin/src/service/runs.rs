@@ -140,7 +140,7 @@ pub async fn dashboard(
     lateness.sort_unstable();
     let percentile =
         |p: usize| (!lateness.is_empty()).then(|| lateness[(lateness.len() - 1) * p / 100].max(0));
-    let alive_since = services.firing().alive_since_now().await?;
+    let alive_since = services.alive_since_now().await?;
     let executors_online = store
         .registered_executors()
         .await?

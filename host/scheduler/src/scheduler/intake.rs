@@ -1,17 +1,29 @@
 //! What the HTTP layer hands the firing engine that is not a change: the
-//! results executors send (cronbox's and xxl-job's), the legacy group an
-//! xxl-job executor registers in, and the metrics page. [`Intake`] is all
-//! the API holds of the scheduler; changes go through the services.
+//! results executors send (cronbox's and xxl-job's) and the legacy group
+//! an xxl-job executor registers in; and the metrics page, which reads
+//! the database, not the scheduler ([`MetricsScrape`]). [`Intake`] is all
+//! the API holds of the engine; changes go through the services.
 
 use super::*;
 
 /// The engine's intake (cheap to clone).
 #[derive(Debug, Clone)]
-pub struct Intake(Arc<Scheduler>);
+pub struct Intake(Arc<Scheduler>, MetricsScrape);
 
 impl Intake {
     pub fn of(scheduler: &Arc<Scheduler>) -> Intake {
-        Intake(scheduler.clone())
+        let scrape = MetricsScrape::new(
+            scheduler.store.clone(),
+            scheduler.metrics.clone(),
+            scheduler.quotas.clone(),
+            &scheduler.config,
+        );
+        Intake(scheduler.clone(), scrape)
+    }
+
+    /// The metrics page.
+    pub fn scrape(&self) -> &MetricsScrape {
+        &self.1
     }
 
     /// Results from a cronbox executor that may deliver those of
@@ -43,8 +55,8 @@ impl Intake {
         self.0.legacy_group(name).await
     }
 
-    /// The metrics as OpenMetrics text (see [`Scheduler::metrics_text`]).
+    /// The metrics as OpenMetrics text (see [`MetricsScrape::metrics_text`]).
     pub async fn metrics_text(&self) -> String {
-        self.0.metrics_text().await
+        self.1.metrics_text().await
     }
 }

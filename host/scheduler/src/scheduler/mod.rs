@@ -79,6 +79,8 @@ use legacy::LegacyProbe;
 pub use planner::plan_fires;
 use planner::*;
 pub use preread::CLAIM_PAST_HORIZON_MS;
+pub use results::alive_since;
+pub use scrape::MetricsScrape;
 use sending::*;
 use sink::ResultSink;
 use slow_jobs::*;
@@ -210,18 +212,19 @@ pub struct Scheduler {
 }
 
 impl Scheduler {
-    /// A scheduler over `store`; `receipt_key` signs run receipts (see
+    /// A scheduler over `store`, enforcing `quotas` (which the services
+    /// share); `receipt_key` signs run receipts (see
     /// [`Store::receipt_key`]); runs go to executors through a client from
     /// `executor_http` (trusting what the operator trusts for them).
     pub fn new(
         store: Store,
         config: SchedulerConfig,
+        quotas: Arc<crate::quotas::Quotas>,
         receipt_key: Vec<u8>,
         executor_http: reqwest::ClientBuilder,
         tasks: Tasks,
     ) -> Arc<Self> {
         let metrics = Arc::new(Metrics::new(config.job_metrics.clone()));
-        let quotas = Arc::new(crate::quotas::Quotas::new(config.quota_defaults.clone()));
         Arc::new(Scheduler {
             dispatcher: Dispatcher::new(&config, executor_http),
             commands: RunCommands::new(
@@ -254,28 +257,6 @@ impl Scheduler {
     /// Run lifecycle events from now on (see [`RunEvent`]).
     pub fn run_events(&self) -> tokio::sync::broadcast::Receiver<RunEvent> {
         self.sink.events.subscribe()
-    }
-
-    pub(crate) fn metrics(&self) -> &Arc<Metrics> {
-        &self.metrics
-    }
-
-    pub fn config(&self) -> &SchedulerConfig {
-        &self.config
-    }
-
-    pub fn store(&self) -> &Store {
-        &self.store
-    }
-
-    /// Tenants' quotas as this admin enforces them.
-    pub fn quotas(&self) -> &crate::quotas::Quotas {
-        &self.quotas
-    }
-
-    /// [`Scheduler::quotas`], shared (the services' context holds them).
-    pub fn shared_quotas(&self) -> Arc<crate::quotas::Quotas> {
-        self.quotas.clone()
     }
 
     /// Runs the pre-read loop until the admin stops. First recovers runs
@@ -341,13 +322,8 @@ impl Scheduler {
     }
 
     /// Milliseconds since the epoch, now, by this admin's clock.
-    pub fn now_ms(&self) -> i64 {
+    pub(crate) fn now_ms(&self) -> i64 {
         self.config.clock.now_ms()
-    }
-
-    /// [`Scheduler::now_ms`] as a time.
-    pub fn now(&self) -> DateTime<Utc> {
-        instant(self.now_ms())
     }
 
     /// Runs a pre-read pass now instead of at the next tick: a job just
@@ -355,4 +331,39 @@ impl Scheduler {
     pub fn wake(&self) {
         self.wake.notify_one();
     }
+}
+
+/// Starts the engine on `tasks`: the firing loop, housekeeping, alarms
+/// and, when the operator asks, the metrics sent by OTLP.
+pub async fn run_engine(
+    scheduler: Arc<Scheduler>,
+    tasks: &Tasks,
+    metrics_export: Option<cronbox_telemetry::MetricsExporter>,
+) {
+    if let Err(error) = scheduler.metrics.find_marked_jobs(&scheduler.store).await {
+        tracing::warn!(%error, "the jobs marked for metrics were not looked up");
+    }
+    if let Some(exporter) = metrics_export {
+        let scrape = Intake::of(&scheduler).scrape().clone();
+        let stop = tasks.stopping();
+        tasks.spawn_loop(exporter.push_until(
+            move || {
+                let scrape = scrape.clone();
+                async move { scrape.metrics_text().await }
+            },
+            stop.cancelled_owned(),
+        ));
+    }
+    tasks.spawn(crate::housekeeping::run(
+        scheduler.store.clone(),
+        scheduler.config.clone(),
+    ));
+    tasks.spawn_loop(crate::alarms::run(
+        scheduler.store.clone(),
+        scheduler.metrics.clone(),
+        scheduler.config.clock.clone(),
+        scheduler.config.alarm_nets.clone(),
+        tasks.clone(),
+    ));
+    tasks.spawn_loop(scheduler.run());
 }

@@ -321,17 +321,17 @@ impl Scheduler {
         Ok(())
     }
 
-    /// Executors that beat since the returned instant are alive now.
-    pub async fn alive_since_now(&self) -> Result<i64, StoreError> {
-        self.alive_since(self.now_ms()).await
-    }
-
-    /// Executors that beat since this instant are alive (see
-    /// [`Store::liveness_reference`]).
+    /// Executors that beat since this instant are alive.
     pub(super) async fn alive_since(&self, now: i64) -> Result<i64, StoreError> {
-        let reference = self.store.liveness_reference(now).await?;
-        Ok(reference - self.config.dead_after.as_millis() as i64)
+        alive_since(&self.store, now, self.config.dead_after).await
     }
+}
+
+/// Executors that beat since the returned instant are alive at `now`, dead
+/// after `dead_after` without a beat (see [`Store::liveness_reference`]).
+pub async fn alive_since(store: &Store, now: i64, dead_after: Duration) -> Result<i64, StoreError> {
+    let reference = store.liveness_reference(now).await?;
+    Ok(reference - dead_after.as_millis() as i64)
 }
 
 /// What a tenant may still log today (bytes) and its quota.

@@ -1,14 +1,41 @@
 //! The admin's metrics as a scrape reads them (`/metrics`, and the OTLP
-//! export when the operator asks): the gauges read from the database set
-//! afresh first (quotas, live executors per group, the most failing jobs
-//! of the last hour, readiness), and the jobs marked with `--job-metrics`
-//! looked up again.
+//! export when the operator asks): [`MetricsScrape`] sets the gauges read
+//! from the database afresh first (quotas, live executors per group, the
+//! most failing jobs of the last hour, readiness) and looks up the jobs
+//! marked with `--job-metrics` again. It holds what it reads, not the
+//! scheduler.
 
 use super::*;
 use crate::metrics::FAILING_JOBS;
 use crate::model::DEFAULT_TENANT;
 
-impl Scheduler {
+/// The metrics page and what refreshes it (cheap to clone).
+#[derive(Debug, Clone)]
+pub struct MetricsScrape {
+    store: Store,
+    metrics: Arc<Metrics>,
+    quotas: Arc<crate::quotas::Quotas>,
+    clock: Arc<dyn Clock>,
+    /// An executor is dead after this long without a heartbeat.
+    dead_after: Duration,
+}
+
+impl MetricsScrape {
+    pub(crate) fn new(
+        store: Store,
+        metrics: Arc<Metrics>,
+        quotas: Arc<crate::quotas::Quotas>,
+        config: &SchedulerConfig,
+    ) -> MetricsScrape {
+        MetricsScrape {
+            store,
+            metrics,
+            quotas,
+            clock: config.clock.clone(),
+            dead_after: config.dead_after,
+        }
+    }
+
     /// The metrics as OpenMetrics text, the gauges read from the database
     /// first.
     pub async fn metrics_text(&self) -> String {
@@ -37,10 +64,8 @@ impl Scheduler {
             .map(|(name, _)| name)
             .collect();
         tenants.push(DEFAULT_TENANT.to_owned());
-        let quotas = self
-            .quotas()
-            .all(&self.store, &tenants, self.now_ms())
-            .await?;
+        let now = self.clock.now_ms();
+        let quotas = self.quotas.all(&self.store, &tenants, now).await?;
         self.metrics.set_quotas(&quotas);
         Ok(())
     }
@@ -49,14 +74,15 @@ impl Scheduler {
     /// hour (with their tenant).
     async fn refresh_fleet_metrics(&self) -> Result<(), StoreError> {
         let store = &self.store;
-        let alive_since = self.alive_since_now().await?;
+        let now = self.clock.now_ms();
+        let alive_since = results::alive_since(store, now, self.dead_after).await?;
         let mut groups = Vec::new();
         for group in store.groups().await? {
             let alive = store.group_addresses(&group.name, alive_since).await?.len();
             groups.push((group.name, alive as i64));
         }
         self.metrics.set_executors_alive(&groups);
-        let hour_ago = self.now_ms() - 3_600_000;
+        let hour_ago = now - 3_600_000;
         let failing = store
             .most_failing_jobs(None, hour_ago, FAILING_JOBS)
             .await?;
