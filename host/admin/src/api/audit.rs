@@ -180,6 +180,7 @@ const MAX_AUDIT_PAGE: i64 = 1000;
 
 /// The filters and page of `GET /api/v1/audit`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
 pub(super) struct AuditQuery {
     /// Only this tenant's entries (the operator; a tenant admin sees its own)
     tenant: Option<String>,

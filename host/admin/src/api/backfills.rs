@@ -19,6 +19,7 @@ pub(super) async fn backfill_job(
 
 /// Which backfills `GET /api/v1/backfills` lists.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
 pub(super) struct BackfillsQuery {
     /// Only this job's
     #[param(inline)]

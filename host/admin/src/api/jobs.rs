@@ -74,6 +74,7 @@ const MAX_JOBS_PAGE: i64 = 1000;
 
 /// The filters and page of `GET /api/v1/jobs`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
 pub(super) struct JobsQuery {
     /// Jobs of this executor group
     group: Option<String>,

@@ -7,6 +7,7 @@ use bodies::VersionChoice;
 /// Where an upload goes: the module name to add a version to (none: the
 /// content is stored by digest only), and labels for the new version.
 #[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
 pub(super) struct UploadQuery {
     /// Module name: the upload becomes its next version
     name: Option<String>,

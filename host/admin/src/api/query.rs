@@ -1,5 +1,6 @@
 //! Query strings, read as the type their document is derived from: each
-//! listing declares one struct (`#[derive(Deserialize, IntoParams)]`),
+//! listing declares one struct (`#[derive(Deserialize, IntoParams)]`,
+//! `#[serde(deny_unknown_fields)]`),
 //! whose fields the handler reads ([`Params`]) and whose parameters the
 //! route's OpenAPI operation states ([`parameters_of`]). A name, a type or
 //! a bound is written once; [`Bounded`] carries an integer's bounds in its
@@ -35,32 +36,41 @@ pub(crate) fn invalid_query(field: &str, message: String) -> Failure {
     Failure::new(StatusCode::BAD_REQUEST, ErrorCode::InvalidQuery, message).field(field)
 }
 
-/// Reads `query` as `T`, refusing a name `T` does not declare, a name given
-/// twice and a value its field's type does not read, naming the parameter.
+/// Reads `query` as `T` (its struct `deny_unknown_fields`, which the
+/// test of every route holds): one parse when it reads; otherwise the
+/// refusal names the parameter at fault.
 fn read<T: IntoParams + DeserializeOwned>(query: &str) -> Result<T, Failure> {
-    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query)
-        .map_err(|error| invalid_query("query", format!("the query does not parse: {error}")))?;
+    serde_urlencoded::from_str(query).map_err(|whole| refusal::<T>(query, whole))
+}
+
+/// Why `query` does not read as `T`: a name `T` does not declare, a name
+/// given twice, or the first value its field's type does not read.
+fn refusal<T: IntoParams + DeserializeOwned>(
+    query: &str,
+    whole: serde::de::value::Error,
+) -> Failure {
+    let Ok(pairs) = serde_urlencoded::from_str::<Vec<(String, String)>>(query) else {
+        return invalid_query("query", format!("the query does not parse: {whole}"));
+    };
     let declared: Vec<String> = T::into_params(|| Some(ParameterIn::Query))
         .into_iter()
         .map(|parameter| parameter.name)
         .collect();
     for (at, (name, value)) in pairs.iter().enumerate() {
         if !declared.contains(name) {
-            return Err(invalid_query(
-                name,
-                format!("unknown parameter {name:?}: use {}", declared.join(", ")),
-            ));
+            let known = declared.join(", ");
+            return invalid_query(name, format!("unknown parameter {name:?}: use {known}"));
         }
         if pairs[..at].iter().any(|(earlier, _)| earlier == name) {
-            return Err(invalid_query(name, format!("{name} is given twice")));
+            return invalid_query(name, format!("{name} is given twice"));
         }
         // Read alone, so that the refusal names the parameter at fault.
         let alone = serde_urlencoded::to_string([(name, value)]).unwrap_or_default();
         if let Err(error) = serde_urlencoded::from_str::<T>(&alone) {
-            return Err(invalid_query(name, format!("{name}: {error}")));
+            return invalid_query(name, format!("{name}: {error}"));
         }
     }
-    serde_urlencoded::from_str(query).map_err(|error| invalid_query("query", error.to_string()))
+    invalid_query("query", whole.to_string())
 }
 
 /// A route's query as its document states it, with the reader its handler
@@ -260,6 +270,7 @@ mod tests {
 
     /// A listing's parameters, as a handler declares them.
     #[derive(Debug, Deserialize, IntoParams)]
+    #[serde(deny_unknown_fields)]
     struct Listing {
         /// Runs in this status.
         status: Option<RunStatus>,

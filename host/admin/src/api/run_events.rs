@@ -31,6 +31,7 @@ const LOG_PAGE: usize = 1000;
 
 /// Where a follower of `GET /api/v1/runs/{id}/events` starts.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
 pub(super) struct EventsQuery {
     /// The first log line to send (default 0): where a reconnecting follower was
     #[param(inline)]

@@ -68,6 +68,7 @@ pub(crate) const MAX_LOG_PAGE: i64 = 5000;
 
 /// The page of a run's log to read.
 #[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
 pub(super) struct LogQuery {
     /// First line (default 0)
     #[param(inline)]
@@ -124,6 +125,7 @@ pub(super) const RUNS_EXAMINED_PER_PAGE: i64 = 50_000;
 
 /// The filters and page of `GET /api/v1/runs`.
 #[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
 pub(super) struct RunsQuery {
     /// Runs of this job
     #[param(inline)]
@@ -175,6 +177,7 @@ pub(super) async fn list_runs(
 
 /// The days of a report.
 #[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
 pub(super) struct ReportQuery {
     /// First day, YYYY-MM-DD (default: a week before `to`)
     #[param(inline)]

@@ -11,6 +11,7 @@ type FireCount = Bounded<1, { MAX_NEXT_FIRES }>;
 
 /// How many of a job's next fires to show.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
 pub(super) struct NextFiresQuery {
     /// How many fire times (default 5, at most 100)
     #[param(inline)]
@@ -70,6 +71,7 @@ fn comma_list(text: Option<String>) -> Vec<String> {
 
 /// A schedule not yet saved, as a job definition writes it.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
 pub(super) struct PreviewQuery {
     /// CRON (default), FIX_RATE, FIX_DELAY, ONE_SHOT or NONE (another is refused, 422)
     schedule_type: Option<String>,

@@ -45,6 +45,7 @@ pub(super) async fn list_secrets(
 
 /// Whether a secret goes while jobs reference it.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
 pub(super) struct DeleteSecretQuery {
     /// Delete even while jobs reference it (their runs then read nothing under its name)
     force: Option<bool>,

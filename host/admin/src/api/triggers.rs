@@ -66,6 +66,7 @@ pub(super) async fn trigger_job(
 
 /// A page of `GET /api/v1/jobs/{id}/runs`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
 pub(super) struct JobRunsQuery {
     /// Runs with a larger id: the last id of the previous page
     #[param(inline)]

@@ -162,6 +162,7 @@ async fn managed_user(state: &AdminState, caller: &Caller, name: &str) -> Result
 
 /// Whose users `GET /api/v1/users` lists.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
 pub(super) struct UsersQuery {
     /// Only this tenant's users (operator)
     tenant: Option<String>,

@@ -12,18 +12,7 @@ pub struct Intake(Arc<Scheduler>, MetricsScrape);
 
 impl Intake {
     pub fn of(scheduler: &Arc<Scheduler>) -> Intake {
-        let scrape = MetricsScrape::new(
-            scheduler.store.clone(),
-            scheduler.metrics.clone(),
-            scheduler.quotas.clone(),
-            &scheduler.config,
-        );
-        Intake(scheduler.clone(), scrape)
-    }
-
-    /// The metrics page.
-    pub fn scrape(&self) -> &MetricsScrape {
-        &self.1
+        Intake(scheduler.clone(), MetricsScrape::of(scheduler))
     }
 
     /// Results from a cronbox executor that may deliver those of

@@ -344,7 +344,7 @@ pub async fn run_engine(
         tracing::warn!(%error, "the jobs marked for metrics were not looked up");
     }
     if let Some(exporter) = metrics_export {
-        let scrape = Intake::of(&scheduler).scrape().clone();
+        let scrape = MetricsScrape::of(&scheduler);
         let stop = tasks.stopping();
         tasks.spawn_loop(exporter.push_until(
             move || {

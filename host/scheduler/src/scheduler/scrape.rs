@@ -21,18 +21,14 @@ pub struct MetricsScrape {
 }
 
 impl MetricsScrape {
-    pub(crate) fn new(
-        store: Store,
-        metrics: Arc<Metrics>,
-        quotas: Arc<crate::quotas::Quotas>,
-        config: &SchedulerConfig,
-    ) -> MetricsScrape {
+    /// The scrape of `scheduler`'s metrics, over what it shares.
+    pub(super) fn of(scheduler: &Scheduler) -> MetricsScrape {
         MetricsScrape {
-            store,
-            metrics,
-            quotas,
-            clock: config.clock.clone(),
-            dead_after: config.dead_after,
+            store: scheduler.store.clone(),
+            metrics: scheduler.metrics.clone(),
+            quotas: scheduler.quotas.clone(),
+            clock: scheduler.config.clock.clone(),
+            dead_after: scheduler.config.dead_after,
         }
     }
 
