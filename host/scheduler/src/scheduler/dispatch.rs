@@ -457,6 +457,13 @@ impl Scheduler {
             Some(addresses) => addresses,
             None => self.live_addresses(&job.group_name, now).await?,
         };
+        let executors = match self.executors_of(&job).await? {
+            Ok(executors) => executors,
+            Err(why) => {
+                self.fail(run, &format!("trigger failed: {why}")).await?;
+                return Ok(());
+            }
+        };
         let strategy = job.route;
         let route = if strategy == RouteStrategy::ShardingBroadcast && is_one_shard(run) {
             // A retry of one shard, or a shard written by an earlier fan-out:
@@ -465,24 +472,9 @@ impl Scheduler {
                 Some(address) => Ok(Route::One(address)),
                 None => Err(crate::routing::RouteError::NoAddress),
             }
-        } else if job.executor_handler.is_some() {
-            match self.legacy_group(&job.group_name).await? {
-                Some(group) => {
-                    let probe = LegacyProbe {
-                        http: &self.dispatcher.http,
-                        group_name: &job.group_name,
-                        group: &group,
-                    };
-                    self.router
-                        .route(strategy, run.job_id.wire(), &addresses, &probe)
-                        .await
-                }
-                None => Err(crate::routing::RouteError::NoAddress),
-            }
         } else {
-            let probe = HttpProbe { scheduler: self };
             self.router
-                .route(strategy, run.job_id.wire(), &addresses, &probe)
+                .route(strategy, run.job_id.wire(), &addresses, &executors)
                 .await
         };
         let route = match route {
@@ -501,7 +493,7 @@ impl Scheduler {
                 .admitted_more(&job.tenant, targets.len() as u64 - 1);
         }
         for (run, address) in targets {
-            self.send(&job, &run, &address, &state).await?;
+            self.send(&executors, &job, &run, &address, &state).await?;
         }
         Ok(())
     }

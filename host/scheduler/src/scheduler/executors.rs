@@ -1,54 +1,59 @@
 //! Requests to executors on behalf of users: kill a run or a whole job,
-//! read a running run's log.
+//! read a running run's log, a running run's start. Each goes through the
+//! transport of the run's executor (`transport.rs`).
 
 use super::*;
 
+use std::collections::HashMap;
+
 pub use cronbox_api::JobKill;
 
+use super::transport::Transport;
+
 impl Scheduler {
-    /// Forwards a kill to the executor running `run`.
+    /// Asks the executor running `run` to kill it: whether it did. Where
+    /// the executor's results do not say a run was killed (xxl-job's), the
+    /// kill is marked in the database first — not in this admin's memory:
+    /// the run's failure may reach another admin before the kill is
+    /// answered, and must end it as killed there too — and the run is
+    /// ended as killed here once the executor has killed it.
     pub async fn kill(self: &Arc<Self>, run: &RunRow) -> Result<bool, String> {
-        if run.is_legacy() {
-            return self.kill_legacy(run).await;
+        let (executors, address) = self.executors_of_run(run).await?;
+        if executors.results_name_kills() {
+            return executors.kill_run(run, &address).await;
         }
-        let command = cronbox_protocol::KillCommand::Run {
-            run_id: run.id.wire(),
-        };
-        let answer: cronbox_protocol::KillResponse = self
-            .ask_executor(run, executor_paths::KILL, &command)
-            .await?;
-        Ok(answer.killed.contains(&(run.id.wire())))
-    }
-
-    /// A running run's log from its executor, by line offset.
-    pub async fn live_log(
-        &self,
-        run: &RunRow,
-        offset: usize,
-        limit: usize,
-    ) -> Result<cronbox_protocol::LogResponse, String> {
-        self.live_log_within(run, offset, limit, None).await
-    }
-
-    /// [`live_log`](Self::live_log) within `timeout` (default: the
-    /// dispatch timeout).
-    async fn live_log_within(
-        &self,
-        run: &RunRow,
-        offset: usize,
-        limit: usize,
-        timeout: Option<Duration>,
-    ) -> Result<cronbox_protocol::LogResponse, String> {
-        if run.is_legacy() {
-            return self.legacy_log(run, offset, limit).await;
-        }
-        let query = cronbox_protocol::LogQuery {
-            run_id: run.id.wire(),
-            offset,
-            limit,
-        };
-        self.ask_executor_within(run, executor_paths::LOG, &query, timeout)
+        self.store
+            .mark_legacy_kill(run.id, self.now_ms())
             .await
+            .map_err(|error| error.to_string())?;
+        let ended = match executors.kill_run(run, &address).await {
+            Ok(_) => {
+                let end = RunEnd {
+                    executor: Some(address),
+                    ..RunEnd::failed(run.id, RunOutcome::Killed, "killed", self.now_ms())
+                };
+                self.end_runs(vec![end], &HashMap::new())
+                    .await
+                    .map_err(|error| error.to_string())
+            }
+            Err(why) => Err(why),
+        };
+        let forgotten = self.store.forget_legacy_kill(run.id).await;
+        ended?;
+        forgotten.map_err(|error| error.to_string())?;
+        Ok(true)
+    }
+
+    /// A running run's log from its executor, by line offset (a legacy
+    /// run's from its xxl-job executor, which keeps it, running or ended).
+    pub async fn live_log(
+        self: &Arc<Self>,
+        run: &RunRow,
+        offset: usize,
+        limit: usize,
+    ) -> Result<cronbox_protocol::LogResponse, String> {
+        let (executors, address) = self.executors_of_run(run).await?;
+        executors.live_log(run, &address, offset, limit, None).await
     }
 
     /// `run` with its start time, asked of its executor when it is
@@ -56,85 +61,14 @@ impl Scheduler {
     /// with the run's end, so as not to cost the firing path a write per
     /// run): a person looking at a running run sees it running. Asked
     /// within a second; unknown if the executor does not answer.
-    pub async fn with_start(&self, mut run: RunRow) -> RunRow {
-        if run.status != RunStatus::Dispatched || run.started_at_ms.is_some() || run.is_legacy() {
+    pub async fn with_start(self: &Arc<Self>, mut run: RunRow) -> RunRow {
+        if run.status != RunStatus::Dispatched || run.started_at_ms.is_some() {
             return run;
         }
-        let asked = self
-            .live_log_within(&run, 0, 0, Some(Duration::from_secs(1)))
-            .await;
-        if let Ok(answer) = asked {
-            run.started_at_ms = answer.started_at_ms;
+        if let Ok((executors, address)) = self.executors_of_run(&run).await {
+            run.started_at_ms = executors.started_at(&run, &address).await;
         }
         run
-    }
-
-    /// POSTs `body` to the executor that holds `run` and decodes its answer.
-    pub(super) async fn ask_executor<B: serde::Serialize, R: serde::de::DeserializeOwned>(
-        &self,
-        run: &RunRow,
-        path: &str,
-        body: &B,
-    ) -> Result<R, String> {
-        self.ask_executor_within(run, path, body, None).await
-    }
-
-    /// [`ask_executor`](Self::ask_executor) within `timeout` (default: the
-    /// dispatch timeout).
-    async fn ask_executor_within<B: serde::Serialize, R: serde::de::DeserializeOwned>(
-        &self,
-        run: &RunRow,
-        path: &str,
-        body: &B,
-        timeout: Option<Duration>,
-    ) -> Result<R, String> {
-        let Some(executor) = &run.executor else {
-            return Err("the run was not dispatched to an executor".to_owned());
-        };
-        self.post_within(executor, path, body, timeout).await
-    }
-
-    /// POSTs `body` to `executor` (an address the admin routed to) with the
-    /// executor token and decodes its answer.
-    pub(super) async fn post<B: serde::Serialize, R: serde::de::DeserializeOwned>(
-        &self,
-        executor: &str,
-        path: &str,
-        body: &B,
-    ) -> Result<R, String> {
-        self.post_within(executor, path, body, None).await
-    }
-
-    /// [`post`](Self::post) with its own time limit instead of the
-    /// dispatch timeout, when given.
-    pub(super) async fn post_within<B: serde::Serialize, R: serde::de::DeserializeOwned>(
-        &self,
-        executor: &str,
-        path: &str,
-        body: &B,
-        timeout: Option<std::time::Duration>,
-    ) -> Result<R, String> {
-        let bearer = self.executor_bearer(executor).await;
-        let mut request = self
-            .dispatcher
-            .http
-            .post(format!("{executor}{path}"))
-            .bearer_auth(bearer)
-            .json(body);
-        if let Some(timeout) = timeout {
-            request = request.timeout(timeout);
-        }
-        let response = request
-            .send()
-            .await
-            .map_err(|error| format!("{executor}: {error}"))?;
-        if !response.status().is_success() {
-            return Err(format!("{executor} answered {}", response.status()));
-        }
-        response
-            .json()
-            .await
-            .map_err(|error| format!("{executor} answered badly: {error}"))
     }
 
     /// Kills a whole job: its runs waiting to be dispatched end as
@@ -142,7 +76,7 @@ impl Scheduler {
     /// hold one of its runs (running, queued or held until its instant) is
     /// told to kill them all. Returns the cancelled run ids, the killed
     /// ones, and the executors that could not be reached.
-    pub async fn kill_job(&self, job: &JobRow) -> Result<JobKill, StoreError> {
+    pub async fn kill_job(self: &Arc<Self>, job: &JobRow) -> Result<JobKill, StoreError> {
         let now = self.now_ms();
         let cancelled = self
             .store
@@ -158,40 +92,24 @@ impl Scheduler {
                 outcome: None,
             });
         }
-        let mut executors = self.store.executors_of_running(job.id).await?;
+        let mut addresses = self.store.executors_of_running(job.id).await?;
         // Runs sent ahead whose dispatch is not recorded yet are on one of
         // the group's executors.
-        executors.extend(self.live_addresses(&job.group_name, now).await?);
-        executors.sort();
-        executors.dedup();
+        addresses.extend(self.live_addresses(&job.group_name, now).await?);
+        addresses.sort();
+        addresses.dedup();
         let mut killed = Vec::new();
         let mut unreachable = Vec::new();
-        let legacy = match job.executor_handler {
-            Some(_) => self.legacy_group(&job.group_name).await?,
-            None => None,
-        };
-        for executor in executors {
-            if let Some(group) = &legacy {
-                match self.kill_legacy_job(job, group, &executor).await {
-                    Ok(()) => {}
-                    Err(error) => unreachable.push(error),
+        match self.executors_of(job).await? {
+            Ok(executors) => {
+                for address in addresses {
+                    match executors.kill_job(job, &address).await {
+                        Ok(answer) => killed.extend(answer),
+                        Err(error) => unreachable.push(error),
+                    }
                 }
-                continue;
             }
-            let command = cronbox_protocol::KillCommand::Job {
-                job_id: job.id.wire(),
-            };
-            match self
-                .post::<_, cronbox_protocol::KillResponse>(
-                    &executor,
-                    executor_paths::KILL,
-                    &command,
-                )
-                .await
-            {
-                Ok(answer) => killed.extend(answer.killed),
-                Err(error) => unreachable.push(error),
-            }
+            Err(why) => unreachable.push(why),
         }
         killed.sort_unstable();
         Ok(JobKill {

@@ -21,6 +21,8 @@ use crate::legacy::wire::{
 };
 use crate::store::{LegacyGroup, RunCharge};
 
+use super::transport::{Delivery, Transport};
+
 /// What the scheduler keeps of legacy groups.
 #[derive(Debug, Default)]
 pub(super) struct Legacy {
@@ -79,24 +81,139 @@ async fn answer(
     Ok(envelope.payload())
 }
 
-/// FAILOVER and BUSYOVER checks of a legacy group's executors.
-pub(super) struct LegacyProbe<'a> {
+/// xxl-job executors of one legacy group, with its token (and, in 3.5,
+/// its appname).
+pub(super) struct XxlJobExecutors<'a> {
     pub(super) http: &'a reqwest::Client,
-    pub(super) group_name: &'a str,
-    pub(super) group: &'a LegacyGroup,
+    pub(super) clock: &'a dyn Clock,
+    pub(super) group_name: String,
+    pub(super) group: LegacyGroup,
 }
 
-impl Probe for LegacyProbe<'_> {
+impl XxlJobExecutors<'_> {
+    /// A request to `path` of the executor at `address`.
+    fn request(&self, address: &str, path: &str) -> reqwest::RequestBuilder {
+        request(self.http, &self.group_name, &self.group, address, path)
+    }
+}
+
+impl Probe for XxlJobExecutors<'_> {
     async fn beat(&self, address: &str) -> bool {
-        let beat = request(self.http, self.group_name, self.group, address, "beat")
-            .json(&serde_json::json!({}));
+        let beat = self.request(address, "beat").json(&serde_json::json!({}));
         answer(beat, address).await.is_ok()
     }
 
     async fn idle(&self, address: &str, job_id: u64) -> bool {
-        let idle = request(self.http, self.group_name, self.group, address, "idleBeat")
-            .json(&JobRef { job_id });
+        let idle = self.request(address, "idleBeat").json(&JobRef { job_id });
         answer(idle, address).await.is_ok()
+    }
+}
+
+impl Transport for XxlJobExecutors<'_> {
+    async fn deliver(
+        &self,
+        job: &JobRow,
+        run: &RunRow,
+        address: &str,
+        _state: &JobState,
+    ) -> Result<Delivery, StoreError> {
+        let handler = job.executor_handler.as_deref().unwrap_or_default();
+        // Runs go out ahead of their instant for a cronbox executor to hold
+        // (`dispatch_ahead`); an xxl-job executor runs what it is sent at
+        // once, so the admin holds a legacy run until its instant.
+        if run.scheduled_at_ms > self.clock.now_ms() {
+            self.clock.sleep_until(run.scheduled_at_ms).await;
+        }
+        let trigger = Trigger {
+            job_id: job.id.wire(),
+            executor_handler: handler,
+            executor_params: &run.param,
+            executor_block_strategy: job.block_strategy.as_str(),
+            executor_timeout: (job.timeout_ms + 999) / 1000,
+            log_id: run.id.wire(),
+            log_date_time: run.scheduled_at_ms,
+            glue_type: "BEAN",
+            glue_source: "",
+            glue_updatetime: 0,
+            broadcast_index: run.shard_index,
+            broadcast_total: run.shard_total,
+        };
+        let sent = self
+            .request(address, wire::trigger_path(self.group.protocol))
+            .json(&trigger);
+        Ok(match answer(sent, address).await {
+            Ok(_) => Delivery::Accepted,
+            Err(why) => Delivery::Failed(format!("trigger failed: {why}")),
+        })
+    }
+
+    fn results_name_kills(&self) -> bool {
+        false
+    }
+
+    /// xxl-job's kill stops the job's thread on that executor, queued
+    /// runs with it.
+    async fn kill_run(&self, run: &RunRow, address: &str) -> Result<bool, String> {
+        let kill = self.request(address, "kill").json(&JobRef {
+            job_id: run.job_id.wire(),
+        });
+        answer(kill, address).await.map(|_| true)
+    }
+
+    /// Killed there: the running run and those queued behind it (xxl-job
+    /// does not say which).
+    async fn kill_job(&self, job: &JobRow, address: &str) -> Result<Vec<u64>, String> {
+        let kill = self.request(address, "kill").json(&JobRef {
+            job_id: job.id.wire(),
+        });
+        answer(kill, address).await.map(|_| Vec::new())
+    }
+
+    /// The executor keeps a run's log (results carry none) and pages it
+    /// by line; the timeout is the client's.
+    async fn live_log(
+        &self,
+        run: &RunRow,
+        address: &str,
+        offset: usize,
+        limit: usize,
+        _timeout: Option<Duration>,
+    ) -> Result<LogResponse, String> {
+        let read = self.request(address, "log").json(&LogRequest {
+            log_id: run.id.wire(),
+            log_date_tim: run.scheduled_at_ms,
+            log_date_time: run.scheduled_at_ms,
+            from_line_num: offset as i64 + 1,
+        });
+        let page: LogPage = match answer(read, address).await? {
+            Some(payload) => serde_json::from_value(payload)
+                .map_err(|error| format!("{address} answered a log badly: {error}"))?,
+            None => LogPage::default(),
+        };
+        let at_ms = self.clock.now_ms();
+        let lines: Vec<LogLine> = page
+            .log_content
+            .unwrap_or_default()
+            .lines()
+            .take(limit)
+            .map(|text| LogLine {
+                at_ms,
+                source: LogSource::Stdout,
+                text: text.to_owned(),
+            })
+            .collect();
+        Ok(LogResponse {
+            run_id: run.id.wire(),
+            next_offset: offset + lines.len(),
+            finished: page.is_end && run.status != RunStatus::Dispatched,
+            lines,
+            started_at_ms: None,
+        })
+    }
+
+    /// xxl-job's executors do not say when a run started until its result.
+    async fn started_at(&self, _run: &RunRow, _address: &str) -> Option<i64> {
+        None
     }
 }
 
@@ -124,179 +241,6 @@ impl Scheduler {
             .groups()
             .insert(name.to_owned(), (Instant::now(), group.clone()));
         Ok(group)
-    }
-
-    /// Sends `run` of legacy job `job` (handler `handler`) to `address`
-    /// and records the answer: accepted into the executor's queue, or the
-    /// run failed naming why.
-    pub(super) async fn send_legacy(
-        self: &Arc<Self>,
-        job: &JobRow,
-        handler: &str,
-        run: &RunRow,
-        address: &str,
-    ) -> Result<(), StoreError> {
-        let Some(group) = self.legacy_group(&job.group_name).await? else {
-            return self
-                .fail(
-                    run,
-                    &format!("group {:?} is no longer a legacy group", job.group_name),
-                )
-                .await;
-        };
-        // Runs go out ahead of their instant for a cronbox executor to hold
-        // (`dispatch_ahead`); an xxl-job executor runs what it is sent at
-        // once, so the admin holds a legacy run until its instant.
-        if run.scheduled_at_ms > self.now_ms() {
-            self.config.clock.sleep_until(run.scheduled_at_ms).await;
-        }
-        let trigger = Trigger {
-            job_id: job.id.wire(),
-            executor_handler: handler,
-            executor_params: &run.param,
-            executor_block_strategy: job.block_strategy.as_str(),
-            executor_timeout: (job.timeout_ms + 999) / 1000,
-            log_id: run.id.wire(),
-            log_date_time: run.scheduled_at_ms,
-            glue_type: "BEAN",
-            glue_source: "",
-            glue_updatetime: 0,
-            broadcast_index: run.shard_index,
-            broadcast_total: run.shard_total,
-        };
-        let sent = request(
-            &self.dispatcher.http,
-            &job.group_name,
-            &group,
-            address,
-            wire::trigger_path(group.protocol),
-        )
-        .json(&trigger);
-        match answer(sent, address).await {
-            Ok(_) => {
-                self.sink.dispatched(job, run, address, self.now_ms());
-                Ok(())
-            }
-            Err(why) => self.fail(run, &format!("trigger failed: {why}")).await,
-        }
-    }
-
-    /// Asks the legacy executor running `run` to kill it (xxl-job's kill
-    /// stops the job's thread on that executor, queued runs with it), then
-    /// ends it as killed if its result has not ended it already.
-    pub(super) async fn kill_legacy(self: &Arc<Self>, run: &RunRow) -> Result<bool, String> {
-        let (group_name, group, address) = self.legacy_target(run).await?;
-        // Marked in the database, not in this admin's memory: the handler's
-        // failure may reach another admin before the kill is answered, and
-        // must end the run as killed there too.
-        self.store
-            .mark_legacy_kill(run.id, self.now_ms())
-            .await
-            .map_err(|error| error.to_string())?;
-        let kill =
-            request(&self.dispatcher.http, &group_name, &group, &address, "kill").json(&JobRef {
-                job_id: run.job_id.wire(),
-            });
-        let killed = answer(kill, &address).await;
-        let ended = match killed {
-            Ok(_) => {
-                let end = RunEnd {
-                    executor: Some(address),
-                    ..RunEnd::failed(run.id, RunOutcome::Killed, "killed", self.now_ms())
-                };
-                self.end_runs(vec![end], &HashMap::new())
-                    .await
-                    .map_err(|error| error.to_string())
-            }
-            Err(why) => Err(why),
-        };
-        let forgotten = self.store.forget_legacy_kill(run.id).await;
-        ended?;
-        forgotten.map_err(|error| error.to_string())?;
-        Ok(true)
-    }
-
-    /// Asks legacy executor `address` to kill job `job` there (its
-    /// running run and those queued behind it).
-    pub(super) async fn kill_legacy_job(
-        &self,
-        job: &JobRow,
-        group: &LegacyGroup,
-        address: &str,
-    ) -> Result<(), String> {
-        let kill = request(
-            &self.dispatcher.http,
-            &job.group_name,
-            group,
-            address,
-            "kill",
-        )
-        .json(&JobRef {
-            job_id: job.id.wire(),
-        });
-        answer(kill, address).await.map(drop)
-    }
-
-    /// A page of a legacy run's log, read from its executor (which keeps
-    /// it: results carry none) by line.
-    pub(super) async fn legacy_log(
-        &self,
-        run: &RunRow,
-        offset: usize,
-        limit: usize,
-    ) -> Result<LogResponse, String> {
-        let (group_name, group, address) = self.legacy_target(run).await?;
-        let read = request(&self.dispatcher.http, &group_name, &group, &address, "log").json(
-            &LogRequest {
-                log_id: run.id.wire(),
-                log_date_tim: run.scheduled_at_ms,
-                log_date_time: run.scheduled_at_ms,
-                from_line_num: offset as i64 + 1,
-            },
-        );
-        let page: LogPage = match answer(read, &address).await? {
-            Some(payload) => serde_json::from_value(payload)
-                .map_err(|error| format!("{address} answered a log badly: {error}"))?,
-            None => LogPage::default(),
-        };
-        let at_ms = self.now_ms();
-        let lines: Vec<LogLine> = page
-            .log_content
-            .unwrap_or_default()
-            .lines()
-            .take(limit)
-            .map(|text| LogLine {
-                at_ms,
-                source: LogSource::Stdout,
-                text: text.to_owned(),
-            })
-            .collect();
-        Ok(LogResponse {
-            run_id: run.id.wire(),
-            next_offset: offset + lines.len(),
-            finished: page.is_end && run.status != RunStatus::Dispatched,
-            lines,
-            started_at_ms: None,
-        })
-    }
-
-    /// The group and executor of a dispatched legacy run.
-    async fn legacy_target(&self, run: &RunRow) -> Result<(String, LegacyGroup, String), String> {
-        let Some(address) = run.executor.clone() else {
-            return Err("the run was not dispatched to an executor".to_owned());
-        };
-        let job = self
-            .store
-            .job(run.job_id)
-            .await
-            .map_err(|error| error.to_string())?
-            .ok_or_else(|| "the run's job no longer exists".to_owned())?;
-        let group = self
-            .legacy_group(&job.group_name)
-            .await
-            .map_err(|error| error.to_string())?
-            .ok_or_else(|| format!("group {:?} is not a legacy group", job.group_name))?;
-        Ok((job.group_name, group, address))
     }
 
     /// Results reported by the executors of a legacy group (the caller

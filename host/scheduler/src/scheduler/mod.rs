@@ -15,12 +15,14 @@
 //! Laid out by part and step: `planner` (pure: fires, misfire, catch-up),
 //! `preread` (claims and written fires), `dispatch` (the [`Dispatcher`]:
 //! timers, send windows, leases, pools), `overlap` (the overlap policy),
-//! `sending` (routing and the send), `batching` (commands to one executor
-//! together), `command` (the run-command builder and receipts), `sink`
+//! `sending` (routing and the send), `transport` (how a run reaches its
+//! executor: `cronbox_executors` or xxl-job's in `legacy`), `batching`
+//! (commands to one executor together), `command` (the run-command builder
+//! and receipts), `sink`
 //! (the result sink: marks, ends and events), `ends` (their writer),
 //! `results` (what follows a run's end), `triggers` and `backfill` (runs on
-//! request), `executors` (kill and log requests), `legacy` (runs of xxl-job
-//! executors), `warming` (compile-ahead of new module versions) and
+//! request), `executors` (kill and log requests), `legacy` (xxl-job
+//! executors and their results), `warming` (compile-ahead of new module versions) and
 //! `calendars`.
 
 use std::sync::Arc;
@@ -45,6 +47,7 @@ mod backfill;
 mod batching;
 mod calendars;
 mod command;
+mod cronbox_executors;
 mod dispatch;
 mod ends;
 mod events;
@@ -59,6 +62,7 @@ mod scrape;
 mod sending;
 mod sink;
 mod slow_jobs;
+mod transport;
 mod triggers;
 mod warming;
 mod workflow_fan_out;
@@ -75,7 +79,6 @@ use dispatch::*;
 pub use events::RunEvent;
 pub use executors::JobKill;
 pub use intake::Intake;
-use legacy::LegacyProbe;
 pub use planner::plan_fires;
 use planner::*;
 pub use preread::CLAIM_PAST_HORIZON_MS;

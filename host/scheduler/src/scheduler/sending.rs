@@ -5,44 +5,7 @@
 
 use super::*;
 
-/// FAILOVER and BUSYOVER checks over HTTP.
-pub(super) struct HttpProbe<'a> {
-    pub(super) scheduler: &'a Scheduler,
-}
-
-impl Probe for HttpProbe<'_> {
-    async fn beat(&self, address: &str) -> bool {
-        let bearer = self.scheduler.executor_bearer(address).await;
-        self.scheduler
-            .dispatcher
-            .http
-            .post(format!("{address}{}", executor_paths::BEAT))
-            .bearer_auth(bearer)
-            .send()
-            .await
-            .is_ok_and(|response| response.status().is_success())
-    }
-
-    async fn idle(&self, address: &str, job_id: u64) -> bool {
-        let bearer = self.scheduler.executor_bearer(address).await;
-        let response = self
-            .scheduler
-            .dispatcher
-            .http
-            .post(format!("{address}{}", executor_paths::IDLE_BEAT))
-            .bearer_auth(bearer)
-            .json(&IdleBeatRequest { job_id })
-            .send()
-            .await;
-        match response {
-            Ok(response) if response.status().is_success() => response
-                .json::<IdleBeatResponse>()
-                .await
-                .is_ok_and(|beat| beat.idle),
-            _ => false,
-        }
-    }
-}
+use super::transport::{Delivery, Executors, Transport};
 
 /// Whether a SHARDING_BROADCAST run stands for one shard (a retry, or a
 /// sibling written by an earlier fan-out) rather than a fresh fire to fan
@@ -196,56 +159,19 @@ impl Scheduler {
     }
 
     /// Sends `run` of `job` to `address` (the job's state being `state`)
-    /// and records the executor's answer: accepted, or the run failed
-    /// naming why.
+    /// through `executors` and records the executor's answer: accepted, or
+    /// the run failed naming why.
     pub(super) async fn send(
         self: &Arc<Self>,
+        executors: &Executors<'_>,
         job: &JobRow,
         run: &RunRow,
         address: &str,
         state: &JobState,
     ) -> Result<(), StoreError> {
-        if let Some(handler) = &job.executor_handler {
-            return self.send_legacy(job, handler, run, address).await;
-        }
-        let body = match self
-            .commands
-            .build(job, run, address, state, self.now_ms())
-            .await?
-        {
-            Ok(body) => body,
-            Err(why) => return self.fail(run, &why).await,
-        };
-        let answer = self.send_command(address, body).await;
-        let now = self.now_ms();
-        match answer {
-            Answer::Response(answer) if answer.accepted => {
-                self.sink.dispatched(job, run, address, now);
-            }
-            Answer::Response(answer) => {
-                let reason = answer
-                    .refused
-                    .map(|outcome| outcome.message())
-                    .unwrap_or_else(|| "refused".to_owned());
-                self.fail(run, &format!("{address} refused the run: {reason}"))
-                    .await?;
-            }
-            Answer::Refused { status: 409, .. } => {
-                // The executor already has this run: an earlier dispatch
-                // reached it but the admin died before recording it. Its
-                // result will come by callback.
-                self.sink.dispatched(job, run, address, now);
-            }
-            Answer::Refused { status, message } => {
-                // The executor's answer stays in the operator's log; the
-                // run's message (a tenant reads it) gets the status only.
-                let status = reqwest::StatusCode::from_u16(status)
-                    .map_or_else(|_| status.to_string(), |status| status.to_string());
-                tracing::warn!(run = %run.id, %address, %status, message, "executor refused a trigger");
-                self.fail(run, &format!("trigger failed: {address} answered {status}"))
-                    .await?;
-            }
-            Answer::Failed(message) => self.fail(run, &message).await?,
+        match executors.deliver(job, run, address, state).await? {
+            Delivery::Accepted => self.sink.dispatched(job, run, address, self.now_ms()),
+            Delivery::Failed(why) => self.fail(run, &why).await?,
         }
         Ok(())
     }
