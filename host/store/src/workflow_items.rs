@@ -78,14 +78,14 @@ impl Store {
 
     /// Starts the next pending elements of fanned-out node `node` while
     /// fewer than `concurrency` run and none failed: each moved to running
-    /// with its run (made from its input by `run_for`) written in the same
-    /// transaction. The runs written, with their index.
+    /// with its run (`template` with the element's input as its parameter)
+    /// written in the same transaction. The runs written, with their index.
     pub async fn start_workflow_items(
         &self,
         workflow_run: i64,
         node: &str,
         concurrency: usize,
-        run_for: impl Fn(&str) -> NewRun,
+        template: &NewRun,
         now_ms: i64,
     ) -> Result<Vec<(RunId, NewRun)>, StoreError> {
         let mut tx = self.writer.begin().await?;
@@ -124,7 +124,10 @@ impl Store {
         for row in next {
             let index: i64 = row.try_get("idx")?;
             let input: String = row.try_get("input")?;
-            let run = run_for(&input);
+            let run = NewRun {
+                param: input,
+                ..template.clone()
+            };
             let id = runs::insert_run(tx.as_mut(), &run, &self.owner, self.leases, now_ms, false)
                 .await?
                 .ok_or(StoreError::Database(sqlx::Error::RowNotFound))?;

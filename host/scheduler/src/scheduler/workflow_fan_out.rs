@@ -174,10 +174,7 @@ impl Scheduler {
                 node.workflow_run,
                 node.name,
                 node.concurrency,
-                |input| NewRun {
-                    param: input.to_owned(),
-                    ..NewRun::of_job(&job, TriggerKind::Workflow, now)
-                },
+                &NewRun::of_job(&job, TriggerKind::Workflow, now),
                 now,
             )
             .await?;

@@ -224,13 +224,10 @@ async fn fan_out_and_buffered_fires(store: &Store) {
         "a node expands once"
     );
     let template = store.job(job_id).await.unwrap().unwrap();
-    let run_for = |input: &str| NewRun {
-        param: input.to_owned(),
-        ..NewRun::of_job(&template, cronbox_protocol::TriggerKind::Workflow, 40)
-    };
+    let element_run = NewRun::of_job(&template, cronbox_protocol::TriggerKind::Workflow, 40);
     // Within the concurrency, in order; a second fill finds no room.
     let first = store
-        .start_workflow_items(run_id, "a", 2, run_for, 40)
+        .start_workflow_items(run_id, "a", 2, &element_run, 40)
         .await
         .unwrap();
     assert_eq!(
@@ -242,7 +239,7 @@ async fn fan_out_and_buffered_fires(store: &Store) {
     );
     assert!(
         store
-            .start_workflow_items(run_id, "a", 2, run_for, 41)
+            .start_workflow_items(run_id, "a", 2, &element_run, 41)
             .await
             .unwrap()
             .is_empty()
@@ -274,7 +271,7 @@ async fn fan_out_and_buffered_fires(store: &Store) {
             .unwrap()
     );
     let next = store
-        .start_workflow_items(run_id, "a", 2, run_for, 52)
+        .start_workflow_items(run_id, "a", 2, &element_run, 52)
         .await
         .unwrap();
     assert_eq!(next.len(), 1);
@@ -303,7 +300,7 @@ async fn fan_out_and_buffered_fires(store: &Store) {
     );
     assert!(
         store
-            .start_workflow_items(run_id, "a", 5, run_for, 61)
+            .start_workflow_items(run_id, "a", 5, &element_run, 61)
             .await
             .unwrap()
             .is_empty()
