@@ -33,21 +33,14 @@ impl Store {
         }
     }
 
-    /// Claims up to `limit` jobs due by `until_ms` in one transaction:
-    /// `plan` gives each job's fires and next fire (`None`: the job cannot
-    /// be scheduled and is stopped). On PostgreSQL the jobs are those no
-    /// other admin is claiming right now (`FOR UPDATE SKIP LOCKED`), so
-    /// several admins each take a disjoint share; on SQLite the single
-    /// writer connection serializes claims. Returns the claimed jobs with
-    /// the id of each fire written (`None` where the unique key dropped
-    /// one).
-    pub async fn claim_due_batch(
-        &self,
-        until_ms: i64,
-        limit: i64,
-        now_ms: i64,
-        mut plan: impl FnMut(&DueJob) -> Option<(Vec<NewRun>, Option<i64>)>,
-    ) -> Result<Vec<ClaimedJob>, StoreError> {
+    /// Claims up to `limit` jobs due by `until_ms` in a transaction left
+    /// open: the caller plans each job's fires and writes them with
+    /// [`DueClaim::write`], which commits. On PostgreSQL the jobs are
+    /// those no other admin is claiming right now (`FOR UPDATE SKIP
+    /// LOCKED`), so several admins each take a disjoint share; on SQLite
+    /// the single writer connection serializes claims (plan quickly: the
+    /// writer waits).
+    pub async fn claim_due(&self, until_ms: i64, limit: i64) -> Result<DueClaim<'_>, StoreError> {
         macro_rules! due {
             ($lock:literal) => {
                 concat!(
@@ -69,20 +62,71 @@ impl Store {
             .bind(limit)
             .fetch_all(&mut *tx)
             .await?;
-        let (jobs, mut stopped) = decode_due_jobs(&rows);
+        let (jobs, undecodable) = decode_due_jobs(&rows);
+        Ok(DueClaim {
+            store: self,
+            tx,
+            jobs,
+            undecodable,
+        })
+    }
+}
+
+/// Due jobs claimed in an open transaction (see [`Store::claim_due`]).
+pub struct DueClaim<'a> {
+    store: &'a Store,
+    tx: sqlx::Transaction<'static, sqlx::Any>,
+    jobs: Vec<DueJob>,
+    /// Jobs whose row does not decode: stopped by the write.
+    undecodable: Vec<JobId>,
+}
+
+impl std::fmt::Debug for DueClaim<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DueClaim")
+            .field("jobs", &self.jobs)
+            .field("undecodable", &self.undecodable)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DueClaim<'_> {
+    /// The jobs claimed, nearest due first.
+    pub fn jobs(&self) -> &[DueJob] {
+        &self.jobs
+    }
+
+    /// Writes `plans` — for each of [`jobs`](Self::jobs), in order, its
+    /// fires and next fire, or `None`: the job cannot be scheduled and is
+    /// stopped — and commits (a job left without a plan is left as it was,
+    /// due). Returns the claimed jobs with the id of each
+    /// fire written (`None` where the unique key dropped one).
+    pub async fn write(
+        self,
+        plans: Vec<Option<(Vec<NewRun>, Option<i64>)>>,
+        now_ms: i64,
+    ) -> Result<Vec<ClaimedJob>, StoreError> {
+        let DueClaim {
+            store,
+            mut tx,
+            jobs,
+            mut undecodable,
+        } = self;
+        debug_assert_eq!(plans.len(), jobs.len(), "one plan per claimed job");
         // Each statement below covers the whole batch: a statement per job
         // or fire was a round trip to the database each.
         let mut moves = Vec::with_capacity(jobs.len());
         let mut planned = Vec::with_capacity(jobs.len());
-        for job in jobs {
-            match plan(&job) {
+        for (job, plan) in jobs.into_iter().zip(plans) {
+            match plan {
                 Some((fires, next)) => {
                     moves.push((job.id, next));
                     planned.push((job, fires));
                 }
-                None => stopped.push(job.id),
+                None => undecodable.push(job.id),
             }
         }
+        let stopped = undecodable;
         for chunk in stopped.chunks(IN_LIST_CHUNK) {
             let sql = format!(
                 "UPDATE job SET enabled = 0, next_fire_at_ms = NULL WHERE id IN ({})",
@@ -94,17 +138,17 @@ impl Store {
             }
             query.execute(&mut *tx).await?;
         }
-        move_next_fires(&mut tx, self.backend, &moves).await?;
+        move_next_fires(&mut tx, store.backend, &moves).await?;
         let fires: Vec<(&str, &NewRun)> = planned
             .iter()
             .flat_map(|(job, fires)| fires.iter().map(|fire| (job.tenant.as_str(), fire)))
             .collect();
         let mut ids = insert_fires(
             &mut tx,
-            self.backend,
+            store.backend,
             &fires,
-            &self.owner,
-            self.leases,
+            &store.owner,
+            store.leases,
             now_ms,
         )
         .await?

@@ -66,6 +66,7 @@ mod workflow_runs;
 mod workflows;
 
 pub use audit::{AuditFilter, NewAuditEntry, audit_outcome};
+pub use claims::DueClaim;
 pub use dashboard::BucketCounts;
 pub use executor_credentials::EnrolledExecutor;
 pub use jobs::JobInserts;

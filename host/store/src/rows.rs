@@ -547,7 +547,7 @@ pub struct RunFilter {
 
 pub use cronbox_api::DailyReport;
 
-/// A job claimed by [`Store::claim_due_batch`] and the fires written for it.
+/// A job claimed by [`Store::claim_due`] and the fires written for it.
 #[derive(Debug, Clone)]
 pub struct ClaimedJob {
     pub job: DueJob,

@@ -71,8 +71,10 @@ async fn claim(
     until_ms: i64,
     plan: impl Fn(&DueJob) -> (Vec<NewRun>, Option<i64>),
 ) -> Vec<(JobId, Vec<Option<RunId>>)> {
-    store
-        .claim_due_batch(until_ms, 100, 10, |job| Some(plan(job)))
+    let claim = store.claim_due(until_ms, 100).await.unwrap();
+    let plans = claim.jobs().iter().map(|job| Some(plan(job))).collect();
+    claim
+        .write(plans, 10)
         .await
         .unwrap()
         .into_iter()

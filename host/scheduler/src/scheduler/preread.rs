@@ -77,12 +77,13 @@ impl Scheduler {
                     return Ok(());
                 }
                 let plan_until = planned_until(until, horizon);
-                let claimed = self
-                    .store
-                    .claim_due_batch(until, batch as i64, now, |job| {
-                        plan_job(job, &self.rules_of_due(job), now, plan_until)
-                    })
-                    .await?;
+                let claim = self.store.claim_due(until, batch as i64).await?;
+                let plans = claim
+                    .jobs()
+                    .iter()
+                    .map(|job| plan_job(job, &self.rules_of_due(job), now, plan_until))
+                    .collect();
+                let claimed = claim.write(plans, now).await?;
                 let count = claimed.len();
                 let mut written = Vec::new();
                 for claim in &claimed {
