@@ -180,3 +180,4 @@ mod nothing_secret;
 mod observability;
 mod tls;
 mod traces;
+mod xxl_mariadb;

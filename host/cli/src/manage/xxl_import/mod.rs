@@ -49,9 +49,10 @@ enum ImportCommand {
         /// The zone xxl-job's admin fired in (its JVM's): every job's zone.
         #[arg(long, default_value = "UTC")]
         zone: String,
-        /// The protocol of groups made by the import.
-        #[arg(long, default_value = "xxl-job-3.4")]
-        protocol: LegacyProtocol,
+        /// The protocol of groups made by the import (default: told by
+        /// the export's columns, xxl-job-3.5 where it has 3.5's).
+        #[arg(long)]
+        protocol: Option<LegacyProtocol>,
         /// The access token of groups made by the import when the export
         /// has none (xxl-job before 3.5 has one token for all).
         #[arg(long, env = "CRONBOX_XXL_JOB_TOKEN", hide_env_values = true)]
@@ -85,6 +86,7 @@ pub fn import(args: ImportArgs) -> anyhow::Result<()> {
         zone,
         alarm_webhook,
         access_token,
+        protocol,
     };
     runtime.block_on(async move {
         let groups = client.groups().await?;
@@ -94,16 +96,26 @@ pub fn import(args: ImportArgs) -> anyhow::Result<()> {
             .map(|job| ((job.group_name, job.name), job.id))
             .collect();
         let mut plan = plan::plan(&tables, &groups, &existing, &options);
-        if apply {
-            create(&client, &mut plan, protocol).await?;
+        let unlinked = match apply {
+            true => create(&client, &mut plan).await?,
+            false => 0,
+        };
+        show(json, &plan, |plan| print_plan(plan, apply))?;
+        if unlinked > 0 {
+            bail!(
+                "the children of {unlinked} jobs were not linked (their NOTES say why); \
+                 run the import again to link them"
+            );
         }
-        show(json, &plan, |plan| print_plan(plan, apply))
+        Ok(())
     })
 }
 
 /// Creates the planned groups and jobs, then links children; each job
-/// created becomes `Exists` with its id.
-async fn create(client: &Client, plan: &mut Plan, protocol: LegacyProtocol) -> anyhow::Result<()> {
+/// created becomes `Exists` with its id. Returns how many jobs' children
+/// could not be linked.
+async fn create(client: &Client, plan: &mut Plan) -> anyhow::Result<usize> {
+    let protocol = plan.protocol;
     for group in plan.groups.iter().filter(|group| !group.exists) {
         let spec = GroupSpec {
             address_type: if group.addresses.is_empty() {
@@ -150,8 +162,11 @@ async fn create(client: &Client, plan: &mut Plan, protocol: LegacyProtocol) -> a
     link_children(client, plan).await
 }
 
-/// Gives each imported job its children (by xxl-job id), once all exist.
-async fn link_children(client: &Client, plan: &mut Plan) -> anyhow::Result<()> {
+/// Gives each imported job its children (by xxl-job id), once all exist:
+/// those the plan kept. A job whose children cannot be linked is noted and
+/// the others linked still; the number of such jobs is returned (a rerun
+/// links what is left).
+async fn link_children(client: &Client, plan: &mut Plan) -> anyhow::Result<usize> {
     let ids: HashMap<i64, JobId> = plan
         .jobs
         .iter()
@@ -160,32 +175,28 @@ async fn link_children(client: &Client, plan: &mut Plan) -> anyhow::Result<()> {
             _ => None,
         })
         .collect();
+    let mut failed = 0;
     for job in &mut plan.jobs {
         let Action::Exists(id) = job.action else {
             continue;
         };
-        if job.children.is_empty() {
-            continue;
-        }
-        let (children, missing): (Vec<i64>, Vec<i64>) = job
+        let children: Vec<JobId> = job
             .children
             .iter()
-            .partition(|child| ids.contains_key(child));
-        if !missing.is_empty() {
-            job.notes
-                .push(format!("children {missing:?} not imported, not linked"));
-        }
-        let children: Vec<JobId> = children.iter().map(|child| ids[child]).collect();
+            .filter_map(|child| ids.get(child).copied())
+            .collect();
         let mut spec = JobSpec::from(client.job(id).await?);
-        if spec.children != children {
-            spec.children = children;
-            client
-                .update_job(id, &spec)
-                .await
-                .with_context(|| format!("cannot link the children of job {id}"))?;
+        if spec.children == children {
+            continue;
+        }
+        spec.children = children;
+        if let Err(error) = client.update_job(id, &spec).await {
+            failed += 1;
+            job.notes
+                .push(format!("its children were not linked: {error:#}"));
         }
     }
-    Ok(())
+    Ok(failed)
 }
 
 fn print_plan(plan: &Plan, applied: bool) {
@@ -212,6 +223,21 @@ fn print_plan(plan: &Plan, applied: bool) {
         })
         .collect();
     print_table(&["XXL_ID", "GROUP", "NAME", "CRONBOX", "NOTES"], &rows);
+    let made: Vec<&str> = plan
+        .groups
+        .iter()
+        .filter(|group| !group.exists)
+        .map(|group| group.name.as_str())
+        .collect();
+    if !made.is_empty() {
+        outln!(
+            "groups made ({}) speak {} ({}); only the operator's tenant may use them until \
+             granted: cronbox group grant GROUP TENANT",
+            made.join(", "),
+            plan.protocol.as_str(),
+            plan.protocol_from
+        );
+    }
     let count = |f: fn(&Action) -> bool| plan.jobs.iter().filter(|job| f(&job.action)).count();
     let refused = count(|action| matches!(action, Action::Refused(_)));
     let groups = plan.groups.iter().filter(|group| !group.exists).count();

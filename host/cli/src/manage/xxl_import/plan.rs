@@ -6,7 +6,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use cronbox_api::{Group, JobId, JobSpec};
+use cronbox_api::{Group, JobId, JobSpec, LegacyProtocol};
 use serde::Serialize;
 
 use super::tables::{Row, Tables};
@@ -20,6 +20,8 @@ pub struct Options {
     pub alarm_webhook: Option<String>,
     /// The access token of groups whose export has none (before 3.5).
     pub access_token: Option<String>,
+    /// The protocol of groups made (`None`: detected from the export).
+    pub protocol: Option<LegacyProtocol>,
 }
 
 /// A job's fate.
@@ -39,8 +41,7 @@ pub struct PlannedJob {
     pub group: String,
     pub name: String,
     pub action: Action,
-    /// The definition to create (absent when refused).
-    #[serde(skip)]
+    /// The definition to create (absent when refused or existing).
     pub spec: Option<JobSpec>,
     /// Started once created (xxl-job's `trigger_status` 1).
     pub start: bool,
@@ -62,10 +63,39 @@ pub struct PlannedGroup {
     pub access_token: Option<String>,
 }
 
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Serialize)]
 pub struct Plan {
+    /// The protocol of the groups the import makes, and why that one.
+    pub protocol: LegacyProtocol,
+    pub protocol_from: String,
     pub groups: Vec<PlannedGroup>,
     pub jobs: Vec<PlannedJob>,
+}
+
+/// The xxl-job line an export comes from, told by its columns: 3.5's
+/// `xxl_job_info` has `name` where earlier ones have `job_desc` (both
+/// NOT NULL), and its `xxl_job_group` an `access_token`.
+pub fn detected_protocol(tables: &Tables) -> (LegacyProtocol, String) {
+    if tables.jobs.iter().any(|row| row.contains_key("name")) {
+        (
+            LegacyProtocol::XxlJob35,
+            "detected: xxl_job_info has a name column (xxl-job 3.5)".to_owned(),
+        )
+    } else if tables
+        .groups
+        .iter()
+        .any(|row| row.contains_key("access_token"))
+    {
+        (
+            LegacyProtocol::XxlJob35,
+            "detected: xxl_job_group has an access_token column (xxl-job 3.5)".to_owned(),
+        )
+    } else {
+        (
+            LegacyProtocol::XxlJob34,
+            "detected: xxl_job_info has job_desc, not name (xxl-job before 3.5)".to_owned(),
+        )
+    }
 }
 
 /// A column's value under any of its names across xxl-job's versions.
@@ -75,6 +105,15 @@ fn column<'a>(row: &'a Row, names: &[&str]) -> Option<&'a str> {
         .find_map(|name| row.get(*name))
         .map(|value| value.trim())
         .filter(|value| !value.is_empty())
+}
+
+/// A column's value exactly as exported (`None`: NULL or not exported):
+/// what a job carries as data (its parameter, its description).
+fn exact<'a>(row: &'a Row, names: &[&str]) -> Option<&'a str> {
+    names
+        .iter()
+        .find_map(|name| row.get(*name))
+        .map(String::as_str)
 }
 
 fn number(row: &Row, names: &[&str]) -> Option<i64> {
@@ -94,7 +133,16 @@ pub fn plan(
         .iter()
         .filter_map(|row| Some((number(row, &["id"])?, row)))
         .collect();
-    let mut plan = Plan::default();
+    let (protocol, protocol_from) = match options.protocol {
+        Some(protocol) => (protocol, "--protocol".to_owned()),
+        None => detected_protocol(tables),
+    };
+    let mut plan = Plan {
+        protocol,
+        protocol_from,
+        groups: Vec::new(),
+        jobs: Vec::new(),
+    };
     let mut planned_groups: HashSet<String> = HashSet::new();
     // Names repeated within a group get the xxl-job id, so that every job
     // keeps a name of its own, the same at every import.
@@ -102,7 +150,7 @@ pub fn plan(
     for row in &tables.jobs {
         if let (Some(group), Some(name)) = (
             number(row, &["job_group"]).and_then(|id| app_of.get(&id)),
-            column(row, &["job_desc", "name"]),
+            exact(row, &["job_desc", "name"]),
         ) && let Some(app) = column(group, &["app_name", "appname"])
         {
             *names.entry((app.to_owned(), name.to_owned())).or_default() += 1;
@@ -112,24 +160,22 @@ pub fn plan(
         let xxl_id = number(row, &["id"]).unwrap_or_default();
         let group_row = number(row, &["job_group"]).and_then(|id| app_of.get(&id));
         let app = group_row.and_then(|group| column(group, &["app_name", "appname"]));
-        let description = column(row, &["job_desc", "name"]).unwrap_or("job");
+        let description = exact(row, &["job_desc", "name"]).unwrap_or_default();
+        let uses = app.and_then(|app| {
+            names
+                .get(&(app.to_owned(), description.to_owned()))
+                .copied()
+        });
+        let (name, renamed) = job_name(description, xxl_id, uses.unwrap_or(1));
         let mut job = PlannedJob {
             xxl_id,
             group: app.unwrap_or("-").to_owned(),
-            name: job_name(
-                description,
-                xxl_id,
-                app.and_then(|app| {
-                    names
-                        .get(&(app.to_owned(), description.to_owned()))
-                        .copied()
-                }),
-            ),
+            name,
             action: Action::Create,
             spec: None,
             start: false,
             children: Vec::new(),
-            notes: Vec::new(),
+            notes: renamed.into_iter().collect(),
         };
         let (Some(app), Some(group_row)) = (app, group_row) else {
             job.action = Action::Refused(format!(
@@ -158,7 +204,7 @@ pub fn plan(
             Ok((spec, start, children, notes)) => {
                 job.start = start;
                 job.children = children;
-                job.notes = notes;
+                job.notes.extend(notes);
                 match existing.get(&(job.group.clone(), job.name.clone())) {
                     Some(id) => job.action = Action::Exists(*id),
                     None => job.spec = Some(spec),
@@ -168,18 +214,107 @@ pub fn plan(
         }
         plan.jobs.push(job);
     }
+    keep_linkable_children(&mut plan.jobs);
     plan
 }
 
-/// A job's name: its description (at most 200 characters), with its
-/// xxl-job id when the description is not unique in its group.
-fn job_name(description: &str, xxl_id: i64, uses: Option<usize>) -> String {
-    let short: String = description.chars().take(180).collect();
-    if uses.unwrap_or(1) > 1 {
-        format!("{short} #{xxl_id}")
-    } else {
-        short
+/// Keeps of each job's children those cronbox can link, in order, and
+/// notes why each other is not: not in the export, refused, or closing a
+/// cycle with the links kept before it (xxl-job runs a cycle of child
+/// jobs, each run triggering the next; cronbox refuses one). The same
+/// export so always keeps the same links.
+fn keep_linkable_children(jobs: &mut [PlannedJob]) {
+    let refused: HashMap<i64, bool> = jobs
+        .iter()
+        .map(|job| (job.xxl_id, matches!(job.action, Action::Refused(_))))
+        .collect();
+    let mut kept: HashMap<i64, Vec<i64>> = HashMap::new();
+    for job in jobs.iter_mut() {
+        if matches!(job.action, Action::Refused(_)) {
+            continue;
+        }
+        let mut linkable = Vec::with_capacity(job.children.len());
+        for &child in &job.children {
+            let why = match refused.get(&child) {
+                None => Some("is not in the export"),
+                Some(true) => Some("is refused"),
+                Some(false) if reaches(&kept, child, job.xxl_id) => {
+                    Some("would close a cycle, which cronbox does not run")
+                }
+                Some(false) => None,
+            };
+            match why {
+                Some(why) => job
+                    .notes
+                    .push(format!("child job {child} not linked: it {why}")),
+                None => {
+                    kept.entry(job.xxl_id).or_default().push(child);
+                    linkable.push(child);
+                }
+            }
+        }
+        job.children = linkable;
     }
+}
+
+/// Whether `to` is `from` or one of its descendants along `links`.
+fn reaches(links: &HashMap<i64, Vec<i64>>, from: i64, to: i64) -> bool {
+    let mut seen = HashSet::new();
+    let mut next = vec![from];
+    while let Some(at) = next.pop() {
+        if at == to {
+            return true;
+        }
+        if seen.insert(at) {
+            next.extend(links.get(&at).into_iter().flatten());
+        }
+    }
+    false
+}
+
+/// Longest job name cronbox keeps, in bytes.
+const NAME_BYTES: usize = 200;
+
+/// A job's name: its description as it is, where cronbox can keep it as
+/// its name; else a name made unique with the xxl-job id, and a note that
+/// says what changed and why. A description `uses` jobs of its group share,
+/// one that is blank, holds control characters or is longer than cronbox
+/// keeps is so made: `DESCRIPTION #ID`, the description cut (at a
+/// character) to leave room for the id, control characters as spaces.
+fn job_name(description: &str, xxl_id: i64, uses: usize) -> (String, Option<String>) {
+    let suffix = format!(" #{xxl_id}");
+    let why = if description.trim().is_empty() {
+        Some("its job_desc is blank".to_owned())
+    } else if description.chars().any(char::is_control) {
+        Some("its job_desc holds control characters (made spaces)".to_owned())
+    } else if description.len() > NAME_BYTES {
+        Some(format!(
+            "its job_desc is {} bytes, over cronbox's {NAME_BYTES} (cut)",
+            description.len()
+        ))
+    } else if uses > 1 {
+        Some(format!("{uses} jobs of its group share its job_desc"))
+    } else {
+        None
+    };
+    let Some(why) = why else {
+        return (description.to_owned(), None);
+    };
+    let mut name = String::new();
+    if description.trim().is_empty() {
+        name.push_str("xxl-job");
+    } else {
+        for c in description.chars() {
+            let c = if c.is_control() { ' ' } else { c };
+            if name.len() + c.len_utf8() + suffix.len() > NAME_BYTES {
+                break;
+            }
+            name.push(c);
+        }
+    }
+    name.push_str(&suffix);
+    let note = format!("named {name:?}: {why}");
+    (name, Some(note))
 }
 
 /// Why jobs of executor `app` cannot come in, if they cannot.
@@ -275,7 +410,8 @@ fn map_job(row: &Row, job: &PlannedJob, options: &Options) -> Result<Mapped, Str
             spec.retry_count
         ));
     }
-    spec.param = column(row, &["executor_param"])
+    // A handler's input, byte for byte (NULL: none).
+    spec.param = exact(row, &["executor_param"])
         .unwrap_or_default()
         .to_owned();
     if let Some(email) = column(row, &["alarm_email"]) {
@@ -301,81 +437,4 @@ fn map_job(row: &Row, job: &PlannedJob, options: &Options) -> Result<Mapped, Str
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn row(pairs: &[(&str, &str)]) -> Row {
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect()
-    }
-
-    #[test]
-    fn bean_jobs_map_glue_jobs_are_refused_and_existing_ones_are_found() {
-        let tables = Tables {
-            groups: vec![row(&[("id", "1"), ("app_name", "orders")])],
-            jobs: vec![
-                row(&[
-                    ("id", "10"),
-                    ("job_group", "1"),
-                    ("job_desc", "report"),
-                    ("schedule_type", "CRON"),
-                    ("schedule_conf", "0 0 2 * * ?"),
-                    ("executor_handler", "reportHandler"),
-                    ("executor_timeout", "30"),
-                    ("glue_type", "BEAN"),
-                    ("trigger_status", "1"),
-                    ("child_jobid", "11"),
-                    ("alarm_email", "ops@example.com"),
-                ]),
-                row(&[
-                    ("id", "11"),
-                    ("job_group", "1"),
-                    ("job_desc", "shell"),
-                    ("glue_type", "GLUE_SHELL"),
-                ]),
-                row(&[
-                    ("id", "12"),
-                    ("job_group", "1"),
-                    ("job_desc", "sweep"),
-                    ("schedule_type", "FIX_RATE"),
-                    ("schedule_conf", "60"),
-                    ("executor_handler", "sweep"),
-                    ("executor_timeout", "0"),
-                ]),
-                row(&[("id", "13"), ("job_group", "9"), ("job_desc", "orphan")]),
-            ],
-        };
-        let options = Options {
-            zone: "Asia/Shanghai".into(),
-            access_token: Some("token-from-flag".into()),
-            ..Options::default()
-        };
-        let existing = HashMap::from([(("orders".to_owned(), "sweep".to_owned()), JobId::from(5))]);
-        let plan = plan(&tables, &[], &existing, &options);
-        assert_eq!(plan.groups.len(), 1);
-        assert_eq!(
-            plan.groups[0].access_token.as_deref(),
-            Some("token-from-flag")
-        );
-        let [report, shell, sweep, orphan] = <[_; 4]>::try_from(plan.jobs).unwrap();
-        let spec = report.spec.unwrap();
-        assert_eq!(report.action, Action::Create);
-        assert_eq!(
-            (spec.timeout_ms, spec.time_zone.as_str()),
-            (30_000, "Asia/Shanghai")
-        );
-        assert_eq!(spec.executor_handler.as_deref(), Some("reportHandler"));
-        assert!(report.start);
-        assert_eq!(report.children, [11]);
-        assert!(
-            report.notes[0].contains("alarm_email"),
-            "{:?}",
-            report.notes
-        );
-        assert!(matches!(shell.action, Action::Refused(why) if why.contains("module")));
-        assert_eq!(sweep.action, Action::Exists(JobId::from(5)));
-        assert!(matches!(orphan.action, Action::Refused(why) if why.contains("job_group 9")));
-    }
-}
+mod tests;

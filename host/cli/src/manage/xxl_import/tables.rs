@@ -112,61 +112,90 @@ fn read_json(text: &str) -> anyhow::Result<Vec<Row>> {
         .collect()
 }
 
-/// The rows of every table a `mysqldump` file inserts into.
+/// The rows of every table a `mysqldump` file inserts into. An error
+/// names the line of the statement it is in.
 fn read_dump(text: &str) -> anyhow::Result<HashMap<String, Vec<Row>>> {
     let mut columns: HashMap<String, Vec<String>> = HashMap::new();
     let mut tables: HashMap<String, Vec<Row>> = HashMap::new();
     let mut rest = text;
     while let Some(at) = next_statement(rest) {
         rest = &rest[at..];
+        let line = || {
+            format!(
+                "line {}",
+                text[..text.len() - rest.len()].matches('\n').count() + 1
+            )
+        };
         if let Some(after) = strip_keyword(rest, "CREATE TABLE") {
-            let (table, body) = identifier(after)?;
+            let (table, body) = identifier(after).with_context(line)?;
             let end = body.find(";").unwrap_or(body.len());
             columns.insert(table, create_columns(&body[..end]));
             rest = &body[end..];
-        } else if let Some(after) = strip_keyword(rest, "INSERT INTO") {
-            let (table, after) = identifier(after)?;
-            let (named, after) = match after.trim_start().strip_prefix('(') {
-                Some(list) => {
-                    let end = list.find(')').context("an unclosed column list")?;
-                    let named = list[..end]
-                        .split(',')
-                        .map(|c| c.trim().trim_matches('`').to_owned())
-                        .collect();
-                    (Some(named), &list[end + 1..])
-                }
-                None => (None, after),
-            };
-            let after = strip_keyword(after, "VALUES").context("INSERT without VALUES")?;
-            let (tuples, left) = values(after)?;
+        } else if let Some(after) = insert_into(rest) {
+            let (table, rows, left) = insert(after, &columns).with_context(line)?;
+            tables.entry(table).or_default().extend(rows);
             rest = left;
-            let names = match named.or_else(|| columns.get(&table).cloned()) {
-                Some(names) => names,
-                None => {
-                    bail!("INSERT INTO {table} before its CREATE TABLE and without column names")
-                }
-            };
-            for tuple in tuples {
-                if tuple.len() != names.len() {
-                    bail!(
-                        "a row of {table} has {} values for {} columns",
-                        tuple.len(),
-                        names.len()
-                    );
-                }
-                let row = names
-                    .iter()
-                    .zip(tuple)
-                    .filter_map(|(name, value)| value.map(|value| (name.clone(), value)))
-                    .collect();
-                tables.entry(table.clone()).or_default().push(row);
-            }
         } else {
             // Another statement or a comment: skip its line.
             rest = rest.find('\n').map_or("", |end| &rest[end + 1..]);
         }
     }
     Ok(tables)
+}
+
+/// One `INSERT` after its keywords: its table, its rows (column → value,
+/// NULL left out; the columns named, else those of the table's `CREATE
+/// TABLE` in `columns`) and what follows it.
+fn insert<'a>(
+    text: &'a str,
+    columns: &HashMap<String, Vec<String>>,
+) -> anyhow::Result<(String, Vec<Row>, &'a str)> {
+    let (table, after) = identifier(text)?;
+    let (named, after) = match after.trim_start().strip_prefix('(') {
+        Some(list) => {
+            let end = list.find(')').context("an unclosed column list")?;
+            let named = list[..end]
+                .split(',')
+                .map(|c| c.trim().trim_matches('`').to_owned())
+                .collect();
+            (Some(named), &list[end + 1..])
+        }
+        None => (None, after),
+    };
+    let after = strip_keyword(after, "VALUES").context("INSERT without VALUES")?;
+    let (tuples, left) = values(after).with_context(|| format!("in the INSERT into {table}"))?;
+    let Some(names) = named.or_else(|| columns.get(&table).cloned()) else {
+        bail!(
+            "INSERT INTO {table} names no columns and the file has no CREATE TABLE for it \
+             (a dump with --no-create-info needs --complete-insert)"
+        )
+    };
+    let mut rows = Vec::with_capacity(tuples.len());
+    for tuple in tuples {
+        if tuple.len() != names.len() {
+            bail!(
+                "a row of {table} has {} values for {} columns",
+                tuple.len(),
+                names.len()
+            );
+        }
+        rows.push(
+            names
+                .iter()
+                .zip(tuple)
+                .filter_map(|(name, value)| value.map(|value| (name.clone(), value)))
+                .collect(),
+        );
+    }
+    Ok((table, rows, left))
+}
+
+/// What follows `INSERT INTO`, `INSERT IGNORE INTO` or `REPLACE INTO`
+/// (mysqldump's `--insert-ignore` and `--replace`).
+fn insert_into(text: &str) -> Option<&str> {
+    ["INSERT INTO", "INSERT IGNORE INTO", "REPLACE INTO"]
+        .iter()
+        .find_map(|keyword| strip_keyword(text, keyword))
 }
 
 /// Where the next line with something on it starts.
@@ -221,7 +250,7 @@ fn values(mut text: &str) -> anyhow::Result<(Vec<Vec<Option<String>>>, &str)> {
     loop {
         text = text.trim_start();
         let Some(inner) = text.strip_prefix('(') else {
-            bail!("expected a row of values");
+            bail!("expected a row of values `(...)`, found {:?}", head(text));
         };
         let (tuple, after) = tuple(inner)?;
         tuples.push(tuple);
@@ -271,7 +300,7 @@ fn tuple(mut text: &str) -> anyhow::Result<(Vec<Option<String>>, &str)> {
             values.push(Some(value));
             text = &quoted[end..];
         } else {
-            let end = text.find([',', ')']).context("an unclosed row of values")?;
+            let end = bare_end(text).context("an unclosed row of values")?;
             let bare = text[..end].trim();
             values.push((!bare.eq_ignore_ascii_case("NULL")).then(|| bare.to_owned()));
             text = &text[end..];
@@ -282,9 +311,30 @@ fn tuple(mut text: &str) -> anyhow::Result<(Vec<Option<String>>, &str)> {
         } else if let Some(after) = text.strip_prefix(')') {
             return Ok((values, after));
         } else {
-            bail!("expected , or ) in a row of values");
+            bail!("expected , or ) in a row of values, found {:?}", head(text));
         }
     }
+}
+
+/// The start of `text`, to show where reading stopped.
+fn head(text: &str) -> String {
+    text.chars().take(40).collect()
+}
+
+/// Where an unquoted value ends (at the `,` or `)` after it): a number,
+/// `NULL`, or a call such as `now()` or `CURRENT_TIMESTAMP(3)`, kept as
+/// its text.
+fn bare_end(text: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    for (at, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' if depth > 0 => depth -= 1,
+            ',' | ')' if depth == 0 => return Some(at),
+            _ => {}
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -317,5 +367,29 @@ mod tests {
         assert_eq!(json[0]["id"], "3");
         assert!(!json[0].contains_key("title"));
         assert!(read_json(r#"{"a": 1}"#).is_err());
+    }
+
+    #[test]
+    fn ignore_and_replace_inserts_and_calls_as_values_are_read() {
+        let dump = "CREATE TABLE `xxl_job_group` (\n  `id` int,\n  `app_name` varchar(64),\n  `update_time` datetime\n);\n\
+            INSERT IGNORE INTO `xxl_job_group` VALUES (1,'a',now());\n\
+            REPLACE INTO `xxl_job_group` VALUES (2,'b',CURRENT_TIMESTAMP(3)),(3,'c',NULL);\n";
+        let groups = &read_dump(dump).unwrap()[GROUP_TABLE];
+        assert_eq!(groups.len(), 3);
+        assert_eq!(groups[0]["update_time"], "now()");
+        assert_eq!(groups[1]["app_name"], "b");
+        assert!(!groups[2].contains_key("update_time"));
+    }
+
+    #[test]
+    fn a_dump_that_does_not_read_names_its_line_and_what_was_expected() {
+        let dump = "-- a dump\nCREATE TABLE `xxl_job_group` (\n  `id` int\n);\n\n\
+            INSERT INTO `xxl_job_group` VALUES (1),[2];\n";
+        let error = format!("{:#}", read_dump(dump).unwrap_err());
+        assert!(
+            error.starts_with("line 6: in the INSERT into xxl_job_group: expected a row of values"),
+            "{error}"
+        );
+        assert!(error.contains("found \"[2];"), "{error}");
     }
 }

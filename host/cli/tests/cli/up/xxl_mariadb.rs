@@ -1,0 +1,369 @@
+//! xxl-job 3.5's tables in a real MariaDB (Debian's, started on a socket
+//! of its own, no network), exported by MariaDB's own `mysqldump` in the
+//! options users pass, imported with `cronbox import xxl-job`: every job's
+//! parameter arrives byte for byte as the database holds it, every name as
+//! it is or made unique with a note saying why.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use super::session::json;
+use super::*;
+
+/// A MariaDB server of the test's own, on a Unix socket only.
+struct Mariadb {
+    _dir: tempfile::TempDir,
+    socket: PathBuf,
+    server: Child,
+}
+
+impl Drop for Mariadb {
+    fn drop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+    }
+}
+
+impl Mariadb {
+    fn start() -> Mariadb {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        let socket = dir.path().join("mysqld.sock");
+        let installed = Command::new("mariadb-install-db")
+            .args(["--no-defaults", "--user=root", "--skip-test-db"])
+            .arg(format!("--datadir={}", data.display()))
+            .arg("--auth-root-authentication-method=normal")
+            .output()
+            .expect("mariadb-install-db (Debian's mariadb-server; .ci/run installs it)");
+        assert!(
+            installed.status.success(),
+            "{}",
+            String::from_utf8_lossy(&installed.stderr)
+        );
+        let server = Command::new("mariadbd")
+            .args(["--no-defaults", "--user=root", "--skip-networking"])
+            .arg(format!("--datadir={}", data.display()))
+            .arg(format!("--socket={}", socket.display()))
+            .arg(format!("--pid-file={}", dir.path().join("pid").display()))
+            .arg(format!(
+                "--log-error={}",
+                dir.path().join("error.log").display()
+            ))
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("mariadbd");
+        let mariadb = Mariadb {
+            _dir: dir,
+            socket,
+            server,
+        };
+        // Ready once it answers on its socket.
+        let ready = (0..600).any(|_| {
+            let pinged = Command::new("mariadb-admin")
+                .arg("--no-defaults")
+                .arg(format!("--socket={}", mariadb.socket.display()))
+                .args(["-uroot", "--connect-timeout=1", "ping"])
+                .output()
+                .is_ok_and(|output| output.status.success());
+            if !pinged {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            pinged
+        });
+        assert!(ready, "mariadbd did not answer on its socket");
+        mariadb
+    }
+
+    /// Runs `sql` with the `mariadb` client; its output (tab-separated,
+    /// no column names).
+    fn sql(&self, sql: &str) -> String {
+        let mut client = Command::new("mariadb")
+            .arg("--no-defaults")
+            .arg(format!("--socket={}", self.socket.display()))
+            .args(["-uroot", "--batch", "--skip-column-names"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        client
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(sql.as_bytes())
+            .unwrap();
+        let output = client.wait_with_output().unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).unwrap()
+    }
+
+    /// `mysqldump OPTIONS xxl_job xxl_job_group xxl_job_info`, written to
+    /// `path`.
+    fn dump(&self, options: &[&str], path: &Path) {
+        let output = Command::new("mysqldump")
+            .arg("--no-defaults")
+            .arg(format!("--socket={}", self.socket.display()))
+            .arg("-uroot")
+            .args(options)
+            .args(["xxl_job", "xxl_job_group", "xxl_job_info"])
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "mysqldump {options:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        std::fs::write(path, output.stdout).unwrap();
+    }
+}
+
+/// xxl-job 3.5's two tables, as its `tables_xxl_job.sql` makes them.
+const SCHEMA: &str =
+    "CREATE DATABASE xxl_job DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci;
+USE xxl_job;
+CREATE TABLE xxl_job_group (
+  id int NOT NULL AUTO_INCREMENT,
+  app_name varchar(64) NOT NULL,
+  name varchar(64) NOT NULL,
+  address_type tinyint NOT NULL DEFAULT 0,
+  address_list text,
+  access_token varchar(255) DEFAULT NULL,
+  update_time datetime DEFAULT NULL,
+  PRIMARY KEY (id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+CREATE TABLE xxl_job_info (
+  id int NOT NULL AUTO_INCREMENT,
+  job_group int NOT NULL,
+  name varchar(255) NOT NULL,
+  add_time datetime DEFAULT NULL,
+  update_time datetime DEFAULT NULL,
+  author varchar(64) DEFAULT NULL,
+  alarm_email varchar(255) DEFAULT NULL,
+  schedule_type varchar(50) NOT NULL DEFAULT 'NONE',
+  schedule_conf varchar(128) DEFAULT NULL,
+  misfire_strategy varchar(50) NOT NULL DEFAULT 'DO_NOTHING',
+  executor_route_strategy varchar(50) DEFAULT NULL,
+  executor_handler varchar(255) DEFAULT NULL,
+  executor_param text DEFAULT NULL,
+  executor_block_strategy varchar(50) DEFAULT NULL,
+  executor_timeout int NOT NULL DEFAULT 0,
+  executor_fail_retry_count int NOT NULL DEFAULT 0,
+  glue_type varchar(50) NOT NULL,
+  glue_source mediumtext,
+  glue_remark varchar(128) DEFAULT NULL,
+  glue_updatetime datetime DEFAULT NULL,
+  child_jobid varchar(255) DEFAULT NULL,
+  trigger_status tinyint NOT NULL DEFAULT 0,
+  trigger_last_time bigint NOT NULL DEFAULT 0,
+  trigger_next_time bigint NOT NULL DEFAULT 0,
+  PRIMARY KEY (id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+INSERT INTO xxl_job_group (id, app_name, name, address_type, access_token, update_time)
+  VALUES (1, 'orders', '订单', 0, 'orders-token', now());
+";
+
+/// Parameters a handler may be given, each a trap for an import that
+/// trims, unescapes or reads NULL loosely.
+fn params() -> Vec<Option<String>> {
+    let mut params: Vec<Option<String>> = [
+        " leading",
+        "trailing ",
+        "\ttabbed\t",
+        "two\nlines\n",
+        "crlf\r\n",
+        "quote ' and \" and \\ backslash",
+        "\\n not a newline",
+        "NULL",
+        "\\N",
+        "null",
+        "",
+        "   ",
+        "a,b),(c",
+        "{\"json\": [1, 2, \"x\"]}",
+        "订单 ✓ émoji 🎉",
+        "ctrl-z \u{1a} and bell \u{7}",
+    ]
+    .into_iter()
+    .map(|param| Some(param.to_owned()))
+    .collect();
+    params.push(None);
+    params.push(Some("long ".repeat(400)));
+    params
+}
+
+/// Names, each a trap for an import that trims or cuts them into one.
+fn names() -> Vec<String> {
+    let long = "日报".repeat(40) + &"x".repeat(20);
+    vec![
+        "plain".to_owned(),
+        "trailing space ".to_owned(),
+        " leading space".to_owned(),
+        format!("{long} one"),
+        format!("{long} two"),
+        "twice".to_owned(),
+        "twice".to_owned(),
+        "   ".to_owned(),
+    ]
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02X}")).collect()
+}
+
+fn unhex(text: &str) -> Vec<u8> {
+    (0..text.len())
+        .step_by(2)
+        .map(|at| u8::from_str_radix(&text[at..at + 2], 16).unwrap())
+        .collect()
+}
+
+/// The jobs' names and params as the database holds them, by xxl-job id
+/// (read as hex: nothing between the server and the test rewrites them).
+fn source_rows(mariadb: &Mariadb) -> HashMap<i64, (String, Option<String>)> {
+    mariadb
+        .sql("SELECT id, HEX(name), HEX(executor_param), executor_param IS NULL FROM xxl_job.xxl_job_info")
+        .lines()
+        .map(|line| {
+            let fields: Vec<&str> = line.split('\t').collect();
+            let name = String::from_utf8(unhex(fields[1])).unwrap();
+            let param = (fields[3] == "0").then(|| String::from_utf8(unhex(fields[2])).unwrap());
+            (fields[0].parse().unwrap(), (name, param))
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_mysqldump_in_every_option_imports_every_param_byte_for_byte() {
+    let _turn = TESTS.turn();
+    let mariadb = Mariadb::start();
+    mariadb.sql(SCHEMA);
+    let names = names();
+    let params = params();
+    let mut inserts = String::from("USE xxl_job;\n");
+    for (at, param) in params.iter().enumerate() {
+        let name = names.get(at).cloned().unwrap_or(format!("job {at}"));
+        let param = match param {
+            Some(param) => format!("CONVERT(UNHEX('{}') USING utf8mb4)", hex(param.as_bytes())),
+            None => "NULL".to_owned(),
+        };
+        inserts.push_str(&format!(
+            "INSERT INTO xxl_job_info (id, job_group, name, schedule_type, schedule_conf, \
+             executor_handler, executor_param, glue_type, add_time) VALUES ({id}, 1, \
+             CONVERT(UNHEX('{name}') USING utf8mb4), 'CRON', '0 0 2 * * ?', 'demoHandler', \
+             {param}, 'BEAN', now());\n",
+            id = at + 1,
+            name = hex(name.as_bytes()),
+        ));
+    }
+    mariadb.sql(&inserts);
+    let source = source_rows(&mariadb);
+    assert_eq!(source.len(), params.len());
+
+    let data = tempfile::tempdir().unwrap();
+    let (mut stack, _, at) = up(data.path(), None);
+    let base = format!("http://{}", at.admin);
+    let token = std::fs::read_to_string(data.path().join("api-token")).unwrap();
+    let token = token.trim();
+    let dumps = tempfile::tempdir().unwrap();
+    let import = |dump: &Path, apply: bool| {
+        let mut args = vec!["import", "xxl-job", dump.to_str().unwrap(), "--zone", "UTC"];
+        if apply {
+            args.push("--apply");
+        }
+        json(&base, token, &args)
+    };
+
+    // Every dump option gives the same plan, each param as the database
+    // holds it, each name kept or made unique with a note.
+    let options: [&[&str]; 10] = [
+        &[],
+        &["--extended-insert=FALSE"],
+        &["--complete-insert"],
+        &["--hex-blob"],
+        &["--compact"],
+        &["--insert-ignore"],
+        &["--replace"],
+        &["--skip-extended-insert", "--complete-insert", "--compact"],
+        &["--skip-opt"],
+        &["--no-create-info", "--complete-insert"],
+    ];
+    for (at, option) in options.iter().enumerate() {
+        let path = dumps.path().join(format!("dump-{at}.sql"));
+        mariadb.dump(option, &path);
+        let plan = import(&path, false);
+        assert_eq!(plan["protocol"], "xxl-job-3.5", "{}", plan["protocol_from"]);
+        let jobs = plan["jobs"].as_array().unwrap();
+        assert_eq!(jobs.len(), source.len(), "mysqldump {option:?}: {plan}");
+        let mut seen = std::collections::HashSet::new();
+        for job in jobs {
+            let id = job["xxl_id"].as_i64().unwrap();
+            let (name, param) = &source[&id];
+            assert_eq!(
+                job["action"]["action"], "create",
+                "mysqldump {option:?}: {job}"
+            );
+            let spec = &job["spec"];
+            assert_eq!(
+                spec["param"].as_str().unwrap(),
+                param.as_deref().unwrap_or_default(),
+                "mysqldump {option:?}: the param of job {id}"
+            );
+            let kept = job["name"].as_str().unwrap();
+            assert!(seen.insert(kept.to_owned()), "two jobs named {kept:?}");
+            let notes = job["notes"].to_string();
+            if kept != name {
+                assert!(
+                    kept.ends_with(&format!(" #{id}")) && notes.contains("named"),
+                    "mysqldump {option:?}: job {id} named {kept:?} from {name:?}: {notes}"
+                );
+            } else {
+                assert!(!notes.contains("named"), "{notes}");
+            }
+        }
+    }
+
+    // Applied, then applied again: the jobs in cronbox hold the params as
+    // the database does, and the second import changes nothing.
+    let dump = dumps.path().join("dump-0.sql");
+    let applied = import(&dump, true);
+    let api = AdminClient::new(&base, token);
+    let cronbox: HashMap<String, String> = api
+        .api
+        .jobs(&JobQuery::default())
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|listed| listed.job.group_name == "orders")
+        .map(|listed| (listed.job.name, listed.job.param))
+        .collect();
+    assert_eq!(cronbox.len(), source.len(), "{applied}");
+    let orders = api.api.groups().await.unwrap();
+    let orders = orders.iter().find(|group| group.name == "orders").unwrap();
+    assert_eq!(orders.legacy, Some(cronbox_api::LegacyProtocol::XxlJob35));
+    for job in applied["jobs"].as_array().unwrap() {
+        let id = job["xxl_id"].as_i64().unwrap();
+        let (_, param) = &source[&id];
+        let name = job["name"].as_str().unwrap();
+        assert_eq!(
+            cronbox[name],
+            param.clone().unwrap_or_default(),
+            "job {id} ({name:?})"
+        );
+    }
+    let again = import(&dump, true);
+    assert!(
+        again["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|job| job["action"]["action"] == "exists"),
+        "{again}"
+    );
+    terminate(&mut stack.0);
+}
