@@ -81,6 +81,21 @@ async fn answer(
     Ok(envelope.payload())
 }
 
+/// How soon after its deadline a failure reported for a run counts as its
+/// timeout.
+const DEADLINE_SLACK_MS: i64 = 10_000;
+
+/// Whether a run started at `started_ms`, reported failed at `now_ms`,
+/// ended at its deadline (`timeout_ms` after its start, or up to
+/// [`DEADLINE_SLACK_MS`] after): an executor that enforces the timeout
+/// but reports it as an ordinary failure (code 500, as pyxxl does) so
+/// ends `timeout`, while a failure long after (a result held back while no
+/// admin answered) stays `failed`.
+fn ended_at_deadline(timeout_ms: i64, started_ms: i64, now_ms: i64) -> bool {
+    let ran = now_ms - started_ms;
+    timeout_ms > 0 && ran >= timeout_ms && ran < timeout_ms + DEADLINE_SLACK_MS
+}
+
 /// xxl-job executors of one legacy group, with its token (and, in 3.5,
 /// its appname).
 pub(super) struct XxlJobExecutors<'a> {
@@ -305,13 +320,21 @@ impl Scheduler {
                 refused += 1;
                 continue;
             }
+            let started_at_ms = item.log_date_time.filter(|at| *at >= run.scheduled_at_ms);
+            let at_deadline = jobs.get(&run.job_id).is_some_and(|job| {
+                ended_at_deadline(
+                    job.timeout_ms,
+                    started_at_ms.unwrap_or(run.scheduled_at_ms),
+                    now,
+                )
+            });
             let outcome = match item.code() {
                 200 => RunOutcome::Success,
                 _ if killing.contains(&run.id) => RunOutcome::Killed,
                 502 => RunOutcome::Timeout,
+                _ if at_deadline => RunOutcome::Timeout,
                 _ => RunOutcome::Failed,
             };
-            let started_at_ms = item.log_date_time.filter(|at| *at >= run.scheduled_at_ms);
             ends.push(RunEnd {
                 run_id: run.id,
                 success: outcome == RunOutcome::Success,
@@ -362,5 +385,28 @@ impl Scheduler {
             }
         }
         Ok(groups)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failure_counts_as_a_timeout_only_when_it_ends_at_the_deadline() {
+        let start = 1_000_000;
+        assert!(!ended_at_deadline(1_000, start, start + 999));
+        assert!(ended_at_deadline(1_000, start, start + 1_000));
+        assert!(ended_at_deadline(
+            1_000,
+            start,
+            start + 1_000 + DEADLINE_SLACK_MS - 1
+        ));
+        assert!(!ended_at_deadline(
+            1_000,
+            start,
+            start + 1_000 + DEADLINE_SLACK_MS
+        ));
+        assert!(!ended_at_deadline(0, start, start + 5_000), "no timeout");
     }
 }

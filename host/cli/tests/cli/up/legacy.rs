@@ -256,6 +256,35 @@ async fn a_pyxxl_executor_runs_legacy_jobs_under_cronbox() {
     let killed = ended(&base, token, &slow, run);
     assert_eq!(killed["outcome"], "killed", "{killed}");
 
+    // Past its timeout: pyxxl stops the handler and reports an ordinary
+    // failure (code 500); the run, ended at its deadline, ends `timeout`.
+    let late = json(
+        &base,
+        token,
+        &[
+            "job",
+            "create",
+            "--name",
+            "py-late",
+            "--group",
+            "pyapp",
+            "--handler",
+            "slow",
+            "--timeout-ms",
+            "1000",
+        ],
+    )["id"]
+        .to_string();
+    let run = json(&base, token, &["job", "trigger", &late])["run_id"]
+        .as_i64()
+        .unwrap();
+    let timed_out = ended(&base, token, &late, run);
+    assert_eq!(
+        (&timed_out["status"], &timed_out["outcome"]),
+        (&json!("failed"), &json!("timeout")),
+        "{timed_out}"
+    );
+
     // Stopped, pyxxl removes itself from the group.
     let status = Command::new("kill")
         .args(["-TERM", &pyxxl.id().to_string()])
