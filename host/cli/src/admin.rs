@@ -54,17 +54,13 @@ pub struct AdminArgs {
     /// has its fires in the second after that written too).
     #[arg(long, env = "CRONBOX_ADMIN_PRE_READ", default_value = "5s", value_parser = humantime::parse_duration)]
     pre_read: Duration,
-    /// An executor without a heartbeat for this long is dead.
-    #[arg(long, env = "CRONBOX_ADMIN_DEAD_AFTER", default_value = "90s", value_parser = humantime::parse_duration)]
-    dead_after: Duration,
+    #[command(flatten)]
+    liveness: LivenessArgs,
     /// How long a dispatch holds its run, and a written fire (5 s more past
     /// its instant): how soon another admin on the database takes over the
     /// runs of one that died. At least 4s (a send's timeout and a second).
     #[arg(long, env = "CRONBOX_ADMIN_DISPATCH_LEASE", default_value = "10s", value_parser = humantime::parse_duration)]
     dispatch_lease: Duration,
-    /// A run on a dead executor with no result for this long is marked lost.
-    #[arg(long, env = "CRONBOX_ADMIN_LOST_AFTER", default_value = "10m", value_parser = humantime::parse_duration)]
-    lost_after: Duration,
     /// How long before its instant a fire is sent to its executor, which
     /// holds it until then; fires due within a third of this of each other
     /// go together, as early as the first needs (0s: send at the instant).
@@ -121,6 +117,19 @@ impl DatabaseArgs {
             None => Database::Sqlite(self.data_dir),
         }
     }
+}
+
+/// When an executor is dead and a run on it lost, shared by `cronbox
+/// admin` and `cronbox up`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct LivenessArgs {
+    /// An executor without a heartbeat for this long is dead.
+    #[arg(long, env = "CRONBOX_ADMIN_DEAD_AFTER", default_value = "90s", value_parser = humantime::parse_duration)]
+    pub(crate) dead_after: Duration,
+    /// A run on a dead executor with no result for this long is marked
+    /// lost (failed, then retried if it may be).
+    #[arg(long, env = "CRONBOX_ADMIN_LOST_AFTER", default_value = "10m", value_parser = humantime::parse_duration)]
+    pub(crate) lost_after: Duration,
 }
 
 /// What the operator lets a tenant's jobs ask for and reach, where their
@@ -239,8 +248,8 @@ pub fn main(
         executor_token,
         scheduler: args.tenant_policy.apply(SchedulerConfig {
             pre_read: args.pre_read,
-            dead_after: args.dead_after,
-            lost_after: args.lost_after,
+            dead_after: args.liveness.dead_after,
+            lost_after: args.liveness.lost_after,
             dispatch_lease: args.dispatch_lease,
             dispatch_ahead: args.dispatch_ahead,
             run_retention: args.run_retention,

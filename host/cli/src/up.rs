@@ -68,6 +68,8 @@ pub struct UpArgs {
     #[command(flatten)]
     tenant_policy: crate::admin::TenantPolicyArgs,
     #[command(flatten)]
+    liveness: crate::admin::LivenessArgs,
+    #[command(flatten)]
     compiler: crate::executor::CompilerArgs,
     #[command(flatten)]
     cache: crate::cache::CacheArgs,
@@ -162,6 +164,8 @@ pub fn main(
                     )?,
                 )),
                 ca_file: ca_file.clone(),
+                dead_after: args.liveness.dead_after,
+                lost_after: args.liveness.lost_after,
                 ..SchedulerConfig::default()
             })?,
             max_request_bytes: 64 << 20,
