@@ -96,15 +96,15 @@ pub fn import(args: ImportArgs) -> anyhow::Result<()> {
             .map(|job| ((job.group_name, job.name), job.id))
             .collect();
         let mut plan = plan::plan(&tables, &groups, &existing, &options);
-        let unlinked = match apply {
+        let failed = match apply {
             true => create(&client, &mut plan).await?,
             false => 0,
         };
         show(json, &plan, |plan| print_plan(plan, apply))?;
-        if unlinked > 0 {
+        if failed > 0 {
             bail!(
-                "the children of {unlinked} jobs were not linked (their NOTES say why); \
-                 run the import again to link them"
+                "{failed} jobs were refused by the admin or not linked to their children (the \
+                 table says why); the others are in cronbox, and an import again does the rest"
             );
         }
         Ok(())
@@ -112,10 +112,12 @@ pub fn import(args: ImportArgs) -> anyhow::Result<()> {
 }
 
 /// Creates the planned groups and jobs, then links children; each job
-/// created becomes `Exists` with its id. Returns how many jobs' children
-/// could not be linked.
+/// created becomes `Exists` with its id, each the admin refuses `Refused`
+/// with its reason (the others are made still). Returns how many jobs the
+/// admin refused or could not link the children of.
 async fn create(client: &Client, plan: &mut Plan) -> anyhow::Result<usize> {
     let protocol = plan.protocol;
+    let mut refused = 0;
     for group in plan.groups.iter().filter(|group| !group.exists) {
         let spec = GroupSpec {
             address_type: if group.addresses.is_empty() {
@@ -141,25 +143,46 @@ async fn create(client: &Client, plan: &mut Plan) -> anyhow::Result<usize> {
             .filter(|&i| plan.jobs[i].action == Action::Create && plan.jobs[i].start == start)
             .collect();
         for chunk in to_create.chunks(JobBatch::MAX) {
-            let batch = JobBatch {
-                jobs: chunk
-                    .iter()
-                    .filter_map(|&i| plan.jobs[i].spec.clone())
-                    .collect(),
-                start,
-            };
-            let created = client.create_jobs(&batch).await.with_context(|| {
-                format!(
-                    "cannot create the jobs from xxl-job id {} (nothing of this batch was created)",
-                    plan.jobs[chunk[0]].xxl_id
-                )
-            })?;
-            for (&i, id) in chunk.iter().zip(created.ids) {
-                plan.jobs[i].action = Action::Exists(id);
+            match client.create_jobs(&batch_of(plan, chunk, start)).await {
+                Ok(created) => {
+                    for (&i, id) in chunk.iter().zip(created.ids) {
+                        plan.jobs[i].action = Action::Exists(id);
+                    }
+                }
+                // The batch is all or none: each job alone, so that the
+                // one the admin refuses is named and the others are made.
+                Err(_) => {
+                    for &i in chunk {
+                        let created = client.create_jobs(&batch_of(plan, &[i], start)).await;
+                        plan.jobs[i].action =
+                            match created.map(|created| created.ids.first().copied()) {
+                                Ok(Some(id)) => Action::Exists(id),
+                                Ok(None) => {
+                                    refused += 1;
+                                    Action::Refused("the admin created nothing".to_owned())
+                                }
+                                Err(error) => {
+                                    refused += 1;
+                                    Action::Refused(format!("the admin refused it: {error:#}"))
+                                }
+                            };
+                    }
+                }
             }
         }
     }
-    link_children(client, plan).await
+    Ok(refused + link_children(client, plan).await?)
+}
+
+/// The jobs at `indices` of `plan` as one batch, started or not.
+fn batch_of(plan: &Plan, indices: &[usize], start: bool) -> JobBatch {
+    JobBatch {
+        jobs: indices
+            .iter()
+            .filter_map(|&i| plan.jobs[i].spec.clone())
+            .collect(),
+        start,
+    }
 }
 
 /// Gives each imported job its children (by xxl-job id), once all exist:

@@ -9,7 +9,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use super::session::json;
+use super::session::{cli, json};
 use super::*;
 
 /// A MariaDB server of the test's own, on a Unix socket only.
@@ -52,6 +52,7 @@ impl Mariadb {
                 dir.path().join("error.log").display()
             ))
             .stdout(Stdio::null())
+            .stderr(Stdio::null())
             .spawn()
             .expect("mariadbd");
         let mariadb = Mariadb {
@@ -364,6 +365,52 @@ async fn a_real_mysqldump_in_every_option_imports_every_param_byte_for_byte() {
             .iter()
             .all(|job| job["action"]["action"] == "exists"),
         "{again}"
+    );
+
+    // A job the admin refuses (its cron does not parse) among new ones:
+    // it is named with the admin's reason, the others are made, and the
+    // import exits 1.
+    mariadb.sql(
+        "INSERT INTO xxl_job.xxl_job_info (id, job_group, name, schedule_type, schedule_conf, \
+         executor_handler, glue_type) VALUES \
+         (101, 1, 'new one', 'CRON', '0 0 3 * * ?', 'demoHandler', 'BEAN'), \
+         (102, 1, 'bad cron', 'CRON', 'every day at three', 'demoHandler', 'BEAN'), \
+         (103, 1, 'new two', 'CRON', '0 0 4 * * ?', 'demoHandler', 'BEAN');",
+    );
+    let dump = dumps.path().join("dump-more.sql");
+    mariadb.dump(&[], &dump);
+    let (code, table, said) = cli(
+        &base,
+        token,
+        &[
+            "import",
+            "xxl-job",
+            dump.to_str().unwrap(),
+            "--zone",
+            "UTC",
+            "--apply",
+        ],
+    );
+    assert_eq!(code, 1, "{table}{said}");
+    assert!(said.contains("1 jobs were refused by the admin"), "{said}");
+    let bad = table.lines().find(|line| line.starts_with("102 ")).unwrap();
+    assert!(
+        bad.contains("refused")
+            && bad.contains("the admin refused it")
+            && bad.contains("schedule_conf"),
+        "{bad}"
+    );
+    let names: Vec<String> = api
+        .api
+        .jobs(&JobQuery::default())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|listed| listed.job.name)
+        .collect();
+    assert!(
+        names.contains(&"new one".to_owned()) && names.contains(&"new two".to_owned()),
+        "{names:?}"
     );
     terminate(&mut stack.0);
 }
