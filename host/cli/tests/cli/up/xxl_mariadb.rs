@@ -60,19 +60,14 @@ impl Mariadb {
             socket,
             server,
         };
-        // Ready once it answers on its socket.
-        let ready = (0..600).any(|_| {
-            let pinged = Command::new("mariadb-admin")
-                .arg("--no-defaults")
-                .arg(format!("--socket={}", mariadb.socket.display()))
-                .args(["-uroot", "--connect-timeout=1", "ping"])
-                .output()
-                .is_ok_and(|output| output.status.success());
-            if !pinged {
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            pinged
-        });
+        // Ready once it answers on its socket: the client waits for it
+        // (`--wait` retries the connection), up to a minute.
+        let ready = Command::new("mariadb-admin")
+            .arg("--no-defaults")
+            .arg(format!("--socket={}", mariadb.socket.display()))
+            .args(["-uroot", "--wait=60", "--connect-timeout=1", "ping"])
+            .output()
+            .is_ok_and(|output| output.status.success());
         assert!(ready, "mariadbd did not answer on its socket");
         mariadb
     }
