@@ -203,6 +203,11 @@ async fn link_children(client: &Client, plan: &mut Plan) -> anyhow::Result<usize
         let Action::Exists(id) = job.action else {
             continue;
         };
+        if job.children.is_empty() {
+            // Nothing to link: the job is not read (a rerun of thousands
+            // of jobs reads only those with children).
+            continue;
+        }
         let children: Vec<JobId> = job
             .children
             .iter()
