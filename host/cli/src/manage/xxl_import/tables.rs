@@ -40,9 +40,10 @@ impl Tables {
         let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
         let rows = match extension.to_ascii_lowercase().as_str() {
             "csv" => read_csv(&text),
+            "tsv" => read_tsv(&text),
             "json" => read_json(&text),
             _ => bail!(
-                "{}: not a .sql dump nor a .csv or .json export",
+                "{}: not a .sql dump nor a .csv, .tsv or .json export",
                 path.display()
             ),
         }
@@ -77,6 +78,65 @@ fn read_csv(text: &str) -> anyhow::Result<Vec<Row>> {
         rows.push(row);
     }
     Ok(rows)
+}
+
+/// What `mariadb -B` (`--batch`) prints of `SELECT * FROM TABLE`: a header
+/// line of column names, then a line per row, fields between tabs, with
+/// tab, newline, carriage return, NUL and backslash written as `\t`,
+/// `\n`, `\r`, `\0` and `\\`. NULL is `NULL` (as is the text NULL: the
+/// client writes both alike) or `\N` (`SELECT ... INTO OUTFILE`'s).
+fn read_tsv(text: &str) -> anyhow::Result<Vec<Row>> {
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines
+        .next()
+        .context("no header line of column names")?
+        .split('\t')
+        .collect();
+    let mut rows = Vec::new();
+    for (at, line) in lines.enumerate() {
+        if line.is_empty() {
+            continue;
+        }
+        let fields: Vec<&str> = line.split('\t').collect();
+        if fields.len() != header.len() {
+            bail!(
+                "line {}: {} fields for {} columns",
+                at + 2,
+                fields.len(),
+                header.len()
+            );
+        }
+        rows.push(
+            header
+                .iter()
+                .zip(fields)
+                .filter(|(_, field)| *field != "NULL" && *field != "\\N")
+                .map(|(column, field)| ((*column).to_owned(), unescape_tsv(field)))
+                .collect(),
+        );
+    }
+    Ok(rows)
+}
+
+/// A field of `mariadb -B` output as it was stored.
+fn unescape_tsv(field: &str) -> String {
+    let mut value = String::with_capacity(field.len());
+    let mut chars = field.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            value.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('t') => value.push('\t'),
+            Some('n') => value.push('\n'),
+            Some('r') => value.push('\r'),
+            Some('0') => value.push('\0'),
+            Some(other) => value.push(other),
+            None => value.push('\\'),
+        }
+    }
+    value
 }
 
 /// A JSON export: an array of objects (or `{"TABLE": [...]}` as some tools
@@ -391,5 +451,20 @@ mod tests {
             "{error}"
         );
         assert!(error.contains("found \"[2];"), "{error}");
+    }
+
+    #[test]
+    fn a_mariadb_batch_export_is_read_with_its_escapes() {
+        let tsv = "id\tjob_desc\texecutor_param\n\
+            1\ta\\tb\t two\\nlines \\\\ \n\
+            2\tb\tNULL\n\
+            3\tc\t\\N\n";
+        let rows = read_tsv(tsv).unwrap();
+        assert_eq!(rows[0]["job_desc"], "a\tb");
+        assert_eq!(rows[0]["executor_param"], " two\nlines \\ ");
+        assert!(!rows[1].contains_key("executor_param"));
+        assert!(!rows[2].contains_key("executor_param"));
+        let error = read_tsv("id\tjob_desc\n1\n").unwrap_err().to_string();
+        assert_eq!(error, "line 2: 1 fields for 2 columns");
     }
 }

@@ -72,13 +72,14 @@ impl Mariadb {
         mariadb
     }
 
-    /// Runs `sql` with the `mariadb` client; its output (tab-separated,
-    /// no column names).
-    fn sql(&self, sql: &str) -> String {
+    /// Runs `sql` with the `mariadb` client; its output (`--batch`:
+    /// tab-separated, a header line of column names when `header`).
+    fn sql(&self, sql: &str, header: bool) -> String {
         let mut client = Command::new("mariadb")
             .arg("--no-defaults")
             .arg(format!("--socket={}", self.socket.display()))
-            .args(["-uroot", "--batch", "--skip-column-names"])
+            .args(["-uroot", "--batch", "--default-character-set=utf8mb4"])
+            .args((!header).then_some("--skip-column-names"))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -223,7 +224,11 @@ fn unhex(text: &str) -> Vec<u8> {
 /// (read as hex: nothing between the server and the test rewrites them).
 fn source_rows(mariadb: &Mariadb) -> HashMap<i64, (String, Option<String>)> {
     mariadb
-        .sql("SELECT id, HEX(name), HEX(executor_param), executor_param IS NULL FROM xxl_job.xxl_job_info")
+        .sql(
+            "SELECT id, HEX(name), HEX(executor_param), executor_param IS NULL \
+             FROM xxl_job.xxl_job_info",
+            false,
+        )
         .lines()
         .map(|line| {
             let fields: Vec<&str> = line.split('\t').collect();
@@ -238,7 +243,7 @@ fn source_rows(mariadb: &Mariadb) -> HashMap<i64, (String, Option<String>)> {
 async fn a_real_mysqldump_in_every_option_imports_every_param_byte_for_byte() {
     let _turn = TESTS.turn();
     let mariadb = Mariadb::start();
-    mariadb.sql(SCHEMA);
+    mariadb.sql(SCHEMA, false);
     let names = names();
     let params = params();
     let mut inserts = String::from("USE xxl_job;\n");
@@ -257,7 +262,7 @@ async fn a_real_mysqldump_in_every_option_imports_every_param_byte_for_byte() {
             name = hex(name.as_bytes()),
         ));
     }
-    mariadb.sql(&inserts);
+    mariadb.sql(&inserts, false);
     let source = source_rows(&mariadb);
     assert_eq!(source.len(), params.len());
 
@@ -267,12 +272,48 @@ async fn a_real_mysqldump_in_every_option_imports_every_param_byte_for_byte() {
     let token = std::fs::read_to_string(data.path().join("api-token")).unwrap();
     let token = token.trim();
     let dumps = tempfile::tempdir().unwrap();
-    let import = |dump: &Path, apply: bool| {
-        let mut args = vec!["import", "xxl-job", dump.to_str().unwrap(), "--zone", "UTC"];
+    let import = |files: &[&Path], apply: bool| {
+        let mut args = vec!["import", "xxl-job"];
+        args.extend(files.iter().map(|file| file.to_str().unwrap()));
+        args.extend(["--zone", "UTC"]);
         if apply {
             args.push("--apply");
         }
         json(&base, token, &args)
+    };
+    // A plan of every job, each param as the database holds it (`batch`:
+    // read from `mariadb -B`, which writes NULL and the text NULL alike),
+    // each name kept or made unique with a note.
+    let check = |export: &str, plan: &Value, batch: bool| {
+        assert_eq!(plan["protocol"], "xxl-job-3.5", "{}", plan["protocol_from"]);
+        let jobs = plan["jobs"].as_array().unwrap();
+        assert_eq!(jobs.len(), source.len(), "{export}: {plan}");
+        let mut seen = std::collections::HashSet::new();
+        for job in jobs {
+            let id = job["xxl_id"].as_i64().unwrap();
+            let (name, param) = &source[&id];
+            assert_eq!(job["action"]["action"], "create", "{export}: {job}");
+            let expected = match param.as_deref() {
+                Some("NULL") if batch => "",
+                param => param.unwrap_or_default(),
+            };
+            assert_eq!(
+                job["spec"]["param"].as_str().unwrap(),
+                expected,
+                "{export}: the param of job {id}"
+            );
+            let kept = job["name"].as_str().unwrap();
+            assert!(seen.insert(kept.to_owned()), "two jobs named {kept:?}");
+            let notes = job["notes"].to_string();
+            if kept != name {
+                assert!(
+                    kept.ends_with(&format!(" #{id}")) && notes.contains("named"),
+                    "{export}: job {id} named {kept:?} from {name:?}: {notes}"
+                );
+            } else {
+                assert!(!notes.contains("named"), "{notes}");
+            }
+        }
     };
 
     // Every dump option gives the same plan, each param as the database
@@ -292,42 +333,31 @@ async fn a_real_mysqldump_in_every_option_imports_every_param_byte_for_byte() {
     for (at, option) in options.iter().enumerate() {
         let path = dumps.path().join(format!("dump-{at}.sql"));
         mariadb.dump(option, &path);
-        let plan = import(&path, false);
-        assert_eq!(plan["protocol"], "xxl-job-3.5", "{}", plan["protocol_from"]);
-        let jobs = plan["jobs"].as_array().unwrap();
-        assert_eq!(jobs.len(), source.len(), "mysqldump {option:?}: {plan}");
-        let mut seen = std::collections::HashSet::new();
-        for job in jobs {
-            let id = job["xxl_id"].as_i64().unwrap();
-            let (name, param) = &source[&id];
-            assert_eq!(
-                job["action"]["action"], "create",
-                "mysqldump {option:?}: {job}"
-            );
-            let spec = &job["spec"];
-            assert_eq!(
-                spec["param"].as_str().unwrap(),
-                param.as_deref().unwrap_or_default(),
-                "mysqldump {option:?}: the param of job {id}"
-            );
-            let kept = job["name"].as_str().unwrap();
-            assert!(seen.insert(kept.to_owned()), "two jobs named {kept:?}");
-            let notes = job["notes"].to_string();
-            if kept != name {
-                assert!(
-                    kept.ends_with(&format!(" #{id}")) && notes.contains("named"),
-                    "mysqldump {option:?}: job {id} named {kept:?} from {name:?}: {notes}"
-                );
-            } else {
-                assert!(!notes.contains("named"), "{notes}");
-            }
-        }
+        check(
+            &format!("mysqldump {option:?}"),
+            &import(&[&path], false),
+            false,
+        );
     }
+    // And each table as `mariadb -B` prints it.
+    let groups = dumps.path().join("xxl_job_group.tsv");
+    let infos = dumps.path().join("xxl_job_info.tsv");
+    std::fs::write(
+        &groups,
+        mariadb.sql("SELECT * FROM xxl_job.xxl_job_group", true),
+    )
+    .unwrap();
+    std::fs::write(
+        &infos,
+        mariadb.sql("SELECT * FROM xxl_job.xxl_job_info", true),
+    )
+    .unwrap();
+    check("mariadb -B", &import(&[&groups, &infos], false), true);
 
     // Applied, then applied again: the jobs in cronbox hold the params as
     // the database does, and the second import changes nothing.
     let dump = dumps.path().join("dump-0.sql");
-    let applied = import(&dump, true);
+    let applied = import(&[&dump], true);
     let api = AdminClient::new(&base, token);
     let cronbox: HashMap<String, String> = api
         .api
@@ -352,7 +382,7 @@ async fn a_real_mysqldump_in_every_option_imports_every_param_byte_for_byte() {
             "job {id} ({name:?})"
         );
     }
-    let again = import(&dump, true);
+    let again = import(&[&dump], true);
     assert!(
         again["jobs"]
             .as_array()
@@ -371,6 +401,7 @@ async fn a_real_mysqldump_in_every_option_imports_every_param_byte_for_byte() {
          (101, 1, 'new one', 'CRON', '0 0 3 * * ?', 'demoHandler', 'BEAN'), \
          (102, 1, 'bad cron', 'CRON', 'every day at three', 'demoHandler', 'BEAN'), \
          (103, 1, 'new two', 'CRON', '0 0 4 * * ?', 'demoHandler', 'BEAN');",
+        false,
     );
     let dump = dumps.path().join("dump-more.sql");
     mariadb.dump(&[], &dump);
