@@ -29,9 +29,12 @@ impl Tables {
     pub fn read(&mut self, path: &Path) -> anyhow::Result<()> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read {}", path.display()))?;
+        // A byte-order mark, as spreadsheets write it, is not the first
+        // column's name.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
         let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("");
         if extension.eq_ignore_ascii_case("sql") {
-            let mut dump = read_dump(&text).with_context(|| format!("in {}", path.display()))?;
+            let mut dump = read_dump(text).with_context(|| format!("in {}", path.display()))?;
             self.groups
                 .append(dump.entry(GROUP_TABLE.into()).or_default());
             self.jobs.append(dump.entry(JOB_TABLE.into()).or_default());
@@ -39,9 +42,9 @@ impl Tables {
         }
         let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
         let rows = match extension.to_ascii_lowercase().as_str() {
-            "csv" => read_csv(&text),
-            "tsv" => read_tsv(&text),
-            "json" => read_json(&text),
+            "csv" => read_csv(text),
+            "tsv" => read_tsv(text),
+            "json" => read_json(text),
             _ => bail!(
                 "{}: not a .sql dump nor a .csv, .tsv or .json export",
                 path.display()
@@ -62,13 +65,22 @@ impl Tables {
     }
 }
 
-/// A CSV export with a header row.
+/// A CSV export with a header row (RFC 4180: quoted fields, CRLF or LF).
 fn read_csv(text: &str) -> anyhow::Result<Vec<Row>> {
     let mut reader = csv::Reader::from_reader(text.as_bytes());
-    let header: Vec<String> = reader.headers()?.iter().map(str::to_owned).collect();
+    let header: Vec<String> = reader
+        .headers()
+        .context("line 1: expected a header of column names")?
+        .iter()
+        .map(str::to_owned)
+        .collect();
+    check_header(&header)?;
     let mut rows = Vec::new();
     for record in reader.records() {
-        let record = record?;
+        let record = record.map_err(|error| {
+            let line = error.position().map_or(0, |at| at.line());
+            anyhow::anyhow!("line {line}: {error}")
+        })?;
         let row = header
             .iter()
             .zip(record.iter())
@@ -78,6 +90,18 @@ fn read_csv(text: &str) -> anyhow::Result<Vec<Row>> {
         rows.push(row);
     }
     Ok(rows)
+}
+
+/// Refuses a first line that is a row, not column names (an export
+/// without its header, such as `SELECT ... INTO OUTFILE`'s).
+fn check_header<S: AsRef<str>>(header: &[S]) -> anyhow::Result<()> {
+    match header.first().map(AsRef::as_ref) {
+        Some(first) if !first.is_empty() && first.bytes().all(|b| b.is_ascii_digit()) => bail!(
+            "line 1: expected a header of column names (id, ...), found a row starting {first:?}: \
+             export the table with its header (mariadb -B, or a CSV with a header row)"
+        ),
+        _ => Ok(()),
+    }
 }
 
 /// What `mariadb -B` (`--batch`) prints of `SELECT * FROM TABLE`: a header
@@ -92,6 +116,7 @@ fn read_tsv(text: &str) -> anyhow::Result<Vec<Row>> {
         .context("no header line of column names")?
         .split('\t')
         .collect();
+    check_header(&header)?;
     let mut rows = Vec::new();
     for (at, line) in lines.enumerate() {
         if line.is_empty() {
@@ -466,5 +491,28 @@ mod tests {
         assert!(!rows[2].contains_key("executor_param"));
         let error = read_tsv("id\tjob_desc\n1\n").unwrap_err().to_string();
         assert_eq!(error, "line 2: 1 fields for 2 columns");
+    }
+
+    #[test]
+    fn a_csv_with_a_byte_order_mark_and_crlf_reads_and_one_without_a_header_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("xxl_job_group.csv");
+        std::fs::write(&path, "\u{feff}id,app_name\r\n1,\"a, b\"\r\n").unwrap();
+        let mut tables = Tables::default();
+        tables.read(&path).unwrap();
+        assert_eq!(tables.groups[0]["id"], "1");
+        assert_eq!(tables.groups[0]["app_name"], "a, b");
+        std::fs::write(&path, "1,orders\n2,reports\n").unwrap();
+        let error = format!("{:#}", tables.read(&path).unwrap_err());
+        assert!(
+            error.contains("line 1: expected a header of column names"),
+            "{error}"
+        );
+        std::fs::write(&path, "id,app_name\n1,a\n2,x,y\n").unwrap();
+        let error = format!("{:#}", tables.read(&path).unwrap_err());
+        assert!(
+            error.contains("xxl_job_group.csv") && error.contains("line 3"),
+            "{error}"
+        );
     }
 }
