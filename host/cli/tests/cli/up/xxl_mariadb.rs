@@ -1,4 +1,4 @@
-//! xxl-job 3.5's tables in a real MariaDB (Debian's, started on a socket
+//! xxl-job 3.5's tables (and a copy in 3.4's schema) in a real MariaDB (Debian's, started on a socket
 //! of its own, no network), exported by MariaDB's own `mysqldump` in the
 //! options users pass, imported with `cronbox import xxl-job`: every job's
 //! parameter arrives byte for byte as the database holds it, every name as
@@ -100,15 +100,15 @@ impl Mariadb {
         String::from_utf8(output.stdout).unwrap()
     }
 
-    /// `mysqldump OPTIONS xxl_job xxl_job_group xxl_job_info`, written to
-    /// `path`.
-    fn dump(&self, options: &[&str], path: &Path) {
+    /// `mysqldump OPTIONS DATABASE xxl_job_group xxl_job_info`, written
+    /// to `path`.
+    fn dump(&self, database: &str, options: &[&str], path: &Path) {
         let output = Command::new("mysqldump")
             .arg("--no-defaults")
             .arg(format!("--socket={}", self.socket.display()))
             .arg("-uroot")
             .args(options)
-            .args(["xxl_job", "xxl_job_group", "xxl_job_info"])
+            .args([database, "xxl_job_group", "xxl_job_info"])
             .output()
             .unwrap();
         assert!(
@@ -284,8 +284,12 @@ async fn a_real_mysqldump_in_every_option_imports_every_param_byte_for_byte() {
     // A plan of every job, each param as the database holds it (`batch`:
     // read from `mariadb -B`, which writes NULL and the text NULL alike),
     // each name kept or made unique with a note.
-    let check = |export: &str, plan: &Value, batch: bool| {
-        assert_eq!(plan["protocol"], "xxl-job-3.5", "{}", plan["protocol_from"]);
+    let check_as = |export: &str, plan: &Value, batch: bool, protocol: &str| {
+        assert_eq!(
+            plan["protocol"], protocol,
+            "{export}: {}",
+            plan["protocol_from"]
+        );
         let jobs = plan["jobs"].as_array().unwrap();
         assert_eq!(jobs.len(), source.len(), "{export}: {plan}");
         let mut seen = std::collections::HashSet::new();
@@ -316,6 +320,10 @@ async fn a_real_mysqldump_in_every_option_imports_every_param_byte_for_byte() {
         }
     };
 
+    let check = |export: &str, plan: &Value, batch: bool| {
+        check_as(export, plan, batch, "xxl-job-3.5");
+    };
+
     // Every dump option gives the same plan, each param as the database
     // holds it, each name kept or made unique with a note.
     let options: [&[&str]; 10] = [
@@ -332,7 +340,7 @@ async fn a_real_mysqldump_in_every_option_imports_every_param_byte_for_byte() {
     ];
     for (at, option) in options.iter().enumerate() {
         let path = dumps.path().join(format!("dump-{at}.sql"));
-        mariadb.dump(option, &path);
+        mariadb.dump("xxl_job", option, &path);
         check(
             &format!("mysqldump {option:?}"),
             &import(&[&path], false),
@@ -353,6 +361,37 @@ async fn a_real_mysqldump_in_every_option_imports_every_param_byte_for_byte() {
     )
     .unwrap();
     check("mariadb -B", &import(&[&groups, &infos], false), true);
+
+    // The same rows in xxl-job 3.4's schema (`job_desc`, `title`, no
+    // group token): told apart by their columns, the token given.
+    mariadb.sql(
+        "CREATE DATABASE xxl_job34; \
+         CREATE TABLE xxl_job34.xxl_job_group AS SELECT id, app_name, name AS title, \
+           address_type, address_list, update_time FROM xxl_job.xxl_job_group; \
+         CREATE TABLE xxl_job34.xxl_job_info AS SELECT id, job_group, name AS job_desc, \
+           add_time, update_time, author, alarm_email, schedule_type, schedule_conf, \
+           misfire_strategy, executor_route_strategy, executor_handler, executor_param, \
+           executor_block_strategy, executor_timeout, executor_fail_retry_count, glue_type, \
+           glue_source, glue_remark, glue_updatetime, child_jobid, trigger_status, \
+           trigger_last_time, trigger_next_time FROM xxl_job.xxl_job_info;",
+        false,
+    );
+    let old = dumps.path().join("dump-3.4.sql");
+    mariadb.dump("xxl_job34", &[], &old);
+    let plan = json(
+        &base,
+        token,
+        &[
+            "import",
+            "xxl-job",
+            old.to_str().unwrap(),
+            "--zone",
+            "UTC",
+            "--access-token",
+            "shared-token",
+        ],
+    );
+    check_as("mysqldump of 3.4's schema", &plan, false, "xxl-job-3.4");
 
     // Applied, then applied again: the jobs in cronbox hold the params as
     // the database does, and the second import changes nothing.
@@ -404,7 +443,7 @@ async fn a_real_mysqldump_in_every_option_imports_every_param_byte_for_byte() {
         false,
     );
     let dump = dumps.path().join("dump-more.sql");
-    mariadb.dump(&[], &dump);
+    mariadb.dump("xxl_job", &[], &dump);
     let (code, table, said) = cli(
         &base,
         token,
