@@ -1,8 +1,9 @@
-//! xxl-job 3.5's tables (and a copy in 3.4's schema) in a real MariaDB (Debian's, started on a socket
-//! of its own, no network), exported by MariaDB's own `mysqldump` in the
-//! options users pass, imported with `cronbox import xxl-job`: every job's
-//! parameter arrives byte for byte as the database holds it, every name as
-//! it is or made unique with a note saying why.
+//! xxl-job 3.5's tables (and a copy in 3.4's schema) in a real MariaDB
+//! (Debian's, started on a socket of its own, no network), exported by
+//! MariaDB's own `mysqldump` in the options users pass and by `mariadb -B`,
+//! imported with `cronbox import xxl-job`: every job's parameter arrives
+//! byte for byte as the database holds it, every name as it is or made
+//! unique with a note saying why.
 
 use std::collections::HashMap;
 use std::io::Write;
