@@ -59,6 +59,7 @@ fn job(i: usize) -> JobRow {
         schedule_rules: Default::default(),
         pause: None,
         executor_handler: None,
+        xxl_job_id: None,
     }
 }
 

@@ -331,6 +331,15 @@ impl Client {
         self.call(Method::GET, &path, None::<&()>).await
     }
 
+    /// Whether the admin would send a job's alarms to webhook `url` (a
+    /// refusal is an error naming `alarm_url`).
+    pub async fn alarm_check(&self, url: &str) -> Result<AlarmCheck, ClientError> {
+        let request = self
+            .request(Method::GET, "/api/v1/alarm-check")
+            .query(&[("url", url)]);
+        self.send(request).await
+    }
+
     /// A page of the job's runs, oldest first, after the run `after`.
     pub async fn job_runs(
         &self,

@@ -45,6 +45,12 @@ pub struct JobSpec {
     /// stored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub glue_type: Option<String>,
+    /// The job's id in the xxl-job install it came from (set by `cronbox
+    /// jobs import-xxl-job` and xxl-job 3.5's job API; unique in its
+    /// group): xxl-job 3.5's `/api/updateJob` and the others find it by
+    /// it. Omitted from a replacement: the current one is kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub xxl_job_id: Option<i64>,
     /// Webhook called (POST, JSON) when a run of this job fails.
     #[serde(default)]
     pub alarm_url: String,
@@ -172,6 +178,7 @@ impl JobSpec {
             module: None,
             executor_handler: None,
             glue_type: None,
+            xxl_job_id: None,
             alarm_url: String::new(),
             schedule_type: default_schedule_type(),
             schedule_conf: String::new(),
@@ -238,6 +245,7 @@ impl From<Job> for JobSpec {
             module,
             executor_handler: job.executor_handler,
             glue_type: None,
+            xxl_job_id: job.xxl_job_id,
             alarm_url: job.alarm_url,
             schedule_type: job.schedule_type.as_str().to_owned(),
             schedule_conf: job.schedule_conf,
@@ -345,6 +353,9 @@ pub struct Job {
     /// A legacy job's handler on its xxl-job executors (no module).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub executor_handler: Option<String>,
+    /// Its id in the xxl-job install it came from (see [`JobSpec`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub xxl_job_id: Option<i64>,
 }
 
 /// How the parameter of a `cronbox dev` run of a Python job begins: it
@@ -524,6 +535,7 @@ mod tests {
             secrets: vec!["TOKEN".to_owned()],
             pause: None,
             executor_handler: None,
+            xxl_job_id: None,
             schedule_rules: ScheduleRules {
                 exclude_dates: vec!["2026-12-25".to_owned()],
                 jitter_ms: 500,

@@ -26,6 +26,7 @@ mod runs;
 mod schedules;
 mod users;
 mod workflows;
+mod xxl_job;
 
 #[cfg(feature = "client")]
 mod client;
@@ -57,6 +58,7 @@ pub use jobs::{
     JobStateBody, JobsCreated, LastRun, StateEdit, TriggerRequest, TriggerSource, Triggered,
     carries_dev_sources,
 };
+pub use xxl_job::{LONGEST_TIMEOUT_MS, XxlJobFields, XxlJobPlace};
 /// The operator's own tenant: objects the operator creates belong to it,
 /// and it may use every executor group.
 pub const DEFAULT_TENANT: &str = "default";
@@ -70,8 +72,8 @@ pub use runs::{
     DailyReport, Dashboard, FailingJob, HourCounts, Report, Run, RunCounts, RunKilled, RunPage,
 };
 pub use schedules::{
-    Backfill, BackfillRequest, Calendar, CalendarDates, Pause, PauseRequest, SchedulePreview,
-    ScheduleRules,
+    AlarmCheck, Backfill, BackfillRequest, Calendar, CalendarDates, Pause, PauseRequest,
+    SchedulePreview, ScheduleRules,
 };
 pub use users::{
     LoggedOut, Login, PasswordChange, Session, TokenInfo, User, UserChanged, UserSpec,

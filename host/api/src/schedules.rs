@@ -19,6 +19,16 @@ pub struct SchedulePreview {
     pub time_zone: String,
 }
 
+/// `GET /api/v1/alarm-check`: a webhook the admin would send a job's
+/// alarms to (one it would not is refused, 422, naming `alarm_url`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct AlarmCheck {
+    pub url: String,
+    /// The URL names a host rather than an address: the admin resolves it
+    /// when it calls, and checks its allowed networks then.
+    pub checked_when_called: bool,
+}
+
 /// What changes a schedule's fires whatever its type: a window, a calendar
 /// of excluded dates, jitter.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]

@@ -257,6 +257,7 @@ pub fn validate(
         schedule_rules: checked_rules(&spec.schedule_rules, &spec.time_zone)?,
         pause: None,
         executor_handler: spec.executor_handler.clone(),
+        xxl_job_id: checked_xxl_job_id(spec.xxl_job_id)?,
     };
     Ok((row, schedule))
 }
@@ -264,7 +265,7 @@ pub fn validate(
 /// An alarm webhook: an http(s) URL with a host; an address written out
 /// must be one the admin may call (a name is checked when it is called,
 /// after it is resolved).
-fn check_alarm_url(url: &str, alarm_nets: &NetPolicy) -> Result<(), InvalidJob> {
+pub fn check_alarm_url(url: &str, alarm_nets: &NetPolicy) -> Result<(), InvalidJob> {
     let not_http = || invalid("alarm_url", format!("{url:?} is not an http(s) URL"));
     let parsed = reqwest::Url::parse(url).map_err(|_| not_http())?;
     if !matches!(parsed.scheme(), "http" | "https") {
@@ -522,6 +523,14 @@ fn checked_secret_names(
         }
     }
     Ok(unique)
+}
+
+/// A job's xxl-job id, if it has one: positive, as xxl-job's are.
+fn checked_xxl_job_id(id: Option<i64>) -> Result<Option<i64>, InvalidJob> {
+    match id {
+        Some(id) if id <= 0 => Err(invalid("xxl_job_id", "must be positive")),
+        id => Ok(id),
+    }
 }
 
 /// A job's children as given, each once (in the order of first mention),

@@ -85,6 +85,7 @@ pub(crate) mod test_support {
             schedule_rules: Default::default(),
             pause: None,
             executor_handler: None,
+            xxl_job_id: None,
         }
     }
 }

@@ -10,7 +10,7 @@ use super::*;
 /// The columns of a job's definition (what saving a job writes), in the
 /// order [`bind_definition`] binds them: one list for the insert and the
 /// update.
-const DEFINITION_COLUMNS: [&str; 26] = [
+const DEFINITION_COLUMNS: [&str; 27] = [
     "group_name",
     "name",
     "module_digest",
@@ -37,6 +37,7 @@ const DEFINITION_COLUMNS: [&str; 26] = [
     "secrets",
     "schedule_rules",
     "executor_handler",
+    "xxl_job_id",
 ];
 
 /// A job's row written whole: its definition, then `next_fire_at_ms`,
@@ -108,5 +109,6 @@ pub(super) fn bind_definition<'q>(
         .bind(json_text("http", &http)?)
         .bind(json_text("secrets", &job.secrets)?)
         .bind(json_text("schedule_rules", &job.schedule_rules)?)
-        .bind(job.executor_handler.clone()))
+        .bind(job.executor_handler.clone())
+        .bind(job.xxl_job_id))
 }

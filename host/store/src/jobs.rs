@@ -118,6 +118,41 @@ impl Store {
         Ok(jobs.pop())
     }
 
+    /// The job of group `group` whose xxl-job id is `xxl_job_id`.
+    pub async fn job_by_xxl_id(
+        &self,
+        group: &str,
+        xxl_job_id: i64,
+    ) -> Result<Option<JobRow>, StoreError> {
+        let id: Option<JobId> =
+            sqlx::query_scalar("SELECT id FROM job WHERE group_name = $1 AND xxl_job_id = $2")
+                .bind(group.to_owned())
+                .bind(xxl_job_id)
+                .fetch_optional(&self.pool)
+                .await?;
+        match id {
+            Some(id) => self.job(id).await,
+            None => Ok(None),
+        }
+    }
+
+    /// The xxl-job id a new job of group `group` takes: one past the
+    /// largest there, and past the largest job id (so that it names no
+    /// other job of the group by its cronbox id either).
+    pub async fn next_xxl_job_id(&self, group: &str) -> Result<i64, StoreError> {
+        let largest_xxl: i64 = sqlx::query_scalar(
+            "SELECT CAST(COALESCE(MAX(xxl_job_id), 0) AS BIGINT) FROM job WHERE group_name = $1",
+        )
+        .bind(group.to_owned())
+        .fetch_one(&self.pool)
+        .await?;
+        let largest_id: i64 =
+            sqlx::query_scalar("SELECT CAST(COALESCE(MAX(id), 0) AS BIGINT) FROM job")
+                .fetch_one(&self.pool)
+                .await?;
+        Ok(largest_xxl.max(largest_id) + 1)
+    }
+
     /// The jobs among `ids` that exist: each job's revision and next fire
     /// in one query, then, in another, the whole rows of those not kept at
     /// that revision (see `job_cache`).

@@ -14,7 +14,7 @@ macro_rules! job_columns {
          misfire, misfire_threshold_ms, route, block_strategy, max_concurrency, timeout_ms, fuel, \
          memory_bytes, retry_count, retry_interval_ms, param, enabled, next_fire_at_ms, \
          module_name, module_version, alarm_url, fresh_instance, config, http, secrets, \
-         schedule_rules, pause, executor_handler"
+         schedule_rules, pause, executor_handler, xxl_job_id"
     };
 }
 
@@ -263,6 +263,7 @@ pub(super) fn job_from_row(row: &AnyRow) -> Result<JobRow, sqlx::Error> {
             Some(_) => Some(json_column(row, "pause")?),
         },
         executor_handler: row.try_get("executor_handler")?,
+        xxl_job_id: row.try_get("xxl_job_id")?,
     };
     let http: StoredHttp = json_column(row, "http")?;
     job.http_allow = http.allow;

@@ -47,6 +47,7 @@ fn job() -> JobRow {
         schedule_rules: Default::default(),
         pause: None,
         executor_handler: None,
+        xxl_job_id: None,
     }
 }
 

@@ -66,6 +66,7 @@ mod triggers;
 mod users;
 mod workflows;
 mod xxl_job;
+mod xxl_job_jobs;
 
 use audit::AuditNote;
 use auth::*;

@@ -167,6 +167,7 @@ pub(crate) fn router(state: Arc<AdminState>, max_module_bytes: usize) -> Router 
         .route_layer(audited())
         .merge(crate::console::routes())
         .merge(super::xxl_job::routes())
+        .merge(super::xxl_job_jobs::routes().route_layer(audited()))
         .merge(executors)
         .merge(callers)
         .merge(users)

@@ -165,6 +165,48 @@ pub(super) async fn schedule_preview(
     }))
 }
 
+/// A webhook to check, as a job's `alarm_url` writes it.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub(super) struct AlarmCheckQuery {
+    /// The webhook's URL
+    #[param(inline)]
+    url: Limited<{ crate::jobs::MAX_ALARM_URL_BYTES }>,
+}
+
+/// Whether the admin would send a job's alarms to `url` (its allowed
+/// networks, `--alarm-allow-nets`): refused as a job's `alarm_url` would
+/// be, before any job has it (`cronbox import xxl-job`'s dry run asks).
+pub(super) async fn alarm_check(
+    State(state): State<Arc<AdminState>>,
+    Params(query): Params<AlarmCheckQuery>,
+) -> Result<impl IntoResponse, Failure> {
+    let url = query.url.0;
+    crate::jobs::check_alarm_url(&url, &state.services.limits().alarm_nets).map_err(|invalid| {
+        Failure::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            ErrorCode::InvalidJob,
+            invalid.message,
+        )
+        .field(invalid.field)
+    })?;
+    // A host written as an address was checked above; a name is not yet.
+    let checked_when_called = reqwest::Url::parse(&url)
+        .ok()
+        .and_then(|parsed| {
+            let host = parsed
+                .host_str()?
+                .trim_start_matches('[')
+                .trim_end_matches(']');
+            Some(host.parse::<std::net::IpAddr>().is_err())
+        })
+        .unwrap_or(false);
+    Ok(Json(cronbox_api::AlarmCheck {
+        url,
+        checked_when_called,
+    }))
+}
+
 /// This file's routes: each one's document, the access it needs and its
 /// handler.
 pub(super) fn routes(table: &mut Routes) {
@@ -192,4 +234,15 @@ pub(super) fn routes(table: &mut Routes) {
         )
         .with_query(parameters_of::<PreviewQuery>());
     table.route(operation, VIEWER, schedule_preview);
+    let operation = op(
+        "get",
+        "/api/v1/alarm-check",
+        "jobs",
+        "Whether the admin would send a job's alarms to this webhook (its allowed networks); refused as a job's alarm_url would be",
+        None,
+        "200",
+        schema("AlarmCheck"),
+    )
+    .with_query(parameters_of::<AlarmCheckQuery>());
+    table.route(operation, VIEWER, alarm_check);
 }

@@ -59,6 +59,7 @@ pub async fn create_many(
     let mut groups: HashMap<String, bool> = HashMap::new();
     let mut modules: HashMap<(Option<String>, Option<i64>, String), Digest> = HashMap::new();
     let mut checked = Vec::with_capacity(batch.jobs.len());
+    let mut xxl_job_ids = HashSet::new();
     for (index, spec) in batch.jobs.iter().enumerate() {
         let at = |error: ServiceError| error.in_batch(index);
         let (mut row, schedule) =
@@ -93,6 +94,18 @@ pub async fn create_many(
             .await
             .map_err(at)?;
         check_group_kind(&row, legacy).map_err(at)?;
+        if let Some(xxl_job_id) = row.xxl_job_id
+            && !xxl_job_ids.insert((row.group_name.clone(), xxl_job_id))
+        {
+            return Err(at(ServiceError::invalid(
+                "xxl_job_id",
+                format!(
+                    "xxl-job id {xxl_job_id} is given twice in group {}",
+                    row.group_name
+                ),
+            )));
+        }
+        check_xxl_job_id(store, &row, None).await.map_err(at)?;
         let module_key = (
             row.module_name.clone(),
             row.module_version,
@@ -246,6 +259,9 @@ pub async fn update(
     .map_err(|invalid| ServiceError::invalid(invalid.field, invalid.message))?;
     let store = services.store();
     known_group(store, &current.tenant, &row.group_name).await?;
+    // A replacement without an xxl-job id keeps the job's.
+    row.xxl_job_id = row.xxl_job_id.or(current.xxl_job_id);
+    check_xxl_job_id(store, &row, Some(current.id)).await?;
     super::tenants::check_within_ceiling(store, &current.tenant, &row.http_allow).await?;
     // Only names the job did not reference before must exist: one deleted
     // with force since does not block other edits of the job.
@@ -344,6 +360,28 @@ pub async fn update(
     }
     services.firing().wake();
     stored(store, current.id).await
+}
+
+/// Refuses an xxl-job id that another job of the group has (`job`: the
+/// job being replaced, which may keep its own).
+async fn check_xxl_job_id(
+    store: &Store,
+    row: &JobRow,
+    job: Option<JobId>,
+) -> Result<(), ServiceError> {
+    let Some(xxl_job_id) = row.xxl_job_id else {
+        return Ok(());
+    };
+    match store.job_by_xxl_id(&row.group_name, xxl_job_id).await? {
+        Some(other) if Some(other.id) != job => Err(ServiceError::invalid(
+            "xxl_job_id",
+            format!(
+                "xxl-job id {xxl_job_id} is job {}'s in group {}",
+                other.id, row.group_name
+            ),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Deletes `job` (its runs stay as history); refused while another job

@@ -12,8 +12,14 @@ pub(super) fn print(job: &Job, fires: &[String], recent: &[Run]) {
     outln!("job {} {:?}", job.id, job.name);
     let schedule = format!("{} {}", job.schedule_type, job.schedule_conf);
     outln!("  schedule   {} ({})", schedule.trim(), job.time_zone);
-    outln!("  module     {}", module_of(job));
+    match &job.executor_handler {
+        Some(handler) => outln!("  handler    {handler} (on xxl-job executors)"),
+        None => outln!("  module     {}", module_of(job)),
+    }
     outln!("  group      {}", job.group_name);
+    if let Some(xxl_job_id) = job.xxl_job_id {
+        outln!("  xxl-job id {xxl_job_id}");
+    }
     outln!("  param      {}", shown(&job.param));
     outln!("  state      {}", started(job));
     let zone: Option<chrono_tz::Tz> = job.time_zone.parse().ok();

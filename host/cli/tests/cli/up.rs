@@ -180,4 +180,5 @@ mod nothing_secret;
 mod observability;
 mod tls;
 mod traces;
+mod xxl_job_api;
 mod xxl_mariadb;

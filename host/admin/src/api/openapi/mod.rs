@@ -70,6 +70,7 @@ fn schemas() -> Value {
     collect::<TokenCreated>(&mut all);
     collect::<TokenRevoked>(&mut all);
     collect::<cronbox_api::SchedulePreview>(&mut all);
+    collect::<cronbox_api::AlarmCheck>(&mut all);
     collect::<cronbox_api::PauseRequest>(&mut all);
     collect::<cronbox_api::BackfillRequest>(&mut all);
     collect::<cronbox_api::CalendarDates>(&mut all);

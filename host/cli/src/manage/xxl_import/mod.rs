@@ -6,6 +6,7 @@
 //! name is already in its group is left as it is, so a second import
 //! creates nothing.
 
+mod outfile;
 mod plan;
 mod tables;
 
@@ -60,6 +61,15 @@ enum ImportCommand {
         /// The webhook jobs' alarm emails become (none: they are dropped).
         #[arg(long, value_name = "URL")]
         alarm_webhook: Option<String>,
+        /// The tenant the jobs belong to (default: the caller's): each
+        /// group they use is granted to it, and they are made as it (with a
+        /// token of the tenant made for the import and revoked after).
+        #[arg(long, value_name = "TENANT")]
+        tenant: Option<String>,
+        /// The escape character of header-less exports (`SELECT * ... INTO
+        /// OUTFILE`'s `ESCAPED BY`): a backslash, MySQL's default, or '' for none.
+        #[arg(long, value_name = "CHAR", default_value = "\\")]
+        escaped_by: String,
     },
 }
 
@@ -72,10 +82,17 @@ pub fn import(args: ImportArgs) -> anyhow::Result<()> {
         protocol,
         access_token,
         alarm_webhook,
+        tenant,
+        escaped_by,
     } = args.command;
+    let escaped = match escaped_by.as_str() {
+        "\\" => true,
+        "" => false,
+        other => bail!("--escaped-by {other:?}: a backslash (MySQL's default) or '' only"),
+    };
     let mut tables = Tables::default();
     for file in &files {
-        tables.read(file)?;
+        tables.read(file, escaped)?;
     }
     if tables.jobs.is_empty() {
         bail!(
@@ -87,8 +104,31 @@ pub fn import(args: ImportArgs) -> anyhow::Result<()> {
         alarm_webhook,
         access_token,
         protocol,
+        tenant,
     };
     runtime.block_on(async move {
+        if let Some(tenant) = &options.tenant {
+            let tenants = client
+                .tenants()
+                .await
+                .context("--tenant needs the operator's token (it lists tenants)")?;
+            if !tenants.iter().any(|known| &known.name == tenant) {
+                bail!("--tenant {tenant}: no such tenant (`cronbox tenant list` lists them)");
+            }
+        }
+        // The webhook is the import's, not the export's: checked before
+        // anything is planned, as the admin will check every job's.
+        if let Some(webhook) = &options.alarm_webhook {
+            let checked = client.alarm_check(webhook).await.with_context(|| {
+                format!("--alarm-webhook {webhook}: the admin would refuse every job with it")
+            })?;
+            if checked.checked_when_called && !json {
+                outln!(
+                    "--alarm-webhook {webhook}: its host is resolved when an alarm is sent, and \
+                     checked against the admin's allowed networks then"
+                );
+            }
+        }
         let groups = client.groups().await?;
         let existing: HashMap<(String, String), JobId> = every_job(&client)
             .await?
@@ -117,7 +157,6 @@ pub fn import(args: ImportArgs) -> anyhow::Result<()> {
 /// admin refused or could not link the children of.
 async fn create(client: &Client, plan: &mut Plan) -> anyhow::Result<usize> {
     let protocol = plan.protocol;
-    let mut refused = 0;
     for group in plan.groups.iter().filter(|group| !group.exists) {
         let spec = GroupSpec {
             address_type: if group.addresses.is_empty() {
@@ -137,6 +176,34 @@ async fn create(client: &Client, plan: &mut Plan) -> anyhow::Result<usize> {
             .await
             .with_context(|| format!("cannot make group {}", group.name))?;
     }
+    for group in &plan.groups {
+        if let Some(tenants) = &group.grant {
+            client
+                .grant_group(&group.name, tenants)
+                .await
+                .with_context(|| format!("cannot grant group {}", group.name))?;
+        }
+    }
+    // Made as the tenant the jobs are for: with a token of its own, made
+    // for the import and revoked once it is done, however it ends.
+    let Some(tenant) = plan.tenant.clone() else {
+        return create_jobs(client, plan).await;
+    };
+    let made = client
+        .create_token(&tenant, "cronbox import xxl-job")
+        .await
+        .with_context(|| format!("cannot make a token of tenant {tenant} for the import"))?;
+    let created = create_jobs(&client.with_token(&made.token), plan).await;
+    client
+        .revoke_token(&tenant, made.token_id)
+        .await
+        .with_context(|| format!("cannot revoke token {} of tenant {tenant}", made.token_id))?;
+    created
+}
+
+/// Creates the planned jobs (see [`create`]).
+async fn create_jobs(client: &Client, plan: &mut Plan) -> anyhow::Result<usize> {
+    let mut refused = 0;
     // Those started and those not, a batch of each at a time.
     for start in [true, false] {
         let to_create: Vec<usize> = (0..plan.jobs.len())
@@ -259,12 +326,29 @@ fn print_plan(plan: &Plan, applied: bool) {
         .collect();
     if !made.is_empty() {
         outln!(
-            "groups made ({}) speak {} ({}); only the operator's tenant may use them until \
-             granted: cronbox group grant GROUP TENANT",
+            "groups made ({}) speak {} ({})",
             made.join(", "),
             plan.protocol.as_str(),
             plan.protocol_from
         );
+    }
+    let granted: Vec<&str> = plan
+        .groups
+        .iter()
+        .filter(|group| group.grant.is_some())
+        .map(|group| group.name.as_str())
+        .collect();
+    match &plan.tenant {
+        Some(tenant) if !granted.is_empty() => outln!(
+            "groups granted to tenant {tenant}: {}; the jobs are tenant {tenant}'s",
+            granted.join(", ")
+        ),
+        Some(tenant) => outln!("the jobs are tenant {tenant}'s"),
+        None if !made.is_empty() => outln!(
+            "the jobs are the caller's tenant's; no other tenant may use the groups made until \
+             granted (--tenant TENANT, or cronbox group grant GROUP TENANT)"
+        ),
+        None => {}
     }
     let count = |f: fn(&Action) -> bool| plan.jobs.iter().filter(|job| f(&job.action)).count();
     let refused = count(|action| matches!(action, Action::Refused(_)));

@@ -6,7 +6,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use cronbox_api::{Group, JobId, JobSpec, LegacyProtocol};
+use cronbox_api::{Group, JobId, JobSpec, LegacyProtocol, XxlJobFields, XxlJobPlace};
 use serde::Serialize;
 
 use super::tables::{Row, Tables};
@@ -22,6 +22,9 @@ pub struct Options {
     pub access_token: Option<String>,
     /// The protocol of groups made (`None`: detected from the export).
     pub protocol: Option<LegacyProtocol>,
+    /// The tenant the jobs are for (`None`: the caller's), to which each
+    /// group they use is granted.
+    pub tenant: Option<String>,
 }
 
 /// A job's fate.
@@ -61,6 +64,9 @@ pub struct PlannedGroup {
     pub addresses: Vec<String>,
     #[serde(skip)]
     pub access_token: Option<String>,
+    /// The tenants it is granted to once imported, when the import grants
+    /// it to `--tenant` (`None`: left as it is).
+    pub grant: Option<Vec<String>>,
 }
 
 #[derive(Debug, Serialize)]
@@ -68,6 +74,8 @@ pub struct Plan {
     /// The protocol of the groups the import makes, and why that one.
     pub protocol: LegacyProtocol,
     pub protocol_from: String,
+    /// The tenant the jobs are made for (`None`: the caller's).
+    pub tenant: Option<String>,
     pub groups: Vec<PlannedGroup>,
     pub jobs: Vec<PlannedJob>,
 }
@@ -140,6 +148,7 @@ pub fn plan(
     let mut plan = Plan {
         protocol,
         protocol_from,
+        tenant: options.tenant.clone(),
         groups: Vec::new(),
         jobs: Vec::new(),
     };
@@ -191,9 +200,18 @@ pub fn plan(
             continue;
         }
         if planned_groups.insert(app.to_owned()) {
+            let known = groups.iter().find(|g| g.name == app);
             plan.groups.push(PlannedGroup {
                 name: app.to_owned(),
-                exists: groups.iter().any(|g| g.name == app),
+                exists: known.is_some(),
+                grant: options.tenant.as_ref().and_then(|tenant| {
+                    let mut tenants = known.map(|g| g.tenants.clone()).unwrap_or_default();
+                    let granted = tenants.iter().any(|t| t == tenant || t == "*");
+                    (!granted).then(|| {
+                        tenants.push(tenant.clone());
+                        tenants
+                    })
+                }),
                 addresses: manual_addresses(group_row),
                 access_token: column(group_row, &["access_token"])
                     .map(str::to_owned)
@@ -350,81 +368,32 @@ fn manual_addresses(row: &Row) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Longest timeout given to a job xxl-job ran without one (cronbox's
-/// default maximum, 24 h).
-const NO_TIMEOUT_MS: i64 = 24 * 3_600_000;
-
 type Mapped = (JobSpec, bool, Vec<i64>, Vec<String>);
 
-/// The definition of a BEAN job, whether to start it, its children's
-/// xxl-job ids, and notes; or why it is refused.
+/// The definition of a BEAN job (see [`XxlJobFields::legacy_job`]),
+/// whether to start it, its children's xxl-job ids, and notes; or why it
+/// is refused.
 fn map_job(row: &Row, job: &PlannedJob, options: &Options) -> Result<Mapped, String> {
-    let mut notes = Vec::new();
-    let glue = column(row, &["glue_type"]).unwrap_or("BEAN");
-    if !glue.eq_ignore_ascii_case("BEAN") {
-        return Err(format!(
-            "a GLUE job ({glue}): cronbox runs no source stored with a job; \
-             write its handler as a module (docs/authoring.md)"
-        ));
-    }
-    let handler =
-        column(row, &["executor_handler"]).ok_or_else(|| "no executor_handler".to_owned())?;
-    let (schedule_type, schedule_conf) = match (
-        column(row, &["schedule_type"]),
-        column(row, &["schedule_conf", "job_cron"]),
-    ) {
-        (None | Some("CRON"), Some(cron)) => ("CRON", cron),
-        (Some(kind @ ("FIX_RATE" | "FIX_DELAY")), Some(seconds)) => (kind, seconds),
-        (Some("NONE") | None, _) => ("NONE", ""),
-        (Some(other), _) => return Err(format!("schedule_type {other:?} has no cronbox match")),
+    let fields = XxlJobFields {
+        glue_type: column(row, &["glue_type"]),
+        executor_handler: column(row, &["executor_handler"]),
+        schedule_type: column(row, &["schedule_type"]),
+        schedule_conf: column(row, &["schedule_conf", "job_cron"]),
+        misfire_strategy: column(row, &["misfire_strategy"]),
+        executor_route_strategy: column(row, &["executor_route_strategy"]),
+        executor_block_strategy: column(row, &["executor_block_strategy"]),
+        executor_timeout: number(row, &["executor_timeout"]),
+        executor_fail_retry_count: number(row, &["executor_fail_retry_count"]),
+        executor_param: exact(row, &["executor_param"]),
+        alarm_email: column(row, &["alarm_email"]),
     };
-    let mut spec = JobSpec::legacy(job.name.clone(), job.group.clone(), handler);
-    spec.schedule_type = schedule_type.to_owned();
-    spec.schedule_conf = schedule_conf.to_owned();
-    spec.time_zone = options.zone.clone();
-    if let Some(misfire) = column(row, &["misfire_strategy"]) {
-        spec.misfire = misfire.to_owned();
-    }
-    if let Some(route) = column(row, &["executor_route_strategy"]) {
-        spec.route = route.to_owned();
-    }
-    if let Some(block) = column(row, &["executor_block_strategy"]) {
-        spec.block_strategy = block.to_owned();
-    }
-    spec.timeout_ms = match number(row, &["executor_timeout"]) {
-        Some(seconds) if seconds > 0 && seconds * 1000 <= NO_TIMEOUT_MS => seconds * 1000,
-        Some(seconds) if seconds > 0 => {
-            notes.push(format!("executor_timeout {seconds} s cut to 24 h"));
-            NO_TIMEOUT_MS
-        }
-        _ => {
-            notes.push("no timeout: 24 h".to_owned());
-            NO_TIMEOUT_MS
-        }
-    };
-    let retries = number(row, &["executor_fail_retry_count"]).unwrap_or(0);
-    spec.retry_count = retries.clamp(0, 100);
-    if spec.retry_count != retries {
-        notes.push(format!(
-            "executor_fail_retry_count {retries} cut to {}",
-            spec.retry_count
-        ));
-    }
-    // A handler's input, byte for byte (NULL: none).
-    spec.param = exact(row, &["executor_param"])
-        .unwrap_or_default()
-        .to_owned();
-    if let Some(email) = column(row, &["alarm_email"]) {
-        match &options.alarm_webhook {
-            Some(webhook) => {
-                spec.alarm_url = webhook.clone();
-                notes.push(format!("alarm_email {email} → the webhook"));
-            }
-            None => notes.push(format!(
-                "alarm_email {email} dropped (--alarm-webhook maps it)"
-            )),
-        }
-    }
+    let (mut spec, notes) = fields.legacy_job(XxlJobPlace {
+        name: &job.name,
+        group: &job.group,
+        time_zone: &options.zone,
+        alarm_webhook: options.alarm_webhook.as_deref(),
+    })?;
+    spec.xxl_job_id = (job.xxl_id > 0).then_some(job.xxl_id);
     let children = column(row, &["child_jobid"])
         .map(|list| {
             list.split(',')
@@ -432,7 +401,7 @@ fn map_job(row: &Row, job: &PlannedJob, options: &Options) -> Result<Mapped, Str
                 .collect()
         })
         .unwrap_or_default();
-    let start = number(row, &["trigger_status"]) == Some(1) && schedule_type != "NONE";
+    let start = number(row, &["trigger_status"]) == Some(1) && spec.schedule_type != "NONE";
     Ok((spec, start, children, notes))
 }
 

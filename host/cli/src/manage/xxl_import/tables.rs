@@ -2,12 +2,14 @@
 //! `xxl_job_info`, each a map from column name to text (NULL as absent),
 //! read from a `mysqldump` file (its `CREATE TABLE` gives the column order
 //! of `INSERT ... VALUES`, unless the inserts name their columns), or from a
-//! CSV or JSON export of one table named after it (`xxl_job_info.csv`, an
-//! array of objects in `xxl_job_group.json`).
+//! CSV, `mariadb -B` TSV or JSON export of one table named after it
+//! (`xxl_job_info.csv`, an array of objects in `xxl_job_group.json`), or
+//! what `INTO OUTFILE` writes of it, without a header (`outfile`).
 
 use std::collections::HashMap;
 use std::path::Path;
 
+use super::outfile;
 use anyhow::{Context, bail};
 
 /// One row: column → value (a NULL column is left out).
@@ -25,8 +27,10 @@ const JOB_TABLE: &str = "xxl_job_info";
 
 impl Tables {
     /// Adds what `path` holds: a `.sql` dump (both tables), or a `.csv` or
-    /// `.json` export of the table its name starts with.
-    pub fn read(&mut self, path: &Path) -> anyhow::Result<()> {
+    /// `.json` export of the table its name starts with; a header-less one
+    /// (`INTO OUTFILE`'s) written with backslash escapes (`escaped`, MySQL's
+    /// default) or `ESCAPED BY ''`.
+    pub fn read(&mut self, path: &Path, escaped: bool) -> anyhow::Result<()> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read {}", path.display()))?;
         // A byte-order mark, as spreadsheets write it, is not the first
@@ -41,25 +45,32 @@ impl Tables {
             return Ok(());
         }
         let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
-        let rows = match extension.to_ascii_lowercase().as_str() {
-            "csv" => read_csv(text),
-            "tsv" => read_tsv(text),
-            "json" => read_json(text),
-            _ => bail!(
-                "{}: not a .sql dump nor a .csv, .tsv or .json export",
-                path.display()
-            ),
-        }
-        .with_context(|| format!("in {}", path.display()))?;
-        if stem.starts_with(JOB_TABLE) {
-            self.jobs.extend(rows);
+        let table = if stem.starts_with(JOB_TABLE) {
+            JOB_TABLE
         } else if stem.starts_with(GROUP_TABLE) {
-            self.groups.extend(rows);
+            GROUP_TABLE
         } else {
             bail!(
                 "{}: name a table's export after it ({JOB_TABLE}.csv, {GROUP_TABLE}.json, ...)",
                 path.display()
             );
+        };
+        let rows = match extension.to_ascii_lowercase().as_str() {
+            "csv" | "tsv" | "txt" if outfile::starts_with_a_row(text) => {
+                outfile::read(text, table, escaped)
+            }
+            "csv" => read_csv(text),
+            "tsv" => read_tsv(text),
+            "json" => read_json(text),
+            _ => bail!(
+                "{}: not a .sql dump nor a .csv, .tsv, .txt or .json export",
+                path.display()
+            ),
+        }
+        .with_context(|| format!("in {}", path.display()))?;
+        match table {
+            JOB_TABLE => self.jobs.extend(rows),
+            _ => self.groups.extend(rows),
         }
         Ok(())
     }
@@ -74,7 +85,6 @@ fn read_csv(text: &str) -> anyhow::Result<Vec<Row>> {
         .iter()
         .map(str::to_owned)
         .collect();
-    check_header(&header)?;
     let mut rows = Vec::new();
     for record in reader.records() {
         let record = record.map_err(|error| {
@@ -92,18 +102,6 @@ fn read_csv(text: &str) -> anyhow::Result<Vec<Row>> {
     Ok(rows)
 }
 
-/// Refuses a first line that is a row, not column names (an export
-/// without its header, such as `SELECT ... INTO OUTFILE`'s).
-fn check_header<S: AsRef<str>>(header: &[S]) -> anyhow::Result<()> {
-    match header.first().map(AsRef::as_ref) {
-        Some(first) if !first.is_empty() && first.bytes().all(|b| b.is_ascii_digit()) => bail!(
-            "line 1: expected a header of column names (id, ...), found a row starting {first:?}: \
-             export the table with its header (mariadb -B, or a CSV with a header row)"
-        ),
-        _ => Ok(()),
-    }
-}
-
 /// What `mariadb -B` (`--batch`) prints of `SELECT * FROM TABLE`: a header
 /// line of column names, then a line per row, fields between tabs, with
 /// tab, newline, carriage return, NUL and backslash written as `\t`,
@@ -116,7 +114,6 @@ fn read_tsv(text: &str) -> anyhow::Result<Vec<Row>> {
         .context("no header line of column names")?
         .split('\t')
         .collect();
-    check_header(&header)?;
     let mut rows = Vec::new();
     for (at, line) in lines.enumerate() {
         if line.is_empty() {
@@ -494,22 +491,23 @@ mod tests {
     }
 
     #[test]
-    fn a_csv_with_a_byte_order_mark_and_crlf_reads_and_one_without_a_header_is_refused() {
+    fn a_csv_with_a_byte_order_mark_and_crlf_reads_and_one_of_other_columns_without_a_header_is_refused()
+     {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("xxl_job_group.csv");
         std::fs::write(&path, "\u{feff}id,app_name\r\n1,\"a, b\"\r\n").unwrap();
         let mut tables = Tables::default();
-        tables.read(&path).unwrap();
+        tables.read(&path, true).unwrap();
         assert_eq!(tables.groups[0]["id"], "1");
         assert_eq!(tables.groups[0]["app_name"], "a, b");
         std::fs::write(&path, "1,orders\n2,reports\n").unwrap();
-        let error = format!("{:#}", tables.read(&path).unwrap_err());
+        let error = format!("{:#}", tables.read(&path, true).unwrap_err());
         assert!(
-            error.contains("line 1: expected a header of column names"),
+            error.contains("line 1: a row without a header") && error.contains("7 or 6"),
             "{error}"
         );
         std::fs::write(&path, "id,app_name\n1,a\n2,x,y\n").unwrap();
-        let error = format!("{:#}", tables.read(&path).unwrap_err());
+        let error = format!("{:#}", tables.read(&path, true).unwrap_err());
         assert!(
             error.contains("xxl_job_group.csv") && error.contains("line 3"),
             "{error}"

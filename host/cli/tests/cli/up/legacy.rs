@@ -428,6 +428,29 @@ async fn an_xxl_job_dump_is_imported_as_legacy_groups_and_jobs_once() {
         ("FIRE_ONCE_NOW", "FAILOVER", true)
     );
 
+    // Each job records its xxl-job id, by which xxl-job 3.5's job API
+    // finds it: `triggerJob {"id": 2}` with its group's token runs it.
+    assert_eq!(
+        (nightly.xxl_job_id, after.xxl_job_id, hourly.xxl_job_id),
+        (Some(1), Some(2), Some(4))
+    );
+    let triggered: Value = api
+        .http
+        .post(format!("{base}/api/triggerJob"))
+        .header("XXL-JOB-APPNAME", "order-service")
+        .header("XXL-JOB-ACCESS-TOKEN", TOKEN)
+        .json(&json!({"id": 2, "executorParam": "by xxl-job id", "addressList": null}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(triggered["code"], 200, "{triggered}");
+    let runs = api.api.job_runs(after.id, None, 10).await.unwrap();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0].param, "by xxl-job id");
+
     // Again: nothing is created twice.
     let again = import(true);
     assert!(
@@ -452,24 +475,55 @@ async fn an_xxl_job_dump_is_imported_as_legacy_groups_and_jobs_once() {
          40,7,\"invoices, daily\",CRON,0 0 6 * * ?,invoiceHandler,NULL,BEAN,0\n",
     )
     .unwrap();
-    let imported = ok(
-        &base,
-        token,
-        &[
+    let files = [groups_json.to_str().unwrap(), jobs_csv.to_str().unwrap()];
+    let import_as = |more: &[&str]| {
+        let mut args = vec![
             "import",
             "xxl-job",
-            groups_json.to_str().unwrap(),
-            jobs_csv.to_str().unwrap(),
+            files[0],
+            files[1],
             "--access-token",
             TOKEN,
-            "--apply",
-        ],
+        ];
+        args.extend(more);
+        cli(&base, token, &args)
+    };
+    // A webhook the admin may not call stops even the dry run, before
+    // anything is made; so does a tenant that does not exist.
+    let (code, _, refused) = import_as(&["--alarm-webhook", "http://127.0.0.1:9/alarm", "--apply"]);
+    assert_eq!(code, 1, "{refused}");
+    assert!(
+        refused.contains("--alarm-webhook") && refused.contains("alarm_url"),
+        "{refused}"
     );
+    let (code, _, refused) = import_as(&["--tenant", "nobody", "--apply"]);
+    assert!(code == 1 && refused.contains("no such tenant"), "{refused}");
+    assert!(!ok(&base, token, &["group", "list"]).contains("billing"));
+
+    // --tenant: the group is granted to it and the jobs are its own.
+    api.api.create_tenant("acme").await.unwrap();
+    let (code, planned, _) = import_as(&["--tenant", "acme"]);
+    assert!(
+        code == 0 && planned.contains("groups granted to tenant acme: billing"),
+        "{planned}"
+    );
+    let (code, imported, stderr) = import_as(&["--tenant", "acme", "--apply"]);
+    assert_eq!(code, 0, "{stderr}");
     assert!(
         imported.contains("1 jobs are in cronbox; 0 refused; 1 groups made"),
         "{imported}"
     );
+    let granted = api.api.groups().await.unwrap();
+    let granted = granted
+        .iter()
+        .find(|group| group.name == "billing")
+        .unwrap();
+    assert_eq!(granted.tenants, ["acme"]);
+    let tenants = api.api.tenants().await.unwrap();
+    let acme = tenants.iter().find(|tenant| tenant.name == "acme").unwrap();
+    assert_eq!(acme.tokens, 1, "the import's token of acme is revoked");
     let billing = jobs_of(&api, "billing").await;
+    assert_eq!(billing["invoices, daily"].tenant, "acme");
     assert_eq!(
         billing["invoices, daily"].executor_handler.as_deref(),
         Some("invoiceHandler")

@@ -1,6 +1,7 @@
 //! xxl-job 3.5's tables (and a copy in 3.4's schema) in a real MariaDB
 //! (Debian's, started on a socket of its own, no network), exported by
-//! MariaDB's own `mysqldump` in the options users pass and by `mariadb -B`,
+//! MariaDB's own `mysqldump` in the options users pass, by `mariadb -B` and
+//! by `SELECT ... INTO OUTFILE` (with and without escapes),
 //! imported with `cronbox import xxl-job`: every job's parameter arrives
 //! byte for byte as the database holds it, every name as it is or made
 //! unique with a note saying why.
@@ -362,6 +363,46 @@ async fn a_real_mysqldump_in_every_option_imports_every_param_byte_for_byte() {
     )
     .unwrap();
     check("mariadb -B", &import(&[&groups, &infos], false), true);
+
+    // And as `SELECT * ... INTO OUTFILE` writes them, without a header:
+    // MySQL's defaults (tabs, backslash escapes), a CSV in quotes, and one
+    // without escapes (`--escaped-by ''`).
+    let outfiles: [(&str, &str, &[&str]); 3] = [
+        ("txt", "", &[]),
+        (
+            "csv",
+            "FIELDS TERMINATED BY ',' OPTIONALLY ENCLOSED BY '\"'",
+            &[],
+        ),
+        (
+            "csv",
+            "FIELDS TERMINATED BY ',' OPTIONALLY ENCLOSED BY '\"' ESCAPED BY ''",
+            &["--escaped-by", ""],
+        ),
+    ];
+    for (at, (extension, fields, flags)) in outfiles.into_iter().enumerate() {
+        let dir = dumps.path().join(format!("outfile-{at}"));
+        std::fs::create_dir(&dir).unwrap();
+        let files = ["xxl_job_group", "xxl_job_info"].map(|table| {
+            let file = dir.join(format!("{table}.{extension}"));
+            mariadb.sql(
+                &format!(
+                    "SELECT * FROM xxl_job.{table} INTO OUTFILE '{}' {fields}",
+                    file.display()
+                ),
+                false,
+            );
+            file
+        });
+        let mut args = vec!["import", "xxl-job"];
+        args.extend(files.iter().map(|file| file.to_str().unwrap()));
+        args.extend(flags);
+        check(
+            &format!("INTO OUTFILE {fields}"),
+            &json(&base, token, &args),
+            false,
+        );
+    }
 
     // The same rows in xxl-job 3.4's schema (`job_desc`, `title`, no
     // group token): told apart by their columns, the token given.
