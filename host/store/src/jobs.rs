@@ -136,6 +136,27 @@ impl Store {
         }
     }
 
+    /// The jobs that have one of `xxl_job_ids`: each one's group, xxl-job
+    /// id and id (in chunks of bound parameters).
+    pub async fn jobs_with_xxl_ids(
+        &self,
+        xxl_job_ids: &[i64],
+    ) -> Result<Vec<(String, i64, JobId)>, StoreError> {
+        let mut found = Vec::new();
+        for chunk in xxl_job_ids.chunks(500) {
+            let sql = format!(
+                "SELECT group_name, xxl_job_id, id FROM job WHERE xxl_job_id IN ({})",
+                placeholders(chunk.len())
+            );
+            let mut query = sqlx::query_as::<_, (String, i64, JobId)>(sqlx::AssertSqlSafe(sql));
+            for id in chunk {
+                query = query.bind(*id);
+            }
+            found.extend(query.fetch_all(&self.pool).await?);
+        }
+        Ok(found)
+    }
+
     /// The xxl-job id a new job of group `group` takes: one past the
     /// largest there, and past the largest job id (so that it names no
     /// other job of the group by its cronbox id either).

@@ -105,7 +105,6 @@ pub async fn create_many(
                 ),
             )));
         }
-        check_xxl_job_id(store, &row, None).await.map_err(at)?;
         let module_key = (
             row.module_name.clone(),
             row.module_version,
@@ -119,6 +118,19 @@ pub async fn create_many(
             }
         }
         checked.push((row, schedule));
+    }
+    // The batch's xxl-job ids that another job has, read at once.
+    let ids: Vec<i64> = xxl_job_ids.iter().map(|(_, id)| *id).collect();
+    for (group, xxl_job_id, other) in store.jobs_with_xxl_ids(&ids).await? {
+        if let Some(index) = checked.iter().position(|(row, _): &(JobRow, _)| {
+            row.group_name == group && row.xxl_job_id == Some(xxl_job_id)
+        }) {
+            return Err(ServiceError::invalid(
+                "xxl_job_id",
+                format!("xxl-job id {xxl_job_id} is job {other}'s in group {group}"),
+            )
+            .in_batch(index));
+        }
     }
     quotas
         .check_more(

@@ -251,6 +251,16 @@ async fn xxl_job_35s_job_api_manages_a_legacy_groups_jobs() {
         "xxl-job ids are the admin's own"
     );
 
+    // An xxl-job id is one job's in its group: the cronbox API refuses a
+    // second job with it, naming the field.
+    let mut twin = cronbox_api::JobSpec::legacy("twin", "orders", "orderJobHandler");
+    twin.xxl_job_id = Some(xxl_id);
+    let refused = api.api.create_job(&twin).await.unwrap_err().to_string();
+    assert!(
+        refused.contains("xxl_job_id") && refused.contains(&format!("job {}", job.id)),
+        "{refused}"
+    );
+
     // removeJob: gone.
     let removed = call(
         &api,

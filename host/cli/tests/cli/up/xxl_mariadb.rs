@@ -222,13 +222,63 @@ fn unhex(text: &str) -> Vec<u8> {
         .collect()
 }
 
-/// The jobs' names and params as the database holds them, by xxl-job id
-/// (read as hex: nothing between the server and the test rewrites them).
-fn source_rows(mariadb: &Mariadb) -> HashMap<i64, (String, Option<String>)> {
+/// How many jobs the test's xxl-job holds.
+const JOBS: usize = 200;
+
+/// xxl-job's ten route strategies, its three block strategies, its two
+/// misfire strategies and its schedule types, given out in turn.
+const ROUTES: [&str; 10] = [
+    "FIRST",
+    "LAST",
+    "ROUND",
+    "RANDOM",
+    "CONSISTENT_HASH",
+    "LEAST_FREQUENTLY_USED",
+    "LEAST_RECENTLY_USED",
+    "FAILOVER",
+    "BUSYOVER",
+    "SHARDING_BROADCAST",
+];
+const BLOCKS: [&str; 3] = ["SERIAL_EXECUTION", "DISCARD_LATER", "COVER_EARLY"];
+const MISFIRES: [&str; 2] = ["DO_NOTHING", "FIRE_ONCE_NOW"];
+const SCHEDULES: [(&str, &str); 3] = [("CRON", "0 0 2 * * ?"), ("FIX_RATE", "3600"), ("NONE", "")];
+
+/// A row of `xxl_job_info` as the database holds it (text read as hex:
+/// nothing between the server and the test rewrites it).
+struct SourceJob {
+    name: String,
+    param: Option<String>,
+    /// The other columns a cronbox job keeps, as text.
+    columns: HashMap<&'static str, String>,
+}
+
+/// The columns compared beside name and param.
+const KEPT: [&str; 10] = [
+    "schedule_type",
+    "schedule_conf",
+    "misfire_strategy",
+    "executor_route_strategy",
+    "executor_block_strategy",
+    "executor_timeout",
+    "executor_fail_retry_count",
+    "executor_handler",
+    "trigger_status",
+    "child_jobid",
+];
+
+/// The jobs as the database holds them, by xxl-job id.
+fn source_rows(mariadb: &Mariadb) -> HashMap<i64, SourceJob> {
+    let kept: Vec<String> = KEPT
+        .iter()
+        .map(|column| format!("IFNULL({column}, '')"))
+        .collect();
     mariadb
         .sql(
-            "SELECT id, HEX(name), HEX(executor_param), executor_param IS NULL \
-             FROM xxl_job.xxl_job_info",
+            &format!(
+                "SELECT id, HEX(name), HEX(executor_param), executor_param IS NULL, {} \
+                 FROM xxl_job.xxl_job_info",
+                kept.join(", ")
+            ),
             false,
         )
         .lines()
@@ -236,9 +286,88 @@ fn source_rows(mariadb: &Mariadb) -> HashMap<i64, (String, Option<String>)> {
             let fields: Vec<&str> = line.split('\t').collect();
             let name = String::from_utf8(unhex(fields[1])).unwrap();
             let param = (fields[3] == "0").then(|| String::from_utf8(unhex(fields[2])).unwrap());
-            (fields[0].parse().unwrap(), (name, param))
+            let columns = KEPT
+                .iter()
+                .zip(&fields[4..])
+                .map(|(column, value)| (*column, (*value).to_owned()))
+                .collect();
+            let job = SourceJob {
+                name,
+                param,
+                columns,
+            };
+            (fields[0].parse().unwrap(), job)
         })
         .collect()
+}
+
+/// Every field of planned job `job` (`--json`'s) against its row: the
+/// definition as the mapping documents it (a timeout of 0 or past 24 h is
+/// 24 h), started as it ran, its children.
+fn check_fields(export: &str, id: i64, job: &Value, source: &SourceJob) {
+    let spec = &job["spec"];
+    let column = |name: &str| source.columns[name].as_str();
+    let schedule_type = match column("schedule_type") {
+        "" => "NONE",
+        kind => kind,
+    };
+    let timeout: i64 = column("executor_timeout").parse().unwrap();
+    let timeout_ms = match timeout * 1000 {
+        ms if ms <= 0 || ms > 86_400_000 => 86_400_000,
+        ms => ms,
+    };
+    let children: Vec<i64> = column("child_jobid")
+        .split(',')
+        .filter_map(|id| id.trim().parse().ok())
+        .collect();
+    let fields = [
+        (
+            "schedule_type",
+            spec["schedule_type"].clone(),
+            json!(schedule_type),
+        ),
+        (
+            "schedule_conf",
+            spec["schedule_conf"].clone(),
+            json!(column("schedule_conf")),
+        ),
+        (
+            "misfire",
+            spec["misfire"].clone(),
+            json!(column("misfire_strategy")),
+        ),
+        (
+            "route",
+            spec["route"].clone(),
+            json!(column("executor_route_strategy")),
+        ),
+        (
+            "block",
+            spec["block_strategy"].clone(),
+            json!(column("executor_block_strategy")),
+        ),
+        ("timeout", spec["timeout_ms"].clone(), json!(timeout_ms)),
+        (
+            "retries",
+            spec["retry_count"].clone(),
+            json!(column("executor_fail_retry_count").parse::<i64>().unwrap()),
+        ),
+        (
+            "handler",
+            spec["executor_handler"].clone(),
+            json!(column("executor_handler")),
+        ),
+        ("xxl_job_id", spec["xxl_job_id"].clone(), json!(id)),
+        (
+            "start",
+            job["start"].clone(),
+            json!(column("trigger_status") == "1" && schedule_type != "NONE"),
+        ),
+        ("children", job["children"].clone(), json!(children)),
+    ];
+    for (field, planned, expected) in fields {
+        assert_eq!(planned, expected, "{export}: job {id}'s {field}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -249,24 +378,41 @@ async fn a_real_mysqldump_in_every_option_imports_every_param_byte_for_byte() {
     let names = names();
     let params = params();
     let mut inserts = String::from("USE xxl_job;\n");
-    for (at, param) in params.iter().enumerate() {
+    for at in 0..JOBS {
         let name = names.get(at).cloned().unwrap_or(format!("job {at}"));
-        let param = match param {
+        let param = match &params[at % params.len()] {
             Some(param) => format!("CONVERT(UNHEX('{}') USING utf8mb4)", hex(param.as_bytes())),
             None => "NULL".to_owned(),
         };
+        let (schedule_type, schedule_conf) = SCHEDULES[at % SCHEDULES.len()];
+        // A child now and then: the next job (a chain, no cycle).
+        let children = if at % 7 == 0 && at + 2 <= JOBS {
+            format!("'{}'", at + 2)
+        } else {
+            "NULL".to_owned()
+        };
         inserts.push_str(&format!(
             "INSERT INTO xxl_job_info (id, job_group, name, schedule_type, schedule_conf, \
-             executor_handler, executor_param, glue_type, add_time) VALUES ({id}, 1, \
-             CONVERT(UNHEX('{name}') USING utf8mb4), 'CRON', '0 0 2 * * ?', 'demoHandler', \
-             {param}, 'BEAN', now());\n",
+             misfire_strategy, executor_route_strategy, executor_handler, executor_param, \
+             executor_block_strategy, executor_timeout, executor_fail_retry_count, glue_type, \
+             child_jobid, trigger_status, add_time) VALUES ({id}, 1, \
+             CONVERT(UNHEX('{name}') USING utf8mb4), '{schedule_type}', '{schedule_conf}', \
+             '{misfire}', '{route}', 'handler{handler}', {param}, '{block}', {timeout}, \
+             {retries}, 'BEAN', {children}, {started}, now());\n",
             id = at + 1,
             name = hex(name.as_bytes()),
+            misfire = MISFIRES[at % MISFIRES.len()],
+            route = ROUTES[at % ROUTES.len()],
+            handler = at % 5,
+            block = BLOCKS[at % BLOCKS.len()],
+            timeout = [0, 30, 100_000, 86_400][at % 4],
+            retries = at % 4,
+            started = at % 2,
         ));
     }
     mariadb.sql(&inserts, false);
     let source = source_rows(&mariadb);
-    assert_eq!(source.len(), params.len());
+    assert_eq!(source.len(), JOBS);
 
     let data = tempfile::tempdir().unwrap();
     let (mut stack, _, at) = up(data.path(), None);
@@ -297,8 +443,10 @@ async fn a_real_mysqldump_in_every_option_imports_every_param_byte_for_byte() {
         let mut seen = std::collections::HashSet::new();
         for job in jobs {
             let id = job["xxl_id"].as_i64().unwrap();
-            let (name, param) = &source[&id];
+            let row = &source[&id];
+            let (name, param) = (&row.name, &row.param);
             assert_eq!(job["action"]["action"], "create", "{export}: {job}");
+            check_fields(export, id, job, row);
             let expected = match param.as_deref() {
                 Some("NULL") if batch => "",
                 param => param.unwrap_or_default(),
@@ -455,7 +603,7 @@ async fn a_real_mysqldump_in_every_option_imports_every_param_byte_for_byte() {
     assert_eq!(orders.legacy, Some(cronbox_api::LegacyProtocol::XxlJob35));
     for job in applied["jobs"].as_array().unwrap() {
         let id = job["xxl_id"].as_i64().unwrap();
-        let (_, param) = &source[&id];
+        let param = &source[&id].param;
         let name = job["name"].as_str().unwrap();
         assert_eq!(
             cronbox[name],
@@ -479,9 +627,9 @@ async fn a_real_mysqldump_in_every_option_imports_every_param_byte_for_byte() {
     mariadb.sql(
         "INSERT INTO xxl_job.xxl_job_info (id, job_group, name, schedule_type, schedule_conf, \
          executor_handler, glue_type) VALUES \
-         (101, 1, 'new one', 'CRON', '0 0 3 * * ?', 'demoHandler', 'BEAN'), \
-         (102, 1, 'bad cron', 'CRON', 'every day at three', 'demoHandler', 'BEAN'), \
-         (103, 1, 'new two', 'CRON', '0 0 4 * * ?', 'demoHandler', 'BEAN');",
+         (1001, 1, 'new one', 'CRON', '0 0 3 * * ?', 'demoHandler', 'BEAN'), \
+         (1002, 1, 'bad cron', 'CRON', 'every day at three', 'demoHandler', 'BEAN'), \
+         (1003, 1, 'new two', 'CRON', '0 0 4 * * ?', 'demoHandler', 'BEAN');",
         false,
     );
     let dump = dumps.path().join("dump-more.sql");
@@ -500,7 +648,10 @@ async fn a_real_mysqldump_in_every_option_imports_every_param_byte_for_byte() {
     );
     assert_eq!(code, 1, "{table}{said}");
     assert!(said.contains("1 jobs were refused by the admin"), "{said}");
-    let bad = table.lines().find(|line| line.starts_with("102 ")).unwrap();
+    let bad = table
+        .lines()
+        .find(|line| line.starts_with("1002 "))
+        .unwrap();
     assert!(
         bad.contains("refused")
             && bad.contains("the admin refused it")
