@@ -1,7 +1,7 @@
 //! xxl-job 3.5's tables (and a copy in 3.4's schema) in a real MariaDB
 //! (Debian's, started on a socket of its own, no network), exported by
 //! MariaDB's own `mysqldump` in the options users pass, by `mariadb -B` and
-//! by `SELECT ... INTO OUTFILE` (with and without escapes),
+//! by `SELECT ... INTO OUTFILE` (with and without escapes) and as JSON,
 //! imported with `cronbox import xxl-job`: every job's parameter arrives
 //! byte for byte as the database holds it, every name as it is or made
 //! unique with a note saying why.
@@ -551,6 +551,49 @@ async fn a_real_mysqldump_in_every_option_imports_every_param_byte_for_byte() {
             false,
         );
     }
+
+    // And as JSON, an array of objects per table, as MariaDB's
+    // JSON_ARRAYAGG writes it.
+    let dir = dumps.path().join("json");
+    std::fs::create_dir(&dir).unwrap();
+    let tables: [(&str, Vec<&str>); 2] = [
+        (
+            "xxl_job_group",
+            vec![
+                "id",
+                "app_name",
+                "name",
+                "address_type",
+                "address_list",
+                "access_token",
+            ],
+        ),
+        (
+            "xxl_job_info",
+            ["id", "job_group", "name", "executor_param", "glue_type"]
+                .into_iter()
+                .chain(KEPT)
+                .collect(),
+        ),
+    ];
+    let files = tables.map(|(table, columns)| {
+        let file = dir.join(format!("{table}.json"));
+        let pairs: Vec<String> = columns
+            .iter()
+            .map(|column| format!("'{column}', {column}"))
+            .collect();
+        mariadb.sql(
+            &format!(
+                "SELECT JSON_ARRAYAGG(JSON_OBJECT({})) FROM xxl_job.{table} \
+                 INTO OUTFILE '{}' FIELDS ESCAPED BY ''",
+                pairs.join(", "),
+                file.display()
+            ),
+            false,
+        );
+        file
+    });
+    check("JSON", &import(&[&files[0], &files[1]], false), false);
 
     // The same rows in xxl-job 3.4's schema (`job_desc`, `title`, no
     // group token): told apart by their columns, the token given.
