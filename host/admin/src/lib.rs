@@ -97,6 +97,8 @@ pub enum AdminError {
 pub struct RunningAdmin {
     local_addr: SocketAddr,
     tasks: tasks::Tasks,
+    /// Stops the firing alone (see [`RunningAdmin::stop_firing`]).
+    firing: tokio_util::sync::CancellationToken,
     /// Closed once every task has ended.
     store: Store,
 }
@@ -184,11 +186,13 @@ pub async fn start(config: AdminConfig) -> Result<RunningAdmin, AdminError> {
             tracing::error!(%error, "admin API stopped");
         }
     });
+    let firing = scheduler.firing_stop();
     cronbox_scheduler::run_engine(scheduler, &tasks, config.metrics_export.clone()).await;
     tracing::info!(%local_addr, "admin started");
     Ok(RunningAdmin {
         local_addr,
         tasks,
+        firing,
         store,
     })
 }
@@ -197,6 +201,15 @@ impl RunningAdmin {
     /// Where the API listens.
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// Stops firing: no more fires are claimed, and runs claimed but not
+    /// yet sent stay pending for the next start (or another admin), while
+    /// the API still takes results. The first step of a shutdown beside an
+    /// executor that drains (`cronbox up`): nothing is sent to it that it
+    /// would refuse.
+    pub fn stop_firing(&self) {
+        self.firing.cancel();
     }
 
     /// Stops the scheduler and the API, waits until every task the admin

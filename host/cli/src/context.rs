@@ -126,15 +126,60 @@ impl Contexts {
     }
 }
 
-/// Records `context` as `name` and makes it current (what `cronbox up`
-/// does when it is ready). Returns the file written.
-pub fn record(name: &str, context: Context) -> anyhow::Result<PathBuf> {
+/// What recording a context did: whether it became current, and the
+/// context that stays current when it did not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recorded {
+    pub current: bool,
+    pub kept: Option<String>,
+}
+
+/// Records `context` as `name` (what `cronbox up` does when it is ready):
+/// it becomes current when no other context is, or when the current one's
+/// admin does not answer (`current_unreachable`); another `cronbox up` on
+/// the machine never takes over a context in use.
+pub fn record(name: &str, context: Context, current_unreachable: bool) -> anyhow::Result<Recorded> {
     let path = file().context("no home directory to keep contexts in (set CRONBOX_CONTEXTS)")?;
-    let mut contexts = Contexts::read(&path)?;
+    record_in(&path, name, context, current_unreachable)
+}
+
+/// [`record`] in the contexts file `path`.
+fn record_in(
+    path: &Path,
+    name: &str,
+    context: Context,
+    current_unreachable: bool,
+) -> anyhow::Result<Recorded> {
+    let mut contexts = Contexts::read(path)?;
+    let other = contexts
+        .current
+        .clone()
+        .filter(|current| current != name && contexts.contexts.contains_key(current));
     contexts.contexts.insert(name.to_owned(), context);
-    contexts.current = Some(name.to_owned());
-    contexts.write(&path)?;
-    Ok(path)
+    let recorded = match other {
+        Some(kept) if !current_unreachable => Recorded {
+            current: false,
+            kept: Some(kept),
+        },
+        _ => {
+            contexts.current = Some(name.to_owned());
+            Recorded {
+                current: true,
+                kept: None,
+            }
+        }
+    };
+    contexts.write(path)?;
+    Ok(recorded)
+}
+
+/// The current context when it is another than `name`: its name and where
+/// it is (whether `cronbox up` recording `name` may take over asks it).
+pub fn current_other_than(name: &str) -> Option<(String, Context)> {
+    let contexts = Contexts::load().ok()?;
+    let current = contexts.current.filter(|current| current != name)?;
+    let context = contexts.contexts.get(&current)?.clone();
+    Some((current, context))
 }
 
 /// Where a management command sends its requests, and with which token.
@@ -154,7 +199,8 @@ pub fn resolve(
     context: Option<&str>,
     contexts: &Contexts,
 ) -> anyhow::Result<Target> {
-    let chosen = match context.or(contexts.current.as_deref()) {
+    let name = context.or(contexts.current.as_deref());
+    let chosen = match name {
         Some(name) => match (contexts.named(name), context) {
             (Ok(chosen), _) => Some(chosen),
             // A current context that was removed by hand is not an error.
@@ -162,6 +208,19 @@ pub fn resolve(
             (Err(error), Some(_)) => return Err(error),
         },
         None => None,
+    };
+    // An error of a context names it, and how to take another.
+    let which = || {
+        format!(
+            "context {:?} ({}): `cronbox context use NAME` switches, `--context NAME` picks one \
+             for a command, `cronbox context` lists them",
+            name.unwrap_or_default(),
+            if context.is_some() {
+                "given"
+            } else {
+                "the current one"
+            }
+        )
     };
     let admin = admin
         .map(str::to_owned)
@@ -171,7 +230,9 @@ pub fn resolve(
         Some(token) => Some(token.to_owned()),
         None => match chosen {
             // Its token goes to its own admin only.
-            Some(chosen) if same_admin(&chosen.admin, &admin) => chosen.token()?,
+            Some(chosen) if same_admin(&chosen.admin, &admin) => {
+                chosen.token().with_context(which)?
+            }
             _ => None,
         },
     };
@@ -357,6 +418,49 @@ mod tests {
         let same = resolve(Some("http://127.0.0.1:18080/"), None, None, &contexts).unwrap();
         assert_eq!(same.token.as_deref(), Some("up-token"));
         assert_eq!(same.ca_file, Some(folder.path().join("ca.pem")));
+    }
+
+    #[test]
+    fn up_takes_the_current_context_only_from_one_that_does_not_answer() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("contexts.toml");
+        let at = |admin: &str| Context {
+            admin: admin.to_owned(),
+            token_file: None,
+            ca_file: None,
+        };
+        let first = record_in(&path, "up", at("http://127.0.0.1:8080"), false).unwrap();
+        assert!(first.current, "nothing was current");
+        let second = record_in(&path, "up-2", at("http://127.0.0.1:8081"), false).unwrap();
+        assert_eq!(second.kept.as_deref(), Some("up"), "{second:?}");
+        let read = Contexts::read(&path).unwrap();
+        assert_eq!(read.current.as_deref(), Some("up"));
+        assert!(read.contexts.contains_key("up-2"), "recorded all the same");
+        let again = record_in(&path, "up", at("http://127.0.0.1:8080"), false).unwrap();
+        assert!(again.current, "the current context recorded again");
+        let taken = record_in(&path, "up-2", at("http://127.0.0.1:8081"), true).unwrap();
+        assert!(taken.current, "the current one does not answer");
+        let read = Contexts::read(&path).unwrap();
+        assert_eq!(read.current.as_deref(), Some("up-2"));
+    }
+
+    #[test]
+    fn a_contexts_unreadable_token_names_the_context_and_how_to_switch() {
+        let mut contexts = Contexts::default();
+        contexts.contexts.insert(
+            "prod".to_owned(),
+            Context {
+                admin: "http://127.0.0.1:9".to_owned(),
+                token_file: Some(PathBuf::from("/nonexistent/token")),
+                ca_file: None,
+            },
+        );
+        contexts.current = Some("prod".to_owned());
+        let error = format!("{:#}", resolve(None, None, None, &contexts).unwrap_err());
+        assert!(
+            error.contains("context \"prod\"") && error.contains("cronbox context use"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -206,8 +206,13 @@ pub fn main(
             token_file: kept_in.clone(),
             ca_file: ca_file.clone(),
         };
-        let recorded = match crate::context::record(&args.context_name, context) {
-            Ok(_) => Some(args.context_name.as_str()),
+        // Another context in use stays current while its admin answers.
+        let unreachable = match crate::context::current_other_than(&args.context_name) {
+            Some((_, current)) => !answers(&current).await,
+            None => true,
+        };
+        let recorded = match crate::context::record(&args.context_name, context, unreachable) {
+            Ok(recorded) => Some((args.context_name.as_str(), recorded)),
             Err(error) => {
                 eprintln!("warning: this admin is not recorded as a context: {error:#}");
                 None
@@ -221,14 +226,23 @@ pub fn main(
                 token_source: &token_source,
                 token_file: kept_in.as_deref(),
                 password_file: &password_file,
-                context: recorded,
+                context: recorded.as_ref().map(|(name, recorded)| (*name, recorded)),
                 ca_file: ca_file.as_deref(),
             },
             &deployed,
         );
 
         crate::shutdown_signal().await;
-        eprintln!("cronbox shutting down");
+        // The admin fires nothing more while the executor drains, so that
+        // no run is sent to it that it would refuse (nor recorded failed
+        // without being tried); runs claimed but not sent stay pending for
+        // the next start.
+        eprintln!(
+            "cronbox shutting down: no more fires; the executor finishes its running runs (at \
+             most {}), then both stop",
+            humantime::format_duration(executor.shutdown_grace())
+        );
+        admin.stop_firing();
         executor.shutdown().await;
         admin.shutdown().await;
         Ok(ExitCode::SUCCESS)
@@ -367,8 +381,8 @@ struct Welcome<'a> {
     /// The file holding the API token (none when it was given).
     token_file: Option<&'a Path>,
     password_file: &'a Path,
-    /// The context this admin was recorded as.
-    context: Option<&'a str>,
+    /// The context this admin was recorded as, and whether it is current.
+    context: Option<(&'a str, &'a crate::context::Recorded)>,
     /// The private CA of `--tls`.
     ca_file: Option<&'a Path>,
 }
@@ -406,9 +420,14 @@ fn print_welcome(welcome: &Welcome<'_>, demos: &[(JobId, &Demo)]) {
     }
     outln!();
     match context {
-        Some(name) => outln!(
+        Some((name, recorded)) if recorded.current => outln!(
             "Try, from any folder (this admin is the current context {name:?}; `cronbox context` \
              lists them):"
+        ),
+        Some((name, recorded)) => outln!(
+            "Try, with `--context {name}` (this admin is context {name:?}; the current one stays \
+             {:?}, whose admin answers: `cronbox context use {name}` switches):",
+            recorded.kept.as_deref().unwrap_or_default()
         ),
         None => outln!("Try (with the exports below):"),
     }
@@ -433,4 +452,17 @@ fn print_welcome(welcome: &Welcome<'_>, demos: &[(JobId, &Demo)]) {
         );
     }
     outln!("Ctrl-C stops cronbox; run it again to carry on where it left off.");
+}
+
+/// Whether the admin of `context` answers (any answer to `GET /readyz`
+/// within two seconds).
+async fn answers(context: &crate::context::Context) -> bool {
+    let Ok(builder) = cronbox_tls::client_builder(context.ca_file.as_deref()) else {
+        return false;
+    };
+    let Ok(client) = builder.timeout(Duration::from_secs(2)).build() else {
+        return false;
+    };
+    let url = format!("{}/readyz", context.admin.trim_end_matches('/'));
+    client.get(url).send().await.is_ok()
 }

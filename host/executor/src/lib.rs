@@ -294,6 +294,11 @@ impl RunningExecutor {
         self.spool.pending()
     }
 
+    /// How long a shutdown lets running runs finish before it kills them.
+    pub fn shutdown_grace(&self) -> std::time::Duration {
+        self.grace
+    }
+
     /// Graceful shutdown: stop accepting runs, report queued runs as not
     /// executed, let running runs finish within the grace period then kill
     /// them, retire every instance (`destroy`), deliver what the spool holds

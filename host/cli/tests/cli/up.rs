@@ -174,6 +174,7 @@ fn up_refuses_an_address_in_use_clearly() {
 }
 
 mod session;
+mod shutdown;
 
 mod legacy;
 mod nothing_secret;

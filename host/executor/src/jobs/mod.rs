@@ -490,10 +490,26 @@ impl Jobs {
             );
         }
         let deadline = tokio::time::Instant::now() + grace;
+        let running = self.running_handles().len();
+        if running > 0 {
+            tracing::info!(
+                running,
+                ?grace,
+                "waiting for the running runs to finish; those still running at the end of the \
+                 grace are killed"
+            );
+        }
         while !self.running_handles().is_empty() && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        for handle in self.running_handles() {
+        let left = self.running_handles();
+        if !left.is_empty() {
+            tracing::warn!(
+                runs = left.len(),
+                "the shutdown grace is over: killing the runs still running"
+            );
+        }
+        for handle in left {
             handle.kill();
         }
         // Job tasks notice `closing`, retire their workers and leave.

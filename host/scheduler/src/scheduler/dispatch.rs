@@ -218,7 +218,16 @@ impl Scheduler {
             }
             let scheduler = self.clone();
             self.tasks.spawn(async move {
-                scheduler.config.clock.sleep_until(send_at).await;
+                // Once the admin stops firing, a window not yet due is not
+                // sent: its runs stay pending for the next start (or
+                // another admin, once their lease ends).
+                tokio::select! {
+                    () = scheduler.config.clock.sleep_until(send_at) => {}
+                    () = scheduler.firing.cancelled() => {
+                        scheduler.dispatcher.windows.take(index, lease);
+                        return;
+                    }
+                }
                 let runs = scheduler.dispatcher.windows.take(index, lease);
                 let due = scheduler.in_backlog(runs.len());
                 scheduler.dispatch_group(runs, lease, due).await;

@@ -212,6 +212,10 @@ pub struct Scheduler {
     sink: ResultSink,
     /// Legacy runs this admin is killing (see `legacy.rs`).
     legacy: legacy::Legacy,
+    /// Cancelled when the admin stops firing (the first step of its
+    /// shutdown, or all of it): no more claims, and runs claimed but not
+    /// yet sent stay pending for the next start (or another admin).
+    firing: tokio_util::sync::CancellationToken,
 }
 
 impl Scheduler {
@@ -244,9 +248,10 @@ impl Scheduler {
             router: Router::default(),
             quotas,
             config,
-            tasks,
             calendars: std::sync::Mutex::new(calendars::CalendarCache::default()),
             legacy: legacy::Legacy::default(),
+            firing: tasks.stopping().child_token(),
+            tasks,
         })
     }
 
@@ -262,10 +267,17 @@ impl Scheduler {
         self.sink.events.subscribe()
     }
 
-    /// Runs the pre-read loop until the admin stops. First recovers runs
-    /// written but not dispatched by an earlier process.
+    /// What stops the firing alone (see [`Scheduler::firing`]): the
+    /// admin's shutdown cancels it first, so that the executors drain while
+    /// results are still taken.
+    pub fn firing_stop(&self) -> tokio_util::sync::CancellationToken {
+        self.firing.clone()
+    }
+
+    /// Runs the pre-read loop until the admin stops firing. First recovers
+    /// runs written but not dispatched by an earlier process.
     pub async fn run(self: Arc<Self>) {
-        let stop = self.tasks.stopping();
+        let stop = self.firing.clone();
         match self.store.pending_runs().await {
             Ok(pending) => {
                 if !pending.is_empty() {
@@ -306,9 +318,13 @@ impl Scheduler {
                 }
                 match self.store.orphaned_runs(self.now_ms(), 5_000).await {
                     Ok(orphans) if !orphans.is_empty() => {
-                        tracing::warn!(
+                        // After a restart these are the admin's own from
+                        // before it (or, in a cluster, a stopped admin's):
+                        // nothing to warn of.
+                        tracing::info!(
                             count = orphans.len(),
-                            "taking over runs whose admin did not dispatch them"
+                            "dispatching runs left undispatched by an admin that stopped (this \
+                             one before a restart, or another)"
                         );
                         self.clone().dispatch_all_at(orphans, Lease::ToTake);
                     }
