@@ -96,13 +96,42 @@ pub fn main(args: DeployArgs) -> anyhow::Result<()> {
     let files = job_files(&args.path)?;
     let (client, _json, runtime) = args.connection.open()?;
     runtime.block_on(async move {
-        for path in files {
-            let file = read_job_file(&path)?;
-            deploy(&client, &file, args.dry_run, args.tools_dir.clone()).await?;
-        }
         let workflow = args.path.join("workflow.toml");
-        if args.path.is_dir() && workflow.is_file() {
-            deploy_workflow(&client, &workflow, args.dry_run).await?;
+        let workflow = (args.path.is_dir() && workflow.is_file()).then_some(workflow);
+        if let ([path], None) = (files.as_slice(), &workflow) {
+            let file = read_job_file(path)?;
+            return deploy(&client, &file, args.dry_run, args.tools_dir.clone())
+                .await
+                .map(|_| ());
+        }
+        // A folder of jobs: each deployed whatever became of the others,
+        // and every failure reported at the end.
+        let mut failed = Vec::new();
+        for path in &files {
+            let deployed = async {
+                let file = read_job_file(path)?;
+                deploy(&client, &file, args.dry_run, args.tools_dir.clone())
+                    .await
+                    .map(|_| ())
+            };
+            if let Err(error) = deployed.await {
+                eprintln!("error: {}: {error:#}", path.display());
+                failed.push(path.display().to_string());
+            }
+        }
+        if let Some(workflow) = &workflow
+            && let Err(error) = deploy_workflow(&client, workflow, args.dry_run).await
+        {
+            eprintln!("error: {}: {error:#}", workflow.display());
+            failed.push(workflow.display().to_string());
+        }
+        if !failed.is_empty() {
+            let all = files.len() + usize::from(workflow.is_some());
+            bail!(
+                "{} of {all} did not deploy ({}); the others did",
+                failed.len(),
+                failed.join(", ")
+            );
         }
         Ok(())
     })

@@ -169,7 +169,7 @@ fn main() -> ExitCode {
             manage::module(args).map(|()| ExitCode::SUCCESS),
             EXIT_FAILED,
         ),
-        Command::Job(args) => (manage::job(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
+        Command::Job(args) => (manage::job(args), EXIT_FAILED),
         Command::Runs(args) => (manage::runs(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),
         Command::Logs(args) => (manage::logs(args), EXIT_FAILED),
         Command::Kill(args) => (manage::kill(args).map(|()| ExitCode::SUCCESS), EXIT_FAILED),

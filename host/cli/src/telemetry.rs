@@ -37,7 +37,8 @@ pub struct TelemetryArgs {
     otel: OtelArgs,
 }
 
-/// The OpenTelemetry settings, each named after its standard variable.
+/// The OpenTelemetry settings, each named after its standard variable: in
+/// their own section of `--help`, left out of `-h`.
 #[derive(Debug, Args)]
 #[command(next_help_heading = "OpenTelemetry")]
 struct OtelArgs {
@@ -46,19 +47,27 @@ struct OtelArgs {
     #[arg(
         long,
         global = true,
+        hide_short_help = true,
         env = "OTEL_EXPORTER_OTLP_ENDPOINT",
         value_name = "URL"
     )]
     otel_endpoint: Option<String>,
     /// The name this process's spans carry (default cronbox-admin,
     /// cronbox-executor, or cronbox).
-    #[arg(long, global = true, env = "OTEL_SERVICE_NAME", value_name = "NAME")]
+    #[arg(
+        long,
+        global = true,
+        hide_short_help = true,
+        env = "OTEL_SERVICE_NAME",
+        value_name = "NAME"
+    )]
     otel_service_name: Option<String>,
     /// Headers sent with every export, `key=value,...` (values
     /// URL-encoded), such as a collector's API key.
     #[arg(
         long,
         global = true,
+        hide_short_help = true,
         env = "OTEL_EXPORTER_OTLP_HEADERS",
         hide_env_values = true,
         value_name = "KEY=VALUE,..."
@@ -70,6 +79,7 @@ struct OtelArgs {
     #[arg(
         long,
         global = true,
+        hide_short_help = true,
         env = "OTEL_TRACES_SAMPLER",
         value_name = "SAMPLER"
     )]
@@ -79,6 +89,7 @@ struct OtelArgs {
     #[arg(
         long,
         global = true,
+        hide_short_help = true,
         env = "OTEL_TRACES_SAMPLER_ARG",
         value_name = "RATIO"
     )]
@@ -88,6 +99,7 @@ struct OtelArgs {
     #[arg(
         long,
         global = true,
+        hide_short_help = true,
         env = "OTEL_BSP_MAX_QUEUE_SIZE",
         value_name = "SPANS"
     )]
@@ -96,6 +108,7 @@ struct OtelArgs {
     #[arg(
         long,
         global = true,
+        hide_short_help = true,
         env = "OTEL_BSP_MAX_EXPORT_BATCH_SIZE",
         value_name = "SPANS"
     )]
@@ -104,6 +117,7 @@ struct OtelArgs {
     #[arg(
         long,
         global = true,
+        hide_short_help = true,
         env = "OTEL_BSP_SCHEDULE_DELAY",
         value_name = "MS"
     )]
@@ -113,6 +127,7 @@ struct OtelArgs {
     #[arg(
         long,
         global = true,
+        hide_short_help = true,
         env = "OTEL_METRICS_EXPORTER",
         value_enum,
         value_name = "EXPORTER"
@@ -122,6 +137,7 @@ struct OtelArgs {
     #[arg(
         long,
         global = true,
+        hide_short_help = true,
         env = "OTEL_METRIC_EXPORT_INTERVAL",
         value_name = "MS"
     )]

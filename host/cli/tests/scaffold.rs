@@ -205,6 +205,26 @@ fn a_new_project_is_deployed_with_one_command_and_again_changes_nothing() {
     );
     assert_eq!(job().param, "deployed");
 
+    // A folder of projects: one that does not read does not stop the
+    // others, and every failure is named at the end.
+    let broken = home.path().join("broken");
+    std::fs::create_dir(&broken).unwrap();
+    std::fs::write(broken.join("job.toml"), "name = ").unwrap();
+    let all = cronbox_with(
+        &["deploy", "--dry-run", home.path().to_str().unwrap()],
+        &project,
+        &env,
+    );
+    let said = printed(&all);
+    assert_eq!(all.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("job     greeter unchanged")
+            && said.contains("broken/job.toml is not valid TOML")
+            && said.contains("1 of 2 did not deploy"),
+        "{said}"
+    );
+    std::fs::remove_dir_all(&broken).unwrap();
+
     // `cronbox dev`: deployed and run at once, its log printed; a save of
     // the source is built, pushed and run again.
     let dev = DevSession::start(&project, &contexts);

@@ -68,9 +68,32 @@ fn in_zone(fire: &str, zone: Option<chrono_tz::Tz>) -> String {
     }
 }
 
+/// Instant `ms` in the zone `zone` names, with its abbreviation (`-` for
+/// none; in UTC when the zone is not known): what `job list` shows.
+pub(super) fn local_time(ms: Option<i64>, zone: &str) -> String {
+    let Some(at) = ms.and_then(chrono::DateTime::from_timestamp_millis) else {
+        return "-".to_owned();
+    };
+    match zone.parse::<chrono_tz::Tz>() {
+        Ok(zone) => at
+            .with_timezone(&zone)
+            .format("%Y-%m-%d %H:%M:%S %Z")
+            .to_string(),
+        Err(_) => at.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_next_fire_is_listed_in_the_jobs_zone() {
+        let noon = Some(1_893_499_200_000); // 2030-01-01T12:00:00Z
+        assert_eq!(local_time(noon, "Asia/Shanghai"), "2030-01-01 20:00:00 CST");
+        assert_eq!(local_time(noon, "UTC"), "2030-01-01 12:00:00 UTC");
+        assert_eq!(local_time(None, "UTC"), "-");
+    }
 
     #[test]
     fn a_fire_is_shown_in_the_jobs_zone_with_utc_beside() {

@@ -1,6 +1,10 @@
 //! `cronbox job` (create, update, list, show, start, stop, pause, trigger,
 //! backfill, import, export, delete) and `cronbox state`.
 
+use std::process::ExitCode;
+
+use super::job_definition::{JobDefinition, job_definitions};
+use super::job_ref::JobRef;
 use super::*;
 
 /// Create and manage jobs.
@@ -28,185 +32,6 @@ pub struct JobArgs {
     command: JobCommand,
 }
 
-/// A job definition from a TOML file and/or flags (flags win).
-#[derive(Debug, Clone, Args)]
-struct JobDefinition {
-    /// TOML file with the job's fields.
-    #[arg(long)]
-    file: Option<PathBuf>,
-    #[arg(long)]
-    name: Option<String>,
-    /// NAME (follow the latest version) or NAME@VERSION (pin).
-    #[arg(long)]
-    module: Option<String>,
-    /// For a job of a legacy group (xxl-job executors): the handler it
-    /// runs there (`@XxlJob("name")`) instead of a module.
-    #[arg(long, value_name = "HANDLER", conflicts_with = "module")]
-    handler: Option<String>,
-    /// A cron expression (sets schedule_type CRON).
-    #[arg(long)]
-    cron: Option<String>,
-    /// IANA time zone of the cron expression.
-    #[arg(long)]
-    zone: Option<String>,
-    #[arg(long)]
-    param: Option<String>,
-    /// Route strategy (FIRST, ROUND, SHARDING_BROADCAST, ...).
-    #[arg(long)]
-    route: Option<String>,
-    /// The executor group its runs go to (`cronbox group list`).
-    #[arg(long)]
-    group: Option<String>,
-    /// Timeout of a run, in milliseconds.
-    #[arg(long)]
-    timeout_ms: Option<i64>,
-    /// A new instance for every run (init, execute, destroy each time)
-    /// instead of a warm one.
-    #[arg(long)]
-    fresh_instance: bool,
-    /// A configuration entry the job reads through wasi:config/store, as
-    /// KEY=VALUE (repeatable; on update, added to the job's others).
-    #[arg(long = "job-config", value_name = "KEY=VALUE", value_parser = crate::run::parse_key_value)]
-    job_config: Vec<(String, String)>,
-    /// An origin the job may call over HTTP (`https://api.example.com`,
-    /// `https://*.example.com`; repeatable, replacing the job's grants).
-    /// Each must lie within the tenant's ceiling.
-    #[arg(long = "http-allow", value_name = "ORIGIN")]
-    http_allow: Vec<String>,
-    /// Take away every HTTP grant of the job.
-    #[arg(long, conflicts_with = "http_allow")]
-    no_http: bool,
-    /// A secret of your tenant the job reads (repeatable, replacing the
-    /// job's list); `cronbox secret set NAME` first.
-    #[arg(long = "secret", value_name = "NAME")]
-    secrets: Vec<String>,
-}
-
-impl JobDefinition {
-    /// The file's fields, then the flags', as a JSON object.
-    fn changes(&self) -> anyhow::Result<Map<String, Value>> {
-        let mut job = match &self.file {
-            Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .with_context(|| format!("cannot read {}", path.display()))?;
-                let table: toml::Table = text
-                    .parse()
-                    .with_context(|| format!("{} is not valid TOML", path.display()))?;
-                match serde_json::to_value(table)? {
-                    Value::Object(fields) => fields,
-                    _ => Map::new(),
-                }
-            }
-            None => Map::new(),
-        };
-        let mut set = |key: &str, value: Value| {
-            job.insert(key.to_owned(), value);
-        };
-        if let Some(name) = &self.name {
-            set("name", name.clone().into());
-        }
-        // A job runs a module or a handler: giving one takes the other away
-        // (a job moves between them keeping its id, history and schedule).
-        if let Some(module) = &self.module {
-            set("module", module.clone().into());
-            set("executor_handler", Value::Null);
-        }
-        if let Some(handler) = &self.handler {
-            set("executor_handler", handler.clone().into());
-            set("module", Value::Null);
-            set("module_digest", "".into());
-        }
-        if let Some(cron) = &self.cron {
-            set("schedule_type", "CRON".into());
-            set("schedule_conf", cron.clone().into());
-        }
-        if let Some(zone) = &self.zone {
-            set("time_zone", zone.clone().into());
-        }
-        if let Some(param) = &self.param {
-            set("param", param.clone().into());
-        }
-        if let Some(route) = &self.route {
-            set("route", route.clone().into());
-        }
-        if let Some(group) = &self.group {
-            set("group", group.clone().into());
-        }
-        if let Some(timeout) = self.timeout_ms {
-            set("timeout_ms", timeout.into());
-        }
-        if self.fresh_instance {
-            set("fresh_instance", true.into());
-        }
-        if !self.http_allow.is_empty() || self.no_http {
-            set("http_allow", self.http_allow.clone().into());
-        }
-        if !self.secrets.is_empty() {
-            set("secrets", self.secrets.clone().into());
-        }
-        Ok(job)
-    }
-
-    /// `spec` with the configuration flags added to its configuration.
-    fn with_job_config(&self, mut spec: JobSpec) -> JobSpec {
-        spec.config.extend(self.job_config.iter().cloned());
-        spec
-    }
-
-    /// A new job's definition.
-    fn spec(&self) -> anyhow::Result<JobSpec> {
-        Ok(self.with_job_config(definition(Value::Object(self.changes()?))?))
-    }
-
-    /// `job`'s definition with these changes on top: naming a module (or
-    /// a digest) replaces the other.
-    fn applied_to(&self, job: Job) -> anyhow::Result<JobSpec> {
-        let changes = self.changes()?;
-        let mut spec = JobSpec::from(job);
-        if changes.contains_key("module") {
-            spec.module_digest.clear();
-        }
-        if changes.contains_key("module_digest") {
-            spec.module = None;
-        }
-        let mut merged = match serde_json::to_value(spec)? {
-            Value::Object(fields) => fields,
-            _ => Map::new(),
-        };
-        merged.extend(changes);
-        Ok(self.with_job_config(definition(Value::Object(merged))?))
-    }
-}
-
-/// Job definitions from a JSON array or from JSON lines (blank lines
-/// skipped); a bad one is named by its line or place.
-fn job_definitions(text: &str) -> anyhow::Result<Vec<JobSpec>> {
-    if text.trim_start().starts_with('[') {
-        let values: Vec<Value> =
-            serde_json::from_str(text).context("the file is not a JSON array of jobs")?;
-        return values
-            .into_iter()
-            .enumerate()
-            .map(|(at, value)| definition(value).with_context(|| format!("job {}", at + 1)))
-            .collect();
-    }
-    text.lines()
-        .enumerate()
-        .filter(|(_, line)| !line.trim().is_empty())
-        .map(|(at, line)| {
-            let value: Value = serde_json::from_str(line)
-                .with_context(|| format!("line {}: not a JSON object", at + 1))?;
-            definition(value).with_context(|| format!("line {}", at + 1))
-        })
-        .collect()
-}
-
-/// A job definition from its fields, with the name of a field that is
-/// not one or not of its type.
-fn definition(fields: Value) -> anyhow::Result<JobSpec> {
-    serde_json::from_value(fields).context("not a job definition")
-}
-
 #[derive(Debug, Subcommand)]
 enum JobCommand {
     /// Create a job (stopped unless --start).
@@ -219,22 +44,33 @@ enum JobCommand {
     },
     /// Replace a job's definition.
     Update {
-        id: JobId,
+        /// The job's id, or its name.
+        job: JobRef,
         #[command(flatten)]
         definition: JobDefinition,
     },
     /// The jobs this token sees.
     List,
     /// One job, with its next fire times.
-    Show { id: JobId },
+    Show {
+        /// The job's id, or its name.
+        job: JobRef,
+    },
     /// Start firing on schedule.
-    Start { id: JobId },
+    Start {
+        /// The job's id, or its name.
+        job: JobRef,
+    },
     /// Stop firing.
-    Stop { id: JobId },
+    Stop {
+        /// The job's id, or its name.
+        job: JobRef,
+    },
     /// Run the schedule's instants in a past range (runs of kind backfill),
     /// a few a second.
     Backfill {
-        id: JobId,
+        /// The job's id, or its name.
+        job: JobRef,
         /// Start of the range, exclusive (RFC 3339).
         #[arg(long)]
         from: String,
@@ -250,7 +86,8 @@ enum JobCommand {
     /// Pause with a note: no fire until --for / --until passes (then it
     /// resumes by itself), or until started.
     Pause {
-        id: JobId,
+        /// The job's id, or its name.
+        job: JobRef,
         /// Why (shown with the job).
         #[arg(long, default_value = "")]
         note: String,
@@ -261,9 +98,11 @@ enum JobCommand {
         #[arg(long)]
         until: Option<String>,
     },
-    /// Run now.
+    /// Run now; prints the run's id (with --wait, then its log as it is
+    /// written, exiting 1 unless it succeeds).
     Trigger {
-        id: JobId,
+        /// The job's id, or its name.
+        job: JobRef,
         /// Parameter for this run (default: the job's).
         #[arg(long)]
         param: Option<String>,
@@ -271,9 +110,16 @@ enum JobCommand {
         /// only executors of the job's group).
         #[arg(long = "address")]
         addresses: Vec<String>,
+        /// Follow the run to its end (its log as it is written) and exit
+        /// with its outcome, as `cronbox logs ID --follow` does.
+        #[arg(long)]
+        wait: bool,
     },
     /// Delete a job (its runs stay).
-    Delete { id: JobId },
+    Delete {
+        /// The job's id, or its name.
+        job: JobRef,
+    },
     /// Create many jobs from a file of definitions: one JSON object per
     /// line (what `job export` writes) or one JSON array; sent 1,000 at a
     /// time, each thousand all or none.
@@ -295,11 +141,16 @@ enum JobCommand {
 pub struct StateArgs {
     #[command(flatten)]
     connection: Connection,
-    job: JobId,
+    /// The job's id, or its name.
+    job: JobRef,
 }
 
-/// What runs a job: the module it follows, or its digest.
+/// What runs a job: the module it follows, or its digest; a legacy job's
+/// handler on its xxl-job executors.
 pub(super) fn module_of(job: &Job) -> String {
+    if let Some(handler) = &job.executor_handler {
+        return format!("handler {handler}");
+    }
     match (&job.module_name, job.module_version) {
         (Some(name), Some(version)) => format!("{name}@{version}"),
         (Some(name), None) => name.clone(),
@@ -330,7 +181,7 @@ pub(super) fn started(job: &Job) -> String {
 fn show_job(json: bool, job: &Job) -> anyhow::Result<()> {
     show(json, job, |job| {
         outln!(
-            "job {} {:?}: {} {} ({}), module {}, {}",
+            "job {} {:?}: {} {} ({}), {}, {}",
             job.id,
             job.name,
             job.schedule_type,
@@ -342,10 +193,10 @@ fn show_job(json: bool, job: &Job) -> anyhow::Result<()> {
     })
 }
 
-pub fn job(args: JobArgs) -> anyhow::Result<()> {
+pub fn job(args: JobArgs) -> anyhow::Result<ExitCode> {
     let (client, json, runtime) = args.connection.open()?;
     runtime.block_on(async move {
-        match args.command {
+        let done = match args.command {
             JobCommand::Create { definition, start } => {
                 let spec = definition.spec()?;
                 if !definition.changes()?.contains_key("schedule_type") {
@@ -360,7 +211,8 @@ pub fn job(args: JobArgs) -> anyhow::Result<()> {
                 }
                 show_job(json, &job)
             }
-            JobCommand::Update { id, definition } => {
+            JobCommand::Update { job, definition } => {
+                let id = job.id(&client).await?;
                 let spec = definition.applied_to(client.job(id).await?)?;
                 show_job(json, &client.update_job(id, &spec).await?)
             }
@@ -373,7 +225,7 @@ pub fn job(args: JobArgs) -> anyhow::Result<()> {
                     "SCHEDULE",
                     "MODULE",
                     "STATE",
-                    "NEXT FIRE (UTC)",
+                    "NEXT FIRE (THE JOB'S ZONE)",
                     "LAST RUN",
                 ],
                 |listed| {
@@ -386,7 +238,7 @@ pub fn job(args: JobArgs) -> anyhow::Result<()> {
                             .to_owned(),
                         module_of(job),
                         started(job).to_owned(),
-                        time(job.next_fire_at_ms),
+                        super::job_details::local_time(job.next_fire_at_ms, &job.time_zone),
                         listed.last_run.as_ref().map_or("-".to_owned(), |run| {
                             format!(
                                 "{} {} {}",
@@ -399,7 +251,8 @@ pub fn job(args: JobArgs) -> anyhow::Result<()> {
                     ]
                 },
             ),
-            JobCommand::Show { id } => {
+            JobCommand::Show { job } => {
+                let id = job.id(&client).await?;
                 let job = client.job(id).await?;
                 let fires = client.next_fires(id, 5).await?;
                 if json {
@@ -417,14 +270,19 @@ pub fn job(args: JobArgs) -> anyhow::Result<()> {
                     Ok(())
                 }
             }
-            JobCommand::Start { id } => show_job(json, &client.start_job(id).await?),
-            JobCommand::Stop { id } => show_job(json, &client.stop_job(id).await?),
+            JobCommand::Start { job } => {
+                show_job(json, &client.start_job(job.id(&client).await?).await?)
+            }
+            JobCommand::Stop { job } => {
+                show_job(json, &client.stop_job(job.id(&client).await?).await?)
+            }
             JobCommand::Backfill {
-                id,
+                job,
                 from,
                 to,
                 per_second,
             } => {
+                let id = job.id(&client).await?;
                 let instant = |flag: &str, text: &str| -> anyhow::Result<i64> {
                     Ok(chrono::DateTime::parse_from_rfc3339(text)
                         .with_context(|| format!("--{flag} {text:?} is not an RFC 3339 instant"))?
@@ -462,11 +320,12 @@ pub fn job(args: JobArgs) -> anyhow::Result<()> {
                 })
             }
             JobCommand::Pause {
-                id,
+                job,
                 note,
                 r#for,
                 until,
             } => {
+                let id = job.id(&client).await?;
                 let until_ms = match (r#for, until) {
                     (Some(wait), _) => Some(
                         chrono::Utc::now().timestamp_millis()
@@ -485,10 +344,12 @@ pub fn job(args: JobArgs) -> anyhow::Result<()> {
                 show_job(json, &client.pause_job(id, &request).await?)
             }
             JobCommand::Trigger {
-                id,
+                job,
                 param,
                 addresses,
+                wait,
             } => {
+                let id = job.id(&client).await?;
                 // A person at the CLI: the run's kind is `manual` (a
                 // program calling the API gets `api`).
                 let request = TriggerRequest {
@@ -497,7 +358,12 @@ pub fn job(args: JobArgs) -> anyhow::Result<()> {
                     kind: TriggerSource::Manual,
                 };
                 let answer = client.trigger(id, &request).await?;
-                show(json, &answer, |answer| outln!("run {}", answer.run_id))
+                // The bare id, for `R=$(cronbox job trigger 4)`.
+                show(json, &answer, |answer| outln!("{}", answer.run_id))?;
+                if wait {
+                    return super::runs::ended_with(&client, answer.run_id, json).await;
+                }
+                Ok(())
             }
             JobCommand::Import { file, start } => {
                 let specs = job_definitions(&read_input(file.as_ref(), "the job definitions")?)?;
@@ -538,18 +404,20 @@ pub fn job(args: JobArgs) -> anyhow::Result<()> {
                 }
                 Ok(())
             }
-            JobCommand::Delete { id } => {
+            JobCommand::Delete { job } => {
+                let id = job.id(&client).await?;
                 let answer = client.delete_job(id).await?;
                 show(json, &answer, |_| outln!("job {id} deleted"))
             }
-        }
+        };
+        done.map(|()| ExitCode::SUCCESS)
     })
 }
 
 pub fn state(args: StateArgs) -> anyhow::Result<()> {
     let (client, json, runtime) = args.connection.open()?;
     runtime.block_on(async move {
-        let answer = client.state(args.job).await?;
+        let answer = client.state(args.job.id(&client).await?).await?;
         show(json, &answer, |answer| {
             let rows: Vec<Vec<String>> = answer
                 .state

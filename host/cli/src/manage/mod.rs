@@ -22,7 +22,9 @@ mod audit;
 mod calendars;
 mod executor_tokens;
 mod groups;
+mod job_definition;
 mod job_details;
+mod job_ref;
 mod jobs;
 mod modules;
 mod runs;
@@ -148,32 +150,38 @@ fn show<T: Serialize>(json: bool, answer: &T, human: impl FnOnce(&T)) -> anyhow:
 /// Prints rows under a header, columns padded to their widest cell; a
 /// cell's control characters are shown escaped ([`crate::out::printable`]).
 fn print_table(header: &[&str], rows: &[Vec<String>]) {
-    let rows: Vec<Vec<String>> = rows
-        .iter()
-        .map(|row| {
+    for line in table_lines(header, rows) {
+        outln!("{line}");
+    }
+}
+
+/// The lines of [`print_table`]: columns line up on a terminal by display
+/// width (a CJK character takes two cells).
+fn table_lines(header: &[&str], rows: &[Vec<String>]) -> Vec<String> {
+    use unicode_width::UnicodeWidthStr;
+    let rows: Vec<Vec<String>> = std::iter::once(header.iter().map(|h| h.to_string()).collect())
+        .chain(rows.iter().map(|row| {
             row.iter()
                 .map(|cell| crate::out::printable(cell, false).into_owned())
                 .collect()
-        })
+        }))
         .collect();
-    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    let mut widths: Vec<usize> = vec![0; header.len()];
     for row in &rows {
         for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
+            *width = (*width).max(cell.width());
         }
     }
-    let line = |cells: Vec<String>| {
-        let padded: Vec<String> = cells
-            .iter()
-            .zip(&widths)
-            .map(|(cell, width)| format!("{cell:<width$}"))
-            .collect();
-        outln!("{}", padded.join("  ").trim_end());
-    };
-    line(header.iter().map(|h| h.to_string()).collect());
-    for row in rows {
-        line(row);
-    }
+    rows.iter()
+        .map(|cells| {
+            let padded: Vec<String> = cells
+                .iter()
+                .zip(&widths)
+                .map(|(cell, width)| format!("{cell}{}", " ".repeat(width - cell.width())))
+                .collect();
+            padded.join("  ").trim_end().to_owned()
+        })
+        .collect()
 }
 
 /// Every job the token sees, a page at a time.
@@ -223,5 +231,23 @@ fn labels(labels: &[String]) -> String {
         "-".to_owned()
     } else {
         labels.join(",")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_columns_line_up_by_display_width() {
+        let rows = [
+            vec!["1".to_owned(), "日报".to_owned(), "CRON".to_owned()],
+            vec!["2".to_owned(), "daily".to_owned(), "NONE".to_owned()],
+        ];
+        let lines = table_lines(&["ID", "NAME", "SCHEDULE"], &rows);
+        use unicode_width::UnicodeWidthStr;
+        let column = |line: &str, text: &str| line[..line.find(text).unwrap()].width();
+        assert_eq!(column(&lines[1], "CRON"), column(&lines[2], "NONE"));
+        assert_eq!(column(&lines[0], "SCHEDULE"), column(&lines[2], "NONE"));
     }
 }

@@ -2,6 +2,7 @@
 
 use std::process::ExitCode;
 
+use super::job_ref::JobRef;
 use super::*;
 
 /// List runs, newest first.
@@ -13,9 +14,9 @@ use super::*;
 pub struct RunsArgs {
     #[command(flatten)]
     connection: Connection,
-    /// Runs of this job.
+    /// Runs of this job (its id, or its name).
     #[arg(long)]
-    job: Option<JobId>,
+    job: Option<JobRef>,
     /// pending, dispatched, success, failed or cancelled.
     #[arg(long)]
     status: Option<String>,
@@ -57,9 +58,9 @@ pub struct KillArgs {
     /// The run to kill.
     #[arg(required_unless_present = "job", conflicts_with = "job")]
     run: Option<RunId>,
-    /// Kill every run of this job instead.
+    /// Kill every run of this job instead (its id, or its name).
     #[arg(long)]
-    job: Option<JobId>,
+    job: Option<JobRef>,
 }
 
 /// Pages `cronbox runs` reads to fill its list (each reads at most 50,000
@@ -77,8 +78,12 @@ pub fn runs(args: RunsArgs) -> anyhow::Result<()> {
             .map_err(|error| {
                 anyhow::anyhow!("{error}: use pending, dispatched, success, failed or cancelled")
             })?;
+        let job = match &args.job {
+            Some(job) => Some(job.id(&client).await?),
+            None => None,
+        };
         let mut query = RunQuery {
-            job: args.job,
+            job,
             status,
             limit: Some(args.limit),
             // The runs that were due: not the fires written ahead.
@@ -155,23 +160,28 @@ pub fn logs(args: LogsArgs) -> anyhow::Result<ExitCode> {
                 }
             }
         }
-        let run = follow_run(&client, args.run, json).await?;
-        eprintln!(
-            "run {} ended: {} ({})",
-            args.run,
-            or_dash(run.outcome.as_ref()),
-            or_dash(run.message.as_ref())
-        );
-        // Where the run's trace is, when it was traced.
-        if let Some(trace) = run.trace_url.as_ref().or(run.trace_id.as_ref()) {
-            eprintln!("trace {trace}");
-        }
-        let succeeded = run.outcome == Some(cronbox_api::RunOutcome::Success);
-        Ok(if succeeded {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(crate::run::EXIT_RUN_FAILED)
-        })
+        ended_with(&client, args.run, json).await
+    })
+}
+
+/// Follows run `id` to its end, prints how it ended (and its trace) on
+/// stderr, and answers the exit code that says it: 0 for a success.
+pub(super) async fn ended_with(client: &Client, id: RunId, json: bool) -> anyhow::Result<ExitCode> {
+    let run = follow_run(client, id, json).await?;
+    eprintln!(
+        "run {id} ended: {} ({})",
+        or_dash(run.outcome.as_ref()),
+        or_dash(run.message.as_ref())
+    );
+    // Where the run's trace is, when it was traced.
+    if let Some(trace) = run.trace_url.as_ref().or(run.trace_id.as_ref()) {
+        eprintln!("trace {trace}");
+    }
+    let succeeded = run.outcome == Some(cronbox_api::RunOutcome::Success);
+    Ok(if succeeded {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(crate::run::EXIT_RUN_FAILED)
     })
 }
 
@@ -275,12 +285,23 @@ fn print_lines(lines: &[cronbox_protocol::LogLine], json: bool) -> anyhow::Resul
             writeln!(out, "{}", serde_json::to_string(line)?)?;
         } else {
             let (source, level) = source_and_level(line.source);
-            let text = crate::out::printable(&line.text, true);
-            writeln!(out, "{source:<6} {level:<5} {text}")?;
+            for text in text_lines(&line.text) {
+                writeln!(out, "{source:<6} {level:<5} {text}")?;
+            }
         }
     }
     out.flush()?;
     Ok(())
+}
+
+/// A log line's text as the lines it holds (a Python traceback is one log
+/// line of many), each printable, a CRLF's CR and a last empty line left
+/// out.
+fn text_lines(text: &str) -> Vec<std::borrow::Cow<'_, str>> {
+    let text = text.strip_suffix('\n').unwrap_or(text);
+    text.split('\n')
+        .map(|part| crate::out::printable(part.strip_suffix('\r').unwrap_or(part), true))
+        .collect()
 }
 
 /// How long `logs --follow` keeps asking through transient failures
@@ -310,7 +331,8 @@ fn source_and_level(source: LogSource) -> (&'static str, String) {
 pub fn kill(args: KillArgs) -> anyhow::Result<()> {
     let (client, json, runtime) = args.connection.open()?;
     runtime.block_on(async move {
-        if let Some(job) = args.job {
+        if let Some(job) = &args.job {
+            let job = job.id(&client).await?;
             let answer = client.kill_job(job).await?;
             return show(json, &answer, |answer| {
                 outln!(
@@ -374,5 +396,20 @@ mod tests {
              line yet"
         );
         assert_eq!(waiting_for(&run("success", None)), None);
+    }
+
+    #[test]
+    fn a_traceback_in_one_log_line_prints_as_its_lines() {
+        let traceback = "Traceback (most recent call last):\r\n  File \"app.py\", line 3\n\
+                         ValueError: \u{1b}[31mbad\n";
+        assert_eq!(
+            text_lines(traceback),
+            [
+                "Traceback (most recent call last):",
+                "  File \"app.py\", line 3",
+                "ValueError: \\u{1b}[31mbad",
+            ]
+        );
+        assert_eq!(text_lines("one\tline"), ["one\tline"]);
     }
 }

@@ -403,7 +403,7 @@ async fn runs_say_who_started_them_and_jobs_may_ask_for_fresh_instances() {
     let by_api = stack.trigger(warm, json!({})).await;
     assert_eq!(stack.ended(by_api).await.kind, TriggerKind::Api);
     let said = stack.cli(&["job", "trigger", &warm.to_string()]);
-    let by_person: RunId = said.trim().strip_prefix("run ").unwrap().parse().unwrap();
+    let by_person: RunId = said.trim().parse().unwrap();
     let run = stack.ended(by_person).await;
     assert_eq!(run.kind, TriggerKind::Manual);
     assert!(
