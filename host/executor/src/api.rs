@@ -48,6 +48,7 @@ pub(crate) fn router(state: Arc<ApiState>, max_request_bytes: usize) -> Router {
         .merge(authenticated)
         .route(executor_paths::METRICS, get(metrics))
         .route(executor_paths::LIVEZ, get(livez))
+        .route(executor_paths::HEALTHZ, get(livez))
         .route(executor_paths::READYZ, get(readyz))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(max_request_bytes))

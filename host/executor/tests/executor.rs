@@ -189,7 +189,11 @@ async fn an_admin_older_than_the_executor_is_left_at_once() {
 async fn the_probes_answer_and_readiness_ends_once_a_shutdown_drains() {
     let f = fixture_with(|config| config.shutdown_grace = Duration::from_secs(30)).await;
     let base = format!("http://{}", f.executor.local_addr());
-    for path in [executor_paths::LIVEZ, executor_paths::READYZ] {
+    for path in [
+        executor_paths::LIVEZ,
+        executor_paths::HEALTHZ,
+        executor_paths::READYZ,
+    ] {
         let answer = f.http.get(format!("{base}{path}")).send().await.unwrap();
         assert_eq!(answer.status(), 200, "{path}");
     }

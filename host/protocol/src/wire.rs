@@ -35,6 +35,8 @@ pub mod executor_paths {
     pub const METRICS: &str = "/metrics";
     /// `GET`: liveness, 200 while the process serves (no token).
     pub const LIVEZ: &str = "/livez";
+    /// `GET`: the same liveness under the name many probes use.
+    pub const HEALTHZ: &str = "/healthz";
     /// `GET`: readiness, 503 once a shutdown has begun (no token).
     pub const READYZ: &str = "/readyz";
 }

@@ -172,7 +172,10 @@ async fn private_and_metadata_addresses_are_denied_even_when_granted() {
         "{report:?}"
     );
     let logged = host_lines(&report).join("\n");
-    assert!(logged.contains("is a loopback address"), "{logged}");
+    assert!(
+        logged.contains("is a loopback address") && logged.contains("--http-allow-nets"),
+        "the denial names the flag that allows it: {logged}"
+    );
 
     // Loopback allowed, the metadata service granted by address: still
     // link-local, still refused, with no connection attempted.

@@ -276,9 +276,12 @@ pub fn check_alarm_url(url: &str, alarm_nets: &NetPolicy) -> Result<(), InvalidJ
     let Ok(address) = literal.parse::<std::net::IpAddr>() else {
         return Ok(()); // a name
     };
-    alarm_nets
-        .check(address)
-        .map_err(|denied| invalid("alarm_url", format!("{url:?}: {denied}")))
+    alarm_nets.check(address).map_err(|denied| {
+        invalid(
+            "alarm_url",
+            format!("{url:?}: {denied} (the admin's --alarm-allow-nets allows a network)"),
+        )
+    })
 }
 
 /// Module names: what `cronbox module push NAME` accepts.

@@ -174,6 +174,16 @@ fn open_routes(table: &mut Routes) {
     table.route(operation, Access::Open, livez);
     let operation = op(
         "get",
+        "/healthz",
+        "observability",
+        "Liveness under the name many probes use: the same answer as /livez (no token)",
+        None,
+        "200",
+        json!({ "type": "object", "properties": { "live": { "type": "boolean" } } }),
+    );
+    table.route(operation, Access::Open, livez);
+    let operation = op(
+        "get",
         "/api/v1/openapi.json",
         "observability",
         "This document (no token)",

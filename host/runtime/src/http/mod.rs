@@ -369,7 +369,14 @@ impl WasiHttpHooks for HttpGate {
                     }
                     Err(Failure::Denied(denied)) => {
                         stats.add(|stats| &stats.denied, 1);
-                        record.denied = Some(denied.to_string());
+                        // A refused address names the flag that allows it.
+                        record.denied = Some(match denied {
+                            Denied::Special { .. } => format!(
+                                "{denied} (an operator allows a network with the executor's \
+                                 --http-allow-nets)"
+                            ),
+                            _ => denied.to_string(),
+                        });
                         drop(in_flight);
                         Err(match denied {
                             Denied::Special { .. } => Error::DestinationIpProhibited,

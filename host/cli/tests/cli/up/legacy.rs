@@ -493,7 +493,7 @@ async fn an_xxl_job_dump_is_imported_as_legacy_groups_and_jobs_once() {
     let (code, _, refused) = import_as(&["--alarm-webhook", "http://127.0.0.1:9/alarm", "--apply"]);
     assert_eq!(code, 1, "{refused}");
     assert!(
-        refused.contains("--alarm-webhook") && refused.contains("alarm_url"),
+        refused.contains("--alarm-webhook") && refused.contains("--alarm-allow-nets"),
         "{refused}"
     );
     let (code, _, refused) = import_as(&["--tenant", "nobody", "--apply"]);
