@@ -3,6 +3,17 @@
 
 use super::*;
 
+/// A definition's field refused before any job has it (a previewed
+/// schedule, a checked webhook): 422 naming the field, as a job's would be.
+pub(super) fn invalid_definition(invalid: crate::jobs::InvalidJob) -> Failure {
+    Failure::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        ErrorCode::InvalidJob,
+        invalid.message,
+    )
+    .field(invalid.field)
+}
+
 impl From<ServiceError> for Failure {
     fn from(error: ServiceError) -> Self {
         match error {

@@ -114,15 +114,8 @@ pub(super) async fn schedule_preview(
     let time_zone = query
         .time_zone
         .map_or_else(|| "UTC".to_owned(), |text| text.0);
-    let (_, schedule) =
-        crate::jobs::checked_schedule(&schedule_type, &conf, &time_zone).map_err(|invalid| {
-            Failure::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                ErrorCode::InvalidJob,
-                invalid.message,
-            )
-            .field(invalid.field)
-        })?;
+    let (_, schedule) = crate::jobs::checked_schedule(&schedule_type, &conf, &time_zone)
+        .map_err(failure::invalid_definition)?;
     let zone: chrono_tz::Tz = time_zone
         .parse()
         .map_err(|_| invalid_query("time_zone", format!("unknown time zone {time_zone:?}")))?;
@@ -182,14 +175,8 @@ pub(super) async fn alarm_check(
     Params(query): Params<AlarmCheckQuery>,
 ) -> Result<impl IntoResponse, Failure> {
     let url = query.url.0;
-    crate::jobs::check_alarm_url(&url, &state.services.limits().alarm_nets).map_err(|invalid| {
-        Failure::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            ErrorCode::InvalidJob,
-            invalid.message,
-        )
-        .field(invalid.field)
-    })?;
+    crate::jobs::check_alarm_url(&url, &state.services.limits().alarm_nets)
+        .map_err(failure::invalid_definition)?;
     // A host written as an address was checked above; a name is not yet.
     let checked_when_called = reqwest::Url::parse(&url)
         .ok()
