@@ -193,7 +193,21 @@ impl Client {
         name: Option<&str>,
         labels: &[String],
     ) -> Result<Uploaded, ClientError> {
+        self.upload_noted(bytes, name, labels, "").await
+    }
+
+    /// [`Client::upload`] with a note on the new version (empty: none).
+    pub async fn upload_noted(
+        &self,
+        bytes: Vec<u8>,
+        name: Option<&str>,
+        labels: &[String],
+        note: &str,
+    ) -> Result<Uploaded, ClientError> {
         let mut query = Vec::new();
+        if !note.is_empty() {
+            query.push(("note", note.to_owned()));
+        }
         if let Some(name) = name {
             query.push(("name", name.to_owned()));
         }

@@ -198,7 +198,8 @@ impl Store {
     }
 
     /// Adds `digest` as the next version of module `name` of `tenant`, then
-    /// keeps only its newest `keep` versions (and any a job pins), and
+    /// keeps only its newest `keep` versions (and any a job pins or a label
+    /// names), and
     /// moves the jobs that follow the module to it, in one transaction. A
     /// push of the content the latest version already has changes nothing
     /// unless `note` says why (a rollback). Returns the version and how
@@ -256,7 +257,9 @@ impl Store {
             "DELETE FROM module_version WHERE tenant = $1 AND name = $2 AND version <= $3 \
              AND NOT EXISTS (SELECT 1 FROM job WHERE job.tenant = module_version.tenant \
              AND job.module_name = module_version.name \
-             AND job.module_version = module_version.version)",
+             AND job.module_version = module_version.version) \
+             AND NOT EXISTS (SELECT 1 FROM module_label l WHERE l.tenant = module_version.tenant \
+             AND l.name = module_version.name AND l.version = module_version.version)",
         )
         .bind(tenant)
         .bind(name)

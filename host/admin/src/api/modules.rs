@@ -13,6 +13,9 @@ pub(super) struct UploadQuery {
     name: Option<String>,
     /// Comma-separated labels for the new version
     labels: Option<String>,
+    /// Why this version (at most 500 bytes, no control characters); a
+    /// push of the latest version's content with a note is a new version
+    note: Option<String>,
 }
 
 /// How many of the largest uploads the admin reads at once.
@@ -130,9 +133,10 @@ pub(super) async fn upload_module(
                 }
                 "name" => query.name = Some(read_text(field.text().await)?),
                 "labels" => query.labels = Some(read_text(field.text().await)?),
+                "note" => query.note = Some(read_text(field.text().await)?),
                 other => {
                     return Err(bad(format!(
-                        "unknown form field {other:?}: use module, name, labels"
+                        "unknown form field {other:?}: use module, name, labels, note"
                     )));
                 }
             }
@@ -163,6 +167,7 @@ pub(super) async fn upload_module(
         &service::modules::Upload {
             name: query.name,
             labels: query.labels,
+            note: query.note.unwrap_or_default(),
             pushed_by: caller.who(),
         },
         limit,
@@ -269,7 +274,8 @@ pub(super) fn routes(table: &mut Routes, max_module_bytes: usize) {
                 "properties": {
                     "module": { "type": "string", "format": "binary" },
                     "name": { "type": "string" },
-                    "labels": { "type": "string" }
+                    "labels": { "type": "string" },
+                    "note": { "type": "string" }
                 }
             } }
         })),

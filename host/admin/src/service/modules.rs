@@ -18,9 +18,14 @@ pub struct Upload {
     pub name: Option<String>,
     /// Labels for the new version, comma-separated.
     pub labels: Option<String>,
+    /// Why this version (empty: none).
+    pub note: String,
     /// Who pushes it (recorded on the version).
     pub pushed_by: String,
 }
+
+/// Longest note a version carries.
+const MAX_NOTE_BYTES: usize = 500;
 
 /// Labels: the characters of module names.
 pub fn parse_labels(text: Option<&str>) -> Result<Vec<String>, ServiceError> {
@@ -51,6 +56,20 @@ pub async fn upload(
     keep_versions: usize,
 ) -> Result<Uploaded, ServiceError> {
     let labels = parse_labels(upload.labels.as_deref())?;
+    if upload.note.len() > MAX_NOTE_BYTES || upload.note.chars().any(char::is_control) {
+        return Err(ServiceError::InvalidModule {
+            field: Some("note"),
+            message: format!(
+                "a note is at most {MAX_NOTE_BYTES} bytes, without control characters"
+            ),
+        });
+    }
+    if upload.name.is_none() && !upload.note.is_empty() {
+        return Err(ServiceError::InvalidModule {
+            field: Some("note"),
+            message: "a note belongs to a named version: give a name too".to_owned(),
+        });
+    }
     if let Some(name) = &upload.name {
         crate::jobs::check_module_name(name).map_err(|invalid| ServiceError::InvalidModule {
             field: Some("name"),
@@ -102,7 +121,7 @@ pub async fn upload(
                     name,
                     digest: &digest,
                     labels: &labels,
-                    note: "",
+                    note: &upload.note,
                     pushed_by: &upload.pushed_by,
                 },
                 keep_versions,

@@ -23,13 +23,20 @@ enum ModuleCommand {
     Push {
         name: String,
         file: PathBuf,
-        /// Label for the new version (repeatable).
+        /// Label for the new version (repeatable). A labelled version is
+        /// kept however many are pushed after it.
         #[arg(long = "label")]
         labels: Vec<String>,
+        /// Why this version (shown by `module versions`); the latest
+        /// version's content pushed with a note is a new version.
+        #[arg(long)]
+        note: Option<String>,
     },
     /// The latest version of each module.
     List,
-    /// Every kept version of a module, newest first.
+    /// Every kept version of a module, newest first, the one its
+    /// following jobs run marked `(live)`: the newest 30, and every
+    /// labelled or pinned one.
     Versions { name: String },
     /// Make an earlier version current again.
     Rollback { name: String, version: i64 },
@@ -39,11 +46,19 @@ pub fn module(args: ModuleArgs) -> anyhow::Result<()> {
     let (client, json, runtime) = args.connection.open()?;
     runtime.block_on(async move {
         match args.command {
-            ModuleCommand::Push { name, file, labels } => {
+            ModuleCommand::Push {
+                name,
+                file,
+                labels,
+                note,
+            } => {
                 let bytes = std::fs::read(&file)
                     .with_context(|| format!("cannot read {}", file.display()))?;
                 eprintln!("uploading {} ({} bytes)…", file.display(), bytes.len());
-                let answer = client.upload(bytes, Some(&name), &labels).await?;
+                let note = note.unwrap_or_default();
+                let answer = client
+                    .upload_noted(bytes, Some(&name), &labels, &note)
+                    .await?;
                 show(json, &answer, |answer| {
                     outln!(
                         "{} version {} ({}), {} job(s) moved to it",
@@ -69,13 +84,21 @@ pub fn module(args: ModuleArgs) -> anyhow::Result<()> {
                     ]
                 },
             ),
-            ModuleCommand::Versions { name } => print_list(
+            ModuleCommand::Versions { name } => {
+                let versions = client.module_versions(&name).await?;
+                // The newest is the one the jobs following the module run.
+                let live = versions.iter().map(|v| v.version).max();
+                print_list(
                 json,
-                &client.module_versions(&name).await?,
+                &versions,
                 &["VERSION", "DIGEST", "LABELS", "NOTE", "BY", "PUSHED (UTC)"],
                 |v| {
                     vec![
-                        v.version.to_string(),
+                        if Some(v.version) == live {
+                            format!("{} (live)", v.version)
+                        } else {
+                            v.version.to_string()
+                        },
                         v.digest.short().to_owned(),
                         labels(&v.labels),
                         if v.note.is_empty() { "-".to_owned() } else { v.note.clone() },
@@ -83,7 +106,8 @@ pub fn module(args: ModuleArgs) -> anyhow::Result<()> {
                         time(Some(v.created_at_ms)),
                     ]
                 },
-            ),
+            )
+            }
             ModuleCommand::Rollback { name, version } => {
                 let answer = client.rollback(&name, version).await?;
                 show(json, &answer, |answer| {

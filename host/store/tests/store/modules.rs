@@ -98,8 +98,20 @@ async fn module_versions(store: &Store) {
             .unwrap()
             .is_empty()
     );
-    store.delete_job(follower).await.unwrap();
     store.delete_job(pinned).await.unwrap();
+    // A labelled version is kept as a pinned one is: versions 3 (`beta`)
+    // and 1 (`stable`, which no job pins any more) outlive the newest two.
+    push(digest('d'), vec![]).await;
+    push(digest('e'), vec![]).await;
+    let kept: Vec<i64> = store
+        .module_versions("default", "mod")
+        .await
+        .unwrap()
+        .iter()
+        .map(|v| v.version)
+        .collect();
+    assert_eq!(kept, [5, 4, 3, 1], "the newest two and the labelled ones");
+    store.delete_job(follower).await.unwrap();
 }
 
 /// Module content is collected once nothing refers to it: not a job, not

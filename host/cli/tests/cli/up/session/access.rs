@@ -239,4 +239,35 @@ pub(super) fn users(s: &Session) {
         "a header and three versions: {versions}"
     );
     assert!(versions.contains("rollback to version 1"), "{versions}");
+
+    // A note on a push: the same bytes again are a new version only with
+    // one; the newest is marked as the one its followers run.
+    let hello = cronbox_example_jobs::path("hello");
+    let push = |more: &[&str]| {
+        let mut args = vec!["module", "push", "noted", hello.to_str().unwrap()];
+        args.extend(more);
+        ok(base, token, &args)
+    };
+    assert!(push(&[]).contains("noted version 1"));
+    assert!(push(&["--note", "rebuilt for the new SDK"]).contains("noted version 2"));
+    assert!(push(&[]).contains("noted version 2"), "no note: unchanged");
+    let versions = ok(base, token, &["module", "versions", "noted"]);
+    let live = versions.lines().nth(1).unwrap();
+    assert!(
+        live.starts_with("2 (live)") && live.contains("rebuilt for the new SDK"),
+        "{versions}"
+    );
+    let (code, _, said) = cli(
+        base,
+        token,
+        &[
+            "module",
+            "push",
+            "noted",
+            hello.to_str().unwrap(),
+            "--note",
+            "bell \u{7}",
+        ],
+    );
+    assert!(code == 1 && said.contains("note"), "{said}");
 }
