@@ -46,8 +46,7 @@ pub struct JobSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub glue_type: Option<String>,
     /// The job's id in the xxl-job install it came from (set by `cronbox
-    /// jobs import-xxl-job` and xxl-job 3.5's job API; unique in its
-    /// group): xxl-job 3.5's `/api/updateJob` and the others find it by
+    /// import xxl-job` and xxl-job 3.5's job API; unique in its group): xxl-job 3.5's `/api/updateJob` and the others find it by
     /// it. Omitted from a replacement: the current one is kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub xxl_job_id: Option<i64>,

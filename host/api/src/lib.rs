@@ -58,7 +58,7 @@ pub use jobs::{
     JobStateBody, JobsCreated, LastRun, StateEdit, TriggerRequest, TriggerSource, Triggered,
     carries_dev_sources,
 };
-pub use xxl_job::{LONGEST_TIMEOUT_MS, XxlJobFields, XxlJobPlace};
+pub use xxl_job::{XxlJobFields, XxlJobPlace};
 /// The operator's own tenant: objects the operator creates belong to it,
 /// and it may use every executor group.
 pub const DEFAULT_TENANT: &str = "default";

@@ -7,7 +7,7 @@ use crate::JobSpec;
 
 /// The longest timeout cronbox keeps (24 h): xxl-job's `executor_timeout`
 /// 0 (none) and anything longer become it.
-pub const LONGEST_TIMEOUT_MS: i64 = 24 * 3_600_000;
+const LONGEST_TIMEOUT_MS: i64 = 24 * 3_600_000;
 
 /// Most retries cronbox keeps for one run.
 const MOST_RETRIES: i64 = 100;

@@ -262,10 +262,19 @@ pub fn validate(
     Ok((row, schedule))
 }
 
+/// What an alarm webhook's host is: an address, checked against the
+/// allowed networks at once, or a name, checked once it is resolved, when
+/// an alarm is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AlarmHost {
+    Address,
+    Name,
+}
+
 /// An alarm webhook: an http(s) URL with a host; an address written out
 /// must be one the admin may call (a name is checked when it is called,
 /// after it is resolved).
-pub fn check_alarm_url(url: &str, alarm_nets: &NetPolicy) -> Result<(), InvalidJob> {
+pub fn check_alarm_url(url: &str, alarm_nets: &NetPolicy) -> Result<AlarmHost, InvalidJob> {
     let not_http = || invalid("alarm_url", format!("{url:?} is not an http(s) URL"));
     let parsed = reqwest::Url::parse(url).map_err(|_| not_http())?;
     if !matches!(parsed.scheme(), "http" | "https") {
@@ -274,14 +283,17 @@ pub fn check_alarm_url(url: &str, alarm_nets: &NetPolicy) -> Result<(), InvalidJ
     let host = parsed.host_str().ok_or_else(not_http)?;
     let literal = host.trim_start_matches('[').trim_end_matches(']');
     let Ok(address) = literal.parse::<std::net::IpAddr>() else {
-        return Ok(()); // a name
+        return Ok(AlarmHost::Name);
     };
-    alarm_nets.check(address).map_err(|denied| {
-        invalid(
-            "alarm_url",
-            format!("{url:?}: {denied} (the admin's --alarm-allow-nets allows a network)"),
-        )
-    })
+    alarm_nets
+        .check(address)
+        .map(|()| AlarmHost::Address)
+        .map_err(|denied| {
+            invalid(
+                "alarm_url",
+                format!("{url:?}: {denied} (the admin's --alarm-allow-nets allows a network)"),
+            )
+        })
 }
 
 /// Module names: what `cronbox module push NAME` accepts.

@@ -175,19 +175,9 @@ pub(super) async fn alarm_check(
     Params(query): Params<AlarmCheckQuery>,
 ) -> Result<impl IntoResponse, Failure> {
     let url = query.url.0;
-    crate::jobs::check_alarm_url(&url, &state.services.limits().alarm_nets)
+    let host = crate::jobs::check_alarm_url(&url, &state.services.limits().alarm_nets)
         .map_err(failure::invalid_definition)?;
-    // A host written as an address was checked above; a name is not yet.
-    let checked_when_called = reqwest::Url::parse(&url)
-        .ok()
-        .and_then(|parsed| {
-            let host = parsed
-                .host_str()?
-                .trim_start_matches('[')
-                .trim_end_matches(']');
-            Some(host.parse::<std::net::IpAddr>().is_err())
-        })
-        .unwrap_or(false);
+    let checked_when_called = host == crate::jobs::AlarmHost::Name;
     Ok(Json(cronbox_api::AlarmCheck {
         url,
         checked_when_called,

@@ -34,8 +34,35 @@ pub(super) fn routes() -> Router<Arc<AdminState>> {
     router
 }
 
-fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+pub(super) fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|value| value.to_str().ok())
+}
+
+/// xxl-job's refusal of a caller whose token is not its group's.
+pub(super) fn invalid_token() -> Envelope {
+    Envelope::refused("invalid request, accessToken or appname invalid.")
+}
+
+/// Whether `token` is legacy group `group`'s (`what` names the call in the
+/// warning a wrong one logs): xxl-job's refusal when there is no such
+/// legacy group or the token is another's.
+pub(super) async fn check_group_token(
+    state: &AdminState,
+    group: &str,
+    token: &str,
+    what: &str,
+) -> Result<(), Envelope> {
+    let legacy = state
+        .intake
+        .legacy_group(group)
+        .await
+        .map_err(|error| Envelope::refused(error.to_string()))?
+        .ok_or_else(invalid_token)?;
+    if !tokens_match(&legacy.token, token) {
+        tracing::warn!(%group, "{what} was refused: wrong token");
+        return Err(invalid_token());
+    }
+    Ok(())
 }
 
 /// The registration in `body`, checked against its group's token: the
@@ -52,19 +79,13 @@ async fn checked_registration(
     if group.is_empty() || address.is_empty() {
         return Err(refused("Illegal Argument.".to_owned()));
     }
-    let invalid = || refused("invalid request, accessToken or appname invalid.".to_owned());
-    let legacy = state
-        .intake
-        .legacy_group(&group)
-        .await
-        .map_err(|error| refused(error.to_string()))?
-        .ok_or_else(invalid)?;
     let token = header(headers, TOKEN_HEADER).unwrap_or_default();
-    if !tokens_match(&legacy.token, token)
-        || header(headers, APPNAME_HEADER).is_some_and(|appname| appname != group)
-    {
-        tracing::warn!(%group, "an xxl-job executor's registration was refused: wrong token");
-        return Err(invalid());
+    check_group_token(state, &group, token, "an xxl-job executor's registration")
+        .await
+        .map_err(Json)?;
+    if header(headers, APPNAME_HEADER).is_some_and(|appname| appname != group) {
+        tracing::warn!(%group, "an xxl-job executor's registration was refused: another appname");
+        return Err(Json(invalid_token()));
     }
     let is_http = address.starts_with("http://") || address.starts_with("https://");
     if !is_http || address.chars().count() > MAX_ADDRESS_CHARS || address.contains(',') {

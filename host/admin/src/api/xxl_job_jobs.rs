@@ -18,7 +18,6 @@ use cronbox_protocol::TriggerKind;
 
 use super::audit::AuditNote;
 use super::*;
-use crate::legacy::tokens_match;
 use crate::legacy::wire::{APPNAME_HEADER, Envelope, TOKEN_HEADER};
 
 /// What a call asks for: the part of the path after `api/`.
@@ -169,9 +168,7 @@ fn note(
 }
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> &'a str {
-    headers
-        .get(name)
-        .and_then(|value| value.to_str().ok())
+    super::xxl_job::header(headers, name)
         .unwrap_or_default()
         .trim()
 }
@@ -195,32 +192,10 @@ async fn token_caller(
             "invalid request, accessToken or appname is empty.",
         ));
     }
-    let invalid = || Envelope::refused("invalid request, accessToken or appname invalid.");
-    let legacy = state
-        .intake
-        .legacy_group(appname)
-        .await
-        .map_err(|error| Envelope::refused(error.to_string()))?
-        .ok_or_else(invalid)?;
-    if !tokens_match(&legacy.token, token) {
-        tracing::warn!(group = %appname, "a call to xxl-job's job API was refused: wrong token");
-        return Err(invalid());
-    }
-    let store = state.services.store();
-    let tenants = service::groups::tenants_of(store, appname)
+    super::xxl_job::check_group_token(state, appname, token, "a call to xxl-job's job API").await?;
+    let tenant = service::xxl_jobs::tenant_of_group(state.services.store(), appname)
         .await
         .map_err(|error| Envelope::refused(error.to_string()))?;
-    let tenant = match tenants.as_slice() {
-        [] => crate::model::DEFAULT_TENANT.to_owned(),
-        [one] if one != service::groups::EVERY_TENANT => one.clone(),
-        _ => {
-            return Err(Envelope::refused(format!(
-                "group {appname} is granted to {}: xxl-job's job API acts for one tenant; \
-                 grant the group to the one its jobs belong to (`cronbox group grant`)",
-                tenants.join(", ")
-            )));
-        }
-    };
     Ok(TokenCaller {
         group: appname.to_owned(),
         tenant,
@@ -330,19 +305,13 @@ async fn add(
     if request.job_group.is_none() {
         return Err("jobGroup is required (the group of this access token)".to_owned());
     }
-    let (mut spec, mut notes) = request.fields().legacy_job(XxlJobPlace {
+    let (spec, mut notes) = request.fields().legacy_job(XxlJobPlace {
         name: request.name.as_deref().unwrap_or_default(),
         group: &caller.group,
         time_zone: "UTC",
         alarm_webhook: None,
     })?;
-    let store = state.services.store();
-    let xxl_job_id = store
-        .next_xxl_job_id(&caller.group)
-        .await
-        .map_err(|error| error.to_string())?;
-    spec.xxl_job_id = Some(xxl_job_id);
-    let job = service::jobs::create(&state.services, &caller.tenant, &spec)
+    let (job, xxl_job_id) = service::xxl_jobs::add(&state.services, &caller.tenant, spec)
         .await
         .map_err(refusal)?;
     notes.push(format!("cronbox job {}", job.id));
@@ -361,22 +330,14 @@ async fn job_named(
     id: Option<i64>,
 ) -> Result<JobRow, String> {
     let id = id.filter(|id| *id > 0).ok_or("id is required")?;
-    let store = state.services.store();
-    let found = match store
-        .job_by_xxl_id(&caller.group, id)
+    service::xxl_jobs::job_named(state.services.store(), &caller.group, &caller.tenant, id)
         .await
-        .map_err(|error| error.to_string())?
-    {
-        Some(job) => Some(job),
-        None => store
-            .job(JobId(id))
-            .await
-            .map_err(|error| error.to_string())?
-            .filter(|job| job.xxl_job_id.is_none() && job.group_name == caller.group),
-    };
-    found
-        .filter(|job| job.tenant == caller.tenant)
-        .ok_or_else(|| format!("job {id} is not a job of group {}", caller.group))
+        .map_err(|error| match error {
+            ServiceError::UnknownJob(_) => {
+                format!("job {id} is not a job of group {}", caller.group)
+            }
+            other => other.to_string(),
+        })
 }
 
 /// A service's refusal as xxl-job's message, naming the field at fault.

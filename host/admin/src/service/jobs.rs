@@ -384,15 +384,16 @@ async fn check_xxl_job_id(
     let Some(xxl_job_id) = row.xxl_job_id else {
         return Ok(());
     };
-    match store.job_by_xxl_id(&row.group_name, xxl_job_id).await? {
-        Some(other) if Some(other.id) != job => Err(ServiceError::invalid(
+    let taken = store.jobs_with_xxl_ids(&[xxl_job_id]).await?;
+    match taken
+        .into_iter()
+        .find(|(group, _, other)| *group == row.group_name && Some(*other) != job)
+    {
+        Some((group, _, other)) => Err(ServiceError::invalid(
             "xxl_job_id",
-            format!(
-                "xxl-job id {xxl_job_id} is job {}'s in group {}",
-                other.id, row.group_name
-            ),
+            format!("xxl-job id {xxl_job_id} is job {other}'s in group {group}"),
         )),
-        _ => Ok(()),
+        None => Ok(()),
     }
 }
 

@@ -23,6 +23,7 @@ pub mod tenants;
 pub mod triggers;
 pub mod users;
 pub mod workflows;
+pub mod xxl_jobs;
 
 pub use context::{ChangeLimits, Firing, Services};
 
